@@ -1,0 +1,17 @@
+execute_process(COMMAND git -C ${SRC} rev-parse --short=12 HEAD OUTPUT_VARIABLE rev
+                OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR rev STREQUAL "")
+  set(rev "unknown")
+endif()
+execute_process(COMMAND git -C ${SRC} status --porcelain --untracked-files=no OUTPUT_VARIABLE dirty
+                OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+if(NOT dirty STREQUAL "")
+  set(rev "${rev}-dirty")
+endif()
+set(content "namespace kqual { const char* git_revision() { return \"${rev}\"; } }\n")
+if(EXISTS ${OUT})
+  file(READ ${OUT} old)
+endif()
+if(NOT "${old}" STREQUAL "${content}")
+  file(WRITE ${OUT} "${content}")
+endif()

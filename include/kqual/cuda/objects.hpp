@@ -1,0 +1,151 @@
+#pragma once
+// RAII owners of driver objects. Destructors never throw (errors there are logged to stderr).
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kqual/cuda/driver.hpp"
+
+namespace kqual::cuda {
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sms = 0;
+  int l2_bytes = 0;
+  int max_persisting_l2_bytes = 0;
+  int max_threads_per_block = 0;
+  int max_shared_per_block_optin = 0;
+  int clock_khz = 0;           // [kHz] nominal SM clock
+  int memory_clock_khz = 0;    // [kHz]
+  int memory_bus_bits = 0;
+  std::size_t total_memory = 0;
+  int driver_version = 0;      // e.g. 13000
+  std::string arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
+};
+
+// Retains the device's primary context and makes it current on this thread.
+class Context {
+ public:
+  explicit Context(int ordinal = 0);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  const DeviceInfo& info() const { return info_; }
+  CUcontext get() const { return ctx_; }
+  void synchronize() const;
+
+ private:
+  CUdevice dev_{};
+  CUcontext ctx_{};
+  DeviceInfo info_;
+};
+
+struct FunctionAttributes {
+  int registers = 0;
+  int static_shared_bytes = 0;
+  int local_bytes = 0;         // per thread (stack frame + spills)
+  int const_bytes = 0;
+  int max_threads_per_block = 0;
+  int binary_version = 0;      // 90 both for native SASS and JIT-compiled PTX (see ANCHORS.md)
+  int ptx_version = 0;
+};
+
+struct ParamInfo {
+  std::size_t offset = 0;
+  std::size_t size = 0;
+};
+
+class Function {
+ public:
+  Function() = default;
+  Function(CUfunction f, std::string name) : f_(f), name_(std::move(name)) {}
+  CUfunction get() const { return f_; }
+  const std::string& name() const { return name_; }
+  FunctionAttributes attributes() const;
+  // Parameter layout from the driver (cuFuncGetParamInfo); empty if the driver lacks it.
+  std::vector<ParamInfo> params() const;
+  void set_max_dynamic_shared(int bytes) const;
+
+ private:
+  CUfunction f_{};
+  std::string name_;
+};
+
+// A module loaded from an in-memory image (cubin, fatbin or NUL-terminated PTX).
+class Module {
+ public:
+  Module() = default;
+  explicit Module(std::span<const std::uint8_t> image);
+  static Module from_file(const std::string& path);
+  ~Module();
+  Module(Module&& o) noexcept : m_(std::exchange(o.m_, nullptr)) {}
+  Module& operator=(Module&& o) noexcept;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  Function function(const std::string& name) const;
+  CUmodule get() const { return m_; }
+
+ private:
+  CUmodule m_{};
+};
+
+class Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  CUstream get() const { return s_; }
+  void synchronize() const;
+
+ private:
+  CUstream s_{};
+};
+
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  CUevent get() const { return e_; }
+  void record(CUstream s) const;
+  void synchronize() const;
+  // [ms] between two recorded events
+  static float elapsed_ms(const Event& start, const Event& stop);
+
+ private:
+  CUevent e_{};
+};
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, 0)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  CUdeviceptr get() const { return p_; }
+  std::size_t bytes() const { return bytes_; }
+  void upload(const void* src, std::size_t bytes, std::size_t offset = 0) const;
+  void download(void* dst, std::size_t bytes, std::size_t offset = 0) const;
+
+ private:
+  CUdeviceptr p_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+// Launch with the driver's checks; errors name the kernel.
+void launch(const Function& f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
+            unsigned block_y, unsigned block_z, unsigned shared_bytes, CUstream stream, void** args);
+
+}  // namespace kqual::cuda
