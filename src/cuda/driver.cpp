@@ -102,7 +102,24 @@ void check(CUresult r, const char* call, const char* file, int line) {
   const Loaded& l = loaded();
   const char* desc = nullptr;
   if (!l.api.cuGetErrorString || l.api.cuGetErrorString(r, &desc) != CUDA_SUCCESS || !desc) desc = "no description";
-  throw_call_error(ErrorKind::cuda, file, line, call, error_name(r), desc);
+  throw CudaError(r, fmt::format("{}:{}: {} failed: {} ({})", file, line, call, error_name(r), desc));
+}
+
+bool CudaError::sticky() const noexcept {
+  switch (code_) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED: return true;
+    default: return false;
+  }
 }
 
 }  // namespace kqual::cuda

@@ -3,7 +3,5 @@
 #include "kqual/run/cli.hpp"
 namespace kqual::run {
 void add_qualify_commands(CLI::App&, GlobalOptions&, int*) {}
-void add_worker_command(CLI::App&, GlobalOptions&, int*) {}
-void add_inspect_command(CLI::App&, GlobalOptions&, int*) {}
 void add_model_commands(CLI::App&, GlobalOptions&, int*) {}
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "kqual/core/error.hpp"
+
 namespace kqual::cuda {
 
 // One member per entry point; the type comes from cuda.h (the macro there picks the versioned
@@ -39,7 +41,19 @@ inline bool driver_available() { return driver_unavailable_reason().empty(); }
 // The loaded API, cuInit(0) done. Throws Error(cuda) with driver_unavailable_reason() otherwise.
 const DriverApi& driver();
 
-// Throws Error(cuda) "file:line: call failed: CUDA_ERROR_X (string)" unless r == CUDA_SUCCESS.
+// A failed driver call; code() tells sticky errors (the context is unusable) from the rest.
+class CudaError : public Error {
+ public:
+  CudaError(CUresult code, std::string message) : Error(ErrorKind::cuda, std::move(message)), code_(code) {}
+  CUresult code() const noexcept { return code_; }
+  // Errors after which the context cannot be used again (the worker must be replaced).
+  bool sticky() const noexcept;
+
+ private:
+  CUresult code_;
+};
+
+// Throws CudaError "file:line: call failed: CUDA_ERROR_X (string)" unless r == CUDA_SUCCESS.
 void check(CUresult r, const char* call, const char* file, int line);
 std::string error_name(CUresult r);
 

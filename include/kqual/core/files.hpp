@@ -1,0 +1,52 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+
+namespace kqual {
+
+// A file mapped read-only (or read-write when created with a size); unmapped on destruction.
+class MappedFile {
+ public:
+  static MappedFile open_read(const std::filesystem::path& p);
+  static MappedFile create(const std::filesystem::path& p, std::size_t bytes);  // read-write, truncates
+  MappedFile() = default;
+  ~MappedFile();
+  MappedFile(MappedFile&& o) noexcept;
+  MappedFile& operator=(MappedFile&& o) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::uint8_t* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  std::span<const std::uint8_t> bytes() const { return {data_, size_}; }
+
+ private:
+  std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+void write_file(const std::filesystem::path& p, const void* data, std::size_t bytes);
+// Write to <p>.tmp then rename, so a crash never leaves a half-written result behind.
+void write_file_atomic(const std::filesystem::path& p, const std::string& text);
+std::string read_text_file(const std::filesystem::path& p);
+
+// A private directory removed (recursively) on destruction; in /dev/shm when it exists, since
+// tensors are exchanged with worker processes through it.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& prefix = "kqual");
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Fast non-cryptographic 64-bit hash of a byte range (inputs before/after a launch).
+std::uint64_t fast_hash64(const void* data, std::size_t bytes);
+
+}  // namespace kqual

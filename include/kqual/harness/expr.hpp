@@ -1,0 +1,32 @@
+#pragma once
+// Integer expressions over dims for launch plans: "min(cdiv(n, 4 * 256), sms * 16)".
+// Grammar: expr := term (('+'|'-') term)*; term := unary (('*'|'/'|'%') unary)*;
+// unary := '-' unary | primary; primary := INT | NAME | NAME '(' expr (',' expr)* ')' | '(' expr ')'.
+// Functions: min, max, cdiv (ceiling division), align_up(a, b). Arithmetic is checked int64:
+// overflow and division by zero are errors naming the expression.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+namespace kqual::harness {
+
+class Expr {
+ public:
+  Expr() = default;
+  // Throws Error(input) "in expression '<text>': <what> at column <c>".
+  static Expr parse(const std::string& text);
+  static Expr constant(std::int64_t v);
+  std::int64_t eval(const std::map<std::string, std::int64_t>& vars) const;
+  std::set<std::string> variables() const;
+  const std::string& text() const { return text_; }
+
+  struct Node;
+
+ private:
+  std::string text_;
+  std::shared_ptr<const Node> root_;
+};
+
+}  // namespace kqual::harness

@@ -1,0 +1,65 @@
+#pragma once
+// Candidate manifest (kqual.toml): what to compile, how to map kernel parameters to contract
+// tensors and dims, the launch plan as integer expressions, and the claimed domain.
+// Format: docs/manifest.md. Every error names the file, the key and the value.
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kqual/contract/contract.hpp"
+#include "kqual/harness/expr.hpp"
+
+namespace kqual::harness {
+
+enum class ScalarType { i32, u32, i64, u64 };
+std::size_t scalar_size(ScalarType t);
+
+struct LaunchArg {
+  enum Kind { tensor, scratch, dim } kind = tensor;
+  std::string name;                   // contract tensor, scratch buffer or dim
+  ScalarType type = ScalarType::i64;  // for dims
+  std::string text;                   // as written, for messages
+};
+
+struct Launch {
+  std::string kernel;             // C++ name, may contain {T}
+  std::array<Expr, 3> grid;
+  std::array<Expr, 3> block;
+  Expr shared;                    // dynamic shared memory [bytes]
+  std::vector<LaunchArg> args;
+};
+
+struct Scratch {
+  std::string name;
+  Expr bytes;
+};
+
+struct Manifest {
+  std::filesystem::path file;     // the kqual.toml
+  std::filesystem::path dir;
+  std::string name;
+  std::string description;
+  std::string contract;
+  std::filesystem::path source;   // absolute path of the .cu
+  std::vector<std::string> nvrtc_options;
+  contract::Supports supports;
+  std::vector<Scratch> scratch;
+  std::vector<Launch> launches;
+  std::optional<std::string> expect_rejected_for;  // known-broken candidates: the intended reason
+
+  // Kernel names with {T} substituted for a dtype.
+  std::vector<std::string> kernel_names(DType t) const;
+};
+
+// Parse and validate against the contract (tensor/dim names, expressions, types). Accepts the
+// manifest file or its directory. Throws Error(input) naming file, key and value.
+Manifest load_manifest(const std::filesystem::path& file_or_dir);
+Manifest parse_manifest(const std::string& toml_text, const std::filesystem::path& file);
+
+// Names an expression may use: the contract's dims plus device facts.
+std::vector<std::string> expression_names(const contract::Contract& c);
+
+}  // namespace kqual::harness

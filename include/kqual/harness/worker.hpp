@@ -1,0 +1,58 @@
+#pragma once
+// GPU work runs in worker processes; the coordinating process never initialises CUDA.
+// Protocol: one JSON request per line on the worker's stdin, one JSON reply per line on a private
+// descriptor (the worker's stdout is redirected to stderr so device printf cannot corrupt it).
+// A worker that crashes, hangs past the watchdog, breaks the protocol or hits a sticky device
+// error becomes a recorded outcome; the client starts a fresh worker for the next call.
+#include <sys/types.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kqual/core/json.hpp"
+
+namespace kqual::harness {
+
+struct WorkerOptions {
+  std::string exe;              // the kqual binary (default: /proc/self/exe)
+  double watchdog_seconds = 60; // per call, unless the call gives its own
+  std::vector<std::pair<std::string, std::string>> env;  // extra environment for the worker
+  std::string stderr_path;      // where the worker's stderr goes (tail is quoted on faults)
+};
+
+struct WorkerReply {
+  enum class Status { ok, error, crashed, hung, protocol_error, sticky_error };
+  Status status = Status::ok;
+  json body;            // the reply (for ok, error, sticky_error)
+  std::string reason;   // human explanation for anything but ok
+  bool fault() const { return status == Status::crashed || status == Status::hung || status == Status::protocol_error || status == Status::sticky_error; }
+};
+const char* to_string(WorkerReply::Status s);
+
+class WorkerClient {
+ public:
+  explicit WorkerClient(WorkerOptions opts);
+  ~WorkerClient();
+  WorkerClient(const WorkerClient&) = delete;
+  WorkerClient& operator=(const WorkerClient&) = delete;
+
+  // Sends one request and waits for its reply (watchdog: timeout_s, or the default when <= 0).
+  WorkerReply call(const json& request, double timeout_s = 0);
+  int processes_started() const { return started_; }
+  void stop();  // ends the current worker (if any)
+
+ private:
+  void start();
+  std::string stderr_tail() const;
+  WorkerOptions opts_;
+  pid_t pid_ = -1;
+  int to_fd_ = -1, from_fd_ = -1;
+  int started_ = 0;
+  std::string pending_;
+};
+
+// The worker's main loop (kqual worker): reads requests until EOF or {"op":"exit"}.
+int run_worker(int in_fd, int out_fd);
+
+}  // namespace kqual::harness

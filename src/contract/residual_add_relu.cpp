@@ -1,0 +1,325 @@
+// Contract: y = relu(x + r), elementwise, contiguous.
+// f32: IEEE single add (round to nearest even, denormals preserved), then relu.
+// bf16: inputs and output bf16; x and r widened to f32, added in f32, relu, rounded RNE to bf16.
+// Reference: the sum is formed in f64 and rounded once to f32 — bit-identical to an IEEE f32 add,
+// because f64 has more than 2*24+2 significand bits (double rounding is innocuous for +).
+// relu: NaN → NaN (any payload), x > 0 → x, otherwise (including -0 and -Inf) → +0.
+#include <fmt/format.h>
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+
+#include "kqual/contract/contract.hpp"
+#include "kqual/contract/random.hpp"
+#include "kqual/core/error.hpp"
+
+namespace kqual::contract {
+namespace {
+
+float relu_policy(float s) {
+  if (std::isnan(s)) return s;
+  return s > 0.0f ? s : 0.0f;  // -0 and -Inf become +0
+}
+
+float ref_f32(float x, float r) {
+  double s = double(x) + double(r);
+  return relu_policy(float(s));
+}
+
+std::uint16_t ref_bf16(std::uint16_t x, std::uint16_t r) {
+  double s = double(bf16_to_f32(x)) + double(bf16_to_f32(r));
+  return f32_to_bf16_rne(relu_policy(float(s)));
+}
+
+std::string fmt_value(DType t, std::uint32_t bits) {
+  float f = t == DType::f32 ? f32_from_bits(bits) : bf16_to_f32(std::uint16_t(bits));
+  return fmt::format("{:g} (0x{:0{}x})", f, bits, t == DType::f32 ? 8 : 4);
+}
+
+class ResidualAddRelu final : public Contract {
+ public:
+  std::string name() const override { return "residual_add_relu"; }
+  std::string summary() const override { return "y = relu(x + r), elementwise over n contiguous elements"; }
+  std::vector<TensorDecl> tensors() const override {
+    return {{"x", Role::input, "activations, n elements"},
+            {"r", Role::input, "residual, n elements"},
+            {"y", Role::output, "result, n elements"}};
+  }
+  std::vector<std::string> dims() const override { return {"n"}; }
+  std::vector<DType> dtypes() const override { return {DType::f32, DType::bf16}; }
+  std::string numerical_policy() const override {
+    return "Bit-exact. f32: x + r is one IEEE-754 single-precision add (round to nearest even; denormal inputs "
+           "and results preserved, so flush-to-zero builds fail), then relu. bf16: x and r widened to f32, added "
+           "in f32, relu, rounded to nearest even bf16. relu(NaN) is NaN (any payload; fmaxf would swallow it); "
+           "relu(v) = v for v > 0 (+Inf stays +Inf); every other value, -0 and -Inf included, gives +0. "
+           "Inf + (-Inf) is NaN. Reference: the sum in f64, rounded once to f32 (exact for one add), on the CPU "
+           "of the coordinating process.";
+  }
+  json domain_json() const override {
+    return json{{"dtypes", {"f32", "bf16"}},
+                {"layout", "contiguous (stride 1)"},
+                {"n", {{"min", 1}, {"max", "candidate's claim (default 2^31-1)"}}},
+                {"alignment", "candidate's min_alignment_bytes; an offset of one element is tested when the candidate "
+                              "claims element alignment"},
+                {"aliasing", "y may alias x only if the candidate claims in_place"}};
+  }
+
+  std::optional<Refusal> validate(const Request& req, const Supports& cand) const override {
+    if (req.dtype != DType::f32 && req.dtype != DType::bf16)
+      return Refusal{"dtype_unsupported",
+                     fmt::format("dtype {} is outside the residual_add_relu contract (f32, bf16)", to_string(req.dtype))};
+    if (!cand.supports(req.dtype))
+      return Refusal{"dtype_not_claimed", fmt::format("the candidate does not claim dtype {}", to_string(req.dtype))};
+    for (const char* t : {"x", "r", "y"})
+      if (!req.lengths.count(t))
+        return Refusal{"missing_tensor", fmt::format("tensor '{}' is missing from the request", t)};
+    std::int64_t n = req.lengths.at("x");
+    for (const char* t : {"r", "y"})
+      if (req.lengths.at(t) != n)
+        return Refusal{"length_mismatch",
+                       fmt::format("tensor '{}' has {} elements but x has {}", t, req.lengths.at(t), n)};
+    if (n < 1) return Refusal{"empty", fmt::format("n = {}: the contract needs at least one element", n)};
+    if (n > cand.max_n)
+      return Refusal{"too_large", fmt::format("n = {} exceeds the candidate's claimed max_n = {}", n, cand.max_n)};
+    for (const auto& [t, s] : req.strides)
+      if (s != 1)
+        return Refusal{"non_contiguous",
+                       fmt::format("tensor '{}' has stride {}; the contract covers contiguous tensors only", t, s)};
+    std::int64_t esize = std::int64_t(dtype_size(req.dtype));
+    if ((req.offset_elements * esize) % cand.min_alignment_bytes != 0)
+      return Refusal{"misaligned", fmt::format("a start offset of {} element(s) ({} bytes) breaks the candidate's "
+                                               "claimed alignment of {} bytes",
+                                               req.offset_elements, req.offset_elements * esize, cand.min_alignment_bytes)};
+    if (req.in_place && !cand.in_place)
+      return Refusal{"aliasing_not_claimed", "y aliases x, but the candidate does not claim in-place support"};
+    return std::nullopt;
+  }
+
+  std::vector<std::pair<Request, std::string>> unsupported_examples() const override {
+    auto base = [](DType t, std::int64_t n) {
+      Request r;
+      r.dtype = t;
+      r.lengths = {{"x", n}, {"r", n}, {"y", n}};
+      return r;
+    };
+    std::vector<std::pair<Request, std::string>> v;
+    v.emplace_back(base(DType::f16, 1024), "dtype_unsupported");
+    v.emplace_back(base(DType::i32, 1024), "dtype_unsupported");
+    Request mm = base(DType::f32, 1024);
+    mm.lengths["r"] = 1023;
+    v.emplace_back(mm, "length_mismatch");
+    Request nc = base(DType::f32, 1024);
+    nc.strides["x"] = 2;
+    v.emplace_back(nc, "non_contiguous");
+    v.emplace_back(base(DType::f32, 0), "empty");
+    Request ip = base(DType::f32, 1024);
+    ip.in_place = true;
+    v.emplace_back(ip, "aliasing_not_claimed");
+    return v;
+  }
+
+  std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
+    std::vector<std::int64_t> sizes = {1, 2, 3, 255, 256, 257, 1023, 1024, 1025, 999983, (1 << 24) + 1};
+    const std::vector<std::string> families = {"normal", "nonzero_mean", "all_negative", "near_max", "denormals",
+                                               "specials"};
+    std::vector<CaseSpec> cases;
+    for (DType t : dtypes()) {
+      if (!cand.supports(t)) continue;
+      std::int64_t esize = std::int64_t(dtype_size(t));
+      bool unaligned = esize % cand.min_alignment_bytes == 0;
+      for (std::int64_t n : sizes) {
+        if (n > cand.max_n) continue;
+        for (const auto& fam : families) {
+          // The largest regular size gets the two families that catch most (values and specials).
+          if (n > 2'000'000 && fam != "normal" && fam != "specials") continue;
+          for (std::int64_t off : {std::int64_t(0), std::int64_t(1)}) {
+            if (off == 1 && (!unaligned || (fam != "normal" && fam != "specials"))) continue;
+            CaseSpec c;
+            c.dtype = t;
+            c.n = n;
+            c.family = fam;
+            c.offset_elements = off;
+            c.seed = mix_seed(seed, std::uint64_t(n) * 131 + std::hash<std::string>{}(fam) + std::uint64_t(t) * 7 + std::uint64_t(off));
+            c.id = fmt::format("{}/n={}/{}{}", to_string(t), n, fam, off ? "/offset=1" : "");
+            cases.push_back(c);
+          }
+        }
+      }
+      if (include_large) {
+        // 2^27+5: many waves of blocks; 2^29+7 f32 is over 2^31 bytes per tensor (32-bit byte offsets overflow).
+        for (std::int64_t n : {(std::int64_t(1) << 27) + 5, (std::int64_t(1) << 29) + 7}) {
+          if (n > cand.max_n || (t != DType::f32 && n > (std::int64_t(1) << 28))) continue;
+          CaseSpec c;
+          c.dtype = t;
+          c.n = n;
+          c.family = "uniform";
+          c.seed = mix_seed(seed, std::uint64_t(n));
+          c.id = fmt::format("{}/n={}/uniform", to_string(t), n);
+          cases.push_back(c);
+        }
+      }
+    }
+    return cases;
+  }
+
+  std::vector<std::int64_t> benchmark_sizes() const override {
+    return {std::int64_t(1) << 12, std::int64_t(1) << 20, std::int64_t(1) << 28};
+  }
+
+  CaseData make_case(const CaseSpec& spec) const override {
+    if (spec.n < 1) throw_error(ErrorKind::unsupported, "case with n < 1");
+    CaseData d;
+    d.spec = spec;
+    d.dims["n"] = spec.n;
+    Rng rng(spec.seed);
+    std::size_t n = std::size_t(spec.n);
+    std::vector<float> xs(n), rs(n);
+    const float fmax = spec.dtype == DType::f32 ? FLT_MAX : bf16_to_f32(0x7F7F);
+    auto denormal = [&]() {
+      // A random subnormal of the storage type, either sign.
+      std::uint32_t bits;
+      if (spec.dtype == DType::f32)
+        bits = std::uint32_t(1 + rng.below(0x7FFFFF));
+      else
+        bits = std::uint32_t(1 + rng.below(0x7F)) << 16;
+      float v = f32_from_bits(bits);
+      return rng.below(2) ? -v : v;
+    };
+    for (std::size_t i = 0; i < n; ++i) {
+      float x = 0, r = 0;
+      if (spec.family == "normal") {
+        x = float(rng.normal()); r = float(rng.normal());
+      } else if (spec.family == "uniform") {
+        x = float(rng.uniform(-1, 1)); r = float(rng.uniform(-1, 1));
+      } else if (spec.family == "nonzero_mean") {
+        x = float(3.0 + rng.normal()); r = float(-1.0 + 0.5 * rng.normal());
+      } else if (spec.family == "all_negative") {
+        x = -float(rng.uniform(1e-3, 100)); r = -float(rng.uniform(1e-3, 100));
+      } else if (spec.family == "near_max") {
+        // Half of the pairs share a sign, so their sum overflows to ±Inf.
+        x = float(rng.uniform(0.5, 1.0)) * fmax; r = float(rng.uniform(0.5, 1.0)) * fmax;
+        if (rng.below(2)) x = -x;
+        if (rng.below(2)) r = -r;
+      } else if (spec.family == "denormals") {
+        x = denormal();
+        r = rng.below(4) == 0 ? float(rng.normal()) * 1e-37f : denormal();
+      } else if (spec.family == "specials") {
+        x = float(rng.normal()); r = float(rng.normal());
+        const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                                  -std::numeric_limits<float>::infinity(), -0.0f, 0.0f};
+        if (rng.below(8) == 0) x = specials[rng.below(5)];
+        if (rng.below(8) == 0) r = specials[rng.below(5)];
+      } else {
+        throw_error(ErrorKind::internal, "unknown value family '" + spec.family + "'");
+      }
+      xs[i] = x; rs[i] = r;
+    }
+    if (spec.family == "specials" && n >= 4) {
+      // Make sure the classic traps are present whatever the random draw did.
+      xs[0] = std::numeric_limits<float>::quiet_NaN();
+      xs[1] = std::numeric_limits<float>::infinity(); rs[1] = -std::numeric_limits<float>::infinity();
+      xs[2] = -0.0f; rs[2] = -0.0f;
+      xs[n - 1] = std::numeric_limits<float>::quiet_NaN(); rs[n - 1] = -1.0f;
+    }
+    auto pack = [&](const std::string& name, const std::vector<float>& v) {
+      Tensor t;
+      t.name = name;
+      t.dtype = spec.dtype;
+      t.elements = spec.n;
+      t.bytes.resize(n * dtype_size(spec.dtype));
+      if (spec.dtype == DType::f32) {
+        std::memcpy(t.bytes.data(), v.data(), n * 4);
+      } else {
+        auto* p = reinterpret_cast<std::uint16_t*>(t.bytes.data());
+        for (std::size_t i = 0; i < n; ++i) p[i] = f32_to_bf16_rne(v[i]);
+      }
+      return t;
+    };
+    d.inputs.push_back(pack("x", xs));
+    d.inputs.push_back(pack("r", rs));
+    return d;
+  }
+
+  std::vector<Tensor> reference(const CaseData& data) const override {
+    const Tensor& x = data.inputs.at(0);
+    const Tensor& r = data.inputs.at(1);
+    Tensor y;
+    y.name = "y";
+    y.dtype = x.dtype;
+    y.elements = x.elements;
+    y.bytes.resize(x.bytes.size());
+    std::size_t n = std::size_t(x.elements);
+    if (x.dtype == DType::f32) {
+      auto* px = reinterpret_cast<const float*>(x.bytes.data());
+      auto* pr = reinterpret_cast<const float*>(r.bytes.data());
+      auto* py = reinterpret_cast<float*>(y.bytes.data());
+      for (std::size_t i = 0; i < n; ++i) py[i] = ref_f32(px[i], pr[i]);
+    } else {
+      auto* px = reinterpret_cast<const std::uint16_t*>(x.bytes.data());
+      auto* pr = reinterpret_cast<const std::uint16_t*>(r.bytes.data());
+      auto* py = reinterpret_cast<std::uint16_t*>(y.bytes.data());
+      for (std::size_t i = 0; i < n; ++i) py[i] = ref_bf16(px[i], pr[i]);
+    }
+    return {y};
+  }
+
+  Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const override {
+    Comparison c;
+    const std::size_t es = dtype_size(expected.dtype);
+    const std::size_t n = std::size_t(expected.elements);
+    std::uint32_t poison = 0;
+    for (std::size_t b = 0; b < es; ++b) poison |= std::uint32_t(poison_byte) << (8 * b);
+    auto load = [&](const std::uint8_t* p, std::size_t i) {
+      std::uint32_t v = 0;
+      std::memcpy(&v, p + i * es, es);
+      return v;
+    };
+    auto is_nan = [&](std::uint32_t bits) {
+      return expected.dtype == DType::f32 ? std::isnan(f32_from_bits(bits)) : std::isnan(bf16_to_f32(std::uint16_t(bits)));
+    };
+    std::int64_t unwritten = 0, nan_bad = 0, wrong = 0;
+    std::string first_unwritten, first_nan, first_wrong;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint32_t e = load(expected.bytes.data(), i), a = load(actual, i);
+      if (e == a) continue;
+      bool en = is_nan(e), an = is_nan(a);
+      if (en && an) continue;  // NaN matches NaN, whatever the payload
+      if (a == poison) {
+        if (!unwritten++)
+          first_unwritten = fmt::format("y[{}] still holds the poison pattern 0x{:02x}.. (expected {})", i, poison_byte,
+                                        fmt_value(expected.dtype, e));
+        continue;
+      }
+      if (en != an) {
+        if (!nan_bad++)
+          first_nan = fmt::format("y[{}]: expected {}, got {}", i, fmt_value(expected.dtype, e), fmt_value(expected.dtype, a));
+        continue;
+      }
+      if (!wrong++)
+        first_wrong = fmt::format("y[{}]: expected {}, got {}", i, fmt_value(expected.dtype, e), fmt_value(expected.dtype, a));
+    }
+    if (unwritten) {
+      c = {false, "unwritten_output", fmt::format("{} of {} output elements never written; first: {}", unwritten, n, first_unwritten), unwritten};
+    } else if (nan_bad) {
+      c = {false, "nan_policy", fmt::format("{} elements violate the NaN policy; first: {}", nan_bad, first_nan), nan_bad};
+    } else if (wrong) {
+      c = {false, "wrong_result", fmt::format("{} of {} elements differ bitwise; first: {}", wrong, n, first_wrong), wrong};
+    }
+    return c;
+  }
+
+  double min_bytes(const std::map<std::string, std::int64_t>& dims, DType t) const override {
+    return 3.0 * double(dims.at("n")) * double(dtype_size(t));
+  }
+  double flops(const std::map<std::string, std::int64_t>& dims, DType) const override { return 2.0 * double(dims.at("n")); }
+};
+
+}  // namespace
+
+const Contract& residual_add_relu_contract() {
+  static const ResidualAddRelu c;
+  return c;
+}
+
+}  // namespace kqual::contract

@@ -1,0 +1,150 @@
+#include "kqual/core/files.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "kqual/core/error.hpp"
+
+namespace kqual {
+namespace fs = std::filesystem;
+
+MappedFile MappedFile::open_read(const fs::path& p) {
+  MappedFile m;
+  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw_error(ErrorKind::io, fmt::format("cannot open '{}': {}", p.string(), std::strerror(errno)));
+  struct stat st{};
+  fstat(fd, &st);
+  m.size_ = std::size_t(st.st_size);
+  if (m.size_) {
+    void* a = mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (a == MAP_FAILED) {
+      ::close(fd);
+      throw_error(ErrorKind::io, fmt::format("cannot map '{}': {}", p.string(), std::strerror(errno)));
+    }
+    m.data_ = static_cast<std::uint8_t*>(a);
+  }
+  ::close(fd);
+  return m;
+}
+
+MappedFile MappedFile::create(const fs::path& p, std::size_t bytes) {
+  MappedFile m;
+  int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw_error(ErrorKind::io, fmt::format("cannot create '{}': {}", p.string(), std::strerror(errno)));
+  if (ftruncate(fd, off_t(bytes)) != 0) {
+    ::close(fd);
+    throw_error(ErrorKind::io, fmt::format("cannot size '{}' to {} bytes: {}", p.string(), bytes, std::strerror(errno)));
+  }
+  m.size_ = bytes;
+  if (bytes) {
+    void* a = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (a == MAP_FAILED) {
+      ::close(fd);
+      throw_error(ErrorKind::io, fmt::format("cannot map '{}': {}", p.string(), std::strerror(errno)));
+    }
+    m.data_ = static_cast<std::uint8_t*>(a);
+  }
+  ::close(fd);
+  return m;
+}
+
+MappedFile::~MappedFile() {
+  if (data_) munmap(data_, size_);
+}
+MappedFile::MappedFile(MappedFile&& o) noexcept : data_(o.data_), size_(o.size_) {
+  o.data_ = nullptr;
+  o.size_ = 0;
+}
+MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
+  if (this != &o) {
+    if (data_) munmap(data_, size_);
+    data_ = o.data_; size_ = o.size_;
+    o.data_ = nullptr; o.size_ = 0;
+  }
+  return *this;
+}
+
+void write_file(const fs::path& p, const void* data, std::size_t bytes) {
+  MappedFile m = MappedFile::create(p, bytes);
+  if (bytes) std::memcpy(m.data(), data, bytes);
+}
+
+void write_file_atomic(const fs::path& p, const std::string& text) {
+  fs::path tmp = p;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw_error(ErrorKind::io, fmt::format("cannot write '{}'", tmp.string()));
+    out << text;
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw_error(ErrorKind::io, fmt::format("short write to '{}'", tmp.string()));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, p, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw_error(ErrorKind::io, fmt::format("cannot rename into '{}'", p.string()));
+  }
+}
+
+std::string read_text_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw_error(ErrorKind::io, fmt::format("cannot read '{}'", p.string()));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+ScratchDir::ScratchDir(const std::string& prefix) {
+  fs::path base = fs::exists("/dev/shm") && access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path();
+  std::random_device rd;
+  for (int i = 0; i < 100; ++i) {
+    fs::path p = base / fmt::format("{}-{}-{:08x}", prefix, getpid(), rd());
+    std::error_code ec;
+    if (fs::create_directory(p, ec)) {
+      fs::permissions(p, fs::perms::owner_all, ec);
+      path_ = p;
+      return;
+    }
+  }
+  throw_error(ErrorKind::io, fmt::format("cannot create a scratch directory under '{}'", base.string()));
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  if (!path_.empty()) fs::remove_all(path_, ec);
+}
+
+std::uint64_t fast_hash64(const void* data, std::size_t bytes) {
+  // Word-at-a-time multiply/xorshift mixing; not cryptographic, only a mutation detector.
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  std::uint64_t h = 0x9E3779B97F4A7C15ull ^ bytes;
+  std::size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h ^= w * 0xBF58476D1CE4E5B9ull;
+    h = (h << 27 | h >> 37) * 0x94D049BB133111EBull;
+  }
+  for (; i < bytes; ++i) {
+    h ^= p[i];
+    h *= 0x100000001B3ull;
+  }
+  h ^= h >> 31;
+  return h;
+}
+
+}  // namespace kqual

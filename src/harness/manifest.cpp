@@ -1,0 +1,294 @@
+#include "kqual/harness/manifest.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "kqual/core/error.hpp"
+
+namespace kqual::harness {
+namespace fs = std::filesystem;
+
+std::size_t scalar_size(ScalarType t) {
+  return t == ScalarType::i32 || t == ScalarType::u32 ? 4 : 8;
+}
+
+std::vector<std::string> expression_names(const contract::Contract& c) {
+  std::vector<std::string> v = c.dims();
+  for (const char* s : {"sms", "esize", "l2_bytes", "max_threads"}) v.push_back(s);
+  return v;
+}
+
+std::vector<std::string> Manifest::kernel_names(DType t) const {
+  std::vector<std::string> out;
+  for (const auto& l : launches) {
+    std::string k = l.kernel;
+    for (std::size_t p; (p = k.find("{T}")) != std::string::npos;) k.replace(p, 3, cxx_type(t));
+    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+  }
+  return out;
+}
+
+namespace {
+
+class Ctx {
+ public:
+  explicit Ctx(fs::path f) : file_(std::move(f)) {}
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw_error(ErrorKind::input, fmt::format("{}: {}: {}", file_.string(), key, what));
+  }
+  const fs::path& file() const { return file_; }
+
+ private:
+  fs::path file_;
+};
+
+std::string value_text(const toml::node& n) {
+  std::ostringstream os;
+  n.visit([&](auto&& v) { os << v; });
+  if (n.is_string()) return "\"" + os.str() + "\"";
+  return os.str();
+}
+
+std::string get_string(const Ctx& cx, const toml::table& t, const std::string& table_name, const std::string& key,
+                       bool required, const std::string& def = {}) {
+  const toml::node* n = t.get(key);
+  std::string full = table_name.empty() ? key : table_name + "." + key;
+  if (!n) {
+    if (required) cx.fail(full, "missing (required)");
+    return def;
+  }
+  if (!n->is_string()) cx.fail(full, fmt::format("expected a string, got {}", value_text(*n)));
+  return std::string(*n->value<std::string>());
+}
+
+Expr get_expr(const Ctx& cx, const toml::node* n, const std::string& key, const std::vector<std::string>& names,
+              std::optional<std::int64_t> def = std::nullopt) {
+  if (!n) {
+    if (def) return Expr::constant(*def);
+    cx.fail(key, "missing (required)");
+  }
+  Expr e;
+  if (n->is_integer()) {
+    e = Expr::constant(*n->value<std::int64_t>());
+  } else if (n->is_string()) {
+    try {
+      e = Expr::parse(*n->value<std::string>());
+    } catch (const Error& err) {
+      cx.fail(key, err.what());
+    }
+  } else {
+    cx.fail(key, fmt::format("expected an integer or an expression string, got {}", value_text(*n)));
+  }
+  for (const auto& v : e.variables())
+    if (std::find(names.begin(), names.end(), v) == names.end())
+      cx.fail(key, fmt::format("expression '{}' uses unknown name '{}' (known: {})", e.text(), v, fmt::join(names, ", ")));
+  return e;
+}
+
+std::array<Expr, 3> get_dim3(const Ctx& cx, const toml::node* n, const std::string& key,
+                             const std::vector<std::string>& names) {
+  std::array<Expr, 3> out{Expr::constant(1), Expr::constant(1), Expr::constant(1)};
+  if (!n) cx.fail(key, "missing (required)");
+  if (const auto* arr = n->as_array()) {
+    if (arr->empty() || arr->size() > 3) cx.fail(key, fmt::format("expected 1 to 3 entries, got {}", arr->size()));
+    for (std::size_t i = 0; i < arr->size(); ++i)
+      out[i] = get_expr(cx, arr->get(i), fmt::format("{}[{}]", key, i), names);
+  } else {
+    out[0] = get_expr(cx, n, key, names);
+  }
+  return out;
+}
+
+void check_keys(const Ctx& cx, const toml::table& t, const std::string& where, std::initializer_list<const char*> allowed) {
+  for (const auto& [k, v] : t) {
+    bool ok = false;
+    for (const char* a : allowed) ok |= k.str() == a;
+    if (!ok) cx.fail(where.empty() ? std::string(k.str()) : where + "." + std::string(k.str()),
+                     fmt::format("unknown key (allowed here: {})", fmt::join(allowed, ", ")));
+  }
+}
+
+}  // namespace
+
+Manifest parse_manifest(const std::string& text, const fs::path& file) {
+  Ctx cx(file);
+  toml::table root;
+  try {
+    root = toml::parse(text, file.string());
+  } catch (const toml::parse_error& e) {
+    throw_error(ErrorKind::input, fmt::format("{}:{}:{}: TOML syntax error: {}", file.string(), e.source().begin.line,
+                                              e.source().begin.column, e.description()));
+  }
+  check_keys(cx, root, "", {"candidate", "supports", "scratch", "launch", "expect"});
+  Manifest m;
+  m.file = file;
+  m.dir = file.parent_path();
+
+  const toml::table* cand = root["candidate"].as_table();
+  if (!cand) cx.fail("[candidate]", "missing table (required)");
+  check_keys(cx, *cand, "candidate", {"name", "description", "contract", "source", "nvrtc_options"});
+  m.contract = get_string(cx, *cand, "candidate", "contract", true);
+  const contract::Contract* c = nullptr;
+  try {
+    c = &contract::find_contract(m.contract);
+  } catch (const Error& e) {
+    cx.fail("candidate.contract", e.what());
+  }
+  m.name = get_string(cx, *cand, "candidate", "name", false, m.dir.filename().string());
+  m.description = get_string(cx, *cand, "candidate", "description", false);
+  std::string src = get_string(cx, *cand, "candidate", "source", true);
+  m.source = fs::absolute(m.dir / src).lexically_normal();
+  if (!fs::is_regular_file(m.source))
+    cx.fail("candidate.source", fmt::format("'{}' does not exist (looked for {})", src, m.source.string()));
+  if (const toml::node* o = cand->get("nvrtc_options")) {
+    const auto* arr = o->as_array();
+    if (!arr) cx.fail("candidate.nvrtc_options", fmt::format("expected an array of strings, got {}", value_text(*o)));
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      const auto* s = arr->get(i)->as_string();
+      if (!s) cx.fail(fmt::format("candidate.nvrtc_options[{}]", i), "expected a string");
+      const std::string& opt = s->get();
+      // The harness owns the target and the language level; a manifest may not change them.
+      for (const char* banned : {"--gpu-architecture", "-arch", "--std", "-std"})
+        if (opt.rfind(banned, 0) == 0)
+          cx.fail(fmt::format("candidate.nvrtc_options[{}]", i), fmt::format("'{}' is set by kqual, not by a manifest", opt));
+      m.nvrtc_options.push_back(opt);
+    }
+  }
+
+  const toml::table* sup = root["supports"].as_table();
+  if (!sup) cx.fail("[supports]", "missing table (required): which dtypes, alignment and sizes the kernel claims");
+  check_keys(cx, *sup, "supports", {"dtypes", "min_alignment_bytes", "max_n", "in_place"});
+  const auto* dts = sup->get("dtypes") ? sup->get("dtypes")->as_array() : nullptr;
+  if (!dts || dts->empty()) cx.fail("supports.dtypes", "missing or empty (e.g. [\"f32\", \"bf16\"])");
+  for (std::size_t i = 0; i < dts->size(); ++i) {
+    const auto* s = dts->get(i)->as_string();
+    auto key = fmt::format("supports.dtypes[{}]", i);
+    if (!s) cx.fail(key, "expected a string");
+    auto t = parse_dtype(s->get());
+    if (!t) cx.fail(key, fmt::format("unknown dtype '{}'", s->get()));
+    auto known = c->dtypes();
+    if (std::find(known.begin(), known.end(), *t) == known.end())
+      cx.fail(key, fmt::format("dtype '{}' is outside contract {} (supports {})", s->get(), m.contract,
+                               [&] { std::string r; for (auto k : known) r += (r.empty() ? "" : ", ") + std::string(to_string(k)); return r; }()));
+    m.supports.dtypes.push_back(*t);
+  }
+  if (const toml::node* a = sup->get("min_alignment_bytes")) {
+    auto v = a->value<std::int64_t>();
+    if (!a->is_integer() || !v || *v < 1 || (*v & (*v - 1)) != 0)
+      cx.fail("supports.min_alignment_bytes", fmt::format("expected a power of two >= 1, got {}", value_text(*a)));
+    m.supports.min_alignment_bytes = *v;
+  }
+  if (const toml::node* a = sup->get("max_n")) {
+    auto v = a->value<std::int64_t>();
+    if (!a->is_integer() || !v || *v < 1) cx.fail("supports.max_n", fmt::format("expected an integer >= 1, got {}", value_text(*a)));
+    m.supports.max_n = *v;
+  }
+  if (const toml::node* a = sup->get("in_place")) {
+    if (!a->is_boolean()) cx.fail("supports.in_place", fmt::format("expected true or false, got {}", value_text(*a)));
+    m.supports.in_place = *a->value<bool>();
+  }
+
+  std::vector<std::string> names = expression_names(*c);
+  if (const toml::node* s = root.get("scratch")) {
+    const auto* arr = s->as_array();
+    if (!arr) cx.fail("scratch", "expected an array of tables ([[scratch]])");
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      auto where = fmt::format("scratch[{}]", i);
+      const auto* t = arr->get(i)->as_table();
+      if (!t) cx.fail(where, "expected a table");
+      check_keys(cx, *t, where, {"name", "bytes"});
+      Scratch sc;
+      sc.name = get_string(cx, *t, where, "name", true);
+      for (const auto& td : c->tensors())
+        if (td.name == sc.name) cx.fail(where + ".name", fmt::format("'{}' is a contract tensor, not scratch", sc.name));
+      sc.bytes = get_expr(cx, t->get("bytes"), where + ".bytes", names);
+      m.scratch.push_back(std::move(sc));
+    }
+  }
+
+  const auto* launches = root.get("launch") ? root.get("launch")->as_array() : nullptr;
+  if (!launches || launches->empty()) cx.fail("launch", "missing: at least one [[launch]] table is required");
+  for (std::size_t i = 0; i < launches->size(); ++i) {
+    auto where = fmt::format("launch[{}]", i);
+    const auto* t = launches->get(i)->as_table();
+    if (!t) cx.fail(where, "expected a table");
+    check_keys(cx, *t, where, {"kernel", "grid", "block", "shared", "args"});
+    Launch l;
+    l.kernel = get_string(cx, *t, where, "kernel", true);
+    if (l.kernel.empty()) cx.fail(where + ".kernel", "empty kernel name");
+    l.grid = get_dim3(cx, t->get("grid"), where + ".grid", names);
+    l.block = get_dim3(cx, t->get("block"), where + ".block", names);
+    l.shared = get_expr(cx, t->get("shared"), where + ".shared", names, 0);
+    const auto* args = t->get("args") ? t->get("args")->as_array() : nullptr;
+    if (!args) cx.fail(where + ".args", "missing: the kernel's parameters, in order (tensor names, scratch names, dim:type)");
+    for (std::size_t j = 0; j < args->size(); ++j) {
+      auto akey = fmt::format("{}.args[{}]", where, j);
+      const auto* s = args->get(j)->as_string();
+      if (!s) cx.fail(akey, "expected a string");
+      LaunchArg a;
+      a.text = s->get();
+      auto colon = a.text.find(':');
+      a.name = a.text.substr(0, colon);
+      bool is_tensor = false, is_scratch = false, is_dim = false;
+      for (const auto& td : c->tensors()) is_tensor |= td.name == a.name;
+      for (const auto& sc : m.scratch) is_scratch |= sc.name == a.name;
+      for (const auto& d : c->dims()) is_dim |= d == a.name;
+      if (is_dim) {
+        a.kind = LaunchArg::dim;
+        if (colon == std::string::npos)
+          cx.fail(akey, fmt::format("'{}' is a dim: give its C type, e.g. \"{}:i64\" (i32, u32, i64, u64)", a.text, a.name));
+        std::string ty = a.text.substr(colon + 1);
+        if (ty == "i32") a.type = ScalarType::i32;
+        else if (ty == "u32") a.type = ScalarType::u32;
+        else if (ty == "i64") a.type = ScalarType::i64;
+        else if (ty == "u64") a.type = ScalarType::u64;
+        else cx.fail(akey, fmt::format("unknown scalar type '{}' (i32, u32, i64, u64)", ty));
+      } else if (is_tensor || is_scratch) {
+        if (colon != std::string::npos) cx.fail(akey, fmt::format("'{}': pointers take no type suffix", a.text));
+        a.kind = is_tensor ? LaunchArg::tensor : LaunchArg::scratch;
+      } else {
+        std::vector<std::string> known;
+        for (const auto& td : c->tensors()) known.push_back(td.name);
+        for (const auto& sc : m.scratch) known.push_back(sc.name);
+        for (const auto& d : c->dims()) known.push_back(d + ":<type>");
+        cx.fail(akey, fmt::format("'{}' is neither a tensor, a scratch buffer nor a dim of contract {} (known: {})", a.name,
+                                  m.contract, fmt::join(known, ", ")));
+      }
+      l.args.push_back(a);
+    }
+    m.launches.push_back(std::move(l));
+  }
+  // Every output must be passed to some launch, or the candidate cannot possibly write it.
+  for (const auto& td : c->tensors()) {
+    bool used = false;
+    for (const auto& l : m.launches)
+      for (const auto& a : l.args) used |= a.kind == LaunchArg::tensor && a.name == td.name;
+    if (!used && td.role == contract::Role::output)
+      cx.fail("launch", fmt::format("output tensor '{}' is not passed to any launch", td.name));
+  }
+
+  if (const toml::node* e = root.get("expect")) {
+    const auto* t = e->as_table();
+    if (!t) cx.fail("expect", "expected a table");
+    check_keys(cx, *t, "expect", {"rejected_for"});
+    m.expect_rejected_for = get_string(cx, *t, "expect", "rejected_for", true);
+  }
+  return m;
+}
+
+Manifest load_manifest(const fs::path& file_or_dir) {
+  fs::path file = file_or_dir;
+  if (fs::is_directory(file)) file /= "kqual.toml";
+  if (!fs::exists(file))
+    throw_error(ErrorKind::input, fmt::format("{}: no candidate manifest here (expected a kqual.toml)", file.string()));
+  std::ifstream in(file);
+  if (!in) throw_error(ErrorKind::input, fmt::format("{}: cannot read", file.string()));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_manifest(ss.str(), fs::absolute(file).lexically_normal());
+}
+
+}  // namespace kqual::harness

@@ -1,0 +1,391 @@
+// The worker process: owns the CUDA context, every allocation and every launch.
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/core/sha256.hpp"
+#include "kqual/cuda/objects.hpp"
+#include "kqual/harness/worker.hpp"
+
+namespace kqual::harness {
+namespace {
+
+constexpr std::uint8_t kGuardByte = 0xA5;
+
+struct State {
+  std::unique_ptr<cuda::Context> ctx;
+  std::map<std::string, std::shared_ptr<cuda::Module>> modules;  // by path
+  std::unique_ptr<cuda::Stream> stream;
+
+  cuda::Context& context() {
+    if (!ctx) {
+      ctx = std::make_unique<cuda::Context>(0);
+      stream = std::make_unique<cuda::Stream>();
+    }
+    return *ctx;
+  }
+  cuda::Module& module(const std::string& path) {
+    context();
+    auto it = modules.find(path);
+    if (it != modules.end()) return *it->second;
+    if (modules.size() > 64) modules.clear();  // bound memory across many candidates
+    auto m = std::make_shared<cuda::Module>(cuda::Module::from_file(path));
+    modules[path] = m;
+    return *m;
+  }
+};
+
+json device_json(const cuda::DeviceInfo& d) {
+  return json{{"name", d.name},
+              {"arch", d.arch()},
+              {"sms", d.sms},
+              {"l2_bytes", d.l2_bytes},
+              {"max_persisting_l2_bytes", d.max_persisting_l2_bytes},
+              {"max_threads_per_block", d.max_threads_per_block},
+              {"max_shared_per_block_optin", d.max_shared_per_block_optin},
+              {"sm_clock_khz", d.clock_khz},
+              {"memory_clock_khz", d.memory_clock_khz},
+              {"memory_bus_bits", d.memory_bus_bits},
+              {"total_memory_bytes", d.total_memory},
+              {"driver_version", d.driver_version}};
+}
+
+json attributes_json(const cuda::Function& f) {
+  auto a = f.attributes();
+  json params = json::array();
+  for (const auto& p : f.params()) params.push_back({{"offset", p.offset}, {"size", p.size}});
+  return json{{"registers", a.registers},
+              {"static_shared_bytes", a.static_shared_bytes},
+              {"local_bytes", a.local_bytes},
+              {"const_bytes", a.const_bytes},
+              {"max_threads_per_block", a.max_threads_per_block},
+              {"binary_version", a.binary_version},
+              {"ptx_version", a.ptx_version},
+              {"params", params}};
+}
+
+// One buffer with guard regions: [guard | offset | view (bytes) | guard].
+struct Guarded {
+  std::string name, kind;
+  std::size_t bytes = 0, offset = 0, guard = 0;
+  cuda::DeviceBuffer mem;
+  MappedFile input;  // host data for inputs
+  CUdeviceptr view() const { return mem.get() + guard + offset; }
+  std::size_t total() const { return guard + offset + bytes + guard; }
+};
+
+std::vector<Guarded> allocate(State& st, const json& req) {
+  std::vector<Guarded> bufs;
+  std::size_t guard = req.value("guard_bytes", std::size_t(4096));
+  for (const auto& b : req.at("buffers")) {
+    Guarded g;
+    g.name = b.at("name");
+    g.kind = b.at("kind");
+    g.bytes = b.at("bytes");
+    g.offset = b.value("offset", std::size_t(0));
+    g.guard = guard;
+    g.mem = cuda::DeviceBuffer(g.total());
+    if (g.kind == "input") {
+      g.input = MappedFile::open_read(b.at("file").get<std::string>());
+      if (g.input.size() != g.bytes)
+        throw_error(ErrorKind::internal, fmt::format("input file for '{}' has {} bytes, expected {}", g.name, g.input.size(), g.bytes));
+    }
+    bufs.push_back(std::move(g));
+  }
+  (void)st;
+  return bufs;
+}
+
+// Guard everything, upload inputs, poison outputs and scratch.
+void prepare(State& st, std::vector<Guarded>& bufs, std::uint8_t poison) {
+  for (auto& g : bufs) {
+    KQUAL_CU(cuMemsetD8Async, g.mem.get(), kGuardByte, g.total(), st.stream->get());
+    st.stream->synchronize();
+    if (g.kind == "input") {
+      g.mem.upload(g.input.data(), g.bytes, g.guard + g.offset);
+    } else {
+      KQUAL_CU(cuMemsetD8Async, g.view(), poison, g.bytes, st.stream->get());
+    }
+  }
+  st.stream->synchronize();
+}
+
+struct Plan {
+  struct L {
+    cuda::Function f;
+    unsigned grid[3], block[3], shared;
+    std::vector<std::vector<std::uint8_t>> storage;
+    std::vector<void*> ptrs;
+  };
+  std::vector<L> launches;
+};
+
+Plan make_plan(State& st, const json& req, const std::vector<Guarded>& bufs) {
+  Plan p;
+  cuda::Module& m = st.module(req.at("module"));
+  for (const auto& l : req.at("launches")) {
+    Plan::L x;
+    x.f = m.function(l.at("kernel"));
+    for (int i = 0; i < 3; ++i) {
+      x.grid[i] = l.at("grid")[std::size_t(i)];
+      x.block[i] = l.at("block")[std::size_t(i)];
+    }
+    x.shared = l.value("shared", 0u);
+    if (x.shared > 48 * 1024) x.f.set_max_dynamic_shared(int(x.shared));
+    for (const auto& a : l.at("args")) {
+      std::vector<std::uint8_t> s;
+      if (a.contains("buffer")) {
+        std::string name = a.at("buffer");
+        auto it = std::find_if(bufs.begin(), bufs.end(), [&](const Guarded& g) { return g.name == name; });
+        if (it == bufs.end()) throw_error(ErrorKind::internal, "launch argument names unknown buffer '" + name + "'");
+        CUdeviceptr v = it->view();
+        s.resize(sizeof v);
+        std::memcpy(s.data(), &v, sizeof v);
+      } else {
+        std::size_t size = a.at("size");
+        std::int64_t v = a.at("scalar");
+        s.resize(size);
+        std::memcpy(s.data(), &v, size);  // little-endian: the low bytes of the value
+      }
+      x.storage.push_back(std::move(s));
+    }
+    for (auto& s : x.storage) x.ptrs.push_back(s.data());
+    p.launches.push_back(std::move(x));
+  }
+  return p;
+}
+
+void enqueue(State& st, Plan& p) {
+  for (auto& l : p.launches)
+    cuda::launch(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.shared, st.stream->get(),
+                 l.ptrs.data());
+}
+
+json check_guards(const Guarded& g) {
+  json v = json::array();
+  std::vector<std::uint8_t> pre(g.guard + g.offset), post(g.guard);
+  g.mem.download(pre.data(), pre.size(), 0);
+  g.mem.download(post.data(), post.size(), g.guard + g.offset + g.bytes);
+  auto scan = [&](const std::vector<std::uint8_t>& r, const char* side, std::int64_t base) {
+    std::int64_t count = 0, first = -1;
+    for (std::size_t i = 0; i < r.size(); ++i)
+      if (r[i] != kGuardByte) {
+        if (first < 0) first = std::int64_t(i);
+        ++count;
+      }
+    if (count)
+      v.push_back({{"buffer", g.name}, {"side", side}, {"bytes_changed", count},
+                   {"first_byte_offset", base + first}});  // relative to the view start
+  };
+  scan(pre, "before", -std::int64_t(pre.size()));
+  scan(post, "after", std::int64_t(g.bytes));
+  return v;
+}
+
+json op_run(State& st, const json& req) {
+  st.context();
+  auto bufs = allocate(st, req);
+  Plan plan = make_plan(st, req, bufs);
+  json runs = json::array();
+  std::vector<std::string> out_names;
+  const auto& poisons = req.at("poison");
+  for (std::size_t r = 0; r < poisons.size(); ++r) {
+    std::uint8_t poison = poisons[r];
+    prepare(st, bufs, poison);
+    cuda::Event start, stop;
+    start.record(st.stream->get());
+    enqueue(st, plan);
+    stop.record(st.stream->get());
+    st.stream->synchronize();
+    json run{{"poison", poison}, {"kernel_ms", cuda::Event::elapsed_ms(start, stop)}};
+    json guards = json::array();
+    json inputs = json::array();
+    for (auto& g : bufs) {
+      for (auto& v : check_guards(g)) guards.push_back(v);
+      if (g.kind == "input") {
+        std::vector<std::uint8_t> after(g.bytes);
+        g.mem.download(after.data(), g.bytes, g.guard + g.offset);
+        std::uint64_t hb = fast_hash64(g.input.data(), g.bytes), ha = fast_hash64(after.data(), g.bytes);
+        std::int64_t first = -1;
+        if (hb != ha || std::memcmp(after.data(), g.input.data(), g.bytes) != 0) {
+          for (std::size_t i = 0; i < g.bytes; ++i)
+            if (after[i] != g.input.data()[i]) { first = std::int64_t(i); break; }
+        }
+        inputs.push_back({{"name", g.name}, {"hash_before", fmt::format("{:016x}", hb)},
+                          {"hash_after", fmt::format("{:016x}", ha)}, {"first_changed_byte", first}});
+      } else if (g.kind == "output") {
+        std::string path = req.at("out_files").at(g.name).at(r);
+        MappedFile out = MappedFile::create(path, g.bytes);
+        g.mem.download(out.data(), g.bytes, g.guard + g.offset);
+      }
+    }
+    run["guard_violations"] = guards;
+    run["inputs"] = inputs;
+    runs.push_back(run);
+  }
+  return json{{"ok", true}, {"runs", runs}};
+}
+
+json op_bench(State& st, const json& req) {
+  cuda::Context& ctx = st.context();
+  auto bufs = allocate(st, req);
+  Plan plan = make_plan(st, req, bufs);
+  prepare(st, bufs, 0xFF);
+  bool flush = req.value("flush", true);
+  // An L2 flush: write a buffer twice the L2 size before every sample (outside the timed region).
+  std::size_t flush_bytes = std::size_t(std::max(ctx.info().l2_bytes, 1 << 20)) * 2;
+  cuda::DeviceBuffer flush_buf(flush ? flush_bytes : 0);
+  int warmup = req.value("warmup", 3);
+  int min_samples = req.value("min_samples", 20);
+  int max_samples = req.value("max_samples", 1000);
+  double max_seconds = req.value("max_seconds", 5.0);
+  double target_noise = req.value("target_rel_noise", 0.005);
+  cuda::Event start, stop;
+  auto one = [&](std::uint32_t salt) {
+    if (flush) KQUAL_CU(cuMemsetD32Async, flush_buf.get(), 0x5A5A0000u + salt, flush_bytes / 4, st.stream->get());
+    start.record(st.stream->get());
+    enqueue(st, plan);
+    stop.record(st.stream->get());
+    stop.synchronize();
+    return double(cuda::Event::elapsed_ms(start, stop));
+  };
+  json warm = json::array();
+  for (int i = 0; i < warmup; ++i) warm.push_back(one(std::uint32_t(i)));
+  std::vector<double> samples;
+  auto t0 = std::chrono::steady_clock::now();
+  std::string stop_reason = "max_samples";
+  while (int(samples.size()) < max_samples) {
+    samples.push_back(one(std::uint32_t(samples.size() + 1000)));
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (int(samples.size()) >= min_samples) {
+      // Relative noise: interquartile range over the median (robust to the odd outlier).
+      std::vector<double> s = samples;
+      std::sort(s.begin(), s.end());
+      double med = s[s.size() / 2], q1 = s[s.size() / 4], q3 = s[3 * s.size() / 4];
+      if (med > 0 && (q3 - q1) / med / 1.349 / std::sqrt(double(s.size())) < target_noise) {
+        stop_reason = "noise_target";
+        break;
+      }
+    }
+    if (elapsed > max_seconds && int(samples.size()) >= min_samples) {
+      stop_reason = "time_cap";
+      break;
+    }
+  }
+  for (auto& g : bufs) {
+    if (g.kind == "output" && req.contains("out_files")) {
+      MappedFile out = MappedFile::create(req.at("out_files").at(g.name).get<std::string>(), g.bytes);
+      g.mem.download(out.data(), g.bytes, g.guard + g.offset);
+    }
+  }
+  json guards = json::array();
+  for (auto& g : bufs)
+    for (auto& v : check_guards(g)) guards.push_back(v);
+  return json{{"ok", true},       {"samples_ms", samples}, {"warmup_ms", warm},
+              {"flush_bytes", flush ? flush_bytes : 0}, {"stop_reason", stop_reason}, {"guard_violations", guards}};
+}
+
+json op_copy_bench(State& st, const json& req) {
+  cuda::Context& ctx = st.context();
+  std::size_t bytes = req.at("bytes");
+  int samples = req.value("samples", 30);
+  cuda::DeviceBuffer a(bytes), b(bytes);
+  KQUAL_CU(cuMemsetD8Async, a.get(), 0x3C, bytes, st.stream->get());
+  std::size_t flush_bytes = std::size_t(std::max(ctx.info().l2_bytes, 1 << 20)) * 2;
+  cuda::DeviceBuffer flush_buf(flush_bytes);
+  cuda::Event start, stop;
+  json out = json::array();
+  for (int i = -3; i < samples; ++i) {
+    KQUAL_CU(cuMemsetD32Async, flush_buf.get(), std::uint32_t(i), flush_bytes / 4, st.stream->get());
+    start.record(st.stream->get());
+    KQUAL_CU(cuMemcpyDtoDAsync, b.get(), a.get(), bytes, st.stream->get());
+    stop.record(st.stream->get());
+    stop.synchronize();
+    if (i >= 0) out.push_back(cuda::Event::elapsed_ms(start, stop));
+  }
+  return json{{"ok", true}, {"samples_ms", out}, {"bytes", bytes}};
+}
+
+json handle(State& st, const json& req) {
+  std::string op = req.at("op");
+  if (op == "ping") return json{{"ok", true}, {"pid", getpid()}};
+  if (op == "crash") {  // test hook: the coordinator must survive a dying worker
+    std::fflush(stderr);
+    raise(SIGSEGV);
+  }
+  if (op == "hang") {  // test hook: the watchdog must fire
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  if (op == "hello") {
+    std::string why = cuda::driver_unavailable_reason();
+    if (!why.empty()) return json{{"ok", false}, {"error", why}, {"no_device", true}};
+    return json{{"ok", true}, {"device", device_json(st.context().info())}};
+  }
+  if (op == "load") {
+    cuda::Module& m = st.module(req.at("module"));
+    json k = json::object();
+    for (const auto& name : req.at("kernels")) k[name.get<std::string>()] = attributes_json(m.function(name));
+    return json{{"ok", true}, {"kernels", k}};
+  }
+  if (op == "run") return op_run(st, req);
+  if (op == "bench") return op_bench(st, req);
+  if (op == "copy_bench") return op_copy_bench(st, req);
+  throw_error(ErrorKind::internal, "unknown worker op '" + op + "'");
+}
+
+bool write_all(int fd, const std::string& s) {
+  for (std::size_t off = 0; off < s.size();) {
+    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+    if (n <= 0) return false;
+    off += std::size_t(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+int run_worker(int in_fd, int out_fd) {
+  State st;
+  std::string buf;
+  char chunk[65536];
+  for (;;) {
+    auto nl = buf.find('\n');
+    if (nl == std::string::npos) {
+      ssize_t n = ::read(in_fd, chunk, sizeof chunk);
+      if (n <= 0) return 0;  // coordinator closed the pipe
+      buf.append(chunk, std::size_t(n));
+      continue;
+    }
+    std::string line = buf.substr(0, nl);
+    buf.erase(0, nl + 1);
+    json reply;
+    bool exit_after = false;
+    try {
+      json req = json::parse(line);
+      if (req.value("op", "") == "exit") return 0;
+      reply = handle(st, req);
+    } catch (const cuda::CudaError& e) {
+      reply = json{{"ok", false}, {"error", e.what()}, {"kind", "cuda"}, {"cuda_error", cuda::error_name(e.code())},
+                   {"sticky", e.sticky()}};
+      exit_after = e.sticky();
+    } catch (const Error& e) {
+      reply = json{{"ok", false}, {"error", e.what()}, {"kind", to_string(e.kind())}};
+    } catch (const std::exception& e) {
+      reply = json{{"ok", false}, {"error", e.what()}, {"kind", "internal"}};
+    }
+    if (!write_all(out_fd, reply.dump() + "\n")) return 1;
+    if (exit_after) _exit(3);  // the context is unusable; skip destructors that would call into it
+  }
+}
+
+}  // namespace kqual::harness
