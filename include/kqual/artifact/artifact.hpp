@@ -1,0 +1,143 @@
+#pragma once
+// Artifact identity (DESIGN.md, evidence kind 1): what is inside a cubin / fatbin / host binary / PTX
+// file, and which entry the CUDA driver will load on a given GPU. CPU only: nothing here calls the
+// driver, so it runs on build machines. Every input is untrusted: a truncated or corrupted file is
+// an Error(ErrorKind::input) naming the file, the entry and the field — never a crash.
+//
+//   auto art = kqual::artifact::parse_artifact("kernels.fatbin");
+//   auto sel = kqual::artifact::select_for_arch(art, kqual::artifact::Arch::parse("sm_90"));
+//   if (sel.path == LoadPath::ptx_jit) ...   // first load compiles PTX in every process (cold cache)
+//
+// The format facts and the selection rule, with their sources: docs/artifact.md.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kqual/core/json.hpp"
+
+namespace kqual::artifact {
+
+// A GPU architecture as nvcc spells it: sm_90, sm_90a, sm_100f (real) or compute_90 (virtual/PTX).
+struct Arch {
+  int major = 0;
+  int minor = 0;
+  char suffix = 0;        // 0, 'a' (arch-specific: runs only on exactly this CC) or 'f' (family)
+  bool virtual_ = false;  // compute_XX (PTX) rather than sm_XX (SASS)
+
+  int number() const { return major * 10 + minor; }
+  std::string str() const;  // "sm_90a", "compute_80"
+  // Accepts sm_XY[a|f], compute_XY[a|f], or a bare "90"/"9.0"; throws Error(usage) otherwise.
+  static Arch parse(std::string_view text);
+  bool operator==(const Arch&) const = default;
+};
+
+enum class ContainerKind { fatbin, host_binary, cubin, ptx };
+enum class EntryKind { ptx, sass, nvvm_ir, other };
+enum class Compression { none, lz4, zstd };
+const char* to_string(ContainerKind k);
+const char* to_string(EntryKind k);
+const char* to_string(Compression c);
+
+// Compiler identity from a cubin's .note.nv.tkinfo (ptxas) and .note.nv.cuinfo.
+struct CompilerInfo {
+  std::string tool;           // "ptxas"
+  std::string version;        // "Cuda compilation tools, release 13.0, V13.0.88"
+  std::string build;          // "Build cuda_13.0.r13.0/compiler.36424714_0"
+  std::string options;        // "-v -arch sm_90 -m 64" (whitespace collapsed)
+  int cuda_api_version = 0;   // e.g. 130 from .note.nv.cuinfo; 0 if absent
+};
+
+// One kernel (entry function) of a SASS image, from the cubin's own records.
+struct KernelInfo {
+  std::string name;                  // mangled symbol name
+  int registers = -1;                // EIATTR_REGCOUNT; -1 if the cubin has no record
+  std::uint64_t static_shared_bytes = 0;   // [B] as the driver reports it (section minus reserved)
+  std::uint64_t shared_section_bytes = 0;  // [B] raw size of .nv.shared.<name>
+  std::uint64_t local_bytes = 0;     // [B/thread] EIATTR_FRAME_SIZE (stack frame incl. spills)
+  std::uint64_t max_stack_bytes = 0; // [B/thread] EIATTR_MAX_STACK_SIZE / MIN_STACK_SIZE, if any
+  int max_threads = 0;               // launch bound (EIATTR_MAX_THREADS x*y*z); 0 = none in binary
+  int param_bytes = -1;              // EIATTR_CBANK_PARAM_SIZE; -1 if absent
+  std::uint64_t code_bytes = 0;      // [B] size of .text.<name>
+  std::string code_sha256;           // of .text.<name>: equal hash = identical machine code
+};
+
+// One image inside the artifact (a standalone cubin or PTX file is one entry).
+struct Entry {
+  std::size_t index = 0;
+  EntryKind kind = EntryKind::other;
+  Arch arch;                        // SASS: sm_XY[a|f]; PTX: compute_XY[a|f]
+  int ptx_isa_major = 0;            // PTX: ISA version (.version) — the driver must support it
+  int ptx_isa_minor = 0;
+  Compression compression = Compression::none;
+  std::uint64_t offset = 0;         // [B] of the entry header in the file (0 for bare images)
+  std::uint64_t stored_bytes = 0;   // [B] as stored (compressed size when compressed)
+  std::uint64_t image_bytes = 0;    // [B] decompressed image
+  std::uint64_t flags = 0;          // raw fatbin entry flags (docs/artifact.md)
+  std::string sha256;               // of the decompressed image
+  std::string jit_options;          // PTX entries: options the driver passes to its JIT, if stored
+  std::vector<std::string> ptx_entries;   // PTX: .entry names
+  std::vector<KernelInfo> kernels;        // SASS: per kernel
+  std::optional<CompilerInfo> compiler;   // SASS: ptxas identity, when the cubin carries it
+};
+
+struct Artifact {
+  std::string name;                 // path or caller-given name; used in every error message
+  ContainerKind container = ContainerKind::fatbin;
+  std::uint64_t file_bytes = 0;
+  std::string sha256;               // of the whole file
+  std::vector<Entry> entries;
+};
+
+// Limits that keep hostile input from exhausting memory.
+inline constexpr std::uint64_t kMaxImageBytes = 1ull << 30;  // [B] one decompressed image
+
+// Detects the format from the bytes (fatbin magic, ELF cubin e_machine 190, host ELF with
+// .nv_fatbin, PTX text). Throws Error(input) for anything malformed, Error(io) if unreadable.
+Artifact parse_artifact(const std::string& path);
+Artifact parse_artifact_bytes(std::span<const std::uint8_t> bytes, const std::string& name);
+
+// Decoders, exposed for tests and the fuzzer. Both throw Error(input) mentioning `what`.
+std::vector<std::uint8_t> lz4_block_decompress(std::span<const std::uint8_t> src, std::uint64_t expected_size,
+                                               const std::string& what);
+std::vector<std::uint8_t> zstd_decompress(std::span<const std::uint8_t> src, std::uint64_t expected_size,
+                                          const std::string& what);
+
+// ---- Driver selection rule (docs/artifact.md "Which entry the driver loads") ----
+enum class LoadPath { native_sass = 0, ptx_jit = 1, incompatible = 2 };  // ordered: larger is worse
+const char* to_string(LoadPath p);
+
+struct Selection {
+  Arch target;                      // the device, e.g. sm_90 (a/f suffix dropped: devices have a CC)
+  LoadPath path = LoadPath::incompatible;
+  std::optional<std::size_t> entry; // index into Artifact::entries
+  std::string reason;               // one sentence, with the consequence for first load
+};
+
+Selection select_for_arch(const Artifact& artifact, const Arch& target);
+
+// ---- Diff of two artifacts for one target (kqual inspect --diff) ----
+struct KernelChange {
+  std::string name;
+  std::string status;               // "identical", "changed", "added", "removed"
+  std::optional<KernelInfo> old_kernel, new_kernel;
+};
+struct ArtifactDiff {
+  Selection old_selection, new_selection;
+  bool loading_path_worse = false;  // new path is worse than old on the target -> CI failure
+  std::vector<std::string> entries_added, entries_removed;  // "sass sm_90", "ptx compute_80"
+  std::vector<KernelChange> kernels;  // kernels of the selected SASS entries (or of all SASS)
+};
+ArtifactDiff diff_artifacts(const Artifact& old_art, const Artifact& new_art, const Arch& target);
+
+// ---- JSON (schema: docs/artifact.md; "schema" = kInspectSchema, versioned) ----
+inline constexpr const char* kInspectSchema = "kqual.inspect/1";
+inline constexpr const char* kDiffSchema = "kqual.inspect-diff/1";
+json to_json(const Artifact& a);
+json to_json(const Selection& s, const Artifact& a);
+json to_json(const ArtifactDiff& d);
+
+}  // namespace kqual::artifact

@@ -1,0 +1,149 @@
+// Format detection and the entry points of the artifact layer.
+#include "kqual/artifact/artifact.hpp"
+
+#include <cctype>
+#include <fstream>
+#include <iterator>
+
+#include "elf.hpp"
+#include "images.hpp"
+#include "kqual/core/sha256.hpp"
+#include "reader.hpp"
+
+namespace kqual::artifact {
+
+using detail::fail;
+
+std::string Arch::str() const {
+  return fmt::format("{}_{}{}", virtual_ ? "compute" : "sm", number(), suffix ? std::string(1, suffix) : "");
+}
+
+Arch Arch::parse(std::string_view text) {
+  Arch a;
+  std::string_view s = text;
+  if (s.starts_with("sm_")) {
+    s.remove_prefix(3);
+  } else if (s.starts_with("compute_")) {
+    s.remove_prefix(8);
+    a.virtual_ = true;
+  }
+  std::string digits;
+  std::size_t i = 0;
+  for (; i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || (s[i] == '.' && text == s)); ++i)
+    if (s[i] != '.') digits.push_back(s[i]);
+  if (i < s.size() && (s[i] == 'a' || s[i] == 'f') && i + 1 == s.size()) a.suffix = s[i++];
+  if (digits.size() < 2 || digits.size() > 3 || i != s.size())
+    throw_error(ErrorKind::usage, fmt::format("'{}' is not a GPU architecture (expected e.g. sm_90, sm_90a, compute_80, 9.0)", text));
+  const int n = std::stoi(digits);
+  a.major = n / 10;
+  a.minor = n % 10;
+  return a;
+}
+
+const char* to_string(ContainerKind k) {
+  switch (k) {
+    case ContainerKind::fatbin: return "fatbin";
+    case ContainerKind::host_binary: return "host_binary";
+    case ContainerKind::cubin: return "cubin";
+    case ContainerKind::ptx: return "ptx";
+  }
+  return "unknown";
+}
+const char* to_string(EntryKind k) {
+  switch (k) {
+    case EntryKind::ptx: return "ptx";
+    case EntryKind::sass: return "sass";
+    case EntryKind::nvvm_ir: return "nvvm_ir";
+    case EntryKind::other: return "other";
+  }
+  return "unknown";
+}
+const char* to_string(Compression c) {
+  switch (c) {
+    case Compression::none: return "none";
+    case Compression::lz4: return "lz4";
+    case Compression::zstd: return "zstd";
+  }
+  return "unknown";
+}
+
+namespace {
+constexpr std::uint32_t kFatbinMagic = 0xBA55ED50;
+constexpr std::uint32_t kWrapperMagic = 0x466243B1;  // __fatBinC_Wrapper_t in .nvFatBinSegment
+
+bool looks_like_ptx(std::span<const std::uint8_t> b) {
+  const std::size_t n = std::min<std::size_t>(b.size(), 1 << 16);
+  const std::string_view head(reinterpret_cast<const char*>(b.data()), n);
+  return head.find(".version") != std::string_view::npos || head.find(".target") != std::string_view::npos;
+}
+
+void parse_host_binary(std::span<const std::uint8_t> bytes, const std::string& name, Artifact& a) {
+  const detail::Elf elf = detail::parse_elf(bytes, name, /*with_symbols=*/false);
+  bool found = false;
+  for (const auto& s : elf.sections) {
+    if (s.name != ".nv_fatbin" && s.name != "__nv_relfatbin") continue;
+    found = true;
+    auto data = detail::section_bytes(bytes, s, name);
+    detail::parse_fatbin_containers(data, s.offset, name + ": section " + s.name, a.entries);
+  }
+  if (const auto* seg = elf.find(".nvFatBinSegment")) {
+    // Each wrapper is {u32 magic, u32 version, u64 fatbin address, u64 filename}; the address
+    // needs relocation in shared libraries, so the data is read from .nv_fatbin instead.
+    auto w = detail::section_bytes(bytes, *seg, name);
+    detail::Reader r(w, name + ": section .nvFatBinSegment");
+    for (std::uint64_t o = 0; o + 24 <= w.size(); o += 24)
+      if (r.u32(o, "wrapper magic") != kWrapperMagic)
+        fail(r.context(), fmt::format("wrapper at +{} has magic {:#x}, not 0x466243b1", o, r.u32(o, "wrapper magic")));
+    if (!found) fail(name, "has .nvFatBinSegment wrappers but no .nv_fatbin section with the device code");
+  }
+  if (!found)
+    fail(name, "ELF file (not a cubin: e_machine " + std::to_string(elf.machine) +
+                   ") without an embedded fatbin (no .nv_fatbin section): no device code");
+}
+}  // namespace
+
+Artifact parse_artifact_bytes(std::span<const std::uint8_t> bytes, const std::string& name) {
+  Artifact a;
+  a.name = name;
+  a.file_bytes = bytes.size();
+  a.sha256 = sha256_hex(bytes.data(), bytes.size());
+  if (bytes.empty()) fail(name, "empty file");
+  if (bytes.size() >= 4 && detail::Reader(bytes, name).u32(0, "magic") == kFatbinMagic) {
+    a.container = ContainerKind::fatbin;
+    detail::parse_fatbin_containers(bytes, 0, name, a.entries);
+  } else if (detail::looks_like_elf(bytes)) {
+    if (bytes.size() >= 20 && detail::Reader(bytes, name).u16(18, "e_machine") == detail::kEmCuda) {
+      a.container = ContainerKind::cubin;
+      Entry e;
+      e.kind = EntryKind::sass;
+      e.stored_bytes = e.image_bytes = bytes.size();
+      e.sha256 = a.sha256;
+      detail::parse_cubin_image(bytes, name, e);
+      a.entries.push_back(std::move(e));
+    } else {
+      a.container = ContainerKind::host_binary;
+      parse_host_binary(bytes, name, a);
+    }
+  } else if (looks_like_ptx(bytes)) {
+    a.container = ContainerKind::ptx;
+    Entry e;
+    e.kind = EntryKind::ptx;
+    e.stored_bytes = e.image_bytes = bytes.size();
+    e.sha256 = a.sha256;
+    detail::parse_ptx_image(bytes, name, e);
+    a.entries.push_back(std::move(e));
+  } else {
+    fail(name, "unrecognised format: not a fatbin (magic 0xba55ed50), ELF cubin, host ELF with .nv_fatbin, or PTX text");
+  }
+  return a;
+}
+
+Artifact parse_artifact(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw_error(ErrorKind::io, fmt::format("{}: cannot open", path));
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) throw_error(ErrorKind::io, fmt::format("{}: read error", path));
+  return parse_artifact_bytes(bytes, path);
+}
+
+}  // namespace kqual::artifact

@@ -1,0 +1,92 @@
+// Decoders for compressed fatbin entries. LZ4 *block* format (no frame), written from the public
+// format description (https://github.com/lz4/lz4/blob/dev/doc/lz4_Block_format.md); zstd through
+// the static libzstd (streaming, so output grows only as far as the data really expands).
+#include <zstd.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "kqual/artifact/artifact.hpp"
+#include "reader.hpp"
+
+namespace kqual::artifact {
+
+using detail::fail;
+
+std::vector<std::uint8_t> lz4_block_decompress(std::span<const std::uint8_t> src, std::uint64_t expected_size,
+                                               const std::string& what) {
+  if (expected_size > kMaxImageBytes)
+    fail(what, fmt::format("LZ4: decompressed size {} exceeds the {} byte limit", expected_size, kMaxImageBytes));
+  // A sequence of >= 1 input byte produces at most ~255 output bytes per input byte; cap the
+  // reservation so a lying header cannot make us allocate before any data is decoded.
+  std::vector<std::uint8_t> out;
+  out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(expected_size, src.size() * 256ull + 64)));
+  std::size_t ip = 0;
+  const std::size_t n = src.size();
+  auto read_length = [&](std::size_t base, const char* which) -> std::uint64_t {
+    std::uint64_t len = base;
+    if (base != 15) return len;
+    while (true) {
+      if (ip >= n) fail(what, fmt::format("LZ4: input ends inside a {} length at byte {}", which, ip));
+      std::uint8_t b = src[ip++];
+      len += b;
+      if (len > expected_size) fail(what, fmt::format("LZ4: {} length {} exceeds the decompressed size {}", which, len, expected_size));
+      if (b != 255) return len;
+    }
+  };
+  while (true) {
+    if (ip >= n) fail(what, fmt::format("LZ4: input ends at byte {} before the last sequence", ip));
+    const std::uint8_t token = src[ip++];
+    const std::uint64_t lit = read_length(token >> 4, "literal");
+    if (lit > n - ip) fail(what, fmt::format("LZ4: literal run of {} bytes at byte {} passes the input end ({})", lit, ip, n));
+    if (lit > expected_size - out.size())
+      fail(what, fmt::format("LZ4: output would exceed the declared size {}", expected_size));
+    out.insert(out.end(), src.begin() + static_cast<std::ptrdiff_t>(ip), src.begin() + static_cast<std::ptrdiff_t>(ip + lit));
+    ip += static_cast<std::size_t>(lit);
+    if (ip == n) break;  // the last sequence has literals only
+    if (n - ip < 2) fail(what, fmt::format("LZ4: input ends inside a match offset at byte {}", ip));
+    const std::size_t offset = static_cast<std::size_t>(src[ip]) | (static_cast<std::size_t>(src[ip + 1]) << 8);
+    ip += 2;
+    if (offset == 0 || offset > out.size())
+      fail(what, fmt::format("LZ4: match offset {} at byte {} points before the output start ({} bytes decoded)",
+                             offset, ip - 2, out.size()));
+    const std::uint64_t match = read_length(token & 15u, "match") + 4;
+    if (match > expected_size - out.size())
+      fail(what, fmt::format("LZ4: output would exceed the declared size {}", expected_size));
+    std::size_t from = out.size() - offset;
+    for (std::uint64_t i = 0; i < match; ++i) out.push_back(out[from + i]);  // may overlap: byte by byte
+  }
+  if (out.size() != expected_size)
+    fail(what, fmt::format("LZ4: decoded {} bytes, the entry header declares {}", out.size(), expected_size));
+  return out;
+}
+
+std::vector<std::uint8_t> zstd_decompress(std::span<const std::uint8_t> src, std::uint64_t expected_size,
+                                          const std::string& what) {
+  if (expected_size > kMaxImageBytes)
+    fail(what, fmt::format("zstd: decompressed size {} exceeds the {} byte limit", expected_size, kMaxImageBytes));
+  std::unique_ptr<ZSTD_DStream, decltype(&ZSTD_freeDStream)> ds(ZSTD_createDStream(), ZSTD_freeDStream);
+  if (!ds) throw_error(ErrorKind::internal, "ZSTD_createDStream failed");
+  // Cap the window so a hostile frame cannot demand a huge history buffer.
+  ZSTD_DCtx_setParameter(ds.get(), ZSTD_d_windowLogMax, 27);
+  std::vector<std::uint8_t> out;
+  std::vector<std::uint8_t> chunk(1 << 16);
+  ZSTD_inBuffer in{src.data(), src.size(), 0};
+  std::size_t last = 1;
+  while (true) {
+    ZSTD_outBuffer o{chunk.data(), chunk.size(), 0};
+    last = ZSTD_decompressStream(ds.get(), &o, &in);
+    if (ZSTD_isError(last)) fail(what, fmt::format("zstd: {} (at input byte {})", ZSTD_getErrorName(last), in.pos));
+    if (o.pos > expected_size - out.size())
+      fail(what, fmt::format("zstd: output exceeds the declared size {}", expected_size));
+    out.insert(out.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(o.pos));
+    if (last == 0) break;                              // frame complete
+    if (in.pos == in.size && o.pos < o.size)           // no input left and no progress pending
+      fail(what, "zstd: input ends inside the frame (truncated)");
+  }
+  if (out.size() != expected_size)
+    fail(what, fmt::format("zstd: decoded {} bytes, the entry header declares {}", out.size(), expected_size));
+  return out;
+}
+
+}  // namespace kqual::artifact

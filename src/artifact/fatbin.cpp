@@ -1,0 +1,131 @@
+// Fatbin containers: a 16-byte container header followed by entries, each with its own header
+// (kind, arch, flags, sizes) and payload, optionally LZ4- or zstd-compressed. The layout is
+// undocumented by NVIDIA; the facts used and where they come from are listed in docs/artifact.md.
+#include "images.hpp"
+#include "kqual/core/sha256.hpp"
+#include "reader.hpp"
+
+namespace kqual::artifact::detail {
+
+namespace {
+constexpr std::uint32_t kFatbinMagic = 0xBA55ED50;
+constexpr std::uint64_t kEntryHeaderMin = 64;
+// Entry flags
+constexpr std::uint64_t kFlagLz4 = 0x2000;
+constexpr std::uint64_t kFlagZstd = 0x8000;
+constexpr std::uint64_t kFlagArchSpecific = 0x100000;    // sm_90a / compute_90a
+constexpr std::uint64_t kFlagFamilySpecific = 0x200000;  // sm_100f / compute_100f
+
+bool printable(std::span<const std::uint8_t> s) {
+  for (auto c : s)
+    if (c != 0 && (c < 0x20 || c > 0x7e)) return false;
+  return true;
+}
+
+void parse_entry(const Reader& r, std::uint64_t off, std::uint64_t ehs, std::uint64_t size, std::uint64_t file_off,
+                 const std::string& ectx, Entry& e) {
+  const std::uint16_t kind = r.u16(off + 0, "entry kind");
+  const std::uint32_t csize = r.u32(off + 16, "entry compressed size");
+  const std::uint32_t opt_desc = r.u32(off + 20, "entry options descriptor offset");
+  const std::uint16_t minor = r.u16(off + 24, "entry minor version");
+  const std::uint16_t major = r.u16(off + 26, "entry major version");
+  const std::uint32_t arch = r.u32(off + 28, "entry arch");
+  e.flags = r.u64(off + 40, "entry flags");
+  const std::uint64_t dsize = r.u64(off + 56, "entry decompressed size");
+  e.offset = file_off;
+  e.kind = kind == 1 ? EntryKind::ptx : kind == 2 ? EntryKind::sass : kind == 8 ? EntryKind::nvvm_ir : EntryKind::other;
+  if (arch == 0 || arch > 1000) fail(ectx, fmt::format("entry arch {} is not an SM number", arch));
+  e.arch.major = static_cast<int>(arch / 10);
+  e.arch.minor = static_cast<int>(arch % 10);
+  e.arch.virtual_ = e.kind != EntryKind::sass;
+  if ((e.flags & kFlagArchSpecific) && (e.flags & kFlagFamilySpecific))
+    fail(ectx, fmt::format("entry flags {:#x} mark it both arch- and family-specific", e.flags));
+  e.arch.suffix = (e.flags & kFlagArchSpecific) ? 'a' : (e.flags & kFlagFamilySpecific) ? 'f' : 0;
+  if (e.kind == EntryKind::ptx) { e.ptx_isa_major = major; e.ptx_isa_minor = minor; }
+
+  // Options descriptor (inside the header): u32 offset from the entry start, u32 size.
+  if (opt_desc != 0) {
+    if (opt_desc + 8ull > ehs) fail(ectx, fmt::format("options descriptor at +{} lies outside the {}-byte entry header", opt_desc, ehs));
+    const std::uint32_t o = r.u32(off + opt_desc, "options offset"), n = r.u32(off + opt_desc + 4, "options size");
+    if (n != 0) {
+      if (std::uint64_t{o} + n > ehs) fail(ectx, fmt::format("options [{}, +{}) lie outside the {}-byte entry header", o, n, ehs));
+      auto opt = r.sub(off + o, n, "entry options");
+      if (e.kind == EntryKind::ptx && printable(opt)) {
+        std::string s(reinterpret_cast<const char*>(opt.data()), opt.size());
+        while (!s.empty() && (s.back() == 0 || s.back() == ' ')) s.pop_back();
+        e.jit_options = s;
+      }
+    }
+  }
+
+  auto payload = r.sub(off + ehs, size, "entry payload");
+  e.stored_bytes = size;
+  std::vector<std::uint8_t> owned;
+  std::span<const std::uint8_t> image = payload;
+  const bool lz4 = e.flags & kFlagLz4, zstd = e.flags & kFlagZstd;
+  if (lz4 && zstd) fail(ectx, fmt::format("entry flags {:#x} claim both LZ4 and zstd compression", e.flags));
+  if (lz4 || zstd) {
+    if (csize == 0 || csize > size)
+      fail(ectx, fmt::format("compressed size {} is 0 or larger than the stored payload ({} bytes)", csize, size));
+    e.stored_bytes = csize;
+    e.compression = lz4 ? Compression::lz4 : Compression::zstd;
+    owned = lz4 ? lz4_block_decompress(payload.first(csize), dsize, ectx) : zstd_decompress(payload.first(csize), dsize, ectx);
+    image = owned;
+  }
+  e.image_bytes = image.size();
+  e.sha256 = sha256_hex(image.data(), image.size());
+  if (e.kind == EntryKind::sass) {
+    parse_cubin_image(image, ectx, e);
+  } else if (e.kind == EntryKind::ptx) {
+    parse_ptx_image(image, ectx, e);
+  }
+}
+}  // namespace
+
+void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t base, const std::string& ctx,
+                             std::vector<Entry>& out) {
+  Reader r(bytes, ctx);
+  std::uint64_t off = 0;
+  int containers = 0;
+  while (off < bytes.size()) {
+    // Containers inside .nv_fatbin are aligned; the gaps are zero.
+    if (bytes[static_cast<std::size_t>(off)] == 0) {
+      bool zeros = true;
+      std::uint64_t z = off;
+      while (z < bytes.size() && z < off + 16) zeros = zeros && bytes[static_cast<std::size_t>(z++)] == 0;
+      if (zeros) { off = z; continue; }
+    }
+    const std::uint32_t magic = r.u32(off, "container magic");
+    if (magic != kFatbinMagic)
+      fail(ctx, fmt::format("no fatbin container magic (0xba55ed50) at offset {} (found {:#x})", base + off, magic));
+    const std::uint16_t hs = r.u16(off + 6, "container header size");
+    const std::uint64_t psz = r.u64(off + 8, "container payload size");
+    if (hs < 16) fail(ctx, fmt::format("container at {}: header size {} < 16", base + off, hs));
+    if (!in_bounds(bytes.size(), off + hs, psz))
+      fail(ctx, fmt::format("container at {}: payload of {} bytes passes the end of the data ({} bytes)", base + off, psz,
+                            bytes.size()));
+    ++containers;
+    const std::uint64_t end = off + hs + psz;
+    std::uint64_t e = off + hs;
+    while (e < end) {
+      const std::size_t index = out.size();
+      const std::string ectx = fmt::format("{}: entry {} (at offset {})", ctx, index, base + e);
+      Reader er(bytes.first(static_cast<std::size_t>(end)), ectx);
+      const std::uint64_t ehs = er.u32(e + 4, "entry header size");
+      const std::uint64_t size = er.u64(e + 8, "entry payload size");
+      if (ehs < kEntryHeaderMin) fail(ectx, fmt::format("entry header size {} < {}", ehs, kEntryHeaderMin));
+      if (!in_bounds(end, e, ehs) || !in_bounds(end, e + ehs, size))
+        fail(ectx, fmt::format("entry (header {} + payload {} bytes) passes the end of its container at {}", ehs, size,
+                               base + end));
+      Entry entry;
+      entry.index = index;
+      parse_entry(er, e, ehs, size, base + e, ectx, entry);
+      out.push_back(std::move(entry));
+      e += ehs + size;
+    }
+    off = end;
+  }
+  if (containers == 0) fail(ctx, "no fatbin container found");
+}
+
+}  // namespace kqual::artifact::detail

@@ -1,0 +1,102 @@
+// PTX text facts: ISA version (.version), target (.target) and kernel names (.entry).
+#include <cctype>
+
+#include "images.hpp"
+#include "reader.hpp"
+
+namespace kqual::artifact::detail {
+
+namespace {
+bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%'; }
+bool ident_char(char c) { return ident_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
+
+// Removes // and /* */ comments (PTX follows C comment syntax; strings do not occur in directives we read).
+std::string strip_comments(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '/' && i + 1 < s.size() && s[i + 1] == '/') {
+      while (i < s.size() && s[i] != '\n') ++i;
+      out.push_back('\n');
+    } else if (s[i] == '/' && i + 1 < s.size() && s[i + 1] == '*') {
+      const std::size_t end = s.find("*/", i + 2);
+      i = end == std::string_view::npos ? s.size() : end + 1;
+      out.push_back(' ');
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+std::string_view next_token(std::string_view s, std::size_t& pos) {
+  while (pos < s.size() && std::isspace(static_cast<unsigned char>(s[pos]))) ++pos;
+  const std::size_t b = pos;
+  while (pos < s.size() && !std::isspace(static_cast<unsigned char>(s[pos])) && s[pos] != ',' && s[pos] != '(' &&
+         s[pos] != ';')
+    ++pos;
+  return s.substr(b, pos - b);
+}
+}  // namespace
+
+void parse_ptx_image(std::span<const std::uint8_t> image, const std::string& ctx, Entry& e) {
+  std::size_t len = 0;
+  while (len < image.size() && image[len] != 0) {
+    const unsigned char c = image[len];
+    if (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != '\v')
+      fail(ctx, fmt::format("PTX: byte {} is {:#04x}, not text", len, c));
+    ++len;
+  }
+  for (std::size_t i = len; i < image.size(); ++i)
+    if (image[i] != 0) fail(ctx, fmt::format("PTX: data after the terminating NUL at byte {}", i));
+  const std::string text = strip_comments(std::string_view(reinterpret_cast<const char*>(image.data()), len));
+  const std::string_view t(text);
+
+  bool have_version = false, have_target = false;
+  std::size_t pos = 0;
+  while (pos < t.size()) {
+    std::string_view tok = next_token(t, pos);
+    if (tok.empty()) { ++pos; continue; }
+    if (tok == ".version" && !have_version) {
+      std::string_view v = next_token(t, pos);
+      const auto dot = v.find('.');
+      int ma = 0, mi = 0;
+      bool ok = dot != std::string_view::npos && dot > 0 && dot + 1 < v.size() && v.size() <= 8;
+      for (std::size_t i = 0; ok && i < v.size(); ++i)
+        if (i != dot && !std::isdigit(static_cast<unsigned char>(v[i]))) ok = false;
+      if (!ok) fail(ctx, fmt::format("PTX: .version '{}' is not MAJOR.MINOR", v));
+      ma = std::stoi(std::string(v.substr(0, dot)));
+      mi = std::stoi(std::string(v.substr(dot + 1)));
+      e.ptx_isa_major = ma;
+      e.ptx_isa_minor = mi;
+      have_version = true;
+    } else if (tok == ".target" && !have_target) {
+      std::string_view a = next_token(t, pos);
+      Arch arch;
+      try {
+        arch = Arch::parse(a);
+      } catch (const Error&) {
+        fail(ctx, fmt::format("PTX: .target '{}' is not an sm_XY architecture", a.substr(0, 32)));
+      }
+      // A fatbin entry header already gave the arch; a bare PTX file takes it from .target.
+      if (e.arch.number() == 0) {
+        e.arch = arch;
+      } else if (e.arch.suffix == 0) {
+        e.arch.suffix = arch.suffix;
+      }
+      e.arch.virtual_ = true;
+      have_target = true;
+    } else if (tok == ".entry") {
+      while (pos < t.size() && std::isspace(static_cast<unsigned char>(t[pos]))) ++pos;
+      const std::size_t b = pos;
+      if (pos < t.size() && ident_start(t[pos]))
+        while (pos < t.size() && ident_char(t[pos])) ++pos;
+      if (pos == b) fail(ctx, "PTX: .entry without a name");
+      e.ptx_entries.emplace_back(t.substr(b, pos - b));
+    }
+  }
+  if (!have_version) fail(ctx, "PTX: no .version directive");
+  if (!have_target) fail(ctx, "PTX: no .target directive");
+}
+
+}  // namespace kqual::artifact::detail

@@ -1,0 +1,147 @@
+// Which entry the CUDA driver loads on a device, and what changes between two artifacts.
+// The rule and the source of each part of it: docs/artifact.md "Which entry the driver loads".
+#include <algorithm>
+#include <map>
+
+#include "kqual/artifact/artifact.hpp"
+#include "reader.hpp"
+
+namespace kqual::artifact {
+
+const char* to_string(LoadPath p) {
+  switch (p) {
+    case LoadPath::native_sass: return "native_sass";
+    case LoadPath::ptx_jit: return "ptx_jit";
+    case LoadPath::incompatible: return "incompatible";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// SASS for sm_X.y runs on devices of CC X.z, z >= y (same major); arch-specific 'a' SASS only on
+// exactly X.y; family-specific 'f' SASS on the same family with z >= y.
+bool sass_runs_on(const Arch& e, const Arch& dev) {
+  if (e.major != dev.major || e.minor > dev.minor) return false;
+  return e.suffix != 'a' || e.minor == dev.minor;
+}
+// PTX for compute_XY JIT-compiles for any CC >= XY; 'a' PTX only for exactly XY; 'f' PTX for the
+// same family (same major) with minor >= y.
+bool ptx_jits_for(const Arch& e, const Arch& dev) {
+  if (e.suffix == 'a') return e.number() == dev.number();
+  if (e.suffix == 'f') return e.major == dev.major && e.minor <= dev.minor;
+  return e.number() <= dev.number();
+}
+int specificity(const Arch& a) { return a.suffix == 'a' ? 2 : a.suffix == 'f' ? 1 : 0; }
+
+std::string list_archs(const Artifact& a, EntryKind k) {
+  std::string s;
+  for (const auto& e : a.entries)
+    if (e.kind == k) s += (s.empty() ? "" : ", ") + e.arch.str();
+  return s.empty() ? "none" : s;
+}
+
+std::string entry_key(const Entry& e) { return std::string(to_string(e.kind)) + " " + e.arch.str(); }
+
+}  // namespace
+
+Selection select_for_arch(const Artifact& art, const Arch& target) {
+  Selection sel;
+  sel.target = target;
+  sel.target.virtual_ = false;
+  sel.target.suffix = 0;  // a device has a compute capability; 'a'/'f' are properties of code
+  const Arch& dev = sel.target;
+
+  const Entry* best = nullptr;
+  for (const auto& e : art.entries) {
+    if (e.kind != EntryKind::sass || !sass_runs_on(e.arch, dev)) continue;
+    if (!best || e.arch.minor > best->arch.minor ||
+        (e.arch.minor == best->arch.minor && specificity(e.arch) > specificity(best->arch)))
+      best = &e;
+  }
+  if (best) {
+    sel.path = LoadPath::native_sass;
+    sel.entry = best->index;
+    sel.reason = fmt::format("{} SASS (entry {}) runs natively on {}: no compilation at load", best->arch.str(),
+                             best->index, dev.str());
+    return sel;
+  }
+  for (const auto& e : art.entries) {
+    if (e.kind != EntryKind::ptx || !ptx_jits_for(e.arch, dev)) continue;
+    auto key = [](const Entry& x) {
+      return std::tuple(x.arch.number(), specificity(x.arch), x.ptx_isa_major * 10 + x.ptx_isa_minor);
+    };
+    if (!best || key(e) > key(*best)) best = &e;
+  }
+  if (best) {
+    sel.path = LoadPath::ptx_jit;
+    sel.entry = best->index;
+    sel.reason = fmt::format(
+        "no SASS runs on {} (SASS present: {}); the driver JIT-compiles {} PTX (entry {}, PTX ISA {}.{}) when the "
+        "module loads, in every process whose JIT cache does not hold it yet (cold start: tens to hundreds of ms per "
+        "module); the driver must support PTX ISA {}.{}",
+        dev.str(), list_archs(art, EntryKind::sass), best->arch.str(), best->index, best->ptx_isa_major,
+        best->ptx_isa_minor, best->ptx_isa_major, best->ptx_isa_minor);
+    return sel;
+  }
+  sel.path = LoadPath::incompatible;
+  sel.reason = fmt::format(
+      "nothing loads on {}: no SASS for {}.x with minor <= {} (SASS present: {}) and no PTX for {} or lower "
+      "(PTX present: {}); loading fails with CUDA_ERROR_NO_BINARY_FOR_GPU",
+      dev.str(), dev.major, dev.minor, list_archs(art, EntryKind::sass), Arch{dev.major, dev.minor, 0, true}.str(),
+      list_archs(art, EntryKind::ptx));
+  return sel;
+}
+
+ArtifactDiff diff_artifacts(const Artifact& o, const Artifact& n, const Arch& target) {
+  ArtifactDiff d;
+  d.old_selection = select_for_arch(o, target);
+  d.new_selection = select_for_arch(n, target);
+  d.loading_path_worse = d.new_selection.path > d.old_selection.path;
+
+  std::map<std::string, int> count;
+  for (const auto& e : o.entries) --count[entry_key(e)];
+  for (const auto& e : n.entries) ++count[entry_key(e)];
+  for (const auto& [k, c] : count) {
+    for (int i = 0; i < c; ++i) d.entries_added.push_back(k);
+    for (int i = 0; i < -c; ++i) d.entries_removed.push_back(k);
+  }
+
+  // Kernels of the entries each side would load; when a side loads nothing, fall back to its
+  // first SASS entry so resource changes are still visible.
+  auto kernels_of = [](const Artifact& a, const Selection& s) -> const Entry* {
+    if (s.entry && *s.entry < a.entries.size()) return &a.entries[*s.entry];
+    for (const auto& e : a.entries)
+      if (e.kind == EntryKind::sass) return &e;
+    return nullptr;
+  };
+  const Entry* eo = kernels_of(o, d.old_selection);
+  const Entry* en = kernels_of(n, d.new_selection);
+  std::map<std::string, KernelChange> changes;
+  auto names = [](const Entry* e) {
+    std::vector<std::pair<std::string, std::optional<KernelInfo>>> v;
+    if (!e) return v;
+    if (e->kind == EntryKind::sass)
+      for (const auto& k : e->kernels) v.emplace_back(k.name, k);
+    else
+      for (const auto& k : e->ptx_entries) v.emplace_back(k, std::nullopt);
+    return v;
+  };
+  for (auto& [nm, k] : names(eo)) { auto& c = changes[nm]; c.name = nm; c.old_kernel = k; c.status = "removed"; }
+  for (auto& [nm, k] : names(en)) {
+    auto& c = changes[nm];
+    c.new_kernel = k;
+    if (c.name.empty()) { c.name = nm; c.status = "added"; continue; }
+    bool same;
+    if (c.old_kernel && c.new_kernel)  // SASS on both sides: compare the machine code itself
+      same = c.old_kernel->code_sha256 == c.new_kernel->code_sha256 && !c.new_kernel->code_sha256.empty() &&
+             eo->arch == en->arch;
+    else  // PTX on at least one side: identical only if the same image is loaded
+      same = eo->kind == en->kind && eo->sha256 == en->sha256;
+    c.status = same ? "identical" : "changed";
+  }
+  for (auto& [nm, c] : changes) d.kernels.push_back(std::move(c));
+  return d;
+}
+
+}  // namespace kqual::artifact
