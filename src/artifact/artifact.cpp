@@ -128,8 +128,11 @@ Artifact parse_artifact_bytes(std::span<const std::uint8_t> bytes, const std::st
     a.container = ContainerKind::ptx;
     Entry e;
     e.kind = EntryKind::ptx;
-    e.stored_bytes = e.image_bytes = bytes.size();
-    e.sha256 = a.sha256;
+    e.stored_bytes = bytes.size();
+    std::span<const std::uint8_t> text = bytes;
+    while (!text.empty() && text.back() == 0) text = text.first(text.size() - 1);
+    e.image_bytes = text.size();
+    e.sha256 = sha256_hex(text.data(), text.size());
     detail::parse_ptx_image(bytes, name, e);
     a.entries.push_back(std::move(e));
   } else {

@@ -131,7 +131,7 @@ void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& c
     const auto& s = elf.symbols[i];
     if (s.type() == kSttFunc && (s.other & kStoCudaEntry) && !s.name.empty()) {
       KernelInfo k;
-      k.name = s.name;
+      k.name = s.name;  // raw for the section lookups below; made printable at the end
       e.kernels.push_back(std::move(k));
     }
   }
@@ -189,6 +189,8 @@ void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& c
     }
   }
 
+  for (auto& k : e.kernels) k.name = printable(k.name);
+
   // Compiler identity.
   if (const ElfSection* tk = elf.find(".note.nv.tkinfo")) {
     const std::string nctx = ctx + ": .note.nv.tkinfo";
@@ -199,10 +201,10 @@ void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& c
       Reader dr(desc, nctx);
       auto tab = desc.subspan(24);
       CompilerInfo ci;
-      ci.tool = cstr_at(tab, dr.u32(8, "tool name offset"));
-      ci.version = cstr_at(tab, dr.u32(12, "tool version offset"));
-      ci.build = cstr_at(tab, dr.u32(16, "tool build offset"));
-      ci.options = squeeze(cstr_at(tab, dr.u32(20, "tool options offset")));
+      ci.tool = printable(cstr_at(tab, dr.u32(8, "tool name offset")));
+      ci.version = printable(cstr_at(tab, dr.u32(12, "tool version offset")));
+      ci.build = printable(cstr_at(tab, dr.u32(16, "tool build offset")));
+      ci.options = printable(squeeze(cstr_at(tab, dr.u32(20, "tool options offset"))));
       e.compiler = ci;
     });
   }

@@ -42,6 +42,23 @@ Elf parse_elf(std::span<const std::uint8_t> bytes, const std::string& context, b
   std::uint64_t shnum = r.u16(60, "e_shnum");
   std::uint32_t shstrndx = r.u16(62, "e_shstrndx");
   if (shoff == 0) fail(context, "ELF has no section header table (e_shoff = 0)");
+  // Program headers (cubins have them; the driver loads their segments): table and every
+  // segment's file range must lie inside the file.
+  const std::uint64_t phoff = r.u64(32, "e_phoff");
+  const std::uint16_t phentsize = r.u16(54, "e_phentsize");
+  const std::uint16_t phnum = r.u16(56, "e_phnum");
+  if (phnum != 0 && phnum != 0xffff) {
+    if (phentsize < 56) fail(context, fmt::format("e_phentsize {} is smaller than an ELF64 program header (56)", phentsize));
+    if (!in_bounds(bytes.size(), phoff, std::uint64_t{phnum} * phentsize))
+      fail(context, fmt::format("program header table ({} x {} bytes at offset {}) lies outside the file ({} bytes)", phnum,
+                                phentsize, phoff, bytes.size()));
+    for (std::uint64_t i = 0; i < phnum; ++i) {
+      const std::uint64_t h = phoff + i * phentsize;
+      const std::uint64_t off = r.u64(h + 8, "p_offset"), filesz = r.u64(h + 32, "p_filesz");
+      if (!in_bounds(bytes.size(), off, filesz))
+        fail(context, fmt::format("segment {} [{}, +{}) lies outside the file ({} bytes)", i, off, filesz, bytes.size()));
+    }
+  }
   if (shentsize < 64) fail(context, fmt::format("e_shentsize {} is smaller than an ELF64 section header (64)", shentsize));
   // Extended numbering (ELF spec): counts that do not fit live in section 0.
   if (shnum == 0) shnum = r.u64(shoff + 32, "section 0 sh_size (extended e_shnum)");

@@ -72,6 +72,8 @@ void parse_entry(const Reader& r, std::uint64_t off, std::uint64_t ehs, std::uin
     owned = lz4 ? lz4_block_decompress(payload.first(csize), dsize, ectx) : zstd_decompress(payload.first(csize), dsize, ectx);
     image = owned;
   }
+  if (e.kind == EntryKind::ptx)  // uncompressed PTX payloads are NUL-padded; compressed ones are not
+    while (!image.empty() && image.back() == 0) image = image.first(image.size() - 1);
   e.image_bytes = image.size();
   e.sha256 = sha256_hex(image.data(), image.size());
   if (e.kind == EntryKind::sass) {
@@ -105,6 +107,7 @@ void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t 
       fail(ctx, fmt::format("container at {}: payload of {} bytes passes the end of the data ({} bytes)", base + off, psz,
                             bytes.size()));
     ++containers;
+    const std::size_t container = out.empty() ? 0 : out.back().container + 1;
     const std::uint64_t end = off + hs + psz;
     std::uint64_t e = off + hs;
     while (e < end) {
@@ -119,6 +122,7 @@ void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t 
                                base + end));
       Entry entry;
       entry.index = index;
+      entry.container = container;
       parse_entry(er, e, ehs, size, base + e, ectx, entry);
       out.push_back(std::move(entry));
       e += ehs + size;

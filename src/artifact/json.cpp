@@ -24,6 +24,7 @@ json to_json(const Artifact& a) {
   json entries = json::array();
   for (const auto& e : a.entries) {
     json j{{"index", e.index},
+           {"container", e.container},
            {"kind", to_string(e.kind)},
            {"arch", e.arch.str()},
            {"ptx_isa", e.kind == EntryKind::ptx ? json(fmt::format("{}.{}", e.ptx_isa_major, e.ptx_isa_minor)) : json(nullptr)},
@@ -66,6 +67,13 @@ json to_json(const Selection& s, const Artifact& a) {
          {"entry_arch", nullptr},
          {"reason", s.reason}};
   if (s.entry && *s.entry < a.entries.size()) j["entry_arch"] = a.entries[*s.entry].arch.str();
+  json mods = json::array();
+  for (const auto& m : s.modules)
+    mods.push_back(json{{"container", m.container},
+                        {"path", to_string(m.path)},
+                        {"entry", m.entry ? json(*m.entry) : json(nullptr)},
+                        {"reason", m.reason}});
+  j["modules"] = std::move(mods);
   return j;
 }
 

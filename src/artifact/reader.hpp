@@ -55,6 +55,18 @@ class Reader {
   std::string ctx_;
 };
 
+// Strings taken from the file (symbol names, compiler notes) are shown and written to JSON: bytes
+// outside printable ASCII become \xNN so the result is always valid UTF-8.
+inline std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) out.push_back(static_cast<char>(c));
+    else out += fmt::format("\\x{:02x}", c);
+  }
+  return out;
+}
+
 // Printable rendering of a short byte string for messages.
 inline std::string hex_u64(std::uint64_t v) { return fmt::format("{:#x}", v); }
 

@@ -45,16 +45,14 @@ std::string entry_key(const Entry& e) { return std::string(to_string(e.kind)) + 
 
 }  // namespace
 
-Selection select_for_arch(const Artifact& art, const Arch& target) {
-  Selection sel;
-  sel.target = target;
-  sel.target.virtual_ = false;
-  sel.target.suffix = 0;  // a device has a compute capability; 'a'/'f' are properties of code
-  const Arch& dev = sel.target;
+namespace {
 
+ModuleSelection select_module(const Artifact& art, std::size_t container, const Arch& dev) {
+  ModuleSelection sel;
+  sel.container = container;
   const Entry* best = nullptr;
   for (const auto& e : art.entries) {
-    if (e.kind != EntryKind::sass || !sass_runs_on(e.arch, dev)) continue;
+    if (e.container != container || e.kind != EntryKind::sass || !sass_runs_on(e.arch, dev)) continue;
     if (!best || e.arch.minor > best->arch.minor ||
         (e.arch.minor == best->arch.minor && specificity(e.arch) > specificity(best->arch)))
       best = &e;
@@ -67,7 +65,7 @@ Selection select_for_arch(const Artifact& art, const Arch& target) {
     return sel;
   }
   for (const auto& e : art.entries) {
-    if (e.kind != EntryKind::ptx || !ptx_jits_for(e.arch, dev)) continue;
+    if (e.container != container || e.kind != EntryKind::ptx || !ptx_jits_for(e.arch, dev)) continue;
     auto key = [](const Entry& x) {
       return std::tuple(x.arch.number(), specificity(x.arch), x.ptx_isa_major * 10 + x.ptx_isa_minor);
     };
@@ -86,10 +84,36 @@ Selection select_for_arch(const Artifact& art, const Arch& target) {
   }
   sel.path = LoadPath::incompatible;
   sel.reason = fmt::format(
-      "nothing loads on {}: no SASS for {}.x with minor <= {} (SASS present: {}) and no PTX for {} or lower "
+      "nothing loads on {}: no SASS sm_{}y with y <= {} (SASS present: {}) and no PTX for {} or lower "
       "(PTX present: {}); loading fails with CUDA_ERROR_NO_BINARY_FOR_GPU",
       dev.str(), dev.major, dev.minor, list_archs(art, EntryKind::sass), Arch{dev.major, dev.minor, 0, true}.str(),
       list_archs(art, EntryKind::ptx));
+  return sel;
+}
+
+}  // namespace
+
+Selection select_for_arch(const Artifact& art, const Arch& target) {
+  Selection sel;
+  sel.target = target;
+  sel.target.virtual_ = false;
+  sel.target.suffix = 0;  // a device has a compute capability; 'a'/'f' are properties of code
+  std::vector<std::size_t> containers;
+  for (const auto& e : art.entries)
+    if (std::find(containers.begin(), containers.end(), e.container) == containers.end()) containers.push_back(e.container);
+  if (containers.empty()) containers.push_back(0);  // no entries: one empty module that loads nothing
+  const ModuleSelection* worst = nullptr;
+  for (std::size_t c : containers) {
+    sel.modules.push_back(select_module(art, c, sel.target));
+  }
+  for (const auto& m : sel.modules)
+    if (!worst || m.path > worst->path) worst = &m;
+  sel.path = worst->path;
+  sel.entry = worst->entry;
+  sel.reason = sel.modules.size() == 1
+                   ? worst->reason
+                   : fmt::format("{} modules (fatbin containers); the worst: module {}: {}", sel.modules.size(),
+                                 worst->container, worst->reason);
   return sel;
 }
 
@@ -107,31 +131,40 @@ ArtifactDiff diff_artifacts(const Artifact& o, const Artifact& n, const Arch& ta
     for (int i = 0; i < -c; ++i) d.entries_removed.push_back(k);
   }
 
-  // Kernels of the entries each side would load; when a side loads nothing, fall back to its
-  // first SASS entry so resource changes are still visible.
-  auto kernels_of = [](const Artifact& a, const Selection& s) -> const Entry* {
-    if (s.entry && *s.entry < a.entries.size()) return &a.entries[*s.entry];
-    for (const auto& e : a.entries)
-      if (e.kind == EntryKind::sass) return &e;
-    return nullptr;
+  // Kernels of the entries each side would load (every module); a module that loads nothing
+  // contributes its first SASS entry so resource changes are still visible.
+  struct Side {
+    std::map<std::string, std::pair<const Entry*, std::optional<KernelInfo>>> k;
   };
-  const Entry* eo = kernels_of(o, d.old_selection);
-  const Entry* en = kernels_of(n, d.new_selection);
+  auto collect = [](const Artifact& a, const Selection& s) {
+    Side side;
+    for (const auto& m : s.modules) {
+      const Entry* e = nullptr;
+      if (m.entry && *m.entry < a.entries.size()) e = &a.entries[*m.entry];
+      for (std::size_t i = 0; !e && i < a.entries.size(); ++i)
+        if (a.entries[i].container == m.container && a.entries[i].kind == EntryKind::sass) e = &a.entries[i];
+      if (!e) continue;
+      if (e->kind == EntryKind::sass)
+        for (const auto& k : e->kernels) side.k.emplace(k.name, std::pair(e, std::optional<KernelInfo>(k)));
+      else
+        for (const auto& k : e->ptx_entries) side.k.emplace(k, std::pair(e, std::optional<KernelInfo>()));
+    }
+    return side;
+  };
+  const Side so = collect(o, d.old_selection), sn = collect(n, d.new_selection);
   std::map<std::string, KernelChange> changes;
-  auto names = [](const Entry* e) {
-    std::vector<std::pair<std::string, std::optional<KernelInfo>>> v;
-    if (!e) return v;
-    if (e->kind == EntryKind::sass)
-      for (const auto& k : e->kernels) v.emplace_back(k.name, k);
-    else
-      for (const auto& k : e->ptx_entries) v.emplace_back(k, std::nullopt);
-    return v;
-  };
-  for (auto& [nm, k] : names(eo)) { auto& c = changes[nm]; c.name = nm; c.old_kernel = k; c.status = "removed"; }
-  for (auto& [nm, k] : names(en)) {
+  for (const auto& [nm, v] : so.k) {
     auto& c = changes[nm];
-    c.new_kernel = k;
+    c.name = nm;
+    c.old_kernel = v.second;
+    c.status = "removed";
+  }
+  for (const auto& [nm, v] : sn.k) {
+    auto& c = changes[nm];
+    c.new_kernel = v.second;
     if (c.name.empty()) { c.name = nm; c.status = "added"; continue; }
+    const Entry* eo = so.k.at(nm).first;
+    const Entry* en = v.first;
     bool same;
     if (c.old_kernel && c.new_kernel)  // SASS on both sides: compare the machine code itself
       same = c.old_kernel->code_sha256 == c.new_kernel->code_sha256 && !c.new_kernel->code_sha256.empty() &&

@@ -68,6 +68,7 @@ struct KernelInfo {
 // One image inside the artifact (a standalone cubin or PTX file is one entry).
 struct Entry {
   std::size_t index = 0;
+  std::size_t container = 0;        // fatbin container = one driver module (host binaries: several)
   EntryKind kind = EntryKind::other;
   Arch arch;                        // SASS: sm_XY[a|f]; PTX: compute_XY[a|f]
   int ptx_isa_major = 0;            // PTX: ISA version (.version) — the driver must support it
@@ -75,7 +76,7 @@ struct Entry {
   Compression compression = Compression::none;
   std::uint64_t offset = 0;         // [B] of the entry header in the file (0 for bare images)
   std::uint64_t stored_bytes = 0;   // [B] as stored (compressed size when compressed)
-  std::uint64_t image_bytes = 0;    // [B] decompressed image
+  std::uint64_t image_bytes = 0;    // [B] decompressed image (PTX: text without NUL padding)
   std::uint64_t flags = 0;          // raw fatbin entry flags (docs/artifact.md)
   std::string sha256;               // of the decompressed image
   std::string jit_options;          // PTX entries: options the driver passes to its JIT, if stored
@@ -110,11 +111,21 @@ std::vector<std::uint8_t> zstd_decompress(std::span<const std::uint8_t> src, std
 enum class LoadPath { native_sass = 0, ptx_jit = 1, incompatible = 2 };  // ordered: larger is worse
 const char* to_string(LoadPath p);
 
-struct Selection {
-  Arch target;                      // the device, e.g. sm_90 (a/f suffix dropped: devices have a CC)
+// Each fatbin container is registered as its own module (a host binary may hold several, e.g. one
+// from the static CUDA runtime), so the choice is made per container; the artifact's path is the
+// worst of its modules'.
+struct ModuleSelection {
+  std::size_t container = 0;
   LoadPath path = LoadPath::incompatible;
   std::optional<std::size_t> entry; // index into Artifact::entries
   std::string reason;               // one sentence, with the consequence for first load
+};
+struct Selection {
+  Arch target;                      // the device, e.g. sm_90 (a/f suffix dropped: devices have a CC)
+  LoadPath path = LoadPath::incompatible;  // worst over modules
+  std::optional<std::size_t> entry; // the entry chosen in the worst module (the only one, usually)
+  std::string reason;
+  std::vector<ModuleSelection> modules;
 };
 
 Selection select_for_arch(const Artifact& artifact, const Arch& target);

@@ -1,0 +1,159 @@
+// `kqual inspect ART [--arch sm_XX]` and `kqual inspect --diff OLD NEW`: artifact identity, no GPU
+// needed (issue 3). The only driver use is optional: asking the live device for its arch when
+// --arch is not given. Rule and JSON schema: docs/artifact.md.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "kqual/artifact/artifact.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/json.hpp"
+#include "kqual/cuda/driver.hpp"
+#include "kqual/run/cli.hpp"
+#include "kqual/run/exit_codes.hpp"
+
+namespace kqual::run {
+
+namespace {
+
+namespace art = kqual::artifact;
+
+struct InspectOptions {
+  std::vector<std::string> paths;
+  std::string arch;
+  bool diff = false;
+};
+
+struct Target {
+  art::Arch arch;
+  std::string source;  // "--arch", "device 0 (NVIDIA H200)", "assumed (no device: ...)"
+};
+
+Target resolve_target(const std::string& requested) {
+  if (!requested.empty()) return {art::Arch::parse(requested), "--arch"};
+  const std::string why = cuda::driver_unavailable_reason();
+  if (why.empty()) {
+    // Two attribute queries: no context is created.
+    CUdevice dev{};
+    int major = 0, minor = 0;
+    char name[256] = {};
+    KQUAL_CU(cuDeviceGet, &dev, 0);
+    KQUAL_CU(cuDeviceGetAttribute, &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    KQUAL_CU(cuDeviceGetAttribute, &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    KQUAL_CU(cuDeviceGetName, name, static_cast<int>(sizeof(name) - 1), dev);
+    return {art::Arch{major, minor, 0, false}, fmt::format("device 0 ({})", name)};
+  }
+  return {art::Arch::parse(KQUAL_DEFAULT_ARCH),
+          fmt::format("assumed {} (no device: {}); pass --arch to choose", KQUAL_DEFAULT_ARCH, why)};
+}
+
+std::string short_hash(const std::string& h) { return h.substr(0, 12); }
+std::string dash_or(long long v, long long none) { return v == none ? "-" : std::to_string(v); }
+
+void print_artifact(const art::Artifact& a, const art::Selection* sel) {
+  fmt::print("{}  {}  {} B  sha256 {}\n", a.name, to_string(a.container), a.file_bytes, short_hash(a.sha256));
+  fmt::print("  {:>2}  {:<5} {:<12} {:<4} {:<5} {:>9} {:>9}  {:<12} {}\n", "#", "kind", "arch", "isa", "comp",
+             "stored", "image", "sha256", "");
+  for (const auto& e : a.entries) {
+    const bool chosen = sel && sel->entry && *sel->entry == e.index;
+    fmt::print("  {:>2}  {:<5} {:<12} {:<4} {:<5} {:>9} {:>9}  {:<12} {}\n", e.index, to_string(e.kind), e.arch.str(),
+               e.kind == art::EntryKind::ptx ? fmt::format("{}.{}", e.ptx_isa_major, e.ptx_isa_minor) : "-",
+               to_string(e.compression), e.stored_bytes, e.image_bytes, short_hash(e.sha256),
+               chosen ? "<- loaded" : "");
+  }
+  for (const auto& e : a.entries) {
+    if (e.kind != art::EntryKind::sass) continue;
+    fmt::print("\n  entry {} {}", e.index, e.arch.str());
+    if (e.compiler) fmt::print(": {} {} [{}]", e.compiler->tool, e.compiler->version, e.compiler->options);
+    fmt::print("\n    {:<32} {:>5} {:>8} {:>7} {:>7} {:>6} {:>7}  {}\n", "kernel", "regs", "shared", "local", "maxthr",
+               "params", "code", "code sha256");
+    for (const auto& k : e.kernels)
+      fmt::print("    {:<32} {:>5} {:>8} {:>7} {:>7} {:>6} {:>7}  {}\n", k.name, dash_or(k.registers, -1),
+                 k.static_shared_bytes, k.local_bytes, dash_or(k.max_threads, 0), dash_or(k.param_bytes, -1),
+                 k.code_bytes, short_hash(k.code_sha256));
+  }
+  for (const auto& e : a.entries)
+    if (e.kind == art::EntryKind::ptx && !e.jit_options.empty())
+      fmt::print("\n  entry {} JIT options: {}\n", e.index, e.jit_options);
+}
+
+int run_inspect(const InspectOptions& o, const GlobalOptions& g) {
+  if (o.diff && o.paths.size() != 2) throw_error(ErrorKind::usage, "inspect --diff takes exactly two artifacts: OLD NEW");
+  if (!o.diff && o.paths.size() != 1) throw_error(ErrorKind::usage, "inspect takes one artifact (or --diff OLD NEW)");
+  const Target t = resolve_target(o.arch);
+  json prov{{"command_line", g.command_line}, {"kqual_version", "0.1.0"}};
+
+  if (!o.diff) {
+    const art::Artifact a = art::parse_artifact(o.paths[0]);
+    const art::Selection s = art::select_for_arch(a, t.arch);
+    if (g.json) {
+      json sj = art::to_json(s, a);
+      sj["target_source"] = t.source;
+      json doc{{"schema", art::kInspectSchema}, {"schema_version", kJsonSchemaVersion}, {"artifact", art::to_json(a)},
+               {"selection", std::move(sj)}, {"provenance", std::move(prov)}};
+      fmt::print("{}\n", doc.dump(2));
+    } else {
+      print_artifact(a, &s);
+      fmt::print("\ntarget {} ({}): {}\n  {}\n", s.target.str(), t.source, to_string(s.path), s.reason);
+    }
+    return s.path == art::LoadPath::incompatible ? kExitFail : kExitPass;
+  }
+
+  const art::Artifact old_a = art::parse_artifact(o.paths[0]);
+  const art::Artifact new_a = art::parse_artifact(o.paths[1]);
+  const art::ArtifactDiff d = art::diff_artifacts(old_a, new_a, t.arch);
+  if (g.json) {
+    json dj = art::to_json(d);
+    dj["target_source"] = t.source;
+    json doc{{"schema", art::kDiffSchema}, {"schema_version", kJsonSchemaVersion}, {"old", art::to_json(old_a)},
+             {"new", art::to_json(new_a)}, {"diff", std::move(dj)}, {"provenance", std::move(prov)}};
+    fmt::print("{}\n", doc.dump(2));
+  } else {
+    fmt::print("target {} ({})\n", d.old_selection.target.str(), t.source);
+    fmt::print("  old {}: {} — {}\n", old_a.name, to_string(d.old_selection.path), d.old_selection.reason);
+    fmt::print("  new {}: {} — {}\n", new_a.name, to_string(d.new_selection.path), d.new_selection.reason);
+    if (d.loading_path_worse)
+      fmt::print("  REGRESSION: loading path gets worse ({} -> {}){}\n", to_string(d.old_selection.path),
+                 to_string(d.new_selection.path),
+                 d.new_selection.path == art::LoadPath::ptx_jit
+                     ? ": predicted first-request (cold start) slowdown from load-time PTX JIT"
+                     : ": the new artifact does not load on this target");
+    for (const auto& e : d.entries_removed) fmt::print("  entry removed: {}\n", e);
+    for (const auto& e : d.entries_added) fmt::print("  entry added:   {}\n", e);
+    fmt::print("  {:<32} {:<10} {:>11} {:>13} {:>11}\n", "kernel", "code", "regs", "shared", "local");
+    for (const auto& c : d.kernels) {
+      auto pair = [&](auto get) {
+        const std::string a = c.old_kernel ? std::to_string(get(*c.old_kernel)) : "-";
+        const std::string b = c.new_kernel ? std::to_string(get(*c.new_kernel)) : "-";
+        return a == b ? a : a + "->" + b;
+      };
+      fmt::print("  {:<32} {:<10} {:>11} {:>13} {:>11}\n", c.name, c.status,
+                 pair([](const art::KernelInfo& k) { return k.registers; }),
+                 pair([](const art::KernelInfo& k) { return k.static_shared_bytes; }),
+                 pair([](const art::KernelInfo& k) { return k.local_bytes; }));
+    }
+    bool all_same = !d.kernels.empty();
+    for (const auto& c : d.kernels) all_same = all_same && c.status == "identical";
+    if (all_same) fmt::print("  all kernels identical: any warm-time difference between these artifacts is noise\n");
+  }
+  return d.loading_path_worse ? kExitFail : kExitPass;
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
+  auto opts = std::make_shared<InspectOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "inspect",
+      "Artifact identity without a GPU: fatbin/cubin/PTX/host-binary entries, per-kernel resources, compiler, "
+      "hashes, and which entry the driver loads on --arch. Exit 1 if nothing loads (or, with --diff, if the "
+      "loading path gets worse).");
+  cmd->add_option("artifact", opts->paths, "ART, or OLD NEW with --diff")->required()->expected(1, 2);
+  cmd->add_option("--arch", opts->arch,
+                  "Target GPU, e.g. sm_90 (default: device 0 if a driver is present, else " KQUAL_DEFAULT_ARCH ")");
+  cmd->add_flag("--diff", opts->diff, "Compare OLD and NEW: entries, loading path, per-kernel code and resources");
+  cmd->callback([opts, &g, exit_code] { *exit_code = run_inspect(*opts, g); });
+}
+
+}  // namespace kqual::run
