@@ -1,0 +1,274 @@
+// Parsed facts of the nvcc-built fixtures, checked against independent evidence: `nvcc -Xptxas -v`
+// (registers, shared, stack), -maxrregcount, `nvcc --version`, the kernel source (launch bounds,
+// parameter sizes) and the equality of images compressed in different ways.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "fixture_util.hpp"
+#include "kqual/artifact/artifact.hpp"
+#include "kqual/core/error.hpp"
+
+namespace kqual::artifact {
+namespace {
+
+using test::fixture;
+
+const std::set<std::string> kKernels = {"add_relu", "smem_sum", "local_arr", "dyn_only", "_Z9templatedILi3EEvPf"};
+
+const KernelInfo& kernel(const Entry& e, const std::string& name) {
+  for (const auto& k : e.kernels)
+    if (k.name == name) return k;
+  throw std::runtime_error("kernel " + name + " not in entry " + e.arch.str());
+}
+
+std::set<std::string> kernel_names(const Entry& e) {
+  std::set<std::string> s;
+  for (const auto& k : e.kernels) s.insert(k.name);
+  return s;
+}
+
+// Every kernel of a SASS entry matches what ptxas printed for it on that arch.
+void expect_matches_ptxas(const Entry& e, const std::string& log) {
+  const auto oracle = test::parse_ptxas_log(fixture(log));
+  ASSERT_EQ(e.kind, EntryKind::sass);
+  int checked = 0;
+  for (const auto& k : e.kernels) {
+    auto it = oracle.find({e.arch.str(), k.name});
+    ASSERT_NE(it, oracle.end()) << log << " has no ptxas line for " << k.name << " on " << e.arch.str();
+    EXPECT_EQ(k.registers, it->second.registers) << k.name << " " << e.arch.str();
+    EXPECT_EQ(static_cast<long>(k.static_shared_bytes), it->second.smem) << k.name << " " << e.arch.str();
+    EXPECT_EQ(static_cast<long>(k.local_bytes), it->second.stack) << k.name << " " << e.arch.str();
+    ++checked;
+  }
+  EXPECT_EQ(checked, 5) << e.arch.str();
+}
+
+TEST(ArtifactCubin, KernelsMatchPtxasOracle) {
+  const Artifact a = parse_artifact(fixture("k_sm90.cubin"));
+  EXPECT_EQ(a.container, ContainerKind::cubin);
+  ASSERT_EQ(a.entries.size(), 1u);
+  const Entry& e = a.entries[0];
+  EXPECT_EQ(e.arch.str(), "sm_90");
+  EXPECT_EQ(kernel_names(e), kKernels);
+  expect_matches_ptxas(e, "k_sm90.ptxas.log");
+  // Values the source fixes (not just consistency with ptxas):
+  EXPECT_EQ(kernel(e, "smem_sum").static_shared_bytes, 128u * 4 + 16 * 8);  // float[128] + double[16]
+  EXPECT_EQ(kernel(e, "local_arr").local_bytes, 64u * 4);                  // float a[64] on the stack
+  EXPECT_EQ(kernel(e, "dyn_only").static_shared_bytes, 0u);                // extern __shared__ only
+  EXPECT_GT(kernel(e, "dyn_only").shared_section_bytes, 0u);               // sm_90 reserved prefix kept raw
+}
+
+TEST(ArtifactCubin, LaunchBoundsParamsAndCode) {
+  const Entry e = parse_artifact(fixture("k_sm90.cubin")).entries.at(0);
+  EXPECT_EQ(kernel(e, "smem_sum").max_threads, 128);  // __launch_bounds__(128)
+  EXPECT_EQ(kernel(e, "add_relu").max_threads, 0);    // no bound in the binary
+  EXPECT_EQ(kernel(e, "add_relu").param_bytes, 8 + 8 + 8 + 4);
+  EXPECT_EQ(kernel(e, "smem_sum").param_bytes, 8 + 8 + 4);
+  EXPECT_EQ(kernel(e, "local_arr").param_bytes, 8 + 8);
+  for (const auto& k : e.kernels) {
+    EXPECT_GT(k.code_bytes, 0u) << k.name;
+    EXPECT_EQ(k.code_sha256.size(), 64u) << k.name;
+  }
+  EXPECT_NE(kernel(e, "add_relu").code_sha256, kernel(e, "smem_sum").code_sha256);
+}
+
+TEST(ArtifactCubin, CompilerIdentityMatchesNvccVersion) {
+  const Entry e = parse_artifact(fixture("k_sm90.cubin")).entries.at(0);
+  ASSERT_TRUE(e.compiler.has_value());
+  EXPECT_EQ(e.compiler->tool, "ptxas");
+  ASSERT_FALSE(e.compiler->version.empty());
+  EXPECT_NE(test::read_text(fixture("nvcc.version")).find(e.compiler->version), std::string::npos)
+      << "ptxas identity '" << e.compiler->version << "' is not the installed nvcc's";
+  EXPECT_NE(e.compiler->options.find("-arch sm_90"), std::string::npos) << e.compiler->options;
+  EXPECT_GE(e.compiler->cuda_api_version, 120);
+}
+
+TEST(ArtifactCubin, MaxrregcountLowersRegisters) {
+  const Entry base = parse_artifact(fixture("k_sm90.cubin")).entries.at(0);
+  const Entry capped = parse_artifact(fixture("k_sm90_r24.cubin")).entries.at(0);
+  expect_matches_ptxas(capped, "k_sm90_r24.ptxas.log");
+  for (const auto& k : capped.kernels) EXPECT_LE(k.registers, 24) << k.name;
+  ASSERT_GT(kernel(base, "local_arr").registers, 24) << "fixture no longer exercises the cap";
+  EXPECT_EQ(kernel(capped, "local_arr").registers, 24);
+  EXPECT_NE(capped.compiler->options.find("maxrregcount"), std::string::npos) << capped.compiler->options;
+}
+
+TEST(ArtifactCubin, ArchSpecificSuffix) {
+  const Entry e = parse_artifact(fixture("k_sm90a.cubin")).entries.at(0);
+  EXPECT_EQ(e.arch.str(), "sm_90a");
+}
+
+TEST(ArtifactPtx, TextFile) {
+  const Artifact a = parse_artifact(fixture("k_compute90.ptx"));
+  EXPECT_EQ(a.container, ContainerKind::ptx);
+  ASSERT_EQ(a.entries.size(), 1u);
+  const Entry& e = a.entries[0];
+  EXPECT_EQ(e.kind, EntryKind::ptx);
+  EXPECT_EQ(e.arch.str(), "compute_90");
+  EXPECT_EQ(std::set<std::string>(e.ptx_entries.begin(), e.ptx_entries.end()), kKernels);
+  // The .version line, read independently of the parser.
+  const std::string text = test::read_text(fixture("k_compute90.ptx"));
+  const std::string want = ".version " + std::to_string(e.ptx_isa_major) + "." + std::to_string(e.ptx_isa_minor);
+  EXPECT_NE(text.find(want + "\n"), std::string::npos) << want;
+}
+
+TEST(ArtifactFatbin, SassOnlyUncompressedEqualsCubin) {
+  const Artifact a = parse_artifact(fixture("sass_sm90.fatbin"));
+  EXPECT_EQ(a.container, ContainerKind::fatbin);
+  ASSERT_EQ(a.entries.size(), 1u);
+  const Entry& e = a.entries[0];
+  EXPECT_EQ(e.kind, EntryKind::sass);
+  EXPECT_EQ(e.compression, Compression::none);
+  EXPECT_EQ(e.arch.str(), "sm_90");
+  expect_matches_ptxas(e, "k_sm90.ptxas.log");
+  const Entry c = parse_artifact(fixture("k_sm90.cubin")).entries.at(0);
+  for (const auto& k : c.kernels) EXPECT_EQ(kernel(e, k.name).code_sha256, k.code_sha256) << k.name;
+}
+
+TEST(ArtifactFatbin, PtxOnlyZstdAndUncompressedAgree) {
+  const Artifact z = parse_artifact(fixture("ptx_compute90.fatbin"));
+  const Artifact n = parse_artifact(fixture("ptx_compute90_nc.fatbin"));
+  ASSERT_EQ(z.entries.size(), 1u);
+  ASSERT_EQ(n.entries.size(), 1u);
+  EXPECT_EQ(z.entries[0].kind, EntryKind::ptx);
+  EXPECT_EQ(z.entries[0].compression, Compression::zstd);
+  EXPECT_EQ(n.entries[0].compression, Compression::none);
+  EXPECT_LT(z.entries[0].stored_bytes, z.entries[0].image_bytes);
+  EXPECT_EQ(z.entries[0].sha256, n.entries[0].sha256);  // same PTX after decompression
+  EXPECT_EQ(z.entries[0].arch.str(), "compute_90");
+  EXPECT_EQ(std::set<std::string>(z.entries[0].ptx_entries.begin(), z.entries[0].ptx_entries.end()), kKernels);
+  // The PTX inside the fatbin is the text nvcc -ptx writes (up to NUL padding).
+  const Entry p = parse_artifact(fixture("k_compute90.ptx")).entries.at(0);
+  EXPECT_EQ(p.ptx_isa_major, z.entries[0].ptx_isa_major);
+  EXPECT_EQ(p.ptx_isa_minor, z.entries[0].ptx_isa_minor);
+}
+
+TEST(ArtifactFatbin, Lz4AndZstdDecompressToTheSameImages) {
+  const Artifact l = parse_artifact(fixture("lz4.fatbin"));
+  const Artifact z = parse_artifact(fixture("zstd.fatbin"));
+  const Artifact plain_ptx = parse_artifact(fixture("ptx_compute90_nc.fatbin"));
+  ASSERT_EQ(l.entries.size(), 2u);
+  ASSERT_EQ(z.entries.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(l.entries[i].compression, Compression::lz4) << i;
+    EXPECT_EQ(z.entries[i].compression, Compression::zstd) << i;
+    EXPECT_EQ(l.entries[i].kind, z.entries[i].kind);
+    EXPECT_EQ(l.entries[i].sha256, z.entries[i].sha256) << "entry " << i;
+    EXPECT_EQ(l.entries[i].image_bytes, z.entries[i].image_bytes);
+  }
+  for (const auto& e : l.entries) {
+    if (e.kind == EntryKind::sass) expect_matches_ptxas(e, "k_sm90.ptxas.log");
+    if (e.kind == EntryKind::ptx) {
+      EXPECT_EQ(e.sha256, plain_ptx.entries[0].sha256);
+    }
+  }
+}
+
+TEST(ArtifactFatbin, SeveralArchsEachMatchPtxas) {
+  const Artifact a = parse_artifact(fixture("multi.fatbin"));
+  std::multiset<std::string> keys;
+  for (const auto& e : a.entries) keys.insert(std::string(to_string(e.kind)) + " " + e.arch.str());
+  EXPECT_EQ(keys, (std::multiset<std::string>{"sass sm_80", "sass sm_86", "sass sm_90", "sass sm_90a", "ptx compute_90"}));
+  for (const auto& e : a.entries)
+    if (e.kind == EntryKind::sass) expect_matches_ptxas(e, "multi.ptxas.log");
+  for (std::size_t i = 0; i < a.entries.size(); ++i) EXPECT_EQ(a.entries[i].index, i);
+}
+
+TEST(ArtifactFatbin, Sm80SassPlusPtx) {
+  const Artifact a = parse_artifact(fixture("sm80_ptx80.fatbin"));
+  ASSERT_EQ(a.entries.size(), 2u);
+  int sass = 0, ptx = 0;
+  for (const auto& e : a.entries) {
+    if (e.kind == EntryKind::sass) { ++sass; EXPECT_EQ(e.arch.str(), "sm_80"); expect_matches_ptxas(e, "sm80_ptx80.ptxas.log"); }
+    if (e.kind == EntryKind::ptx) { ++ptx; EXPECT_EQ(e.arch.str(), "compute_80"); }
+  }
+  EXPECT_EQ(sass, 1);
+  EXPECT_EQ(ptx, 1);
+}
+
+TEST(ArtifactFatbin, StoredJitOptions) {
+  const Artifact a = parse_artifact(fixture("ptx_opts.fatbin"));
+  ASSERT_EQ(a.entries.size(), 1u);
+  EXPECT_EQ(a.entries[0].jit_options, "-O2");
+  EXPECT_EQ(parse_artifact(fixture("ptx_compute90_nc.fatbin")).entries.at(0).jit_options, "");
+}
+
+TEST(ArtifactFatbin, FamilyAndArchSpecificEntries) {
+  const Artifact a = parse_artifact(fixture("family.fatbin"));
+  std::multiset<std::string> keys;
+  for (const auto& e : a.entries) keys.insert(std::string(to_string(e.kind)) + " " + e.arch.str());
+  EXPECT_EQ(keys, (std::multiset<std::string>{"sass sm_100f", "ptx compute_100f", "sass sm_120a"}));
+}
+
+TEST(ArtifactHostBinary, ExecutableWithEmbeddedFatbin) {
+  const Artifact a = parse_artifact(fixture("host_exe"));
+  EXPECT_EQ(a.container, ContainerKind::host_binary);
+  std::multiset<std::string> keys;
+  for (const auto& e : a.entries) keys.insert(std::string(to_string(e.kind)) + " " + e.arch.str());
+  // Two containers: one linked in with the static CUDA runtime (an sm_90 cubin without kernels)
+  // and the program's own (sm_90 SASS + compute_90 PTX). Each is its own driver module.
+  EXPECT_EQ(keys, (std::multiset<std::string>{"sass sm_90", "sass sm_90", "ptx compute_90"}));
+  std::set<std::size_t> containers;
+  int with_kernel = 0;
+  for (const auto& e : a.entries) {
+    containers.insert(e.container);
+    EXPECT_GT(e.offset, 0u);  // inside the executable, not at its start
+    if (e.kind == EntryKind::sass && !e.kernels.empty()) {
+      ++with_kernel;
+      ASSERT_EQ(e.kernels.size(), 1u);
+      EXPECT_EQ(e.kernels[0].name, "host_scale");
+      EXPECT_EQ(e.kernels[0].param_bytes, 8 + 4 + 4);
+      EXPECT_GT(e.kernels[0].registers, 0);
+    } else if (e.kind == EntryKind::ptx) {
+      EXPECT_EQ(e.ptx_entries, std::vector<std::string>{"host_scale"});
+    }
+  }
+  EXPECT_EQ(with_kernel, 1);
+  EXPECT_EQ(containers.size(), 2u);
+  const Selection s = select_for_arch(a, Arch::parse("sm_90"));
+  EXPECT_EQ(s.path, LoadPath::native_sass);
+  EXPECT_EQ(s.modules.size(), 2u);
+  EXPECT_EQ(select_for_arch(a, Arch::parse("sm_80")).path, LoadPath::incompatible);
+}
+
+TEST(ArtifactHostBinary, SharedLibrary) {
+  const Artifact a = parse_artifact(fixture("libkernels.so"));
+  EXPECT_EQ(a.container, ContainerKind::host_binary);
+  int found = 0;
+  for (const auto& e : a.entries) {
+    if (e.kind != EntryKind::sass || e.kernels.empty()) continue;
+    ++found;
+    EXPECT_EQ(kernel_names(e), kKernels);
+    expect_matches_ptxas(e, "k_sm90.ptxas.log");
+  }
+  EXPECT_EQ(found, 1);
+}
+
+TEST(ArtifactErrors, NameTheFileAndTheProblem) {
+  auto expect_input_error = [](const std::vector<std::uint8_t>& bytes, const std::string& needle) {
+    try {
+      parse_artifact_bytes(bytes, "bad.bin");
+      ADD_FAILURE() << "no error for " << needle;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::input);
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind("bad.bin", 0), 0u) << what;
+      EXPECT_NE(what.find(needle), std::string::npos) << what;
+    }
+  };
+  expect_input_error({}, "empty");
+  expect_input_error({'h', 'e', 'l', 'l', 'o'}, "unrecognised format");
+  // The test executable itself: a host ELF without device code.
+  expect_input_error(test::read_bytes("/proc/self/exe"), "no .nv_fatbin");
+  // A fatbin whose entry claims a kind-2 (SASS) image that is not ELF.
+  auto fb = test::read_bytes(fixture("sass_sm90.fatbin"));
+  ASSERT_GT(fb.size(), 0x60u);
+  fb[16 + 64] = 'X';  // first byte of the first entry's payload: ELF magic broken
+  expect_input_error(fb, "entry 0");
+  EXPECT_THROW(parse_artifact("/nonexistent/kqual.fatbin"), Error);
+}
+
+}  // namespace
+}  // namespace kqual::artifact
