@@ -66,8 +66,9 @@ TEST_P(ArtifactDriver, ParsedResourcesEqualDriverAttributes) {
     EXPECT_EQ(attr.max_threads_per_block, k.max_threads ? k.max_threads : ctx.info().max_threads_per_block);
     EXPECT_EQ(attr.binary_version, e.arch.number());
     const auto params = f.params();
-    if (!params.empty() && k.param_bytes >= 0)
+    if (!params.empty() && k.param_bytes >= 0) {
       EXPECT_EQ(static_cast<int>(params.back().offset + params.back().size), k.param_bytes);
+    }
   }
 }
 
