@@ -20,5 +20,6 @@ void add_qualify_commands(CLI::App& app, GlobalOptions& g, int* exit_code);   //
 void add_worker_command(CLI::App& app, GlobalOptions& g, int* exit_code);     // internal: GPU worker
 void add_inspect_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // artifact identity
 void add_model_commands(CLI::App& app, GlobalOptions& g, int* exit_code);     // model, explain
+void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // startup (+ hidden probe)
 
 }  // namespace kqual::run

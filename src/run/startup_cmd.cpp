@@ -1,0 +1,126 @@
+// `kqual startup ART` (and the hidden `__startup-probe` it re-executes for every sample).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cuda.h>
+
+#include <cstdio>
+#include <memory>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "kqual/core/error.hpp"
+#include "kqual/run/cli.hpp"
+#include "kqual/run/exit_codes.hpp"
+#include "kqual/startup/startup.hpp"
+
+namespace kqual::run {
+namespace {
+
+struct StartupArgs {
+  startup::StartupConfig cfg;
+  std::string launch_args;
+  std::string modes = "off,cold,warm";
+  std::string loading = "lazy,eager";
+  std::string out;
+  bool quiet = false;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  for (std::string t; std::getline(ss, t, ',');)
+    if (!t.empty()) v.push_back(t);
+  return v;
+}
+
+int run_startup(StartupArgs& a, const GlobalOptions& g) {
+  auto& cfg = a.cfg;
+  if (!a.launch_args.empty() && a.launch_args != "none")
+    throw_error(ErrorKind::usage, fmt::format("--launch-args {}: only 'none' (a zero-parameter kernel) is supported", a.launch_args));
+  cfg.launch = a.launch_args == "none";
+  cfg.cache_modes.clear();
+  for (const auto& m : split(a.modes)) {
+    auto c = decision::cache_mode_from_string(m);
+    if (!c) throw_error(ErrorKind::usage, fmt::format("--modes: unknown JIT cache mode '{}' (off, cold, warm)", m));
+    cfg.cache_modes.push_back(*c);
+  }
+  cfg.loading_modes.clear();
+  for (const auto& m : split(a.loading)) {
+    if (m == "lazy" || m == "LAZY") cfg.loading_modes.push_back(startup::LoadingMode::lazy);
+    else if (m == "eager" || m == "EAGER") cfg.loading_modes.push_back(startup::LoadingMode::eager);
+    else throw_error(ErrorKind::usage, fmt::format("--loading: unknown module loading mode '{}' (lazy, eager)", m));
+  }
+  if (!a.quiet && !g.json) cfg.progress = [](const std::string& s) { fmt::print(stderr, "kqual startup: {}\n", s); };
+  const startup::StartupReport rep = startup::measure_startup(cfg);
+  json j = startup::to_json(rep);
+  j["provenance"] = {{"command_line", g.command_line}, {"cuda_header_version", CUDA_VERSION}};
+  if (!a.out.empty()) {
+    std::ofstream f(a.out);
+    if (!f) throw_error(ErrorKind::io, fmt::format("cannot write {}", a.out));
+    f << j.dump(2) << "\n";
+  }
+  if (g.json) fmt::print("{}\n", j.dump(2));
+  else fmt::print("{}", startup::to_text(rep));
+  if (!rep.gpu_ran) return kExitIncomplete;
+  const bool compile_failed = rep.compile && rep.compile->failures > 0;
+  if (rep.failed_probes > 0 || compile_failed) {
+    if (!g.json) fmt::print("\n{} probe process(es) failed: recorded above; exit {}\n", rep.failed_probes, kExitFail);
+    return kExitFail;
+  }
+  return kExitPass;
+}
+
+}  // namespace
+
+void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
+  auto a = std::make_shared<StartupArgs>();
+  auto* cmd = app.add_subcommand(
+      "startup",
+      "Startup evidence: in fresh processes, time driver init, context, module load (with the driver's JIT wall time), "
+      "function lookup, first launch and steady launches, for JIT cache off/cold/warm and LAZY/EAGER module loading. "
+      "Exit 3 without a GPU (only NVRTC compilation runs), 1 if a probe crashed, hung or failed.");
+  cmd->add_option("artifact", a->cfg.artifact, "cubin, fatbin or PTX file; or a .cu source with --compile")->required();
+  cmd->add_option("--runs", a->cfg.runs, "fresh processes per mode")->capture_default_str();
+  cmd->add_option("--kernel", a->cfg.kernel,
+                  "kernel to look up (C++ name for a .cu; symbol otherwise). Default: the first .entry of a PTX; none for cubin/fatbin");
+  cmd->add_option("--launch-args", a->launch_args,
+                  "'none': the kernel takes no parameters, so launch it (first launch + steady launches); other kernels are not launched");
+  cmd->add_option("--grid", a->cfg.grid, "blocks per launch")->capture_default_str();
+  cmd->add_option("--block", a->cfg.block, "threads per block")->capture_default_str();
+  cmd->add_option("--steady", a->cfg.steady_launches, "launches after the first, per process")->capture_default_str();
+  cmd->add_flag("--compile", a->cfg.compile, "the artifact is CUDA source: compile with NVRTC (timed in its own processes), then load");
+  cmd->add_option("--arch", a->cfg.arch, "NVRTC target for --compile: sm_XX (SASS) or compute_XX (PTX only)")->capture_default_str();
+  cmd->add_option("--compile-runs", a->cfg.compile_runs, "fresh NVRTC processes (default min(runs, 10))");
+  cmd->add_option("--modes", a->modes, "JIT cache modes: off,cold,warm")->capture_default_str();
+  cmd->add_option("--loading", a->loading, "module loading modes: lazy,eager")->capture_default_str();
+  cmd->add_option("--watchdog", a->cfg.watchdog_s, "seconds before a probe counts as hung and is killed")->capture_default_str();
+  cmd->add_option("--out", a->out, "also write the JSON report to this file");
+  cmd->add_flag("--quiet", a->quiet, "no progress lines on stderr");
+  cmd->callback([a, &g, exit_code] { *exit_code = run_startup(*a, g); });
+
+  // The probe: one sample, one JSON line on stdout. Hidden (empty group): users never call it.
+  auto p = std::make_shared<startup::ProbeRequest>();
+  auto* probe = app.add_subcommand("__startup-probe", "internal: one startup sample in this fresh process");
+  probe->group("");
+  probe->add_option("--artifact", p->artifact);
+  probe->add_option("--kernel", p->kernel);
+  probe->add_flag("--launch", p->launch);
+  probe->add_option("--grid", p->grid);
+  probe->add_option("--block", p->block);
+  probe->add_option("--steady", p->steady_launches);
+  probe->add_option("--spawn-ns", p->spawn_ns);
+  probe->add_option("--compile", p->compile_source);
+  probe->add_option("--arch", p->arch);
+  probe->add_option("--simulate", p->simulate);
+  probe->callback([p, exit_code] {
+    const json j = startup::run_probe(*p);
+    std::fwrite(j.dump().c_str(), 1, j.dump().size(), stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    *exit_code = j.value("ok", false) ? kExitPass : (j.value("no_gpu", false) ? kExitIncomplete : kExitFail);
+  });
+}
+
+}  // namespace kqual::run
