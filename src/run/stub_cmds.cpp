@@ -3,5 +3,4 @@
 #include "kqual/run/cli.hpp"
 namespace kqual::run {
 void add_qualify_commands(CLI::App&, GlobalOptions&, int*) {}
-void add_model_commands(CLI::App&, GlobalOptions&, int*) {}
 }
