@@ -2,5 +2,4 @@
 #include <CLI/CLI.hpp>
 #include "kqual/run/cli.hpp"
 namespace kqual::run {
-void add_qualify_commands(CLI::App&, GlobalOptions&, int*) {}
 }

@@ -1,0 +1,61 @@
+#pragma once
+// Warm timing, first version: device events around exactly the launch plan, warm-up excluded and
+// reported, L2 flushed before every sample, implementations interleaved in rounds, raw samples kept,
+// timed outputs re-checked against the reference.
+#include <string>
+#include <vector>
+
+#include "kqual/core/json.hpp"
+#include "kqual/harness/evaluate.hpp"
+#include "kqual/stats/compare.hpp"
+#include "kqual/stats/summary.hpp"
+
+namespace kqual::bench {
+
+struct TimingOptions {
+  DType dtype = DType::f32;
+  std::vector<std::int64_t> sizes;   // empty: the contract's benchmark sizes
+  int rounds = 3;                    // implementations interleaved, order rotated every round
+  int samples_per_round = 10;        // so >= 30 samples per implementation
+  int warmup = 5;                    // excluded, reported
+  bool flush_l2 = true;
+  bool measure_copy = true;          // device-to-device copy at the largest size, same run
+  double equivalence_margin = 0.02;  // relative: |ratio - 1| below this is "no difference"
+  std::uint64_t seed = 20261202;
+};
+
+struct Series {
+  std::string label;
+  std::string role;                  // "candidate" or "baseline"
+  std::vector<double> samples_ms;
+  std::vector<double> warmup_ms;
+  stats::Summary summary;
+  double bytes_per_s = 0;            // contract's minimum bytes / median time
+  bool verified = true;              // timed output re-checked against the reference
+  std::string verify_detail;
+  std::string error;                 // the implementation could not be timed
+};
+
+struct ShapeResult {
+  std::int64_t n = 0;
+  DType dtype = DType::f32;
+  double min_bytes = 0;
+  std::vector<Series> series;        // [0] is the candidate
+  std::string fastest_baseline;
+  std::vector<stats::Comparison> vs_baselines;  // candidate (B) against each baseline (A)
+  stats::Comparison vs_fastest;
+  double copy_bytes_per_s = 0;       // measured at this size (0 if not)
+  std::vector<double> copy_samples_ms;
+};
+
+struct TimingReport {
+  std::vector<ShapeResult> shapes;
+  std::string boundary;              // what exactly the timed region contains
+  json to_json() const;
+};
+
+TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCandidate& candidate,
+                                    const std::vector<const harness::BuiltCandidate*>& baselines,
+                                    const TimingOptions& o);
+
+}  // namespace kqual::bench

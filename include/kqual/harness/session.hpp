@@ -1,0 +1,48 @@
+#pragma once
+// Coordinator-side state for one kqual run: a private scratch directory (tensors exchanged with
+// workers), one reusable worker process, and what the worker said about the device.
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "kqual/core/files.hpp"
+#include "kqual/core/json.hpp"
+#include "kqual/harness/worker.hpp"
+
+namespace kqual::harness {
+
+struct DeviceFacts {
+  bool present = false;
+  std::string why_absent;   // when !present
+  json device;              // name, arch, sms, l2_bytes, ... (worker's "hello")
+  std::string arch;         // "sm_90"
+  int sms = 0;
+  int l2_bytes = 0;
+  int max_threads = 1024;
+  int max_shared_optin = 48 * 1024;
+};
+
+struct SessionOptions {
+  double watchdog_seconds = 60;
+  bool use_gpu = true;      // false: static phases only, never start a worker
+  std::string exe;          // kqual binary for workers (default /proc/self/exe)
+};
+
+class Session {
+ public:
+  explicit Session(SessionOptions opts = {});
+  // Probes the device once through a worker; never initialises CUDA in this process.
+  const DeviceFacts& device();
+  WorkerClient& worker() { return *worker_; }
+  const std::filesystem::path& scratch() const { return scratch_.path(); }
+  const SessionOptions& options() const { return opts_; }
+
+ private:
+  SessionOptions opts_;
+  ScratchDir scratch_;
+  std::unique_ptr<WorkerClient> worker_;
+  std::optional<DeviceFacts> device_;
+};
+
+}  // namespace kqual::harness

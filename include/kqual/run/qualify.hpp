@@ -1,0 +1,54 @@
+#pragma once
+// The qualification pipeline as library calls (the CLI in qualify_cmd.cpp is a thin layer over it).
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kqual/core/json.hpp"
+
+namespace kqual::run {
+
+struct QualifyOptions {
+  std::filesystem::path candidate;        // directory or kqual.toml
+  std::filesystem::path out_dir = "kqual-out";
+  std::string arch;                       // target when no GPU (default KQUAL_DEFAULT_ARCH)
+  bool use_gpu = true;
+  double watchdog_seconds = 60;
+  std::uint64_t seed = 20261202;
+  bool large_cases = true;                // include 2^27+5 and > 2^31-byte cases
+  std::vector<std::int64_t> sizes;        // benchmark sizes (default: the contract's)
+  std::string dtype = "f32";              // benchmark dtype
+  int rounds = 3;
+  int samples_per_round = 10;
+  bool correctness = true;
+  bool timing = true;
+  std::string command_line;
+};
+
+struct QualifyOutcome {
+  json results;
+  int exit_code = 0;
+  std::filesystem::path results_path, memo_path;
+};
+
+// Runs every phase it can; writes results.json and memo.md atomically into out_dir.
+QualifyOutcome qualify(const QualifyOptions& o);
+
+// A bundled data folder (baselines/, candidates/): $KQUAL_HOME/<name>, else the nearest
+// ancestor of `hint` or of the executable that holds <name>/.
+std::optional<std::filesystem::path> find_bundled(const std::string& name, const std::filesystem::path& hint);
+
+struct SelftestOptions {
+  std::vector<std::uint64_t> seeds = {20261202};
+  double watchdog_seconds = 60;
+  bool large_cases = false;
+  std::string command_line;
+  std::filesystem::path root;  // folder holding candidates/ (default: find_bundled)
+};
+// Runs every bundled good and known-broken candidate; exit 0 when every broken one is rejected for
+// its stated reason and every good one accepted, 1 otherwise, 3 without a GPU.
+QualifyOutcome selftest(const SelftestOptions& o);
+
+}  // namespace kqual::run

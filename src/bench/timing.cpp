@@ -1,0 +1,181 @@
+#include "kqual/bench/timing.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+
+namespace kqual::bench {
+namespace fs = std::filesystem;
+
+json TimingReport::to_json() const {
+  json shapes_j = json::array();
+  for (const auto& sh : shapes) {
+    json ser = json::array();
+    for (const auto& s : sh.series) {
+      json j{{"label", s.label}, {"role", s.role}, {"verified", s.verified}};
+      if (!s.error.empty()) j["error"] = s.error;
+      if (!s.samples_ms.empty()) {
+        j["summary_ms"] = stats::to_json(s.summary);
+        j["bytes_per_s"] = s.bytes_per_s;
+        j["samples_ms"] = s.samples_ms;
+        j["warmup_ms"] = s.warmup_ms;
+      }
+      if (!s.verify_detail.empty()) j["verify_detail"] = s.verify_detail;
+      ser.push_back(j);
+    }
+    json cmp = json::array();
+    for (const auto& c : sh.vs_baselines) cmp.push_back(stats::to_json(c));
+    json j{{"n", sh.n},
+           {"dtype", to_string(sh.dtype)},
+           {"min_bytes", sh.min_bytes},
+           {"series", ser},
+           {"fastest_baseline", sh.fastest_baseline},
+           {"candidate_vs_baselines", cmp}};
+    if (!sh.fastest_baseline.empty()) j["candidate_vs_fastest"] = stats::to_json(sh.vs_fastest);
+    if (sh.copy_bytes_per_s > 0)
+      j["device_copy"] = {{"bytes_per_s", sh.copy_bytes_per_s}, {"samples_ms", sh.copy_samples_ms},
+                          {"note", "cuMemcpyDtoDAsync of one tensor's bytes; bandwidth counts bytes read + written"}};
+    shapes_j.push_back(j);
+  }
+  return json{{"boundary", boundary}, {"shapes", shapes_j}};
+}
+
+TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCandidate& cand,
+                                    const std::vector<const harness::BuiltCandidate*>& baselines,
+                                    const TimingOptions& o) {
+  const contract::Contract& c = contract::find_contract(cand.manifest.contract);
+  const harness::DeviceFacts& dev = s.device();
+  if (!dev.present) throw_error(ErrorKind::cuda, "timing needs a GPU: " + dev.why_absent);
+  TimingReport rep;
+  rep.boundary = fmt::format(
+      "CUDA events recorded on the worker's stream immediately before the first and after the last launch of the "
+      "implementation's launch plan; nothing else is enqueued in between. Before every sample a {} MiB buffer (2x L2) "
+      "is overwritten outside the timed region (cold L2). {} warm-up runs excluded (reported). Implementations are "
+      "interleaved in {} rounds of {} samples, order rotated every round.",
+      o.flush_l2 ? (2 * double(dev.l2_bytes)) / (1 << 20) : 0.0, o.warmup, o.rounds, o.samples_per_round);
+  std::vector<const harness::BuiltCandidate*> impls{&cand};
+  for (auto* b : baselines) impls.push_back(b);
+  std::vector<std::int64_t> sizes = o.sizes.empty() ? c.benchmark_sizes() : o.sizes;
+  std::int64_t largest = *std::max_element(sizes.begin(), sizes.end());
+  for (std::int64_t n : sizes) {
+    ShapeResult sh;
+    sh.n = n;
+    sh.dtype = o.dtype;
+    contract::CaseSpec spec;
+    spec.dtype = o.dtype;
+    spec.n = n;
+    spec.family = "uniform";
+    spec.seed = o.seed ^ std::uint64_t(n);
+    spec.id = fmt::format("bench/{}/n={}", to_string(o.dtype), n);
+    contract::CaseData data = c.make_case(spec);
+    std::vector<contract::Tensor> expected = c.reference(data);
+    sh.min_bytes = c.min_bytes(data.dims, o.dtype);
+    fs::path dir = s.scratch() / "bench";
+    fs::create_directories(dir);
+    json inputs = json::array();
+    for (const auto& t : data.inputs) {
+      fs::path f = dir / (t.name + ".in");
+      write_file(f, t.bytes.data(), t.bytes.size());
+      inputs.push_back({{"name", t.name}, {"kind", "input"}, {"bytes", t.bytes.size()}, {"file", f.string()}});
+    }
+    sh.series.resize(impls.size());
+    std::vector<json> requests(impls.size());
+    for (std::size_t i = 0; i < impls.size(); ++i) {
+      Series& se = sh.series[i];
+      se.label = impls[i]->manifest.name;
+      se.role = i == 0 ? "candidate" : "baseline";
+      contract::Request req;
+      req.dtype = o.dtype;
+      for (const auto& t : c.tensors()) req.lengths[t.name] = n;
+      if (auto refusal = c.validate(req, impls[i]->manifest.supports)) {
+        se.error = "refused: " + refusal->reason;
+        continue;
+      }
+      harness::ResolvedPlan plan = harness::resolve_plan(*impls[i], o.dtype, data.dims, dev);
+      if (!plan.refusal.empty()) {
+        se.error = "refused: " + plan.refusal;
+        continue;
+      }
+      json buffers = inputs;
+      json out_files = json::object();
+      for (const auto& t : expected) {
+        buffers.push_back({{"name", t.name}, {"kind", "output"}, {"bytes", t.bytes.size()}});
+        out_files[t.name] = (dir / fmt::format("{}.{}.out", t.name, i)).string();
+      }
+      for (const auto& scr : plan.scratch)
+        buffers.push_back({{"name", scr.at("name")}, {"kind", "scratch"}, {"bytes", scr.at("bytes")}});
+      requests[i] = json{{"op", "bench"},        {"module", impls[i]->image_path.string()}, {"buffers", buffers},
+                         {"launches", plan.launches}, {"out_files", out_files}, {"flush", o.flush_l2}};
+    }
+    for (int round = 0; round < o.rounds; ++round) {
+      for (std::size_t k = 0; k < impls.size(); ++k) {
+        std::size_t i = (k + std::size_t(round)) % impls.size();
+        Series& se = sh.series[i];
+        if (!se.error.empty()) continue;
+        json req = requests[i];
+        req["warmup"] = round == 0 ? o.warmup : 1;
+        req["min_samples"] = o.samples_per_round;
+        req["max_samples"] = o.samples_per_round;
+        harness::WorkerReply r = s.worker().call(req);
+        if (r.status != harness::WorkerReply::Status::ok) {
+          se.error = fmt::format("{}: {}", harness::to_string(r.status), r.reason);
+          continue;
+        }
+        for (const auto& v : r.body.at("samples_ms")) se.samples_ms.push_back(v);
+        if (round == 0)
+          for (const auto& v : r.body.at("warmup_ms")) se.warmup_ms.push_back(v);
+        if (!r.body.at("guard_violations").empty()) {
+          se.verified = false;
+          se.verify_detail = "guard region overwritten during timing: " + r.body.at("guard_violations").dump();
+        }
+        // Timed outputs are re-checked: a kernel that is only right when not timed is wrong.
+        for (const auto& t : expected) {
+          std::string code;
+          std::string d = harness::verify_output_file(c, t, req.at("out_files").at(t.name).get<std::string>(), 0xFF, &code);
+          if (!d.empty()) {
+            se.verified = false;
+            se.verify_detail = fmt::format("round {}: timed output wrong ({}): {}", round + 1, code, d);
+          }
+        }
+      }
+    }
+    for (auto& se : sh.series) {
+      if (se.samples_ms.empty()) continue;
+      se.summary = stats::summarize(se.samples_ms);
+      se.bytes_per_s = sh.min_bytes / (se.summary.median * 1e-3);
+    }
+    // Compare the candidate (B) against every baseline (A); the memo uses the fastest one.
+    stats::DecisionOptions dopt;
+    dopt.margin.relative = o.equivalence_margin;
+    double best = 0;
+    for (std::size_t i = 1; i < sh.series.size(); ++i) {
+      const Series& b = sh.series[i];
+      if (b.samples_ms.empty() || sh.series[0].samples_ms.empty()) continue;
+      stats::Comparison cmp = stats::compare(b.samples_ms, sh.series[0].samples_ms, dopt);
+      sh.vs_baselines.push_back(cmp);
+      if (sh.fastest_baseline.empty() || b.summary.median < best) {
+        best = b.summary.median;
+        sh.fastest_baseline = b.label;
+        sh.vs_fastest = cmp;
+      }
+    }
+    if (o.measure_copy && n == largest) {
+      std::size_t bytes = data.inputs.at(0).bytes.size();
+      harness::WorkerReply r = s.worker().call(json{{"op", "copy_bench"}, {"bytes", bytes}, {"samples", 30}});
+      if (r.status == harness::WorkerReply::Status::ok) {
+        for (const auto& v : r.body.at("samples_ms")) sh.copy_samples_ms.push_back(v);
+        double med = stats::median(sh.copy_samples_ms);
+        sh.copy_bytes_per_s = 2.0 * double(bytes) / (med * 1e-3);
+      }
+    }
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    rep.shapes.push_back(std::move(sh));
+  }
+  return rep;
+}
+
+}  // namespace kqual::bench

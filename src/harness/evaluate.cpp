@@ -1,0 +1,367 @@
+#include "kqual/harness/evaluate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/core/sha256.hpp"
+#include "kqual/cuda/nvrtc.hpp"
+
+namespace kqual::harness {
+namespace fs = std::filesystem;
+
+json BuiltCandidate::to_json() const {
+  json low = json::object();
+  for (const auto& [k, v] : lowered) low[k] = v;
+  return json{{"name", manifest.name},
+              {"manifest", manifest.file.string()},
+              {"contract", manifest.contract},
+              {"source", manifest.source.string()},
+              {"source_sha256", source_sha256},
+              {"compiler", compiler},
+              {"options", options},
+              {"compile_ms", compile_ms},
+              {"arch", arch},
+              {"image", {{"kind", "cubin (native SASS)"}, {"sha256", image_sha256}, {"bytes", image_bytes}}},
+              {"kernels_lowered", low},
+              {"kernels", kernels}};
+}
+
+BuiltCandidate build_candidate(const Manifest& m, const std::string& arch, const fs::path& out_dir) {
+  BuiltCandidate b;
+  b.manifest = m;
+  b.arch = arch;
+  cuda::NvrtcRequest req;
+  req.source = read_text_file(m.source);
+  req.source_name = m.source.filename().string();
+  req.arch = arch;
+  req.options = m.nvrtc_options;
+  req.include_dirs = {m.dir.string()};
+  for (DType t : m.supports.dtypes)
+    for (const auto& k : m.kernel_names(t))
+      if (std::find(req.name_expressions.begin(), req.name_expressions.end(), k) == req.name_expressions.end())
+        req.name_expressions.push_back(k);
+  cuda::NvrtcResult r;
+  try {
+    r = cuda::nvrtc_compile(req);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::nvrtc, fmt::format("{}: compiling {} failed: {}", m.file.string(), m.source.string(), e.what()));
+  }
+  for (const auto& [e, mangled] : r.lowered) b.lowered[e] = mangled;
+  b.source_sha256 = sha256_hex(req.source);
+  b.compiler = fmt::format("NVRTC {}.{}", r.nvrtc_major, r.nvrtc_minor);
+  b.options = r.options_used;
+  b.log = r.log;
+  b.compile_ms = r.compile_ms;
+  b.image_sha256 = sha256_hex(r.image.data(), r.image.size());
+  b.image_bytes = r.image.size();
+  b.image_path = out_dir / fmt::format("{}-{}.cubin", m.name, b.image_sha256.substr(0, 16));
+  write_file(b.image_path, r.image.data(), r.image.size());
+  return b;
+}
+
+std::string load_and_describe(Session& s, BuiltCandidate& b) {
+  json names = json::array();
+  for (const auto& [e, mangled] : b.lowered) names.push_back(mangled);
+  WorkerReply r = s.worker().call(json{{"op", "load"}, {"module", b.image_path.string()}, {"kernels", names}});
+  if (r.status != WorkerReply::Status::ok) return fmt::format("loading the module failed: {}", r.reason);
+  b.kernels = json::object();
+  for (const auto& [e, mangled] : b.lowered) {
+    json k = r.body.at("kernels").at(mangled);
+    k["symbol"] = mangled;
+    b.kernels[e] = k;
+  }
+  // The manifest's argument list must match the kernel's parameter sizes (driver's view).
+  for (DType t : b.manifest.supports.dtypes) {
+    for (std::size_t li = 0; li < b.manifest.launches.size(); ++li) {
+      const auto& l = b.manifest.launches[li];
+      std::string k = b.manifest.kernel_names(t).at(0);
+      for (std::string kk = l.kernel; ; ) {
+        for (std::size_t p; (p = kk.find("{T}")) != std::string::npos;) kk.replace(p, 3, cxx_type(t));
+        k = kk;
+        break;
+      }
+      const json& params = b.kernels.at(k).at("params");
+      if (params.empty()) continue;  // driver without cuFuncGetParamInfo
+      if (params.size() != l.args.size())
+        return fmt::format("{}: launch[{}]: kernel {} takes {} parameters but args lists {}", b.manifest.file.string(), li, k,
+                           params.size(), l.args.size());
+      for (std::size_t j = 0; j < l.args.size(); ++j) {
+        std::size_t want = l.args[j].kind == LaunchArg::dim ? scalar_size(l.args[j].type) : sizeof(void*);
+        std::size_t got = params[j].at("size");
+        if (want != got)
+          return fmt::format("{}: launch[{}].args[{}] = \"{}\" passes {} bytes but parameter {} of {} is {} bytes",
+                             b.manifest.file.string(), li, j, l.args[j].text, want, j, k, got);
+      }
+    }
+  }
+  return "";
+}
+
+ResolvedPlan resolve_plan(const BuiltCandidate& b, DType t, const std::map<std::string, std::int64_t>& dims,
+                          const DeviceFacts& dev) {
+  ResolvedPlan p;
+  std::map<std::string, std::int64_t> vars = dims;
+  vars["sms"] = dev.sms;
+  vars["esize"] = std::int64_t(dtype_size(t));
+  vars["l2_bytes"] = dev.l2_bytes;
+  vars["max_threads"] = dev.max_threads;
+  try {
+    for (const auto& sc : b.manifest.scratch) {
+      std::int64_t bytes = sc.bytes.eval(vars);
+      if (bytes < 0) {
+        p.refusal = fmt::format("scratch '{}' evaluates to {} bytes", sc.name, bytes);
+        return p;
+      }
+      p.scratch.push_back({{"name", sc.name}, {"bytes", bytes}});
+    }
+    for (std::size_t li = 0; li < b.manifest.launches.size(); ++li) {
+      const auto& l = b.manifest.launches[li];
+      std::string kname = l.kernel;
+      for (std::size_t q; (q = kname.find("{T}")) != std::string::npos;) kname.replace(q, 3, cxx_type(t));
+      auto it = b.lowered.find(kname);
+      if (it == b.lowered.end()) throw_error(ErrorKind::internal, "kernel not lowered: " + kname);
+      json grid = json::array(), block = json::array();
+      const std::int64_t grid_max[3] = {2147483647, 65535, 65535}, block_max[3] = {1024, 1024, 64};
+      std::int64_t threads = 1;
+      for (int i = 0; i < 3; ++i) {
+        std::int64_t g = l.grid[std::size_t(i)].eval(vars), bl = l.block[std::size_t(i)].eval(vars);
+        if (g < 1 || g > grid_max[i]) {
+          p.refusal = fmt::format("launch[{}].grid[{}] = '{}' evaluates to {} (allowed 1..{})", li, i,
+                                  l.grid[std::size_t(i)].text(), g, grid_max[i]);
+          return p;
+        }
+        if (bl < 1 || bl > block_max[i]) {
+          p.refusal = fmt::format("launch[{}].block[{}] = '{}' evaluates to {} (allowed 1..{})", li, i,
+                                  l.block[std::size_t(i)].text(), bl, block_max[i]);
+          return p;
+        }
+        threads *= bl;
+        grid.push_back(g);
+        block.push_back(bl);
+      }
+      if (threads > dev.max_threads) {
+        p.refusal = fmt::format("launch[{}]: {} threads per block exceed the device's {}", li, threads, dev.max_threads);
+        return p;
+      }
+      std::int64_t shared = l.shared.eval(vars);
+      if (shared < 0 || shared > dev.max_shared_optin) {
+        p.refusal = fmt::format("launch[{}].shared = {} bytes (device allows 0..{})", li, shared, dev.max_shared_optin);
+        return p;
+      }
+      json args = json::array();
+      for (const auto& a : l.args) {
+        if (a.kind == LaunchArg::dim) {
+          std::int64_t v = dims.at(a.name);
+          bool fits = true;
+          switch (a.type) {
+            case ScalarType::i32: fits = v >= INT32_MIN && v <= INT32_MAX; break;
+            case ScalarType::u32: fits = v >= 0 && v <= std::int64_t(UINT32_MAX); break;
+            case ScalarType::u64: fits = v >= 0; break;
+            case ScalarType::i64: break;
+          }
+          if (!fits) {
+            p.refusal = fmt::format("{} = {} does not fit the kernel's parameter type ('{}')", a.name, v, a.text);
+            return p;
+          }
+          args.push_back({{"scalar", v}, {"size", scalar_size(a.type)}});
+        } else {
+          args.push_back({{"buffer", a.name}});
+        }
+      }
+      p.launches.push_back({{"kernel", it->second}, {"grid", grid}, {"block", block}, {"shared", shared}, {"args", args}});
+    }
+  } catch (const Error& e) {
+    p.refusal = e.what();
+  }
+  return p;
+}
+
+std::string CorrectnessReport::primary_code() const {
+  std::string best;
+  int n = 0;
+  for (const auto& [c, k] : failure_codes)
+    if (k > n) { best = c; n = k; }
+  return best;
+}
+
+json CorrectnessReport::to_json(bool all_cases) const {
+  json codes = json::object();
+  for (const auto& [c, k] : failure_codes) codes[c] = k;
+  json cs = json::array();
+  for (const auto& r : results) {
+    if (!all_cases && r.status == "pass") continue;
+    cs.push_back({{"id", r.spec.id}, {"status", r.status}, {"code", r.code}, {"detail", r.detail}, {"n", r.spec.n},
+                  {"dtype", to_string(r.spec.dtype)}, {"family", r.spec.family}, {"offset_elements", r.spec.offset_elements},
+                  {"seed", r.spec.seed}});
+  }
+  return json{{"candidate", candidate},
+              {"verdict", accepted() ? "accepted" : "rejected"},
+              {"primary_reason", primary_code()},
+              {"cases", cases},
+              {"passed", passed},
+              {"failed", failed},
+              {"refused", refused},
+              {"failure_codes", codes},
+              {all_cases ? "case_results" : "failing_cases", cs}};
+}
+
+std::string verify_output_file(const contract::Contract& c, const contract::Tensor& expected, const fs::path& file,
+                               std::uint8_t poison, std::string* code) {
+  MappedFile out = MappedFile::open_read(file);
+  if (out.size() != expected.bytes.size()) {
+    *code = "internal";
+    return fmt::format("output file has {} bytes, expected {}", out.size(), expected.bytes.size());
+  }
+  contract::Comparison cmp = c.compare(expected, out.data(), poison);
+  *code = cmp.code;
+  return cmp.ok ? "" : cmp.detail;
+}
+
+namespace {
+
+std::string fault_code(const WorkerReply& r) {
+  switch (r.status) {
+    case WorkerReply::Status::crashed: return "crash";
+    case WorkerReply::Status::hung: return "hang";
+    case WorkerReply::Status::sticky_error: return "device_fault";
+    case WorkerReply::Status::protocol_error: return "worker_protocol";
+    case WorkerReply::Status::error: return "launch_error";
+    case WorkerReply::Status::ok: return "";
+  }
+  return "?";
+}
+
+}  // namespace
+
+CaseResult run_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec) {
+  CaseResult res;
+  res.spec = spec;
+  contract::Request req;
+  req.dtype = spec.dtype;
+  req.lengths = {{"x", spec.n}, {"r", spec.n}, {"y", spec.n}};
+  for (const auto& t : c.tensors()) req.lengths[t.name] = spec.n;
+  req.offset_elements = spec.offset_elements;
+  if (auto refusal = c.validate(req, b.manifest.supports)) {
+    res.status = "refused";
+    res.code = refusal->code;
+    res.detail = refusal->reason;
+    return res;
+  }
+  const DeviceFacts& dev = s.device();
+  contract::CaseData data = c.make_case(spec);
+  ResolvedPlan plan = resolve_plan(b, spec.dtype, data.dims, dev);
+  if (!plan.refusal.empty()) {
+    res.status = "refused";
+    res.code = "launch_plan";
+    res.detail = plan.refusal;
+    return res;
+  }
+  std::vector<contract::Tensor> expected = c.reference(data);
+  fs::path dir = s.scratch() / "case";
+  fs::create_directories(dir);
+  const std::size_t esize = dtype_size(spec.dtype);
+  const std::size_t offset = std::size_t(spec.offset_elements) * esize;
+  json buffers = json::array();
+  for (const auto& t : data.inputs) {
+    fs::path f = dir / (t.name + ".in");
+    write_file(f, t.bytes.data(), t.bytes.size());
+    buffers.push_back({{"name", t.name}, {"kind", "input"}, {"bytes", t.bytes.size()}, {"offset", offset}, {"file", f.string()}});
+  }
+  json out_files = json::object();
+  const std::uint8_t poisons[2] = {0xFF, 0x7F};  // f32: NaN, then a large finite value; bf16 likewise
+  for (const auto& t : expected) {
+    buffers.push_back({{"name", t.name}, {"kind", "output"}, {"bytes", t.bytes.size()}, {"offset", offset}});
+    out_files[t.name] = {(dir / (t.name + ".out0")).string(), (dir / (t.name + ".out1")).string()};
+  }
+  for (const auto& sc : plan.scratch) buffers.push_back({{"name", sc.at("name")}, {"kind", "scratch"}, {"bytes", sc.at("bytes")}});
+  json request{{"op", "run"},          {"module", b.image_path.string()}, {"buffers", buffers},
+               {"launches", plan.launches}, {"poison", {poisons[0], poisons[1]}}, {"out_files", out_files}};
+  WorkerReply r = s.worker().call(request);
+  auto cleanup = [&] {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  };
+  res.status = "fail";
+  if (r.status != WorkerReply::Status::ok) {
+    res.code = fault_code(r);
+    res.detail = r.reason;
+    cleanup();
+    return res;
+  }
+  const json& runs = r.body.at("runs");
+  res.kernel_ms = runs.at(0).value("kernel_ms", 0.0);
+  for (const auto& run : runs) {
+    if (!run.at("guard_violations").empty()) {
+      const json& v = run.at("guard_violations").at(0);
+      res.code = "out_of_bounds_write";
+      res.detail = fmt::format("buffer '{}' was written {} its bounds: {} guard byte(s) changed, first at byte offset {} "
+                               "from the view start",
+                               v.at("buffer").get<std::string>(), v.at("side").get<std::string>(), v.at("bytes_changed").get<std::int64_t>(),
+                               v.at("first_byte_offset").get<std::int64_t>());
+      cleanup();
+      return res;
+    }
+    for (const auto& in : run.at("inputs")) {
+      if (in.at("first_changed_byte").get<std::int64_t>() >= 0) {
+        res.code = "input_mutated";
+        res.detail = fmt::format("input '{}' changed during the launch (hash {} -> {}), first at byte {}",
+                                 in.at("name").get<std::string>(), in.at("hash_before").get<std::string>(),
+                                 in.at("hash_after").get<std::string>(), in.at("first_changed_byte").get<std::int64_t>());
+        cleanup();
+        return res;
+      }
+    }
+  }
+  for (const auto& t : expected) {
+    for (int k = 0; k < 2; ++k) {
+      std::string code;
+      std::string detail = verify_output_file(c, t, out_files[t.name][std::size_t(k)].get<std::string>(), poisons[k], &code);
+      if (!detail.empty()) {
+        res.code = code;
+        res.detail = fmt::format("run {} (poison 0x{:02x}): {}", k + 1, poisons[k], detail);
+        cleanup();
+        return res;
+      }
+    }
+    // Both runs correct: they must also agree bitwise (the contract is deterministic).
+    MappedFile a = MappedFile::open_read(out_files[t.name][0].get<std::string>());
+    MappedFile bb = MappedFile::open_read(out_files[t.name][1].get<std::string>());
+    if (std::memcmp(a.data(), bb.data(), a.size()) != 0) {
+      std::size_t i = 0;
+      while (a.data()[i] == bb.data()[i]) ++i;
+      res.code = "nondeterministic";
+      res.detail = fmt::format("output '{}' differs between two runs on the same inputs at byte {}", t.name, i);
+      cleanup();
+      return res;
+    }
+  }
+  cleanup();
+  res.status = "pass";
+  return res;
+}
+
+CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const CheckOptions& o) {
+  const contract::Contract& c = contract::find_contract(b.manifest.contract);
+  CorrectnessReport rep;
+  rep.candidate = b.manifest.name;
+  for (const auto& spec : c.correctness_cases(b.manifest.supports, o.seed, o.include_large)) {
+    CaseResult r = run_case(s, b, c, spec);
+    ++rep.cases;
+    if (r.status == "pass") ++rep.passed;
+    else if (r.status == "refused") ++rep.refused;
+    else {
+      ++rep.failed;
+      ++rep.failure_codes[r.code];
+    }
+    rep.results.push_back(r);
+    if (o.stop_on_fault && (r.code == "crash" || r.code == "hang" || r.code == "device_fault" || r.code == "worker_protocol"))
+      break;
+  }
+  return rep;
+}
+
+}  // namespace kqual::harness

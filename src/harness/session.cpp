@@ -1,0 +1,39 @@
+#include "kqual/harness/session.hpp"
+
+#include <fmt/format.h>
+
+namespace kqual::harness {
+
+Session::Session(SessionOptions opts) : opts_(std::move(opts)), scratch_("kqual") {
+  WorkerOptions w;
+  w.exe = opts_.exe;
+  w.watchdog_seconds = opts_.watchdog_seconds;
+  w.stderr_path = (scratch_.path() / "worker-stderr.log").string();
+  worker_ = std::make_unique<WorkerClient>(w);
+}
+
+const DeviceFacts& Session::device() {
+  if (device_) return *device_;
+  DeviceFacts f;
+  if (!opts_.use_gpu) {
+    f.why_absent = "GPU phases disabled (--no-gpu)";
+  } else {
+    // Driver init + context creation take ~0.3 s; give the first call extra room.
+    WorkerReply r = worker_->call(json{{"op", "hello"}}, std::max(opts_.watchdog_seconds, 120.0));
+    if (r.status == WorkerReply::Status::ok) {
+      f.present = true;
+      f.device = r.body.at("device");
+      f.arch = f.device.at("arch");
+      f.sms = f.device.at("sms");
+      f.l2_bytes = f.device.at("l2_bytes");
+      f.max_threads = f.device.at("max_threads_per_block");
+      f.max_shared_optin = f.device.at("max_shared_per_block_optin");
+    } else {
+      f.why_absent = r.reason;
+    }
+  }
+  device_ = f;
+  return *device_;
+}
+
+}  // namespace kqual::harness

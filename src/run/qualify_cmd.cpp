@@ -1,0 +1,118 @@
+// kqual qualify | check | bench | selftest — thin CLI over run/qualify.cpp.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "kqual/run/cli.hpp"
+#include "kqual/run/exit_codes.hpp"
+#include "kqual/run/qualify.hpp"
+
+namespace kqual::run {
+namespace {
+
+void add_common(CLI::App* cmd, QualifyOptions& o) {
+  cmd->add_option("candidate", o.candidate, "Candidate folder (with kqual.toml) or the manifest itself")->required();
+  cmd->add_option("--out", o.out_dir, "Folder for results.json and memo.md")->capture_default_str();
+  cmd->add_option("--arch", o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")");
+  cmd->add_flag("!--gpu,--no-gpu", o.use_gpu, "Run only the static phases (never start a GPU worker)");
+  cmd->add_option("--watchdog", o.watchdog_seconds, "Seconds a worker may take per request before it is killed")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", o.seed, "Seed of the case generator")->capture_default_str();
+  cmd->add_flag("!--large-cases,--no-large-cases", o.large_cases, "Skip the 2^27+5 and >2^31-byte correctness cases");
+  cmd->add_option("--sizes", o.sizes, "Benchmark sizes in elements (default: the contract's)")->delimiter(',');
+  cmd->add_option("--dtype", o.dtype, "Benchmark dtype")->capture_default_str();
+  cmd->add_option("--rounds", o.rounds, "Interleaved timing rounds")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--samples", o.samples_per_round, "Samples per implementation per round")->capture_default_str()
+      ->check(CLI::Range(2, 100000));
+}
+
+void print_outcome(const GlobalOptions& g, const QualifyOutcome& out) {
+  if (g.json) {
+    std::cout << out.results.dump(2) << "\n";
+    return;
+  }
+  const json& r = out.results;
+  fmt::print("kqual: {} ({})\n", r["candidate"]["name"].get<std::string>(), r["candidate"]["contract"].get<std::string>());
+  for (const auto& [k, v] : r["phases"].items()) fmt::print("  {:<18} {}\n", k, v.get<std::string>());
+  const json& v = r["verdict"];
+  fmt::print("verdict: {} — {}\n", v["decision"].get<std::string>(), v["summary"].get<std::string>());
+  for (const auto& x : v["reasons"]) fmt::print("  - {}\n", x.get<std::string>());
+  fmt::print("wrote {} and {}\n", out.results_path.string(), out.memo_path.string());
+}
+
+}  // namespace
+
+void add_qualify_commands(CLI::App& app, GlobalOptions& g, int* exit_code) {
+  static QualifyOptions q, c, b;
+  auto* qualify_cmd = app.add_subcommand("qualify", "Compile, load, check against the contract, time against baselines, "
+                                                    "write results.json + memo.md");
+  add_common(qualify_cmd, q);
+  qualify_cmd->callback([&g, exit_code] {
+    q.command_line = g.command_line;
+    QualifyOutcome out = qualify(q);
+    print_outcome(g, out);
+    *exit_code = out.exit_code;
+  });
+
+  auto* check_cmd = app.add_subcommand("check", "Correctness only: compile, load, run the contract's cases");
+  add_common(check_cmd, c);
+  check_cmd->callback([&g, exit_code] {
+    c.command_line = g.command_line;
+    c.timing = false;
+    QualifyOutcome out = qualify(c);
+    print_outcome(g, out);
+    *exit_code = out.exit_code;
+  });
+
+  auto* bench_cmd = app.add_subcommand("bench", "Timing only (no correctness phase) against the bundled baselines");
+  add_common(bench_cmd, b);
+  bench_cmd->callback([&g, exit_code] {
+    b.command_line = g.command_line;
+    b.correctness = false;
+    QualifyOutcome out = qualify(b);
+    print_outcome(g, out);
+    *exit_code = out.exit_code;
+  });
+
+  static SelftestOptions st;
+  static std::vector<std::uint64_t> seeds;
+  auto* self = app.add_subcommand("selftest", "Run every bundled good and known-broken candidate: broken ones must be "
+                                              "rejected for their stated reason, good ones accepted");
+  self->add_option("--seeds", seeds, "Case-generator seeds (comma separated)")->delimiter(',');
+  self->add_option("--watchdog", st.watchdog_seconds, "Worker watchdog [s]")->capture_default_str();
+  self->add_flag("--large-cases", st.large_cases, "Include the largest correctness cases");
+  self->add_option("--root", st.root, "Folder that holds candidates/ (default: found from the working directory)");
+  self->callback([&g, exit_code] {
+    st.command_line = g.command_line;
+    if (!seeds.empty()) st.seeds = seeds;
+    QualifyOutcome out = selftest(st);
+    if (g.json) {
+      std::cout << out.results.dump(2) << "\n";
+    } else {
+      const json& r = out.results;
+      if (!r["device_present"].get<bool>())
+        fmt::print("selftest: no GPU ({}): candidates compiled only, none run\n", r["why_no_device"].get<std::string>());
+      fmt::print("{:<12} {:<28} {:<30} {}\n", "contract", "candidate", "expected", "outcome per seed");
+      for (const auto& row : r["candidates"]) {
+        std::string outcome;
+        if (row.contains("seeds"))
+          for (const auto& s : row["seeds"])
+            outcome += fmt::format("{}{}{} ", s["as_expected"].get<bool>() ? "" : "UNEXPECTED ", s["outcome"].get<std::string>(),
+                                   "");
+        else
+          outcome = row["outcome"].get<std::string>();
+        fmt::print("{:<12} {:<28} {:<30} {}\n", row["contract"].get<std::string>().substr(0, 12),
+                   row["candidate"].get<std::string>(), row["expected"].get<std::string>(), outcome);
+        if (row.contains("seeds"))
+          for (const auto& s : row["seeds"])
+            if (!s["first_failure"].get<std::string>().empty())
+              fmt::print("{:<12}   reason: {}\n", "", s["first_failure"].get<std::string>().substr(0, 160));
+      }
+      fmt::print("selftest: {} checks, {} unexpected\n", r["checks"].get<int>(), r["unexpected"].get<int>());
+    }
+    *exit_code = out.exit_code;
+  });
+}
+
+}  // namespace kqual::run

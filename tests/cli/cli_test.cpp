@@ -1,0 +1,84 @@
+// CLI smoke tests: the binary as a user runs it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "kqual/core/files.hpp"
+#include "kqual/core/json.hpp"
+#include "test_util.hpp"
+
+namespace kqual {
+namespace {
+namespace fs = std::filesystem;
+
+std::string kq() { return test::quote(test::kqual_exe()); }
+
+TEST(Cli, HelpListsTheCommands) {
+  auto r = test::run(kq() + " --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* c : {"qualify", "check", "bench", "selftest"}) EXPECT_NE(r.output.find(c), std::string::npos) << c;
+  EXPECT_EQ(r.output.find("worker"), std::string::npos) << "internal command shown in --help";
+}
+
+TEST(Cli, UnknownCommandIsAUsageError) {
+  auto r = test::run(kq() + " qualifyy x");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+TEST(Cli, QualifyWithoutGpuRunsStaticPhasesAndExits3) {
+  ScratchDir out("kqual-cli-test");
+  auto r = test::run(kq() + " qualify --no-gpu " + test::quote(test::repo_root() / "candidates/residual_add_relu/good") +
+                     " --out " + test::quote(out.path()));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("incomplete"), std::string::npos) << r.output;
+  json res = json::parse(std::ifstream(out.path() / "results.json"));
+  EXPECT_EQ(res["schema"], "kqual.qualify");
+  EXPECT_EQ(res["verdict"]["decision"], "incomplete");
+  EXPECT_EQ(res["artifact"]["image"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_NE(res["phases"]["correctness"].get<std::string>().find("not run"), std::string::npos);
+  EXPECT_GE(res["contract"]["refusals_checked"].size(), 6u);
+  for (const char* k : {"host", "git_revision", "command_line", "toolkit"}) EXPECT_TRUE(res["provenance"].contains(k)) << k;
+  std::ifstream memo(out.path() / "memo.md");
+  std::string text((std::istreambuf_iterator<char>(memo)), {});
+  EXPECT_NE(text.find("INCOMPLETE"), std::string::npos);
+  EXPECT_NE(text.find("## Input domain"), std::string::npos);
+  EXPECT_NE(text.find("## Artifact identity"), std::string::npos);
+  EXPECT_FALSE(fs::exists(out.path() / "results.json.tmp"));
+}
+
+TEST(Cli, BrokenManifestIsAnInputErrorNamingFileAndKey) {
+  ScratchDir dir("kqual-cli-test");
+  std::ofstream(dir.path() / "k.cu") << "__global__ void k() {}\n";
+  std::ofstream(dir.path() / "kqual.toml") << "[candidate]\ncontract = \"residual_add_relu\"\nsource = \"k.cu\"\n"
+                                               "[supports]\ndtypes = [\"f32\"]\n[[launch]]\nkernel = \"k\"\n"
+                                               "grid = \"cdiv(n,\"\nblock = 256\nargs = [\"x\", \"r\", \"y\"]\n";
+  auto r = test::run(kq() + " qualify --no-gpu " + test::quote(dir.path()) + " --out " + test::quote(dir.path() / "out"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("kqual.toml"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("launch[0].grid"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "out" / "results.json")) << "half-written results left behind";
+}
+
+TEST(Cli, CompileErrorIsAnInputError) {
+  ScratchDir dir("kqual-cli-test");
+  std::ofstream(dir.path() / "k.cu") << "__global__ void k(float* y) { undefined_thing(); }\n";
+  std::ofstream(dir.path() / "kqual.toml") << "[candidate]\ncontract = \"residual_add_relu\"\nsource = \"k.cu\"\n"
+                                               "[supports]\ndtypes = [\"f32\"]\n[[launch]]\nkernel = \"k\"\n"
+                                               "grid = 1\nblock = 256\nargs = [\"y\"]\n";
+  auto r = test::run(kq() + " check --no-gpu " + test::quote(dir.path()) + " --out " + test::quote(dir.path() / "out"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("undefined_thing"), std::string::npos) << r.output;
+}
+
+TEST(Cli, SelftestWithoutGpuCompilesEverythingAndExits3) {
+  auto r = test::run(kq() + " --json selftest --root " + test::quote(test::repo_root()));
+  if (r.exit_code == 0 || r.exit_code == 1) GTEST_SKIP() << "a GPU is present (covered by the gpu suite)";
+  ASSERT_EQ(r.exit_code, 3) << r.output;
+  json res = json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_FALSE(res["device_present"].get<bool>());
+  EXPECT_GE(res["candidates"].size(), 6u);
+}
+
+}  // namespace
+}  // namespace kqual

@@ -1,0 +1,54 @@
+#include <gtest/gtest.h>
+
+#include "kqual/core/error.hpp"
+#include "kqual/harness/expr.hpp"
+
+namespace kqual::harness {
+namespace {
+
+std::int64_t ev(const std::string& s, std::map<std::string, std::int64_t> v = {{"n", 1000}, {"sms", 132}}) {
+  return Expr::parse(s).eval(v);
+}
+
+TEST(Expr, ArithmeticAndPrecedence) {
+  EXPECT_EQ(ev("1 + 2 * 3"), 7);
+  EXPECT_EQ(ev("(1 + 2) * 3"), 9);
+  EXPECT_EQ(ev("-4 + 10 % 3"), -3);
+  EXPECT_EQ(ev("n / 3"), 333);
+  EXPECT_EQ(ev("2 - 3 - 4"), -5);  // left associative
+}
+
+TEST(Expr, FunctionsAndVariables) {
+  EXPECT_EQ(ev("cdiv(n, 256)"), 4);
+  EXPECT_EQ(ev("cdiv(1024, 256)"), 4);
+  EXPECT_EQ(ev("min(cdiv(n, 4 * 256), sms * 16)"), 1);
+  EXPECT_EQ(ev("max(1, 2, 7, 3)"), 7);
+  EXPECT_EQ(ev("align_up(n, 256)"), 1024);
+  EXPECT_EQ(ev("min(cdiv(n, 4), sms)", {{"n", 1 << 20}, {"sms", 132}}), 132);
+  auto vars = Expr::parse("min(cdiv(n, 4), sms) + n").variables();
+  EXPECT_EQ(vars, (std::set<std::string>{"n", "sms"}));
+}
+
+TEST(Expr, ErrorsNameTheExpressionAndColumn) {
+  auto msg = [](const std::string& s, std::map<std::string, std::int64_t> v = {{"n", 1}}) {
+    try {
+      Expr::parse(s).eval(v);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(msg("cdiv(n,").find("column 8"), std::string::npos) << msg("cdiv(n,");
+  EXPECT_NE(msg("n +* 2").find("'n +* 2'"), std::string::npos);
+  EXPECT_NE(msg("foo(n, 2)").find("unknown function 'foo'"), std::string::npos);
+  EXPECT_NE(msg("cdiv(n)").find("takes 2 arguments"), std::string::npos);
+  EXPECT_NE(msg("m * 2").find("unknown name 'm'"), std::string::npos);
+  EXPECT_NE(msg("n / (n - 1)").find("division by zero"), std::string::npos);
+  EXPECT_NE(msg("9223372036854775807 + n").find("overflow"), std::string::npos);
+  EXPECT_NE(msg("99999999999999999999").find("too large"), std::string::npos);
+  EXPECT_NE(msg("cdiv(n, 0)").find("b > 0"), std::string::npos);
+  EXPECT_NE(msg("").find("expected a number"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kqual::harness

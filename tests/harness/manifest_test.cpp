@@ -1,0 +1,134 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/harness/manifest.hpp"
+#include "test_util.hpp"
+
+namespace kqual::harness {
+namespace {
+namespace fs = std::filesystem;
+
+class ManifestTest : public ::testing::Test {
+ protected:
+  ScratchDir dir{"kqual-manifest-test"};
+  void SetUp() override { std::ofstream(dir.path() / "k.cu") << "__global__ void k(float* y) {}\n"; }
+  std::string error_of(const std::string& toml) {
+    try {
+      parse_manifest(toml, dir.path() / "kqual.toml");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::input);
+      return e.what();
+    }
+    return "no error";
+  }
+  static std::string good() {
+    return R"TOML([candidate]
+contract = "residual_add_relu"
+source = "k.cu"
+[supports]
+dtypes = ["f32"]
+[[launch]]
+kernel = "k<{T}>"
+grid = "cdiv(n, 256)"
+block = 256
+args = ["x", "r", "y", "n:i64"]
+)TOML";
+  }
+  static std::string replace(std::string s, const std::string& a, const std::string& b) {
+    auto p = s.find(a);
+    EXPECT_NE(p, std::string::npos) << a;
+    return s.replace(p, a.size(), b);
+  }
+};
+
+TEST_F(ManifestTest, ParsesAGoodManifest) {
+  Manifest m = parse_manifest(good(), dir.path() / "kqual.toml");
+  EXPECT_EQ(m.contract, "residual_add_relu");
+  ASSERT_EQ(m.launches.size(), 1u);
+  EXPECT_EQ(m.launches[0].grid[0].eval({{"n", 1000}}), 4);
+  EXPECT_EQ(m.launches[0].block[0].eval({}), 256);
+  EXPECT_EQ(m.launches[0].args.size(), 4u);
+  EXPECT_EQ(m.launches[0].args[3].kind, LaunchArg::dim);
+  EXPECT_EQ(m.launches[0].args[3].type, ScalarType::i64);
+  EXPECT_EQ(m.kernel_names(DType::f32), std::vector<std::string>{"k<float>"});
+  EXPECT_EQ(m.kernel_names(DType::bf16), std::vector<std::string>{"k<__nv_bfloat16>"});
+  EXPECT_EQ(m.supports.min_alignment_bytes, 16);
+  EXPECT_EQ(m.name, dir.path().filename().string());
+}
+
+TEST_F(ManifestTest, BadManifestsNameFileKeyAndValue) {
+  std::string file = (dir.path() / "kqual.toml").string();
+  auto e = error_of("[candidate\n");
+  EXPECT_NE(e.find(file), std::string::npos) << e;
+  EXPECT_NE(e.find("TOML syntax error"), std::string::npos) << e;
+  e = error_of(replace(good(), "residual_add_relu", "residual_add_reluu"));
+  EXPECT_NE(e.find("candidate.contract"), std::string::npos) << e;
+  EXPECT_NE(e.find("residual_add_reluu"), std::string::npos) << e;
+  e = error_of(replace(good(), "\"k.cu\"", "\"missing.cu\""));
+  EXPECT_NE(e.find("candidate.source"), std::string::npos) << e;
+  EXPECT_NE(e.find("missing.cu"), std::string::npos) << e;
+  e = error_of(replace(good(), "[\"f32\"]", "[\"f16\"]"));
+  EXPECT_NE(e.find("supports.dtypes[0]"), std::string::npos) << e;
+  EXPECT_NE(e.find("'f16'"), std::string::npos) << e;
+  e = error_of(replace(good(), "\"cdiv(n, 256)\"", "\"cdiv(n, \""));
+  EXPECT_NE(e.find("launch[0].grid"), std::string::npos) << e;
+  e = error_of(replace(good(), "\"cdiv(n, 256)\"", "\"cdiv(m, 256)\""));
+  EXPECT_NE(e.find("unknown name 'm'"), std::string::npos) << e;
+  e = error_of(replace(good(), "\"n:i64\"", "\"n\""));
+  EXPECT_NE(e.find("launch[0].args[3]"), std::string::npos) << e;
+  EXPECT_NE(e.find("give its C type"), std::string::npos) << e;
+  e = error_of(replace(good(), "\"n:i64\"", "\"n:f32\""));
+  EXPECT_NE(e.find("unknown scalar type 'f32'"), std::string::npos) << e;
+  e = error_of(replace(good(), "\"x\", ", "\"z\", "));
+  EXPECT_NE(e.find("'z' is neither"), std::string::npos) << e;
+  e = error_of(replace(good(), "\"x\", \"r\", \"y\", ", "\"x\", \"r\", "));
+  EXPECT_NE(e.find("output tensor 'y' is not passed"), std::string::npos) << e;
+  e = error_of(replace(good(), "block = 256", "block = 256\nthreads = 3"));
+  EXPECT_NE(e.find("launch[0].threads"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown key"), std::string::npos) << e;
+  e = error_of(replace(good(), "dtypes = [\"f32\"]", "dtypes = [\"f32\"]\nmin_alignment_bytes = 12"));
+  EXPECT_NE(e.find("supports.min_alignment_bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("12"), std::string::npos) << e;
+  e = error_of(replace(good(), "source = \"k.cu\"", "source = \"k.cu\"\nnvrtc_options = [\"-arch=sm_80\"]"));
+  EXPECT_NE(e.find("set by kqual"), std::string::npos) << e;
+  e = error_of(replace(good(), "block = 256", "block = [256, 1, 1, 1]"));
+  EXPECT_NE(e.find("launch[0].block"), std::string::npos) << e;
+  e = error_of(replace(good(), "block = 256", "block = true"));
+  EXPECT_NE(e.find("got true"), std::string::npos) << e;
+  e = error_of("[supports]\ndtypes=[\"f32\"]\n");
+  EXPECT_NE(e.find("[candidate]"), std::string::npos) << e;
+}
+
+TEST_F(ManifestTest, LoadFromDirectoryAndMissingManifest) {
+  std::ofstream(dir.path() / "kqual.toml") << good();
+  EXPECT_EQ(load_manifest(dir.path()).contract, "residual_add_relu");
+  try {
+    load_manifest(dir.path() / "nowhere");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no candidate manifest"), std::string::npos);
+  }
+}
+
+TEST(BundledManifests, EveryBundledManifestParses) {
+  int count = 0;
+  for (const char* sub : {"candidates", "baselines"})
+    for (const auto& e : fs::recursive_directory_iterator(test::repo_root() / sub))
+      if (e.path().filename() == "kqual.toml") {
+        Manifest m = load_manifest(e.path());
+        ++count;
+        if (e.path().string().find("/broken/") != std::string::npos) {
+          EXPECT_TRUE(m.expect_rejected_for.has_value()) << e.path();
+        } else {
+          EXPECT_FALSE(m.expect_rejected_for.has_value()) << e.path();
+        }
+      }
+  EXPECT_GE(count, 8);
+}
+
+}  // namespace
+}  // namespace kqual::harness
