@@ -9,7 +9,7 @@ out="${1:-$root/kqual-out/bench-residual_add_relu}"
 kq="$root/build/tools/kqual/kqual"
 mkdir -p "$out"
 set +e
-"$kq" bench "$root/candidates/residual_add_relu/good" --sizes 268435456 --rounds 5 --samples 10 --out "$out"
+"$kq" bench "$root/candidates/residual_add_relu/good" --sizes 268435456 --rounds 3 --samples 10 --out "$out"
 rc=$?
 set -e
 [ -f "$out/results.json" ] || { echo "bench: no results (exit $rc)"; exit 1; }

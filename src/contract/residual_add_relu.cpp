@@ -9,6 +9,8 @@
 #include <cfloat>
 #include <cmath>
 #include <limits>
+#include <set>
+#include <thread>
 
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/random.hpp"
@@ -16,6 +18,22 @@
 
 namespace kqual::contract {
 namespace {
+
+// Runs body(i) for i in [0, count) on up to hardware_concurrency threads.
+template <typename F>
+void parallel_for(std::size_t count, F body) {
+  std::size_t threads = std::min<std::size_t>(count, std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 1) {
+    for (std::size_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (std::size_t i = t; i < count; i += threads) body(i);
+    });
+  for (auto& th : pool) th.join();
+}
 
 float relu_policy(float s) {
   if (std::isnan(s)) return s;
@@ -172,49 +190,58 @@ class ResidualAddRelu final : public Contract {
     CaseData d;
     d.spec = spec;
     d.dims["n"] = spec.n;
-    Rng rng(spec.seed);
     std::size_t n = std::size_t(spec.n);
     std::vector<float> xs(n), rs(n);
     const float fmax = spec.dtype == DType::f32 ? FLT_MAX : bf16_to_f32(0x7F7F);
-    auto denormal = [&]() {
-      // A random subnormal of the storage type, either sign.
-      std::uint32_t bits;
-      if (spec.dtype == DType::f32)
-        bits = std::uint32_t(1 + rng.below(0x7FFFFF));
-      else
-        bits = std::uint32_t(1 + rng.below(0x7F)) << 16;
-      float v = f32_from_bits(bits);
-      return rng.below(2) ? -v : v;
-    };
-    for (std::size_t i = 0; i < n; ++i) {
-      float x = 0, r = 0;
-      if (spec.family == "normal") {
-        x = float(rng.normal()); r = float(rng.normal());
-      } else if (spec.family == "uniform") {
-        x = float(rng.uniform(-1, 1)); r = float(rng.uniform(-1, 1));
-      } else if (spec.family == "nonzero_mean") {
-        x = float(3.0 + rng.normal()); r = float(-1.0 + 0.5 * rng.normal());
-      } else if (spec.family == "all_negative") {
-        x = -float(rng.uniform(1e-3, 100)); r = -float(rng.uniform(1e-3, 100));
-      } else if (spec.family == "near_max") {
-        // Half of the pairs share a sign, so their sum overflows to ±Inf.
-        x = float(rng.uniform(0.5, 1.0)) * fmax; r = float(rng.uniform(0.5, 1.0)) * fmax;
-        if (rng.below(2)) x = -x;
-        if (rng.below(2)) r = -r;
-      } else if (spec.family == "denormals") {
-        x = denormal();
-        r = rng.below(4) == 0 ? float(rng.normal()) * 1e-37f : denormal();
-      } else if (spec.family == "specials") {
-        x = float(rng.normal()); r = float(rng.normal());
-        const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
-                                  -std::numeric_limits<float>::infinity(), -0.0f, 0.0f};
-        if (rng.below(8) == 0) x = specials[rng.below(5)];
-        if (rng.below(8) == 0) r = specials[rng.below(5)];
-      } else {
-        throw_error(ErrorKind::internal, "unknown value family '" + spec.family + "'");
+    // Values come in chunks of 2^16 elements, each from its own generator seeded by (seed, chunk):
+    // the data is the same whatever the thread count, and large cases are generated in parallel.
+    auto fill = [&](std::size_t begin, std::size_t end, Rng& rng) {
+      auto denormal = [&]() {
+        // A random subnormal of the storage type, either sign.
+        std::uint32_t bits;
+        if (spec.dtype == DType::f32)
+          bits = std::uint32_t(1 + rng.below(0x7FFFFF));
+        else
+          bits = std::uint32_t(1 + rng.below(0x7F)) << 16;
+        float v = f32_from_bits(bits);
+        return rng.below(2) ? -v : v;
+      };
+      for (std::size_t i = begin; i < end; ++i) {
+        float x = 0, r = 0;
+        if (spec.family == "normal") {
+          x = float(rng.normal()); r = float(rng.normal());
+        } else if (spec.family == "uniform") {
+          x = float(rng.uniform(-1, 1)); r = float(rng.uniform(-1, 1));
+        } else if (spec.family == "nonzero_mean") {
+          x = float(3.0 + rng.normal()); r = float(-1.0 + 0.5 * rng.normal());
+        } else if (spec.family == "all_negative") {
+          x = -float(rng.uniform(1e-3, 100)); r = -float(rng.uniform(1e-3, 100));
+        } else if (spec.family == "near_max") {
+          // Half of the pairs share a sign, so their sum overflows to ±Inf.
+          x = float(rng.uniform(0.5, 1.0)) * fmax; r = float(rng.uniform(0.5, 1.0)) * fmax;
+          if (rng.below(2)) x = -x;
+          if (rng.below(2)) r = -r;
+        } else if (spec.family == "denormals") {
+          x = denormal();
+          r = rng.below(4) == 0 ? float(rng.normal()) * 1e-37f : denormal();
+        } else {  // specials
+          x = float(rng.normal()); r = float(rng.normal());
+          const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                                    -std::numeric_limits<float>::infinity(), -0.0f, 0.0f};
+          if (rng.below(8) == 0) x = specials[rng.below(5)];
+          if (rng.below(8) == 0) r = specials[rng.below(5)];
+        }
+        xs[i] = x; rs[i] = r;
       }
-      xs[i] = x; rs[i] = r;
-    }
+    };
+    const std::set<std::string> known = {"normal", "uniform", "nonzero_mean", "all_negative", "near_max", "denormals", "specials"};
+    if (!known.count(spec.family)) throw_error(ErrorKind::internal, "unknown value family '" + spec.family + "'");
+    constexpr std::size_t kChunk = std::size_t(1) << 16;
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+    parallel_for(chunks, [&](std::size_t c) {
+      Rng rng(mix_seed(spec.seed, c));
+      fill(c * kChunk, std::min(n, (c + 1) * kChunk), rng);
+    });
     if (spec.family == "specials" && n >= 4) {
       // Make sure the classic traps are present whatever the random draw did.
       xs[0] = std::numeric_limits<float>::quiet_NaN();

@@ -31,6 +31,9 @@ const char* to_string(WorkerReply::Status s) {
 }
 
 WorkerClient::WorkerClient(WorkerOptions opts) : opts_(std::move(opts)) {
+  // KQUAL_EXE lets test binaries and other embedders name the kqual binary that serves as worker.
+  if (opts_.exe.empty())
+    if (const char* e = std::getenv("KQUAL_EXE"); e && *e) opts_.exe = e;
   if (opts_.exe.empty()) {
     char buf[4096];
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);

@@ -90,7 +90,7 @@ std::string render_qualify_memo(const json& r) {
                          b.value("passed", 0), b.value("cases", 0));
     m << "\n";
   } else {
-    m << "Not run: " << str(r.at("phases"), "correctness") << "\n\n";
+    m << str(r.at("phases"), "correctness") << "\n\n";
   }
 
   m << "## Timing\n\n";
@@ -127,8 +127,8 @@ std::string render_qualify_memo(const json& r) {
       double ratio = v.at("estimate");
       m << fmt::format("- n = {}: fastest baseline `{}`; candidate time ratio {:.3f} (95 % CI {:.3f}–{:.3f}), i.e. {:.2f}x "
                        "speed-up → **{}**. {}\n",
-                       sh.at("n").get<std::int64_t>(), str(sh, "fastest_baseline"), ratio, v.at("ci").at("lo").get<double>(),
-                       v.at("ci").at("hi").get<double>(), 1.0 / ratio, str(v, "verdict"), str(v, "reason"));
+                       sh.at("n").get<std::int64_t>(), str(sh, "fastest_baseline"), ratio, v.at("ci").at(0).get<double>(),
+                       v.at("ci").at(1).get<double>(), 1.0 / ratio, str(v, "verdict"), str(v, "reason"));
       if (sh.contains("device_copy")) {
         double copy = sh.at("device_copy").at("bytes_per_s");
         double cand_bw = 0;
@@ -141,7 +141,7 @@ std::string render_qualify_memo(const json& r) {
     }
     m << "\n";
   } else {
-    m << "Not run: " << str(r.at("phases"), "timing") << "\n\n";
+    m << str(r.at("phases"), "timing") << "\n\n";
   }
 
   m << "## Verdict, and what would reverse it\n\n";

@@ -7,12 +7,16 @@
 
 #include "kqual/cuda/driver.hpp"
 #include "kqual/harness/measure.hpp"
+#include "test_util.hpp"
 
 namespace kqual {
 namespace {
 
 TEST(ModelMeasure, H200CopyBandwidthAndFmaRateArePlausible) {
   if (!cuda::driver_available()) GTEST_SKIP() << "no CUDA device: " << cuda::driver_unavailable_reason();
+  // The worker must be the kqual binary, not this test executable (seen on the H200, 2026-12-02:
+  // the test binary answered the worker protocol with gtest's banner).
+  setenv("KQUAL_EXE", test::kqual_exe().c_str(), 0);
   const harness::DeviceCeilings c = harness::measure_device_ceilings(120.0);
   std::printf("measured on %s (%s, %d SMs): copy %.3f TB/s, FP32 FMA %.2f TFLOP/s\n", c.device.c_str(),
               c.arch.c_str(), c.sms, c.copy_bytes_per_s / 1e12, c.fp32_fma_flops_per_s / 1e12);
