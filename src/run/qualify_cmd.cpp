@@ -44,36 +44,24 @@ void print_outcome(const GlobalOptions& g, const QualifyOutcome& out) {
 }  // namespace
 
 void add_qualify_commands(CLI::App& app, GlobalOptions& g, int* exit_code) {
+  // qualify, check and bench are one pipeline with phases switched off.
   static QualifyOptions q, c, b;
-  auto* qualify_cmd = app.add_subcommand("qualify", "Compile, load, check against the contract, time against baselines, "
-                                                    "write results.json + memo.md");
-  add_common(qualify_cmd, q);
-  qualify_cmd->callback([&g, exit_code] {
-    q.command_line = g.command_line;
-    QualifyOutcome out = qualify(q);
-    print_outcome(g, out);
-    *exit_code = out.exit_code;
-  });
-
-  auto* check_cmd = app.add_subcommand("check", "Correctness only: compile, load, run the contract's cases");
-  add_common(check_cmd, c);
-  check_cmd->callback([&g, exit_code] {
-    c.command_line = g.command_line;
-    c.timing = false;
-    QualifyOutcome out = qualify(c);
-    print_outcome(g, out);
-    *exit_code = out.exit_code;
-  });
-
-  auto* bench_cmd = app.add_subcommand("bench", "Timing only (no correctness phase) against the bundled baselines");
-  add_common(bench_cmd, b);
-  bench_cmd->callback([&g, exit_code] {
-    b.command_line = g.command_line;
-    b.correctness = false;
-    QualifyOutcome out = qualify(b);
-    print_outcome(g, out);
-    *exit_code = out.exit_code;
-  });
+  auto add = [&](const char* name, const char* help, QualifyOptions& o, bool correctness, bool timing) {
+    auto* cmd = app.add_subcommand(name, help);
+    add_common(cmd, o);
+    cmd->callback([&g, &o, exit_code, correctness, timing] {
+      o.command_line = g.command_line;
+      o.correctness = correctness;
+      o.timing = timing;
+      QualifyOutcome out = qualify(o);
+      print_outcome(g, out);
+      *exit_code = out.exit_code;
+    });
+  };
+  add("qualify", "Compile, load, check against the contract, time against baselines, write results.json + memo.md", q,
+      true, true);
+  add("check", "Correctness only: compile, load, run the contract's cases", c, true, false);
+  add("bench", "Timing only (no correctness phase) against the bundled baselines", b, false, true);
 
   static SelftestOptions st;
   static std::vector<std::uint64_t> seeds;

