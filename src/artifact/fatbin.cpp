@@ -94,7 +94,9 @@ void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t 
     if (bytes[static_cast<std::size_t>(off)] == 0) {
       bool zeros = true;
       std::uint64_t z = off;
-      while (z < bytes.size() && z < off + 16) zeros = zeros && bytes[static_cast<std::size_t>(z++)] == 0;
+      // (z advances unconditionally: a short-circuited z++ looped forever on a non-zero byte;
+      // found by the fuzzer, input tests/artifact/regressions/fatbin-zero-gap-loop.bin)
+      for (; z < bytes.size() && z < off + 16; ++z) zeros = zeros && bytes[static_cast<std::size_t>(z)] == 0;
       if (zeros) { off = z; continue; }
     }
     const std::uint32_t magic = r.u32(off, "container magic");

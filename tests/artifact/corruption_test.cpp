@@ -3,6 +3,9 @@
 // scripts/test-artifact-hardening runs this suite under ASan/UBSan.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "fixture_util.hpp"
@@ -83,6 +86,38 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ByteFlips,
                          });
 
 // Hostile sizes must be refused before anything large is allocated.
+// Regression (found by the fuzzer in CI): a zero byte after a container followed by a non-zero
+// byte within the 16-byte alignment gap made the gap scan loop forever.
+TEST(Hostile, ZeroGapFollowedByGarbageIsAnErrorNotAHang) {
+  std::vector<std::uint8_t> b(16 + 16, 0);
+  const std::uint32_t magic = 0xBA55ED50;
+  std::memcpy(b.data(), &magic, 4);
+  b[4] = 1;   // version
+  b[6] = 16;  // header size; payload size (bytes 8..15) stays 0
+  b[17] = 0x42;
+  try {
+    parse_artifact_bytes(b, "gap.fatbin");
+    FAIL() << "garbage after a container was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gap.fatbin"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Hostile, FuzzerRegressionInputsTerminate) {
+  const std::filesystem::path dir = std::filesystem::path(KQUAL_SOURCE_DIR) / "tests/artifact/regressions";
+  int n = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(f.path(), std::ios::binary);
+    std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      parse_artifact_bytes(bytes, f.path().filename().string());
+    } catch (const Error&) {
+    }
+    ++n;
+  }
+  EXPECT_GE(n, 1);
+}
+
 TEST(Hostile, HugeDeclaredSizesAreRefused) {
   auto b = test::read_bytes(test::fixture("ptx_compute90.fatbin"));
   ASSERT_GE(b.size(), 80u);
