@@ -20,6 +20,7 @@ json TimingReport::to_json() const {
       if (!s.samples_ms.empty()) {
         j["summary_ms"] = stats::to_json(s.summary);
         j["bytes_per_s"] = s.bytes_per_s;
+        j["flops_per_s"] = s.flops_per_s;
         j["samples_ms"] = s.samples_ms;
         j["warmup_ms"] = s.warmup_ms;
       }
@@ -28,9 +29,11 @@ json TimingReport::to_json() const {
     }
     json cmp = json::array();
     for (const auto& c : sh.vs_baselines) cmp.push_back(stats::to_json(c));
-    json j{{"n", sh.n},
+    json j{{"shape", sh.shape},
+           {"dims", sh.dims},
            {"dtype", to_string(sh.dtype)},
            {"min_bytes", sh.min_bytes},
+           {"flops", sh.flops},
            {"series", ser},
            {"fastest_baseline", sh.fastest_baseline},
            {"candidate_vs_baselines", cmp}};
@@ -58,21 +61,27 @@ TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCan
       o.flush_l2 ? (2 * double(dev.l2_bytes)) / (1 << 20) : 0.0, o.warmup, o.rounds, o.samples_per_round);
   std::vector<const harness::BuiltCandidate*> impls{&cand};
   for (auto* b : baselines) impls.push_back(b);
-  std::vector<std::int64_t> sizes = o.sizes.empty() ? c.benchmark_sizes() : o.sizes;
-  std::int64_t largest = *std::max_element(sizes.begin(), sizes.end());
-  for (std::int64_t n : sizes) {
+  std::vector<contract::Dims> shapes = o.shapes.empty() ? c.benchmark_shapes() : o.shapes;
+  // The copy ceiling is measured at the shape that moves the most bytes.
+  std::size_t largest = 0;
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    if (c.min_bytes(shapes[i], o.dtype) > c.min_bytes(shapes[largest], o.dtype)) largest = i;
+  for (std::size_t si = 0; si < shapes.size(); ++si) {
+    const contract::Dims& dims = shapes[si];
     ShapeResult sh;
-    sh.n = n;
+    sh.dims = dims;
+    sh.shape = contract::format_dims(dims);
     sh.dtype = o.dtype;
     contract::CaseSpec spec;
     spec.dtype = o.dtype;
-    spec.n = n;
+    spec.dims = dims;
     spec.family = "uniform";
-    spec.seed = o.seed ^ std::uint64_t(n);
-    spec.id = fmt::format("bench/{}/n={}", to_string(o.dtype), n);
+    spec.seed = o.seed ^ std::hash<std::string>{}(sh.shape);
+    spec.id = fmt::format("bench/{}/{}", to_string(o.dtype), sh.shape);
     contract::CaseData data = c.make_case(spec);
-    std::vector<contract::Tensor> expected = c.reference(data);
+    std::vector<contract::Tensor> expected = harness::compute_reference(s, c, data);
     sh.min_bytes = c.min_bytes(data.dims, o.dtype);
+    sh.flops = c.flops(data.dims, o.dtype);
     fs::path dir = s.scratch() / "bench";
     fs::create_directories(dir);
     json inputs = json::array();
@@ -89,7 +98,8 @@ TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCan
       se.role = i == 0 ? "candidate" : "baseline";
       contract::Request req;
       req.dtype = o.dtype;
-      for (const auto& t : c.tensors()) req.lengths[t.name] = n;
+      req.dims = dims;
+      for (const auto& t : c.tensors()) req.lengths[t.name] = c.tensor_elements(t.name, dims);
       if (auto refusal = c.validate(req, impls[i]->manifest.supports)) {
         se.error = "refused: " + refusal->reason;
         continue;
@@ -150,6 +160,7 @@ TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCan
       if (se.samples_ms.empty()) continue;
       se.summary = stats::summarize(se.samples_ms);
       se.bytes_per_s = sh.min_bytes / (se.summary.median * 1e-3);
+      se.flops_per_s = sh.flops / (se.summary.median * 1e-3);
     }
     // Compare the candidate (B) against every baseline (A); the memo uses the fastest one.
     stats::DecisionOptions dopt;
@@ -166,7 +177,7 @@ TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCan
         sh.vs_fastest = cmp;
       }
     }
-    if (o.measure_copy && n == largest) {
+    if (o.measure_copy && si == largest) {
       std::size_t bytes = data.inputs.at(0).bytes.size();
       harness::WorkerReply r = s.worker().call(json{{"op", "copy_bench"}, {"bytes", bytes}, {"samples", 30}});
       if (r.status == harness::WorkerReply::Status::ok) {

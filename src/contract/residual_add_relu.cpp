@@ -12,28 +12,13 @@
 #include <set>
 #include <thread>
 
+#include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/random.hpp"
 #include "kqual/core/error.hpp"
 
 namespace kqual::contract {
 namespace {
-
-// Runs body(i) for i in [0, count) on up to hardware_concurrency threads.
-template <typename F>
-void parallel_for(std::size_t count, F body) {
-  std::size_t threads = std::min<std::size_t>(count, std::max(1u, std::thread::hardware_concurrency()));
-  if (threads <= 1) {
-    for (std::size_t i = 0; i < count; ++i) body(i);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (std::size_t t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      for (std::size_t i = t; i < count; i += threads) body(i);
-    });
-  for (auto& th : pool) th.join();
-}
 
 float relu_policy(float s) {
   if (std::isnan(s)) return s;
@@ -50,11 +35,6 @@ std::uint16_t ref_bf16(std::uint16_t x, std::uint16_t r) {
   return f32_to_bf16_rne(relu_policy(float(s)));
 }
 
-std::string fmt_value(DType t, std::uint32_t bits) {
-  float f = t == DType::f32 ? f32_from_bits(bits) : bf16_to_f32(std::uint16_t(bits));
-  return fmt::format("{:g} (0x{:0{}x})", f, bits, t == DType::f32 ? 8 : 4);
-}
-
 class ResidualAddRelu final : public Contract {
  public:
   std::string name() const override { return "residual_add_relu"; }
@@ -66,6 +46,7 @@ class ResidualAddRelu final : public Contract {
   }
   std::vector<std::string> dims() const override { return {"n"}; }
   std::vector<DType> dtypes() const override { return {DType::f32, DType::bf16}; }
+  std::int64_t tensor_elements(const std::string&, const Dims& dims) const override { return dims.at("n"); }
   std::string numerical_policy() const override {
     return "Bit-exact. f32: x + r is one IEEE-754 single-precision add (round to nearest even; denormal inputs "
            "and results preserved, so flush-to-zero builds fail), then relu. bf16: x and r widened to f32, added "
@@ -155,7 +136,7 @@ class ResidualAddRelu final : public Contract {
             if (off == 1 && (!unaligned || (fam != "normal" && fam != "specials"))) continue;
             CaseSpec c;
             c.dtype = t;
-            c.n = n;
+            c.dims = {{"n", n}};
             c.family = fam;
             c.offset_elements = off;
             c.seed = mix_seed(seed, std::uint64_t(n) * 131 + std::hash<std::string>{}(fam) + std::uint64_t(t) * 7 + std::uint64_t(off));
@@ -170,7 +151,7 @@ class ResidualAddRelu final : public Contract {
           if (n > cand.max_n || (t != DType::f32 && n > (std::int64_t(1) << 28))) continue;
           CaseSpec c;
           c.dtype = t;
-          c.n = n;
+          c.dims = {{"n", n}};
           c.family = "uniform";
           c.seed = mix_seed(seed, std::uint64_t(n));
           c.id = fmt::format("{}/n={}/uniform", to_string(t), n);
@@ -181,16 +162,17 @@ class ResidualAddRelu final : public Contract {
     return cases;
   }
 
-  std::vector<std::int64_t> benchmark_sizes() const override {
-    return {std::int64_t(1) << 12, std::int64_t(1) << 20, std::int64_t(1) << 28};
+  std::vector<Dims> benchmark_shapes() const override {
+    return {{{"n", std::int64_t(1) << 12}}, {{"n", std::int64_t(1) << 20}}, {{"n", std::int64_t(1) << 28}}};
   }
 
   CaseData make_case(const CaseSpec& spec) const override {
-    if (spec.n < 1) throw_error(ErrorKind::unsupported, "case with n < 1");
+    const std::int64_t n64 = spec.dim("n");
+    if (n64 < 1) throw_error(ErrorKind::unsupported, "case with n < 1");
     CaseData d;
     d.spec = spec;
-    d.dims["n"] = spec.n;
-    std::size_t n = std::size_t(spec.n);
+    d.dims["n"] = n64;
+    std::size_t n = std::size_t(n64);
     std::vector<float> xs(n), rs(n);
     const float fmax = spec.dtype == DType::f32 ? FLT_MAX : bf16_to_f32(0x7F7F);
     // Values come in chunks of 2^16 elements, each from its own generator seeded by (seed, chunk):
@@ -253,7 +235,7 @@ class ResidualAddRelu final : public Contract {
       Tensor t;
       t.name = name;
       t.dtype = spec.dtype;
-      t.elements = spec.n;
+      t.elements = n64;
       t.bytes.resize(n * dtype_size(spec.dtype));
       if (spec.dtype == DType::f32) {
         std::memcpy(t.bytes.data(), v.data(), n * 4);
@@ -292,48 +274,7 @@ class ResidualAddRelu final : public Contract {
   }
 
   Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const override {
-    Comparison c;
-    const std::size_t es = dtype_size(expected.dtype);
-    const std::size_t n = std::size_t(expected.elements);
-    std::uint32_t poison = 0;
-    for (std::size_t b = 0; b < es; ++b) poison |= std::uint32_t(poison_byte) << (8 * b);
-    auto load = [&](const std::uint8_t* p, std::size_t i) {
-      std::uint32_t v = 0;
-      std::memcpy(&v, p + i * es, es);
-      return v;
-    };
-    auto is_nan = [&](std::uint32_t bits) {
-      return expected.dtype == DType::f32 ? std::isnan(f32_from_bits(bits)) : std::isnan(bf16_to_f32(std::uint16_t(bits)));
-    };
-    std::int64_t unwritten = 0, nan_bad = 0, wrong = 0;
-    std::string first_unwritten, first_nan, first_wrong;
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint32_t e = load(expected.bytes.data(), i), a = load(actual, i);
-      if (e == a) continue;
-      bool en = is_nan(e), an = is_nan(a);
-      if (en && an) continue;  // NaN matches NaN, whatever the payload
-      if (a == poison) {
-        if (!unwritten++)
-          first_unwritten = fmt::format("y[{}] still holds the poison pattern 0x{:02x}.. (expected {})", i, poison_byte,
-                                        fmt_value(expected.dtype, e));
-        continue;
-      }
-      if (en != an) {
-        if (!nan_bad++)
-          first_nan = fmt::format("y[{}]: expected {}, got {}", i, fmt_value(expected.dtype, e), fmt_value(expected.dtype, a));
-        continue;
-      }
-      if (!wrong++)
-        first_wrong = fmt::format("y[{}]: expected {}, got {}", i, fmt_value(expected.dtype, e), fmt_value(expected.dtype, a));
-    }
-    if (unwritten) {
-      c = {false, "unwritten_output", fmt::format("{} of {} output elements never written; first: {}", unwritten, n, first_unwritten), unwritten};
-    } else if (nan_bad) {
-      c = {false, "nan_policy", fmt::format("{} elements violate the NaN policy; first: {}", nan_bad, first_nan), nan_bad};
-    } else if (wrong) {
-      c = {false, "wrong_result", fmt::format("{} of {} elements differ bitwise; first: {}", wrong, n, first_wrong), wrong};
-    }
-    return c;
+    return compare_exact(expected, actual, poison_byte);
   }
 
   double min_bytes(const std::map<std::string, std::int64_t>& dims, DType t) const override {

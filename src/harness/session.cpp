@@ -12,6 +12,17 @@ Session::Session(SessionOptions opts) : opts_(std::move(opts)), scratch_("kqual"
   worker_ = std::make_unique<WorkerClient>(w);
 }
 
+WorkerClient& Session::reference_worker() {
+  if (!reference_worker_) {
+    WorkerOptions w;
+    w.exe = opts_.exe;
+    w.watchdog_seconds = std::max(opts_.watchdog_seconds, 120.0);
+    w.stderr_path = (scratch_.path() / "reference-worker-stderr.log").string();
+    reference_worker_ = std::make_unique<WorkerClient>(w);
+  }
+  return *reference_worker_;
+}
+
 const DeviceFacts& Session::device() {
   if (device_) return *device_;
   DeviceFacts f;

@@ -97,7 +97,7 @@ std::string render_qualify_memo(const json& r) {
   if (r.contains("timing") && !r.at("timing").is_null()) {
     const json& t = r.at("timing");
     m << "Boundary: " << str(t, "boundary") << "\n\n";
-    m << "| n | dtype | implementation | median | min | max | p10–p90 | samples | achieved | vs candidate | timed output |\n"
+    m << "| shape | dtype | implementation | median | min | max | p10–p90 | samples | achieved | vs candidate | timed output |\n"
          "|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (const auto& sh : t.at("shapes")) {
       double cand_med = 0;
@@ -105,29 +105,30 @@ std::string render_qualify_memo(const json& r) {
         if (s.at("role") == "candidate" && s.contains("summary_ms")) cand_med = s.at("summary_ms").at("median");
       for (const auto& s : sh.at("series")) {
         if (!s.contains("summary_ms")) {
-          m << fmt::format("| {} | {} | {} | — | | | | | | | {} |\n", sh.at("n").get<std::int64_t>(), str(sh, "dtype"),
+          m << fmt::format("| {} | {} | {} | — | | | | | | | {} |\n", str(sh, "shape"), str(sh, "dtype"),
                            str(s, "label"), str(s, "error"));
           continue;
         }
         const json& su = s.at("summary_ms");
         double med = su.at("median");
-        m << fmt::format("| {} | {} | {}{} | {} | {} | {} | {}–{} | {} | {} | {} | {} |\n", sh.at("n").get<std::int64_t>(),
+        m << fmt::format("| {} | {} | {}{} | {} | {} | {} | {}–{} | {} | {} | {} | {} |\n", str(sh, "shape"),
                          str(sh, "dtype"), str(s, "label"), s.at("role") == "candidate" ? " (candidate)" : "", ms(med),
                          ms(su.at("min")), ms(su.at("max")), ms(su.at("p10")), ms(su.at("p90")), su.at("n").get<int>(),
                          tbps(s.value("bytes_per_s", 0.0)),
                          s.at("role") == "candidate" ? "—" : fmt::format("{:.2f}x", med / cand_med),
-                         s.at("verified").get<bool>() ? "re-checked, exact" : "WRONG: " + str(s, "verify_detail"));
+                         s.at("verified").get<bool>() ? "re-checked" : "WRONG: " + str(s, "verify_detail"));
       }
     }
-    m << "\nAchieved bandwidth = the contract's minimum bytes (x and r read once, y written once) / median time.\n\n";
+    m << "\nAchieved bandwidth = the contract's minimum bytes (every input read once, every output written once) / "
+         "median time.\n\n";
     m << "### Result by shape (candidate against the fastest baseline)\n\n";
     for (const auto& sh : t.at("shapes")) {
       if (!sh.contains("candidate_vs_fastest")) continue;
       const json& v = sh.at("candidate_vs_fastest");
       double ratio = v.at("estimate");
-      m << fmt::format("- n = {}: fastest baseline `{}`; candidate time ratio {:.3f} (95 % CI {:.3f}–{:.3f}), i.e. {:.2f}x "
+      m << fmt::format("- {}: fastest baseline `{}`; candidate time ratio {:.3f} (95 % CI {:.3f}–{:.3f}), i.e. {:.2f}x "
                        "speed-up → **{}**. {}\n",
-                       sh.at("n").get<std::int64_t>(), str(sh, "fastest_baseline"), ratio, v.at("ci").at(0).get<double>(),
+                       str(sh, "shape"), str(sh, "fastest_baseline"), ratio, v.at("ci").at(0).get<double>(),
                        v.at("ci").at(1).get<double>(), 1.0 / ratio, str(v, "verdict"), str(v, "reason"));
       if (sh.contains("device_copy")) {
         double copy = sh.at("device_copy").at("bytes_per_s");

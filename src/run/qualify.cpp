@@ -45,8 +45,12 @@ json contract_json(const contract::Contract& c, const contract::Supports& claims
   json refusals = json::array();
   for (const auto& [req, code] : c.unsupported_examples()) {
     auto got = c.validate(req, claims);
-    std::string desc = fmt::format("{} n=({}, {}, {})", to_string(req.dtype), req.lengths.count("x") ? req.lengths.at("x") : -1,
-                                   req.lengths.count("r") ? req.lengths.at("r") : -1, req.lengths.count("y") ? req.lengths.at("y") : -1);
+    std::string desc = std::string(to_string(req.dtype));
+    if (!req.dims.empty()) desc += " " + contract::format_dims(req.dims);
+    std::vector<std::string> lens;
+    for (const auto& [t, n] : req.lengths) lens.push_back(fmt::format("{}={}", t, n));
+    desc += fmt::format(" elements({})", fmt::join(lens, ", "));
+    if (req.offset_elements) desc += fmt::format(" offset={}", req.offset_elements);
     for (const auto& [t, s] : req.strides) desc += fmt::format(" stride({})={}", t, s);
     if (req.in_place) desc += " in-place";
     if (!got || got->code != code)
@@ -194,7 +198,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   }
   bench::TimingOptions to;
   to.dtype = *bench_dtype;
-  to.sizes = o.sizes;
+  for (const auto& text : o.shapes) to.shapes.push_back(contract::parse_shape(c, text));
   to.rounds = o.rounds;
   to.samples_per_round = o.samples_per_round;
   to.seed = o.seed;
@@ -208,17 +212,17 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     const auto& cs = sh.series.at(0);
     if (!cs.error.empty() || !cs.verified) {
       broken_timed = true;
-      verdict["reasons"].push_back(fmt::format("n = {}: {}", sh.n, cs.error.empty() ? cs.verify_detail : cs.error));
+      verdict["reasons"].push_back(fmt::format("{}: {}", sh.shape, cs.error.empty() ? cs.verify_detail : cs.error));
       continue;
     }
     if (sh.fastest_baseline.empty()) continue;
     const auto& v = sh.vs_fastest;
-    std::string line = fmt::format("n = {}: {:.2f}x the fastest baseline ({}), time ratio 95 % CI [{:.3f}, {:.3f}] → {}", sh.n,
+    std::string line = fmt::format("{}: {:.2f}x the fastest baseline ({}), time ratio 95 % CI [{:.3f}, {:.3f}] → {}", sh.shape,
                                    1.0 / v.estimate, sh.fastest_baseline, v.ci.lo, v.ci.hi, stats::to_string(v.verdict));
     verdict["reasons"].push_back(line);
     if (v.verdict == stats::Verdict::slower) slower = true;
     verdict["would_reverse"].push_back(fmt::format(
-        "n = {}: a candidate/baseline time ratio above {:.3f} (now {:.3f}) would make it slower than {}", sh.n,
+        "{}: a candidate/baseline time ratio above {:.3f} (now {:.3f}) would make it slower than {}", sh.shape,
         1.0 + to.equivalence_margin, v.estimate, sh.fastest_baseline));
   }
   verdict["would_reverse"].push_back("a correctness failure on inputs outside the tested set (other sizes, dtypes, offsets)");

@@ -20,7 +20,9 @@ void add_common(CLI::App* cmd, QualifyOptions& o) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o.seed, "Seed of the case generator")->capture_default_str();
   cmd->add_flag("!--large-cases,--no-large-cases", o.large_cases, "Skip the 2^27+5 and >2^31-byte correctness cases");
-  cmd->add_option("--sizes", o.sizes, "Benchmark sizes in elements (default: the contract's)")->delimiter(',');
+  cmd->add_option("--sizes", o.shapes, "Benchmark sizes in elements, comma separated, for one-dim contracts "
+                                       "(default: the contract's)")->delimiter(',');
+  cmd->add_option("--shape", o.shapes, "A benchmark shape, e.g. rows=4096,cols=4096 (repeatable; default: the contract's)");
   cmd->add_option("--dtype", o.dtype, "Benchmark dtype")->capture_default_str();
   cmd->add_option("--rounds", o.rounds, "Interleaved timing rounds")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--samples", o.samples_per_round, "Samples per implementation per round")->capture_default_str()

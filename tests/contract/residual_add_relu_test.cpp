@@ -31,7 +31,7 @@ Request req(DType t, std::int64_t n) {
 float ref1(float x, float r) {
   CaseData d;
   d.spec.dtype = DType::f32;
-  Tensor tx{"x", DType::f32, 1, std::vector<std::uint8_t>(4)}, tr{"r", DType::f32, 1, std::vector<std::uint8_t>(4)};
+  Tensor tx{"x", DType::f32, 1, std::vector<std::uint8_t>(4), {}, {}}, tr{"r", DType::f32, 1, std::vector<std::uint8_t>(4), {}, {}};
   std::memcpy(tx.bytes.data(), &x, 4);
   std::memcpy(tr.bytes.data(), &r, 4);
   d.inputs = {tx, tr};
@@ -71,7 +71,7 @@ TEST(ResidualAddReluReference, Bf16RoundsNearestEven) {
   // 1 + 3*2^-9 rounds up.
   EXPECT_EQ(f32_to_bf16_rne(1.0f + 3 * std::ldexp(1.0f, -9)), 0x3F81);
   EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16_rne(std::numeric_limits<float>::quiet_NaN()))));
-  CaseSpec s{"t", "normal", DType::bf16, 1000, 0, 7};
+  CaseSpec s{"t", "normal", DType::bf16, {{"n", 1000}}, 0, 7};
   CaseData d = C().make_case(s);
   auto y = C().reference(d).at(0);
   auto* px = reinterpret_cast<const std::uint16_t*>(d.inputs[0].bytes.data());
@@ -90,7 +90,7 @@ TEST(ResidualAddReluCases, SizesFamiliesAndOffsets) {
   std::set<std::string> fams;
   int offset_cases = 0;
   for (const auto& c : cases) {
-    sizes.insert(c.n);
+    sizes.insert(c.dim("n"));
     fams.insert(c.family);
     offset_cases += c.offset_elements == 1;
   }
@@ -101,12 +101,12 @@ TEST(ResidualAddReluCases, SizesFamiliesAndOffsets) {
   for (const auto& c : C().correctness_cases(f32_bf16(16), 1, false)) EXPECT_EQ(c.offset_elements, 0);
   // Large cases include one whose tensors exceed 2^31 bytes.
   bool huge = false;
-  for (const auto& c : C().correctness_cases(f32_bf16(), 1, true)) huge |= c.n * 4 > (std::int64_t(1) << 31);
+  for (const auto& c : C().correctness_cases(f32_bf16(), 1, true)) huge |= c.dim("n") * 4 > (std::int64_t(1) << 31);
   EXPECT_TRUE(huge);
 }
 
 TEST(ResidualAddReluCases, FamiliesHaveTheirValues) {
-  auto make = [](const char* fam, DType t = DType::f32) { return C().make_case(CaseSpec{"t", fam, t, 4096, 0, 99}); };
+  auto make = [](const char* fam, DType t = DType::f32) { return C().make_case(CaseSpec{"t", fam, t, {{"n", 4096}}, 0, 99}); };
   auto floats = [](const Tensor& t) {
     std::vector<float> v(std::size_t(t.elements));
     std::memcpy(v.data(), t.bytes.data(), t.bytes.size());
@@ -131,12 +131,12 @@ TEST(ResidualAddReluCases, FamiliesHaveTheirValues) {
   EXPECT_GT(overflow, 100);
   // Same seed → same data; different seed → different data.
   EXPECT_EQ(make("normal").inputs[0].bytes, make("normal").inputs[0].bytes);
-  EXPECT_NE(C().make_case(CaseSpec{"t", "normal", DType::f32, 64, 0, 1}).inputs[0].bytes,
-            C().make_case(CaseSpec{"t", "normal", DType::f32, 64, 0, 2}).inputs[0].bytes);
+  EXPECT_NE(C().make_case(CaseSpec{"t", "normal", DType::f32, {{"n", 64}}, 0, 1}).inputs[0].bytes,
+            C().make_case(CaseSpec{"t", "normal", DType::f32, {{"n", 64}}, 0, 2}).inputs[0].bytes);
 }
 
 TEST(ResidualAddReluCompare, ClassifiesUnwrittenNanAndWrong) {
-  auto d = C().make_case(CaseSpec{"t", "specials", DType::f32, 64, 0, 3});
+  auto d = C().make_case(CaseSpec{"t", "specials", DType::f32, {{"n", 64}}, 0, 3});
   auto y = C().reference(d).at(0);
   std::vector<std::uint8_t> out = y.bytes;
   EXPECT_TRUE(C().compare(y, out.data(), 0xFF).ok);

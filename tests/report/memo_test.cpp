@@ -23,7 +23,7 @@ json results_with_timing() {
                     {"bytes_per_s", 3.9e12}, {"samples_ms", cand}});
   series.push_back({{"label", "eager"}, {"role", "baseline"}, {"verified", true}, {"summary_ms", stats::to_json(stats::summarize(base))},
                     {"bytes_per_s", 1.9e12}, {"samples_ms", base}});
-  json shape{{"n", 268435456}, {"dtype", "f32"}, {"min_bytes", 3.2e9}, {"series", series}, {"fastest_baseline", "eager"},
+  json shape{{"shape", "n=268435456"}, {"dims", {{"n", 268435456}}}, {"dtype", "f32"}, {"min_bytes", 3.2e9}, {"series", series}, {"fastest_baseline", "eager"},
              {"candidate_vs_fastest", stats::to_json(cmp)},
              {"device_copy", {{"bytes_per_s", 4.2e12}, {"samples_ms", {0.5, 0.51}}}}};
   json r{{"schema", "kqual.qualify"},
@@ -48,7 +48,7 @@ TEST(Memo, RendersTimingAndVerdictFromResults) {
   std::string m = render_qualify_memo(results_with_timing());
   EXPECT_NE(m.find("**Verdict: SHIP**"), std::string::npos) << m;
   EXPECT_NE(m.find("## Timing"), std::string::npos);
-  EXPECT_NE(m.find("n = 268435456: fastest baseline `eager`"), std::string::npos) << m;
+  EXPECT_NE(m.find("n=268435456: fastest baseline `eager`"), std::string::npos) << m;
   EXPECT_NE(m.find("→ **faster**"), std::string::npos) << m;
   EXPECT_NE(m.find("4.20 TB/s"), std::string::npos) << m;  // device copy, same run
   EXPECT_NE(m.find("92.9 %"), std::string::npos) << m;     // 3.9 / 4.2 of copy

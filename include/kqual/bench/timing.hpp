@@ -14,7 +14,7 @@ namespace kqual::bench {
 
 struct TimingOptions {
   DType dtype = DType::f32;
-  std::vector<std::int64_t> sizes;   // empty: the contract's benchmark sizes
+  std::vector<contract::Dims> shapes;  // empty: the contract's benchmark shapes
   int rounds = 3;                    // implementations interleaved, order rotated every round
   int samples_per_round = 10;        // so >= 30 samples per implementation
   int warmup = 5;                    // excluded, reported
@@ -31,15 +31,18 @@ struct Series {
   std::vector<double> warmup_ms;
   stats::Summary summary;
   double bytes_per_s = 0;            // contract's minimum bytes / median time
+  double flops_per_s = 0;            // contract's flops / median time
   bool verified = true;              // timed output re-checked against the reference
   std::string verify_detail;
   std::string error;                 // the implementation could not be timed
 };
 
 struct ShapeResult {
-  std::int64_t n = 0;
+  contract::Dims dims;
+  std::string shape;                 // "n=268435456"
   DType dtype = DType::f32;
   double min_bytes = 0;
+  double flops = 0;
   std::vector<Series> series;        // [0] is the candidate
   std::string fastest_baseline;
   std::vector<stats::Comparison> vs_baselines;  // candidate (B) against each baseline (A)

@@ -14,6 +14,11 @@
 
 namespace kqual::contract {
 
+// Problem dimensions by name ("n"; "rows","cols"; "m","n","k"; ...).
+using Dims = std::map<std::string, std::int64_t>;
+// "n=257" / "m=128,n=64,k=8192", in the map's (alphabetical) order.
+std::string format_dims(const Dims& d);
+
 enum class Role { input, output };
 
 struct TensorDecl {
@@ -34,6 +39,7 @@ struct Supports {
 // A problem as a user (or the case generator) asks for it, before anything runs.
 struct Request {
   DType dtype = DType::f32;
+  Dims dims;                                    // the problem's dims (contracts with more than n need them)
   std::map<std::string, std::int64_t> lengths;  // per tensor, in elements
   std::map<std::string, std::int64_t> strides;  // per tensor, in elements (1 = contiguous)
   std::int64_t offset_elements = 0;            // start offset of every tensor view
@@ -50,16 +56,21 @@ struct CaseSpec {
   std::string id;         // e.g. "f32/n=257/specials/off=0"
   std::string family;     // value family
   DType dtype = DType::f32;
-  std::int64_t n = 0;
+  Dims dims;              // e.g. {{"n", 257}}
   std::int64_t offset_elements = 0;
   std::uint64_t seed = 0;
+  std::int64_t dim(const std::string& name) const;  // throws Error(internal) when absent
 };
 
 struct Tensor {
   std::string name;
   DType dtype = DType::f32;
   std::int64_t elements = 0;
-  std::vector<std::uint8_t> bytes;
+  std::vector<std::uint8_t> bytes;   // inputs: the data; expected outputs: the reference rounded to dtype
+  // Expected outputs under a tolerance (error model): the higher-precision reference value and the
+  // largest admissible |actual - ref| per element. Empty for bit-exact outputs.
+  std::vector<double> ref;
+  std::vector<double> bound;
 };
 
 struct CaseData {
@@ -76,6 +87,26 @@ struct Comparison {
   std::int64_t mismatches = 0;
 };
 
+struct GpuLaunch {
+  std::string kernel;                       // extern "C" name in GpuReference::source
+  std::int64_t grid[3] = {1, 1, 1};
+  std::int64_t block[3] = {1, 1, 1};
+  std::int64_t shared = 0;
+  // Each argument: a tensor name (input or raw output, passed as a device pointer) or a scalar.
+  struct Arg {
+    std::string tensor;                     // empty: scalar
+    std::int64_t scalar = 0;
+    int scalar_bytes = 8;                   // 4 or 8
+  };
+  std::vector<Arg> args;
+};
+
+struct GpuReference {
+  std::string source;                       // compiled with NVRTC for the device's arch
+  std::vector<GpuLaunch> launches;
+  std::vector<Tensor> raw_outputs;          // name, dtype, elements (bytes left empty)
+};
+
 class Contract {
  public:
   virtual ~Contract() = default;
@@ -87,13 +118,28 @@ class Contract {
   virtual std::string numerical_policy() const = 0;   // text for the memo
   virtual json domain_json() const = 0;
 
+  // Elements of a tensor for the given dims, and its dtype when the case's dtype is t (default t).
+  virtual std::int64_t tensor_elements(const std::string& tensor, const Dims& dims) const = 0;
+  virtual DType tensor_dtype(const std::string& /*tensor*/, DType t) const { return t; }
+  // Two runs on the same inputs must agree bitwise unless the contract says otherwise.
+  virtual bool deterministic() const { return true; }
+
   // Refuse before launch; nullopt = accepted.
   virtual std::optional<Refusal> validate(const Request& req, const Supports& cand) const = 0;
   // Requests that must be refused, with the expected refusal code (tests and memo).
   virtual std::vector<std::pair<Request, std::string>> unsupported_examples() const = 0;
 
   virtual std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const = 0;
-  virtual std::vector<std::int64_t> benchmark_sizes() const = 0;
+  // Shapes timed by default (the last one is "the large shape" for rooflines), dtype f32.
+  virtual std::vector<Dims> benchmark_shapes() const = 0;
+  // The reference a harness should use for a case this large; the CPU one otherwise (see
+  // gpu_reference below).
+  virtual bool prefers_gpu_reference(const Dims& /*dims*/) const { return false; }
+  // A simple fp64 GPU reference for cases too large for the CPU: CUDA source (extern "C" kernels)
+  // and a launch plan. It runs in its own worker process, never in a candidate's; raw outputs come
+  // back to reference_from_gpu, which turns them into expected tensors. nullopt: CPU only.
+  virtual std::optional<GpuReference> gpu_reference(const CaseData& /*data*/) const;
+  virtual std::vector<Tensor> reference_from_gpu(const CaseData& data, const std::vector<Tensor>& raw) const;
   virtual CaseData make_case(const CaseSpec& spec) const = 0;
   // Expected outputs, computed in higher precision on the CPU, rounded as the policy states.
   virtual std::vector<Tensor> reference(const CaseData& data) const = 0;
@@ -102,7 +148,13 @@ class Contract {
   // Minimum bytes any implementation must move (each input read once, each output written once).
   virtual double min_bytes(const std::map<std::string, std::int64_t>& dims, DType t) const = 0;
   virtual double flops(const std::map<std::string, std::int64_t>& dims, DType t) const = 0;
+  // The roofline ceiling that bounds a good implementation: "bandwidth" (memory bound) or "fma"
+  // (compute bound, f32 FMA throughput).
+  virtual std::string roofline_ceiling() const { return "bandwidth"; }
 };
+
+// Parse "4096" (contracts with one dim) or "m=128,n=64,k=8192"; throws Error(usage) naming the text.
+Dims parse_shape(const Contract& c, const std::string& text);
 
 // Built-in contracts by name; throws Error(input) listing the known names.
 const Contract& find_contract(const std::string& name);

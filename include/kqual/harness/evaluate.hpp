@@ -51,14 +51,18 @@ struct CaseResult {
   std::string code;    // failure or refusal code
   std::string detail;
   double kernel_ms = 0;
+  std::string degenerate;  // why the expected output alone proves little (a constant kernel passes); "" if not
+  std::string reference;   // "cpu" or "gpu-fp64"
 };
 
 struct CorrectnessReport {
   std::string candidate;
   int cases = 0, passed = 0, failed = 0, refused = 0;
+  int evidence = 0;                  // passed cases whose expected output is not degenerate
   std::map<std::string, int> failure_codes;
   std::vector<CaseResult> results;   // every case
-  bool accepted() const { return failed == 0 && passed > 0; }
+  // Degenerate outputs (all zero, all equal) are not accepted as evidence on their own.
+  bool accepted() const { return failed == 0 && evidence > 0; }
   std::string primary_code() const;  // the most frequent failure code
   json to_json(bool all_cases) const;
 };
@@ -73,6 +77,14 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
 
 // Runs one case; exposed for tests and for re-checking timed outputs.
 CaseResult run_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec);
+
+// Expected outputs for a case: the contract's CPU reference, or its fp64 GPU reference (run in the
+// session's reference worker, never the candidates') when the contract prefers it for this size and
+// a device is present. *which is set to "cpu" or "gpu-fp64".
+std::vector<contract::Tensor> compute_reference(Session& s, const contract::Contract& c, const contract::CaseData& data,
+                                                std::string* which = nullptr);
+// Runs the contract's GPU reference unconditionally (tests cross-check it against the CPU one).
+std::vector<contract::Tensor> gpu_reference(Session& s, const contract::Contract& c, const contract::CaseData& data);
 
 // Compares a produced output file with the reference; "" when bit-exact per the contract.
 std::string verify_output_file(const contract::Contract& c, const contract::Tensor& expected,

@@ -35,6 +35,9 @@ class Session {
   // Probes the device once through a worker; never initialises CUDA in this process.
   const DeviceFacts& device();
   WorkerClient& worker() { return *worker_; }
+  // A second worker process for trusted GPU references (fp64 kernels): separate from the
+  // candidates' worker, so no candidate kernel can reach a reference result. Started on first use.
+  WorkerClient& reference_worker();
   const std::filesystem::path& scratch() const { return scratch_.path(); }
   const SessionOptions& options() const { return opts_; }
 
@@ -42,6 +45,7 @@ class Session {
   SessionOptions opts_;
   ScratchDir scratch_;
   std::unique_ptr<WorkerClient> worker_;
+  std::unique_ptr<WorkerClient> reference_worker_;
   std::optional<DeviceFacts> device_;
 };
 

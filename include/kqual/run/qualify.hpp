@@ -18,7 +18,7 @@ struct QualifyOptions {
   double watchdog_seconds = 60;
   std::uint64_t seed = 20261202;
   bool large_cases = true;                // include 2^27+5 and > 2^31-byte cases
-  std::vector<std::int64_t> sizes;        // benchmark sizes (default: the contract's)
+  std::vector<std::string> shapes;        // benchmark shapes, "4096" or "m=..,n=..,k=.." (default: the contract's)
   std::string dtype = "f32";              // benchmark dtype
   int rounds = 3;
   int samples_per_round = 10;
