@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   add_inspect_command(app, g, &exit_code);
   add_model_commands(app, g, &exit_code);
   add_startup_command(app, g, &exit_code);
+  add_compare_command(app, g, &exit_code);
 
   try {
     app.parse(argc, argv);

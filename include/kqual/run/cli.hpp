@@ -21,5 +21,6 @@ void add_worker_command(CLI::App& app, GlobalOptions& g, int* exit_code);     //
 void add_inspect_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // artifact identity
 void add_model_commands(CLI::App& app, GlobalOptions& g, int* exit_code);     // model, explain
 void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // startup (+ hidden probe)
+void add_compare_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // compare OLD NEW
 
 }  // namespace kqual::run

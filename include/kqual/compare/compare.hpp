@@ -1,0 +1,105 @@
+#pragma once
+// kqual compare OLD NEW: two artifacts, or two builds of one candidate (other compiler, other
+// flags, PTX-only vs native SASS), judged with all five kinds of evidence kept apart: artifact
+// diff, startup of both (fresh processes per cache mode), correctness of both, warm timing per
+// shape interleaved A/B across fresh worker processes, and the ship decision per deployment
+// profile with break-even, what would reverse it and mitigations. docs/compare.md.
+//
+// The coordinating process never touches CUDA: startup probes and timing workers are child
+// processes. Results (results.json + memo.md) are written only once everything is known.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kqual/core/json.hpp"
+#include "kqual/decision/decision.hpp"
+#include "kqual/harness/toolchain.hpp"
+#include "kqual/startup/startup.hpp"
+
+namespace kqual::compare {
+
+// One side of the comparison: what to build or load, and how.
+struct SideSpec {
+  std::string input;                 // candidate folder / kqual.toml, or an artifact (cubin, fatbin, PTX)
+  harness::BuildRecipe recipe;       // candidates only
+  bool recipe_given = false;         // a --old-*/--new-* build option was given (refused for artifacts)
+};
+
+struct CompareOptions {
+  SideSpec old_side, new_side;       // new_side.input empty → the same input as old_side
+  std::string manifest;              // launch plan for artifact inputs ("" → a candidate side's)
+  std::vector<std::string> profiles; // deployment profiles; the first decides the exit code; none → defaults
+  std::filesystem::path out_dir = "kqual-compare";
+  std::string arch;                  // target without a GPU (default KQUAL_DEFAULT_ARCH)
+  bool use_gpu = true;
+  double watchdog_seconds = 60;
+  // Startup (fresh probe processes).
+  int startup_runs = 20;             // per side and mode, in 2 blocks per side ordered A B B A
+  std::vector<decision::CacheMode> cache_modes{decision::CacheMode::off, decision::CacheMode::cold,
+                                               decision::CacheMode::warm};
+  std::vector<startup::LoadingMode> loading_modes{startup::LoadingMode::lazy};
+  double cold_noise_floor_ms = 1.0;  // [ms] first-request differences below this are "no difference"
+  // Warm timing (fresh worker processes, A B B A A B B A ...).
+  int processes = 10;                // per side
+  int samples = 20;                  // timed samples per shape per process
+  int warmup = 5;                    // per shape per process, excluded
+  std::vector<std::string> shapes;   // "4096" or "m=..,n=.."; empty → the contract's benchmark shapes
+  std::string dtype = "f32";
+  std::string decision_shape;        // the shape the profile's calls are made at ("" → the last measured)
+  double warm_margin = 0.02;         // relative: warm ratios within 1 ± this are "no difference"
+  // Correctness.
+  bool correctness = true;
+  bool large_cases = true;
+  std::uint64_t seed = 20261202;
+  std::string command_line;
+  std::string probe_executable = "/proc/self/exe";  // kqual binary for startup probes
+  std::function<void(const std::string&)> progress;  // one line per step, or empty
+};
+
+struct CompareOutcome {
+  json results;
+  std::string memo;
+  int exit_code = 0;
+  std::filesystem::path results_path, memo_path;
+};
+
+// Validates everything that needs no GPU first (inputs, profiles, options: Error(usage|input) →
+// exit 2, nothing written), builds both sides, diffs them, then runs what the machine allows.
+// Writes results.json and memo.md into out_dir only at the end, atomically.
+CompareOutcome run_compare(const CompareOptions& o);
+
+// ---- Pure pieces, exposed for tests ----
+
+// Order of fresh processes: 0 = old (A), 1 = new (B); A B B A A B B A ... so that a linear drift
+// adds the same total to both sides. `count` entries (for pairs, count = 2 × pairs).
+std::vector<int> interleave_order(int count);
+
+// First-request and kernel-first-use samples of one side in one (cache, loading) mode [ms].
+struct StartupSide {
+  std::vector<double> kernel_first_use_ms;  // module load + lookup (+ first launch when it ran)
+  std::vector<double> first_request_ms;     // driver init + context + kernel_first_use (+ est. first launch)
+};
+struct StartupPair {
+  decision::CacheMode cache = decision::CacheMode::cold;
+  startup::LoadingMode loading = startup::LoadingMode::lazy;
+  StartupSide old_side, new_side;
+};
+
+// The decision's inputs from raw samples [ms]: cold deltas per cache mode (of the first loading
+// mode present, unpaired, difference of medians, noise floor cold_noise_floor_ms), the warm delta
+// from per-process medians (paired: process i of A and of B ran next to each other).
+decision::DecisionInput decision_input(const std::vector<StartupPair>& startup, const std::vector<double>& warm_old_ms,
+                                       const std::vector<double>& warm_new_ms, std::optional<bool> new_uses_ptx_jit,
+                                       const std::string& target_arch, double cold_noise_floor_ms, double warm_margin);
+
+// Exit code for the gate verdict: ship and no difference → 0; do not ship and inconclusive → 1
+// (a gate must not approve what the evidence could not show).
+int exit_code_for(decision::ShipVerdict v);
+
+// The memo, rendered from a results document.
+std::string render_memo(const json& results);
+
+}  // namespace kqual::compare

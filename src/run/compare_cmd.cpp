@@ -1,0 +1,121 @@
+// kqual compare OLD [NEW] — thin CLI over src/compare (docs/compare.md).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "kqual/compare/compare.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/run/cli.hpp"
+
+namespace kqual::run {
+namespace {
+
+struct CompareCli {
+  compare::CompareOptions o;
+  std::string old_mode, new_mode, old_ptxas, new_ptxas, old_nvcc, new_nvcc, ptxas, nvcc;
+  std::vector<std::string> modes{"off", "cold", "warm"};
+  std::vector<std::string> loading{"lazy"};
+  bool quiet = false;
+};
+
+void apply_side(compare::SideSpec& side, const std::string& label, const std::string& mode, const std::string& ptxas,
+                const std::string& nvcc, const std::string& both_ptxas, const std::string& both_nvcc) {
+  if (!mode.empty()) {
+    auto m = harness::image_mode_from_string(mode);
+    if (!m) throw_error(ErrorKind::usage, fmt::format("--{}-mode: '{}' is not sass or ptx", label, mode));
+    side.recipe.mode = *m;
+  }
+  side.recipe.ptxas = !ptxas.empty() ? ptxas : both_ptxas;
+  side.recipe.nvcc = !nvcc.empty() ? nvcc : both_nvcc;
+  side.recipe_given = !mode.empty() || !side.recipe.ptxas.empty() || !side.recipe.nvcc.empty();
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
+  static CompareCli c;
+  auto* cmd = app.add_subcommand(
+      "compare",
+      "Should NEW replace OLD? Two artifacts (cubin/fatbin/PTX) or two builds of one candidate: artifact diff, startup per "
+      "JIT cache mode, correctness, warm time per shape (fresh processes, A B B A), break-even and the verdict per "
+      "deployment profile. Writes results.json + memo.md. docs/compare.md");
+  cmd->add_option("old", c.o.old_side.input, "OLD: candidate folder (or kqual.toml), or a cubin/fatbin/PTX file")->required();
+  cmd->add_option("new", c.o.new_side.input,
+                  "NEW: same kinds; omit it to compare two builds of OLD (then --old-*/--new-* options must differ)");
+  cmd->add_option("--old-mode", c.old_mode, "Build OLD as: sass (native cubin, default) or ptx (PTX only: driver JIT)");
+  cmd->add_option("--new-mode", c.new_mode, "Build NEW as: sass or ptx");
+  cmd->add_option("--old-ptxas", c.old_ptxas,
+                  "Build OLD with NVRTC → PTX → this ptxas → cubin: a path, 'default' (the toolkit's) or 'triton' (the one in "
+                  "the Triton wheel)");
+  cmd->add_option("--new-ptxas", c.new_ptxas, "Same for NEW");
+  cmd->add_option("--ptxas", c.ptxas, "Same for both sides (a side's own option wins)");
+  cmd->add_option("--old-nvcc", c.old_nvcc, "Build OLD with this nvcc (-cubin, or -ptx with --old-mode ptx): path or 'default'");
+  cmd->add_option("--new-nvcc", c.new_nvcc, "Same for NEW");
+  cmd->add_option("--nvcc", c.nvcc, "Same for both sides");
+  cmd->add_option("--manifest", c.o.manifest, "Launch plan and contract for artifact inputs (a candidate folder or kqual.toml)");
+  cmd->add_option("--profile", c.o.profiles,
+                  "Deployment profile TOML (repeatable; the first decides the exit code; default: built-in defaults)");
+  cmd->add_option("--out", c.o.out_dir, "Folder for results.json and memo.md")->capture_default_str();
+  cmd->add_option("--arch", c.o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")");
+  cmd->add_flag("!--gpu,--no-gpu", c.o.use_gpu, "Static phases only (build, artifact diff); exit 3");
+  cmd->add_option("--watchdog", c.o.watchdog_seconds, "Seconds a worker or probe may take per request")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--startup-runs", c.o.startup_runs, "Fresh startup probe processes per side per mode")->capture_default_str()
+      ->check(CLI::Range(2, 100000));
+  cmd->add_option("--modes", c.modes, "JIT cache modes: off,cold,warm")->delimiter(',')->capture_default_str();
+  cmd->add_option("--loading", c.loading, "Module loading: lazy,eager (the first one feeds the decision)")->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--noise-floor-ms", c.o.cold_noise_floor_ms, "First-request differences below this are no difference [ms]")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--processes", c.o.processes, "Fresh worker processes per side for warm timing")->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--samples", c.o.samples, "Timed samples per shape per process")->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--warmup", c.o.warmup, "Untimed runs per shape per process")->capture_default_str()->check(CLI::Range(0, 100000));
+  cmd->add_option("--shapes,--sizes", c.o.shapes, "Shapes to time: 4096 or m=..,n=..;... (default: the contract's)")
+      ->delimiter(';');
+  cmd->add_option("--dtype", c.o.dtype, "Timing dtype")->capture_default_str();
+  cmd->add_option("--decision-shape", c.o.decision_shape,
+                  "Shape the profile's calls are made at (default: the last timed shape)");
+  cmd->add_option("--margin", c.o.warm_margin, "Warm equivalence margin, relative")->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_flag("!--correctness,--no-correctness", c.o.correctness, "Skip the contract's correctness cases");
+  cmd->add_flag("!--large-cases,--no-large-cases", c.o.large_cases, "Skip the largest correctness cases");
+  cmd->add_option("--seed", c.o.seed, "Case-generator seed")->capture_default_str();
+  cmd->add_flag("--quiet", c.quiet, "No progress lines on stderr");
+  cmd->callback([&g, exit_code] {
+    c.o.command_line = g.command_line;
+    apply_side(c.o.old_side, "old", c.old_mode, c.old_ptxas, c.old_nvcc, c.ptxas, c.nvcc);
+    apply_side(c.o.new_side, "new", c.new_mode, c.new_ptxas, c.new_nvcc, c.ptxas, c.nvcc);
+    c.o.cache_modes.clear();
+    for (const auto& m : c.modes) {
+      auto cm = decision::cache_mode_from_string(m);
+      if (!cm) throw_error(ErrorKind::usage, fmt::format("--modes: '{}' is not off, cold or warm", m));
+      c.o.cache_modes.push_back(*cm);
+    }
+    c.o.loading_modes.clear();
+    for (const auto& l : c.loading) {
+      if (l == "lazy" || l == "LAZY") c.o.loading_modes.push_back(startup::LoadingMode::lazy);
+      else if (l == "eager" || l == "EAGER") c.o.loading_modes.push_back(startup::LoadingMode::eager);
+      else throw_error(ErrorKind::usage, fmt::format("--loading: '{}' is not lazy or eager", l));
+    }
+    if (!c.quiet) c.o.progress = [](const std::string& line) { fmt::print(stderr, "kqual compare: {}\n", line); };
+    compare::CompareOutcome out = compare::run_compare(c.o);
+    if (g.json) {
+      std::cout << out.results.dump(2) << "\n";
+    } else {
+      const json& v = out.results.at("verdict");
+      for (const auto& [k, x] : out.results.at("phases").items()) fmt::print("  {:<14} {}\n", k, x.get<std::string>());
+      if (out.results.contains("decisions"))
+        for (const auto& d : out.results.at("decisions"))
+          fmt::print("  profile {:<28} {} (break-even {} calls/process)\n", d.at("profile").at("name").get<std::string>(),
+                     d.at("decision").at("verdict").get<std::string>(), d.at("decision").value("breakeven_calls", json()).dump());
+      fmt::print("verdict: {} — {}\n", v.at("decision").get<std::string>(), v.at("summary").get<std::string>());
+      fmt::print("wrote {} and {}\n", out.results_path.string(), out.memo_path.string());
+    }
+    *exit_code = out.exit_code;
+  });
+}
+
+}  // namespace kqual::run
