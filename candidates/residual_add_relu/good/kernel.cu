@@ -65,22 +65,28 @@ __global__ void __launch_bounds__(kThreads) add_relu_vec(const T* __restrict__ x
   const uint4* xv = reinterpret_cast<const uint4*>(x + head);
   const uint4* rv = reinterpret_cast<const uint4*>(r + head);
   uint4* yv = reinterpret_cast<uint4*>(y + head);
-  // Block-contiguous tiles of kThreads * kUnroll vectors; loads first so they are all in flight.
   const long long tile = (long long)kThreads * kUnroll;
-  for (long long base = (long long)blockIdx.x * tile; base < body; base += (long long)gridDim.x * tile) {
-    uint4 xa[kUnroll], ra[kUnroll];
+  if ((long long)gridDim.x * tile > body) {
+    // Small problems (the grid has more threads than the tiles need): one vector per thread, so
+    // the work is spread over every block instead of a few (latency, not bandwidth, bounds these).
+    for (long long i = tid; i < body; i += nthreads) __stcs(yv + i, add_relu_pack<T>(__ldcs(xv + i), __ldcs(rv + i)));
+  } else {
+    // Block-contiguous tiles of kThreads * kUnroll vectors; loads first so they are all in flight.
+    for (long long base = (long long)blockIdx.x * tile; base < body; base += (long long)gridDim.x * tile) {
+      uint4 xa[kUnroll], ra[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      long long i = base + u * kThreads + threadIdx.x;
-      if (i < body) {
-        xa[u] = __ldcs(xv + i);
-        ra[u] = __ldcs(rv + i);
+      for (int u = 0; u < kUnroll; ++u) {
+        long long i = base + u * kThreads + threadIdx.x;
+        if (i < body) {
+          xa[u] = __ldcs(xv + i);
+          ra[u] = __ldcs(rv + i);
+        }
       }
-    }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      long long i = base + u * kThreads + threadIdx.x;
-      if (i < body) __stcs(yv + i, add_relu_pack<T>(xa[u], ra[u]));
+      for (int u = 0; u < kUnroll; ++u) {
+        long long i = base + u * kThreads + threadIdx.x;
+        if (i < body) __stcs(yv + i, add_relu_pack<T>(xa[u], ra[u]));
+      }
     }
   }
   // Tail: fewer than W elements after the last whole vector.
