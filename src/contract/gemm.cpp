@@ -1,0 +1,445 @@
+// Contract: c = a·b, row-major and contiguous: a (m x k), b (k x n), c (m x n).
+// f32: a, b, c f32; products and sums in f32 FMA (no TF32 tensor cores, no narrower accumulation).
+// bf16: a, b, c bf16; products and sums in f32 (or wider), c rounded once to bf16.
+// Error model (not a flat allclose), per output element:
+//   |c[i][j] - ref[i][j]| <= A[i][j] + 0.5 ulp_out(|ref[i][j]| + A[i][j]),
+//   A[i][j] = (gamma(k) * u_acc + k * 2^-53) * S[i][j],  S[i][j] = sum_p |a[i][p] * b[p][j]|,
+//   u_acc = 2^-24 (f32 accumulation), gamma(k) = min(k, 1.5 * sqrt(k) + 4).
+// gamma = k is the worst-case (deterministic) bound for any summation order of k rounded FMAs;
+// for long reductions rounding errors behave like a random walk (Higham & Mary, SIAM J. Sci.
+// Comput. 2019: probabilistic error analysis), whose standard deviation for sequential
+// summation of same-sign terms is about 0.25 sqrt(k) u S: 1.5 sqrt(k) + 4 is ~6 standard deviations
+// (measured: max 86 u S at k = 8197, 101 u S at k = 16384, bounds 140 and 196).
+// TF32 inputs (10-bit mantissas) give errors around 2^-11 sqrt(k) rms|ab|, i.e. ~2^13 / sqrt(k)
+// u S: rms 60-86 u S on zero-mean data at k = 8192..16384, max 260-350, over the bound. On
+// same-sign data at k = 16384 TF32 (max ~150 u S) is within 1.5x of correct sequential f32 and
+// cannot be told apart by any S-scaled bound: the zero-mean long-K cases carry that evidence.
+// bf16/f16 accumulation exceeds the bound by orders of magnitude. k * 2^-53 * S covers the f64
+// reference's own error.
+// Reference: f64 sums of exact f64 products (a 24-bit x 24-bit product is exact in f64), in k order,
+// on the CPU (rows in parallel) or, for m*n*k > 2^31, by an fp64 GPU kernel in its own worker.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "kqual/contract/compare.hpp"
+#include "kqual/contract/contract.hpp"
+#include "kqual/contract/random.hpp"
+#include "kqual/core/error.hpp"
+
+namespace kqual::contract {
+namespace {
+
+constexpr std::int64_t kMaxDim = 16384;
+// Above this many multiply-adds a case's reference is computed by the fp64 GPU kernel.
+constexpr std::int64_t kCpuReferenceMaxMacs = std::int64_t(1) << 31;
+
+double gamma_of(std::int64_t k) { return std::min(double(k), 1.5 * std::sqrt(double(k)) + 4.0); }
+
+// Distance between |x| and the next representable value of the output dtype (normal range; the
+// subnormal spacing below it).
+double ulp_out(DType t, double x) {
+  const int mant = t == DType::bf16 ? 7 : 23;         // stored mantissa bits
+  const int emin = -126;                               // f32 and bf16 share the exponent range
+  x = std::fabs(x);
+  int e = x > 0 && std::isfinite(x) ? std::ilogb(x) : emin;
+  if (e < emin) e = emin;
+  return std::ldexp(1.0, e - mant);
+}
+
+// The expected output from an f64 reference and S (shared by the CPU and GPU paths).
+Tensor expected_c(DType t, std::int64_t m, std::int64_t n, std::int64_t k, const double* cref, const double* sabs) {
+  Tensor c;
+  c.name = "c";
+  c.dtype = t;
+  c.elements = m * n;
+  const std::size_t count = std::size_t(m * n);
+  c.bytes.resize(count * dtype_size(t));
+  c.ref.assign(cref, cref + count);
+  c.bound.resize(count);
+  const double rel = gamma_of(k) * unit_roundoff(DType::f32) + double(k) * std::ldexp(1.0, -53);
+  for (std::size_t i = 0; i < count; ++i) {
+    const double r = cref[i];
+    const double acc = rel * sabs[i];
+    c.bound[i] = std::isfinite(r) ? acc + 0.5 * ulp_out(t, std::fabs(r) + acc) : 0.0;
+    store_element(t, c.bytes.data(), i, r);
+  }
+  return c;
+}
+
+const char* kGpuReferenceSource = R"(
+// fp64 GEMM reference: one thread per output element (grid.y = row), products exact in f64,
+// summed in k order: the same arithmetic as the CPU reference.
+extern "C" __global__ void gemm_ref_f32(const float* a, const float* b, double* cref, double* sabs, long long m, long long n,
+                                        long long k) {
+  long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  long long i = blockIdx.y;
+  if (j >= n || i >= m) return;
+  double s = 0.0, t = 0.0;
+  for (long long p = 0; p < k; ++p) {
+    double x = (double)a[i * k + p], y = (double)b[p * n + j];
+    s += x * y;
+    t += fabs(x) * fabs(y);
+  }
+  cref[i * n + j] = s;
+  sabs[i * n + j] = t;
+}
+__device__ double bf16_at(const unsigned short* p, long long q) { return (double)__uint_as_float((unsigned)p[q] << 16); }
+extern "C" __global__ void gemm_ref_bf16(const unsigned short* a, const unsigned short* b, double* cref, double* sabs,
+                                         long long m, long long n, long long k) {
+  long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  long long i = blockIdx.y;
+  if (j >= n || i >= m) return;
+  double s = 0.0, t = 0.0;
+  for (long long p = 0; p < k; ++p) {
+    double x = bf16_at(a, i * k + p), y = bf16_at(b, p * n + j);
+    s += x * y;
+    t += fabs(x) * fabs(y);
+  }
+  cref[i * n + j] = s;
+  sabs[i * n + j] = t;
+}
+)";
+
+class Gemm final : public Contract {
+ public:
+  std::string name() const override { return "gemm"; }
+  std::string summary() const override {
+    return "c = a·b, row-major contiguous a (m x k), b (k x n), c (m x n); f32 FMA accumulation";
+  }
+  std::vector<TensorDecl> tensors() const override {
+    return {{"a", Role::input, "m x k, row-major"}, {"b", Role::input, "k x n, row-major"}, {"c", Role::output, "m x n, row-major"}};
+  }
+  std::vector<std::string> dims() const override { return {"m", "n", "k"}; }
+  std::vector<DType> dtypes() const override { return {DType::f32, DType::bf16}; }
+  std::int64_t tensor_elements(const std::string& t, const Dims& d) const override {
+    const std::int64_t m = d.at("m"), n = d.at("n"), k = d.at("k");
+    if (t == "a") return m * k;
+    if (t == "b") return k * n;
+    if (t == "c") return m * n;
+    throw_error(ErrorKind::internal, fmt::format("gemm has no tensor '{}'", t));
+  }
+  std::string numerical_policy() const override {
+    return "Bounded error, per element: |c - ref| <= A + 0.5 ulp_out(|ref| + A), A = (gamma(k) u + k 2^-53) S, "
+           "S = sum_p |a[i][p] b[p][j]|, u = 2^-24 (f32 accumulation, for both dtypes), gamma(k) = min(k, 1.5 sqrt(k) + 4). "
+           "gamma = k is the worst case for any order of k rounded f32 FMAs; for long reductions the bound is "
+           "probabilistic (rounding errors as a random walk; sequential summation of same-sign terms has a standard "
+           "deviation near 0.25 sqrt(k) u S, so 1.5 sqrt(k) + 4 is ~6 of them). Any f32 summation order (sequential, "
+           "split-K, tree) passes; TF32-rounded inputs fail on the zero-mean cases with k >= 8192 (on same-sign data "
+           "at k = 16384 their error is within 1.5x of correct f32 and not distinguishable); bf16/f16 accumulation and dropped K tails "
+           "fail. bf16: inputs are exact in f32, products exact, c rounded once to bf16 (the 0.5 ulp term). "
+           "Reference: f64 sums of exact products in k order, on the CPU, or by an fp64 GPU kernel in its own worker "
+           "for m*n*k > 2^31. NaN: a NaN anywhere in row i of a (or column j of b), or Inf*0, makes c[i][j] NaN; "
+           "infinities must match exactly; NaN never matches a number. Deterministic: two runs must agree bitwise "
+           "(split-K with atomics is outside the contract).";
+  }
+  json domain_json() const override {
+    return json{{"dtypes", {"f32", "bf16"}},
+                {"mixed_dtypes", "not supported: a, b and c share one dtype (bf16 in with f32 out is a different op)"},
+                {"layout", "row-major, contiguous (no transposed operands, no leading-dimension padding)"},
+                {"m", {{"min", 1}, {"max", kMaxDim}}},
+                {"n", {{"min", 1}, {"max", kMaxDim}}},
+                {"k", {{"min", 1}, {"max", kMaxDim}}},
+                {"alignment", "candidate's min_alignment_bytes; an offset of one element is tested when it claims element "
+                              "alignment"},
+                {"aliasing", "c never aliases a or b"}};
+  }
+
+  std::optional<Refusal> validate(const Request& req, const Supports& cand) const override {
+    if (req.dtype != DType::f32 && req.dtype != DType::bf16)
+      return Refusal{"dtype_unsupported", fmt::format("dtype {} is outside the gemm contract (f32, bf16; a, b and c share "
+                                                      "the dtype)", to_string(req.dtype))};
+    if (!cand.supports(req.dtype))
+      return Refusal{"dtype_not_claimed", fmt::format("the candidate does not claim dtype {}", to_string(req.dtype))};
+    for (const char* d : {"m", "n", "k"})
+      if (!req.dims.count(d)) return Refusal{"missing_dim", fmt::format("dim '{}' is missing from the request", d)};
+    for (const char* d : {"m", "n", "k"}) {
+      const std::int64_t v = req.dims.at(d);
+      if (v < 1) return Refusal{"empty", fmt::format("{} = {}: every gemm dim must be at least 1", d, v)};
+      if (v > kMaxDim)
+        return Refusal{"too_large", fmt::format("{} = {} exceeds the contract's maximum of {}", d, v, kMaxDim)};
+    }
+    for (const char* t : {"a", "b", "c"}) {
+      if (!req.lengths.count(t)) return Refusal{"missing_tensor", fmt::format("tensor '{}' is missing from the request", t)};
+      const std::int64_t want = tensor_elements(t, req.dims);
+      if (req.lengths.at(t) != want)
+        return Refusal{"shape_mismatch", fmt::format("tensor '{}' has {} elements but {} needs {}", t, req.lengths.at(t),
+                                                     format_dims(req.dims), want)};
+      if (want > cand.max_n)
+        return Refusal{"too_large_for_candidate", fmt::format("tensor '{}' has {} elements, over the candidate's claimed "
+                                                              "max_n = {}", t, want, cand.max_n)};
+    }
+    for (const auto& [t, s] : req.strides) {
+      if (s == 1) continue;
+      // A column-major (transposed) operand has element stride = its row count between columns.
+      const std::int64_t rows = t == "a" ? req.dims.at("m") : t == "b" ? req.dims.at("k") : req.dims.at("m");
+      if (s == rows && rows > 1)
+        return Refusal{"transposed", fmt::format("tensor '{}' is given with stride {} (column-major / transposed); the "
+                                                 "contract covers row-major operands only", t, s)};
+      return Refusal{"non_contiguous", fmt::format("tensor '{}' has stride {}; the contract covers contiguous row-major "
+                                                   "tensors only", t, s)};
+    }
+    const std::int64_t esize = std::int64_t(dtype_size(req.dtype));
+    if ((req.offset_elements * esize) % cand.min_alignment_bytes != 0)
+      return Refusal{"misaligned", fmt::format("a start offset of {} element(s) ({} bytes) breaks the candidate's claimed "
+                                               "alignment of {} bytes", req.offset_elements, req.offset_elements * esize,
+                                               cand.min_alignment_bytes)};
+    if (req.in_place)
+      return Refusal{"aliasing_unsupported", "c aliases an input; gemm reads every input element many times, so c may "
+                                             "never alias a or b"};
+    return std::nullopt;
+  }
+
+  std::vector<std::pair<Request, std::string>> unsupported_examples() const override {
+    auto base = [this](DType t, std::int64_t m, std::int64_t n, std::int64_t k) {
+      Request r;
+      r.dtype = t;
+      r.dims = {{"m", m}, {"n", n}, {"k", k}};
+      for (const char* x : {"a", "b", "c"}) r.lengths[x] = tensor_elements(x, r.dims);
+      return r;
+    };
+    std::vector<std::pair<Request, std::string>> v;
+    v.emplace_back(base(DType::f16, 64, 64, 64), "dtype_unsupported");
+    v.emplace_back(base(DType::i32, 64, 64, 64), "dtype_unsupported");
+    v.emplace_back(base(DType::f64, 64, 64, 64), "dtype_unsupported");
+    Request md = base(DType::f32, 64, 64, 64);
+    md.dims.erase("k");
+    v.emplace_back(md, "missing_dim");
+    v.emplace_back(base(DType::f32, 0, 64, 64), "empty");
+    v.emplace_back(base(DType::f32, 64, 64, 0), "empty");
+    v.emplace_back(base(DType::f32, 64, kMaxDim + 1, 64), "too_large");
+    v.emplace_back(base(DType::bf16, 64, 64, kMaxDim + 1), "too_large");
+    Request mt = base(DType::f32, 64, 64, 64);
+    mt.lengths.erase("b");
+    v.emplace_back(mt, "missing_tensor");
+    Request sm = base(DType::f32, 64, 32, 16);
+    sm.lengths["a"] = 64 * 32;  // a given as m x n
+    v.emplace_back(sm, "shape_mismatch");
+    Request tr = base(DType::f32, 64, 32, 16);
+    tr.strides["a"] = 64;  // column-major a
+    v.emplace_back(tr, "transposed");
+    Request st = base(DType::f32, 64, 32, 16);
+    st.strides["c"] = 2;
+    v.emplace_back(st, "non_contiguous");
+    Request ip = base(DType::f32, 64, 64, 64);
+    ip.in_place = true;
+    v.emplace_back(ip, "aliasing_unsupported");
+    return v;
+  }
+
+  std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
+    struct S {
+      std::int64_t m, n, k;
+      const char* family;
+      std::int64_t offset = 0;
+    };
+    // Tiles of the bundled candidates: 128 x 128 blocks, k-tiles of 16. The first case is 1x1x1
+    // (a kernel without an edge guard writes just past c, into the guard region).
+    const std::vector<S> f32_cases = {
+        {1, 1, 1, "normal"}, {1, 1, 7, "normal"}, {2, 3, 5, "integers"}, {15, 16, 17, "normal"},
+        {16, 15, 16, "nonzero_mean"}, {17, 17, 8, "normal"}, {63, 64, 65, "normal"}, {64, 64, 64, "integers"},
+        {65, 63, 64, "specials"}, {127, 128, 129, "normal"}, {128, 128, 128, "nonzero_mean"}, {129, 129, 31, "row_scaled"},
+        {131, 257, 67, "normal"}, {257, 131, 509, "identity"}, {1, 4099, 64, "normal"}, {4099, 1, 64, "nonzero_mean"},
+        {1000, 7, 1000, "normal"}, {7, 1000, 1000, "specials"}, {509, 521, 127, "specials"}, {1031, 1029, 256, "normal"},
+        {1024, 1024, 1024, "nonzero_mean"},
+        // Long reductions: TF32 inputs and narrow accumulators show here.
+        {64, 64, 8197, "normal"}, {64, 64, 8197, "nonzero_mean"}, {129, 65, 8197, "normal"},
+        {33, 17, 16384, "nonzero_mean"}, {128, 128, 16384, "normal"}, {65, 127, 16384, "row_scaled"},
+        // One-element offsets (a, b and c views start 4 bytes into their buffers).
+        {65, 63, 64, "normal", 1}, {127, 128, 129, "nonzero_mean", 1}};
+    const std::vector<S> bf16_cases = {
+        {1, 1, 1, "normal"}, {15, 16, 17, "normal"}, {17, 17, 8, "specials"}, {64, 64, 64, "integers"},
+        {127, 128, 129, "normal"}, {129, 129, 31, "nonzero_mean"}, {131, 257, 67, "row_scaled"}, {1, 4099, 64, "normal"},
+        {4099, 1, 64, "nonzero_mean"}, {257, 131, 509, "identity"}, {65, 63, 64, "specials"}, {1031, 1029, 256, "normal"},
+        {64, 64, 8197, "normal"}, {64, 64, 8197, "nonzero_mean"}, {33, 17, 16384, "nonzero_mean"},
+        {65, 63, 64, "normal", 1}};
+    const std::vector<S> f32_large = {{4096, 4096, 4096, "normal"}, {2053, 1031, 16384, "nonzero_mean"}};
+    const std::vector<S> bf16_large = {{4096, 4096, 4096, "nonzero_mean"}};
+    std::vector<CaseSpec> cases;
+    for (DType t : dtypes()) {
+      if (!cand.supports(t)) continue;
+      const std::int64_t esize = std::int64_t(dtype_size(t));
+      const bool offsets_ok = esize % cand.min_alignment_bytes == 0;
+      std::vector<S> list = t == DType::f32 ? f32_cases : bf16_cases;
+      if (include_large) {
+        const auto& big = t == DType::f32 ? f32_large : bf16_large;
+        list.insert(list.end(), big.begin(), big.end());
+      }
+      for (const S& s : list) {
+        if (s.offset && !offsets_ok) continue;
+        if (std::max({s.m * s.k, s.k * s.n, s.m * s.n}) > cand.max_n) continue;
+        CaseSpec c;
+        c.dtype = t;
+        c.dims = {{"m", s.m}, {"n", s.n}, {"k", s.k}};
+        c.family = s.family;
+        c.offset_elements = s.offset;
+        c.id = fmt::format("{}/m={},n={},k={}/{}{}", to_string(t), s.m, s.n, s.k, s.family, s.offset ? "/offset=1" : "");
+        c.seed = mix_seed(seed, std::hash<std::string>{}(c.id));
+        cases.push_back(c);
+      }
+    }
+    return cases;
+  }
+
+  std::vector<Dims> benchmark_shapes() const override {
+    return {{{"m", 1024}, {"n", 1024}, {"k", 1024}}, {{"m", 2048}, {"n", 2048}, {"k", 2048}}, {{"m", 4096}, {"n", 4096}, {"k", 4096}}};
+  }
+
+  bool prefers_gpu_reference(const Dims& d) const override {
+    return d.at("m") * d.at("n") * d.at("k") > kCpuReferenceMaxMacs;
+  }
+
+  CaseData make_case(const CaseSpec& spec) const override {
+    const std::int64_t m = spec.dim("m"), n = spec.dim("n"), k = spec.dim("k");
+    if (m < 1 || n < 1 || k < 1) throw_error(ErrorKind::unsupported, fmt::format("gemm case {} has an empty dim", spec.id));
+    static const std::set<std::string> known = {"normal", "nonzero_mean", "integers", "identity", "row_scaled", "specials"};
+    if (!known.count(spec.family)) throw_error(ErrorKind::internal, "unknown gemm value family '" + spec.family + "'");
+    CaseData d;
+    d.spec = spec;
+    d.dims = {{"m", m}, {"n", n}, {"k", k}};
+    std::vector<float> a(std::size_t(m * k)), b(std::size_t(k * n));
+    const std::string& fam = spec.family;
+    // Element e of a (row e / k) or b (column e % n), from a generator per 2^16-element chunk.
+    auto fill = [&](std::vector<float>& v, std::uint64_t which, std::int64_t cols, bool is_a) {
+      constexpr std::size_t kChunk = std::size_t(1) << 16;
+      const std::size_t count = v.size(), chunks = (count + kChunk - 1) / kChunk;
+      parallel_for(chunks, [&](std::size_t ch) {
+        Rng rng(mix_seed(spec.seed, which * 1000003 + ch));
+        for (std::size_t e = ch * kChunk; e < std::min(count, (ch + 1) * kChunk); ++e) {
+          const std::int64_t row = std::int64_t(e) / cols, col = std::int64_t(e) % cols;
+          float x;
+          if (fam == "nonzero_mean") x = is_a ? float(1.0 + 0.5 * rng.normal()) : float(0.5 + 0.25 * rng.normal());
+          else if (fam == "integers") x = float(std::int64_t(rng.below(7)) - 3);
+          else if (fam == "identity") x = is_a ? (row % k == col ? 1.0f : 0.0f) : float(rng.normal());
+          else if (fam == "row_scaled")
+            // a's rows and b's columns scaled over 2^-20..2^20 and 2^-18..2^18: the bound must be per element.
+            x = is_a ? float(std::ldexp(rng.normal(), int(row % 41) - 20)) : float(std::ldexp(rng.normal(), int(col % 37) - 18));
+          else x = float(rng.normal());  // normal, specials
+          v[e] = x;
+        }
+      });
+    };
+    fill(a, 1, k, true);
+    fill(b, 2, n, false);
+    if (fam == "specials") {
+      const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+      auto A = [&](std::int64_t i, std::int64_t p) -> float& { return a[std::size_t(i * k + p)]; };
+      auto B = [&](std::int64_t p, std::int64_t j) -> float& { return b[std::size_t(p * n + j)]; };
+      A(m / 2, k / 3) = nan;              // row m/2 of c is NaN
+      A(m - 1, k - 1) = inf;              // last row of c: ±Inf (in the K tail) ...
+      B(k - 1, n / 2) = 0.0f;             // ... except Inf * 0 = NaN at (m-1, n/2)
+      B(0, n - 1) = -inf;                 // last column of c: ±Inf (or NaN where it meets +Inf)
+    }
+    auto pack = [&](const char* name, const std::vector<float>& v) {
+      Tensor t;
+      t.name = name;
+      t.dtype = spec.dtype;
+      t.elements = std::int64_t(v.size());
+      t.bytes.resize(v.size() * dtype_size(spec.dtype));
+      if (spec.dtype == DType::f32) {
+        std::memcpy(t.bytes.data(), v.data(), v.size() * 4);
+      } else {
+        auto* p = reinterpret_cast<std::uint16_t*>(t.bytes.data());
+        for (std::size_t i = 0; i < v.size(); ++i) p[i] = f32_to_bf16_rne(v[i]);
+      }
+      return t;
+    };
+    d.inputs.push_back(pack("a", a));
+    d.inputs.push_back(pack("b", b));
+    return d;
+  }
+
+  std::vector<Tensor> reference(const CaseData& data) const override {
+    const std::int64_t m = data.dims.at("m"), n = data.dims.at("n"), k = data.dims.at("k");
+    const Tensor& ta = data.inputs.at(0);
+    const Tensor& tb = data.inputs.at(1);
+    const DType t = ta.dtype;
+    const std::size_t un = std::size_t(n), uk = std::size_t(k);
+    std::vector<double> bd(uk * un), babs(uk * un);
+    for (std::size_t e = 0; e < bd.size(); ++e) {
+      bd[e] = element_as_double(t, tb.bytes.data(), e);
+      babs[e] = std::fabs(bd[e]);
+    }
+    std::vector<double> cref(std::size_t(m) * un, 0.0), sabs(std::size_t(m) * un, 0.0);
+    // i-p-j order: the inner loop runs over contiguous rows of b and c, and every c[i][j] is still
+    // summed in k order (f64 products of f32/bf16 values are exact).
+    parallel_for(std::size_t(m), [&](std::size_t i) {
+      double* cr = cref.data() + i * un;
+      double* sr = sabs.data() + i * un;
+      for (std::size_t p = 0; p < uk; ++p) {
+        const double x = element_as_double(t, ta.bytes.data(), i * uk + p), ax = std::fabs(x);
+        const double* br = bd.data() + p * un;
+        const double* bar = babs.data() + p * un;
+        for (std::size_t j = 0; j < un; ++j) {
+          cr[j] += x * br[j];
+          sr[j] += ax * bar[j];
+        }
+      }
+    });
+    return {expected_c(t, m, n, k, cref.data(), sabs.data())};
+  }
+
+  std::optional<GpuReference> gpu_reference(const CaseData& data) const override {
+    const std::int64_t m = data.dims.at("m"), n = data.dims.at("n"), k = data.dims.at("k");
+    GpuReference g;
+    g.source = kGpuReferenceSource;
+    GpuLaunch l;
+    l.kernel = data.inputs.at(0).dtype == DType::bf16 ? "gemm_ref_bf16" : "gemm_ref_f32";
+    l.grid[0] = (n + 255) / 256;
+    l.grid[1] = m;  // m <= 16384 < 65535
+    l.block[0] = 256;
+    l.args = {{"a", 0, 8}, {"b", 0, 8}, {"cref", 0, 8}, {"sabs", 0, 8}, {"", m, 8}, {"", n, 8}, {"", k, 8}};
+    g.launches.push_back(l);
+    for (const char* r : {"cref", "sabs"}) {
+      Tensor t;
+      t.name = r;
+      t.dtype = DType::f64;
+      t.elements = m * n;
+      g.raw_outputs.push_back(t);
+    }
+    return g;
+  }
+
+  std::vector<Tensor> reference_from_gpu(const CaseData& data, const std::vector<Tensor>& raw) const override {
+    const std::int64_t m = data.dims.at("m"), n = data.dims.at("n"), k = data.dims.at("k");
+    const Tensor* cref = nullptr;
+    const Tensor* sabs = nullptr;
+    for (const auto& t : raw) {
+      if (t.name == "cref") cref = &t;
+      if (t.name == "sabs") sabs = &t;
+    }
+    const std::size_t want = std::size_t(m * n) * 8;
+    if (!cref || !sabs || cref->bytes.size() != want || sabs->bytes.size() != want)
+      throw_error(ErrorKind::internal, fmt::format("gemm GPU reference: expected raw outputs cref and sabs of {} bytes", want));
+    std::vector<double> c(std::size_t(m * n)), s(std::size_t(m * n));
+    std::memcpy(c.data(), cref->bytes.data(), want);
+    std::memcpy(s.data(), sabs->bytes.data(), want);
+    return {expected_c(data.inputs.at(0).dtype, m, n, k, c.data(), s.data())};
+  }
+
+  Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const override {
+    return compare_output(expected, actual, poison_byte);
+  }
+
+  double min_bytes(const std::map<std::string, std::int64_t>& d, DType t) const override {
+    const double m = double(d.at("m")), n = double(d.at("n")), k = double(d.at("k"));
+    return (m * k + k * n + m * n) * double(dtype_size(t));
+  }
+  double flops(const std::map<std::string, std::int64_t>& d, DType) const override {
+    return 2.0 * double(d.at("m")) * double(d.at("n")) * double(d.at("k"));
+  }
+  std::string roofline_ceiling() const override { return "fma"; }
+};
+
+}  // namespace
+
+const Contract& gemm_contract() {
+  static const Gemm c;
+  return c;
+}
+
+}  // namespace kqual::contract
