@@ -6,6 +6,7 @@
 namespace kqual::contract {
 
 const Contract& residual_add_relu_contract();  // residual_add_relu.cpp
+const Contract& gemm_contract();               // gemm.cpp
 
 bool Supports::supports(DType t) const {
   for (DType d : dtypes)
@@ -13,10 +14,11 @@ bool Supports::supports(DType t) const {
   return false;
 }
 
-std::vector<std::string> contract_names() { return {"residual_add_relu"}; }
+std::vector<std::string> contract_names() { return {"residual_add_relu", "gemm"}; }
 
 const Contract& find_contract(const std::string& name) {
   if (name == "residual_add_relu") return residual_add_relu_contract();
+  if (name == "gemm") return gemm_contract();
   throw_error(ErrorKind::input, fmt::format("unknown contract '{}' (known: {})", name, fmt::join(contract_names(), ", ")));
 }
 
