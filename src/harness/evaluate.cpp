@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <set>
 
 #include "kqual/contract/compare.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
+#include "kqual/cuda/library.hpp"
 #include "kqual/cuda/nvrtc.hpp"
 
 namespace kqual::harness {
@@ -28,13 +31,41 @@ json BuiltCandidate::to_json() const {
               {"arch", arch},
               {"image", {{"kind", "cubin (native SASS)"}, {"sha256", image_sha256}, {"bytes", image_bytes}}},
               {"kernels_lowered", low},
-              {"kernels", kernels}};
+              {"kernels", kernels},
+              {"libraries", libraries},
+              {"library_versions", library_versions}};
 }
+
+namespace {
+
+// Library launches: the artifact identity is the library and its version (CUB's is fixed at build
+// time; cuBLAS's is read in the worker by load_and_describe). Returns true when every launch is a
+// library call, so there is no source to compile.
+bool build_library_calls(const Manifest& m, BuiltCandidate& b) {
+  std::set<std::string> libs;
+  for (DType t : m.supports.dtypes)
+    for (const auto& name : m.library_names(t)) {
+      if (std::find(b.libraries.begin(), b.libraries.end(), name) == b.libraries.end()) b.libraries.push_back(name);
+      libs.insert(std::string(cuda::find_library_routine(cuda::split_library_name(name).routine)->library));
+    }
+  if (libs.count("CUB")) b.library_versions["CUB"] = cuda::cub_version();
+  if (libs.count("cuBLAS")) b.library_versions["cuBLAS"] = "loaded at run time (version read in the worker)";
+  if (m.has_kernels()) return false;
+  b.compiler = fmt::format("library: {}", fmt::join(b.libraries, ", "));
+  std::string identity;
+  for (const auto& l : b.libraries) identity += l + "\n";
+  for (const auto& [k, v] : b.library_versions.items()) identity += k + "=" + v.get<std::string>() + "\n";
+  b.image_sha256 = sha256_hex(identity);  // of the routine list and versions: no image of our own
+  return true;
+}
+
+}  // namespace
 
 BuiltCandidate build_candidate(const Manifest& m, const std::string& arch, const fs::path& out_dir) {
   BuiltCandidate b;
   b.manifest = m;
   b.arch = arch;
+  if (build_library_calls(m, b)) return b;  // library-only: nothing to compile
   cuda::NvrtcRequest req;
   req.source = read_text_file(m.source);
   req.source_name = m.source.filename().string();
@@ -65,11 +96,18 @@ BuiltCandidate build_candidate(const Manifest& m, const std::string& arch, const
 }
 
 std::string load_and_describe(Session& s, BuiltCandidate& b) {
+  if (!b.libraries.empty()) {
+    // The worker loads the libraries and reports their versions (cuBLAS: the .so dlopen finds).
+    WorkerReply lr = s.worker().call(json{{"op", "library_info"}, {"libraries", b.libraries}});
+    if (lr.status != WorkerReply::Status::ok) return fmt::format("loading the libraries failed: {}", lr.reason);
+    for (const auto& [k, v] : lr.body.at("versions").items()) b.library_versions[k] = v;
+  }
+  b.kernels = json::object();
+  if (b.lowered.empty()) return "";  // library-only
   json names = json::array();
   for (const auto& [e, mangled] : b.lowered) names.push_back(mangled);
   WorkerReply r = s.worker().call(json{{"op", "load"}, {"module", b.image_path.string()}, {"kernels", names}});
   if (r.status != WorkerReply::Status::ok) return fmt::format("loading the module failed: {}", r.reason);
-  b.kernels = json::object();
   for (const auto& [e, mangled] : b.lowered) {
     json k = r.body.at("kernels").at(mangled);
     k["symbol"] = mangled;
@@ -79,6 +117,7 @@ std::string load_and_describe(Session& s, BuiltCandidate& b) {
   for (DType t : b.manifest.supports.dtypes) {
     for (std::size_t li = 0; li < b.manifest.launches.size(); ++li) {
       const auto& l = b.manifest.launches[li];
+      if (!l.library.empty()) continue;  // library routines: arity checked at parse time
       std::string k = b.manifest.kernel_names(t).at(0);
       for (std::string kk = l.kernel; ; ) {
         for (std::size_t p; (p = kk.find("{T}")) != std::string::npos;) kk.replace(p, 3, cxx_type(t));
@@ -102,6 +141,34 @@ std::string load_and_describe(Session& s, BuiltCandidate& b) {
   return "";
 }
 
+namespace {
+
+// {"library": "cub.exclusive_sum<float>", "args": [{"buffer": ...}, {"scalar": ..., "size": ...}]}
+json resolve_library_launch(const Launch& l, DType t, const std::map<std::string, std::int64_t>& dims,
+                            std::string* refusal) {
+  std::string name = l.library;
+  for (std::size_t q; (q = name.find("{T}")) != std::string::npos;) name.replace(q, 3, cxx_type(t));
+  json args = json::array();
+  for (const auto& a : l.args) {
+    if (a.kind != LaunchArg::dim) {
+      args.push_back({{"buffer", a.name}});
+      continue;
+    }
+    std::int64_t v = dims.at(a.name);
+    bool fits = a.type == ScalarType::i32 ? v >= INT32_MIN && v <= INT32_MAX
+              : a.type == ScalarType::u32 ? v >= 0 && v <= std::int64_t(UINT32_MAX)
+              : a.type == ScalarType::u64 ? v >= 0 : true;
+    if (!fits) {
+      *refusal = fmt::format("{} = {} does not fit the type {} takes ('{}')", a.name, v, name, a.text);
+      return json();
+    }
+    args.push_back({{"scalar", v}, {"size", scalar_size(a.type)}});
+  }
+  return json{{"library", name}, {"args", args}};
+}
+
+}  // namespace
+
 ResolvedPlan resolve_plan(const BuiltCandidate& b, DType t, const std::map<std::string, std::int64_t>& dims,
                           const DeviceFacts& dev) {
   ResolvedPlan p;
@@ -121,6 +188,11 @@ ResolvedPlan resolve_plan(const BuiltCandidate& b, DType t, const std::map<std::
     }
     for (std::size_t li = 0; li < b.manifest.launches.size(); ++li) {
       const auto& l = b.manifest.launches[li];
+      if (!l.library.empty()) {
+        p.launches.push_back(resolve_library_launch(l, t, dims, &p.refusal));
+        if (!p.refusal.empty()) return p;
+        continue;
+      }
       std::string kname = l.kernel;
       for (std::size_t q; (q = kname.find("{T}")) != std::string::npos;) kname.replace(q, 3, cxx_type(t));
       auto it = b.lowered.find(kname);
@@ -197,15 +269,24 @@ json CorrectnessReport::to_json(bool all_cases) const {
     if (!all_cases && r.status == "pass") continue;
     cs.push_back({{"id", r.spec.id}, {"status", r.status}, {"code", r.code}, {"detail", r.detail}, {"dims", r.spec.dims},
                   {"dtype", to_string(r.spec.dtype)}, {"family", r.spec.family}, {"offset_elements", r.spec.offset_elements},
-                  {"seed", r.spec.seed}, {"reference", r.reference}});
+                  {"seed", r.spec.seed}, {"reference", r.reference}, {"wall_ms", r.wall_ms}});
     if (!r.degenerate.empty()) cs.back()["degenerate"] = r.degenerate;
   }
+  std::vector<const CaseResult*> by_time;
+  for (const auto& r : results) by_time.push_back(&r);
+  std::sort(by_time.begin(), by_time.end(), [](auto* a, auto* b) { return a->wall_ms > b->wall_ms; });
+  json slowest = json::array();
+  for (std::size_t i = 0; i < std::min<std::size_t>(3, by_time.size()); ++i)
+    slowest.push_back({{"id", by_time[i]->spec.id}, {"wall_ms", by_time[i]->wall_ms}});
   return json{{"candidate", candidate},
               {"verdict", accepted() ? "accepted" : "rejected"},
+              {"slowest_cases", slowest},
               {"primary_reason", primary_code()},
               {"cases", cases},
               {"passed", passed},
               {"evidence", evidence},
+              {"skipped", skipped},
+              {"wall_ms", wall_ms},
               {"failed", failed},
               {"refused", refused},
               {"failure_codes", codes},
@@ -441,7 +522,18 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
   CorrectnessReport rep;
   rep.candidate = b.manifest.name;
   for (const auto& spec : c.correctness_cases(b.manifest.supports, o.seed, o.include_large)) {
+    if (o.max_case_elements > 0) {
+      std::int64_t total = 0;
+      for (const auto& t : c.tensors()) total += c.tensor_elements(t.name, spec.dims);
+      if (total > o.max_case_elements) {
+        ++rep.skipped;
+        continue;
+      }
+    }
+    auto t0 = std::chrono::steady_clock::now();
     CaseResult r = run_case(s, b, c, spec);
+    r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    rep.wall_ms += r.wall_ms;
     ++rep.cases;
     if (r.status == "pass") {
       ++rep.passed;

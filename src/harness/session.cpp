@@ -9,6 +9,7 @@ Session::Session(SessionOptions opts) : opts_(std::move(opts)), scratch_("kqual"
   w.exe = opts_.exe;
   w.watchdog_seconds = opts_.watchdog_seconds;
   w.stderr_path = (scratch_.path() / "worker-stderr.log").string();
+  w.wrapper = opts_.worker_wrapper;
   worker_ = std::make_unique<WorkerClient>(w);
 }
 

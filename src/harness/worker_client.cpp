@@ -60,17 +60,22 @@ void WorkerClient::start() {
   std::vector<char*> envp;
   for (auto& s : env_store) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::string arg0 = opts_.exe, arg1 = "worker";
-  char* argv[] = {arg0.data(), arg1.data(), nullptr};
+  std::vector<std::string> args = opts_.wrapper;
+  args.push_back(opts_.exe);
+  args.push_back("worker");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, opts_.exe.c_str(), &fa, nullptr, argv, envp.data());
+  int rc = opts_.wrapper.empty() ? posix_spawn(&pid, opts_.exe.c_str(), &fa, nullptr, argv.data(), envp.data())
+                                 : posix_spawnp(&pid, args[0].c_str(), &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
   if (rc != 0) {
     ::close(in_pipe[1]);
     ::close(out_pipe[0]);
-    throw_error(ErrorKind::worker, fmt::format("cannot start worker '{}': {}", opts_.exe, std::strerror(rc)));
+    throw_error(ErrorKind::worker, fmt::format("cannot start worker '{}': {}", args[0], std::strerror(rc)));
   }
   pid_ = pid;
   to_fd_ = in_pipe[1];

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 
 #include "kqual/bench/timing.hpp"
 #include "kqual/core/error.hpp"
@@ -113,14 +115,17 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   phases["compile"] = fmt::format("done: {} for {} in {:.1f} ms", cand.compiler, arch, cand.compile_ms);
   auto baseline_dir = find_bundled("baselines", m.dir);
   std::vector<harness::BuiltCandidate> baselines;
-  if (baseline_dir && fs::is_directory(*baseline_dir / m.contract)) {
+  // Baselines matter for timing only (`check` leaves them out; `qualify` also checks them, since a
+  // wrong baseline is no baseline).
+  if (o.timing && baseline_dir && fs::is_directory(*baseline_dir / m.contract)) {
     std::vector<fs::path> dirs;
     for (const auto& e : fs::directory_iterator(*baseline_dir / m.contract))
       if (fs::exists(e.path() / "kqual.toml")) dirs.push_back(e.path());
     std::sort(dirs.begin(), dirs.end());
     for (const auto& d : dirs) baselines.push_back(harness::build_candidate(harness::load_manifest(d), arch, s.scratch()));
   }
-  phases["baselines"] = baselines.empty() ? std::string("none found (baselines/") + m.contract + ")"
+  phases["baselines"] = !o.timing ? std::string("not needed (no timing)")
+                       : baselines.empty() ? std::string("none found (baselines/") + m.contract + ")"
                                           : fmt::format("{} compiled", baselines.size());
 
   json verdict{{"reasons", json::array()}, {"would_reverse", json::array()}};
@@ -231,82 +236,257 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   return finish("ship", kExitPass, "Correct on every case, and no shape slower than the fastest baseline.");
 }
 
+namespace {
+
+// compute-sanitizer: $KQUAL_COMPUTE_SANITIZER, PATH, then the toolkit's usual places.
+std::optional<std::string> find_compute_sanitizer() {
+  if (const char* e = std::getenv("KQUAL_COMPUTE_SANITIZER"); e && *e) {
+    if (access(e, X_OK) == 0) return std::string(e);
+    throw_error(ErrorKind::input, fmt::format("KQUAL_COMPUTE_SANITIZER={} is not an executable file", e));
+  }
+  std::vector<fs::path> dirs;
+  if (const char* path = std::getenv("PATH")) {
+    std::string p = path;
+    for (std::size_t pos = 0; pos <= p.size();) {
+      std::size_t end = p.find(':', pos);
+      if (end == std::string::npos) end = p.size();
+      if (end > pos) dirs.emplace_back(p.substr(pos, end - pos));
+      pos = end + 1;
+    }
+  }
+  for (const char* d : {"/usr/local/cuda/bin", "/usr/local/cuda/compute-sanitizer", "/opt/nvidia/compute-sanitizer"})
+    dirs.emplace_back(d);
+  for (const auto& d : dirs)
+    if (access((d / "compute-sanitizer").c_str(), X_OK) == 0) return (d / "compute-sanitizer").string();
+  return std::nullopt;
+}
+
+// What compute-sanitizer reported: its error summary and the first findings.
+json read_sanitizer_log(const fs::path& log) {
+  json j{{"log", log.string()}, {"errors", nullptr}, {"findings", json::array()}};
+  std::error_code ec;
+  if (!fs::exists(log, ec)) {
+    j["note"] = "no sanitizer log was written (the worker did not start under the sanitizer?)";
+    return j;
+  }
+  std::string text = read_text_file(log);
+  std::size_t pos = 0;
+  int kept = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (auto k = line.find("ERROR SUMMARY:"); k != std::string::npos) {
+      j["errors"] = std::atoi(line.c_str() + k + 14);
+      continue;
+    }
+    bool finding = line.rfind("========= Invalid", 0) == 0 || line.rfind("========= Race", 0) == 0 ||
+                   line.rfind("========= Uninitialized", 0) == 0 || line.rfind("========= Error", 0) == 0 ||
+                   line.find("hazard") != std::string::npos || line.find("Program hit") != std::string::npos;
+    if (finding && kept < 5) {
+      j["findings"].push_back(line.substr(0, 240));
+      ++kept;
+    }
+  }
+  return j;
+}
+
+struct SelftestEntry {
+  fs::path dir;
+  std::string kind;  // "good", "broken", "baseline"
+};
+
+}  // namespace
+
 QualifyOutcome selftest(const SelftestOptions& o) {
   QualifyOutcome out;
   fs::path root = o.root;
+  std::optional<fs::path> baselines_root;
   if (root.empty()) {
     auto c = find_bundled("candidates", fs::current_path());
     if (!c) throw_error(ErrorKind::input, "cannot find the bundled candidates/ folder (set KQUAL_HOME)");
     root = *c;
+    baselines_root = find_bundled("baselines", fs::current_path());
   } else {
+    if (fs::is_directory(root / "baselines")) baselines_root = root / "baselines";
     root /= "candidates";
   }
+  if (!o.sanitize.empty() && o.sanitize != "memcheck" && o.sanitize != "racecheck" && o.sanitize != "initcheck" &&
+      o.sanitize != "synccheck")
+    throw_error(ErrorKind::usage, fmt::format("--sanitize {}: expected memcheck, racecheck, initcheck or synccheck", o.sanitize));
+  std::vector<std::string> only = o.contracts;
+  for (const auto& name : only) (void)contract::find_contract(name);  // unknown names: a clear error now
+  auto wanted = [&](const std::string& contract) {
+    return only.empty() || std::find(only.begin(), only.end(), contract) != only.end();
+  };
+
   harness::SessionOptions so;
   so.watchdog_seconds = o.watchdog_seconds;
   harness::Session s(so);
   const harness::DeviceFacts& dev = s.device();
-  json rows = json::array();
-  int bad = 0, total = 0;
-  std::vector<fs::path> dirs;
+
+  std::optional<std::string> sanitizer;
+  std::string sanitizer_note;
+  if (!o.sanitize.empty()) {
+    sanitizer = find_compute_sanitizer();
+    if (!sanitizer) sanitizer_note = "compute-sanitizer not found (PATH, /usr/local/cuda/bin; or set KQUAL_COMPUTE_SANITIZER)";
+  }
+
+  std::vector<SelftestEntry> entries;
   for (const auto& op : fs::directory_iterator(root)) {
     for (const char* kind : {"good", "broken"}) {
       fs::path k = op.path() / kind;
       if (!fs::is_directory(k)) continue;
-      if (fs::exists(k / "kqual.toml")) dirs.push_back(k);
+      if (fs::exists(k / "kqual.toml")) entries.push_back({k, kind});
       for (const auto& e : fs::directory_iterator(k))
-        if (fs::exists(e.path() / "kqual.toml")) dirs.push_back(e.path());
+        if (fs::exists(e.path() / "kqual.toml")) entries.push_back({e.path(), kind});
     }
   }
-  std::sort(dirs.begin(), dirs.end());
-  for (const auto& d : dirs) {
-    harness::Manifest m = harness::load_manifest(d);
+  if (baselines_root && o.include_baselines)
+    for (const auto& op : fs::directory_iterator(*baselines_root))
+      if (op.is_directory())
+        for (const auto& e : fs::directory_iterator(op.path()))
+          if (fs::exists(e.path() / "kqual.toml")) entries.push_back({e.path(), "baseline"});
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.dir < b.dir; });
+
+  json rows = json::array();
+  int bad = 0, total = 0;
+  std::map<std::string, json> per_contract;
+  auto contract_row = [&](const std::string& name) -> json& {
+    json& pc = per_contract[name];
+    if (pc.is_null())
+      pc = json{{"contract", name}, {"broken", 0}, {"broken_rejected", 0}, {"broken_for_intended_reason", 0},
+                {"good", 0}, {"good_accepted", 0}};
+    return pc;
+  };
+  for (const auto& entry : entries) {
+    harness::Manifest m;
+    try {
+      m = harness::load_manifest(entry.dir);
+    } catch (const Error& e) {
+      if (!only.empty()) continue;  // another contract's folder; not asked for
+      std::string cname = (entry.kind == "broken" ? entry.dir.parent_path().parent_path() : entry.dir.parent_path()).filename().string();
+      contract_row(cname);
+      rows.push_back({{"candidate", entry.dir.filename().string()}, {"contract", cname},
+                      {"dir", entry.dir.string()}, {"kind", entry.kind}, {"expected", "a valid manifest"},
+                      {"outcome", std::string("manifest invalid: ") + e.what()}, {"as_expected", false}});
+      ++bad;
+      ++total;
+      continue;
+    }
+    if (!wanted(m.contract)) continue;
+    bool broken = entry.kind == "broken";
+    if (broken && !m.expect_rejected_for)
+      throw_error(ErrorKind::input, fmt::format("{}: a known-broken candidate must state [expect] rejected_for",
+                                                m.file.string()));
     std::string arch = dev.present ? dev.arch : std::string(KQUAL_DEFAULT_ARCH);
-    harness::BuiltCandidate b = harness::build_candidate(m, arch, s.scratch());
-    json row{{"candidate", m.name}, {"contract", m.contract}, {"dir", d.string()},
-             {"expected", m.expect_rejected_for ? "rejected: " + *m.expect_rejected_for : std::string("accepted")}};
+    json row{{"candidate", m.name}, {"contract", m.contract}, {"dir", entry.dir.string()}, {"kind", entry.kind},
+             {"expected", broken ? "rejected: " + *m.expect_rejected_for : std::string("accepted")}};
+    json& pc = contract_row(m.contract);
+    harness::BuiltCandidate b;
+    try {
+      b = harness::build_candidate(m, arch, s.scratch());
+    } catch (const Error& e) {
+      row["outcome"] = std::string("build failed: ") + e.what();
+      row["as_expected"] = false;
+      ++bad;
+      ++total;
+      pc[broken ? "broken" : "good"] = pc[broken ? "broken" : "good"].get<int>() + 1;
+      rows.push_back(row);
+      continue;
+    }
     if (!dev.present) {
       row["outcome"] = "compiled; not run (no GPU)";
       rows.push_back(row);
       continue;
     }
-    std::string load_err = harness::load_and_describe(s, b);
+    // Under a sanitizer every candidate gets its own worker (and log); the sanitizer writes its
+    // summary when that worker exits.
+    std::unique_ptr<harness::Session> san_session;
+    harness::Session* run_in = &s;
+    fs::path san_log;
+    if (sanitizer) {
+      harness::SessionOptions so2 = so;
+      so2.watchdog_seconds = std::max(o.watchdog_seconds, 600.0);
+      san_log = s.scratch() / fmt::format("sanitizer-{}-{}.log", m.contract, m.name);
+      so2.worker_wrapper = {*sanitizer, "--tool", o.sanitize, "--log-file", san_log.string(), "--print-limit", "20"};
+      san_session = std::make_unique<harness::Session>(so2);
+      run_in = san_session.get();
+      if (!run_in->device().present) {
+        row["outcome"] = "the worker did not start under compute-sanitizer: " + run_in->device().why_absent;
+        row["as_expected"] = false;
+        ++bad;
+        rows.push_back(row);
+        continue;
+      }
+    }
+    std::string load_err = harness::load_and_describe(*run_in, b);
     json seeds = json::array();
-    bool as_expected = true;
+    bool as_expected = true, rejected_any = false, intended_all = true;
     for (std::uint64_t seed : o.seeds) {
       ++total;
       harness::CheckOptions co;
       co.seed = seed;
       co.include_large = o.large_cases;
+      if (sanitizer) co.max_case_elements = std::int64_t(1) << 22;  // sanitizers run kernels 10-100x slower
       harness::CorrectnessReport rep;
-      if (load_err.empty()) rep = harness::check_correctness(s, b, co);
+      if (load_err.empty()) rep = harness::check_correctness(*run_in, b, co);
       bool ok;
       std::string got;
       if (!load_err.empty()) {
         got = "load failed: " + load_err;
         ok = false;
-      } else if (m.expect_rejected_for) {
-        ok = rep.failure_codes.count(*m.expect_rejected_for) > 0;
+      } else if (broken) {
+        ok = !rep.accepted() && rep.failure_codes.count(*m.expect_rejected_for) > 0;
         got = rep.accepted() ? "accepted" : "rejected: " + rep.primary_code();
       } else {
         ok = rep.accepted();
         got = rep.accepted() ? "accepted" : "rejected: " + rep.primary_code();
       }
+      if (!rep.accepted()) rejected_any = true;
+      if (broken && !ok) intended_all = false;
       std::string detail;
       for (const auto& x : rep.results)
-        if (x.status == "fail") { detail = x.detail; break; }
-      seeds.push_back({{"seed", seed}, {"outcome", got}, {"as_expected", ok}, {"cases", rep.cases}, {"failed", rep.failed},
-                       {"failure_codes", rep.to_json(false).at("failure_codes")}, {"first_failure", detail}});
+        if (x.status == "fail" && (!broken || x.code == *m.expect_rejected_for)) { detail = x.detail; break; }
+      if (detail.empty())
+        for (const auto& x : rep.results)
+          if (x.status == "fail") { detail = x.detail; break; }
+      seeds.push_back({{"seed", seed}, {"outcome", got}, {"as_expected", ok}, {"cases", rep.cases}, {"passed", rep.passed},
+                       {"failed", rep.failed}, {"evidence", rep.evidence}, {"skipped", rep.skipped},
+                       {"failure_codes", rep.to_json(false).at("failure_codes")}, {"first_failure", detail},
+                       {"wall_ms", rep.wall_ms}, {"slowest_cases", rep.to_json(false).at("slowest_cases")}});
       if (!ok) { as_expected = false; ++bad; }
+    }
+    if (sanitizer) {
+      san_session.reset();  // the worker exits; the sanitizer writes its summary
+      json sj = read_sanitizer_log(san_log);
+      sj["tool"] = o.sanitize;
+      row["sanitizer"] = sj;
     }
     row["seeds"] = seeds;
     row["as_expected"] = as_expected;
+    if (broken) {
+      pc["broken"] = pc["broken"].get<int>() + 1;
+      if (rejected_any) pc["broken_rejected"] = pc["broken_rejected"].get<int>() + 1;
+      if (intended_all) pc["broken_for_intended_reason"] = pc["broken_for_intended_reason"].get<int>() + 1;
+    } else {
+      pc["good"] = pc["good"].get<int>() + 1;
+      if (as_expected) pc["good_accepted"] = pc["good_accepted"].get<int>() + 1;
+    }
     rows.push_back(row);
   }
+  json contracts = json::array();
+  for (auto& [name, pc] : per_contract) contracts.push_back(pc);
+  json seeds_j = o.seeds;
   out.results = json{{"schema", "kqual.selftest"}, {"schema_version", kJsonSchemaVersion},
                      {"provenance", report::provenance(o.command_line, dev.present ? dev.device : json())},
                      {"device_present", dev.present}, {"why_no_device", dev.why_absent},
+                     {"seeds", seeds_j}, {"contracts", contracts},
                      {"candidates", rows}, {"checks", total}, {"unexpected", bad}};
-  out.exit_code = !dev.present ? kExitIncomplete : bad ? kExitFail : kExitPass;
+  if (!o.sanitize.empty())
+    out.results["sanitizer"] = json{{"tool", o.sanitize}, {"path", sanitizer ? *sanitizer : ""}, {"note", sanitizer_note}};
+  out.exit_code = !dev.present ? kExitIncomplete : bad ? kExitFail : (!o.sanitize.empty() && !sanitizer) ? kExitIncomplete : kExitPass;
   return out;
 }
 

@@ -72,7 +72,11 @@ void add_qualify_commands(CLI::App& app, GlobalOptions& g, int* exit_code) {
   self->add_option("--seeds", seeds, "Case-generator seeds (comma separated)")->delimiter(',');
   self->add_option("--watchdog", st.watchdog_seconds, "Worker watchdog [s]")->capture_default_str();
   self->add_flag("--large-cases", st.large_cases, "Include the largest correctness cases");
-  self->add_option("--root", st.root, "Folder that holds candidates/ (default: found from the working directory)");
+  self->add_option("--root", st.root, "Folder that holds candidates/ and baselines/ (default: found from the working directory)");
+  self->add_option("--contract", st.contracts, "Only this contract (repeatable)");
+  self->add_flag("!--baselines,--no-baselines", st.include_baselines, "Leave out the bundled baselines (known-good too)");
+  self->add_option("--sanitize", st.sanitize, "Run the correctness phase under compute-sanitizer: memcheck, racecheck, "
+                                              "initcheck or synccheck (cases up to 2^22 elements)");
   self->callback([&g, exit_code] {
     st.command_line = g.command_line;
     if (!seeds.empty()) st.seeds = seeds;
@@ -83,23 +87,45 @@ void add_qualify_commands(CLI::App& app, GlobalOptions& g, int* exit_code) {
       const json& r = out.results;
       if (!r["device_present"].get<bool>())
         fmt::print("selftest: no GPU ({}): candidates compiled only, none run\n", r["why_no_device"].get<std::string>());
-      fmt::print("{:<12} {:<28} {:<30} {}\n", "contract", "candidate", "expected", "outcome per seed");
-      for (const auto& row : r["candidates"]) {
-        std::string outcome;
-        if (row.contains("seeds"))
-          for (const auto& s : row["seeds"])
-            outcome += fmt::format("{}{}{} ", s["as_expected"].get<bool>() ? "" : "UNEXPECTED ", s["outcome"].get<std::string>(),
-                                   "");
+      else
+        fmt::print("selftest on {} — seeds {}\n", r["provenance"]["device"].value("name", "?"), r["seeds"].dump());
+      if (r.contains("sanitizer"))
+        fmt::print("sanitizer: {} {}\n", r["sanitizer"]["tool"].get<std::string>(),
+                   r["sanitizer"]["path"].get<std::string>().empty() ? r["sanitizer"]["note"].get<std::string>()
+                                                                     : r["sanitizer"]["path"].get<std::string>());
+      for (const auto& pc : r["contracts"]) {
+        std::string name = pc["contract"];
+        if (r["device_present"].get<bool>())
+          fmt::print("\n== {}: broken rejected {}/{} (for the intended reason {}/{}), good accepted {}/{}\n", name,
+                     pc["broken_rejected"].get<int>(), pc["broken"].get<int>(), pc["broken_for_intended_reason"].get<int>(),
+                     pc["broken"].get<int>(), pc["good_accepted"].get<int>(), pc["good"].get<int>());
         else
-          outcome = row["outcome"].get<std::string>();
-        fmt::print("{:<12} {:<28} {:<30} {}\n", row["contract"].get<std::string>().substr(0, 12),
-                   row["candidate"].get<std::string>(), row["expected"].get<std::string>(), outcome);
-        if (row.contains("seeds"))
-          for (const auto& s : row["seeds"])
-            if (!s["first_failure"].get<std::string>().empty())
-              fmt::print("{:<12}   reason: {}\n", "", s["first_failure"].get<std::string>().substr(0, 160));
+          fmt::print("\n== {}: not run (no GPU)\n", name);
+        fmt::print("  {:<9} {:<26} {:<30} {}\n", "kind", "candidate", "expected", "outcome per seed");
+        for (const auto& row : r["candidates"]) {
+          if (row["contract"] != name) continue;
+          std::string outcome;
+          if (row.contains("seeds"))
+            for (const auto& s : row["seeds"])
+              outcome += fmt::format("{}{}  ", s["as_expected"].get<bool>() ? "" : "UNEXPECTED ", s["outcome"].get<std::string>());
+          else
+            outcome = row["outcome"].get<std::string>();
+          fmt::print("  {:<9} {:<26} {:<30} {}\n", row["kind"].get<std::string>(), row["candidate"].get<std::string>(),
+                     row["expected"].get<std::string>(), outcome);
+          if (row.contains("seeds") && !row["seeds"].empty()) {
+            const auto& s0 = row["seeds"][0];
+            if (!s0["first_failure"].get<std::string>().empty())
+              fmt::print("  {:<9}   reason: {}\n", "", s0["first_failure"].get<std::string>().substr(0, 200));
+          }
+          if (row.contains("sanitizer")) {
+            const auto& sj = row["sanitizer"];
+            fmt::print("  {:<9}   {}: {} error(s){}\n", "", sj["tool"].get<std::string>(),
+                       sj["errors"].is_null() ? std::string("?") : std::to_string(sj["errors"].get<int>()),
+                       sj["findings"].empty() ? "" : "; first: " + sj["findings"][0].get<std::string>().substr(0, 160));
+          }
+        }
       }
-      fmt::print("selftest: {} checks, {} unexpected\n", r["checks"].get<int>(), r["unexpected"].get<int>());
+      fmt::print("\nselftest: {} checks, {} unexpected\n", r["checks"].get<int>(), r["unexpected"].get<int>());
     }
     *exit_code = out.exit_code;
   });

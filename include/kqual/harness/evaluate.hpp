@@ -25,6 +25,8 @@ struct BuiltCandidate {
   std::string log;
   double compile_ms = 0;
   json kernels;                                  // driver-reported attributes (after load)
+  std::vector<std::string> libraries;            // library routines called ("cublas.gemm<float>"), if any
+  json library_versions = json::object();        // "CUB" / "cuBLAS" → version text (cuBLAS's after load)
   json to_json() const;
 };
 
@@ -53,12 +55,15 @@ struct CaseResult {
   double kernel_ms = 0;
   std::string degenerate;  // why the expected output alone proves little (a constant kernel passes); "" if not
   std::string reference;   // "cpu" or "gpu-fp64"
+  double wall_ms = 0;      // generation, reference, worker round trip and comparison
 };
 
 struct CorrectnessReport {
   std::string candidate;
   int cases = 0, passed = 0, failed = 0, refused = 0;
   int evidence = 0;                  // passed cases whose expected output is not degenerate
+  int skipped = 0;                   // cases above CheckOptions::max_case_elements (not run)
+  double wall_ms = 0;
   std::map<std::string, int> failure_codes;
   std::vector<CaseResult> results;   // every case
   // Degenerate outputs (all zero, all equal) are not accepted as evidence on their own.
@@ -71,6 +76,7 @@ struct CheckOptions {
   std::uint64_t seed = 20261202;
   bool include_large = true;
   bool stop_on_fault = true;  // stop a candidate's cases after a crash/hang/sticky error
+  std::int64_t max_case_elements = 0;  // > 0: skip cases whose tensors hold more elements in all
 };
 
 CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const CheckOptions& o);

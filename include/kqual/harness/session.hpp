@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
@@ -27,6 +28,7 @@ struct SessionOptions {
   double watchdog_seconds = 60;
   bool use_gpu = true;      // false: static phases only, never start a worker
   std::string exe;          // kqual binary for workers (default /proc/self/exe)
+  std::vector<std::string> worker_wrapper;  // candidates' worker runs under this (e.g. compute-sanitizer)
 };
 
 class Session {

@@ -19,6 +19,9 @@ struct WorkerOptions {
   double watchdog_seconds = 60; // per call, unless the call gives its own
   std::vector<std::pair<std::string, std::string>> env;  // extra environment for the worker
   std::string stderr_path;      // where the worker's stderr goes (tail is quoted on faults)
+  // A launcher the worker runs under, e.g. {"compute-sanitizer", "--tool", "memcheck", ...}; the
+  // first word is looked up on PATH. Empty: the worker is started directly.
+  std::vector<std::string> wrapper;
 };
 
 struct WorkerReply {

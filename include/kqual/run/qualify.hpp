@@ -45,7 +45,10 @@ struct SelftestOptions {
   double watchdog_seconds = 60;
   bool large_cases = false;
   std::string command_line;
-  std::filesystem::path root;  // folder holding candidates/ (default: find_bundled)
+  std::filesystem::path root;  // folder holding candidates/ (and baselines/) (default: find_bundled)
+  std::vector<std::string> contracts;  // only these contracts (default: all)
+  bool include_baselines = true;       // baselines are known-good implementations too
+  std::string sanitize;                // "", memcheck, racecheck, initcheck, synccheck
 };
 // Runs every bundled good and known-broken candidate; exit 0 when every broken one is rejected for
 // its stated reason and every good one accepted, 1 otherwise, 3 without a GPU.
