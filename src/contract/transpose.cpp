@@ -1,0 +1,318 @@
+// Contract: y = transpose(x). x is rows x cols, row-major; y is cols x rows, row-major:
+// y[j * rows + i] = x[i * cols + j]. A transpose moves bits and computes nothing, so it is bit-exact
+// for every dtype — including NaN payloads and the sign of zero: an implementation that routes
+// elements through float arithmetic (x + 0.0f, x * 1.0f) canonicalises NaNs and turns -0 into +0,
+// and is rejected. Hence compare() here is stricter than compare_exact (which lets any NaN match
+// any NaN): every element's storage bits must match.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kqual/contract/compare.hpp"
+#include "kqual/contract/contract.hpp"
+#include "kqual/contract/random.hpp"
+#include "kqual/core/error.hpp"
+
+namespace kqual::contract {
+namespace {
+
+constexpr std::int64_t kMaxDim = (std::int64_t(1) << 31) - 1;  // each of rows, cols fits an i32
+
+bool is_float_type(DType t) { return t == DType::f32 || t == DType::bf16; }
+
+std::uint64_t raw_bits(DType t, const std::uint8_t* p, std::size_t i) {
+  std::uint64_t v = 0;
+  std::memcpy(&v, p + i * dtype_size(t), dtype_size(t));
+  return v;
+}
+
+class Transpose final : public Contract {
+ public:
+  std::string name() const override { return "transpose"; }
+  std::string summary() const override {
+    return "y = x^T: x is rows x cols, y is cols x rows, both row-major and contiguous; y[j*rows + i] = x[i*cols + j]";
+  }
+  std::vector<TensorDecl> tensors() const override {
+    return {{"x", Role::input, "rows x cols, row-major"}, {"y", Role::output, "cols x rows, row-major"}};
+  }
+  std::vector<std::string> dims() const override { return {"rows", "cols"}; }
+  std::vector<DType> dtypes() const override { return {DType::f32, DType::bf16, DType::i32}; }
+  std::int64_t tensor_elements(const std::string&, const Dims& d) const override { return d.at("rows") * d.at("cols"); }
+  std::string numerical_policy() const override {
+    return "Bit-exact for every dtype: each output element carries the storage bits of its input element, "
+           "y[j*rows + i] = x[i*cols + j]. This is stricter than value equality: NaN payloads (quiet and signalling) "
+           "and -0 must survive unchanged, so an implementation that passes elements through float arithmetic "
+           "(x + 0.0f canonicalises NaN to 0x7fffffff and turns -0 into +0) is wrong_result. Failure codes: the "
+           "poison pattern surviving is unwritten_output; NaN where a number belongs (or the reverse) is nan_policy; "
+           "any other bit difference, NaN payloads included, is wrong_result. Reference: a bit copy on the CPU.";
+  }
+  json domain_json() const override {
+    return json{{"dtypes", {"f32", "bf16", "i32"}},
+                {"layout", "x row-major rows x cols, y row-major cols x rows, both contiguous (stride 1)"},
+                {"rows", {{"min", 1}, {"max", kMaxDim}}},
+                {"cols", {{"min", 1}, {"max", kMaxDim}}},
+                {"elements", {{"max", "candidate's max_n (default 2^31-1) for rows*cols"}}},
+                {"alignment", "candidate's min_alignment_bytes; an offset of one element is tested when the candidate "
+                              "claims element alignment"},
+                {"aliasing", "never: y may not alias x (an in-place transpose of a non-square matrix is another operation)"}};
+  }
+
+  std::optional<Refusal> validate(const Request& req, const Supports& cand) const override {
+    bool known = false;
+    for (DType t : dtypes()) known |= t == req.dtype;
+    if (!known)
+      return Refusal{"dtype_unsupported",
+                     fmt::format("dtype {} is outside the transpose contract (f32, bf16, i32)", to_string(req.dtype))};
+    if (!cand.supports(req.dtype))
+      return Refusal{"dtype_not_claimed", fmt::format("the candidate does not claim dtype {}", to_string(req.dtype))};
+    for (const char* t : {"x", "y"})
+      if (!req.lengths.count(t)) return Refusal{"missing_tensor", fmt::format("tensor '{}' is missing from the request", t)};
+    for (const char* d : {"rows", "cols"})
+      if (!req.dims.count(d)) return Refusal{"missing_dim", fmt::format("dim '{}' is missing from the request", d)};
+    const std::int64_t rows = req.dims.at("rows"), cols = req.dims.at("cols");
+    if (rows < 1 || cols < 1)
+      return Refusal{"empty", fmt::format("rows = {}, cols = {}: the contract needs at least one row and one column", rows, cols)};
+    if (rows > kMaxDim || cols > kMaxDim)
+      return Refusal{"dim_too_large", fmt::format("rows = {}, cols = {}: each dim must be at most 2^31-1", rows, cols)};
+    const std::int64_t n = rows * cols;  // < 2^62: no overflow after the check above
+    for (const char* t : {"x", "y"})
+      if (req.lengths.at(t) != n)
+        return Refusal{"length_mismatch", fmt::format("tensor '{}' has {} elements but rows*cols = {}*{} = {}", t,
+                                                      req.lengths.at(t), rows, cols, n)};
+    if (n > cand.max_n)
+      return Refusal{"too_large", fmt::format("rows*cols = {} exceeds the candidate's claimed max_n = {}", n, cand.max_n)};
+    for (const auto& [t, s] : req.strides)
+      if (s != 1)
+        return Refusal{"non_contiguous",
+                       fmt::format("tensor '{}' has stride {}; the contract covers contiguous row-major tensors only", t, s)};
+    const std::int64_t esize = std::int64_t(dtype_size(req.dtype));
+    if ((req.offset_elements * esize) % cand.min_alignment_bytes != 0)
+      return Refusal{"misaligned", fmt::format("a start offset of {} element(s) ({} bytes) breaks the candidate's claimed "
+                                               "alignment of {} bytes",
+                                               req.offset_elements, req.offset_elements * esize, cand.min_alignment_bytes)};
+    if (req.in_place)
+      return Refusal{"aliasing_unsupported", "y aliases x: the transpose contract has no in-place form"};
+    return std::nullopt;
+  }
+
+  std::vector<std::pair<Request, std::string>> unsupported_examples() const override {
+    // Only refusals that hold whatever the candidate claims (dtype_not_claimed, too_large and
+    // misaligned depend on the claims and are tested against explicit claims).
+    auto base = [](DType t, std::int64_t rows, std::int64_t cols) {
+      Request r;
+      r.dtype = t;
+      r.dims = {{"rows", rows}, {"cols", cols}};
+      r.lengths = {{"x", rows * cols}, {"y", rows * cols}};
+      return r;
+    };
+    std::vector<std::pair<Request, std::string>> v;
+    v.emplace_back(base(DType::f16, 64, 32), "dtype_unsupported");
+    v.emplace_back(base(DType::f64, 64, 32), "dtype_unsupported");
+    Request mt = base(DType::f32, 64, 32);
+    mt.lengths.erase("y");
+    v.emplace_back(mt, "missing_tensor");
+    Request md = base(DType::f32, 64, 32);
+    md.dims.erase("cols");
+    v.emplace_back(md, "missing_dim");
+    v.emplace_back(base(DType::f32, 0, 32), "empty");
+    v.emplace_back(base(DType::f32, 64, 0), "empty");
+    Request big = base(DType::f32, 1, 1);
+    big.dims = {{"rows", std::int64_t(1) << 31}, {"cols", 1}};
+    v.emplace_back(big, "dim_too_large");
+    Request mm = base(DType::f32, 64, 32);
+    mm.lengths["y"] = 64 * 31;
+    v.emplace_back(mm, "length_mismatch");
+    Request nc = base(DType::f32, 64, 32);
+    nc.strides["x"] = 2;
+    v.emplace_back(nc, "non_contiguous");
+    Request ip = base(DType::f32, 64, 64);
+    ip.in_place = true;
+    v.emplace_back(ip, "aliasing_unsupported");
+    return v;
+  }
+
+  std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
+    // Tile edges of 32 and 64 (the common tile sizes), thin shapes, primes, many tiles, and one
+    // ~2^24-element case. Small to large, so a candidate that faults does so after the small
+    // cases have already told what is wrong.
+    struct Shape { std::int64_t rows, cols; };
+    const std::vector<Shape> shapes = {{1, 1},     {1, 1000},   {1000, 1},  {2, 3},     {31, 31},   {32, 32},
+                                       {33, 33},   {31, 33},    {33, 31},   {32, 64},   {64, 32},   {63, 65},
+                                       {64, 64},   {65, 63},    {7, 1031},  {1031, 7},  {1009, 1013}, {4099, 1031},
+                                       {4096, 4096}};
+    std::vector<CaseSpec> cases;
+    auto add = [&](DType t, Shape s, const std::string& fam, std::int64_t off) {
+      if (!cand.supports(t) || s.rows * s.cols > cand.max_n) return;
+      CaseSpec c;
+      c.dtype = t;
+      c.dims = {{"rows", s.rows}, {"cols", s.cols}};
+      c.family = fam;
+      c.offset_elements = off;
+      c.seed = mix_seed(seed, std::uint64_t(s.rows) * 1000003u + std::uint64_t(s.cols) * 31u +
+                                  std::hash<std::string>{}(fam) + std::uint64_t(t) * 7u + std::uint64_t(off));
+      c.id = fmt::format("{}/rows={},cols={}/{}{}", to_string(t), s.rows, s.cols, fam, off ? "/offset=1" : "");
+      cases.push_back(c);
+    };
+    for (const Shape& s : shapes) {
+      const bool big = s.rows * s.cols > 2'000'000;
+      add(DType::f32, s, "index", 0);
+      if (!big) add(DType::f32, s, "specials", 0);
+      add(DType::bf16, s, "random_bits", 0);
+      if (s.rows == s.cols + 2 || s.rows == 1009 || s.rows == 1) add(DType::bf16, s, "specials", 0);
+      if (s.rows != s.cols || s.rows == 33) add(DType::i32, s, "index", 0);
+    }
+    // One-element start offsets (misaligned vector access) where the candidate claims element alignment.
+    for (DType t : {DType::f32, DType::bf16}) {
+      if (std::int64_t(dtype_size(t)) % cand.min_alignment_bytes != 0) continue;
+      for (Shape s : {Shape{33, 31}, Shape{64, 64}, Shape{1031, 7}}) add(t, s, t == DType::f32 ? "specials" : "random_bits", 1);
+    }
+    if (include_large) {
+      add(DType::f32, {8193, 8191}, "random_bits", 0);  // 2^26 elements, many waves of tiles
+      add(DType::bf16, {3, 11184811}, "random_bits", 0);  // very wide and thin: 2^25 elements
+    }
+    return cases;
+  }
+
+  std::vector<Dims> benchmark_shapes() const override {
+    return {{{"rows", 1024}, {"cols", 1024}}, {{"rows", 4099}, {"cols", 1031}}, {{"rows", 8192}, {"cols", 8192}}};
+  }
+
+  CaseData make_case(const CaseSpec& spec) const override {
+    const std::int64_t rows = spec.dim("rows"), cols = spec.dim("cols");
+    if (rows < 1 || cols < 1) throw_error(ErrorKind::unsupported, fmt::format("case {}: empty shape", spec.id));
+    static const char* families[] = {"index", "random_bits", "specials"};
+    bool known = false;
+    for (const char* f : families) known |= spec.family == f;
+    if (!known) throw_error(ErrorKind::internal, "unknown value family '" + spec.family + "'");
+    CaseData d;
+    d.spec = spec;
+    d.dims = {{"rows", rows}, {"cols", cols}};
+    const std::size_t n = std::size_t(rows * cols);
+    const DType t = spec.dtype;
+    const std::size_t es = dtype_size(t);
+    Tensor x;
+    x.name = "x";
+    x.dtype = t;
+    x.elements = std::int64_t(n);
+    x.bytes.resize(n * es);
+    std::uint8_t* p = x.bytes.data();
+    auto put = [&](std::size_t i, std::uint32_t bits) { std::memcpy(p + i * es, &bits, es); };
+    // Patterns are bit patterns, never produced by float arithmetic, so NaN payloads are exact.
+    auto random_finite = [&](Rng& rng) -> std::uint32_t {
+      for (;;) {
+        std::uint32_t b = std::uint32_t(rng.next());
+        if (t == DType::bf16) b &= 0xFFFF;
+        if (t == DType::i32) return b;
+        const std::uint32_t exp_mask = t == DType::f32 ? 0x7F800000u : 0x7F80u;
+        if ((b & exp_mask) != exp_mask) return b;  // not Inf/NaN
+      }
+    };
+    auto special = [&](Rng& rng) -> std::uint32_t {
+      // NaNs with varied payloads (quiet and signalling, either sign), ±Inf, -0, subnormals. None
+      // equals a poison pattern (0xff.. or 0x7f..), so an unwritten element is never mistaken.
+      if (t == DType::f32) {
+        const std::uint32_t v[] = {0x7FC00001u, 0xFFC12345u, 0x7F800001u, 0xFFA5A5A5u, 0x7FC00000u,
+                                   0x7F800000u, 0xFF800000u, 0x80000000u, 0x00000001u, 0x807FFFFFu};
+        return v[rng.below(10)];
+      }
+      const std::uint32_t v[] = {0x7FC1u, 0xFFC3u, 0x7F81u, 0xFFA5u, 0x7FC0u, 0x7F80u, 0xFF80u, 0x8000u, 0x0001u, 0x807Fu};
+      return v[rng.below(10)];
+    };
+    constexpr std::size_t kChunk = std::size_t(1) << 16;
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+    parallel_for(chunks, [&](std::size_t c) {
+      Rng rng(mix_seed(spec.seed, c));
+      for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
+        if (spec.family == "index") {
+          // Every element distinct (up to 2^24 for f32), so any permutation error shows.
+          if (t == DType::f32) put(i, f32_bits(float(i % (std::size_t(1) << 24)) + 0.5f * float(i >> 24)));
+          else if (t == DType::i32) put(i, std::uint32_t(i) ^ 0x5A000000u);
+          else put(i, std::uint32_t(f32_to_bf16_rne(float(i % 65521) - 32000.0f)));
+        } else if (spec.family == "random_bits") {
+          put(i, random_finite(rng));
+        } else {  // specials: random finite values with one in eight special
+          put(i, rng.below(8) == 0 && t != DType::i32 ? special(rng) : random_finite(rng));
+        }
+      }
+    });
+    if (spec.family == "specials" && is_float_type(t)) {
+      // The corners of the matrix carry a non-canonical NaN, -0 and a signalling NaN whatever the draw did.
+      const bool f = t == DType::f32;
+      put(0, f ? 0x7FC00001u : 0x7FC1u);
+      if (n > 1) put(n - 1, f ? 0x80000000u : 0x8000u);
+      if (cols > 1) put(std::size_t(cols - 1), f ? 0x7F800001u : 0x7F81u);
+      if (rows > 1) put(std::size_t((rows - 1) * cols), f ? 0xFFC12345u : 0xFFC3u);
+    }
+    d.inputs.push_back(std::move(x));
+    return d;
+  }
+
+  std::vector<Tensor> reference(const CaseData& data) const override {
+    const Tensor& x = data.inputs.at(0);
+    const std::size_t rows = std::size_t(data.dims.at("rows")), cols = std::size_t(data.dims.at("cols"));
+    const std::size_t es = dtype_size(x.dtype);
+    Tensor y;
+    y.name = "y";
+    y.dtype = x.dtype;
+    y.elements = x.elements;
+    y.bytes.resize(x.bytes.size());
+    // Blocked by 64 rows so that both sides stay cache friendly; blocks in parallel.
+    constexpr std::size_t kB = 64;
+    parallel_for((rows + kB - 1) / kB, [&](std::size_t b) {
+      for (std::size_t i = b * kB; i < std::min(rows, (b + 1) * kB); ++i)
+        for (std::size_t j = 0; j < cols; ++j)
+          std::memcpy(y.bytes.data() + (j * rows + i) * es, x.bytes.data() + (i * cols + j) * es, es);
+    });
+    return {y};
+  }
+
+  Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const override {
+    Comparison c = compare_exact(expected, actual, poison_byte);
+    if (!c.ok || !is_float_type(expected.dtype)) return c;
+    // compare_exact lets any NaN match any NaN, and cannot tell a poison pattern that is itself a NaN
+    // (0xff..) from a NaN result. Here bits must match exactly.
+    const DType t = expected.dtype;
+    std::uint64_t poison = 0;
+    for (std::size_t b = 0; b < dtype_size(t); ++b) poison |= std::uint64_t(poison_byte) << (8 * b);
+    std::int64_t unwritten = 0, payload = 0;
+    std::string first_unwritten, first_payload;
+    for (std::size_t i = 0; i < std::size_t(expected.elements); ++i) {
+      const std::uint64_t e = raw_bits(t, expected.bytes.data(), i), a = raw_bits(t, actual, i);
+      if (e == a) continue;
+      std::string where = fmt::format("{}[{}]: expected {}, got {}", expected.name, i, format_element(t, expected.bytes.data(), i),
+                                      format_element(t, actual, i));
+      if (a == poison) {
+        if (!unwritten++) first_unwritten = where + fmt::format(" (the poison pattern 0x{:02x}..)", poison_byte);
+      } else if (!payload++) {
+        first_payload = where;
+      }
+    }
+    if (unwritten)
+      return {false, "unwritten_output",
+              fmt::format("{} of {} elements of '{}' never written; first: {}", unwritten, expected.elements, expected.name,
+                          first_unwritten),
+              unwritten};
+    if (payload)
+      return {false, "wrong_result",
+              fmt::format("{} NaN elements of '{}' lost their payload bits (a transpose must copy bits); first: {}", payload,
+                          expected.name, first_payload),
+              payload};
+    return c;
+  }
+
+  double min_bytes(const std::map<std::string, std::int64_t>& d, DType t) const override {
+    return 2.0 * double(d.at("rows")) * double(d.at("cols")) * double(dtype_size(t));
+  }
+  double flops(const std::map<std::string, std::int64_t>&, DType) const override { return 0.0; }
+};
+
+}  // namespace
+
+const Contract& transpose_contract() {
+  static const Transpose c;
+  return c;
+}
+
+}  // namespace kqual::contract
