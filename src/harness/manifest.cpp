@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include "kqual/core/error.hpp"
+#include "kqual/cuda/library.hpp"
 
 namespace kqual::harness {
 namespace fs = std::filesystem;
@@ -21,9 +22,31 @@ std::vector<std::string> expression_names(const contract::Contract& c) {
   return v;
 }
 
+namespace {
+std::string with_type(std::string k, DType t) {
+  for (std::size_t p; (p = k.find("{T}")) != std::string::npos;) k.replace(p, 3, cxx_type(t));
+  return k;
+}
+}  // namespace
+
+std::vector<std::string> Manifest::library_names(DType t) const {
+  std::vector<std::string> out;
+  for (const auto& l : launches) {
+    if (l.library.empty()) continue;
+    std::string k = with_type(l.library, t);
+    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+  }
+  return out;
+}
+
+bool Manifest::has_kernels() const {
+  return std::any_of(launches.begin(), launches.end(), [](const Launch& l) { return !l.kernel.empty(); });
+}
+
 std::vector<std::string> Manifest::kernel_names(DType t) const {
   std::vector<std::string> out;
   for (const auto& l : launches) {
+    if (l.kernel.empty()) continue;
     std::string k = l.kernel;
     for (std::size_t p; (p = k.find("{T}")) != std::string::npos;) k.replace(p, 3, cxx_type(t));
     if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
@@ -111,6 +134,63 @@ void check_keys(const Ctx& cx, const toml::table& t, const std::string& where, s
   }
 }
 
+// library = "cub.exclusive_sum<{T}>": a known routine, for every claimed dtype.
+const cuda::LibraryRoutine* check_library(const Ctx& cx, const std::string& key, const std::string& value,
+                                          const std::vector<DType>& dtypes) {
+  cuda::LibraryName n = cuda::split_library_name(value);
+  const cuda::LibraryRoutine* r = cuda::find_library_routine(n.routine);
+  if (!r) {
+    std::vector<std::string> known;
+    for (const auto& k : cuda::library_routines()) known.push_back(k.signature());
+    cx.fail(key, fmt::format("unknown library routine \"{}\" (known: {})", value, fmt::join(known, "; ")));
+  }
+  if (value.find('<') == std::string::npos || value.back() != '>')
+    cx.fail(key, fmt::format("\"{}\": give the element type, e.g. \"{}<{{T}}>\"", value, n.routine));
+  auto names_of = [&] {
+    std::vector<std::string> v;
+    for (DType t : r->dtypes) v.push_back(std::string(to_string(t)));
+    return fmt::format("{}", fmt::join(v, ", "));
+  };
+  if (n.type == "{T}") {
+    for (DType t : dtypes)
+      if (std::find(r->dtypes.begin(), r->dtypes.end(), t) == r->dtypes.end())
+        cx.fail(key, fmt::format("\"{}\" with {{T}} = {}: {} supports only {}", value, to_string(t), n.routine, names_of()));
+  } else {
+    bool ok = false;
+    for (DType t : r->dtypes) ok |= cxx_type(t) == n.type;
+    if (!ok) cx.fail(key, fmt::format("\"{}\": type '{}' is not supported by {} (supports {}; or write {{T}})", value, n.type,
+                                      n.routine, names_of()));
+  }
+  return r;
+}
+
+// A library routine's arguments: its pointers (tensors or scratch), then its scalars (dims of the
+// type the routine takes).
+void check_library_args(const Ctx& cx, const std::string& where, const Launch& l, const cuda::LibraryRoutine& r) {
+  const std::size_t want = r.pointers.size() + r.scalars.size();
+  if (l.args.size() != want)
+    cx.fail(where + ".args", fmt::format("{} takes {} arguments, args lists {} (expected {})", l.library, want, l.args.size(),
+                                         r.signature()));
+  for (std::size_t j = 0; j < l.args.size(); ++j) {
+    const LaunchArg& a = l.args[j];
+    auto akey = fmt::format("{}.args[{}]", where, j);
+    if (j < r.pointers.size()) {
+      if (a.kind == LaunchArg::dim)
+        cx.fail(akey, fmt::format("\"{}\": argument {} of {} is the pointer '{}' (a tensor or scratch buffer)", a.text, j,
+                                  l.library, r.pointers[j]));
+    } else {
+      std::string_view meaning = r.scalars[j - r.pointers.size()];
+      if (a.kind != LaunchArg::dim)
+        cx.fail(akey, fmt::format("\"{}\": argument {} of {} is the integer '{}' (a dim, e.g. \"{}:{}\")", a.text, j,
+                                  l.library, meaning, meaning, r.scalar_type));
+      std::string ty = a.text.substr(a.text.find(':') + 1);
+      if (ty != r.scalar_type)
+        cx.fail(akey, fmt::format("\"{}\": {} takes '{}' as {} (write \"{}:{}\")", a.text, l.library, meaning,
+                                  r.scalar_type, a.name, r.scalar_type));
+    }
+  }
+}
+
 }  // namespace
 
 Manifest parse_manifest(const std::string& text, const fs::path& file) {
@@ -139,10 +219,13 @@ Manifest parse_manifest(const std::string& text, const fs::path& file) {
   }
   m.name = get_string(cx, *cand, "candidate", "name", false, m.dir.filename().string());
   m.description = get_string(cx, *cand, "candidate", "description", false);
-  std::string src = get_string(cx, *cand, "candidate", "source", true);
-  m.source = fs::absolute(m.dir / src).lexically_normal();
-  if (!fs::is_regular_file(m.source))
-    cx.fail("candidate.source", fmt::format("'{}' does not exist (looked for {})", src, m.source.string()));
+  // A library-only baseline has no source; whether one is needed is checked after the launches.
+  std::string src = get_string(cx, *cand, "candidate", "source", false);
+  if (!src.empty()) {
+    m.source = fs::absolute(m.dir / src).lexically_normal();
+    if (!fs::is_regular_file(m.source))
+      cx.fail("candidate.source", fmt::format("'{}' does not exist (looked for {})", src, m.source.string()));
+  }
   if (const toml::node* o = cand->get("nvrtc_options")) {
     const auto* arr = o->as_array();
     if (!arr) cx.fail("candidate.nvrtc_options", fmt::format("expected an array of strings, got {}", value_text(*o)));
@@ -215,13 +298,22 @@ Manifest parse_manifest(const std::string& text, const fs::path& file) {
     auto where = fmt::format("launch[{}]", i);
     const auto* t = launches->get(i)->as_table();
     if (!t) cx.fail(where, "expected a table");
-    check_keys(cx, *t, where, {"kernel", "grid", "block", "shared", "args"});
+    check_keys(cx, *t, where, {"kernel", "library", "grid", "block", "shared", "args"});
     Launch l;
-    l.kernel = get_string(cx, *t, where, "kernel", true);
-    if (l.kernel.empty()) cx.fail(where + ".kernel", "empty kernel name");
-    l.grid = get_dim3(cx, t->get("grid"), where + ".grid", names);
-    l.block = get_dim3(cx, t->get("block"), where + ".block", names);
-    l.shared = get_expr(cx, t->get("shared"), where + ".shared", names, 0);
+    const cuda::LibraryRoutine* routine = nullptr;
+    if (t->get("library")) {
+      if (t->get("kernel")) cx.fail(where, "give either kernel or library, not both");
+      l.library = get_string(cx, *t, where, "library", true);
+      routine = check_library(cx, where + ".library", l.library, m.supports.dtypes);
+      for (const char* k : {"grid", "block", "shared"})
+        if (t->get(k)) cx.fail(where + "." + k, "not used by a library launch (the library chooses its own launch configuration)");
+    } else {
+      l.kernel = get_string(cx, *t, where, "kernel", true);
+      if (l.kernel.empty()) cx.fail(where + ".kernel", "empty kernel name");
+      l.grid = get_dim3(cx, t->get("grid"), where + ".grid", names);
+      l.block = get_dim3(cx, t->get("block"), where + ".block", names);
+      l.shared = get_expr(cx, t->get("shared"), where + ".shared", names, 0);
+    }
     const auto* args = t->get("args") ? t->get("args")->as_array() : nullptr;
     if (!args) cx.fail(where + ".args", "missing: the kernel's parameters, in order (tensor names, scratch names, dim:type)");
     for (std::size_t j = 0; j < args->size(); ++j) {
@@ -259,8 +351,11 @@ Manifest parse_manifest(const std::string& text, const fs::path& file) {
       }
       l.args.push_back(a);
     }
+    if (routine) check_library_args(cx, where, l, *routine);
     m.launches.push_back(std::move(l));
   }
+  if (m.source.empty() && m.has_kernels())
+    cx.fail("candidate.source", "missing (required when a launch names a kernel; only library-only manifests may omit it)");
   // Every output must be passed to some launch, or the candidate cannot possibly write it.
   for (const auto& td : c->tensors()) {
     bool used = false;

@@ -14,6 +14,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
+#include "kqual/cuda/library.hpp"
 #include "kqual/cuda/objects.hpp"
 #include "kqual/harness/worker.hpp"
 
@@ -126,16 +127,43 @@ struct Plan {
     unsigned grid[3], block[3], shared;
     std::vector<std::vector<std::uint8_t>> storage;
     std::vector<void*> ptrs;
+    std::unique_ptr<cuda::LibraryCall> library;  // set for a library launch (then f is unused)
   };
   std::vector<L> launches;
 };
 
+// A library launch: arguments bound and temporary storage (CUB temp bytes, cuBLAS workspace)
+// allocated here, at plan time, so that the timed region is exactly the library call.
+std::unique_ptr<cuda::LibraryCall> make_library_call(State& st, const json& l, const std::vector<Guarded>& bufs) {
+  std::vector<CUdeviceptr> ptrs;
+  std::vector<std::int64_t> scalars;
+  for (const auto& a : l.at("args")) {
+    if (a.contains("buffer")) {
+      std::string name = a.at("buffer");
+      auto it = std::find_if(bufs.begin(), bufs.end(), [&](const Guarded& g) { return g.name == name; });
+      if (it == bufs.end()) throw_error(ErrorKind::internal, "library argument names unknown buffer '" + name + "'");
+      ptrs.push_back(it->view());
+    } else {
+      scalars.push_back(a.at("scalar").get<std::int64_t>());
+    }
+  }
+  st.context();  // cudart and cuBLAS use the primary context, current on this thread
+  return std::make_unique<cuda::LibraryCall>(l.at("library").get<std::string>(), std::move(ptrs), std::move(scalars),
+                                             st.stream->get());
+}
+
 Plan make_plan(State& st, const json& req, const std::vector<Guarded>& bufs) {
   Plan p;
-  cuda::Module& m = st.module(req.at("module"));
+  cuda::Module* m = nullptr;  // library-only plans have no module
   for (const auto& l : req.at("launches")) {
     Plan::L x;
-    x.f = m.function(l.at("kernel"));
+    if (l.contains("library")) {
+      x.library = make_library_call(st, l, bufs);
+      p.launches.push_back(std::move(x));
+      continue;
+    }
+    if (!m) m = &st.module(req.at("module"));
+    x.f = m->function(l.at("kernel"));
     for (int i = 0; i < 3; ++i) {
       x.grid[i] = l.at("grid")[std::size_t(i)];
       x.block[i] = l.at("block")[std::size_t(i)];
@@ -167,7 +195,8 @@ Plan make_plan(State& st, const json& req, const std::vector<Guarded>& bufs) {
 
 void enqueue(State& st, Plan& p) {
   for (auto& l : p.launches)
-    cuda::launch(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.shared, st.stream->get(),
+    if (l.library) l.library->enqueue(st.stream->get());
+    else cuda::launch(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.shared, st.stream->get(),
                  l.ptrs.data());
 }
 
@@ -336,6 +365,17 @@ json handle(State& st, const json& req) {
     json k = json::object();
     for (const auto& name : req.at("kernels")) k[name.get<std::string>()] = attributes_json(m.function(name));
     return json{{"ok", true}, {"kernels", k}};
+  }
+  if (op == "library_info") {  // load the libraries a candidate calls; report their versions
+    st.context();
+    json v = json::object();
+    for (const auto& name : req.at("libraries")) {
+      auto* r = cuda::find_library_routine(cuda::split_library_name(name.get<std::string>()).routine);
+      if (!r) throw_error(ErrorKind::input, "unknown library routine '" + name.get<std::string>() + "'");
+      if (r->library == "CUB") v["CUB"] = cuda::cub_version();
+      if (r->library == "cuBLAS") v["cuBLAS"] = cuda::cublas_version();
+    }
+    return json{{"ok", true}, {"versions", v}};
   }
   if (op == "run") return op_run(st, req);
   if (op == "bench") return op_bench(st, req);

@@ -25,7 +25,8 @@ struct LaunchArg {
 };
 
 struct Launch {
-  std::string kernel;             // C++ name, may contain {T}
+  std::string kernel;             // C++ name, may contain {T}; empty for a library launch
+  std::string library;            // a library routine instead of a kernel ("cublas.gemm<{T}>"); see cuda/library.hpp
   std::array<Expr, 3> grid;
   std::array<Expr, 3> block;
   Expr shared;                    // dynamic shared memory [bytes]
@@ -43,15 +44,18 @@ struct Manifest {
   std::string name;
   std::string description;
   std::string contract;
-  std::filesystem::path source;   // absolute path of the .cu
+  std::filesystem::path source;   // absolute path of the .cu; empty when every launch is a library call
   std::vector<std::string> nvrtc_options;
   contract::Supports supports;
   std::vector<Scratch> scratch;
   std::vector<Launch> launches;
   std::optional<std::string> expect_rejected_for;  // known-broken candidates: the intended reason
 
-  // Kernel names with {T} substituted for a dtype.
+  // Kernel names with {T} substituted for a dtype (library launches excluded).
   std::vector<std::string> kernel_names(DType t) const;
+  // Library routine names with {T} substituted ("cub.exclusive_sum<float>").
+  std::vector<std::string> library_names(DType t) const;
+  bool has_kernels() const;
 };
 
 // Parse and validate against the contract (tensor/dim names, expressions, types). Accepts the
