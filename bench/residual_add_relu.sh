@@ -24,7 +24,7 @@ frac = cand["bytes_per_s"] / copy
 eager = ser["eager"]["summary_ms"]["median"] / cand["summary_ms"]["median"]
 fused = ser["fused"]["summary_ms"]["median"] / cand["summary_ms"]["median"]
 gpu = r["provenance"]["gpu"]["name"]
-print(f"device: {gpu}; n = {sh['n']} {sh['dtype']}")
+print(f"device: {gpu}; {sh['shape']} {sh['dtype']}")
 print(f"copy bandwidth (read+write): {copy/1e12:.3f} TB/s, median of {len(sh['device_copy']['samples_ms'])} samples")
 print(f"candidate: median {cand['summary_ms']['median']:.4f} ms, {cand['bytes_per_s']/1e12:.3f} TB/s = {100*frac:.1f} % of copy "
       f"-> {'PASS' if frac >= 0.90 else 'FAIL'} (target >= 90 %)")

@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <unistd.h>
 #include <chrono>
 #include <cstring>
 #include <set>
@@ -397,6 +401,80 @@ std::vector<contract::Tensor> compute_reference(Session& s, const contract::Cont
   return c.reference(data);
 }
 
+namespace {
+
+// Inputs and expected outputs of recent cases, shared by every implementation checked in this
+// process (selftest and qualify check many implementations on the same cases: generating the data
+// and the reference once saves most of the CPU time). Bounded in bytes, oldest evicted first.
+class CaseCache {
+ public:
+  std::shared_ptr<const PreparedCase> find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(key);
+    return it == map_.end() ? nullptr : it->second;
+  }
+  void put(const std::string& key, std::shared_ptr<const PreparedCase> v, std::size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (bytes > limit()) return;
+    while (!order_.empty() && used_ + bytes > limit()) {
+      auto& [k, b] = order_.front();
+      map_.erase(k);
+      used_ -= b;
+      order_.pop_front();
+    }
+    map_[key] = std::move(v);
+    order_.emplace_back(key, bytes);
+    used_ += bytes;
+  }
+
+ private:
+  static std::size_t limit() {
+    static const std::size_t l = [] {
+      if (const char* e = std::getenv("KQUAL_CASE_CACHE_MB")) return std::size_t(std::strtoull(e, nullptr, 10)) << 20;
+      // A quarter of physical memory, at most 8 GiB.
+      long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+      std::size_t phys = pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) : 0;
+      return std::min<std::size_t>(phys / 4, std::size_t(8) << 30);
+    }();
+    return l;
+  }
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const PreparedCase>> map_;
+  std::deque<std::pair<std::string, std::size_t>> order_;
+  std::size_t used_ = 0;
+};
+
+CaseCache& case_cache() {
+  static CaseCache c;
+  return c;
+}
+
+}  // namespace
+
+std::shared_ptr<const PreparedCase> prepare_case(Session& s, const contract::Contract& c, const contract::CaseSpec& spec) {
+  std::string key = fmt::format("{}|{}|{}|{}|{}|{}", c.name(), spec.id, to_string(spec.dtype), contract::format_dims(spec.dims),
+                                spec.family, spec.seed);
+  if (auto hit = case_cache().find(key)) return hit;
+  auto p = std::make_shared<PreparedCase>();
+  p->data = c.make_case(spec);
+  p->expected = compute_reference(s, c, p->data, &p->reference);
+  std::vector<std::string> why;
+  for (const auto& t : p->expected) {
+    std::string d = contract::degenerate_reason(t);
+    if (d.empty()) {
+      why.clear();
+      break;
+    }
+    why.push_back(d);
+  }
+  if (!why.empty()) p->degenerate = fmt::format("{}", fmt::join(why, "; "));
+  std::size_t bytes = 0;
+  for (const auto& t : p->data.inputs) bytes += t.bytes.size();
+  for (const auto& t : p->expected) bytes += t.bytes.size() + 8 * (t.ref.size() + t.bound.size());
+  case_cache().put(key, p, bytes);
+  return p;
+}
+
 CaseResult run_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec) {
   CaseResult res;
   res.spec = spec;
@@ -412,27 +490,18 @@ CaseResult run_case(Session& s, const BuiltCandidate& b, const contract::Contrac
     return res;
   }
   const DeviceFacts& dev = s.device();
-  contract::CaseData data = c.make_case(spec);
-  ResolvedPlan plan = resolve_plan(b, spec.dtype, data.dims, dev);
+  ResolvedPlan plan = resolve_plan(b, spec.dtype, spec.dims, dev);
   if (!plan.refusal.empty()) {
     res.status = "refused";
     res.code = "launch_plan";
     res.detail = plan.refusal;
     return res;
   }
-  std::vector<contract::Tensor> expected = compute_reference(s, c, data, &res.reference);
-  {
-    std::vector<std::string> why;
-    for (const auto& t : expected) {
-      std::string d = contract::degenerate_reason(t);
-      if (d.empty()) {
-        why.clear();
-        break;
-      }
-      why.push_back(d);
-    }
-    if (!why.empty()) res.degenerate = fmt::format("{}", fmt::join(why, "; "));
-  }
+  std::shared_ptr<const PreparedCase> prepared = prepare_case(s, c, spec);
+  const contract::CaseData& data = prepared->data;
+  const std::vector<contract::Tensor>& expected = prepared->expected;
+  res.reference = prepared->reference;
+  res.degenerate = prepared->degenerate;
   fs::path dir = s.scratch() / "case";
   fs::create_directories(dir);
   auto offset_of = [&](const contract::Tensor& t) { return std::size_t(spec.offset_elements) * dtype_size(t.dtype); };

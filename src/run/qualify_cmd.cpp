@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "kqual/core/files.hpp"
 #include "kqual/run/cli.hpp"
 #include "kqual/run/exit_codes.hpp"
 #include "kqual/run/qualify.hpp"
@@ -73,6 +74,8 @@ void add_qualify_commands(CLI::App& app, GlobalOptions& g, int* exit_code) {
   self->add_option("--watchdog", st.watchdog_seconds, "Worker watchdog [s]")->capture_default_str();
   self->add_flag("--large-cases", st.large_cases, "Include the largest correctness cases");
   self->add_option("--root", st.root, "Folder that holds candidates/ and baselines/ (default: found from the working directory)");
+  static std::filesystem::path self_out;
+  self->add_option("--out", self_out, "Also write the results as DIR/results.json");
   self->add_option("--contract", st.contracts, "Only this contract (repeatable)");
   self->add_flag("!--baselines,--no-baselines", st.include_baselines, "Leave out the bundled baselines (known-good too)");
   self->add_option("--sanitize", st.sanitize, "Run the correctness phase under compute-sanitizer: memcheck, racecheck, "
@@ -81,6 +84,10 @@ void add_qualify_commands(CLI::App& app, GlobalOptions& g, int* exit_code) {
     st.command_line = g.command_line;
     if (!seeds.empty()) st.seeds = seeds;
     QualifyOutcome out = selftest(st);
+    if (!self_out.empty()) {
+      std::filesystem::create_directories(self_out);
+      write_file_atomic(self_out / "results.json", out.results.dump(2) + "\n");
+    }
     if (g.json) {
       std::cout << out.results.dump(2) << "\n";
     } else {

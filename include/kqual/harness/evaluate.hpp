@@ -2,6 +2,7 @@
 // Compile a candidate and check it against its contract, in a worker process.
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,16 @@ struct CheckOptions {
 };
 
 CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const CheckOptions& o);
+
+// A case's inputs and expected outputs, generated once and shared by every implementation run on it
+// in this process (a bounded cache; KQUAL_CASE_CACHE_MB sets its size, 0 turns it off).
+struct PreparedCase {
+  contract::CaseData data;
+  std::vector<contract::Tensor> expected;
+  std::string reference;   // "cpu" or "gpu-fp64"
+  std::string degenerate;  // why the expected outputs alone prove little; "" if they do not
+};
+std::shared_ptr<const PreparedCase> prepare_case(Session& s, const contract::Contract& c, const contract::CaseSpec& spec);
 
 // Runs one case; exposed for tests and for re-checking timed outputs.
 CaseResult run_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec);
