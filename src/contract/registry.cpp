@@ -9,6 +9,8 @@ const Contract& residual_add_relu_contract();  // residual_add_relu.cpp
 const Contract& transpose_contract();          // transpose.cpp
 const Contract& softmax_contract();            // softmax.cpp
 const Contract& gemm_contract();               // gemm.cpp
+const Contract& exclusive_scan_contract();     // exclusive_scan.cpp
+const Contract& reduce_sum_contract();         // reduce_sum.cpp
 
 bool Supports::supports(DType t) const {
   for (DType d : dtypes)
@@ -16,13 +18,15 @@ bool Supports::supports(DType t) const {
   return false;
 }
 
-std::vector<std::string> contract_names() { return {"residual_add_relu", "transpose", "softmax", "gemm"}; }
+std::vector<std::string> contract_names() { return {"residual_add_relu", "transpose", "softmax", "gemm", "exclusive_scan", "reduce_sum"}; }
 
 const Contract& find_contract(const std::string& name) {
   if (name == "residual_add_relu") return residual_add_relu_contract();
   if (name == "transpose") return transpose_contract();
   if (name == "softmax") return softmax_contract();
   if (name == "gemm") return gemm_contract();
+  if (name == "exclusive_scan") return exclusive_scan_contract();
+  if (name == "reduce_sum") return reduce_sum_contract();
   throw_error(ErrorKind::input, fmt::format("unknown contract '{}' (known: {})", name, fmt::join(contract_names(), ", ")));
 }
 

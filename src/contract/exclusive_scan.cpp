@@ -1,0 +1,275 @@
+// Contract: exclusive prefix sum. y[0] = 0, y[i] = x[0] + ... + x[i-1], n contiguous elements.
+// i32: exact, two's-complement wrap-around on overflow (the sum modulo 2^32) is the defined result.
+// f32: error model. Any association order of IEEE single adds is admissible (sequential, blocked,
+// tree, reduce-then-scan, decoupled look-back), so the bound is the worst case over all orders:
+// y[i] is formed by k = i - 1 adds of the i terms x[0..i-1], each partial sum is at most
+// S_i (1+u)^k in magnitude (S_i = sum_{j<i} |x_j|), so |y[i] - sum| <= k u S_i exp(k u),
+// u = 2^-24. The reference is accumulated in long double (64-bit significand) on the CPU; its own
+// error (and the rounding of the reference to double) is added to the bound.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "kqual/contract/compare.hpp"
+#include "kqual/contract/contract.hpp"
+#include "kqual/contract/random.hpp"
+#include "kqual/core/error.hpp"
+
+namespace kqual::contract {
+namespace {
+
+constexpr std::int64_t kMaxN = std::int64_t(1) << 40;  // contract domain limit [elements]
+
+class ExclusiveScan final : public Contract {
+ public:
+  std::string name() const override { return "exclusive_scan"; }
+  std::string summary() const override {
+    return "y[0] = 0, y[i] = x[0] + ... + x[i-1] (exclusive prefix sum) over n contiguous elements";
+  }
+  std::vector<TensorDecl> tensors() const override {
+    return {{"x", Role::input, "values, n elements"}, {"y", Role::output, "exclusive prefix sums, n elements"}};
+  }
+  std::vector<std::string> dims() const override { return {"n"}; }
+  std::vector<DType> dtypes() const override { return {DType::i32, DType::f32}; }
+  std::int64_t tensor_elements(const std::string&, const Dims& dims) const override { return dims.at("n"); }
+  std::string numerical_policy() const override {
+    return "i32: bit-exact; the sum is taken modulo 2^32 (two's-complement wrap-around on overflow is the defined "
+           "result, not an error). f32: error model. Any association order of IEEE-754 single-precision adds is "
+           "admissible (sequential, blocked, tree, reduce-then-scan, look-back), so for y[i] (k = i-1 adds of the "
+           "terms x[0..i-1], S_i = sum_{j<i} |x_j|, u = 2^-24) the bound is |y[i] - ref[i]| <= k*u*S_i*exp(k*u) "
+           "(the worst case over all orders; y[0] = 0 and y[1] = x[0] are exact), plus the reference's own error. "
+           "The reference is accumulated in long double (64-bit significand) on the CPU. Accumulating in bf16 or "
+           "f16 exceeds the bound on long prefixes (>= 8192 terms) of non-zero-mean data. Denormals must be "
+           "preserved (y[1] = x[0] exactly). NaN never matches a number: after a NaN, or after both +Inf and -Inf, "
+           "every later y is NaN; after +Inf alone every later y is +Inf. Deterministic: two runs must agree "
+           "bitwise.";
+  }
+  json domain_json() const override {
+    return json{{"dtypes", {"i32", "f32"}},
+                {"layout", "contiguous (stride 1), x and y of n elements"},
+                {"n", {{"min", 1}, {"max", "min(2^40, the candidate's max_n claim; default 2^31-1)"}}},
+                {"alignment", "candidate's min_alignment_bytes; an offset of one element is tested when the candidate "
+                              "claims element alignment"},
+                {"aliasing", "y may alias x only if the candidate claims in_place"}};
+  }
+
+  std::optional<Refusal> validate(const Request& req, const Supports& cand) const override {
+    if (req.dtype != DType::f32 && req.dtype != DType::i32)
+      return Refusal{"dtype_unsupported",
+                     fmt::format("dtype {} is outside the exclusive_scan contract (i32, f32)", to_string(req.dtype))};
+    if (!cand.supports(req.dtype))
+      return Refusal{"dtype_not_claimed", fmt::format("the candidate does not claim dtype {}", to_string(req.dtype))};
+    for (const char* t : {"x", "y"})
+      if (!req.lengths.count(t))
+        return Refusal{"missing_tensor", fmt::format("tensor '{}' is missing from the request", t)};
+    const std::int64_t n = req.lengths.at("x");
+    if (req.lengths.at("y") != n)
+      return Refusal{"length_mismatch", fmt::format("tensor 'y' has {} elements but x has {}", req.lengths.at("y"), n)};
+    if (auto it = req.dims.find("n"); it != req.dims.end() && it->second != n)
+      return Refusal{"length_mismatch", fmt::format("dim n = {} but x has {} elements", it->second, n)};
+    if (n < 1) return Refusal{"empty", fmt::format("n = {}: the contract needs at least one element", n)};
+    if (n > kMaxN)
+      return Refusal{"too_large", fmt::format("n = {} exceeds the contract's limit of 2^40 elements", n)};
+    if (n > cand.max_n)
+      return Refusal{"exceeds_claim", fmt::format("n = {} exceeds the candidate's claimed max_n = {}", n, cand.max_n)};
+    for (const auto& [t, s] : req.strides)
+      if (s != 1)
+        return Refusal{"non_contiguous",
+                       fmt::format("tensor '{}' has stride {}; the contract covers contiguous tensors only", t, s)};
+    if (req.offset_elements < 0)
+      return Refusal{"negative_offset", fmt::format("start offset {} is negative", req.offset_elements)};
+    const std::int64_t esize = std::int64_t(dtype_size(req.dtype));
+    if ((req.offset_elements * esize) % cand.min_alignment_bytes != 0)
+      return Refusal{"misaligned", fmt::format("a start offset of {} element(s) ({} bytes) breaks the candidate's "
+                                               "claimed alignment of {} bytes",
+                                               req.offset_elements, req.offset_elements * esize, cand.min_alignment_bytes)};
+    if (req.in_place && !cand.in_place)
+      return Refusal{"aliasing_not_claimed", "y aliases x, but the candidate does not claim in-place support"};
+    return std::nullopt;
+  }
+
+  // Only requests refused whatever the candidate claims (claim-dependent refusals — dtype_not_claimed,
+  // exceeds_claim, misaligned, aliasing_not_claimed — are tested against explicit claims).
+  std::vector<std::pair<Request, std::string>> unsupported_examples() const override {
+    auto base = [](DType t, std::int64_t n) {
+      Request r;
+      r.dtype = t;
+      r.dims = {{"n", n}};
+      r.lengths = {{"x", n}, {"y", n}};
+      return r;
+    };
+    std::vector<std::pair<Request, std::string>> v;
+    v.emplace_back(base(DType::bf16, 1024), "dtype_unsupported");
+    v.emplace_back(base(DType::f64, 1024), "dtype_unsupported");
+    Request missing = base(DType::f32, 1024);
+    missing.lengths.erase("y");
+    v.emplace_back(missing, "missing_tensor");
+    Request mm = base(DType::i32, 1024);
+    mm.lengths["y"] = 1023;
+    v.emplace_back(mm, "length_mismatch");
+    v.emplace_back(base(DType::f32, 0), "empty");
+    v.emplace_back(base(DType::i32, std::int64_t(1) << 41), "too_large");
+    Request nc = base(DType::f32, 1024);
+    nc.strides["x"] = 2;
+    v.emplace_back(nc, "non_contiguous");
+    Request neg = base(DType::i32, 1024);
+    neg.offset_elements = -1;
+    v.emplace_back(neg, "negative_offset");
+    return v;
+  }
+
+  std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
+    // Tile boundaries of common designs: warp 32, blocks of 256/1024 threads, 4096-element tiles
+    // (256 threads x 16 items), several tiles, primes, and prefixes >= 8192 for precision.
+    const std::vector<std::int64_t> sizes = {1,    2,    3,    31,   32,    33,    255,   256,    257,    1023,   1024,
+                                             1025, 4095, 4096, 4097, 8191,  8192,  8193,  12289,  65537,  999983, (1 << 24) + 1};
+    std::vector<CaseSpec> cases;
+    auto add = [&](DType t, std::int64_t n, const std::string& fam, std::int64_t off) {
+      if (n > cand.max_n) return;
+      CaseSpec c;
+      c.dtype = t;
+      c.dims = {{"n", n}};
+      c.family = fam;
+      c.offset_elements = off;
+      c.seed = mix_seed(seed, std::uint64_t(n) * 131 + std::hash<std::string>{}(fam) + std::uint64_t(t) * 7 + std::uint64_t(off));
+      c.id = fmt::format("{}/n={}/{}{}", to_string(t), n, fam, off ? "/offset=1" : "");
+      cases.push_back(c);
+    };
+    for (DType t : dtypes()) {
+      if (!cand.supports(t)) continue;
+      const bool unaligned = std::int64_t(dtype_size(t)) % cand.min_alignment_bytes == 0;
+      const std::vector<std::string> fams = t == DType::i32
+                                                ? std::vector<std::string>{"counts", "signed", "wrap"}
+                                                : std::vector<std::string>{"normal", "nonzero_mean", "alternating", "log_uniform"};
+      for (std::size_t k = 0; k < sizes.size(); ++k) {
+        const std::int64_t n = sizes[k];
+        const std::string fam = fams[k % fams.size()];
+        add(t, n, fam, 0);
+        // Long prefixes of non-zero-mean data expose narrow accumulation (f32) / the carry (i32).
+        const std::string extra = t == DType::i32 ? "counts" : "nonzero_mean";
+        if (n >= 8192 && fam != extra) add(t, n, extra, 0);
+        if (t == DType::f32 && (n == 33 || n == 4097 || n == 65537)) add(t, n, "specials", 0);
+        if (unaligned && (n == 257 || n == 4097 || n == 65537)) add(t, n, fams[0], 1);
+      }
+      if (include_large) add(t, (std::int64_t(1) << 27) + 3, t == DType::i32 ? "wrap" : "nonzero_mean", 0);
+    }
+    return cases;
+  }
+
+  std::vector<Dims> benchmark_shapes() const override {
+    return {{{"n", std::int64_t(1) << 12}}, {{"n", std::int64_t(1) << 20}}, {{"n", std::int64_t(1) << 28}}};
+  }
+
+  CaseData make_case(const CaseSpec& spec) const override {
+    const std::int64_t n64 = spec.dim("n");
+    if (n64 < 1) throw_error(ErrorKind::unsupported, "case with n < 1");
+    const std::set<std::string> known = {"counts", "signed", "wrap", "normal", "nonzero_mean", "alternating", "log_uniform", "specials"};
+    if (!known.count(spec.family)) throw_error(ErrorKind::internal, "unknown value family '" + spec.family + "'");
+    if (spec.dtype != DType::i32 && spec.dtype != DType::f32)
+      throw_error(ErrorKind::unsupported, fmt::format("exclusive_scan has no dtype {}", to_string(spec.dtype)));
+    const std::size_t n = std::size_t(n64);
+    CaseData d;
+    d.spec = spec;
+    d.dims["n"] = n64;
+    Tensor x;
+    x.name = "x";
+    x.dtype = spec.dtype;
+    x.elements = n64;
+    x.bytes.resize(n * 4);
+    // Chunks of 2^16 elements with their own generator: the same data whatever the thread count.
+    constexpr std::size_t kChunk = std::size_t(1) << 16;
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+    parallel_for(chunks, [&](std::size_t c) {
+      Rng rng(mix_seed(spec.seed, c));
+      for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
+        if (spec.dtype == DType::i32) {
+          std::int32_t v;
+          if (spec.family == "counts") v = rng.below(3) == 0 ? 0 : std::int32_t(rng.below(10));  // runs of zeros
+          else if (spec.family == "signed") v = std::int32_t(rng.below(2000001)) - 1000000;
+          else {  // "wrap": large magnitudes, the sum overflows within a few elements
+            std::uint32_t w = std::uint32_t(rng.below(std::uint64_t(1) << 30)) + (std::uint32_t(1) << 30);
+            if (rng.below(5) == 0) w = 0u - w;
+            std::memcpy(&v, &w, 4);
+          }
+          std::memcpy(x.bytes.data() + 4 * i, &v, 4);
+        } else {
+          float v;
+          if (spec.family == "normal" || spec.family == "specials") v = float(rng.normal());
+          else if (spec.family == "nonzero_mean") v = float(0.7 + 0.03 * rng.normal());  // mean >> std, biased rounding
+          else if (spec.family == "alternating") v = float((i % 2 ? -1.0 : 1.0) * (1.0 + rng.uniform()));
+          else v = float((rng.below(2) ? -1.0 : 1.0) * std::ldexp(1.0 + rng.uniform(), int(rng.below(41)) - 20));
+          std::memcpy(x.bytes.data() + 4 * i, &v, 4);
+        }
+      }
+    });
+    if (spec.family == "specials" && n >= 8) {
+      // +Inf in the middle (later prefixes +Inf), NaN near the end (later prefixes NaN), -0 at the start.
+      auto put = [&](std::size_t i, float v) { std::memcpy(x.bytes.data() + 4 * i, &v, 4); };
+      put(0, -0.0f);
+      put(n / 2, std::numeric_limits<float>::infinity());
+      put(n - 3, std::numeric_limits<float>::quiet_NaN());
+    }
+    d.inputs.push_back(std::move(x));
+    return d;
+  }
+
+  std::vector<Tensor> reference(const CaseData& data) const override {
+    const Tensor& x = data.inputs.at(0);
+    const std::size_t n = std::size_t(x.elements);
+    Tensor y;
+    y.name = "y";
+    y.dtype = x.dtype;
+    y.elements = x.elements;
+    y.bytes.resize(n * 4);
+    if (x.dtype == DType::i32) {
+      std::uint32_t acc = 0;  // modulo 2^32
+      for (std::size_t i = 0; i < n; ++i) {
+        std::memcpy(y.bytes.data() + 4 * i, &acc, 4);
+        std::uint32_t v;
+        std::memcpy(&v, x.bytes.data() + 4 * i, 4);
+        acc += v;
+      }
+      return {y};
+    }
+    y.ref.resize(n);
+    y.bound.resize(n);
+    const double u = unit_roundoff(DType::f32);
+    long double sum = 0, abs_sum = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double r = double(sum);
+      y.ref[i] = r;
+      const double k = i == 0 ? 0.0 : double(i - 1);  // adds needed to form y[i]
+      const double s = double(abs_sum);
+      // Worst case over all association orders, plus the long double accumulation (i * 2^-63 * S)
+      // and the rounding of the reference to double (2^-53 |ref|).
+      y.bound[i] = k * u * s * std::exp(k * u) + double(i) * std::ldexp(s, -62) + std::ldexp(std::fabs(r), -52);
+      store_element(DType::f32, y.bytes.data(), i, r);
+      float v;
+      std::memcpy(&v, x.bytes.data() + 4 * i, 4);
+      sum += v;
+      abs_sum += std::fabs(v);
+    }
+    return {y};
+  }
+
+  Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const override {
+    return compare_output(expected, actual, poison_byte);
+  }
+
+  double min_bytes(const std::map<std::string, std::int64_t>& dims, DType t) const override {
+    return 2.0 * double(dims.at("n")) * double(dtype_size(t));
+  }
+  double flops(const std::map<std::string, std::int64_t>& dims, DType) const override { return double(dims.at("n")); }
+};
+
+}  // namespace
+
+const Contract& exclusive_scan_contract() {
+  static const ExclusiveScan c;
+  return c;
+}
+
+}  // namespace kqual::contract

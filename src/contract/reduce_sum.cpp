@@ -1,0 +1,305 @@
+// Contract: row-wise sum. x is rows x cols (row-major, contiguous), y[r] = sum_j x[r*cols + j].
+// f32: f32 in, f32 out. bf16: bf16 in, bf16 out; accumulation in f32 or wider, output rounded once.
+// Error model: any association order of f32 (or wider) adds is admissible. With k = cols - 1 adds,
+// S = sum_j |x_rj| and u = 2^-24, every partial sum is at most S (1+u)^k in magnitude, so the
+// accumulated sum s satisfies |s - sum| <= A = k u S exp(k u). f32 output: bound A (plus u|ref|
+// for kernels that accumulate wider and round once). bf16 output: s is rounded once to bf16 (unit
+// roundoff 2^-8), bound A (1 + 2^-8) + 2^-8 |ref| + half the smallest bf16 subnormal. The reference
+// is accumulated in long double on the CPU; its own error is added.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "kqual/contract/compare.hpp"
+#include "kqual/contract/contract.hpp"
+#include "kqual/contract/random.hpp"
+#include "kqual/core/error.hpp"
+
+namespace kqual::contract {
+namespace {
+
+constexpr std::int64_t kMaxElements = std::int64_t(1) << 40;  // contract domain limit [elements of x]
+
+struct Shape {
+  std::int64_t rows, cols;
+};
+
+class ReduceSum final : public Contract {
+ public:
+  std::string name() const override { return "reduce_sum"; }
+  std::string summary() const override {
+    return "y[r] = sum of row r of x (rows x cols, row-major, contiguous); y has rows elements";
+  }
+  std::vector<TensorDecl> tensors() const override {
+    return {{"x", Role::input, "rows x cols, row-major"}, {"y", Role::output, "row sums, rows elements"}};
+  }
+  std::vector<std::string> dims() const override { return {"rows", "cols"}; }
+  std::vector<DType> dtypes() const override { return {DType::f32, DType::bf16}; }
+  std::int64_t tensor_elements(const std::string& tensor, const Dims& dims) const override {
+    if (tensor == "y") return dims.at("rows");
+    return dims.at("rows") * dims.at("cols");
+  }
+  std::string numerical_policy() const override {
+    return "Error model. Any association order of f32 (or wider) adds is admissible. For row r with k = cols-1 "
+           "adds, S = sum_j |x[r,j]| and u = 2^-24 (f32 accumulation), A = k*u*S*exp(k*u) bounds the accumulated "
+           "sum's error for every order (each partial sum is at most S*(1+u)^k). f32 output: |y - ref| <= A + "
+           "u*|ref|. bf16 (bf16 in and out, f32 or wider accumulation, output rounded once to nearest): "
+           "|y - ref| <= A*(1+2^-8) + 2^-8*|ref| + 2^-134. The reference is accumulated in long double on the CPU "
+           "(its own error is added). Accumulating in bf16/f16 exceeds the bound on rows >= 8192 long. NaN never "
+           "matches a number: a row with a NaN, or with both +Inf and -Inf, sums to NaN; a row with +Inf (and no "
+           "-Inf, no NaN) sums to +Inf exactly. Deterministic: two runs must agree bitwise (atomics that reorder "
+           "the adds between runs are therefore rejected).";
+  }
+  json domain_json() const override {
+    return json{{"dtypes", {"f32", "bf16"}},
+                {"layout", "row-major, contiguous: x is rows x cols, y is rows"},
+                {"rows", {{"min", 1}}},
+                {"cols", {{"min", 1}}},
+                {"rows*cols", {{"max", "min(2^40, the candidate's max_n claim; default 2^31-1)"}}},
+                {"alignment", "candidate's min_alignment_bytes for the base pointers; rows start at r*cols and are "
+                              "aligned only when cols is a multiple of the vector width"},
+                {"aliasing", "none (y never aliases x)"}};
+  }
+
+  std::optional<Refusal> validate(const Request& req, const Supports& cand) const override {
+    if (req.dtype != DType::f32 && req.dtype != DType::bf16)
+      return Refusal{"dtype_unsupported",
+                     fmt::format("dtype {} is outside the reduce_sum contract (f32, bf16)", to_string(req.dtype))};
+    if (!cand.supports(req.dtype))
+      return Refusal{"dtype_not_claimed", fmt::format("the candidate does not claim dtype {}", to_string(req.dtype))};
+    for (const char* dname : {"rows", "cols"})
+      if (!req.dims.count(dname))
+        return Refusal{"missing_dim", fmt::format("dim '{}' is missing from the request", dname)};
+    const std::int64_t rows = req.dims.at("rows"), cols = req.dims.at("cols");
+    if (rows < 1 || cols < 1)
+      return Refusal{"empty", fmt::format("rows = {}, cols = {}: the contract needs at least one row and one column", rows, cols)};
+    if (rows > kMaxElements / cols)
+      return Refusal{"too_large", fmt::format("rows x cols = {} x {} exceeds the contract's limit of 2^40 elements", rows, cols)};
+    for (const char* t : {"x", "y"})
+      if (!req.lengths.count(t))
+        return Refusal{"missing_tensor", fmt::format("tensor '{}' is missing from the request", t)};
+    if (req.lengths.at("x") != rows * cols)
+      return Refusal{"length_mismatch", fmt::format("tensor 'x' has {} elements but rows x cols = {} x {} = {}",
+                                                    req.lengths.at("x"), rows, cols, rows * cols)};
+    if (req.lengths.at("y") != rows)
+      return Refusal{"length_mismatch", fmt::format("tensor 'y' has {} elements but rows = {}", req.lengths.at("y"), rows)};
+    if (rows * cols > cand.max_n)
+      return Refusal{"exceeds_claim", fmt::format("rows x cols = {} exceeds the candidate's claimed max_n = {}", rows * cols,
+                                                  cand.max_n)};
+    for (const auto& [t, s] : req.strides)
+      if (s != 1)
+        return Refusal{"non_contiguous",
+                       fmt::format("tensor '{}' has stride {}; the contract covers contiguous row-major tensors only", t, s)};
+    if (req.offset_elements < 0)
+      return Refusal{"negative_offset", fmt::format("start offset {} is negative", req.offset_elements)};
+    const std::int64_t esize = std::int64_t(dtype_size(req.dtype));
+    if ((req.offset_elements * esize) % cand.min_alignment_bytes != 0)
+      return Refusal{"misaligned", fmt::format("a start offset of {} element(s) ({} bytes) breaks the candidate's "
+                                               "claimed alignment of {} bytes",
+                                               req.offset_elements, req.offset_elements * esize, cand.min_alignment_bytes)};
+    if (req.in_place)
+      return Refusal{"aliasing", "y cannot alias x: the output has a different shape (rows) than the input (rows x cols)"};
+    return std::nullopt;
+  }
+
+  // Only requests refused whatever the candidate claims (dtype_not_claimed, exceeds_claim and
+  // misaligned depend on the claims and are tested against explicit claims).
+  std::vector<std::pair<Request, std::string>> unsupported_examples() const override {
+    auto base = [](DType t, std::int64_t rows, std::int64_t cols) {
+      Request r;
+      r.dtype = t;
+      r.dims = {{"rows", rows}, {"cols", cols}};
+      r.lengths = {{"x", rows * cols}, {"y", rows}};
+      return r;
+    };
+    std::vector<std::pair<Request, std::string>> v;
+    v.emplace_back(base(DType::f16, 4, 1024), "dtype_unsupported");
+    v.emplace_back(base(DType::i32, 4, 1024), "dtype_unsupported");
+    Request nodim = base(DType::f32, 4, 1024);
+    nodim.dims.erase("cols");
+    v.emplace_back(nodim, "missing_dim");
+    v.emplace_back(base(DType::f32, 0, 1024), "empty");
+    v.emplace_back(base(DType::bf16, 4, 0), "empty");
+    v.emplace_back(base(DType::f32, std::int64_t(1) << 21, std::int64_t(1) << 20), "too_large");
+    Request missing = base(DType::f32, 4, 1024);
+    missing.lengths.erase("y");
+    v.emplace_back(missing, "missing_tensor");
+    Request mx = base(DType::f32, 4, 1024);
+    mx.lengths["x"] = 4095;
+    v.emplace_back(mx, "length_mismatch");
+    Request my = base(DType::bf16, 4, 1024);
+    my.lengths["y"] = 1024;  // a column sum is a different contract
+    v.emplace_back(my, "length_mismatch");
+    Request nc = base(DType::f32, 4, 1024);
+    nc.strides["x"] = 2;
+    v.emplace_back(nc, "non_contiguous");
+    Request neg = base(DType::f32, 4, 1024);
+    neg.offset_elements = -1;
+    v.emplace_back(neg, "negative_offset");
+    Request ip = base(DType::f32, 4, 1024);
+    ip.in_place = true;
+    v.emplace_back(ip, "aliasing");
+    return v;
+  }
+
+  std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
+    // One long row (a full reduction), rows around warp/block/vector boundaries (1, 3, 31, 32, 33,
+    // 255, 1023, 1024, 1025, 2049, 4097), rows longer than one block pass, long rows (>= 8192) for
+    // precision, many short rows, primes.
+    const std::vector<Shape> shapes = {
+        {1, 1},       {1, 3},        {1, 31},     {1, 1025},   {1, 8191},         {1, 8193},        {1, 65537},
+        {1, (1 << 24) + 3},           {7, 1},      {1000, 3},   {513, 31},         {257, 32},        {129, 33},
+        {64, 255},    {33, 1023},    {31, 1024},  {17, 1025},  {9, 2049},         {5, 8192},        {3, 16411},
+        {1031, 4097}, {2, (1 << 20) + 1},         {100003, 7}, {(1 << 20) + 7, 3}, {4096, 4096},    {61, 131071}};
+    const std::vector<std::string> fams = {"normal", "nonzero_mean", "alternating", "specials"};
+    std::vector<CaseSpec> cases;
+    auto add = [&](DType t, Shape s, const std::string& fam, std::int64_t off) {
+      if (s.rows * s.cols > cand.max_n) return;
+      CaseSpec c;
+      c.dtype = t;
+      c.dims = {{"rows", s.rows}, {"cols", s.cols}};
+      c.family = fam;
+      c.offset_elements = off;
+      c.seed = mix_seed(seed, std::uint64_t(s.rows) * 1000003 + std::uint64_t(s.cols) * 131 + std::hash<std::string>{}(fam) +
+                                  std::uint64_t(t) * 7 + std::uint64_t(off));
+      c.id = fmt::format("{}/rows={},cols={}/{}{}", to_string(t), s.rows, s.cols, fam, off ? "/offset=1" : "");
+      cases.push_back(c);
+    };
+    for (DType t : dtypes()) {
+      if (!cand.supports(t)) continue;
+      const bool unaligned = std::int64_t(dtype_size(t)) % cand.min_alignment_bytes == 0;
+      for (std::size_t k = 0; k < shapes.size(); ++k) {
+        const Shape s = shapes[k];
+        std::string fam = fams[(k + (t == DType::bf16 ? 1 : 0)) % fams.size()];
+        if (fam == "specials" && s.rows < 4) fam = "normal";  // specials need rows to spread NaN/Inf over
+        add(t, s, fam, 0);
+        // Long rows of non-zero-mean data expose narrow accumulation.
+        if (s.cols >= 8192 && fam != "nonzero_mean") add(t, s, "nonzero_mean", 0);
+        if (unaligned && (k == 13 || k == 17)) add(t, s, "normal", 1);
+      }
+      if (include_large) add(t, {1, (std::int64_t(1) << 28) + 5}, "nonzero_mean", 0);
+    }
+    return cases;
+  }
+
+  std::vector<Dims> benchmark_shapes() const override {
+    return {{{"rows", 1024}, {"cols", 1024}},
+            {{"rows", 1}, {"cols", std::int64_t(1) << 24}},
+            {{"rows", 16384}, {"cols", 16384}}};
+  }
+
+  CaseData make_case(const CaseSpec& spec) const override {
+    const std::int64_t rows64 = spec.dim("rows"), cols64 = spec.dim("cols");
+    if (rows64 < 1 || cols64 < 1) throw_error(ErrorKind::unsupported, "case with rows < 1 or cols < 1");
+    const std::set<std::string> known = {"normal", "nonzero_mean", "alternating", "specials"};
+    if (!known.count(spec.family)) throw_error(ErrorKind::internal, "unknown value family '" + spec.family + "'");
+    if (spec.dtype != DType::f32 && spec.dtype != DType::bf16)
+      throw_error(ErrorKind::unsupported, fmt::format("reduce_sum has no dtype {}", to_string(spec.dtype)));
+    const std::size_t rows = std::size_t(rows64), cols = std::size_t(cols64), n = rows * cols;
+    const std::size_t es = dtype_size(spec.dtype);
+    CaseData d;
+    d.spec = spec;
+    d.dims["rows"] = rows64;
+    d.dims["cols"] = cols64;
+    Tensor x;
+    x.name = "x";
+    x.dtype = spec.dtype;
+    x.elements = std::int64_t(n);
+    x.bytes.resize(n * es);
+    auto put = [&](std::size_t i, float v) {
+      if (spec.dtype == DType::f32) std::memcpy(x.bytes.data() + 4 * i, &v, 4);
+      else {
+        std::uint16_t b = f32_to_bf16_rne(v);
+        std::memcpy(x.bytes.data() + 2 * i, &b, 2);
+      }
+    };
+    constexpr std::size_t kChunk = std::size_t(1) << 16;
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+    parallel_for(chunks, [&](std::size_t c) {
+      Rng rng(mix_seed(spec.seed, c));
+      for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
+        float v;
+        if (spec.family == "normal" || spec.family == "specials") v = float(rng.normal());
+        else if (spec.family == "nonzero_mean") v = float(0.7 + 0.03 * rng.normal());  // mean >> std
+        // (0.7, not a power of two: a narrow accumulator then rounds every add the same way, so its
+        // error grows linearly with the row instead of as a random walk)
+        else v = float(((i % cols) % 2 ? -1.0 : 1.0) * (1.0 + rng.uniform()));     // alternating sign per row
+        put(i, v);
+      }
+    });
+    if (spec.family == "specials" && rows >= 4) {
+      const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+      // Row 0: NaN at its last element (a missing tail hides it); row 1: +Inf; row 2: +Inf and -Inf
+      // (NaN); the last row: -Inf. Every other row stays finite, so the output is not degenerate.
+      put(cols - 1, nan);
+      put(cols + cols / 2, inf);
+      put(2 * cols, inf);
+      if (cols >= 2) put(2 * cols + cols - 1, -inf);
+      else put(2 * cols, nan);
+      put((rows - 1) * cols + cols / 3, -inf);
+    }
+    d.inputs.push_back(std::move(x));
+    return d;
+  }
+
+  std::vector<Tensor> reference(const CaseData& data) const override {
+    const Tensor& x = data.inputs.at(0);
+    const std::size_t rows = std::size_t(data.dims.at("rows")), cols = std::size_t(data.dims.at("cols"));
+    const DType t = x.dtype;
+    Tensor y;
+    y.name = "y";
+    y.dtype = t;
+    y.elements = std::int64_t(rows);
+    y.bytes.resize(rows * dtype_size(t));
+    y.ref.resize(rows);
+    y.bound.resize(rows);
+    const double u = unit_roundoff(DType::f32);
+    const double uo = unit_roundoff(t);
+    const double k = double(cols - 1);
+    parallel_for(rows >= 64 ? std::size_t(64) : rows, [&](std::size_t part) {
+      const std::size_t parts = rows >= 64 ? 64 : rows;
+      for (std::size_t r = part; r < rows; r += parts) {
+        long double sum = 0, abs_sum = 0;
+        const std::uint8_t* row = x.bytes.data() + r * cols * dtype_size(t);
+        for (std::size_t j = 0; j < cols; ++j) {
+          const double v = element_as_double(t, row, j);
+          sum += v;
+          abs_sum += std::fabs(v);
+        }
+        const double ref = double(sum), s = double(abs_sum);
+        const double acc = k * u * s * std::exp(k * u) + double(cols) * std::ldexp(s, -62) + std::ldexp(std::fabs(ref), -52);
+        double bound;
+        if (t == DType::f32) bound = acc + u * std::fabs(ref);
+        else bound = acc * (1 + uo) + uo * std::fabs(ref) + std::ldexp(1.0, -134);
+        y.ref[r] = ref;
+        y.bound[r] = bound;
+        store_element(t, y.bytes.data(), r, ref);
+      }
+    });
+    return {y};
+  }
+
+  Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const override {
+    return compare_output(expected, actual, poison_byte);
+  }
+
+  double min_bytes(const std::map<std::string, std::int64_t>& dims, DType t) const override {
+    const double rows = double(dims.at("rows")), cols = double(dims.at("cols"));
+    return (rows * cols + rows) * double(dtype_size(t));
+  }
+  double flops(const std::map<std::string, std::int64_t>& dims, DType) const override {
+    return double(dims.at("rows")) * double(dims.at("cols"));
+  }
+};
+
+}  // namespace
+
+const Contract& reduce_sum_contract() {
+  static const ReduceSum c;
+  return c;
+}
+
+}  // namespace kqual::contract
