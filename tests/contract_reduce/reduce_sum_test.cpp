@@ -231,7 +231,9 @@ TEST(ReduceSumErrorModel, NarrowAccumulationFails) {
   // A sequential bf16 accumulator fails every long (>= 8192) non-zero-mean row, in both dtypes.
   for (const auto& g : generated()) {
     const std::size_t rows = std::size_t(g.spec.dim("rows")), cols = std::size_t(g.spec.dim("cols"));
-    if (g.spec.family != "nonzero_mean" || cols < 8192) continue;
+    // Above ~2^22 terms the worst-case bound k*u*S*exp(k*u) is no longer informative (k*u -> 1: a
+    // correct sequential f32 sum stagnates there too); narrow accumulation is caught on 8192..2^21.
+    if (g.spec.family != "nonzero_mean" || cols < 8192 || cols > (std::size_t(1) << 21)) continue;
     auto y = pack(g.spec.dtype, narrow_strided(floats(g.data.inputs[0]), rows, cols, 8));
     auto x = floats(g.data.inputs[0]);
     std::vector<float> seq(rows);
@@ -377,7 +379,9 @@ TEST(ReduceSumBroken, AtomicOntoUnzeroedOutputIsNanPolicy) {
     ASSERT_TRUE(std::isnan(poison));
     auto codes = run([poison](const std::vector<float>& x, std::size_t rows, std::size_t cols) {
       auto y = seq_sum(x, rows, cols);
-      for (auto& v : y) v = poison + v;
+      // A GPU float add with a NaN operand returns the canonical NaN (0x7FFFFFFF), not the poison's
+      // payload (x86 would propagate 0xFFFFFFFF, which would read as "unwritten").
+      for (auto& v : y) v = std::isnan(poison + v) ? std::numeric_limits<float>::quiet_NaN() : poison + v;
       return y;
     }, 0xFF, t);
     EXPECT_EQ(codes.count(""), 0u) << to_string(t);
