@@ -457,7 +457,8 @@ TEST(GemmCases, FamiliesHaveTheirValues) {
   EXPECT_GT(sum / 4096, 0.8);
   for (double v : floats(mk("integers").inputs[1])) EXPECT_EQ(v, std::round(v));
   // Integer inputs give integer, exactly known results.
-  for (double v : C().reference(mk("integers")).at(0).ref) EXPECT_EQ(v, std::round(v));
+  const Tensor integers = C().reference(mk("integers")).at(0);  // a named copy: the range-for must not dangle
+  for (double v : integers.ref) EXPECT_EQ(v, std::round(v));
   auto sp = C().reference(mk("specials", DType::bf16)).at(0);
   int nan = 0, inf = 0, fin = 0;
   for (double v : sp.ref) {

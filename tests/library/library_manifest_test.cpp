@@ -1,0 +1,186 @@
+// [[launch]] library = "...": parsing, validation errors (file, key, value), build without NVRTC,
+// and the worker plan a library launch resolves to. Uses residual_add_relu (dims n; tensors x, r,
+// y) so the tests do not depend on the contracts the library baselines are for.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "kqual/contract/contract.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/cuda/library.hpp"
+#include "kqual/harness/evaluate.hpp"
+#include "kqual/harness/manifest.hpp"
+#include "test_util.hpp"
+
+namespace kqual::harness {
+namespace {
+namespace fs = std::filesystem;
+
+class LibraryManifestTest : public ::testing::Test {
+ protected:
+  ScratchDir dir{"kqual-library-manifest-test"};
+  std::string error_of(const std::string& toml) {
+    try {
+      parse_manifest(toml, dir.path() / "kqual.toml");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::input);
+      return e.what();
+    }
+    return "no error";
+  }
+  static std::string good() {
+    return R"TOML([candidate]
+contract = "residual_add_relu"
+description = "library-only"
+[supports]
+dtypes = ["f32"]
+[[launch]]
+library = "cub.sum<{T}>"
+args = ["x", "y", "n:i64"]
+)TOML";
+  }
+  static std::string replace(std::string s, const std::string& a, const std::string& b) {
+    auto p = s.find(a);
+    EXPECT_NE(p, std::string::npos) << a;
+    return s.replace(p, a.size(), b);
+  }
+};
+
+TEST_F(LibraryManifestTest, ParsesALibraryOnlyManifestWithoutSource) {
+  Manifest m = parse_manifest(good(), dir.path() / "kqual.toml");
+  EXPECT_TRUE(m.source.empty());
+  ASSERT_EQ(m.launches.size(), 1u);
+  EXPECT_EQ(m.launches[0].library, "cub.sum<{T}>");
+  EXPECT_TRUE(m.launches[0].kernel.empty());
+  EXPECT_FALSE(m.has_kernels());
+  EXPECT_TRUE(m.kernel_names(DType::f32).empty());
+  EXPECT_EQ(m.library_names(DType::f32), std::vector<std::string>{"cub.sum<float>"});
+}
+
+TEST_F(LibraryManifestTest, ConcreteTypeIsAccepted) {
+  Manifest m = parse_manifest(replace(good(), "cub.sum<{T}>", "cub.sum<float>"), dir.path() / "kqual.toml");
+  EXPECT_EQ(m.library_names(DType::f32), std::vector<std::string>{"cub.sum<float>"});
+}
+
+TEST_F(LibraryManifestTest, UnknownRoutineIsNamedWithTheKnownOnes) {
+  std::string e = error_of(replace(good(), "cub.sum<{T}>", "cub.prefix<{T}>"));
+  EXPECT_NE(e.find("kqual.toml: launch[0].library"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown library routine \"cub.prefix<{T}>\""), std::string::npos) << e;
+  EXPECT_NE(e.find("cublas.gemm<T>(a, b, c, m:i32, n:i32, k:i32)"), std::string::npos) << e;
+}
+
+TEST_F(LibraryManifestTest, MissingTypeIsAnError) {
+  std::string e = error_of(replace(good(), "cub.sum<{T}>", "cub.sum"));
+  EXPECT_NE(e.find("give the element type"), std::string::npos) << e;
+}
+
+TEST_F(LibraryManifestTest, DtypeOutsideTheRoutineIsAnError) {
+  std::string e = error_of(replace(good(), "dtypes = [\"f32\"]", "dtypes = [\"f32\", \"bf16\"]"));
+  EXPECT_NE(e.find("launch[0].library"), std::string::npos) << e;
+  EXPECT_NE(e.find("{T} = bf16: cub.sum supports only f32"), std::string::npos) << e;
+  e = error_of(replace(good(), "cub.sum<{T}>", "cub.sum<int>"));
+  EXPECT_NE(e.find("type 'int' is not supported by cub.sum"), std::string::npos) << e;
+}
+
+TEST_F(LibraryManifestTest, ArityIsCheckedPerRoutine) {
+  std::string e = error_of(replace(good(), "args = [\"x\", \"y\", \"n:i64\"]", "args = [\"x\", \"y\"]"));
+  EXPECT_NE(e.find("launch[0].args: cub.sum<{T}> takes 3 arguments, args lists 2"), std::string::npos) << e;
+  e = error_of(replace(good(), "args = [\"x\", \"y\", \"n:i64\"]", "args = [\"x\", \"n:i64\", \"y\"]"));
+  EXPECT_NE(e.find("launch[0].args[1]"), std::string::npos) << e;
+  EXPECT_NE(e.find("pointer 'out'"), std::string::npos) << e;
+  e = error_of(replace(good(), "args = [\"x\", \"y\", \"n:i64\"]", "args = [\"x\", \"y\", \"r\"]"));
+  EXPECT_NE(e.find("launch[0].args[2]"), std::string::npos) << e;
+  EXPECT_NE(e.find("the integer 'n'"), std::string::npos) << e;
+}
+
+TEST_F(LibraryManifestTest, ScalarTypeMustBeTheRoutines) {
+  std::string e = error_of(replace(good(), "n:i64", "n:i32"));
+  EXPECT_NE(e.find("launch[0].args[2]"), std::string::npos) << e;
+  EXPECT_NE(e.find("write \"n:i64\""), std::string::npos) << e;
+}
+
+TEST_F(LibraryManifestTest, LaunchGeometryIsRejectedForLibraryLaunches) {
+  std::string e = error_of(replace(good(), "library = ", "grid = 1\nlibrary = "));
+  EXPECT_NE(e.find("launch[0].grid"), std::string::npos) << e;
+  EXPECT_NE(e.find("not used by a library launch"), std::string::npos) << e;
+  e = error_of(replace(good(), "library = ", "kernel = \"k\"\nlibrary = "));
+  EXPECT_NE(e.find("either kernel or library"), std::string::npos) << e;
+}
+
+TEST_F(LibraryManifestTest, KernelLaunchWithoutSourceIsAnError) {
+  std::string e = error_of(R"TOML([candidate]
+contract = "residual_add_relu"
+[supports]
+dtypes = ["f32"]
+[[launch]]
+kernel = "k<{T}>"
+grid = 1
+block = 1
+args = ["x", "r", "y", "n:i64"]
+)TOML");
+  EXPECT_NE(e.find("candidate.source: missing"), std::string::npos) << e;
+}
+
+TEST_F(LibraryManifestTest, BuildNeedsNoCompilerAndRecordsTheLibrary) {
+  Manifest m = parse_manifest(good(), dir.path() / "kqual.toml");
+  BuiltCandidate b = build_candidate(m, "sm_90", dir.path());
+  EXPECT_TRUE(b.image_path.empty());
+  EXPECT_TRUE(b.lowered.empty());
+  EXPECT_EQ(b.libraries, std::vector<std::string>{"cub.sum<float>"});
+  EXPECT_EQ(b.compiler, "library: cub.sum<float>");
+  ASSERT_TRUE(b.library_versions.contains("CUB"));
+  EXPECT_NE(b.library_versions["CUB"].get<std::string>().find("CUB 3."), std::string::npos) << b.library_versions.dump();
+  EXPECT_EQ(b.image_sha256.size(), 64u);
+  json j = b.to_json();
+  EXPECT_EQ(j["libraries"][0], "cub.sum<float>");
+}
+
+TEST_F(LibraryManifestTest, ResolvePlanEmitsALibraryEntry) {
+  Manifest m = parse_manifest(good(), dir.path() / "kqual.toml");
+  BuiltCandidate b = build_candidate(m, "sm_90", dir.path());
+  DeviceFacts dev;
+  dev.present = true;
+  dev.sms = 132;
+  dev.l2_bytes = 50 << 20;
+  ResolvedPlan p = resolve_plan(b, DType::f32, {{"n", 12345}}, dev);
+  ASSERT_TRUE(p.refusal.empty()) << p.refusal;
+  ASSERT_EQ(p.launches.size(), 1u);
+  EXPECT_EQ(p.launches[0], (json{{"library", "cub.sum<float>"},
+                                 {"args", {{{"buffer", "x"}}, {{"buffer", "y"}}, {{"scalar", 12345}, {"size", 8}}}}}))
+      << p.launches.dump();
+}
+
+TEST_F(LibraryManifestTest, MixedKernelAndLibraryLaunches) {
+  std::ofstream(dir.path() / "k.cu") << "template <class T> __global__ void k(T* y, long long n) {}\n";
+  Manifest m = parse_manifest(replace(replace(good(), "description = \"library-only\"", "source = \"k.cu\""), "[[launch]]",
+                                      "[[launch]]\nkernel = \"k<{T}>\"\ngrid = 1\nblock = 32\nargs = [\"y\", \"n:i64\"]\n[[launch]]"),
+                              dir.path() / "kqual.toml");
+  ASSERT_EQ(m.launches.size(), 2u);
+  EXPECT_TRUE(m.has_kernels());
+  EXPECT_EQ(m.kernel_names(DType::f32), std::vector<std::string>{"k<float>"});
+  EXPECT_EQ(m.library_names(DType::f32), std::vector<std::string>{"cub.sum<float>"});
+}
+
+// The bundled library baselines parse against their contracts (when those are built in).
+TEST(LibraryBaselines, BundledManifestsParse) {
+  const fs::path root = test::repo_root() / "baselines";
+  const std::pair<const char*, const char*> dirs[] = {
+      {"gemm", "gemm/cublas"}, {"exclusive_scan", "exclusive_scan/cub"}, {"reduce_sum", "reduce_sum/cub"}};
+  for (const auto& [contract_name, d] : dirs) {
+    try {
+      contract::find_contract(contract_name);
+    } catch (const Error&) {
+      continue;  // contract not in this build yet
+    }
+    Manifest m = load_manifest(root / d);
+    EXPECT_FALSE(m.has_kernels()) << d;
+    EXPECT_EQ(m.contract, contract_name);
+    BuiltCandidate b = build_candidate(m, "sm_90", fs::temp_directory_path());
+    EXPECT_FALSE(b.libraries.empty()) << d;
+  }
+}
+
+}  // namespace
+}  // namespace kqual::harness
