@@ -75,7 +75,7 @@ TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCan
     contract::CaseSpec spec;
     spec.dtype = o.dtype;
     spec.dims = dims;
-    spec.family = "uniform";
+    spec.family = c.benchmark_family();
     spec.seed = o.seed ^ std::hash<std::string>{}(sh.shape);
     spec.id = fmt::format("bench/{}/{}", to_string(o.dtype), sh.shape);
     contract::CaseData data = c.make_case(spec);

@@ -162,6 +162,7 @@ class ResidualAddRelu final : public Contract {
     return cases;
   }
 
+  std::string benchmark_family() const override { return "uniform"; }
   std::vector<Dims> benchmark_shapes() const override {
     return {{{"n", std::int64_t(1) << 12}}, {{"n", std::int64_t(1) << 20}}, {{"n", std::int64_t(1) << 28}}};
   }

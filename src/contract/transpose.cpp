@@ -179,6 +179,7 @@ class Transpose final : public Contract {
     return {{{"rows", 1024}, {"cols", 1024}}, {{"rows", 4099}, {"cols", 1031}}, {{"rows", 8192}, {"cols", 8192}}};
   }
 
+  std::string benchmark_family() const override { return "index"; }
   CaseData make_case(const CaseSpec& spec) const override {
     const std::int64_t rows = spec.dim("rows"), cols = spec.dim("cols");
     if (rows < 1 || cols < 1) throw_error(ErrorKind::unsupported, fmt::format("case {}: empty shape", spec.id));

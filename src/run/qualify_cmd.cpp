@@ -95,7 +95,11 @@ void add_qualify_commands(CLI::App& app, GlobalOptions& g, int* exit_code) {
       if (!r["device_present"].get<bool>())
         fmt::print("selftest: no GPU ({}): candidates compiled only, none run\n", r["why_no_device"].get<std::string>());
       else
-        fmt::print("selftest on {} — seeds {}\n", r["provenance"]["device"].value("name", "?"), r["seeds"].dump());
+        fmt::print("selftest on {} — seeds {}\n",
+                   r["provenance"].contains("gpu") && r["provenance"]["gpu"].is_object()
+                       ? r["provenance"]["gpu"].value("name", std::string("?"))
+                       : std::string("?"),
+                   r["seeds"].dump());
       if (r.contains("sanitizer"))
         fmt::print("sanitizer: {} {}\n", r["sanitizer"]["tool"].get<std::string>(),
                    r["sanitizer"]["path"].get<std::string>().empty() ? r["sanitizer"]["note"].get<std::string>()

@@ -132,6 +132,8 @@ class Contract {
   virtual std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const = 0;
   // Shapes timed by default (the last one is "the large shape" for rooflines), dtype f32.
   virtual std::vector<Dims> benchmark_shapes() const = 0;
+  // The value family timed inputs are drawn from (a family make_case knows).
+  virtual std::string benchmark_family() const { return "normal"; }
   // The reference a harness should use for a case this large; the CPU one otherwise (see
   // gpu_reference below).
   virtual bool prefers_gpu_reference(const Dims& /*dims*/) const { return false; }
