@@ -2,6 +2,7 @@
 #include "kqual/artifact/artifact.hpp"
 
 #include <cctype>
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -84,7 +85,7 @@ void parse_host_binary(std::span<const std::uint8_t> bytes, const std::string& n
     if (s.name != ".nv_fatbin" && s.name != "__nv_relfatbin") continue;
     found = true;
     auto data = detail::section_bytes(bytes, s, name);
-    detail::parse_fatbin_containers(data, s.offset, name + ": section " + s.name, a.entries);
+    detail::parse_fatbin_containers(data, s.offset, name + ": section " + s.name, a.entries, a.containers);
   }
   if (const auto* seg = elf.find(".nvFatBinSegment")) {
     // Each wrapper is {u32 magic, u32 version, u64 fatbin address, u64 filename}; the address
@@ -110,7 +111,7 @@ Artifact parse_artifact_bytes(std::span<const std::uint8_t> bytes, const std::st
   if (bytes.empty()) fail(name, "empty file");
   if (bytes.size() >= 4 && detail::Reader(bytes, name).u32(0, "magic") == kFatbinMagic) {
     a.container = ContainerKind::fatbin;
-    detail::parse_fatbin_containers(bytes, 0, name, a.entries);
+    detail::parse_fatbin_containers(bytes, 0, name, a.entries, a.containers);
   } else if (detail::looks_like_elf(bytes)) {
     if (bytes.size() >= 20 && detail::Reader(bytes, name).u16(18, "e_machine") == detail::kEmCuda) {
       a.container = ContainerKind::cubin;
@@ -139,6 +140,38 @@ Artifact parse_artifact_bytes(std::span<const std::uint8_t> bytes, const std::st
     fail(name, "unrecognised format: not a fatbin (magic 0xba55ed50), ELF cubin, host ELF with .nv_fatbin, or PTX text");
   }
   return a;
+}
+
+std::vector<std::string> kernel_symbols(const Artifact& a, std::optional<std::size_t> container) {
+  std::vector<std::string> out;
+  for (const auto& e : a.entries) {
+    if (container && e.container != *container) continue;
+    for (const auto& k : e.kernels) out.push_back(k.name);
+    for (const auto& k : e.ptx_entries) out.push_back(k);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<std::uint8_t> extract_container(const Artifact& a, const std::string& path, std::size_t container) {
+  if (container >= a.containers.size())
+    fail(a.name, fmt::format("has no fatbin container {} ({} in the file)", container, a.containers.size()));
+  const ContainerSpan& c = a.containers[container];
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw_error(ErrorKind::io, fmt::format("{}: cannot open", path));
+  f.seekg(0, std::ios::end);
+  const auto size = static_cast<std::uint64_t>(f.tellg());
+  if (size != a.file_bytes || c.offset + c.bytes > size)
+    fail(path, fmt::format("changed since it was parsed ({} bytes, parsed {}): container {} at {} (+{} bytes) no longer fits",
+                           size, a.file_bytes, container, c.offset, c.bytes));
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(c.bytes));
+  f.seekg(static_cast<std::streamoff>(c.offset));
+  f.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
+  if (!f) throw_error(ErrorKind::io, fmt::format("{}: read error in container {}", path, container));
+  if (out.size() < 4 || detail::Reader(out, path).u32(0, "container magic") != kFatbinMagic)
+    fail(path, fmt::format("container {} at offset {} does not start with the fatbin magic", container, c.offset));
+  return out;
 }
 
 Artifact parse_artifact(const std::string& path) {

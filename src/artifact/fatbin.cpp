@@ -85,7 +85,7 @@ void parse_entry(const Reader& r, std::uint64_t off, std::uint64_t ehs, std::uin
 }  // namespace
 
 void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t base, const std::string& ctx,
-                             std::vector<Entry>& out) {
+                             std::vector<Entry>& out, std::vector<ContainerSpan>& spans) {
   Reader r(bytes, ctx);
   std::uint64_t off = 0;
   int containers = 0;
@@ -109,8 +109,9 @@ void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t 
       fail(ctx, fmt::format("container at {}: payload of {} bytes passes the end of the data ({} bytes)", base + off, psz,
                             bytes.size()));
     ++containers;
-    const std::size_t container = out.empty() ? 0 : out.back().container + 1;
+    const std::size_t container = spans.size();
     const std::uint64_t end = off + hs + psz;
+    spans.push_back(ContainerSpan{container, base + off, hs + psz});
     std::uint64_t e = off + hs;
     while (e < end) {
       const std::size_t index = out.size();

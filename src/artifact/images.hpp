@@ -14,7 +14,8 @@ void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& c
 void parse_ptx_image(std::span<const std::uint8_t> image, const std::string& context, Entry& e);
 // Appends the entries of the fatbin container(s) in `bytes` (which may be followed by more
 // containers and zero padding). `base` is the offset of `bytes` within the file, for messages.
+// Each container's place in the file is appended to `spans`.
 void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t base, const std::string& context,
-                             std::vector<Entry>& out);
+                             std::vector<Entry>& out, std::vector<ContainerSpan>& spans);
 
 }  // namespace kqual::artifact::detail

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "kqual/artifact/artifact.hpp"
@@ -81,6 +82,336 @@ decision::DecisionInput decision_input(const std::vector<StartupPair>& startup, 
   return in;
 }
 
+const char* to_string(CorrectnessRelation r) {
+  switch (r) {
+    case CorrectnessRelation::not_run: return "not run";
+    case CorrectnessRelation::both_accepted: return "both accepted";
+    case CorrectnessRelation::new_rejected: return "new rejected";
+    case CorrectnessRelation::old_rejected: return "old rejected";
+    case CorrectnessRelation::both_rejected_alike: return "both rejected alike";
+    case CorrectnessRelation::both_rejected_differently: return "both rejected differently";
+  }
+  return "?";
+}
+
+CorrectnessRelation relate(const CorrectnessSide& a, const CorrectnessSide& b) {
+  if (!a.ran || !b.ran) return CorrectnessRelation::not_run;
+  if (a.accepted && b.accepted) return CorrectnessRelation::both_accepted;
+  if (a.accepted) return CorrectnessRelation::new_rejected;
+  if (b.accepted) return CorrectnessRelation::old_rejected;
+  return a.failing == b.failing ? CorrectnessRelation::both_rejected_alike : CorrectnessRelation::both_rejected_differently;
+}
+
+Resolution resolution(const std::vector<double>& old_ms, const std::vector<double>& new_ms, double target_ms) {
+  Resolution r;
+  r.runs_per_side = int(std::min(old_ms.size(), new_ms.size()));
+  if (old_ms.size() < 2 || new_ms.size() < 2) {
+    r.half_width_ms = std::numeric_limits<double>::infinity();
+    r.runs_needed = 2;
+    return r;
+  }
+  stats::DecisionOptions d;
+  d.test.effect = stats::Effect::difference;
+  const stats::Comparison c = stats::compare(old_ms, new_ms, d);
+  r.half_width_ms = 0.5 * (c.ci.hi - c.ci.lo);
+  // The half-width shrinks as 1/sqrt(n): n' = n (h / target)^2.
+  const double need = double(r.runs_per_side) * std::pow(r.half_width_ms / target_ms, 2.0);
+  r.runs_needed = std::max(2, int(std::ceil(need)));
+  return r;
+}
+
+namespace {
+
+// Cases NEW fails that OLD passed, or fails with another code: what the change itself broke.
+std::vector<std::string> new_regressions(const CorrectnessSide& a, const CorrectnessSide& b) {
+  std::vector<std::string> out;
+  for (const auto& [id, code] : b.failing) {
+    auto it = a.failing.find(id);
+    if (it == a.failing.end()) out.push_back(fmt::format("{} ({}; OLD passed it)", id, code));
+    else if (it->second != code) out.push_back(fmt::format("{} ({}; OLD failed it as {})", id, code, it->second));
+  }
+  return out;
+}
+
+// NEW is blamed for correctness only for what it changes.
+bool new_is_blamed(const CorrectnessSide& a, const CorrectnessSide& b) {
+  if (!a.ran || !b.ran || b.accepted) return false;
+  return a.accepted || !new_regressions(a, b).empty();
+}
+
+json summary_or_null(const std::vector<double>& v) {
+  if (v.empty()) return nullptr;
+  return stats::to_json(stats::summarize(v));
+}
+
+}  // namespace
+
+Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions& jo) {
+  static const char* kSide[2] = {"old", "new"};
+  json r = json::object();
+  for (const char* k : {"schema", "schema_version", "provenance", "target", "sides", "artifact_diff"})
+    if (static_part.contains(k)) r[k] = static_part.at(k);
+  json phases = json::object();
+  if (static_part.contains("phases"))
+    for (const char* k : {"build", "artifact_diff"})
+      if (static_part.at("phases").contains(k)) phases[k] = static_part.at("phases").at(k);
+  json notes = static_part.value("notes", json::array());
+  json not_run = json::array();
+  json verdict{{"reasons", json::array()}};
+  Judgement out;
+  auto finish = [&](const std::string& decision_text, int code, const std::string& summary) {
+    verdict["decision"] = decision_text;
+    verdict["exit_code"] = code;
+    verdict["summary"] = summary;
+    r["phases"] = phases;
+    r["not_run"] = not_run;
+    r["notes"] = notes;
+    r["verdict"] = verdict;
+    out.results = r;
+    out.exit_code = code;
+    return out;
+  };
+  if (!ev.can_launch) {
+    not_run.push_back("correctness and warm timing: no launch plan for a prebuilt artifact (give --manifest DIR)");
+    phases["correctness"] = phases["warm_timing"] = "not run: no launch plan (give --manifest)";
+  }
+
+  // ---- Correctness: NEW is blamed only for what it changes ----
+  const CorrectnessSide& co = ev.correctness[0];
+  const CorrectnessSide& cn = ev.correctness[1];
+  const CorrectnessRelation rel = relate(co, cn);
+  const bool blamed = new_is_blamed(co, cn);
+  json correctness = json::object();
+  if (ev.can_launch && ev.correctness_skipped) {
+    phases["correctness"] = "skipped (--no-correctness)";
+    not_run.push_back("correctness: skipped (--no-correctness)");
+  } else if (ev.can_launch) {
+    std::string text;
+    for (int k = 0; k < 2; ++k) {
+      const CorrectnessSide& c = ev.correctness[k];
+      if (!c.ran) continue;
+      correctness[kSide[k]] = c.report;
+      text += fmt::format("{}{}: {} ({} passed, {} failed, {} refused)", text.empty() ? "" : "; ", kSide[k],
+                          c.accepted ? "accepted" : "rejected", c.passed, c.failed, c.refused);
+    }
+    std::string explanation;
+    switch (rel) {
+      case CorrectnessRelation::both_accepted: explanation = "both builds meet the contract"; break;
+      case CorrectnessRelation::new_rejected:
+        explanation = fmt::format("OLD meets the contract and NEW does not: {} of {} cases fail, mostly `{}`", cn.failed,
+                                  cn.cases, cn.primary_code);
+        break;
+      case CorrectnessRelation::old_rejected:
+        explanation = fmt::format("NEW meets the contract and OLD does not (OLD: {} of {} cases fail, mostly `{}`): the change "
+                                  "fixes a defect",
+                                  co.failed, co.cases, co.primary_code);
+        break;
+      case CorrectnessRelation::both_rejected_alike:
+        explanation = fmt::format("OLD and NEW both fail the contract, on the same {} case(s) with the same codes (mostly "
+                                  "`{}`): the change does not alter correctness; the defect predates it",
+                                  cn.failed, cn.primary_code);
+        break;
+      case CorrectnessRelation::both_rejected_differently: {
+        const auto reg = new_regressions(co, cn);
+        explanation = reg.empty()
+                          ? fmt::format("OLD and NEW both fail the contract; NEW fails a subset of OLD's cases ({} of OLD's "
+                                        "{}): the change does not break anything OLD got right",
+                                        cn.failed, co.failed)
+                          : fmt::format("OLD and NEW both fail the contract, and NEW also fails {} case(s) OLD got right or "
+                                        "failed otherwise, e.g. {}",
+                                        reg.size(), reg.front());
+        break;
+      }
+      case CorrectnessRelation::not_run: explanation = "not run"; break;
+    }
+    if (!text.empty()) phases["correctness"] = text;
+    r["correctness_relation"] = {{"relation", to_string(rel)}, {"new_blamed", blamed}, {"explanation", explanation}};
+    if (rel != CorrectnessRelation::both_accepted && rel != CorrectnessRelation::not_run)
+      verdict["reasons"].push_back("correctness: " + explanation);
+  }
+  r["correctness"] = correctness;
+  if (blamed) {
+    phases["startup"] = phases["warm_timing"] = "not run: NEW computes the wrong answer where OLD did not";
+    return finish(decision::to_string(decision::ShipVerdict::do_not_ship), run::kExitFail,
+                  "NEW computes the wrong answer where OLD did not; no speed makes up for that.");
+  }
+  const bool both_wrong =
+      rel == CorrectnessRelation::both_rejected_alike || rel == CorrectnessRelation::both_rejected_differently;
+
+  // ---- Warm time per shape ----
+  json warm_j = json::array();
+  bool new_timing_failed = false, new_timed_wrong = false, old_timed_wrong = false;
+  double est_first_launch_ms[2] = {0, 0};
+  for (std::size_t si = 0; si < ev.warm.size() && ev.can_launch; ++si) {
+    const WarmShape& ws = ev.warm[si];
+    json sj{{"shape", ws.shape}, {"dims", ws.dims}};
+    for (int k = 0; k < 2; ++k) {
+      const WarmSide& w = ws.side[k];
+      sj[kSide[k]] = {{"per_process_median_ms", w.medians},
+                      {"summary_of_process_medians_ms", summary_or_null(w.medians)},
+                      {"pooled_summary_ms", summary_or_null(w.pooled)},
+                      {"errors", w.errors},
+                      {"verified", w.verified},
+                      {"verify_detail", w.verify_detail}};
+      if (k == 1 && (w.medians.empty() || !w.errors.empty())) new_timing_failed = true;
+      if (!w.verified) (k == 1 ? new_timed_wrong : old_timed_wrong) = true;
+      if (si == jo.decision_index && !w.medians.empty()) est_first_launch_ms[k] = stats::median(w.medians);
+    }
+    const auto& a = ws.side[0].medians;
+    const auto& b = ws.side[1].medians;
+    if (!a.empty() && !b.empty()) {
+      stats::DecisionOptions d;
+      d.test.paired = a.size() == b.size();
+      d.margin.relative = jo.warm_margin;
+      sj["comparison"] = stats::to_json(stats::compare(a, b, d));
+    }
+    sj["decision_shape"] = si == jo.decision_index;
+    warm_j.push_back(sj);
+  }
+  if (ev.can_launch) {
+    json order = json::array();
+    for (int x : ev.order) order.push_back(x == 0 ? "A" : "B");
+    r["warm"] = {{"unit", "one sample per fresh worker process: the median of its timed samples"},
+                 {"processes_per_side", ev.processes},
+                 {"samples_per_process", ev.samples},
+                 {"warmup_per_process", ev.warmup},
+                 {"order", order},
+                 {"boundary", ev.boundary},
+                 {"margin_relative", jo.warm_margin},
+                 {"decision_shape", jo.decision_index < ev.warm.size() ? json(ev.warm[jo.decision_index].shape) : json()},
+                 {"shapes", warm_j}};
+    phases["warm_timing"] = fmt::format("{} fresh worker processes per side, {} samples per shape each, order A B B A ...",
+                                        ev.processes, ev.samples);
+  }
+
+  // ---- Startup per mode: first request, and its delta over the artifact-dependent phases ----
+  std::vector<StartupPair> pairs;
+  json startup_j = json::array();
+  json resolution_j = json::array();
+  bool unresolved = false;
+  for (const StartupMode& m : ev.startup) {
+    StartupPair pair;
+    pair.cache = m.cache;
+    pair.loading = m.loading;
+    for (int k = 0; k < 2; ++k) {
+      StartupSide& dst = k == 0 ? pair.old_side : pair.new_side;
+      const StartupSamples& src = m.side[k];
+      dst.kernel_first_use_ms = src.kernel_first_use_ms;
+      for (std::size_t i = 0; i < src.base_ms.size(); ++i)
+        dst.first_request_ms.push_back(src.base_ms[i] +
+                                       (i < src.launch_ran.size() && src.launch_ran[i] > 0 ? 0.0 : est_first_launch_ms[k]));
+    }
+    json mj{{"cache", decision::to_string(m.cache)}, {"loading", startup::to_string(m.loading)}, {"environment", m.environment}};
+    for (int k = 0; k < 2; ++k) {
+      const StartupSide& src = k == 0 ? pair.old_side : pair.new_side;
+      const StartupSamples& raw = m.side[k];
+      mj[kSide[k]] = {{"runs_ok", src.kernel_first_use_ms.size()},
+                      {"failures", raw.failures},
+                      {"failure_messages", raw.failure_messages},
+                      {"kernel_first_use_ms", src.kernel_first_use_ms},
+                      {"first_request_ms", src.first_request_ms},
+                      {"kernel_first_use_summary_ms", summary_or_null(src.kernel_first_use_ms)},
+                      {"first_request_summary_ms", summary_or_null(src.first_request_ms)},
+                      {"module_load_summary_ms", summary_or_null(raw.module_load_ms)},
+                      {"jit_wall_summary_ms", summary_or_null(raw.jit_wall_ms)}};
+    }
+    if (!pair.old_side.kernel_first_use_ms.empty() && !pair.new_side.kernel_first_use_ms.empty()) {
+      stats::DecisionOptions d;
+      d.test.effect = stats::Effect::difference;
+      d.margin.absolute = jo.cold_noise_floor_ms;
+      // Driver init and context creation happen before the artifact is read: their difference is
+      // noise, so the delta is taken over module load + lookup (+ first launch) only.
+      mj["first_request_delta_ms"] =
+          stats::to_json(stats::compare(pair.old_side.kernel_first_use_ms, pair.new_side.kernel_first_use_ms, d));
+      mj["whole_first_request_delta_ms"] =
+          stats::to_json(stats::compare(pair.old_side.first_request_ms, pair.new_side.first_request_ms, d));
+      const Resolution res = resolution(pair.old_side.kernel_first_use_ms, pair.new_side.kernel_first_use_ms, jo.resolve_ms);
+      const bool ok = res.half_width_ms <= jo.resolve_ms;
+      unresolved = unresolved || !ok;
+      mj["resolution"] = {{"detectable_difference_ms", res.half_width_ms},
+                          {"confidence", 0.95},
+                          {"runs_per_side", res.runs_per_side},
+                          {"target_ms", jo.resolve_ms},
+                          {"runs_per_side_needed_for_target", res.runs_needed},
+                          {"resolved", ok}};
+      resolution_j.push_back({{"cache", decision::to_string(m.cache)}, {"loading", startup::to_string(m.loading)},
+                              {"detectable_difference_ms", res.half_width_ms}, {"runs_per_side", res.runs_per_side},
+                              {"runs_per_side_needed_for_target", res.runs_needed}, {"resolved", ok}});
+    }
+    pairs.push_back(pair);
+    startup_j.push_back(mj);
+  }
+  r["startup"] = {{"runs_per_side_per_mode", ev.startup_runs},
+                  {"runs_requested", jo.startup_runs_requested},
+                  {"max_runs", jo.startup_max_runs},
+                  {"extensions", ev.startup_extensions},
+                  {"order", "blocks A B B A of fresh probe processes (kqual startup's probe), each block every mode"},
+                  {"noise_floor_ms", jo.cold_noise_floor_ms},
+                  {"resolve_ms", jo.resolve_ms},
+                  {"first_request_definition",
+                   "driver_init + context + kernel_first_use (module load + function lookup) + the side's median warm kernel "
+                   "time at the decision shape as the first launch (probes cannot launch a kernel that takes pointers)"},
+                  {"delta_definition",
+                   "new − old over the artifact-dependent phases (module load + lookup): driver init and context creation "
+                   "run before the artifact is read, so their difference is noise and is left out"},
+                  {"resolution", resolution_j},
+                  {"notes", ev.startup_notes},
+                  {"modes", startup_j}};
+  if (!ev.startup.empty())
+    phases["startup"] = fmt::format("{} fresh processes per side per mode, {} mode(s)", ev.startup_runs, startup_j.size());
+  if (unresolved)
+    verdict["reasons"].push_back(fmt::format(
+        "startup: at least one cache mode could not resolve {} ms within {} processes per side (see startup.resolution)",
+        jo.resolve_ms, jo.startup_max_runs));
+
+  // ---- Decision per profile ----
+  if (!ev.can_launch)
+    return finish("incomplete", run::kExitIncomplete,
+                  "Startup and artifact identity only: without a launch plan (--manifest) there is no warm timing to weigh "
+                  "the startup cost against.");
+  if (new_timing_failed || (new_timed_wrong && !(both_wrong && old_timed_wrong))) {
+    verdict["reasons"].push_back(new_timed_wrong ? "NEW's timed output was wrong (re-checked after timing)"
+                                                 : "NEW could not be timed at every shape (see warm.shapes[].new.errors)");
+    return finish(decision::to_string(decision::ShipVerdict::do_not_ship), run::kExitFail,
+                  "NEW failed under timing; see the warm timing section.");
+  }
+  if (both_wrong && new_timed_wrong)
+    notes.push_back("both sides' timed outputs are wrong, as their correctness results predict: not held against NEW");
+  if (jo.decision_index >= ev.warm.size() || ev.warm[jo.decision_index].side[0].medians.empty()) {
+    not_run.push_back("decision: OLD could not be timed at the decision shape");
+    return finish("incomplete", run::kExitIncomplete, "OLD could not be timed; nothing to weigh NEW against.");
+  }
+  if (pairs.empty()) {
+    not_run.push_back("decision: no startup samples");
+    return finish("incomplete", run::kExitIncomplete, "No startup measurement on both sides; nothing to decide on.");
+  }
+  const auto& wa = ev.warm[jo.decision_index].side[0].medians;
+  const auto& wb = ev.warm[jo.decision_index].side[1].medians;
+  decision::DecisionInput in =
+      decision_input(pairs, wa, wb, jo.new_uses_ptx_jit, jo.arch, jo.cold_noise_floor_ms, jo.warm_margin);
+  json decisions = json::array();
+  std::vector<decision::Decision> ds;
+  for (const auto& p : jo.profiles) {
+    decision::Decision d = decision::decide(in, p);
+    decisions.push_back(
+        {{"profile", decision::to_json(p)}, {"decision", decision::to_json(d)}, {"markdown", decision::to_markdown(d)}});
+    ds.push_back(std::move(d));
+  }
+  if (ds.empty()) throw_error(ErrorKind::usage, "no deployment profile to decide with");
+  r["decisions"] = decisions;
+  verdict["profile"] = jo.profiles.front().name;
+  verdict["reasons"].push_back(fmt::format("decided at shape {} with profile '{}'", ev.warm[jo.decision_index].shape,
+                                           jo.profiles.front().name));
+  for (const auto& x : ds.front().reasons) verdict["reasons"].push_back(x);
+  for (std::size_t i = 1; i < ds.size(); ++i)
+    verdict["reasons"].push_back(
+        fmt::format("for profile '{}': {}", jo.profiles[i].name, decision::to_string(ds[i].verdict)));
+  std::string headline = ds.front().headline;
+  if (both_wrong)
+    headline = "Both builds fail the contract (a defect the change did not introduce); as for speed: " + headline;
+  return finish(decision::to_string(ds.front().verdict), exit_code_for(ds.front().verdict), headline);
+}
+
 namespace {
 
 struct Side {
@@ -98,6 +429,7 @@ struct Side {
   artifact::Selection sel;
   std::string startup_kernel;
   std::string startup_kernel_from;
+  std::string module_pick;  // host binaries: which module was taken
 };
 
 bool looks_like_candidate(const fs::path& p) {
@@ -127,20 +459,70 @@ void say(const CompareOptions& o, const std::string& line) {
   if (o.progress) o.progress(line);
 }
 
-// Per (cache, loading): the samples of both sides, merged over the interleaved blocks.
-struct StartupAccum {
-  StartupPair pair;
-  std::vector<double> launch_ran[2];  // 1 when first_launch ran (kernel_first_use includes it)
-  std::vector<double> base_ms[2];     // driver_init + context + kernel_first_use
-  std::vector<double> module_load_ms[2], jit_wall_ms[2];
-  std::size_t failures[2] = {0, 0};
-  std::vector<std::string> failure_messages[2];
-  std::map<std::string, std::string> environment;
-};
+CorrectnessSide to_side(const harness::CorrectnessReport& rep) {
+  CorrectnessSide c;
+  c.ran = true;
+  c.accepted = rep.accepted();
+  c.cases = rep.cases;
+  c.passed = rep.passed;
+  c.failed = rep.failed;
+  c.refused = rep.refused;
+  c.primary_code = rep.primary_code();
+  for (const auto& cr : rep.results)
+    if (cr.status == "fail") c.failing[cr.spec.id] = cr.code;
+  c.report = rep.to_json(false);
+  return c;
+}
 
-json summary_or_null(const std::vector<double>& v) {
-  if (v.empty()) return nullptr;
-  return stats::to_json(stats::summarize(v));
+// Runs `runs[side]` fresh probe processes per mode in blocks A B B A and appends the samples.
+void measure_startup_blocks(const CompareOptions& o, Side (&sides)[2], const std::vector<decision::CacheMode>& modes,
+                            const int (&runs)[2], std::map<std::pair<int, int>, StartupMode>& acc,
+                            std::vector<std::string>& notes) {
+  const int block_runs[2][2] = {{(runs[0] + 1) / 2, runs[0] / 2}, {(runs[1] + 1) / 2, runs[1] / 2}};
+  int blocks_done[2] = {0, 0};
+  const std::vector<int> order = interleave_order(4);
+  for (int k = 0; k < 4; ++k) {
+    const int side = order[std::size_t(k)];
+    Side& s = sides[side];
+    startup::StartupConfig cfg;
+    cfg.artifact = s.image.string();
+    cfg.kernel = s.startup_kernel;
+    cfg.launch = false;  // candidate kernels take pointers: the harness's launch is timed warm, not here
+    cfg.runs = block_runs[side][blocks_done[side]++];
+    if (cfg.runs <= 0) continue;
+    cfg.cache_modes = modes;
+    cfg.loading_modes = o.loading_modes;
+    cfg.watchdog_s = o.watchdog_seconds;
+    cfg.probe_executable = o.probe_executable;
+    say(o, fmt::format("startup: block {}/4 ({}, {} fresh processes per mode, {} mode(s))", k + 1, s.label, cfg.runs,
+                       modes.size()));
+    startup::StartupReport rep = startup::measure_startup(cfg);
+    if (!rep.gpu_ran) throw_error(ErrorKind::cuda, "startup probes could not use the GPU: " + rep.gpu_unavailable);
+    for (const auto& n : rep.notes)
+      if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
+    for (const auto& m : rep.modes) {
+      StartupMode& a = acc[{int(m.cache), int(m.loading)}];
+      a.cache = m.cache;
+      a.loading = m.loading;
+      if (side == 0) a.environment = m.environment;
+      StartupSamples& dst = a.side[side];
+      dst.failures += m.failures;
+      for (const auto& smp : m.samples) {
+        if (!smp.ok) {
+          dst.failure_messages.push_back(smp.failure);
+          continue;
+        }
+        auto get = [&](const char* ph) { auto it = smp.phases.find(ph); return it == smp.phases.end() ? 0.0 : it->second; };
+        if (!smp.phases.count("kernel_first_use")) continue;
+        const double kfu = get("kernel_first_use");
+        dst.kernel_first_use_ms.push_back(kfu);
+        dst.base_ms.push_back(get("driver_init") + get("context") + kfu);
+        dst.launch_ran.push_back(smp.phases.count("first_launch") ? 1.0 : 0.0);
+        dst.module_load_ms.push_back(get("module_load"));
+        if (smp.phases.count("jit_wall")) dst.jit_wall_ms.push_back(get("jit_wall"));
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -161,13 +543,15 @@ CompareOutcome run_compare(const CompareOptions& o) {
                             "options (docs/compare.md)",
                             sides[0].input.string(), sides[0].spec.recipe.describe()));
   if (o.startup_runs < 2) throw_error(ErrorKind::usage, "--startup-runs must be at least 2 (two blocks per side)");
+  if (!(o.resolve_ms > 0)) throw_error(ErrorKind::usage, "--resolve-ms must be positive");
   if (o.processes < 1 || o.samples < 1 || o.warmup < 0) throw_error(ErrorKind::usage, "--processes/--samples must be >= 1");
   if (o.cache_modes.empty() || o.loading_modes.empty()) throw_error(ErrorKind::usage, "no cache or loading mode selected");
   auto dtype = parse_dtype(o.dtype);
   if (!dtype) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", o.dtype));
   std::optional<harness::Manifest> shared_manifest;
   if (!o.manifest.empty()) {
-    shared_manifest = harness::load_manifest(o.manifest);
+    // A launch plan for prebuilt sides: no source needed (the image's symbols name the kernels).
+    shared_manifest = harness::load_manifest(o.manifest, harness::ManifestUse::launch_plan);
   } else {
     for (const auto& s : sides)
       if (s.manifest && !shared_manifest) shared_manifest = s.manifest;
@@ -180,13 +564,13 @@ CompareOutcome run_compare(const CompareOptions& o) {
   if (sides[0].manifest && sides[1].manifest && sides[0].manifest->contract != sides[1].manifest->contract)
     throw_error(ErrorKind::input, fmt::format("OLD implements {} but NEW implements {}: nothing to compare",
                                               sides[0].manifest->contract, sides[1].manifest->contract));
-  std::vector<decision::DeploymentProfile> profiles;
-  for (const auto& p : o.profiles) profiles.push_back(decision::load_profile(p));
-  if (profiles.empty()) {
+  JudgeOptions jo;
+  for (const auto& p : o.profiles) jo.profiles.push_back(decision::load_profile(p));
+  if (jo.profiles.empty()) {
     decision::DeploymentProfile d;
     d.name = "default";
     d.description = "built-in defaults (docs/statistics.md); give --profile FILE for your service";
-    profiles.push_back(d);
+    jo.profiles.push_back(d);
   }
   const contract::Contract* contract = sides[1].manifest ? &contract::find_contract(sides[1].manifest->contract) : nullptr;
   std::vector<contract::Dims> shapes;
@@ -220,7 +604,6 @@ CompareOutcome run_compare(const CompareOptions& o) {
   json r{{"schema", "kqual.compare/1"}, {"schema_version", kJsonSchemaVersion}};
   r["provenance"] = report::provenance(o.command_line, dev.present ? dev.device : json());
   r["target"] = {{"arch", arch}, {"source", dev.present ? "device 0" : (o.arch.empty() ? "default (no device)" : "--arch")}};
-  json not_run = json::array();
   json notes = json::array();
 
   // ---- 3. Build (or adopt) both sides: static, no GPU ----
@@ -233,17 +616,25 @@ CompareOutcome run_compare(const CompareOptions& o) {
       s.image = s.built->image_path;
     } else {
       s.image = s.input;
-      if (s.manifest) {
-        s.built = harness::adopt_prebuilt(*s.manifest, s.input, arch, &s.prov);
-      } else {
-        s.prov.recipe = "prebuilt image " + s.input.string();
+      const artifact::Artifact whole = artifact::parse_artifact(s.input.string());
+      if (whole.container == artifact::ContainerKind::host_binary) {
+        // A host executable or shared library: the driver registers each embedded fatbin as its own
+        // module; the one holding the manifest's kernels is the side.
+        if (!s.manifest)
+          throw_error(ErrorKind::usage,
+                      fmt::format("{} is a host binary with {} device module(s): give --manifest DIR so the module holding "
+                                  "the kernel can be picked",
+                                  s.input.string(), whole.containers.size()));
+        harness::ModulePick pick = harness::pick_module(*s.manifest, s.input, arch, dir);
+        s.image = pick.module_path;
+        s.module_pick = pick.reason;
+        s.prov.notes.push_back(pick.reason);
+        say(o, fmt::format("{}: {}", s.label, pick.reason));
       }
+      s.prov.recipe = "prebuilt " + std::string(artifact::to_string(whole.container)) + " " + s.input.string();
+      if (s.manifest) s.built = harness::adopt_prebuilt(*s.manifest, s.image, arch, &s.prov);
     }
     s.art = artifact::parse_artifact(s.image.string());
-    if (s.art.container == artifact::ContainerKind::host_binary)
-      throw_error(ErrorKind::input, fmt::format("{} is a host binary: compare needs a cubin, fatbin or PTX file (extract "
-                                                "the device code, e.g. cuobjdump -xelf all {})",
-                                                s.image.string(), s.image.string()));
     s.image_sha256 = s.art.sha256;
     if (s.prov.image_kind.empty()) s.prov.image_kind = artifact::to_string(s.art.container);
     s.sel = artifact::select_for_arch(s.art, artifact::Arch::parse(arch));
@@ -277,7 +668,8 @@ CompareOutcome run_compare(const CompareOptions& o) {
            {"loading_reason", s.sel.reason},
            {"manifest", s.manifest ? json(s.manifest->file.string()) : json()},
            {"manifest_from", s.manifest_from},
-           {"startup_kernel", s.startup_kernel}};
+           {"startup_kernel", s.startup_kernel},
+           {"module", s.module_pick.empty() ? json() : json(s.module_pick)}};
     if (s.built) j["candidate"] = s.built->to_json(), j["candidate"]["image"]["kind"] = s.prov.image_kind;
     side_json[s.label] = j;
   }
@@ -288,19 +680,13 @@ CompareOutcome run_compare(const CompareOptions& o) {
   phases["artifact_diff"] = fmt::format("old loads by {}, new by {} on {}; {} kernel(s) compared",
                                         artifact::to_string(sides[0].sel.path), artifact::to_string(sides[1].sel.path), arch,
                                         diff.kernels.size());
+  r["phases"] = phases;
+  r["notes"] = notes;
 
-  json verdict{{"reasons", json::array()}};
-  CompareOutcome out;
-  auto finish = [&](const std::string& decision_text, int code, const std::string& summary) {
-    verdict["decision"] = decision_text;
-    verdict["exit_code"] = code;
-    verdict["summary"] = summary;
-    r["phases"] = phases;
-    r["not_run"] = not_run;
-    r["notes"] = notes;
-    r["verdict"] = verdict;
-    out.results = r;
-    out.memo = render_memo(r);
+  auto write = [&](json results, int code) {
+    CompareOutcome out;
+    out.results = std::move(results);
+    out.memo = render_memo(out.results);
     out.exit_code = code;
     // Both files are complete before either becomes visible under its final name.
     fs::create_directories(o.out_dir);
@@ -315,6 +701,8 @@ CompareOutcome run_compare(const CompareOptions& o) {
   };
 
   if (!dev.present) {
+    json not_run = json::array();
+    json verdict{{"reasons", json::array()}};
     for (const char* ph : {"correctness", "startup", "warm_timing", "decision"}) {
       phases[ph] = "not run: needs a GPU (" + why_no_gpu + ")";
       not_run.push_back(std::string(ph) + ": needs a GPU (" + why_no_gpu + ")");
@@ -323,22 +711,23 @@ CompareOutcome run_compare(const CompareOptions& o) {
     if (new_jit && !sides[0].art.entries.empty() && sides[0].sel.path == artifact::LoadPath::native_sass)
       verdict["reasons"].push_back("NEW is JIT-compiled from PTX on " + arch +
                                    " while OLD loads native SASS: expect a first-request cost with a cold JIT cache");
-    return finish("incomplete", run::kExitIncomplete, "No GPU: only the static phases ran. " + why_no_gpu);
-  }
-  const bool can_launch = sides[0].built && sides[1].built;
-  if (!can_launch) {
-    not_run.push_back("correctness and warm timing: no launch plan for a prebuilt artifact (give --manifest DIR)");
-    phases["correctness"] = phases["warm_timing"] = "not run: no launch plan (give --manifest)";
+    verdict["decision"] = "incomplete";
+    verdict["exit_code"] = run::kExitIncomplete;
+    verdict["summary"] = "No GPU: only the static phases ran. " + why_no_gpu;
+    r["phases"] = phases;
+    r["not_run"] = not_run;
+    r["verdict"] = verdict;
+    return write(r, run::kExitIncomplete);
   }
 
-  // ---- 4. Correctness of both ----
-  json correctness = json::object();
-  bool new_correct = true;
-  if (can_launch) {
+  // ---- 4. Measure: correctness of both, warm timing, startup ----
+  Evidence ev;
+  ev.can_launch = sides[0].built && sides[1].built;
+  ev.correctness_skipped = !o.correctness;
+  if (ev.can_launch) {
     for (auto& s : sides) {
       std::string refusal = harness::load_and_describe(session, *s.built);
-      if (!refusal.empty())
-        throw_error(ErrorKind::input, fmt::format("{} ({}): {}", s.label, s.prov.recipe, refusal));
+      if (!refusal.empty()) throw_error(ErrorKind::input, fmt::format("{} ({}): {}", s.label, s.prov.recipe, refusal));
       side_json[s.label]["candidate"] = s.built->to_json();
       side_json[s.label]["candidate"]["image"]["kind"] = s.prov.image_kind;
     }
@@ -347,44 +736,15 @@ CompareOutcome run_compare(const CompareOptions& o) {
       harness::CheckOptions co;
       co.seed = o.seed;
       co.include_large = o.large_cases;
-      std::string text;
-      for (auto& s : sides) {
-        say(o, "correctness: " + s.label);
-        harness::CorrectnessReport rep = harness::check_correctness(session, *s.built, co);
-        correctness[s.label] = rep.to_json(false);
-        text += fmt::format("{}{}: {} ({} passed, {} failed, {} refused)", text.empty() ? "" : "; ", s.label,
-                            rep.accepted() ? "accepted" : "rejected", rep.passed, rep.failed, rep.refused);
-        if (!rep.accepted()) {
-          if (s.label == "new") new_correct = false;
-          verdict["reasons"].push_back(fmt::format("{} is rejected by the contract: {} of {} cases failed, mostly `{}`",
-                                                   s.label, rep.failed, rep.cases, rep.primary_code()));
-        }
+      for (int k = 0; k < 2; ++k) {
+        say(o, "correctness: " + sides[k].label);
+        ev.correctness[k] = to_side(harness::check_correctness(session, *sides[k].built, co));
       }
-      phases["correctness"] = text;
-    } else {
-      phases["correctness"] = "skipped (--no-correctness)";
-      not_run.push_back("correctness: skipped (--no-correctness)");
     }
   }
-  r["correctness"] = correctness;
-  if (!new_correct) {
-    phases["startup"] = phases["warm_timing"] = "not run: NEW computes the wrong answer";
-    return finish(decision::to_string(decision::ShipVerdict::do_not_ship), run::kExitFail,
-                  "NEW computes the wrong answer; no speed makes up for that.");
-  }
+  const bool new_blamed = new_is_blamed(ev.correctness[0], ev.correctness[1]);
 
-  // ---- 5. Warm timing, interleaved across fresh worker processes ----
-  struct WarmSide {
-    std::vector<double> medians;  // per process
-    std::vector<double> pooled;
-    std::vector<std::string> errors;
-    bool verified = true;
-    std::string verify_detail;
-  };
-  std::vector<std::array<WarmSide, 2>> warm(shapes.size());
-  std::string boundary;
-  std::vector<int> order;
-  if (can_launch) {
+  if (ev.can_launch && !new_blamed) {
     bench::TimingOptions to;
     to.dtype = *dtype;
     to.shapes = shapes;
@@ -394,16 +754,25 @@ CompareOutcome run_compare(const CompareOptions& o) {
     to.measure_copy = false;
     to.seed = o.seed;
     to.equivalence_margin = o.warm_margin;
-    order = interleave_order(2 * o.processes);
-    for (std::size_t k = 0; k < order.size(); ++k) {
-      Side& s = sides[order[k]];
-      say(o, fmt::format("warm timing: process {}/{} ({})", k + 1, order.size(), s.label));
+    to.keep_input_files = true;  // the same inputs for every process and both sides
+    ev.order = interleave_order(2 * o.processes);
+    ev.processes = o.processes;
+    ev.samples = o.samples;
+    ev.warmup = o.warmup;
+    ev.warm.resize(shapes.size());
+    for (std::size_t si = 0; si < shapes.size(); ++si) {
+      ev.warm[si].shape = contract::format_dims(shapes[si]);
+      ev.warm[si].dims = shapes[si];
+    }
+    for (std::size_t k = 0; k < ev.order.size(); ++k) {
+      Side& s = sides[ev.order[k]];
+      say(o, fmt::format("warm timing: process {}/{} ({})", k + 1, ev.order.size(), s.label));
       session.worker().stop();  // a fresh worker process for every block
       bench::TimingReport rep = bench::time_against_baselines(session, *s.built, {}, to);
-      boundary = rep.boundary;
+      ev.boundary = rep.boundary;
       for (std::size_t si = 0; si < rep.shapes.size() && si < shapes.size(); ++si) {
         const bench::Series& se = rep.shapes[si].series.at(0);
-        WarmSide& w = warm[si][std::size_t(order[k])];
+        WarmSide& w = ev.warm[si].side[ev.order[k]];
         if (!se.error.empty()) {
           w.errors.push_back(se.error);
           continue;
@@ -419,177 +788,52 @@ CompareOutcome run_compare(const CompareOptions& o) {
     }
     session.worker().stop();
   }
-  json warm_j = json::array();
-  bool new_timing_failed = false, new_timed_wrong = false;
-  std::vector<double> est_first_launch_ms(2, 0.0);
-  for (std::size_t si = 0; si < shapes.size() && can_launch; ++si) {
-    json sj{{"shape", contract::format_dims(shapes[si])}, {"dims", shapes[si]}};
-    for (int k = 0; k < 2; ++k) {
-      const WarmSide& w = warm[si][std::size_t(k)];
-      sj[sides[k].label] = {{"per_process_median_ms", w.medians},
-                            {"summary_of_process_medians_ms", summary_or_null(w.medians)},
-                            {"pooled_summary_ms", summary_or_null(w.pooled)},
-                            {"errors", w.errors},
-                            {"verified", w.verified},
-                            {"verify_detail", w.verify_detail}};
-      if (k == 1 && (w.medians.empty() || !w.errors.empty())) new_timing_failed = true;
-      if (k == 1 && !w.verified) new_timed_wrong = true;
-      if (si == decision_index && !w.medians.empty()) est_first_launch_ms[std::size_t(k)] = stats::median(w.medians);
-    }
-    const auto& a = warm[si][0].medians;
-    const auto& b = warm[si][1].medians;
-    if (a.size() >= 1 && b.size() >= 1) {
-      stats::DecisionOptions d;
-      d.test.paired = a.size() == b.size();
-      d.margin.relative = o.warm_margin;
-      stats::Comparison c = stats::compare(a, b, d);
-      sj["comparison"] = stats::to_json(c);
-    }
-    sj["decision_shape"] = si == decision_index;
-    warm_j.push_back(sj);
-  }
-  if (can_launch) {
-    r["warm"] = {{"unit", "one sample per fresh worker process: the median of its timed samples"},
-                 {"processes_per_side", o.processes},
-                 {"samples_per_process", o.samples},
-                 {"warmup_per_process", o.warmup},
-                 {"order", [&] { json v = json::array(); for (int x : order) v.push_back(x == 0 ? "A" : "B"); return v; }()},
-                 {"boundary", boundary},
-                 {"margin_relative", o.warm_margin},
-                 {"decision_shape", shapes.empty() ? json() : json(contract::format_dims(shapes[decision_index]))},
-                 {"shapes", warm_j}};
-    phases["warm_timing"] = fmt::format("{} fresh worker processes per side, {} samples per shape each, order A B B A ...",
-                                        o.processes, o.samples);
-  }
 
-  // ---- 6. Startup, interleaved across fresh probe processes (blocks A B B A) ----
-  std::map<std::pair<int, int>, StartupAccum> acc;
-  const int block_runs[2] = {(o.startup_runs + 1) / 2, o.startup_runs / 2};
-  std::vector<std::string> startup_notes;
-  for (int k = 0, blocks_done[2] = {0, 0}; k < 4; ++k) {
-    const int side = interleave_order(4)[std::size_t(k)];
-    Side& s = sides[side];
-    startup::StartupConfig cfg;
-    cfg.artifact = s.image.string();
-    cfg.kernel = s.startup_kernel;
-    cfg.launch = false;  // candidate kernels take pointers: the harness's launch is timed warm, not here
-    cfg.runs = block_runs[blocks_done[side]++];
-    if (cfg.runs <= 0) continue;
-    cfg.cache_modes = o.cache_modes;
-    cfg.loading_modes = o.loading_modes;
-    cfg.watchdog_s = o.watchdog_seconds;
-    cfg.probe_executable = o.probe_executable;
-    say(o, fmt::format("startup: block {}/4 ({}, {} fresh processes per mode)", k + 1, s.label, cfg.runs));
-    startup::StartupReport rep = startup::measure_startup(cfg);
-    if (!rep.gpu_ran) throw_error(ErrorKind::cuda, "startup probes could not use the GPU: " + rep.gpu_unavailable);
-    for (const auto& n : rep.notes)
-      if (std::find(startup_notes.begin(), startup_notes.end(), n) == startup_notes.end()) startup_notes.push_back(n);
-    for (const auto& m : rep.modes) {
-      StartupAccum& a = acc[{int(m.cache), int(m.loading)}];
-      a.pair.cache = m.cache;
-      a.pair.loading = m.loading;
-      if (side == 0) a.environment = m.environment;
-      a.failures[side] += m.failures;
-      for (const auto& smp : m.samples) {
-        if (!smp.ok) {
-          a.failure_messages[side].push_back(smp.failure);
-          continue;
-        }
-        auto get = [&](const char* ph) { auto it = smp.phases.find(ph); return it == smp.phases.end() ? 0.0 : it->second; };
-        if (!smp.phases.count("kernel_first_use")) continue;
-        const double kfu = get("kernel_first_use");
-        (side == 0 ? a.pair.old_side : a.pair.new_side).kernel_first_use_ms.push_back(kfu);
-        a.base_ms[side].push_back(get("driver_init") + get("context") + kfu);
-        a.launch_ran[side].push_back(smp.phases.count("first_launch") ? 1.0 : 0.0);
-        a.module_load_ms[side].push_back(get("module_load"));
-        if (smp.phases.count("jit_wall")) a.jit_wall_ms[side].push_back(get("jit_wall"));
+  if (!new_blamed) {
+    // Blocks A B B A of fresh probes; then more blocks, for the modes that could not resolve
+    // resolve_ms, up to startup_max_runs per side.
+    std::map<std::pair<int, int>, StartupMode> acc;
+    const int first[2] = {o.startup_runs, o.startup_runs};
+    measure_startup_blocks(o, sides, o.cache_modes, first, acc, ev.startup_notes);
+    int done = o.startup_runs;
+    const int max_runs = std::max(o.startup_max_runs, o.startup_runs);
+    for (int round = 0; round < 4 && done < max_runs; ++round) {
+      std::vector<decision::CacheMode> more;
+      int target = done;
+      for (const auto& [key, m] : acc) {
+        if (m.loading != o.loading_modes.front()) continue;
+        const Resolution res = resolution(m.side[0].kernel_first_use_ms, m.side[1].kernel_first_use_ms, o.resolve_ms);
+        if (res.half_width_ms <= o.resolve_ms) continue;
+        more.push_back(m.cache);
+        const int want = std::min(max_runs, std::max(res.runs_needed, done + 4));
+        target = std::max(target, want);
+        ev.startup_extensions.push_back(fmt::format("{} cache: ±{:.2f} ms detectable with {} per side, {} needed for {} ms: "
+                                                    "extending to {}",
+                                                    decision::to_string(m.cache), res.half_width_ms, res.runs_per_side,
+                                                    res.runs_needed, o.resolve_ms, want));
       }
+      if (more.empty()) break;
+      const int extra[2] = {target - done, target - done};
+      say(o, fmt::format("startup: {} more fresh processes per side for {} mode(s) to resolve {} ms", target - done, more.size(),
+                         o.resolve_ms));
+      measure_startup_blocks(o, sides, more, extra, acc, ev.startup_notes);
+      done = target;
     }
+    ev.startup_runs = done;
+    for (auto& [key, m] : acc) ev.startup.push_back(std::move(m));
   }
-  // First request = driver init + context + kernel first use, plus (when the probe could not
-  // launch) the side's warm kernel time at the decision shape as the first launch's estimate.
-  std::vector<StartupPair> pairs;
-  json startup_j = json::array();
-  for (auto& [key, a] : acc) {
-    for (int side = 0; side < 2; ++side) {
-      auto& dst = side == 0 ? a.pair.old_side : a.pair.new_side;
-      dst.first_request_ms.clear();
-      for (std::size_t i = 0; i < a.base_ms[side].size(); ++i)
-        dst.first_request_ms.push_back(a.base_ms[side][i] + (a.launch_ran[side][i] > 0 ? 0.0 : est_first_launch_ms[std::size_t(side)]));
-    }
-    pairs.push_back(a.pair);
-    json mj{{"cache", decision::to_string(a.pair.cache)}, {"loading", startup::to_string(a.pair.loading)},
-            {"environment", a.environment}};
-    for (int side = 0; side < 2; ++side) {
-      const auto& src = side == 0 ? a.pair.old_side : a.pair.new_side;
-      mj[sides[side].label] = {{"runs_ok", src.kernel_first_use_ms.size()},
-                               {"failures", a.failures[side]},
-                               {"failure_messages", a.failure_messages[side]},
-                               {"kernel_first_use_ms", src.kernel_first_use_ms},
-                               {"first_request_ms", src.first_request_ms},
-                               {"kernel_first_use_summary_ms", summary_or_null(src.kernel_first_use_ms)},
-                               {"first_request_summary_ms", summary_or_null(src.first_request_ms)},
-                               {"module_load_summary_ms", summary_or_null(a.module_load_ms[side])},
-                               {"jit_wall_summary_ms", summary_or_null(a.jit_wall_ms[side])}};
-    }
-    if (a.pair.old_side.kernel_first_use_ms.size() >= 1 && a.pair.new_side.kernel_first_use_ms.size() >= 1) {
-      stats::DecisionOptions d;
-      d.test.effect = stats::Effect::difference;
-      d.margin.absolute = o.cold_noise_floor_ms;
-      mj["kernel_first_use_delta_ms"] =
-          stats::to_json(stats::compare(a.pair.old_side.kernel_first_use_ms, a.pair.new_side.kernel_first_use_ms, d));
-      mj["first_request_delta_ms"] =
-          stats::to_json(stats::compare(a.pair.old_side.first_request_ms, a.pair.new_side.first_request_ms, d));
-    }
-    startup_j.push_back(mj);
-  }
-  r["startup"] = {{"runs_per_side_per_mode", o.startup_runs},
-                  {"order", "blocks A B B A of fresh probe processes (kqual startup's probe), each block every mode"},
-                  {"noise_floor_ms", o.cold_noise_floor_ms},
-                  {"first_request_definition",
-                   "driver_init + context + kernel_first_use (module load + function lookup) + the side's median warm kernel "
-                   "time at the decision shape as the first launch (probes cannot launch a kernel that takes pointers)"},
-                  {"notes", startup_notes},
-                  {"modes", startup_j}};
-  phases["startup"] = fmt::format("{} fresh processes per side per mode, {} mode(s)", o.startup_runs, startup_j.size());
 
-  // ---- 7. Decision per profile ----
-  if (!can_launch) {
-    return finish("incomplete", run::kExitIncomplete,
-                  "Startup and artifact identity only: without a launch plan (--manifest) there is no warm timing to "
-                  "weigh the startup cost against.");
-  }
-  if (new_timing_failed || new_timed_wrong) {
-    verdict["reasons"].push_back(new_timed_wrong ? "NEW's timed output was wrong (re-checked after timing)"
-                                                 : "NEW could not be timed at every shape (see warm.shapes[].new.errors)");
-    return finish(decision::to_string(decision::ShipVerdict::do_not_ship), run::kExitFail,
-                  "NEW failed under timing; see the warm timing section.");
-  }
-  const auto& wa = warm[decision_index][0].medians;
-  const auto& wb = warm[decision_index][1].medians;
-  if (wa.empty()) {
-    not_run.push_back("decision: OLD could not be timed at the decision shape");
-    return finish("incomplete", run::kExitIncomplete, "OLD could not be timed; nothing to weigh NEW against.");
-  }
-  decision::DecisionInput in =
-      decision_input(pairs, wa, wb, new_jit, arch, o.cold_noise_floor_ms, o.warm_margin);
-  json decisions = json::array();
-  std::optional<decision::Decision> gate;
-  for (const auto& p : profiles) {
-    decision::Decision d = decision::decide(in, p);
-    decisions.push_back({{"profile", decision::to_json(p)}, {"decision", decision::to_json(d)},
-                         {"markdown", decision::to_markdown(d)}});
-    if (!gate) gate = d;
-  }
-  r["decisions"] = decisions;
-  verdict["profile"] = profiles.front().name;
-  verdict["reasons"].push_back(fmt::format("decided at shape {} with profile '{}'", contract::format_dims(shapes[decision_index]),
-                                           profiles.front().name));
-  for (const auto& x : gate->reasons) verdict["reasons"].push_back(x);
-  for (std::size_t i = 1; i < profiles.size(); ++i)
-    verdict["reasons"].push_back(fmt::format("for profile '{}': {}", profiles[i].name,
-                                             decisions[i]["decision"]["verdict"].get<std::string>()));
-  return finish(decision::to_string(gate->verdict), exit_code_for(gate->verdict), gate->headline);
+  // ---- 5. Judge and write ----
+  jo.decision_index = decision_index;
+  jo.new_uses_ptx_jit = new_jit;
+  jo.arch = arch;
+  jo.cold_noise_floor_ms = o.cold_noise_floor_ms;
+  jo.warm_margin = o.warm_margin;
+  jo.resolve_ms = o.resolve_ms;
+  jo.startup_max_runs = std::max(o.startup_max_runs, o.startup_runs);
+  jo.startup_runs_requested = o.startup_runs;
+  Judgement j = judge(r, ev, jo);
+  return write(std::move(j.results), j.exit_code);
 }
 
 }  // namespace kqual::compare

@@ -24,17 +24,23 @@ std::string median_of(const json& summary, const char* fmt_spec = "{:.3f}") {
   return num(summary.at("median"), fmt_spec);
 }
 
-// "+93.2 [88.1, 97.0] ms, slower" from a difference comparison in ms.
+// A comparison's interval: stats writes it as [lo, hi].
+double ci_end(const json& c, std::size_t i) {
+  const json& ci = c.at("ci");
+  return ci.is_array() && ci.size() == 2 && ci.at(i).is_number() ? ci.at(i).get<double>() : std::nan("");
+}
+
+// "+93.2 [88.1, 97.0] → slower" from a difference comparison in ms.
 std::string delta_ms(const json& c) {
   if (c.is_null()) return "—";
-  return fmt::format("{:+.2f} [{:+.2f}, {:+.2f}] → {}", c.at("estimate").get<double>(), c.at("ci").at("lo").get<double>(),
-                     c.at("ci").at("hi").get<double>(), c.at("verdict").get<std::string>());
+  return fmt::format("{:+.2f} [{:+.2f}, {:+.2f}] → {}", c.at("estimate").get<double>(), ci_end(c, 0), ci_end(c, 1),
+                     c.at("verdict").get<std::string>());
 }
 
 std::string ratio_text(const json& c) {
   if (c.is_null()) return "—";
-  return fmt::format("{:.3f} [{:.3f}, {:.3f}] → {}", c.at("estimate").get<double>(), c.at("ci").at("lo").get<double>(),
-                     c.at("ci").at("hi").get<double>(), c.at("verdict").get<std::string>());
+  return fmt::format("{:.3f} [{:.3f}, {:.3f}] → {}", c.at("estimate").get<double>(), ci_end(c, 0), ci_end(c, 1),
+                     c.at("verdict").get<std::string>());
 }
 
 }  // namespace
@@ -67,6 +73,9 @@ std::string render_memo(const json& r) {
     if (!b.at("ptx_version_rewrite").is_null())
       s += fmt::format("- {}: PTX `.version` rewritten {} (docs/compare.md)\n", side, b.at("ptx_version_rewrite").get<std::string>());
     for (const auto& n : b.at("notes")) s += fmt::format("- {}: {}\n", side, n.get<std::string>());
+    const json& x = r.at("sides").at(side);
+    if (x.contains("manifest_from") && !str(x, "manifest_from").empty())
+      s += fmt::format("- {}: launch plan from {}\n", side, str(x, "manifest_from"));
   }
   const json& d = r.at("artifact_diff");
   const json& dd = d.contains("diff") ? d.at("diff") : d;
@@ -90,24 +99,37 @@ std::string render_memo(const json& r) {
       s += fmt::format("- {}: {} passed, {} failed, {} refused of {} cases\n", side, c.value("passed", 0), c.value("failed", 0),
                        c.value("refused", 0), c.value("cases", 0));
     }
+    if (r.contains("correctness_relation"))
+      s += fmt::format("\n**{}** — {}\n", str(r.at("correctness_relation"), "relation"),
+                       str(r.at("correctness_relation"), "explanation"));
   }
 
   if (r.contains("startup")) {
     const json& st = r.at("startup");
     s += "\n## 3. Startup (fresh processes; medians [ms]; delta = new − old with 95 % CI)\n\n";
-    s += fmt::format("{} processes per side per mode, {}. First request = {}. Differences within ±{} ms are no difference.\n\n",
-                     st.at("runs_per_side_per_mode").get<int>(), str(st, "order"), str(st, "first_request_definition"),
+    s += fmt::format("{} processes per side per mode ({} requested, at most {}), {}. First request = {}. Delta = {}. "
+                     "Differences within ±{} ms are no difference.\n\n",
+                     st.at("runs_per_side_per_mode").get<int>(), st.value("runs_requested", 0), st.value("max_runs", 0),
+                     str(st, "order"), str(st, "first_request_definition"), str(st, "delta_definition"),
                      st.at("noise_floor_ms").get<double>());
-    s += "| JIT cache | loading | module load old / new | JIT wall new | first request old / new | first-request delta | kernel-first-use delta |\n"
-         "|---|---|---|---|---|---|---|\n";
+    s += "| JIT cache | loading | module load old / new | JIT wall new | first request old / new | first-request delta | "
+         "detectable (95 %) | runs for ±" + str(st, "resolve_ms") + " ms |\n|---|---|---|---|---|---|---|---|\n";
     for (const auto& m : st.at("modes")) {
-      s += fmt::format("| {} | {} | {} / {} | {} | {} / {} | {} | {} |\n", str(m, "cache"), str(m, "loading"),
+      const json res = m.value("resolution", json());
+      s += fmt::format("| {} | {} | {} / {} | {} | {} / {} | {} | {} | {} |\n", str(m, "cache"), str(m, "loading"),
                        median_of(m.at("old").at("module_load_summary_ms")), median_of(m.at("new").at("module_load_summary_ms")),
                        median_of(m.at("new").at("jit_wall_summary_ms"), "{:.1f}"),
                        median_of(m.at("old").at("first_request_summary_ms"), "{:.1f}"),
                        median_of(m.at("new").at("first_request_summary_ms"), "{:.1f}"),
-                       delta_ms(m.value("first_request_delta_ms", json())), delta_ms(m.value("kernel_first_use_delta_ms", json())));
+                       delta_ms(m.value("first_request_delta_ms", json())),
+                       res.is_null() ? "—" : "±" + num(res.at("detectable_difference_ms"), "{:.2f}") + " ms",
+                       res.is_null() ? "—"
+                                     : fmt::format("{} per side{}", res.at("runs_per_side_needed_for_target").get<int>(),
+                                                   res.at("resolved").get<bool>() ? "" : " (not reached)"));
     }
+    s += "\nThe detectable difference is the 95 % interval's half-width: a true first-request difference smaller than this "
+         "could not be told from none by this run. Runs needed scale it by (half-width / target)².\n";
+    for (const auto& e : st.value("extensions", json::array())) s += "- extended: " + e.get<std::string>() + "\n";
     for (const auto& n : st.at("notes")) s += "- " + n.get<std::string>() + "\n";
   }
 

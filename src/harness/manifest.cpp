@@ -193,7 +193,7 @@ void check_library_args(const Ctx& cx, const std::string& where, const Launch& l
 
 }  // namespace
 
-Manifest parse_manifest(const std::string& text, const fs::path& file) {
+Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestUse use) {
   Ctx cx(file);
   toml::table root;
   try {
@@ -354,8 +354,10 @@ Manifest parse_manifest(const std::string& text, const fs::path& file) {
     if (routine) check_library_args(cx, where, l, *routine);
     m.launches.push_back(std::move(l));
   }
-  if (m.source.empty() && m.has_kernels())
-    cx.fail("candidate.source", "missing (required when a launch names a kernel; only library-only manifests may omit it)");
+  if (m.source.empty() && m.has_kernels() && use == ManifestUse::candidate)
+    cx.fail("candidate.source",
+            "missing (required to build a candidate whose launches name kernels; library-only manifests, and launch plans "
+            "for prebuilt artifacts given to `kqual compare --manifest`, may omit it)");
   // Every output must be passed to some launch, or the candidate cannot possibly write it.
   for (const auto& td : c->tensors()) {
     bool used = false;
@@ -374,7 +376,7 @@ Manifest parse_manifest(const std::string& text, const fs::path& file) {
   return m;
 }
 
-Manifest load_manifest(const fs::path& file_or_dir) {
+Manifest load_manifest(const fs::path& file_or_dir, ManifestUse use) {
   fs::path file = file_or_dir;
   if (fs::is_directory(file)) file /= "kqual.toml";
   if (!fs::exists(file))
@@ -383,7 +385,7 @@ Manifest load_manifest(const fs::path& file_or_dir) {
   if (!in) throw_error(ErrorKind::input, fmt::format("{}: cannot read", file.string()));
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_manifest(ss.str(), fs::absolute(file).lexically_normal());
+  return parse_manifest(ss.str(), fs::absolute(file).lexically_normal(), use);
 }
 
 }  // namespace kqual::harness

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cstdlib>
 #include <regex>
 #include <sstream>
@@ -408,15 +409,73 @@ BuiltCandidate build_with_recipe(const Manifest& m, const BuildRecipe& r, const 
   return b;
 }
 
+namespace {
+
+// C++ kernel name → symbol in `symbols`: through NVRTC's lowering when the manifest has a source
+// (exact), else by demangling the image's own symbols. Error(input) naming what is missing.
+std::map<std::string, std::string> match_kernels(const Manifest& m, const std::map<std::string, std::string>& lowered,
+                                                 const std::vector<std::string>& symbols, const std::string& where) {
+  std::map<std::string, std::string> out;
+  auto holds = [&] {
+    std::vector<std::string> names;
+    for (const auto& sym : symbols) names.push_back(artifact::kernel_display_name(sym));
+    std::string list;
+    for (std::size_t i = 0; i < names.size() && i < 12; ++i) list += (i ? ", " : "") + names[i];
+    if (names.size() > 12) list += fmt::format(", … ({} in all)", names.size());
+    return names.empty() ? std::string("no kernels") : list;
+  };
+  for (const auto& expr : name_expressions(m)) {
+    auto it = lowered.find(expr);
+    const std::string want = it != lowered.end() ? it->second : expr;
+    artifact::KernelMatch km = artifact::find_kernel_symbol(symbols, want);
+    if (km.symbol) {
+      out[expr] = *km.symbol;
+      continue;
+    }
+    if (km.candidates.size() > 1)
+      throw_error(ErrorKind::input,
+                  fmt::format("{}: kernel {} matches {} symbols in {} (overloads: {}); write the mangled symbol as the "
+                              "launch's kernel",
+                              m.file.string(), expr, km.candidates.size(), where, join(km.candidates)));
+    throw_error(ErrorKind::input, fmt::format("{}: kernel {}{} is not in {} (it holds: {})", m.file.string(), expr,
+                                              want == expr ? "" : " (symbol " + want + ")", where, holds()));
+  }
+  return out;
+}
+
+std::map<std::string, std::string> lower_if_source(const Manifest& m, const std::string& arch, BuildProvenance& pv,
+                                                   BuiltCandidate& b) {
+  if (m.source.empty()) {
+    b.manifest = m;
+    b.arch = arch;
+    pv.notes.push_back("no source in the manifest: kernel names matched to the image's symbols by demangling");
+    return {};
+  }
+  cuda::NvrtcResult lowered = nvrtc_for(m, virtual_arch(arch));
+  b = from_nvrtc(m, lowered, arch);
+  pv.notes.push_back(fmt::format("kernel names lowered with NVRTC {}.{} from {}", lowered.nvrtc_major, lowered.nvrtc_minor,
+                                 m.source.string()));
+  return b.lowered;
+}
+
+}  // namespace
+
 BuiltCandidate adopt_prebuilt(const Manifest& m, const fs::path& image, const std::string& arch, BuildProvenance* prov) {
   BuildProvenance local;
   BuildProvenance& pv = prov ? *prov : local;
+  const std::string recipe = pv.recipe.empty() ? "prebuilt image " + image.string() : pv.recipe;
+  std::vector<std::string> keep_notes = pv.notes;
   pv = BuildProvenance{};
-  pv.recipe = "prebuilt image " + image.string();
+  pv.recipe = recipe;
+  pv.notes = keep_notes;
   std::error_code ec;
   if (!fs::is_regular_file(image, ec)) throw_error(ErrorKind::input, fmt::format("artifact '{}' does not exist", image.string()));
-  cuda::NvrtcResult lowered = nvrtc_for(m, virtual_arch(arch));
-  BuiltCandidate b = from_nvrtc(m, lowered, arch);
+  artifact::Artifact a = artifact::parse_artifact(image.string());
+  if (a.container == artifact::ContainerKind::host_binary)
+    throw_error(ErrorKind::input, fmt::format("{} is a host binary: pick its module first (harness::pick_module)", image.string()));
+  BuiltCandidate b;
+  const auto lowered = lower_if_source(m, arch, pv, b);
+  b.lowered = match_kernels(m, lowered, artifact::kernel_symbols(a), image.string());
   b.compiler = "prebuilt";
   b.options = {};
   b.compile_ms = 0;
@@ -424,11 +483,60 @@ BuiltCandidate adopt_prebuilt(const Manifest& m, const fs::path& image, const st
   b.image_path = fs::absolute(image);
   b.image_sha256 = sha256_hex(bytes);
   b.image_bytes = bytes.size();
-  require_symbols(b, image, "the artifact");
-  artifact::Artifact a = artifact::parse_artifact(image.string());
   pv.image_kind = artifact::to_string(a.container);
-  pv.notes.push_back(fmt::format("kernel names lowered with NVRTC {}.{} from {}", lowered.nvrtc_major, lowered.nvrtc_minor, m.source.string()));
   return b;
+}
+
+ModulePick pick_module(const Manifest& m, const fs::path& binary, const std::string& arch, const fs::path& out_dir) {
+  artifact::Artifact a = artifact::parse_artifact(binary.string());
+  ModulePick pick;
+  pick.modules = a.containers.size();
+  if (a.container != artifact::ContainerKind::host_binary && a.container != artifact::ContainerKind::fatbin)
+    throw_error(ErrorKind::input, fmt::format("{} is a {}, not a host binary or fatbin with modules", binary.string(),
+                                              artifact::to_string(a.container)));
+  BuildProvenance scratch_pv;
+  BuiltCandidate scratch_b;
+  const auto lowered = lower_if_source(m, arch, scratch_pv, scratch_b);
+  const artifact::Selection sel = artifact::select_for_arch(a, artifact::Arch::parse(arch));
+  std::optional<std::size_t> best;
+  artifact::LoadPath best_path = artifact::LoadPath::incompatible;
+  std::vector<std::size_t> holding;
+  std::string first_error;
+  for (const auto& c : a.containers) {
+    try {
+      match_kernels(m, lowered, artifact::kernel_symbols(a, c.index), "module");
+    } catch (const Error& e) {
+      if (first_error.empty()) first_error = e.what();
+      continue;
+    }
+    holding.push_back(c.index);
+    artifact::LoadPath path = artifact::LoadPath::incompatible;
+    for (const auto& ms : sel.modules)
+      if (ms.container == c.index) path = ms.path;
+    if (!best || path < best_path) best = c.index, best_path = path;
+  }
+  if (!best) {
+    const auto names = name_expressions(m);
+    throw_error(ErrorKind::input,
+                fmt::format("{}: no module of {} ({} fatbin module(s)) holds every kernel of {} ({}); first mismatch: {}",
+                            m.file.string(), binary.string(), a.containers.size(), m.file.string(), join(names),
+                            first_error.substr(0, 400)));
+  }
+  pick.container = *best;
+  const artifact::ContainerSpan& span = a.containers[*best];
+  const std::vector<std::uint8_t> bytes = artifact::extract_container(a, binary.string(), *best);
+  fs::create_directories(out_dir);
+  pick.module_path = out_dir / fmt::format("{}-module{}.fatbin", binary.filename().string(), *best);
+  write_file(pick.module_path, bytes.data(), bytes.size());
+  pick.reason = fmt::format("module {} of {} in {} (fatbin container at offset {}, {} bytes) holds the manifest's kernels{}; "
+                            "it loads by {} on {}",
+                            *best, a.containers.size(), binary.filename().string(), span.offset, span.bytes,
+                            holding.size() > 1 ? fmt::format(" (as do {} other module(s); the one with the best loading "
+                                                             "path was taken)",
+                                                             holding.size() - 1)
+                                               : "",
+                            artifact::to_string(best_path), arch);
+  return pick;
 }
 
 }  // namespace kqual::harness

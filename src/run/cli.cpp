@@ -11,36 +11,48 @@
 
 namespace kqual::run {
 
-int main(int argc, char** argv) {
-  GlobalOptions g;
-  for (int i = 0; i < argc; ++i) g.command_line += (i ? " " : "") + std::string(argv[i]);
-  int exit_code = kExitPass;
+CLI::Option* add_negatable_flag(CLI::App* cmd, const std::string& name, bool& value, const std::string& help) {
+  // CLI11: a name prefixed with '!' stores false when given. The '!' belongs on --no-NAME.
+  return cmd->add_flag(fmt::format("--{},!--no-{}", name, name), value,
+                       fmt::format("{} (--{} / --no-{}; default: --{})", help, name, name, value ? name : "no-" + name));
+}
 
-  CLI::App app{
+std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
+  auto app = std::make_unique<CLI::App>(
       "kqual — decide, with evidence, whether a GPU kernel change or a CUDA toolkit upgrade should ship.\n"
       "Exit codes: 0 pass, 1 fail (evidence says no), 2 bad input, 3 incomplete (no GPU: static phases only),"
-      " 4 internal error."};
-  app.set_version_flag("--version", "kqual 0.1.0");
-  app.require_subcommand(1);
-  app.add_flag("--json", g.json, "Write machine-readable JSON to stdout");
+      " 4 internal error.");
+  app->set_version_flag("--version", "kqual 0.1.0");
+  app->require_subcommand(1);
+  app->add_flag("--json", s.g.json, "Write machine-readable JSON to stdout");
 
-  add_qualify_commands(app, g, &exit_code);
-  add_worker_command(app, g, &exit_code);
-  add_inspect_command(app, g, &exit_code);
-  add_model_commands(app, g, &exit_code);
-  add_startup_command(app, g, &exit_code);
-  add_compare_command(app, g, &exit_code);
+  add_qualify_commands(*app, s, run_commands);
+  add_compare_command(*app, s, run_commands);
+  if (run_commands) {
+    add_worker_command(*app, s.g, &s.exit_code);
+    add_inspect_command(*app, s.g, &s.exit_code);
+    add_model_commands(*app, s.g, &s.exit_code);
+    add_startup_command(*app, s.g, &s.exit_code);
+  }
+  return app;
+}
+
+int main(int argc, char** argv) {
+  CliState s;
+  for (int i = 0; i < argc; ++i) s.g.command_line += (i ? " " : "") + std::string(argv[i]);
+  s.exit_code = kExitPass;
+  std::unique_ptr<CLI::App> app = make_app(s);
 
   try {
-    app.parse(argc, argv);
+    app->parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return app->exit(e);
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return app->exit(e);
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return app->exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    app->exit(e);
     return kExitInputError;
   } catch (const Error& e) {
     std::fflush(stdout);
@@ -56,7 +68,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "kqual: internal error: {}\n", e.what());
     return kExitInternal;
   }
-  return exit_code;
+  return s.exit_code;
 }
 
 }  // namespace kqual::run

@@ -11,14 +11,6 @@
 namespace kqual::run {
 namespace {
 
-struct CompareCli {
-  compare::CompareOptions o;
-  std::string old_mode, new_mode, old_ptxas, new_ptxas, old_nvcc, new_nvcc, ptxas, nvcc;
-  std::vector<std::string> modes{"off", "cold", "warm"};
-  std::vector<std::string> loading{"lazy"};
-  bool quiet = false;
-};
-
 void apply_side(compare::SideSpec& side, const std::string& label, const std::string& mode, const std::string& ptxas,
                 const std::string& nvcc, const std::string& both_ptxas, const std::string& both_nvcc) {
   if (!mode.empty()) {
@@ -33,8 +25,10 @@ void apply_side(compare::SideSpec& side, const std::string& label, const std::st
 
 }  // namespace
 
-void add_compare_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  static CompareCli c;
+void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
+  CompareCliOptions& c = s.compare;
+  GlobalOptions& g = s.g;
+  int* exit_code = &s.exit_code;
   auto* cmd = app.add_subcommand(
       "compare",
       "Should NEW replace OLD? Two artifacts (cubin/fatbin/PTX) or two builds of one candidate: artifact diff, startup per "
@@ -58,11 +52,18 @@ void add_compare_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
                   "Deployment profile TOML (repeatable; the first decides the exit code; default: built-in defaults)");
   cmd->add_option("--out", c.o.out_dir, "Folder for results.json and memo.md")->capture_default_str();
   cmd->add_option("--arch", c.o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")");
-  cmd->add_flag("!--gpu,--no-gpu", c.o.use_gpu, "Static phases only (build, artifact diff); exit 3");
+  add_negatable_flag(cmd, "gpu", c.o.use_gpu, "--no-gpu: static phases only (build, artifact diff); exit 3");
   cmd->add_option("--watchdog", c.o.watchdog_seconds, "Seconds a worker or probe may take per request")->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--startup-runs", c.o.startup_runs, "Fresh startup probe processes per side per mode")->capture_default_str()
-      ->check(CLI::Range(2, 100000));
+  cmd->add_option("--startup-runs", c.o.startup_runs, "Fresh startup probe processes per side per mode to begin with")
+      ->capture_default_str()->check(CLI::Range(2, 100000));
+  cmd->add_option("--startup-max-runs", c.o.startup_max_runs,
+                  "Run more probe blocks, up to this many processes per side per mode, while a mode cannot resolve "
+                  "--resolve-ms")
+      ->capture_default_str()->check(CLI::Range(2, 100000));
+  cmd->add_option("--resolve-ms", c.o.resolve_ms,
+                  "First-request difference the run must be able to detect at 95 % (its CI half-width) [ms]")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--modes", c.modes, "JIT cache modes: off,cold,warm")->delimiter(',')->capture_default_str();
   cmd->add_option("--loading", c.loading, "Module loading: lazy,eager (the first one feeds the decision)")->delimiter(',')
       ->capture_default_str();
@@ -80,11 +81,12 @@ void add_compare_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
                   "Shape the profile's calls are made at (default: the last timed shape)");
   cmd->add_option("--margin", c.o.warm_margin, "Warm equivalence margin, relative")->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_flag("!--correctness,--no-correctness", c.o.correctness, "Skip the contract's correctness cases");
-  cmd->add_flag("!--large-cases,--no-large-cases", c.o.large_cases, "Skip the largest correctness cases");
+  add_negatable_flag(cmd, "correctness", c.o.correctness, "--no-correctness: skip the contract's correctness cases");
+  add_negatable_flag(cmd, "large-cases", c.o.large_cases, "--no-large-cases: skip the largest correctness cases");
   cmd->add_option("--seed", c.o.seed, "Case-generator seed")->capture_default_str();
   cmd->add_flag("--quiet", c.quiet, "No progress lines on stderr");
-  cmd->callback([&g, exit_code] {
+  if (!run_commands) return;
+  cmd->callback([&c, &g, exit_code] {
     c.o.command_line = g.command_line;
     apply_side(c.o.old_side, "old", c.old_mode, c.old_ptxas, c.old_nvcc, c.ptxas, c.nvcc);
     apply_side(c.o.new_side, "new", c.new_mode, c.new_ptxas, c.new_nvcc, c.ptxas, c.nvcc);

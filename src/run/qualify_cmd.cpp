@@ -16,11 +16,11 @@ void add_common(CLI::App* cmd, QualifyOptions& o) {
   cmd->add_option("candidate", o.candidate, "Candidate folder (with kqual.toml) or the manifest itself")->required();
   cmd->add_option("--out", o.out_dir, "Folder for results.json and memo.md")->capture_default_str();
   cmd->add_option("--arch", o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")");
-  cmd->add_flag("!--gpu,--no-gpu", o.use_gpu, "Run only the static phases (never start a GPU worker)");
+  add_negatable_flag(cmd, "gpu", o.use_gpu, "--no-gpu: run only the static phases (never start a GPU worker)");
   cmd->add_option("--watchdog", o.watchdog_seconds, "Seconds a worker may take per request before it is killed")
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o.seed, "Seed of the case generator")->capture_default_str();
-  cmd->add_flag("!--large-cases,--no-large-cases", o.large_cases, "Skip the 2^27+5 and >2^31-byte correctness cases");
+  add_negatable_flag(cmd, "large-cases", o.large_cases, "--no-large-cases: skip the 2^27+5 and >2^31-byte correctness cases");
   cmd->add_option("--sizes", o.shapes, "Benchmark sizes in elements, comma separated, for one-dim contracts "
                                        "(default: the contract's)")->delimiter(',');
   cmd->add_option("--shape", o.shapes, "A benchmark shape, e.g. rows=4096,cols=4096 (repeatable; default: the contract's)");
@@ -46,12 +46,14 @@ void print_outcome(const GlobalOptions& g, const QualifyOutcome& out) {
 
 }  // namespace
 
-void add_qualify_commands(CLI::App& app, GlobalOptions& g, int* exit_code) {
+void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
   // qualify, check and bench are one pipeline with phases switched off.
-  static QualifyOptions q, c, b;
+  GlobalOptions& g = s.g;
+  int* exit_code = &s.exit_code;
   auto add = [&](const char* name, const char* help, QualifyOptions& o, bool correctness, bool timing) {
     auto* cmd = app.add_subcommand(name, help);
     add_common(cmd, o);
+    if (!run_commands) return;
     cmd->callback([&g, &o, exit_code, correctness, timing] {
       o.command_line = g.command_line;
       o.correctness = correctness;
@@ -61,26 +63,27 @@ void add_qualify_commands(CLI::App& app, GlobalOptions& g, int* exit_code) {
       *exit_code = out.exit_code;
     });
   };
-  add("qualify", "Compile, load, check against the contract, time against baselines, write results.json + memo.md", q,
-      true, true);
-  add("check", "Correctness only: compile, load, run the contract's cases", c, true, false);
-  add("bench", "Timing only (no correctness phase) against the bundled baselines", b, false, true);
+  add("qualify", "Compile, load, check against the contract, time against baselines, write results.json + memo.md",
+      s.qualify, true, true);
+  add("check", "Correctness only: compile, load, run the contract's cases", s.check, true, false);
+  add("bench", "Timing only (no correctness phase) against the bundled baselines", s.bench, false, true);
 
-  static SelftestOptions st;
-  static std::vector<std::uint64_t> seeds;
+  SelftestOptions& st = s.selftest;
+  std::vector<std::uint64_t>& seeds = s.selftest_seeds;
   auto* self = app.add_subcommand("selftest", "Run every bundled good and known-broken candidate: broken ones must be "
                                               "rejected for their stated reason, good ones accepted");
   self->add_option("--seeds", seeds, "Case-generator seeds (comma separated)")->delimiter(',');
   self->add_option("--watchdog", st.watchdog_seconds, "Worker watchdog [s]")->capture_default_str();
-  self->add_flag("--large-cases", st.large_cases, "Include the largest correctness cases");
+  add_negatable_flag(self, "large-cases", st.large_cases, "--large-cases: include the largest correctness cases");
   self->add_option("--root", st.root, "Folder that holds candidates/ and baselines/ (default: found from the working directory)");
-  static std::filesystem::path self_out;
+  std::filesystem::path& self_out = s.selftest_out;
   self->add_option("--out", self_out, "Also write the results as DIR/results.json");
   self->add_option("--contract", st.contracts, "Only this contract (repeatable)");
-  self->add_flag("!--baselines,--no-baselines", st.include_baselines, "Leave out the bundled baselines (known-good too)");
+  add_negatable_flag(self, "baselines", st.include_baselines, "--no-baselines: leave out the bundled baselines (known-good too)");
   self->add_option("--sanitize", st.sanitize, "Run the correctness phase under compute-sanitizer: memcheck, racecheck, "
                                               "initcheck or synccheck (cases up to 2^22 elements)");
-  self->callback([&g, exit_code] {
+  if (!run_commands) return;
+  self->callback([&g, &st, &seeds, &self_out, exit_code] {
     st.command_line = g.command_line;
     if (!seeds.empty()) st.seeds = seeds;
     QualifyOutcome out = selftest(st);

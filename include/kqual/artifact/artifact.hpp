@@ -85,12 +85,20 @@ struct Entry {
   std::optional<CompilerInfo> compiler;   // SASS: ptxas identity, when the cubin carries it
 };
 
+// Where one fatbin container (one driver module) lies in the file: header + payload.
+struct ContainerSpan {
+  std::size_t index = 0;
+  std::uint64_t offset = 0;         // [B] of the container header in the file
+  std::uint64_t bytes = 0;          // [B] header + payload
+};
+
 struct Artifact {
   std::string name;                 // path or caller-given name; used in every error message
   ContainerKind container = ContainerKind::fatbin;
   std::uint64_t file_bytes = 0;
   std::string sha256;               // of the whole file
   std::vector<Entry> entries;
+  std::vector<ContainerSpan> containers;  // fatbin and host binaries (empty for a bare cubin / PTX)
 };
 
 // Limits that keep hostile input from exhausting memory.
@@ -101,11 +109,34 @@ inline constexpr std::uint64_t kMaxImageBytes = 1ull << 30;  // [B] one decompre
 Artifact parse_artifact(const std::string& path);
 Artifact parse_artifact_bytes(std::span<const std::uint8_t> bytes, const std::string& name);
 
+// The kernel symbols (SASS kernels and PTX .entry names) of one container / module, or of every
+// entry when `container` is empty; sorted, without duplicates.
+std::vector<std::string> kernel_symbols(const Artifact& a, std::optional<std::size_t> container = std::nullopt);
+
+// The bytes of one fatbin container of a fatbin or host binary file (a standalone fatbin the driver
+// loads as one module). Throws Error(input) when the container does not exist or the file changed.
+std::vector<std::uint8_t> extract_container(const Artifact& a, const std::string& path, std::size_t container);
+
 // Decoders, exposed for tests and the fuzzer. Both throw Error(input) mentioning `what`.
 std::vector<std::uint8_t> lz4_block_decompress(std::span<const std::uint8_t> src, std::uint64_t expected_size,
                                                const std::string& what);
 std::vector<std::uint8_t> zstd_decompress(std::span<const std::uint8_t> src, std::uint64_t expected_size,
                                           const std::string& what);
+
+// ---- Kernel symbols and the C++ names manifests use ----
+// Itanium C++ ABI demangling (nvcc and NVRTC mangle kernels as host C++ does); the symbol itself
+// when it is not a mangled name.
+std::string demangle(const std::string& symbol);
+// What a manifest would write for the kernel: demangled, without return type and parameter list,
+// spaces removed ("_Z8add_reluIfEvPKT_S2_PS0_l" → "add_relu<float>").
+std::string kernel_display_name(const std::string& symbol);
+struct KernelMatch {
+  std::optional<std::string> symbol;      // set when exactly one symbol matches
+  std::vector<std::string> candidates;    // every match (several: overloads; give the mangled name)
+};
+// The symbol for a C++ kernel name as a manifest writes it ("add_relu<float>", "ns::k"; spaces are
+// ignored), or for the mangled symbol / extern "C" name itself.
+KernelMatch find_kernel_symbol(const std::vector<std::string>& symbols, const std::string& cxx_name);
 
 // ---- Driver selection rule (docs/artifact.md "Which entry the driver loads") ----
 enum class LoadPath { native_sass = 0, ptx_jit = 1, incompatible = 2 };  // ordered: larger is worse

@@ -22,6 +22,7 @@ struct TimingOptions {
   bool measure_copy = true;          // device-to-device copy at the largest size, same run
   double equivalence_margin = 0.02;  // relative: |ratio - 1| below this is "no difference"
   std::uint64_t seed = 20261202;
+  bool keep_input_files = false;     // leave input files in the session scratch for the next call (compare)
 };
 
 struct Series {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,13 +38,15 @@ struct CompareOptions {
   bool use_gpu = true;
   double watchdog_seconds = 60;
   // Startup (fresh probe processes).
-  int startup_runs = 20;             // per side and mode, in 2 blocks per side ordered A B B A
+  int startup_runs = 12;             // per side and mode to start with, in 2 blocks per side ordered A B B A
+  int startup_max_runs = 40;         // more blocks, up to this many per side and mode, until resolve_ms is resolved
+  double resolve_ms = 5.0;           // [ms] the first-request difference the run must be able to detect (95 %)
   std::vector<decision::CacheMode> cache_modes{decision::CacheMode::off, decision::CacheMode::cold,
                                                decision::CacheMode::warm};
   std::vector<startup::LoadingMode> loading_modes{startup::LoadingMode::lazy};
   double cold_noise_floor_ms = 1.0;  // [ms] first-request differences below this are "no difference"
   // Warm timing (fresh worker processes, A B B A A B B A ...).
-  int processes = 10;                // per side
+  int processes = 8;                 // per side
   int samples = 20;                  // timed samples per shape per process
   int warmup = 5;                    // per shape per process, excluded
   std::vector<std::string> shapes;   // "4096" or "m=..,n=.."; empty → the contract's benchmark shapes
@@ -98,6 +101,103 @@ decision::DecisionInput decision_input(const std::vector<StartupPair>& startup, 
 // Exit code for the gate verdict: ship and no difference → 0; do not ship and inconclusive → 1
 // (a gate must not approve what the evidence could not show).
 int exit_code_for(decision::ShipVerdict v);
+
+// ---- What the GPU phases measured, as data: judge() weighs it (CPU tests build it by hand) ----
+
+// Correctness of one side over the contract's cases.
+struct CorrectnessSide {
+  bool ran = false;
+  bool accepted = false;
+  int cases = 0, passed = 0, failed = 0, refused = 0;
+  std::string primary_code;                     // most frequent failure code
+  std::map<std::string, std::string> failing;   // case id → failure code
+  json report;                                  // the harness's report (JSON), as written to results.json
+};
+// How the two sides' correctness relate: the upgrade is blamed only for what it changes.
+enum class CorrectnessRelation {
+  not_run,
+  both_accepted,
+  new_rejected,               // OLD accepted, NEW rejected: the change breaks it
+  old_rejected,               // OLD rejected, NEW accepted: the change fixes it
+  both_rejected_alike,        // the same cases fail with the same codes: the change does not alter correctness
+  both_rejected_differently,  // both fail, on different cases or codes (NEW fails cases OLD passed → blamed)
+};
+const char* to_string(CorrectnessRelation r);
+CorrectnessRelation relate(const CorrectnessSide& old_side, const CorrectnessSide& new_side);
+
+// Warm timing of one side at one shape, over fresh worker processes.
+struct WarmSide {
+  std::vector<double> medians;       // [ms] per process: the median of its timed samples
+  std::vector<double> pooled;        // [ms] every timed sample
+  std::vector<std::string> errors;
+  bool verified = true;              // every timed output re-checked against the reference
+  std::string verify_detail;
+};
+struct WarmShape {
+  std::string shape;                 // "n=4096"
+  std::map<std::string, std::int64_t> dims;
+  WarmSide side[2];                  // 0 = old, 1 = new
+};
+
+// Startup samples of one side in one (cache, loading) mode [ms].
+struct StartupSamples {
+  std::vector<double> kernel_first_use_ms;  // module load + lookup (+ first launch when it ran)
+  std::vector<double> base_ms;              // driver init + context + kernel_first_use
+  std::vector<double> launch_ran;           // 1 when the probe launched (kernel_first_use includes it)
+  std::vector<double> module_load_ms, jit_wall_ms;
+  std::size_t failures = 0;
+  std::vector<std::string> failure_messages;
+};
+struct StartupMode {
+  decision::CacheMode cache = decision::CacheMode::cold;
+  startup::LoadingMode loading = startup::LoadingMode::lazy;
+  std::map<std::string, std::string> environment;
+  StartupSamples side[2];
+};
+
+struct Evidence {
+  bool can_launch = true;            // both sides have a launch plan (correctness, warm timing)
+  CorrectnessSide correctness[2];
+  bool correctness_skipped = false;  // --no-correctness
+  std::vector<WarmShape> warm;
+  std::vector<int> order;            // warm processes: 0 = old, 1 = new
+  std::string boundary;
+  int processes = 0, samples = 0, warmup = 0;
+  std::vector<StartupMode> startup;
+  std::vector<std::string> startup_notes;
+  int startup_runs = 0;              // per side per mode, after any extension
+  std::vector<std::string> startup_extensions;  // why more blocks ran
+};
+
+// The first-request resolution of one cache mode: what the run could detect, and what it would take.
+struct Resolution {
+  double half_width_ms = 0;          // [ms] 95 % CI half-width of the first-request delta: the least detectable
+  int runs_per_side = 0;             // n behind it (the smaller side)
+  int runs_needed = 0;               // per side for a half-width of target_ms (n × (h / target)², at least 2)
+};
+Resolution resolution(const std::vector<double>& old_ms, const std::vector<double>& new_ms, double target_ms);
+
+struct JudgeOptions {
+  std::vector<decision::DeploymentProfile> profiles;  // the first decides the exit code
+  std::size_t decision_index = 0;    // into Evidence::warm
+  std::optional<bool> new_uses_ptx_jit;
+  std::string arch;
+  double cold_noise_floor_ms = 1.0;
+  double warm_margin = 0.02;
+  double resolve_ms = 5.0;
+  int startup_max_runs = 40;
+  int startup_runs_requested = 12;
+};
+
+struct Judgement {
+  json results;                      // the complete results document
+  int exit_code = 0;
+};
+// The results document from the static part (schema, provenance, target, sides, artifact_diff,
+// phases.build, phases.artifact_diff, notes: what run_compare writes before any GPU work) and the
+// measured evidence: correctness, warm, startup, decisions per profile and the verdict. run_compare
+// calls exactly this; pure, no GPU.
+Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions& jo);
 
 // The memo, rendered from a results document.
 std::string render_memo(const json& results);

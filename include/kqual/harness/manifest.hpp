@@ -58,10 +58,16 @@ struct Manifest {
   bool has_kernels() const;
 };
 
+// What the manifest is read for. A candidate is built from its `source`; a launch plan only
+// describes how to launch kernels that already exist in a prebuilt image (kqual compare --manifest
+// with cubin/fatbin/PTX/host-binary sides), so `source` may be absent there.
+enum class ManifestUse { candidate, launch_plan };
+
 // Parse and validate against the contract (tensor/dim names, expressions, types). Accepts the
 // manifest file or its directory. Throws Error(input) naming file, key and value.
-Manifest load_manifest(const std::filesystem::path& file_or_dir);
-Manifest parse_manifest(const std::string& toml_text, const std::filesystem::path& file);
+Manifest load_manifest(const std::filesystem::path& file_or_dir, ManifestUse use = ManifestUse::candidate);
+Manifest parse_manifest(const std::string& toml_text, const std::filesystem::path& file,
+                        ManifestUse use = ManifestUse::candidate);
 
 // Names an expression may use: the contract's dims plus device facts.
 std::vector<std::string> expression_names(const contract::Contract& c);

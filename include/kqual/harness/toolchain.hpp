@@ -49,11 +49,26 @@ struct BuildProvenance {
 BuiltCandidate build_with_recipe(const Manifest& m, const BuildRecipe& r, const std::string& arch,
                                  const std::filesystem::path& out_dir, BuildProvenance* prov);
 
-// A prebuilt image (cubin, fatbin or PTX file) launched through a manifest's plan: the C++ kernel
-// names are lowered with NVRTC from the manifest's source (the same Itanium C++ ABI nvcc uses)
-// and every lowered symbol must be present in the image. Throws Error(input) naming what is missing.
+// A prebuilt image (cubin, fatbin or PTX file) launched through a manifest's plan. With a source
+// in the manifest, the C++ kernel names are lowered with NVRTC (the Itanium C++ ABI nvcc uses too);
+// without one, they are matched against the image's demangled symbols ("add_relu<float>"; a
+// mangled symbol or extern "C" name matches itself). Throws Error(input) naming what is missing
+// and what the image holds.
 BuiltCandidate adopt_prebuilt(const Manifest& m, const std::filesystem::path& image, const std::string& arch,
                               BuildProvenance* prov);
+
+// A host executable or shared library (or a fatbin of several modules): the module (fatbin
+// container) that holds every kernel of the manifest, written to out_dir as a standalone fatbin
+// the driver loads. When several do, the one with the best loading path on `arch` is taken.
+// Error(input) when none holds them all.
+struct ModulePick {
+  std::filesystem::path module_path;  // the extracted module
+  std::size_t container = 0;
+  std::size_t modules = 0;            // in the binary
+  std::string reason;                 // which module, where, why
+};
+ModulePick pick_module(const Manifest& m, const std::filesystem::path& binary, const std::string& arch,
+                       const std::filesystem::path& out_dir);
 
 // --- tools ---
 // "default" → $CUDA_HOME/bin/<tool> or /usr/local/cuda/bin/<tool>; "triton" (ptxas only) →

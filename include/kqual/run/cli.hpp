@@ -1,8 +1,21 @@
 #pragma once
+// The command line: one CLI::App with a subcommand per src/run/<name>_cmd.cpp.
+//
+// make_app() registers every option into a CliState, so tests can parse a command line and check
+// the values the options received without running a command (run_commands = false).
+#include <cstdint>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
-namespace CLI { class App; }
+#include "kqual/compare/compare.hpp"
+#include "kqual/run/qualify.hpp"
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
 
 namespace kqual::run {
 
@@ -12,15 +25,44 @@ struct GlobalOptions {
   std::string command_line;   // recorded in provenance blocks
 };
 
+// kqual compare's options as parsed (turned into compare::CompareOptions by its callback).
+struct CompareCliOptions {
+  compare::CompareOptions o;
+  std::string old_mode, new_mode, old_ptxas, new_ptxas, old_nvcc, new_nvcc, ptxas, nvcc;
+  std::vector<std::string> modes{"off", "cold", "warm"};
+  std::vector<std::string> loading{"lazy"};
+  bool quiet = false;
+};
+
+// Everything the parsed command line holds for the commands with typed options.
+struct CliState {
+  GlobalOptions g;
+  int exit_code = 0;
+  QualifyOptions qualify, check, bench;
+  SelftestOptions selftest;
+  std::vector<std::uint64_t> selftest_seeds;
+  std::filesystem::path selftest_out;
+  CompareCliOptions compare;
+};
+
+// The whole command line over `state`. With run_commands = false no subcommand body runs: parsing
+// only fills `state` (tests).
+std::unique_ptr<CLI::App> make_app(CliState& state, bool run_commands = true);
+
 int main(int argc, char** argv);
 
-// Subcommand registration: each lives in its own src/run/<name>_cmd.cpp. The callback stores the
-// command's exit code in *exit_code.
-void add_qualify_commands(CLI::App& app, GlobalOptions& g, int* exit_code);   // qualify, check, bench
+// A boolean option with both spellings: `--NAME` sets true, `--no-NAME` sets false; absent, the
+// value keeps its default. `help` describes --no-NAME (the spelling users reach for); the default
+// is appended. Every negatable flag goes through here so that the two names cannot be swapped.
+CLI::Option* add_negatable_flag(CLI::App* cmd, const std::string& name, bool& value, const std::string& help);
+
+// Subcommand registration: each lives in its own src/run/<name>_cmd.cpp.
+void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands);   // qualify, check, bench, selftest
+void add_compare_command(CLI::App& app, CliState& s, bool run_commands);    // compare OLD NEW
+// The callback stores the command's exit code in *exit_code.
 void add_worker_command(CLI::App& app, GlobalOptions& g, int* exit_code);     // internal: GPU worker
 void add_inspect_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // artifact identity
 void add_model_commands(CLI::App& app, GlobalOptions& g, int* exit_code);     // model, explain
 void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // startup (+ hidden probe)
-void add_compare_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // compare OLD NEW
 
 }  // namespace kqual::run

@@ -1,0 +1,140 @@
+// Every negatable flag, parsed through the real command line (make_app), checked by the value the
+// option received — not by an exit code. `--no-X` must store false, `--X` true, and no flag the
+// default. A flag with its two names swapped fails here.
+#include <gtest/gtest.h>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kqual/run/cli.hpp"
+
+namespace kqual::run {
+namespace {
+
+// Parses `args` (without the program name) into a fresh state; no command body runs.
+CliState parse(const std::vector<std::string>& args) {
+  CliState s;
+  auto app = make_app(s, /*run_commands=*/false);
+  std::vector<std::string> rev(args.rbegin(), args.rend());  // CLI11 takes them in reverse order
+  app->parse(rev);
+  return s;
+}
+
+struct FlagCase {
+  std::string command;                      // subcommand + its required positional(s)
+  std::string name;                         // X in --X / --no-X
+  bool default_value;
+  std::function<bool(const CliState&)> get; // the option the flag must set
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : s) {
+    if (ch == ' ') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+const std::vector<FlagCase>& cases() {
+  static const std::vector<FlagCase> c = {
+      {"qualify cand", "gpu", true, [](const CliState& s) { return s.qualify.use_gpu; }},
+      {"qualify cand", "large-cases", true, [](const CliState& s) { return s.qualify.large_cases; }},
+      {"check cand", "gpu", true, [](const CliState& s) { return s.check.use_gpu; }},
+      {"check cand", "large-cases", true, [](const CliState& s) { return s.check.large_cases; }},
+      {"bench cand", "gpu", true, [](const CliState& s) { return s.bench.use_gpu; }},
+      {"bench cand", "large-cases", true, [](const CliState& s) { return s.bench.large_cases; }},
+      {"selftest", "baselines", true, [](const CliState& s) { return s.selftest.include_baselines; }},
+      {"selftest", "large-cases", false, [](const CliState& s) { return s.selftest.large_cases; }},
+      {"compare old new", "gpu", true, [](const CliState& s) { return s.compare.o.use_gpu; }},
+      {"compare old new", "correctness", true, [](const CliState& s) { return s.compare.o.correctness; }},
+      {"compare old new", "large-cases", true, [](const CliState& s) { return s.compare.o.large_cases; }},
+  };
+  return c;
+}
+
+TEST(CliFlags, NegatedSpellingStoresFalse) {
+  for (const auto& c : cases()) {
+    auto args = split(c.command);
+    args.push_back("--no-" + c.name);
+    EXPECT_FALSE(c.get(parse(args))) << c.command << " --no-" << c.name;
+  }
+}
+
+TEST(CliFlags, PositiveSpellingStoresTrue) {
+  for (const auto& c : cases()) {
+    auto args = split(c.command);
+    args.push_back("--" + c.name);
+    EXPECT_TRUE(c.get(parse(args))) << c.command << " --" << c.name;
+  }
+}
+
+TEST(CliFlags, AbsentFlagKeepsTheDefault) {
+  for (const auto& c : cases()) EXPECT_EQ(c.get(parse(split(c.command))), c.default_value) << c.command << " (no --" << c.name << ")";
+}
+
+TEST(CliFlags, LastSpellingWins) {
+  EXPECT_TRUE(parse({"qualify", "cand", "--no-gpu", "--gpu"}).qualify.use_gpu);
+  EXPECT_FALSE(parse({"qualify", "cand", "--gpu", "--no-gpu"}).qualify.use_gpu);
+}
+
+TEST(CliFlags, FlagsOfOneCommandLeaveTheOthersAlone) {
+  CliState s = parse({"compare", "a", "b", "--no-gpu", "--no-large-cases"});
+  EXPECT_FALSE(s.compare.o.use_gpu);
+  EXPECT_FALSE(s.compare.o.large_cases);
+  EXPECT_TRUE(s.compare.o.correctness);
+  EXPECT_TRUE(s.qualify.use_gpu);
+  EXPECT_TRUE(s.qualify.large_cases);
+}
+
+TEST(CliFlags, HelpStatesEachFlagsDefault) {
+  CliState s;
+  auto app = make_app(s, false);
+  const std::string help = app->get_subcommand("compare")->help();
+  EXPECT_NE(help.find("default: --gpu"), std::string::npos) << help;
+  EXPECT_NE(help.find("--no-large-cases"), std::string::npos) << help;
+  const std::string sh = app->get_subcommand("selftest")->help();
+  EXPECT_NE(sh.find("default: --no-large-cases"), std::string::npos) << sh;
+}
+
+// Every option in the full command line (all subcommands) spelled --no-X must be the negative
+// half of a pair registered by add_negatable_flag, and the pair must be covered by cases() above.
+TEST(CliFlags, EveryNegatableFlagIsCoveredHere) {
+  CliState s;
+  auto app = make_app(s, /*run_commands=*/true);
+  std::vector<std::string> found;
+  for (const CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; })) {
+    for (const CLI::Option* opt : sub->get_options()) {
+      for (const std::string& ln : opt->get_lnames()) {
+        if (ln.rfind("no-", 0) != 0) continue;
+        const std::string x = ln.substr(3);
+        const auto& names = opt->get_lnames();
+        EXPECT_NE(std::find(names.begin(), names.end(), x), names.end())
+            << sub->get_name() << " --" << ln << " has no --" << x << " spelling";
+        EXPECT_NE(opt->get_description().find("(--" + x + " / --no-" + x), std::string::npos)
+            << sub->get_name() << " --" << ln << " was not registered with add_negatable_flag";
+        found.push_back(sub->get_name() + " " + x);
+      }
+    }
+  }
+  for (const auto& f : found) {
+    bool covered = false;
+    for (const auto& c : cases())
+      if (split(c.command).front() + " " + c.name == f) covered = true;
+    EXPECT_TRUE(covered) << "negatable flag without a value test: " << f;
+  }
+  EXPECT_GE(found.size(), cases().size());
+}
+
+}  // namespace
+}  // namespace kqual::run
