@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -186,6 +187,9 @@ Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions&
     phases["correctness"] = "skipped (--no-correctness)";
     not_run.push_back("correctness: skipped (--no-correctness)");
   } else if (ev.can_launch) {
+    if (!ev.large_cases)
+      not_run.push_back("correctness: the contract's largest cases (e.g. 2^27+5 elements, > 2^31 bytes) left out, as by "
+                        "default in compare; --large-cases includes them");
     std::string text;
     for (int k = 0; k < 2; ++k) {
       const CorrectnessSide& c = ev.correctness[k];
@@ -230,6 +234,7 @@ Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions&
       verdict["reasons"].push_back("correctness: " + explanation);
   }
   r["correctness"] = correctness;
+  if (!ev.wall_s.empty()) r["wall_s"] = ev.wall_s;
   if (blamed) {
     phases["startup"] = phases["warm_timing"] = "not run: NEW computes the wrong answer where OLD did not";
     return finish(decision::to_string(decision::ShipVerdict::do_not_ship), run::kExitFail,
@@ -724,6 +729,13 @@ CompareOutcome run_compare(const CompareOptions& o) {
   Evidence ev;
   ev.can_launch = sides[0].built && sides[1].built;
   ev.correctness_skipped = !o.correctness;
+  ev.large_cases = o.large_cases;
+  auto clock = std::chrono::steady_clock::now();
+  auto lap = [&](const char* phase) {
+    const auto now = std::chrono::steady_clock::now();
+    ev.wall_s[phase] += std::chrono::duration<double>(now - clock).count();
+    clock = now;
+  };
   if (ev.can_launch) {
     for (auto& s : sides) {
       std::string refusal = harness::load_and_describe(session, *s.built);
@@ -743,6 +755,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
     }
   }
   const bool new_blamed = new_is_blamed(ev.correctness[0], ev.correctness[1]);
+  lap("load_and_correctness");
 
   if (ev.can_launch && !new_blamed) {
     bench::TimingOptions to;
@@ -787,6 +800,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
       }
     }
     session.worker().stop();
+    lap("warm_timing");
   }
 
   if (!new_blamed) {
@@ -821,6 +835,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
     }
     ev.startup_runs = done;
     for (auto& [key, m] : acc) ev.startup.push_back(std::move(m));
+    lap("startup");
   }
 
   // ---- 5. Judge and write ----

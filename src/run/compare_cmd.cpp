@@ -82,7 +82,7 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
   cmd->add_option("--margin", c.o.warm_margin, "Warm equivalence margin, relative")->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   add_negatable_flag(cmd, "correctness", c.o.correctness, "--no-correctness: skip the contract's correctness cases");
-  add_negatable_flag(cmd, "large-cases", c.o.large_cases, "--no-large-cases: skip the largest correctness cases");
+  add_negatable_flag(cmd, "large-cases", c.o.large_cases, "--large-cases: also run the contract's largest correctness cases (2^27+5 elements, > 2^31 bytes; over a minute per side)");
   cmd->add_option("--seed", c.o.seed, "Case-generator seed")->capture_default_str();
   cmd->add_flag("--quiet", c.quiet, "No progress lines on stderr");
   if (!run_commands) return;

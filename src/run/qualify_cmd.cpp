@@ -120,8 +120,8 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
           if (row["contract"] != name) continue;
           std::string outcome;
           if (row.contains("seeds"))
-            for (const auto& s : row["seeds"])
-              outcome += fmt::format("{}{}  ", s["as_expected"].get<bool>() ? "" : "UNEXPECTED ", s["outcome"].get<std::string>());
+            for (const auto& seed_row : row["seeds"])
+              outcome += fmt::format("{}{}  ", seed_row["as_expected"].get<bool>() ? "" : "UNEXPECTED ", seed_row["outcome"].get<std::string>());
           else
             outcome = row["outcome"].get<std::string>();
           fmt::print("  {:<9} {:<26} {:<30} {}\n", row["kind"].get<std::string>(), row["candidate"].get<std::string>(),

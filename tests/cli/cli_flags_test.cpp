@@ -58,7 +58,7 @@ const std::vector<FlagCase>& cases() {
       {"selftest", "large-cases", false, [](const CliState& s) { return s.selftest.large_cases; }},
       {"compare old new", "gpu", true, [](const CliState& s) { return s.compare.o.use_gpu; }},
       {"compare old new", "correctness", true, [](const CliState& s) { return s.compare.o.correctness; }},
-      {"compare old new", "large-cases", true, [](const CliState& s) { return s.compare.o.large_cases; }},
+      {"compare old new", "large-cases", false, [](const CliState& s) { return s.compare.o.large_cases; }},
   };
   return c;
 }
@@ -89,9 +89,9 @@ TEST(CliFlags, LastSpellingWins) {
 }
 
 TEST(CliFlags, FlagsOfOneCommandLeaveTheOthersAlone) {
-  CliState s = parse({"compare", "a", "b", "--no-gpu", "--no-large-cases"});
+  CliState s = parse({"compare", "a", "b", "--no-gpu", "--large-cases"});
   EXPECT_FALSE(s.compare.o.use_gpu);
-  EXPECT_FALSE(s.compare.o.large_cases);
+  EXPECT_TRUE(s.compare.o.large_cases);
   EXPECT_TRUE(s.compare.o.correctness);
   EXPECT_TRUE(s.qualify.use_gpu);
   EXPECT_TRUE(s.qualify.large_cases);
@@ -102,7 +102,7 @@ TEST(CliFlags, HelpStatesEachFlagsDefault) {
   auto app = make_app(s, false);
   const std::string help = app->get_subcommand("compare")->help();
   EXPECT_NE(help.find("default: --gpu"), std::string::npos) << help;
-  EXPECT_NE(help.find("--no-large-cases"), std::string::npos) << help;
+  EXPECT_NE(help.find("default: --no-large-cases"), std::string::npos) << help;
   const std::string sh = app->get_subcommand("selftest")->help();
   EXPECT_NE(sh.find("default: --no-large-cases"), std::string::npos) << sh;
 }

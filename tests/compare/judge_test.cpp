@@ -1,0 +1,241 @@
+// judge() and the memo on evidence shaped exactly as the GPU path produces it: the static part comes
+// from a real `run_compare` without a GPU, the measured parts from the same structs the GPU phases
+// fill, every comparison through stats (so a CI is written as [lo, hi], as on the device). The memo
+// crashed on that shape on the H200 ("cannot use at() with array") while CPU tests fed it a
+// hand-written one; these tests keep the two paths the same.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "compare_util.hpp"
+#include "kqual/compare/compare.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/decision/profile.hpp"
+#include "kqual/harness/evaluate.hpp"
+
+namespace fs = std::filesystem;
+using namespace kqual;
+using decision::CacheMode;
+
+namespace {
+
+const fs::path kRoot = test::repo_root();
+
+// center + small deterministic jitter.
+std::vector<double> noisy(double center, double spread, int n, int salt = 0) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(center + spread * std::sin(1.7 * (i + 1) + salt));
+  return v;
+}
+
+// The static part as run_compare writes it (no GPU here: static phases only).
+json static_part(const test::TempDir& t) {
+  compare::CompareOptions o;
+  o.old_side.input = (kRoot / "candidates/residual_add_relu/good").string();
+  o.new_side.input = o.old_side.input;
+  o.new_side.recipe.mode = harness::ImageMode::ptx;
+  o.new_side.recipe_given = true;
+  o.use_gpu = false;
+  o.out_dir = t.path / "static";
+  compare::CompareOutcome out = compare::run_compare(o);
+  EXPECT_EQ(out.exit_code, 3);
+  return out.results;
+}
+
+compare::CorrectnessSide accepted_side(int cases) {
+  harness::CorrectnessReport rep;  // the harness's own report, as its JSON goes into results.json
+  rep.cases = rep.passed = rep.evidence = cases;
+  compare::CorrectnessSide c;
+  c.ran = true;
+  c.accepted = rep.accepted();
+  c.cases = c.passed = cases;
+  c.report = rep.to_json(false);
+  return c;
+}
+
+compare::CorrectnessSide rejected_side(int cases, std::map<std::string, std::string> failing) {
+  harness::CorrectnessReport rep;
+  rep.cases = cases;
+  rep.failed = int(failing.size());
+  rep.passed = cases - rep.failed;
+  rep.evidence = rep.passed;
+  for (const auto& [id, code] : failing) rep.failure_codes[code]++;
+  compare::CorrectnessSide c;
+  c.ran = true;
+  c.accepted = rep.accepted();
+  c.cases = cases;
+  c.failed = rep.failed;
+  c.passed = rep.passed;
+  c.primary_code = rep.primary_code();
+  c.failing = std::move(failing);
+  c.report = rep.to_json(false);
+  return c;
+}
+
+// A PTX-only NEW: +80 ms JIT with the cache off or cold, none warm; warm 1.00 → 0.90 ms.
+compare::Evidence jit_evidence(int runs = 12) {
+  compare::Evidence ev;
+  ev.correctness[0] = accepted_side(40);
+  ev.correctness[1] = accepted_side(40);
+  ev.processes = 6;
+  ev.samples = 20;
+  ev.warmup = 5;
+  ev.order = compare::interleave_order(12);
+  ev.boundary = "events around the launch plan";
+  for (const char* shape : {"n=4096", "n=268435456"}) {
+    compare::WarmShape w;
+    w.shape = shape;
+    w.dims = {{"n", std::string(shape) == "n=4096" ? 4096 : 268435456}};
+    w.side[0].medians = noisy(1.00, 0.004, 6);
+    w.side[1].medians = noisy(0.90, 0.004, 6, 3);
+    w.side[0].pooled = w.side[0].medians;
+    w.side[1].pooled = w.side[1].medians;
+    ev.warm.push_back(w);
+  }
+  for (CacheMode c : {CacheMode::off, CacheMode::cold, CacheMode::warm}) {
+    compare::StartupMode m;
+    m.cache = c;
+    m.environment = {{"CUDA_CACHE_DISABLE", c == CacheMode::off ? "1" : "0"}};
+    const double jit = c == CacheMode::warm ? 0.2 : 80.0;
+    for (int k = 0; k < 2; ++k) {
+      auto& s = m.side[k];
+      s.kernel_first_use_ms = noisy(k == 0 ? 0.1 : jit, k == 0 ? 0.01 : 2.0, runs, k);
+      for (double v : s.kernel_first_use_ms) {
+        s.base_ms.push_back(230 + v);
+        s.launch_ran.push_back(0);
+        s.module_load_ms.push_back(v * 0.9);
+      }
+      if (k == 1 && c != CacheMode::warm) s.jit_wall_ms = noisy(jit, 2.0, runs);
+    }
+    ev.startup.push_back(m);
+  }
+  ev.startup_runs = runs;
+  ev.wall_s = {{"startup", 20.0}};
+  return ev;
+}
+
+compare::JudgeOptions options() {
+  compare::JudgeOptions jo;
+  jo.profiles = {decision::load_profile((kRoot / "profiles/long-lived-server.toml").string()),
+                 decision::load_profile((kRoot / "profiles/cold-start-heavy.toml").string())};
+  jo.decision_index = 1;
+  jo.new_uses_ptx_jit = true;
+  jo.arch = "sm_90";
+  return jo;
+}
+
+}  // namespace
+
+TEST(CompareJudge, GpuShapedEvidenceRendersTheMemo) {
+  test::TempDir t;
+  const compare::Judgement j = compare::judge(static_part(t), jit_evidence(), options());
+  const json& r = j.results;
+  // Every interval is [lo, hi], as stats writes it.
+  const json& d = r.at("startup").at("modes").at(0).at("first_request_delta_ms");
+  ASSERT_TRUE(d.at("ci").is_array());
+  std::string memo;
+  ASSERT_NO_THROW(memo = compare::render_memo(r));
+  EXPECT_NE(memo.find("## 3. Startup"), std::string::npos) << memo;
+  EXPECT_NE(memo.find("## 5. Decision per deployment profile"), std::string::npos) << memo;
+  EXPECT_NE(memo.find(fmt::format("{:+.2f}", d.at("estimate").get<double>())), std::string::npos) << memo;
+  EXPECT_NE(memo.find("detectable (95 %)"), std::string::npos) << memo;
+  // Two profiles, two verdicts: the long-lived server repays the JIT, the cold-start-heavy one does not.
+  ASSERT_EQ(r.at("decisions").size(), 2u);
+  EXPECT_EQ(r.at("decisions").at(0).at("decision").at("verdict"), "ship");
+  EXPECT_EQ(r.at("decisions").at(1).at("decision").at("verdict"), "do not ship as built");
+  EXPECT_EQ(j.exit_code, 0);  // the first profile is the gate
+  EXPECT_EQ(r.at("verdict").at("decision"), "ship");
+  EXPECT_TRUE(r.contains("wall_s"));
+  // Exit codes are 0 or 1 on valid evidence, never 4.
+  compare::JudgeOptions cold_first = options();
+  std::swap(cold_first.profiles[0], cold_first.profiles[1]);
+  EXPECT_EQ(compare::judge(static_part(t), jit_evidence(), cold_first).exit_code, 1);
+}
+
+TEST(CompareJudge, MemoNamesTheDetectableDifferenceAndTheRunsNeeded) {
+  test::TempDir t;
+  const json r = compare::judge(static_part(t), jit_evidence(), options()).results;
+  for (const auto& m : r.at("startup").at("modes")) {
+    const json& res = m.at("resolution");
+    EXPECT_GT(res.at("detectable_difference_ms").get<double>(), 0.0) << m.dump();
+    EXPECT_GE(res.at("runs_per_side_needed_for_target").get<int>(), 2);
+    EXPECT_EQ(res.at("runs_per_side").get<int>(), 12);
+  }
+  // off/cold: ±2 ms of JIT jitter on 12 runs resolves 5 ms.
+  EXPECT_TRUE(r.at("startup").at("modes").at(0).at("resolution").at("resolved").get<bool>());
+}
+
+TEST(CompareJudge, ResolutionScalesAsOneOverRootN) {
+  // Spread 10 ms per side, 10 runs: the half-width h10; 40 runs halve it (about).
+  const auto a10 = noisy(100, 10, 10, 1), b10 = noisy(100, 10, 10, 2);
+  const compare::Resolution r10 = compare::resolution(a10, b10, 5.0);
+  EXPECT_GT(r10.half_width_ms, 0.0);
+  EXPECT_EQ(r10.runs_per_side, 10);
+  EXPECT_EQ(r10.runs_needed, std::max(2, int(std::ceil(10 * std::pow(r10.half_width_ms / 5.0, 2)))));
+  // One sample per side cannot resolve anything.
+  EXPECT_TRUE(std::isinf(compare::resolution({1.0}, {2.0}, 5.0).half_width_ms));
+}
+
+TEST(CompareJudge, BothSidesFailingAlikeIsNotBlamedOnNew) {
+  test::TempDir t;
+  compare::Evidence ev = jit_evidence();
+  const std::map<std::string, std::string> fails{{"f32/n=1/nan", "nan_policy"}, {"f32/n=4097/nan", "nan_policy"}};
+  ev.correctness[0] = rejected_side(40, fails);
+  ev.correctness[1] = rejected_side(40, fails);
+  ev.warm[1].side[0].verified = ev.warm[1].side[1].verified = false;  // both timed outputs wrong, as predicted
+  EXPECT_EQ(compare::relate(ev.correctness[0], ev.correctness[1]), compare::CorrectnessRelation::both_rejected_alike);
+  const compare::Judgement j = compare::judge(static_part(t), ev, options());
+  const json& r = j.results;
+  EXPECT_EQ(r.at("correctness_relation").at("relation"), "both rejected alike");
+  EXPECT_FALSE(r.at("correctness_relation").at("new_blamed").get<bool>());
+  EXPECT_NE(r.at("verdict").at("summary").get<std::string>().find("Both builds fail the contract"), std::string::npos)
+      << r.at("verdict").dump(2);
+  EXPECT_EQ(r.at("verdict").at("decision"), "ship");  // the long-lived profile's speed verdict stands
+  EXPECT_NE(compare::render_memo(r).find("the change does not alter correctness"), std::string::npos);
+}
+
+TEST(CompareJudge, NewBreakingWhatOldGotRightIsBlamed) {
+  test::TempDir t;
+  compare::Evidence ev = jit_evidence();
+  ev.correctness[0] = rejected_side(40, {{"f32/n=1/nan", "nan_policy"}});
+  ev.correctness[1] = rejected_side(40, {{"f32/n=1/nan", "nan_policy"}, {"f32/n=4097/tail", "wrong_result"}});
+  EXPECT_EQ(compare::relate(ev.correctness[0], ev.correctness[1]), compare::CorrectnessRelation::both_rejected_differently);
+  compare::Judgement j = compare::judge(static_part(t), ev, options());
+  EXPECT_EQ(j.results.at("verdict").at("decision"), "do not ship as built");
+  EXPECT_EQ(j.exit_code, 1);
+  EXPECT_NE(j.results.at("correctness_relation").at("explanation").get<std::string>().find("f32/n=4097/tail"),
+            std::string::npos);
+  // OLD fine, NEW broken: blamed.
+  ev.correctness[0] = accepted_side(40);
+  j = compare::judge(static_part(t), ev, options());
+  EXPECT_EQ(j.results.at("correctness_relation").at("relation"), "new rejected");
+  EXPECT_EQ(j.exit_code, 1);
+  // NEW fixes OLD's defect: not blamed; the decision is on speed.
+  ev.correctness[0] = rejected_side(40, {{"f32/n=1/nan", "nan_policy"}});
+  ev.correctness[1] = accepted_side(40);
+  j = compare::judge(static_part(t), ev, options());
+  EXPECT_EQ(j.results.at("correctness_relation").at("relation"), "old rejected");
+  EXPECT_EQ(j.results.at("verdict").at("decision"), "ship");
+}
+
+TEST(CompareJudge, WrongTimedOutputOnNewAloneIsBlamed) {
+  test::TempDir t;
+  compare::Evidence ev = jit_evidence();
+  ev.warm[1].side[1].verified = false;
+  ev.warm[1].side[1].verify_detail = "timed output wrong";
+  const compare::Judgement j = compare::judge(static_part(t), ev, options());
+  EXPECT_EQ(j.results.at("verdict").at("decision"), "do not ship as built");
+  EXPECT_NO_THROW(compare::render_memo(j.results));
+}
+
+TEST(CompareJudge, NoLaunchPlanIsIncompleteNotAnError) {
+  test::TempDir t;
+  compare::Evidence ev = jit_evidence();
+  ev.can_launch = false;
+  ev.warm.clear();
+  const compare::Judgement j = compare::judge(static_part(t), ev, options());
+  EXPECT_EQ(j.exit_code, 3);
+  EXPECT_NO_THROW(compare::render_memo(j.results));
+}
