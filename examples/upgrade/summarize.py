@@ -4,11 +4,12 @@ import json
 import sys
 
 
-def fmt_ci(c, unit="", scale=1.0):
+def fmt_ci(c, unit="", sign="+"):
     if not c:
         return "—"
     lo, hi = c["ci"]
-    return f"{c['estimate'] * scale:+.3f} [{lo * scale:+.3f}, {hi * scale:+.3f}]{unit} ({c['verdict']})"
+    f = "{:" + sign + ".3f}"
+    return f"{f.format(c['estimate'])} [{f.format(lo)}, {f.format(hi)}]{unit} ({c['verdict']})"
 
 
 def main():
@@ -44,12 +45,13 @@ def main():
     w = r.get("warm", {})
     for sh in w.get("shapes", []):
         if sh.get("decision_shape"):
-            print(f"Warm at {sh['shape']} (new/old ratio of per-process medians): {fmt_ci(sh.get('comparison'))}\n")
+            print(f"Warm at {sh['shape']} (new/old ratio of per-process medians): {fmt_ci(sh.get('comparison'), sign='')}\n")
     for d in r.get("decisions", []):
         dd = d["decision"]
         be = dd.get("breakeven_calls")
         rev = dd.get("would_reverse") or []
-        print(f"- **{d['profile']['name']}**: {dd['verdict']} — break-even {be} calls/process; "
+        be = "never (no warm saving)" if be is None else f"{be:.4g} calls/process"
+        print(f"- **{d['profile']['name']}**: {dd['verdict']} — break-even {be}; "
               f"would reverse: {rev[0] if rev else '—'}")
     if not r.get("decisions"):
         print("- no decision: " + "; ".join(r.get("not_run", [])))

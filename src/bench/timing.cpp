@@ -71,6 +71,24 @@ std::string expected_bytes_hash(const std::string& contract, const contract::Cas
 
 }  // namespace
 
+contract::CaseSpec timing_case_spec(const contract::Contract& c, const contract::Dims& dims, const TimingOptions& o) {
+  contract::CaseSpec spec;
+  spec.dtype = o.dtype;
+  spec.dims = dims;
+  spec.family = c.benchmark_family();
+  const std::string shape = contract::format_dims(dims);
+  spec.seed = o.seed ^ std::hash<std::string>{}(shape);
+  spec.id = fmt::format("bench/{}/{}", to_string(o.dtype), shape);
+  return spec;
+}
+
+void prepare_timing_cases(harness::Session& s, const contract::Contract& c, const TimingOptions& o) {
+  for (const auto& dims : o.shapes.empty() ? c.benchmark_shapes() : o.shapes) {
+    auto p = harness::prepare_case(s, c, timing_case_spec(c, dims, o));
+    for (const auto& t : p->expected) (void)expected_bytes_hash(c.name(), p->data.spec, t);
+  }
+}
+
 TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCandidate& cand,
                                     const std::vector<const harness::BuiltCandidate*>& baselines,
                                     const TimingOptions& o) {
@@ -97,12 +115,7 @@ TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCan
     sh.dims = dims;
     sh.shape = contract::format_dims(dims);
     sh.dtype = o.dtype;
-    contract::CaseSpec spec;
-    spec.dtype = o.dtype;
-    spec.dims = dims;
-    spec.family = c.benchmark_family();
-    spec.seed = o.seed ^ std::hash<std::string>{}(sh.shape);
-    spec.id = fmt::format("bench/{}/{}", to_string(o.dtype), sh.shape);
+    const contract::CaseSpec spec = timing_case_spec(c, dims, o);
     // Generated once per process and shape (harness's bounded case cache), so repeated timing
     // calls (kqual compare's fresh worker processes) reuse inputs and references.
     std::shared_ptr<const harness::PreparedCase> prepared = harness::prepare_case(s, c, spec);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -744,30 +745,50 @@ CompareOutcome run_compare(const CompareOptions& o) {
       side_json[s.label]["candidate"]["image"]["kind"] = s.prov.image_kind;
     }
     r["sides"] = side_json;
-    if (o.correctness) {
-      harness::CheckOptions co;
-      co.seed = o.seed;
-      co.include_large = o.large_cases;
-      for (int k = 0; k < 2; ++k) {
-        say(o, "correctness: " + sides[k].label);
-        ev.correctness[k] = to_side(harness::check_correctness(session, *sides[k].built, co));
-      }
+  }
+  bench::TimingOptions to;
+  to.dtype = *dtype;
+  to.shapes = shapes;
+  to.rounds = 1;
+  to.samples_per_round = o.samples;
+  to.warmup = o.warmup;
+  to.measure_copy = false;
+  to.seed = o.seed;
+  to.equivalence_margin = o.warm_margin;
+  to.keep_input_files = true;  // the same inputs for every process and both sides
+  // The timing cases (inputs, references) are generated on the CPU while the GPU checks
+  // correctness, in a session of their own (no worker is shared between threads).
+  std::future<void> primed;
+  if (ev.can_launch && contract)
+    primed = std::async(std::launch::async, [&] {
+      harness::Session prep(so);
+      bench::prepare_timing_cases(prep, *contract, to);
+    });
+  if (ev.can_launch && o.correctness) {
+    harness::CheckOptions co;
+    co.seed = o.seed;
+    co.include_large = o.large_cases;
+    // Both sides at once, each in its own worker process (correctness is not timed).
+    say(o, "correctness: old and new, each in its own worker");
+    harness::Session other(so);
+    auto new_side = std::async(std::launch::async, [&] {
+      return to_side(harness::check_correctness(other, *sides[1].built, co));
+    });
+    ev.correctness[0] = to_side(harness::check_correctness(session, *sides[0].built, co));
+    ev.correctness[1] = new_side.get();
+  }
+  if (primed.valid()) {
+    try {
+      primed.get();
+    } catch (const std::exception& e) {
+      // Timing generates what it needs itself; only the overlap is lost.
+      say(o, std::string("preparing timing inputs ahead failed (timing will generate them): ") + e.what());
     }
   }
   const bool new_blamed = new_is_blamed(ev.correctness[0], ev.correctness[1]);
   lap("load_and_correctness");
 
   if (ev.can_launch && !new_blamed) {
-    bench::TimingOptions to;
-    to.dtype = *dtype;
-    to.shapes = shapes;
-    to.rounds = 1;
-    to.samples_per_round = o.samples;
-    to.warmup = o.warmup;
-    to.measure_copy = false;
-    to.seed = o.seed;
-    to.equivalence_margin = o.warm_margin;
-    to.keep_input_files = true;  // the same inputs for every process and both sides
     ev.order = interleave_order(2 * o.processes);
     ev.processes = o.processes;
     ev.samples = o.samples;
@@ -818,6 +839,15 @@ CompareOutcome run_compare(const CompareOptions& o) {
         if (m.loading != o.loading_modes.front()) continue;
         const Resolution res = resolution(m.side[0].kernel_first_use_ms, m.side[1].kernel_first_use_ms, o.resolve_ms);
         if (res.half_width_ms <= o.resolve_ms) continue;
+        // More processes only where they could change the answer: an interval already clear of
+        // the noise floor on one side is decided, however wide it is.
+        if (m.side[0].kernel_first_use_ms.size() >= 2 && m.side[1].kernel_first_use_ms.size() >= 2) {
+          stats::DecisionOptions d;
+          d.test.effect = stats::Effect::difference;
+          d.margin.absolute = o.cold_noise_floor_ms;
+          const stats::Comparison c = stats::compare(m.side[0].kernel_first_use_ms, m.side[1].kernel_first_use_ms, d);
+          if (c.verdict != stats::Verdict::inconclusive) continue;
+        }
         more.push_back(m.cache);
         const int want = std::min(max_runs, std::max(res.runs_needed, done + 4));
         target = std::max(target, want);

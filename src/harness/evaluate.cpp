@@ -415,7 +415,7 @@ class CaseCache {
   }
   void put(const std::string& key, std::shared_ptr<const PreparedCase> v, std::size_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (bytes > limit()) return;
+    if (bytes > limit() || map_.count(key)) return;  // another thread prepared the same case first
     while (!order_.empty() && used_ + bytes > limit()) {
       auto& [k, b] = order_.front();
       map_.erase(k);

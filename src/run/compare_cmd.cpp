@@ -111,8 +111,15 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
       for (const auto& [k, x] : out.results.at("phases").items()) fmt::print("  {:<14} {}\n", k, x.get<std::string>());
       if (out.results.contains("decisions"))
         for (const auto& d : out.results.at("decisions"))
-          fmt::print("  profile {:<28} {} (break-even {} calls/process)\n", d.at("profile").at("name").get<std::string>(),
-                     d.at("decision").at("verdict").get<std::string>(), d.at("decision").value("breakeven_calls", json()).dump());
+        {
+          const json be = d.at("decision").value("breakeven_calls", json());
+          fmt::print("  profile {:<28} {} (break-even: {})\n", d.at("profile").at("name").get<std::string>(),
+                     d.at("decision").at("verdict").get<std::string>(),
+                     be.is_number() ? fmt::format("{:.4g} calls per process", be.get<double>())
+                     : d.at("decision").value("breakeven_never", false)
+                         ? std::string("never: no warm saving repays the extra first-request cost")
+                         : std::string("—"));
+        }
       fmt::print("verdict: {} — {}\n", v.at("decision").get<std::string>(), v.at("summary").get<std::string>());
       fmt::print("wrote {} and {}\n", out.results_path.string(), out.memo_path.string());
     }

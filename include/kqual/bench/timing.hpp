@@ -58,6 +58,12 @@ struct TimingReport {
   json to_json() const;
 };
 
+// The case a timing run uses for one shape (inputs and reference come from harness::prepare_case).
+contract::CaseSpec timing_case_spec(const contract::Contract& c, const contract::Dims& dims, const TimingOptions& o);
+// Generates the timing cases (inputs, references, expected-output hashes) ahead of time, e.g. on a
+// thread while the GPU checks correctness; later timing calls in this process find them cached.
+void prepare_timing_cases(harness::Session& s, const contract::Contract& c, const TimingOptions& o);
+
 TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCandidate& candidate,
                                     const std::vector<const harness::BuiltCandidate*>& baselines,
                                     const TimingOptions& o);

@@ -38,8 +38,9 @@ struct CompareOptions {
   bool use_gpu = true;
   double watchdog_seconds = 60;
   // Startup (fresh probe processes).
-  int startup_runs = 12;             // per side and mode to start with, in 2 blocks per side ordered A B B A
-  int startup_max_runs = 40;         // more blocks, up to this many per side and mode, until resolve_ms is resolved
+  int startup_runs = 8;              // per side and mode to start with, in 2 blocks per side ordered A B B A
+  int startup_max_runs = 40;         // more blocks, up to this many per side and mode, while a mode is undecided
+                                     // and cannot resolve resolve_ms
   double resolve_ms = 5.0;           // [ms] the first-request difference the run must be able to detect (95 %)
   std::vector<decision::CacheMode> cache_modes{decision::CacheMode::off, decision::CacheMode::cold,
                                                decision::CacheMode::warm};
@@ -190,7 +191,7 @@ struct JudgeOptions {
   double warm_margin = 0.02;
   double resolve_ms = 5.0;
   int startup_max_runs = 40;
-  int startup_runs_requested = 12;
+  int startup_runs_requested = 8;
 };
 
 struct Judgement {
