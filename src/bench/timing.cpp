@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <thread>
+
+#include <unistd.h>
 
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
@@ -71,6 +74,30 @@ std::string expected_bytes_hash(const std::string& contract, const contract::Cas
 
 }  // namespace
 
+namespace {
+
+fs::path input_dir(harness::Session& s, const TimingOptions& o, const contract::CaseSpec& spec) {
+  const fs::path root = o.input_root.empty() ? s.scratch() / "bench" : o.input_root;
+  fs::path dir = root / sha256_hex(spec.id + "|" + std::to_string(spec.seed)).substr(0, 16);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// An input tensor as the worker reads it; kept files of the right size are reused. Written under a
+// temporary name and renamed, so a reader never sees a partial file.
+fs::path write_input_file(const fs::path& dir, const contract::Tensor& t, bool reuse) {
+  const fs::path f = dir / (t.name + ".in");
+  std::error_code ec;
+  if (reuse && fs::file_size(f, ec) == t.bytes.size() && !ec) return f;
+  const fs::path tmp = dir / (t.name + ".in.partial-" + std::to_string(::getpid()) + "-" +
+                              std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id())));
+  write_file(tmp, t.bytes.data(), t.bytes.size());
+  fs::rename(tmp, f);
+  return f;
+}
+
+}  // namespace
+
 contract::CaseSpec timing_case_spec(const contract::Contract& c, const contract::Dims& dims, const TimingOptions& o) {
   contract::CaseSpec spec;
   spec.dtype = o.dtype;
@@ -84,8 +111,13 @@ contract::CaseSpec timing_case_spec(const contract::Contract& c, const contract:
 
 void prepare_timing_cases(harness::Session& s, const contract::Contract& c, const TimingOptions& o) {
   for (const auto& dims : o.shapes.empty() ? c.benchmark_shapes() : o.shapes) {
-    auto p = harness::prepare_case(s, c, timing_case_spec(c, dims, o));
-    for (const auto& t : p->expected) (void)expected_bytes_hash(c.name(), p->data.spec, t);
+    const contract::CaseSpec spec = timing_case_spec(c, dims, o);
+    auto p = harness::prepare_case(s, c, spec);
+    for (const auto& t : p->expected) (void)expected_bytes_hash(c.name(), spec, t);
+    if (o.keep_input_files && !o.input_root.empty()) {
+      const fs::path dir = input_dir(s, o, spec);
+      for (const auto& t : p->data.inputs) write_input_file(dir, t, true);
+    }
   }
 }
 
@@ -123,14 +155,10 @@ TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCan
     const std::vector<contract::Tensor>& expected = prepared->expected;
     sh.min_bytes = c.min_bytes(data.dims, o.dtype);
     sh.flops = c.flops(data.dims, o.dtype);
-    const fs::path dir = s.scratch() / "bench" / sha256_hex(spec.id + "|" + std::to_string(spec.seed)).substr(0, 16);
-    fs::create_directories(dir);
+    const fs::path dir = input_dir(s, o, spec);
     json inputs = json::array();
     for (const auto& t : data.inputs) {
-      fs::path f = dir / (t.name + ".in");
-      std::error_code fec;
-      if (!o.keep_input_files || fs::file_size(f, fec) != t.bytes.size() || fec)
-        write_file(f, t.bytes.data(), t.bytes.size());
+      const fs::path f = write_input_file(dir, t, o.keep_input_files);
       inputs.push_back({{"name", t.name}, {"kind", "input"}, {"bytes", t.bytes.size()}, {"file", f.string()}});
     }
     // Bit-exact outputs (no error model): the expected bytes' hash, computed once per case.

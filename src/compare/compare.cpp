@@ -756,6 +756,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
   to.seed = o.seed;
   to.equivalence_margin = o.warm_margin;
   to.keep_input_files = true;  // the same inputs for every process and both sides
+  to.input_root = session.scratch() / "bench";
   // The timing cases (inputs, references) are generated on the CPU while the GPU checks
   // correctness, in a session of their own (no worker is shared between threads).
   std::future<void> primed;

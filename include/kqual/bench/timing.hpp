@@ -2,6 +2,7 @@
 // Warm timing, first version: device events around exactly the launch plan, warm-up excluded and
 // reported, L2 flushed before every sample, implementations interleaved in rounds, raw samples kept,
 // timed outputs re-checked against the reference.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,8 @@ struct TimingOptions {
   bool measure_copy = true;          // device-to-device copy at the largest size, same run
   double equivalence_margin = 0.02;  // relative: |ratio - 1| below this is "no difference"
   std::uint64_t seed = 20261202;
-  bool keep_input_files = false;     // leave input files in the session scratch for the next call (compare)
+  bool keep_input_files = false;     // leave input files for the next call (compare), and reuse them
+  std::filesystem::path input_root;  // where input files go ("" → the session's scratch/bench)
 };
 
 struct Series {
@@ -62,6 +64,7 @@ struct TimingReport {
 contract::CaseSpec timing_case_spec(const contract::Contract& c, const contract::Dims& dims, const TimingOptions& o);
 // Generates the timing cases (inputs, references, expected-output hashes) ahead of time, e.g. on a
 // thread while the GPU checks correctness; later timing calls in this process find them cached.
+// With keep_input_files and an input_root, the input files are written there too.
 void prepare_timing_cases(harness::Session& s, const contract::Contract& c, const TimingOptions& o);
 
 TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCandidate& candidate,
