@@ -18,7 +18,7 @@
 #include "kqual/harness/manifest.hpp"
 #include "kqual/harness/session.hpp"
 #include "kqual/report/provenance.hpp"
-#include "kqual/run/exit_codes.hpp"
+#include "kqual/core/exit_codes.hpp"
 #include "kqual/stats/compare.hpp"
 #include "kqual/stats/summary.hpp"
 
@@ -39,11 +39,11 @@ std::vector<int> interleave_order(int count) {
 int exit_code_for(decision::ShipVerdict v) {
   switch (v) {
     case decision::ShipVerdict::ship:
-    case decision::ShipVerdict::no_difference: return run::kExitPass;
+    case decision::ShipVerdict::no_difference: return kExitPass;
     case decision::ShipVerdict::do_not_ship:
-    case decision::ShipVerdict::inconclusive: return run::kExitFail;
+    case decision::ShipVerdict::inconclusive: return kExitFail;
   }
-  return run::kExitInternal;
+  return kExitInternal;
 }
 
 namespace {
@@ -238,7 +238,7 @@ Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions&
   if (!ev.wall_s.empty()) r["wall_s"] = ev.wall_s;
   if (blamed) {
     phases["startup"] = phases["warm_timing"] = "not run: NEW computes the wrong answer where OLD did not";
-    return finish(decision::to_string(decision::ShipVerdict::do_not_ship), run::kExitFail,
+    return finish(decision::to_string(decision::ShipVerdict::do_not_ship), kExitFail,
                   "NEW computes the wrong answer where OLD did not; no speed makes up for that.");
   }
   const bool both_wrong =
@@ -372,24 +372,24 @@ Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions&
 
   // ---- Decision per profile ----
   if (!ev.can_launch)
-    return finish("incomplete", run::kExitIncomplete,
+    return finish("incomplete", kExitIncomplete,
                   "Startup and artifact identity only: without a launch plan (--manifest) there is no warm timing to weigh "
                   "the startup cost against.");
   if (new_timing_failed || (new_timed_wrong && !(both_wrong && old_timed_wrong))) {
     verdict["reasons"].push_back(new_timed_wrong ? "NEW's timed output was wrong (re-checked after timing)"
                                                  : "NEW could not be timed at every shape (see warm.shapes[].new.errors)");
-    return finish(decision::to_string(decision::ShipVerdict::do_not_ship), run::kExitFail,
+    return finish(decision::to_string(decision::ShipVerdict::do_not_ship), kExitFail,
                   "NEW failed under timing; see the warm timing section.");
   }
   if (both_wrong && new_timed_wrong)
     notes.push_back("both sides' timed outputs are wrong, as their correctness results predict: not held against NEW");
   if (jo.decision_index >= ev.warm.size() || ev.warm[jo.decision_index].side[0].medians.empty()) {
     not_run.push_back("decision: OLD could not be timed at the decision shape");
-    return finish("incomplete", run::kExitIncomplete, "OLD could not be timed; nothing to weigh NEW against.");
+    return finish("incomplete", kExitIncomplete, "OLD could not be timed; nothing to weigh NEW against.");
   }
   if (pairs.empty()) {
     not_run.push_back("decision: no startup samples");
-    return finish("incomplete", run::kExitIncomplete, "No startup measurement on both sides; nothing to decide on.");
+    return finish("incomplete", kExitIncomplete, "No startup measurement on both sides; nothing to decide on.");
   }
   const auto& wa = ev.warm[jo.decision_index].side[0].medians;
   const auto& wb = ev.warm[jo.decision_index].side[1].medians;
@@ -718,12 +718,12 @@ CompareOutcome run_compare(const CompareOptions& o) {
       verdict["reasons"].push_back("NEW is JIT-compiled from PTX on " + arch +
                                    " while OLD loads native SASS: expect a first-request cost with a cold JIT cache");
     verdict["decision"] = "incomplete";
-    verdict["exit_code"] = run::kExitIncomplete;
+    verdict["exit_code"] = kExitIncomplete;
     verdict["summary"] = "No GPU: only the static phases ran. " + why_no_gpu;
     r["phases"] = phases;
     r["not_run"] = not_run;
     r["verdict"] = verdict;
-    return write(r, run::kExitIncomplete);
+    return write(r, kExitIncomplete);
   }
 
   // ---- 4. Measure: correctness of both, warm timing, startup ----

@@ -15,7 +15,7 @@
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
 #include "kqual/cuda/nvrtc.hpp"
-#include "startup/process.hpp"
+#include "kqual/core/process.hpp"
 
 namespace kqual::harness {
 namespace fs = std::filesystem;
@@ -55,13 +55,13 @@ std::string toolkit_bin() {
   return "/usr/local/cuda/bin";
 }
 
-startup::detail::ProcessResult run_tool(const fs::path& tool, const std::vector<std::string>& args) {
-  return startup::detail::run_process(tool.string(), args, {}, {}, kToolTimeoutS);
+ProcessResult run_tool(const fs::path& tool, const std::vector<std::string>& args) {
+  return run_process(tool.string(), args, {}, {}, kToolTimeoutS);
 }
 
-std::string describe_failure(const startup::detail::ProcessResult& r) {
+std::string describe_failure(const ProcessResult& r) {
   if (r.timed_out) return fmt::format("killed after {:.0f} s", kToolTimeoutS);
-  if (!r.exited) return "terminated by " + startup::detail::signal_name(r.signal);
+  if (!r.exited) return "terminated by " + signal_name(r.signal);
   if (r.exit_code == 127) return "could not be executed (exit 127)";
   return fmt::format("exit {}", r.exit_code);
 }
@@ -210,7 +210,7 @@ std::optional<fs::path> find_triton_ptxas(std::vector<std::string>* tried) {
   // Ask python3 where its packages live (no import of triton: that would be slow and may pull in CUDA).
   for (const char* py : {"/usr/bin/python3", "/usr/local/bin/python3"}) {
     if (!is_executable_file(py)) continue;
-    auto r = startup::detail::run_process(
+    auto r = run_process(
         py,
         {"-c",
          "import site,sysconfig\n"

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <ctime>
 
+#include "kqual/core/version.hpp"
 #include "kqual/cuda/nvrtc.hpp"
 
 namespace kqual::report {
@@ -20,7 +21,7 @@ json provenance(const std::string& command_line, const json& device) {
   std::time_t now = std::time(nullptr);
   char ts[64];
   std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  json p{{"kqual_version", "0.1.0"},
+  json p{{"kqual_version", kVersion},
          {"git_revision", git_revision()},
          {"command_line", command_line},
          {"timestamp_utc", ts},

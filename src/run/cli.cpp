@@ -7,7 +7,8 @@
 #include <iostream>
 
 #include "kqual/core/error.hpp"
-#include "kqual/run/exit_codes.hpp"
+#include "kqual/core/exit_codes.hpp"
+#include "kqual/core/version.hpp"
 
 namespace kqual::run {
 
@@ -22,7 +23,7 @@ std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
       "kqual — decide, with evidence, whether a GPU kernel change or a CUDA toolkit upgrade should ship.\n"
       "Exit codes: 0 pass, 1 fail (evidence says no), 2 bad input, 3 incomplete (no GPU: static phases only),"
       " 4 internal error.");
-  app->set_version_flag("--version", "kqual 0.1.0");
+  app->set_version_flag("--version", std::string("kqual ") + kVersion);
   app->require_subcommand(1);
   app->add_flag("--json", s.g.json, "Write machine-readable JSON to stdout");
 

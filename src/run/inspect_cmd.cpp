@@ -11,7 +11,8 @@
 #include "kqual/core/json.hpp"
 #include "kqual/cuda/driver.hpp"
 #include "kqual/run/cli.hpp"
-#include "kqual/run/exit_codes.hpp"
+#include "kqual/core/exit_codes.hpp"
+#include "kqual/core/version.hpp"
 
 namespace kqual::run {
 
@@ -82,7 +83,7 @@ int run_inspect(const InspectOptions& o, const GlobalOptions& g) {
   if (o.diff && o.paths.size() != 2) throw_error(ErrorKind::usage, "inspect --diff takes exactly two artifacts: OLD NEW");
   if (!o.diff && o.paths.size() != 1) throw_error(ErrorKind::usage, "inspect takes one artifact (or --diff OLD NEW)");
   const Target t = resolve_target(o.arch);
-  json prov{{"command_line", g.command_line}, {"kqual_version", "0.1.0"}};
+  json prov{{"command_line", g.command_line}, {"kqual_version", kVersion}};
 
   if (!o.diff) {
     const art::Artifact a = art::parse_artifact(o.paths[0]);

@@ -21,11 +21,8 @@
 #include "kqual/model/units.hpp"
 #include "kqual/model/waves.hpp"
 #include "kqual/run/cli.hpp"
-#include "kqual/run/exit_codes.hpp"
-
-namespace kqual {
-const char* git_revision();  // generated at build time (cmake/gitrev.cmake)
-}
+#include "kqual/core/exit_codes.hpp"
+#include "kqual/core/version.hpp"
 
 namespace kqual::run {
 namespace {
@@ -36,7 +33,7 @@ json envelope(const GlobalOptions& g, const std::string& command) {
   json j;
   j["schema_version"] = kJsonSchemaVersion;
   j["command"] = command;
-  j["provenance"] = {{"tool", "kqual 0.1.0"}, {"git_revision", git_revision()}, {"command_line", g.command_line}};
+  j["provenance"] = {{"tool", std::string("kqual ") + kVersion}, {"git_revision", git_revision()}, {"command_line", g.command_line}};
   return j;
 }
 

@@ -13,7 +13,7 @@
 #include "kqual/harness/evaluate.hpp"
 #include "kqual/report/memo.hpp"
 #include "kqual/report/provenance.hpp"
-#include "kqual/run/exit_codes.hpp"
+#include "kqual/core/exit_codes.hpp"
 
 namespace kqual::run {
 namespace fs = std::filesystem;

@@ -6,7 +6,7 @@
 
 #include "kqual/core/files.hpp"
 #include "kqual/run/cli.hpp"
-#include "kqual/run/exit_codes.hpp"
+#include "kqual/core/exit_codes.hpp"
 #include "kqual/run/qualify.hpp"
 
 namespace kqual::run {

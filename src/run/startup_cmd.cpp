@@ -12,7 +12,7 @@
 
 #include "kqual/core/error.hpp"
 #include "kqual/run/cli.hpp"
-#include "kqual/run/exit_codes.hpp"
+#include "kqual/core/exit_codes.hpp"
 #include "kqual/startup/startup.hpp"
 
 namespace kqual::run {

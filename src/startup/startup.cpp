@@ -15,7 +15,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/sha256.hpp"
 #include "kqual/cuda/nvrtc.hpp"
-#include "process.hpp"
+#include "kqual/core/process.hpp"
 
 namespace kqual::startup {
 namespace fs = std::filesystem;
@@ -97,7 +97,7 @@ std::vector<std::string> probe_args(const StartupConfig& cfg, const std::string&
 
 // Turns a finished process into a sample: a crash, a hang, a bad exit or unparsable output is a
 // recorded failure with its reason.
-ProbeSample to_sample(const detail::ProcessResult& p, double watchdog_s) {
+ProbeSample to_sample(const ProcessResult& p, double watchdog_s) {
   ProbeSample s;
   auto tail = [&] {
     std::string e = p.err.size() > 600 ? p.err.substr(p.err.size() - 600) : p.err;
@@ -108,7 +108,7 @@ ProbeSample to_sample(const detail::ProcessResult& p, double watchdog_s) {
   if (p.timed_out) {
     s.failure = fmt::format("hung: no result within the {:g} s watchdog, process group killed", watchdog_s);
   } else if (p.signal) {
-    s.failure = fmt::format("crashed ({}){}", detail::signal_name(p.signal), tail());
+    s.failure = fmt::format("crashed ({}){}", signal_name(p.signal), tail());
   } else {
     json j;
     // The result is the last line that starts with '{' (anything else on stdout is ignored).
@@ -232,7 +232,7 @@ StartupReport measure_startup(const StartupConfig& cfg) {
       say(fmt::format("compile {}/{} (NVRTC, {})", i + 1, n, cfg.arch));
       std::vector<std::string> args{"__startup-probe", "--compile", cfg.artifact, "--arch", cfg.arch};
       if (!cfg.simulate.empty()) args.insert(args.end(), {"--simulate", cfg.simulate});
-      const ProbeSample s = to_sample(detail::run_process(exe, args, {}, {}, cfg.watchdog_s), cfg.watchdog_s);
+      const ProbeSample s = to_sample(run_process(exe, args, {}, {}, cfg.watchdog_s), cfg.watchdog_s);
       if (!s.ok) {
         ++ct.failures;
         ct.failure_messages.push_back(s.failure);
@@ -299,7 +299,7 @@ StartupReport measure_startup(const StartupConfig& cfg) {
 
   auto run_one = [&](Slot& s, int run) {
     const auto env = environment_for(s, root.path(), run);
-    ProbeSample sample = to_sample(detail::run_process(exe, args, env, kUnset, cfg.watchdog_s, "--spawn-ns"), cfg.watchdog_s);
+    ProbeSample sample = to_sample(run_process(exe, args, env, kUnset, cfg.watchdog_s, "--spawn-ns"), cfg.watchdog_s);
     if (run >= 0 && s.result.cache == CacheMode::cold) fs::remove_all(env.at("CUDA_CACHE_PATH"));
     return sample;
   };

@@ -4,7 +4,7 @@
 #include "fixture_util.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/run/cli.hpp"
-#include "kqual/run/exit_codes.hpp"
+#include "kqual/core/exit_codes.hpp"
 
 namespace kqual::run {
 namespace {

@@ -2,10 +2,7 @@
 #include <string>
 
 #include "kqual/core/json.hpp"
-
-namespace kqual {
-const char* git_revision();  // generated at build time (cmake/write_gitrev.cmake)
-}
+#include "kqual/core/version.hpp"
 
 namespace kqual::report {
 

@@ -1,4 +1,4 @@
-#include "process.hpp"
+#include "kqual/core/process.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,7 +15,7 @@
 
 extern char** environ;
 
-namespace kqual::startup::detail {
+namespace kqual {
 namespace {
 
 long long now_ns() {
@@ -133,4 +133,4 @@ ProcessResult run_process(const std::string& exe, const std::vector<std::string>
   return r;
 }
 
-}  // namespace kqual::startup::detail
+}  // namespace kqual

@@ -1,10 +1,11 @@
 #pragma once
-// Fresh-process runner for startup probes: exact environment, captured output, watchdog.
+// Running a child process: exact environment, captured output, watchdog. Startup probes (fresh
+// processes per sample) and external tools (ptxas, nvcc) both go through here.
 #include <map>
 #include <string>
 #include <vector>
 
-namespace kqual::startup::detail {
+namespace kqual {
 
 struct ProcessResult {
   bool exited = false;      // normal exit (exit_code valid)
@@ -25,4 +26,4 @@ ProcessResult run_process(const std::string& exe, const std::vector<std::string>
 
 std::string signal_name(int sig);
 
-}  // namespace kqual::startup::detail
+}  // namespace kqual

@@ -1,0 +1,53 @@
+# The library's modules and the modules each one may use — the architecture in one place
+# (docs/architecture.md draws it). One static library per module, linked PUBLIC to exactly the
+# modules listed; tests/architecture checks that no source or header includes a module it does not
+# list, so an upward or sideways include fails CI.
+#
+# Layers, bottom to top: core · stats model artifact contract · cuda · decision · startup ·
+# harness · bench report · compare · run (the CLI).
+set(KQUAL_MODULES core stats model artifact contract cuda decision startup harness bench report compare run)
+set(KQUAL_DEPS_core "")
+set(KQUAL_DEPS_stats core)
+set(KQUAL_DEPS_model core)
+set(KQUAL_DEPS_artifact core)
+set(KQUAL_DEPS_contract core)
+set(KQUAL_DEPS_cuda core contract)
+set(KQUAL_DEPS_decision core model stats)
+set(KQUAL_DEPS_startup core cuda decision stats)
+set(KQUAL_DEPS_harness core artifact contract cuda stats)
+set(KQUAL_DEPS_bench core contract harness stats)
+set(KQUAL_DEPS_report core cuda)
+set(KQUAL_DEPS_compare core artifact bench contract decision harness report startup stats)
+set(KQUAL_DEPS_run core stats model artifact contract cuda decision startup harness bench report compare)
+
+# kqual_add_modules(): the kqual_<module> targets, and kqual_lib (kqual::kqual) linking them all.
+function(kqual_add_modules)
+  foreach(m ${KQUAL_MODULES})
+    file(GLOB srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${m}/*.cpp)
+    if(m STREQUAL "core")
+      list(APPEND srcs ${KQUAL_GITREV_SOURCE})
+    endif()
+    add_library(kqual_${m} STATIC ${srcs})
+    add_library(kqual::${m} ALIAS kqual_${m})
+    target_include_directories(kqual_${m} PUBLIC ${PROJECT_SOURCE_DIR}/include PRIVATE ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(kqual_${m} PRIVATE kqual::warnings)
+    foreach(d ${KQUAL_DEPS_${m}})
+      target_link_libraries(kqual_${m} PUBLIC kqual_${d})
+    endforeach()
+  endforeach()
+  # What every module sees: third-party headers, the CUDA headers (types only: the driver is
+  # dlopen'ed), NVRTC, threads, dl, and the build's facts.
+  target_include_directories(kqual_core SYSTEM PUBLIC ${CUDAToolkit_INCLUDE_DIRS})
+  target_link_libraries(kqual_core PUBLIC kqual_thirdparty CUDA::nvrtc Threads::Threads ${CMAKE_DL_LIBS})
+  target_compile_definitions(kqual_core PUBLIC
+    KQUAL_DEFAULT_ARCH="${KQUAL_DEFAULT_ARCH}"
+    KQUAL_CUDA_INCLUDE_DIR="${CUDAToolkit_INCLUDE_DIRS}"
+    KQUAL_VERSION="${PROJECT_VERSION}")
+  add_dependencies(kqual_core kqual_gitrev)
+
+  add_library(kqual_lib INTERFACE)
+  add_library(kqual::kqual ALIAS kqual_lib)
+  foreach(m ${KQUAL_MODULES})
+    target_link_libraries(kqual_lib INTERFACE kqual_${m})
+  endforeach()
+endfunction()

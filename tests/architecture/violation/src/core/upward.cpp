@@ -1,0 +1,1 @@
+#include "kqual/harness/session.hpp"  // upward: core may use nothing
