@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: the bundled good residual_add_relu candidate at 2^28 f32 elements against the
 # device-to-device copy measured in the same run, and against the eager baseline.
-# Targets (issue 2): >= 90 % of copy bandwidth (bytes read + written), >= 1.4x eager.
+# Targets: >= 90 % of copy bandwidth (bytes read + written), >= 1.4x eager.
 # Usage: bash bench/residual_add_relu.sh [OUT_DIR]   (needs a GPU; prints PASS/FAIL lines)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

@@ -1,5 +1,5 @@
 // `kqual inspect ART [--arch sm_XX]` and `kqual inspect --diff OLD NEW`: artifact identity, no GPU
-// needed (issue 3). The only driver use is optional: asking the live device for its arch when
+// needed. The only driver use is optional: asking the live device for its arch when
 // --arch is not given. Rule and JSON schema: docs/artifact.md.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

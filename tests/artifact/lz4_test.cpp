@@ -60,7 +60,7 @@ TEST(Lz4, RoundTripsWithReferenceCompressor) {
   for (int round = 0; round < 200; ++round) {
     const std::size_t n = rng() % 20000;
     std::vector<std::uint8_t> src(n);
-    const unsigned alphabet = 1 + rng() % 255;  // low alphabets give long matches
+    const auto alphabet = static_cast<unsigned>(1 + rng() % 255);  // low alphabets give long matches
     for (auto& b : src) b = static_cast<std::uint8_t>(rng() % alphabet);
     std::vector<char> dst(static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(n))));
     const int c = LZ4_compress_default(reinterpret_cast<const char*>(src.data()), dst.data(), static_cast<int>(n),

@@ -139,3 +139,17 @@ TEST(HostBinarySide, CompareStaticPhasesWithAHostExecutableAndNoSource) {
   EXPECT_NE(r.output.find("--manifest"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(t.path / "p" / "results.json"));
 }
+
+TEST(HostBinarySide, SharedLibraryModuleIsPickedToo) {
+  if (!fs::exists(kNvcc)) GTEST_SKIP() << "no nvcc";
+  test::TempDir t;
+  const std::string so = (t.path / "libkernels.so").string();
+  auto r = test::run(std::string(kNvcc) + " -shared -Xcompiler -fPIC -gencode arch=compute_90,code=sm_90 -o " + so + " " +
+                     test::quote(kExample / "candidate/kernel.cu"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  harness::ModulePick pick = harness::pick_module(plan(), so, "sm_90", t.path / "x");
+  EXPECT_NE(pick.reason.find("libkernels.so"), std::string::npos) << pick.reason;
+  EXPECT_NE(pick.reason.find("native_sass"), std::string::npos) << pick.reason;
+  const auto syms = artifact::kernel_symbols(artifact::parse_artifact(pick.module_path.string()));
+  EXPECT_NE(std::find(syms.begin(), syms.end(), "_Z12add_relu_ilpIfEvPKT_S2_PS0_x"), syms.end());
+}

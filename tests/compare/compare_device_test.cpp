@@ -1,4 +1,4 @@
-// kqual compare on a GPU (issue 4), through the CLI as a user runs it:
+// kqual compare on a GPU, through the CLI as a user runs it:
 //  (a) the same kernel as native sm_90 SASS (OLD) and PTX only (NEW): the JIT shows in the
 //      cold-cache (and cache-off) first use, not with a warm cache, and warm time does not differ;
 //  (b) a genuinely faster warm kernel (NEW: the bundled vectorised candidate) shipped as PTX only,

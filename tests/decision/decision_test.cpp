@@ -13,7 +13,7 @@ using kqual::stats::Verdict;
 
 namespace {
 
-// The pair of issue 4: a PTX-only new build whose kernel is 20 % faster warm. JIT cost on the first
+// The reference pair: a PTX-only new build whose kernel is 20 % faster warm. JIT cost on the first
 // request in cold and cache-off modes (+70 ms: 350 → 420 ms from process start), none with a warm cache; warm 1.0 ms → 0.8 ms per call.
 DecisionInput ptx_only_but_faster() {
   DecisionInput in;

@@ -1,4 +1,4 @@
-// GPU check of the artifact layer (issue 3): for every kernel of the fixtures, the registers,
+// GPU check of the artifact layer: for every kernel of the fixtures, the registers,
 // static shared memory, local bytes, launch bound and parameter size parsed from the file equal
 // what the driver reports (cuFuncGetAttribute / cuFuncGetParamInfo) after loading the same file;
 // and the predicted loading path (native / JIT / nothing) matches what the driver does.

@@ -74,7 +74,7 @@ INSTANTIATE_TEST_SUITE_P(ResidualAddRelu, BrokenRejected,
                                            BrokenCase{"input_mutated", "input_mutated"},
                                            BrokenCase{"out_of_bounds", "out_of_bounds_write"},
                                            BrokenCase{"denormals_flushed", "wrong_result"}),
-                         [](const auto& info) { return std::string(info.param.dir); });
+                         [](const auto& test_info) { return std::string(test_info.param.dir); });
 
 }  // namespace
 }  // namespace kqual

@@ -1,4 +1,4 @@
-// GPU test of startup evidence (issue 4): one kernel built at test time by NVRTC as native sm_90
+// GPU test of startup evidence: one kernel built at test time by NVRTC as native sm_90
 // SASS and as PTX only. In cold-cache mode the PTX-only module load must pay a clear JIT cost; in
 // warm-cache mode not. Then a pair with a genuinely faster warm kernel that ships as PTX only must
 // get "ship" for a long-lived profile and "do not ship as built" for a cold-start-heavy one.

@@ -61,8 +61,8 @@ INSTANTIATE_TEST_SUITE_P(Gemm, GemmGpuReference,
                          ::testing::Values(Shape{"normal", DType::f32, 129, 65, 8197}, Shape{"nonzero_mean", DType::f32, 131, 257, 67},
                                            Shape{"specials", DType::f32, 65, 63, 1000}, Shape{"nonzero_mean", DType::bf16, 33, 17, 16384},
                                            Shape{"row_scaled", DType::bf16, 127, 129, 509}),
-                         [](const auto& info) {
-                           const Shape& s = info.param;
+                         [](const auto& test_info) {
+                           const Shape& s = test_info.param;
                            return std::string(s.family) + "_" + std::string(to_string(s.dtype)) + "_" + std::to_string(s.m) + "x" +
                                   std::to_string(s.n) + "x" + std::to_string(s.k);
                          });

@@ -11,7 +11,7 @@ namespace kqual::model {
 namespace {
 
 using V = std::vector<std::int64_t>;
-const V kSeedCounts = {3, 0, 2, 1, 0, 4};  // issue 6: two blocks of three
+const V kSeedCounts = {3, 0, 2, 1, 0, 4};  // the walkthrough's seed: two blocks of three
 
 TEST(ExplainScan, SeedCountsInTwoBlocks) {
   const auto w = explain_scan(kSeedCounts, 3, false);

@@ -6,7 +6,7 @@
 namespace kqual::model {
 namespace {
 
-// The seed case of issue 6: 96 tiles on 80 slots.
+// The seed case of the waves walkthrough: 96 tiles on 80 slots.
 TEST(Waves, SeedCase96TilesOn80SlotsIsTwoWavesAt60Percent) {
   const auto w = waves(96, 80);
   EXPECT_EQ(w.waves, 2);

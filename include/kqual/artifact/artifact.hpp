@@ -1,5 +1,5 @@
 #pragma once
-// Artifact identity (DESIGN.md, evidence kind 1): what is inside a cubin / fatbin / host binary / PTX
+// Artifact identity (the first kind of evidence): what is inside a cubin / fatbin / host binary / PTX
 // file, and which entry the CUDA driver will load on a given GPU. CPU only: nothing here calls the
 // driver, so it runs on build machines. Every input is untrusted: a truncated or corrupted file is
 // an Error(ErrorKind::input) naming the file, the entry and the field — never a crash.

@@ -1,7 +1,7 @@
 #pragma once
 // The CUDA driver API, loaded at run time (dlopen libcuda.so.1 + cuGetProcAddress) so that every
 // CPU-side command runs on machines without a driver. Only worker processes and GPU tests call
-// into it; the coordinating process never does (DESIGN.md, harness rules).
+// into it; the coordinating process never does (README, "Workers").
 #include <cuda.h>
 
 #include <cstddef>

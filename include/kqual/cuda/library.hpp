@@ -1,7 +1,7 @@
 #pragma once
 // Library routines a manifest may call instead of a kernel ([[launch]] library = "..."):
 // cuBLAS (dlopen'ed at run time, never linked) and CUB (one nvcc-compiled translation unit,
-// src/cuda/cub_ops.cu). Used for the "library" baselines (DESIGN.md: baselines per contract).
+// src/cuda/cub_ops.cu). Used for the "library" baselines (one per contract where a library has the operation).
 // Temporary storage (CUB temp bytes, the cuBLAS workspace) is sized and allocated when a call is
 // prepared, so that enqueue() — the timed region — is exactly the library call.
 #include <cuda.h>

@@ -1,5 +1,5 @@
 #pragma once
-// Startup evidence (DESIGN.md, evidence kind 2): what a fresh process pays before a kernel's first
+// Startup evidence (the second kind of evidence): what a fresh process pays before a kernel's first
 // result, phase by phase, over many fresh processes and several pinned driver environments.
 //
 // The coordinating process never touches CUDA. Each sample is a fresh process: this binary
