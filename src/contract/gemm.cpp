@@ -170,7 +170,7 @@ class Gemm final : public Contract {
         return Refusal{"shape_mismatch", fmt::format("tensor '{}' has {} elements but {} needs {}", t, req.lengths.at(t),
                                                      format_dims(req.dims), want)};
       if (want > cand.max_n)
-        return Refusal{"too_large_for_candidate", fmt::format("tensor '{}' has {} elements, over the candidate's claimed "
+        return Refusal{"exceeds_claim", fmt::format("tensor '{}' has {} elements, over the candidate's claimed "
                                                               "max_n = {}", t, want, cand.max_n)};
     }
     for (const auto& [t, s] : req.strides) {

@@ -101,7 +101,7 @@ class ReduceSum final : public Contract {
                                                "claimed alignment of {} bytes",
                                                req.offset_elements, req.offset_elements * esize, cand.min_alignment_bytes)};
     if (req.in_place)
-      return Refusal{"aliasing", "y cannot alias x: the output has a different shape (rows) than the input (rows x cols)"};
+      return Refusal{"aliasing_unsupported", "y cannot alias x: the output has a different shape (rows) than the input (rows x cols)"};
     return std::nullopt;
   }
 
@@ -141,7 +141,7 @@ class ReduceSum final : public Contract {
     v.emplace_back(neg, "negative_offset");
     Request ip = base(DType::f32, 4, 1024);
     ip.in_place = true;
-    v.emplace_back(ip, "aliasing");
+    v.emplace_back(ip, "aliasing_unsupported");
     return v;
   }
 

@@ -80,7 +80,7 @@ class ResidualAddRelu final : public Contract {
                        fmt::format("tensor '{}' has {} elements but x has {}", t, req.lengths.at(t), n)};
     if (n < 1) return Refusal{"empty", fmt::format("n = {}: the contract needs at least one element", n)};
     if (n > cand.max_n)
-      return Refusal{"too_large", fmt::format("n = {} exceeds the candidate's claimed max_n = {}", n, cand.max_n)};
+      return Refusal{"exceeds_claim", fmt::format("n = {} exceeds the candidate's claimed max_n = {}", n, cand.max_n)};
     for (const auto& [t, s] : req.strides)
       if (s != 1)
         return Refusal{"non_contiguous",

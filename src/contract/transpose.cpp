@@ -82,7 +82,7 @@ class Transpose final : public Contract {
         return Refusal{"length_mismatch", fmt::format("tensor '{}' has {} elements but rows*cols = {}*{} = {}", t,
                                                       req.lengths.at(t), rows, cols, n)};
     if (n > cand.max_n)
-      return Refusal{"too_large", fmt::format("rows*cols = {} exceeds the candidate's claimed max_n = {}", n, cand.max_n)};
+      return Refusal{"exceeds_claim", fmt::format("rows*cols = {} exceeds the candidate's claimed max_n = {}", n, cand.max_n)};
     for (const auto& [t, s] : req.strides)
       if (s != 1)
         return Refusal{"non_contiguous",

@@ -190,7 +190,7 @@ TEST(ResidualAddReluDomain, RefusesUnsupportedRequestsWithReasons) {
   EXPECT_EQ(code(req(DType::bf16, 1024), only_f32), "dtype_not_claimed");
   Supports small = s;
   small.max_n = 1000;
-  EXPECT_EQ(code(req(DType::f32, 1024), small), "too_large");
+  EXPECT_EQ(code(req(DType::f32, 1024), small), "exceeds_claim");
   // The reason names the offending value.
   EXPECT_NE(C().validate(mm, s)->reason.find("1000"), std::string::npos);
   // The contract's own list of examples agrees with validate().

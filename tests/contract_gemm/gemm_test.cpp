@@ -498,7 +498,7 @@ TEST(GemmRefusals, CandidateClaimsAndAcceptedRequests) {
   EXPECT_EQ(C().validate(r, f32_only)->code, "dtype_not_claimed");
   Supports small = claims();
   small.max_n = 1 << 20;
-  EXPECT_EQ(C().validate(r, small)->code, "too_large_for_candidate");
+  EXPECT_EQ(C().validate(r, small)->code, "exceeds_claim");
   r.offset_elements = 1;
   EXPECT_FALSE(C().validate(r, claims(2)).has_value());
   EXPECT_EQ(C().validate(r, claims(16))->code, "misaligned");

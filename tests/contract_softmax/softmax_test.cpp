@@ -448,7 +448,7 @@ TEST(SoftmaxDomain, EveryRefusalWithAReason) {
   EXPECT_NE(C().validate(mm, s)->reason.find("8191"), std::string::npos);
   Supports small = s;
   small.max_n = 4096;
-  EXPECT_EQ(code(req(DType::f32, 8, 1024), small), "too_large");
+  EXPECT_EQ(code(req(DType::f32, 8, 1024), small), "exceeds_claim");
   Request nc = req(DType::f32, 8, 1024);
   nc.strides["x"] = 1024;
   EXPECT_EQ(code(nc, s), "non_contiguous");

@@ -208,7 +208,7 @@ TEST(TransposeDomain, EveryRefusalWithAReason) {
   EXPECT_NE(C().validate(mm, s)->reason.find("2047"), std::string::npos);
   Supports small = s;
   small.max_n = 1000;
-  EXPECT_EQ(code(req(DType::f32, 64, 32), small), "too_large");
+  EXPECT_EQ(code(req(DType::f32, 64, 32), small), "exceeds_claim");
   Request nc = req(DType::f32, 64, 32);
   nc.strides["y"] = 64;
   EXPECT_EQ(code(nc, s), "non_contiguous");

@@ -48,8 +48,29 @@ struct Request {
 
 // Refusal: why a request is outside the contract or the candidate's claimed domain.
 struct Refusal {
-  std::string code;    // stable identifier, e.g. "dtype_unsupported"
+  std::string code;    // one of kRefusalCodes
   std::string reason;  // human sentence naming the offending value
+};
+
+// Every refusal code, one meaning each across all contracts (docs/contracts.md, "Refusal codes").
+// The conformance test (tests/contract/conformance_test.cpp) holds every contract to this list.
+inline constexpr const char* kRefusalCodes[] = {
+    "dtype_unsupported",     // the dtype is outside the contract
+    "dtype_not_claimed",     // the contract has it; the candidate does not claim it
+    "missing_tensor",        // a tensor of the contract is absent from the request
+    "missing_dim",           // a dim of the contract is absent
+    "length_mismatch",       // tensors that must have equal lengths do not
+    "shape_mismatch",        // a tensor's length does not follow from the dims
+    "empty",                 // a dim below 1
+    "too_large",             // over the contract's own size limit
+    "dim_too_large",         // one dim over the contract's per-dim limit
+    "exceeds_claim",         // over the candidate's claimed max_n
+    "non_contiguous",        // a stride other than the contract's layout
+    "negative_offset",       // a start offset below 0
+    "misaligned",            // the start breaks the candidate's claimed alignment
+    "transposed",            // a transposed operand the contract does not cover
+    "aliasing_not_claimed",  // the contract allows in-place; the candidate does not claim it
+    "aliasing_unsupported",  // the contract has no in-place form
 };
 
 struct CaseSpec {
