@@ -3,11 +3,13 @@
 
 #include <cctype>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "elf.hpp"
 #include "images.hpp"
+#include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
 #include "reader.hpp"
 
@@ -175,11 +177,14 @@ std::vector<std::uint8_t> extract_container(const Artifact& a, const std::string
 }
 
 Artifact parse_artifact(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw_error(ErrorKind::io, fmt::format("{}: cannot open", path));
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) throw_error(ErrorKind::io, fmt::format("{}: read error", path));
-  return parse_artifact_bytes(bytes, path);
+  // Mapped, not read: a toolkit library is hundreds of MB, and only the device-code sections and
+  // the entries' images are touched (pages of host code are never faulted in).
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw_error(ErrorKind::io, fmt::format("{}: cannot open", path));
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw_error(ErrorKind::input, fmt::format("{}: not a regular file (a cubin, fatbin, PTX or host binary is)", path));
+  const MappedFile m = MappedFile::open_read(path);
+  return parse_artifact_bytes(m.bytes(), path);
 }
 
 }  // namespace kqual::artifact

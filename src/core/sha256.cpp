@@ -4,6 +4,11 @@
 #include <fstream>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 #include "kqual/core/error.hpp"
 
 namespace kqual {
@@ -23,7 +28,9 @@ inline std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 
 Sha256::Sha256()
     : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
 
-void Sha256::block(const std::uint8_t* p) {
+namespace {
+
+void block_portable(std::array<std::uint32_t, 8>& h_, const std::uint8_t* p) {
   std::uint32_t w[64];
   for (int i = 0; i < 16; ++i)
     w[i] = (std::uint32_t(p[4 * i]) << 24) | (std::uint32_t(p[4 * i + 1]) << 16) |
@@ -42,6 +49,85 @@ void Sha256::block(const std::uint8_t* p) {
   h_[0] += a; h_[1] += b; h_[2] += c; h_[3] += d; h_[4] += e; h_[5] += f; h_[6] += g; h_[7] += h;
 }
 
+#if defined(__x86_64__)
+// The x86 SHA extensions (SHA-NI): two rounds per sha256rnds2, the message schedule in
+// sha256msg1/msg2. Layout and instruction use as in Intel's "Intel SHA Extensions" white paper:
+// the state lives as ABEF and CDGH; each group of 4 rounds adds 4 schedule words and their K.
+__attribute__((target("sha,sse4.1,ssse3"))) void blocks_shani(std::array<std::uint32_t, 8>& h, const std::uint8_t* p,
+                                                             std::size_t n) {
+  const __m128i kByteSwap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i tmp = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&h[0]));     // D C B A (lanes 3..0)
+  __m128i state1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&h[4]));  // H G F E
+  tmp = _mm_shuffle_epi32(tmp, 0xB1);                                         // C D A B
+  state1 = _mm_shuffle_epi32(state1, 0x1B);                                   // E F G H
+  __m128i state0 = _mm_alignr_epi8(tmp, state1, 8);                           // A B E F
+  state1 = _mm_blend_epi16(state1, tmp, 0xF0);                                // C D G H
+  for (; n > 0; --n, p += 64) {
+    const __m128i abef = state0, cdgh = state1;
+    __m128i m[4];
+    for (int i = 0; i < 4; ++i)
+      m[i] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i)), kByteSwap);
+    for (int g = 0; g < 16; ++g) {
+      if (g >= 4) {
+        // W[t..t+3] from W[t-16..t-1]: m[g%4] holds W[t-16..t-13] and is overwritten.
+        __m128i w = _mm_sha256msg1_epu32(m[g % 4], m[(g + 1) % 4]);
+        w = _mm_add_epi32(w, _mm_alignr_epi8(m[(g + 3) % 4], m[(g + 2) % 4], 4));
+        m[g % 4] = _mm_sha256msg2_epu32(w, m[(g + 3) % 4]);
+      }
+      __m128i wk = _mm_add_epi32(m[g % 4], _mm_loadu_si128(reinterpret_cast<const __m128i*>(&kK[4 * g])));
+      state1 = _mm_sha256rnds2_epu32(state1, state0, wk);
+      wk = _mm_shuffle_epi32(wk, 0x0E);
+      state0 = _mm_sha256rnds2_epu32(state0, state1, wk);
+    }
+    state0 = _mm_add_epi32(state0, abef);
+    state1 = _mm_add_epi32(state1, cdgh);
+  }
+  tmp = _mm_shuffle_epi32(state0, 0x1B);        // F E B A
+  state1 = _mm_shuffle_epi32(state1, 0xB1);     // D C H G
+  state0 = _mm_blend_epi16(tmp, state1, 0xF0);  // D C B A
+  state1 = _mm_alignr_epi8(state1, tmp, 8);     // H G F E
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&h[0]), state0);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&h[4]), state1);
+}
+
+bool cpu_has_shani() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const bool sse41 = (c >> 19) & 1, ssse3 = (c >> 9) & 1;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return sse41 && ssse3 && ((b >> 29) & 1);
+}
+#endif
+
+bool& portable_forced() {
+  static bool forced = false;
+  return forced;
+}
+
+}  // namespace
+
+namespace detail {
+bool sha256_hardware_available() {
+#if defined(__x86_64__)
+  static const bool has = cpu_has_shani();
+  return has;
+#else
+  return false;
+#endif
+}
+void sha256_force_portable(bool on) { portable_forced() = on; }
+}  // namespace detail
+
+void Sha256::blocks(const std::uint8_t* p, std::size_t n) {
+#if defined(__x86_64__)
+  if (!portable_forced() && detail::sha256_hardware_available()) {
+    blocks_shani(h_, p, n);
+    return;
+  }
+#endif
+  for (; n > 0; --n, p += 64) block_portable(h_, p);
+}
+
 void Sha256::update(const void* data, std::size_t size) {
   auto p = static_cast<const std::uint8_t*>(data);
   total_ += size;
@@ -49,9 +135,13 @@ void Sha256::update(const void* data, std::size_t size) {
     std::size_t take = std::min(size, 64 - buf_len_);
     std::memcpy(buf_.data() + buf_len_, p, take);
     buf_len_ += take; p += take; size -= take;
-    if (buf_len_ == 64) { block(buf_.data()); buf_len_ = 0; }
+    if (buf_len_ == 64) { blocks(buf_.data(), 1); buf_len_ = 0; }
   }
-  while (size >= 64) { block(p); p += 64; size -= 64; }
+  if (size >= 64) {
+    blocks(p, size / 64);
+    p += size / 64 * 64;
+    size %= 64;
+  }
   if (size > 0) { std::memcpy(buf_.data(), p, size); buf_len_ = size; }
 }
 

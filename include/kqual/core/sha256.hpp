@@ -17,7 +17,7 @@ class Sha256 {
   std::string finish_hex();
 
  private:
-  void block(const std::uint8_t* p);
+  void blocks(const std::uint8_t* p, std::size_t n);  // n whole 64-byte blocks (SHA-NI where the CPU has it)
   std::array<std::uint32_t, 8> h_;
   std::array<std::uint8_t, 64> buf_{};
   std::size_t buf_len_ = 0;
@@ -27,5 +27,10 @@ class Sha256 {
 std::string sha256_hex(const void* data, std::size_t size);
 inline std::string sha256_hex(std::string_view s) { return sha256_hex(s.data(), s.size()); }
 std::string sha256_file_hex(const std::string& path);
+
+namespace detail {
+bool sha256_hardware_available();    // the CPU has the SHA extensions (used unless forced off)
+void sha256_force_portable(bool on);  // tests: compare both paths
+}  // namespace detail
 
 }  // namespace kqual
