@@ -4,6 +4,7 @@
 #include <cctype>
 #include <algorithm>
 #include <filesystem>
+#include <future>
 #include <fstream>
 #include <iterator>
 
@@ -109,8 +110,11 @@ Artifact parse_artifact_bytes(std::span<const std::uint8_t> bytes, const std::st
   Artifact a;
   a.name = name;
   a.file_bytes = bytes.size();
-  a.sha256 = sha256_hex(bytes.data(), bytes.size());
   if (bytes.empty()) fail(name, "empty file");
+  // The whole file's hash runs beside the parse (a library is hundreds of MB).
+  std::future<std::string> file_hash = std::async(bytes.size() > (std::size_t(64) << 20) ? std::launch::async
+                                                                                          : std::launch::deferred,
+                                                  [bytes] { return sha256_hex(bytes.data(), bytes.size()); });
   if (bytes.size() >= 4 && detail::Reader(bytes, name).u32(0, "magic") == kFatbinMagic) {
     a.container = ContainerKind::fatbin;
     detail::parse_fatbin_containers(bytes, 0, name, a.entries, a.containers);
@@ -120,7 +124,6 @@ Artifact parse_artifact_bytes(std::span<const std::uint8_t> bytes, const std::st
       Entry e;
       e.kind = EntryKind::sass;
       e.stored_bytes = e.image_bytes = bytes.size();
-      e.sha256 = a.sha256;
       detail::parse_cubin_image(bytes, name, e);
       a.entries.push_back(std::move(e));
     } else {
@@ -141,6 +144,9 @@ Artifact parse_artifact_bytes(std::span<const std::uint8_t> bytes, const std::st
   } else {
     fail(name, "unrecognised format: not a fatbin (magic 0xba55ed50), ELF cubin, host ELF with .nv_fatbin, or PTX text");
   }
+  a.sha256 = file_hash.get();
+  for (auto& e : a.entries)
+    if (a.container == ContainerKind::cubin && e.sha256.empty()) e.sha256 = a.sha256;
   return a;
 }
 

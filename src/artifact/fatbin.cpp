@@ -1,6 +1,11 @@
 // Fatbin containers: a 16-byte container header followed by entries, each with its own header
 // (kind, arch, flags, sizes) and payload, optionally LZ4- or zstd-compressed. The layout is
 // undocumented by NVIDIA; the facts used and where they come from are listed in docs/artifact.md.
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
+
 #include "images.hpp"
 #include "kqual/core/sha256.hpp"
 #include "reader.hpp"
@@ -89,6 +94,14 @@ void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t 
   Reader r(bytes, ctx);
   std::uint64_t off = 0;
   int containers = 0;
+  // Headers are walked (and bounds-checked) first; the entries' images — decompression, hashes,
+  // cubin and PTX parsing, most of the time for a large library — are then parsed in parallel.
+  struct Job {
+    std::size_t slot;            // index into out
+    std::uint64_t e, ehs, size, end;
+    std::string ectx;
+  };
+  std::vector<Job> jobs;
   while (off < bytes.size()) {
     // Containers inside .nv_fatbin are aligned; the gaps are zero.
     if (bytes[static_cast<std::size_t>(off)] == 0) {
@@ -126,13 +139,35 @@ void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t 
       Entry entry;
       entry.index = index;
       entry.container = container;
-      parse_entry(er, e, ehs, size, base + e, ectx, entry);
       out.push_back(std::move(entry));
+      jobs.push_back(Job{out.size() - 1, e, ehs, size, end, ectx});
       e += ehs + size;
     }
     off = end;
   }
   if (containers == 0) fail(ctx, "no fatbin container found");
+  // Each job writes only its own entry; the first failing entry (in file order) is reported.
+  std::vector<std::exception_ptr> errors(jobs.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t j; (j = next.fetch_add(1)) < jobs.size();) {
+      const Job& job = jobs[j];
+      try {
+        Reader er(bytes.first(static_cast<std::size_t>(job.end)), job.ectx);
+        parse_entry(er, job.e, job.ehs, job.size, base + job.e, job.ectx, out[job.slot]);
+      } catch (...) {
+        errors[j] = std::current_exception();
+      }
+    }
+  };
+  const std::size_t threads =
+      jobs.size() < 64 ? 1 : std::min<std::size_t>({std::max(1u, std::thread::hardware_concurrency()), 8, jobs.size()});
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 }  // namespace kqual::artifact::detail

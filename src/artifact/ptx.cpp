@@ -7,6 +7,9 @@
 namespace kqual::artifact::detail {
 
 namespace {
+
+// ASCII whitespace, without the C library's locale lookup (PTX text is ASCII).
+inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%'; }
 bool ident_char(char c) { return ident_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
 
@@ -30,9 +33,9 @@ std::string strip_comments(std::string_view s) {
 }
 
 std::string_view next_token(std::string_view s, std::size_t& pos) {
-  while (pos < s.size() && std::isspace(static_cast<unsigned char>(s[pos]))) ++pos;
+  while (pos < s.size() && is_space(s[pos])) ++pos;
   const std::size_t b = pos;
-  while (pos < s.size() && !std::isspace(static_cast<unsigned char>(s[pos])) && s[pos] != ',' && s[pos] != '(' &&
+  while (pos < s.size() && !is_space(s[pos]) && s[pos] != ',' && s[pos] != '(' &&
          s[pos] != ';')
     ++pos;
   return s.substr(b, pos - b);
@@ -55,6 +58,15 @@ void parse_ptx_image(std::span<const std::uint8_t> image, const std::string& ctx
   bool have_version = false, have_target = false;
   std::size_t pos = 0;
   while (pos < t.size()) {
+    // Only directives matter (.version, .target, .entry): jump to the next '.' that starts a token
+    // (after whitespace, ',', '(' or ';', as next_token splits), instead of tokenising every
+    // instruction of a large module.
+    pos = t.find('.', pos);
+    if (pos == std::string_view::npos) break;
+    if (pos > 0 && !is_space(t[pos - 1]) && t[pos - 1] != ',' && t[pos - 1] != '(' && t[pos - 1] != ';') {
+      ++pos;
+      continue;
+    }
     std::string_view tok = next_token(t, pos);
     if (tok.empty()) { ++pos; continue; }
     if (tok == ".version" && !have_version) {
@@ -87,7 +99,7 @@ void parse_ptx_image(std::span<const std::uint8_t> image, const std::string& ctx
       e.arch.virtual_ = true;
       have_target = true;
     } else if (tok == ".entry") {
-      while (pos < t.size() && std::isspace(static_cast<unsigned char>(t[pos]))) ++pos;
+      while (pos < t.size() && is_space(t[pos])) ++pos;
       const std::size_t b = pos;
       if (pos < t.size() && ident_start(t[pos]))
         while (pos < t.size() && ident_char(t[pos])) ++pos;
