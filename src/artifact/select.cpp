@@ -1,6 +1,7 @@
 // Which entry the CUDA driver loads on a device, and what changes between two artifacts.
 // The rule and the source of each part of it: docs/artifact.md "Which entry the driver loads".
 #include <algorithm>
+#include <vector>
 #include <map>
 
 #include "kqual/artifact/artifact.hpp"
@@ -34,10 +35,15 @@ bool ptx_jits_for(const Arch& e, const Arch& dev) {
 }
 int specificity(const Arch& a) { return a.suffix == 'a' ? 2 : a.suffix == 'f' ? 1 : 0; }
 
-std::string list_archs(const Artifact& a, EntryKind k) {
-  std::string s;
+// The archs of one module's entries of one kind, each once ("sm_75, sm_80, sm_120"): a reason
+// names what this module holds, not the whole library's thousands of entries.
+std::string list_archs(const Artifact& a, EntryKind k, std::size_t container) {
+  std::vector<std::string> seen;
   for (const auto& e : a.entries)
-    if (e.kind == k) s += (s.empty() ? "" : ", ") + e.arch.str();
+    if (e.kind == k && e.container == container && std::find(seen.begin(), seen.end(), e.arch.str()) == seen.end())
+      seen.push_back(e.arch.str());
+  std::string s;
+  for (const auto& x : seen) s += (s.empty() ? "" : ", ") + x;
   return s.empty() ? "none" : s;
 }
 
@@ -78,7 +84,7 @@ ModuleSelection select_module(const Artifact& art, std::size_t container, const 
         "no SASS runs on {} (SASS present: {}); the driver JIT-compiles {} PTX (entry {}, PTX ISA {}.{}) when the "
         "module loads, in every process whose JIT cache does not hold it yet (cold start: tens to hundreds of ms per "
         "module); the driver must support PTX ISA {}.{}",
-        dev.str(), list_archs(art, EntryKind::sass), best->arch.str(), best->index, best->ptx_isa_major,
+        dev.str(), list_archs(art, EntryKind::sass, container), best->arch.str(), best->index, best->ptx_isa_major,
         best->ptx_isa_minor, best->ptx_isa_major, best->ptx_isa_minor);
     return sel;
   }
@@ -86,8 +92,8 @@ ModuleSelection select_module(const Artifact& art, std::size_t container, const 
   sel.reason = fmt::format(
       "nothing loads on {}: no SASS sm_{}y with y <= {} (SASS present: {}) and no PTX for {} or lower "
       "(PTX present: {}); loading fails with CUDA_ERROR_NO_BINARY_FOR_GPU",
-      dev.str(), dev.major, dev.minor, list_archs(art, EntryKind::sass), Arch{dev.major, dev.minor, 0, true}.str(),
-      list_archs(art, EntryKind::ptx));
+      dev.str(), dev.major, dev.minor, list_archs(art, EntryKind::sass, container), Arch{dev.major, dev.minor, 0, true}.str(),
+      list_archs(art, EntryKind::ptx, container));
   return sel;
 }
 
@@ -110,10 +116,25 @@ Selection select_for_arch(const Artifact& art, const Arch& target) {
     if (!worst || m.path > worst->path) worst = &m;
   sel.path = worst->path;
   sel.entry = worst->entry;
-  sel.reason = sel.modules.size() == 1
-                   ? worst->reason
-                   : fmt::format("{} modules (fatbin containers); the worst: module {}: {}", sel.modules.size(),
-                                 worst->container, worst->reason);
+  if (sel.modules.size() == 1) {
+    sel.reason = worst->reason;
+    return sel;
+  }
+  // A library: how many modules load which way, which ones have no image, and the worst one's reason.
+  std::size_t native = 0, jit = 0;
+  std::vector<std::size_t> none;
+  for (const auto& m : sel.modules) {
+    if (m.path == LoadPath::native_sass) ++native;
+    else if (m.path == LoadPath::ptx_jit) ++jit;
+    else none.push_back(m.container);
+  }
+  std::string listed;
+  for (std::size_t i = 0; i < none.size() && i < 8; ++i) listed += (i ? ", " : "") + std::to_string(none[i]);
+  if (none.size() > 8) listed += fmt::format(", … ({} in all)", none.size());
+  sel.reason = fmt::format("{} modules (fatbin containers): {} native SASS, {} PTX JIT, {} with no image for {}{}; the worst: "
+                           "module {}: {}",
+                           sel.modules.size(), native, jit, none.size(), sel.target.str(),
+                           none.empty() ? "" : " (modules " + listed + ")", worst->container, worst->reason);
   return sel;
 }
 

@@ -24,7 +24,51 @@ struct InspectOptions {
   std::vector<std::string> paths;
   std::string arch;
   bool diff = false;
+  std::string kernel;  // the verdict is about the module(s) holding this kernel
 };
+
+// The exit code's reason for one artifact. A multi-module host binary (a library built for many
+// architectures) passes when some module loads: modules with no image for the target are normal
+// there and fail only when used. With --kernel, the module holding that kernel decides.
+struct Verdict {
+  bool loads = false;
+  std::string reason;
+};
+
+Verdict verdict_for(const art::Artifact& a, const art::Selection& s, const std::string& kernel) {
+  Verdict v;
+  if (!kernel.empty()) {
+    std::vector<const art::ModuleSelection*> holding;
+    for (const auto& m : s.modules)
+      if (art::find_kernel_symbol(art::kernel_symbols(a, m.container), kernel).symbol) holding.push_back(&m);
+    if (holding.empty())
+      throw_error(ErrorKind::input, fmt::format("{}: kernel '{}' is in none of its {} module(s) (give the C++ name, e.g. "
+                                                "add_relu<float>, or the mangled symbol)",
+                                                a.name, kernel.substr(0, 200), s.modules.size()));
+    const art::ModuleSelection* best = holding.front();
+    for (const auto* m : holding)
+      if (m->path < best->path) best = m;
+    v.loads = best->path != art::LoadPath::incompatible;
+    v.reason = fmt::format("kernel {}: module {} loads by {}: {}", kernel, best->container, art::to_string(best->path),
+                           best->reason);
+    return v;
+  }
+  if (a.container == art::ContainerKind::host_binary && s.modules.size() > 1) {
+    std::size_t loadable = 0;
+    for (const auto& m : s.modules) loadable += m.path != art::LoadPath::incompatible;
+    v.loads = loadable > 0;
+    v.reason = loadable == s.modules.size()
+                   ? fmt::format("every one of its {} modules loads on {}", s.modules.size(), s.target.str())
+                   : fmt::format("{} of {} modules load on {}; the other {} have no image for it, which is normal for a "
+                                 "library built for many architectures and fails only if their kernels are used (ask "
+                                 "about one with --kernel NAME)",
+                                 loadable, s.modules.size(), s.target.str(), s.modules.size() - loadable);
+    return v;
+  }
+  v.loads = s.path != art::LoadPath::incompatible;
+  v.reason = s.reason;
+  return v;
+}
 
 struct Target {
   art::Arch arch;
@@ -88,17 +132,20 @@ int run_inspect(const InspectOptions& o, const GlobalOptions& g) {
   if (!o.diff) {
     const art::Artifact a = art::parse_artifact(o.paths[0]);
     const art::Selection s = art::select_for_arch(a, t.arch);
+    const Verdict v = verdict_for(a, s, o.kernel);
     if (g.json) {
       json sj = art::to_json(s, a);
       sj["target_source"] = t.source;
+      sj["verdict"] = {{"loads", v.loads}, {"reason", v.reason}, {"kernel", o.kernel.empty() ? json() : json(o.kernel)}};
       json doc{{"schema", art::kInspectSchema}, {"schema_version", kJsonSchemaVersion}, {"artifact", art::to_json(a)},
                {"selection", std::move(sj)}, {"provenance", std::move(prov)}};
       fmt::print("{}\n", doc.dump(2));
     } else {
       print_artifact(a, &s);
       fmt::print("\ntarget {} ({}): {}\n  {}\n", s.target.str(), t.source, to_string(s.path), s.reason);
+      if (v.reason != s.reason) fmt::print("verdict: {} — {}\n", v.loads ? "loads" : "does not load", v.reason);
     }
-    return s.path == art::LoadPath::incompatible ? kExitFail : kExitPass;
+    return v.loads ? kExitPass : kExitFail;
   }
 
   const art::Artifact old_a = art::parse_artifact(o.paths[0]);
@@ -148,12 +195,15 @@ void add_inspect_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "inspect",
       "Artifact identity without a GPU: fatbin/cubin/PTX/host-binary entries, per-kernel resources, compiler, "
-      "hashes, and which entry the driver loads on --arch. Exit 1 if nothing loads (or, with --diff, if the "
-      "loading path gets worse).");
+      "hashes, and which entry the driver loads on --arch. Exit 1 if nothing loads: for a multi-module host binary "
+      "(a library), only when no module loads; with --kernel, when that kernel's module does not load (or, with "
+      "--diff, if the loading path gets worse).");
   cmd->add_option("artifact", opts->paths, "ART, or OLD NEW with --diff")->required()->expected(1, 2);
   cmd->add_option("--arch", opts->arch,
                   "Target GPU, e.g. sm_90 (default: device 0 if a driver is present, else " KQUAL_DEFAULT_ARCH ")");
   cmd->add_flag("--diff", opts->diff, "Compare OLD and NEW: entries, loading path, per-kernel code and resources");
+  cmd->add_option("--kernel", opts->kernel,
+                  "Decide on the module holding this kernel (C++ name as a manifest writes it, or the mangled symbol)");
   cmd->callback([opts, &g, exit_code] { *exit_code = run_inspect(*opts, g); });
 }
 

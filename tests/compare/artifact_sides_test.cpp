@@ -153,3 +153,39 @@ TEST(HostBinarySide, SharedLibraryModuleIsPickedToo) {
   const auto syms = artifact::kernel_symbols(artifact::parse_artifact(pick.module_path.string()));
   EXPECT_NE(std::find(syms.begin(), syms.end(), "_Z12add_relu_ilpIfEvPKT_S2_PS0_x"), syms.end());
 }
+
+// kqual inspect on a library whose modules target different GPUs: it passes when some module loads
+// (the others are reported, briefly), and --kernel decides on the module holding that kernel.
+TEST(LibraryVerdict, ModulesWithoutAnImageAreReportedNotFailed) {
+  if (!fs::exists(kNvcc)) GTEST_SKIP() << "no nvcc";
+  test::TempDir t;
+  std::ofstream(t.path / "a.cu") << "__global__ void on_hopper(float* p) { p[0] = 1; }\n";
+  std::ofstream(t.path / "b.cu") << "__global__ void on_ampere_only(float* p) { p[0] = 2; }\n";
+  const std::string so = (t.path / "libmixed.so").string();
+  auto r = test::run(std::string(kNvcc) + " -shared -Xcompiler -fPIC -rdc=false -o " + so + " " +
+                     test::quote(t.path / "a.cu") + " -gencode arch=compute_90,code=sm_90");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Two translation units, two modules: build them apart and link them into one library.
+  for (const auto& [src, arch] : {std::pair{"a", "90"}, std::pair{"b", "80"}}) {
+    r = test::run(std::string(kNvcc) + " -c -Xcompiler -fPIC -gencode arch=compute_" + arch + ",code=sm_" + arch + " -o " +
+                  test::quote(t.path / (std::string(src) + ".o")) + " " + test::quote(t.path / (std::string(src) + ".cu")));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  r = test::run(std::string(kNvcc) + " -shared -o " + so + " " + test::quote(t.path / "a.o") + " " + test::quote(t.path / "b.o"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string kq = test::quote(test::compare_kqual()) + " inspect " + test::quote(so) + " --arch sm_90";
+  r = test::run(kq);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("have no image for it"), std::string::npos) << r.output;
+  // The worst module's reason lists only that module's archs, not the other modules' sm_90.
+  const auto at = r.output.find("SASS present: ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.substr(at, r.output.find(')', at) - at).find("sm_90"), std::string::npos) << r.output;
+  EXPECT_EQ(test::run(kq + " --kernel on_hopper").exit_code, 0);
+  r = test::run(kq + " --kernel on_ampere_only");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("does not load"), std::string::npos) << r.output;
+  r = test::run(kq + " --kernel not_there");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("not_there"), std::string::npos) << r.output;
+}
