@@ -12,7 +12,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
-#include "kqual/harness/evaluate.hpp"
+#include "kqual/check/evaluate.hpp"
 
 namespace kqual::bench {
 namespace fs = std::filesystem;
@@ -76,7 +76,7 @@ std::string expected_bytes_hash(const std::string& contract, const contract::Cas
 
 namespace {
 
-fs::path input_dir(harness::Session& s, const TimingOptions& o, const contract::CaseSpec& spec) {
+fs::path input_dir(worker::Session& s, const TimingOptions& o, const contract::CaseSpec& spec) {
   const fs::path root = o.input_root.empty() ? s.scratch() / "bench" : o.input_root;
   fs::path dir = root / sha256_hex(spec.id + "|" + std::to_string(spec.seed)).substr(0, 16);
   fs::create_directories(dir);
@@ -109,10 +109,10 @@ contract::CaseSpec timing_case_spec(const contract::Contract& c, const contract:
   return spec;
 }
 
-void prepare_timing_cases(harness::Session& s, const contract::Contract& c, const TimingOptions& o) {
+void prepare_timing_cases(worker::Session& s, const contract::Contract& c, const TimingOptions& o) {
   for (const auto& dims : o.shapes.empty() ? c.benchmark_shapes() : o.shapes) {
     const contract::CaseSpec spec = timing_case_spec(c, dims, o);
-    auto p = harness::prepare_case(s, c, spec);
+    auto p = check::prepare_case(s, c, spec);
     for (const auto& t : p->expected) (void)expected_bytes_hash(c.name(), spec, t);
     if (o.keep_input_files && !o.input_root.empty()) {
       const fs::path dir = input_dir(s, o, spec);
@@ -121,11 +121,11 @@ void prepare_timing_cases(harness::Session& s, const contract::Contract& c, cons
   }
 }
 
-TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCandidate& cand,
-                                    const std::vector<const harness::BuiltCandidate*>& baselines,
+TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandidate& cand,
+                                    const std::vector<const build::BuiltCandidate*>& baselines,
                                     const TimingOptions& o) {
   const contract::Contract& c = contract::find_contract(cand.manifest.contract);
-  const harness::DeviceFacts& dev = s.device();
+  const worker::DeviceFacts& dev = s.device();
   if (!dev.present) throw_error(ErrorKind::cuda, "timing needs a GPU: " + dev.why_absent);
   TimingReport rep;
   rep.boundary = fmt::format(
@@ -134,7 +134,7 @@ TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCan
       "is overwritten outside the timed region (cold L2). {} warm-up runs excluded (reported). Implementations are "
       "interleaved in {} rounds of {} samples, order rotated every round.",
       o.flush_l2 ? (2 * double(dev.l2_bytes)) / (1 << 20) : 0.0, o.warmup, o.rounds, o.samples_per_round);
-  std::vector<const harness::BuiltCandidate*> impls{&cand};
+  std::vector<const build::BuiltCandidate*> impls{&cand};
   for (auto* b : baselines) impls.push_back(b);
   std::vector<contract::Dims> shapes = o.shapes.empty() ? c.benchmark_shapes() : o.shapes;
   // The copy ceiling is measured at the shape that moves the most bytes.
@@ -150,7 +150,7 @@ TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCan
     const contract::CaseSpec spec = timing_case_spec(c, dims, o);
     // Generated once per process and shape (harness's bounded case cache), so repeated timing
     // calls (kqual compare's fresh worker processes) reuse inputs and references.
-    std::shared_ptr<const harness::PreparedCase> prepared = harness::prepare_case(s, c, spec);
+    std::shared_ptr<const check::PreparedCase> prepared = check::prepare_case(s, c, spec);
     const contract::CaseData& data = prepared->data;
     const std::vector<contract::Tensor>& expected = prepared->expected;
     sh.min_bytes = c.min_bytes(data.dims, o.dtype);
@@ -182,7 +182,7 @@ TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCan
         se.error = "refused: " + refusal->reason;
         continue;
       }
-      harness::ResolvedPlan plan = harness::resolve_plan(*impls[i], o.dtype, data.dims, dev);
+      check::ResolvedPlan plan = check::resolve_plan(*impls[i], o.dtype, data.dims, dev);
       if (!plan.refusal.empty()) {
         se.error = "refused: " + plan.refusal;
         continue;
@@ -213,9 +213,9 @@ TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCan
         req["warmup"] = round == 0 ? o.warmup : 1;
         req["min_samples"] = o.samples_per_round;
         req["max_samples"] = o.samples_per_round;
-        harness::WorkerReply r = s.worker().call(req);
-        if (r.status != harness::WorkerReply::Status::ok) {
-          se.error = fmt::format("{}: {}", harness::to_string(r.status), r.reason);
+        worker::WorkerReply r = s.worker().call(req);
+        if (r.status != worker::WorkerReply::Status::ok) {
+          se.error = fmt::format("{}: {}", worker::to_string(r.status), r.reason);
           continue;
         }
         for (const auto& v : r.body.at("samples_ms")) se.samples_ms.push_back(v);
@@ -240,16 +240,16 @@ TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCan
           again["warmup"] = 0;
           again["min_samples"] = 1;
           again["max_samples"] = 1;
-          harness::WorkerReply r2 = s.worker().call(again);
-          if (r2.status != harness::WorkerReply::Status::ok) {
+          worker::WorkerReply r2 = s.worker().call(again);
+          if (r2.status != worker::WorkerReply::Status::ok) {
             se.verified = false;
             se.verify_detail = fmt::format("timed output differs from the reference bytes; the re-run to compare it failed: {}: {}",
-                                           harness::to_string(r2.status), r2.reason);
+                                           worker::to_string(r2.status), r2.reason);
             continue;
           }
           for (const auto& t : expected) {
             std::string code;
-            std::string d = harness::verify_output_file(c, t, again.at("out_files").at(t.name).get<std::string>(), 0xFF, &code);
+            std::string d = check::verify_output_file(c, t, again.at("out_files").at(t.name).get<std::string>(), 0xFF, &code);
             const std::string h1 = r.body.at("out_hashes").value(t.name, ""), h2 = r2.body.at("out_hashes").value(t.name, "");
             if (!d.empty()) {
               se.verified = false;
@@ -265,7 +265,7 @@ TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCan
         }
         for (const auto& t : expected) {
           std::string code;
-          std::string d = harness::verify_output_file(c, t, req.at("out_files").at(t.name).get<std::string>(), 0xFF, &code);
+          std::string d = check::verify_output_file(c, t, req.at("out_files").at(t.name).get<std::string>(), 0xFF, &code);
           if (!d.empty()) {
             se.verified = false;
             se.verify_detail = fmt::format("round {}: timed output wrong ({}): {}", round + 1, code, d);
@@ -296,8 +296,8 @@ TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCan
     }
     if (o.measure_copy && si == largest) {
       std::size_t bytes = data.inputs.at(0).bytes.size();
-      harness::WorkerReply r = s.worker().call(json{{"op", "copy_bench"}, {"bytes", bytes}, {"samples", 30}});
-      if (r.status == harness::WorkerReply::Status::ok) {
+      worker::WorkerReply r = s.worker().call(json{{"op", "copy_bench"}, {"bytes", bytes}, {"samples", 30}});
+      if (r.status == worker::WorkerReply::Status::ok) {
         for (const auto& v : r.body.at("samples_ms")) sh.copy_samples_ms.push_back(v);
         double med = stats::median(sh.copy_samples_ms);
         sh.copy_bytes_per_s = 2.0 * double(bytes) / (med * 1e-3);

@@ -14,9 +14,9 @@
 #include "kqual/contract/contract.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
-#include "kqual/harness/evaluate.hpp"
-#include "kqual/harness/manifest.hpp"
-#include "kqual/harness/session.hpp"
+#include "kqual/check/evaluate.hpp"
+#include "kqual/build/manifest.hpp"
+#include "kqual/worker/session.hpp"
 #include "kqual/report/provenance.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/stats/compare.hpp"
@@ -425,10 +425,10 @@ struct Side {
   SideSpec spec;
   bool is_candidate = false;
   fs::path input;  // absolute
-  std::optional<harness::Manifest> manifest;
+  std::optional<build::Manifest> manifest;
   std::string manifest_from;
-  std::optional<harness::BuiltCandidate> built;
-  harness::BuildProvenance prov;
+  std::optional<build::BuiltCandidate> built;
+  build::BuildProvenance prov;
   fs::path image;
   std::string image_sha256;
   artifact::Artifact art;
@@ -451,7 +451,7 @@ void classify(Side& s) {
   s.input = fs::weakly_canonical(fs::absolute(p), ec);
   s.is_candidate = looks_like_candidate(p);
   if (s.is_candidate) {
-    s.manifest = harness::load_manifest(p);
+    s.manifest = build::load_manifest(p);
     s.manifest_from = "the candidate's manifest";
   } else if (s.spec.recipe_given) {
     throw_error(ErrorKind::usage,
@@ -465,7 +465,7 @@ void say(const CompareOptions& o, const std::string& line) {
   if (o.progress) o.progress(line);
 }
 
-CorrectnessSide to_side(const harness::CorrectnessReport& rep) {
+CorrectnessSide to_side(const check::CorrectnessReport& rep) {
   CorrectnessSide c;
   c.ran = true;
   c.accepted = rep.accepted();
@@ -554,10 +554,10 @@ CompareOutcome run_compare(const CompareOptions& o) {
   if (o.cache_modes.empty() || o.loading_modes.empty()) throw_error(ErrorKind::usage, "no cache or loading mode selected");
   auto dtype = parse_dtype(o.dtype);
   if (!dtype) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", o.dtype));
-  std::optional<harness::Manifest> shared_manifest;
+  std::optional<build::Manifest> shared_manifest;
   if (!o.manifest.empty()) {
     // A launch plan for prebuilt sides: no source needed (the image's symbols name the kernels).
-    shared_manifest = harness::load_manifest(o.manifest, harness::ManifestUse::launch_plan);
+    shared_manifest = build::load_manifest(o.manifest, build::ManifestUse::launch_plan);
   } else {
     for (const auto& s : sides)
       if (s.manifest && !shared_manifest) shared_manifest = s.manifest;
@@ -597,11 +597,11 @@ CompareOutcome run_compare(const CompareOptions& o) {
   }
 
   // ---- 2. Device (through a worker; never CUDA in this process) and target ----
-  harness::SessionOptions so;
+  worker::SessionOptions so;
   so.use_gpu = o.use_gpu;
   so.watchdog_seconds = o.watchdog_seconds;
-  harness::Session session(so);
-  const harness::DeviceFacts& dev = session.device();
+  worker::Session session(so);
+  const worker::DeviceFacts& dev = session.device();
   const std::string arch = dev.present ? dev.arch : (o.arch.empty() ? std::string(KQUAL_DEFAULT_ARCH) : o.arch);
   if (dev.present && !o.arch.empty() && o.arch != dev.arch)
     throw_error(ErrorKind::usage, fmt::format("--arch {} given but the device is {}", o.arch, dev.arch));
@@ -618,7 +618,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
     fs::create_directories(dir);
     if (s.is_candidate) {
       say(o, fmt::format("building {}: {}", s.label, s.spec.recipe.describe()));
-      s.built = harness::build_with_recipe(*s.manifest, s.spec.recipe, arch, dir, &s.prov);
+      s.built = build::build_with_recipe(*s.manifest, s.spec.recipe, arch, dir, &s.prov);
       s.image = s.built->image_path;
     } else {
       s.image = s.input;
@@ -631,14 +631,14 @@ CompareOutcome run_compare(const CompareOptions& o) {
                       fmt::format("{} is a host binary with {} device module(s): give --manifest DIR so the module holding "
                                   "the kernel can be picked",
                                   s.input.string(), whole.containers.size()));
-        harness::ModulePick pick = harness::pick_module(*s.manifest, s.input, arch, dir);
+        build::ModulePick pick = build::pick_module(*s.manifest, s.input, arch, dir);
         s.image = pick.module_path;
         s.module_pick = pick.reason;
         s.prov.notes.push_back(pick.reason);
         say(o, fmt::format("{}: {}", s.label, pick.reason));
       }
       s.prov.recipe = "prebuilt " + std::string(artifact::to_string(whole.container)) + " " + s.input.string();
-      if (s.manifest) s.built = harness::adopt_prebuilt(*s.manifest, s.image, arch, &s.prov);
+      if (s.manifest) s.built = build::adopt_prebuilt(*s.manifest, s.image, arch, &s.prov);
     }
     s.art = artifact::parse_artifact(s.image.string());
     s.image_sha256 = s.art.sha256;
@@ -739,7 +739,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
   };
   if (ev.can_launch) {
     for (auto& s : sides) {
-      std::string refusal = harness::load_and_describe(session, *s.built);
+      std::string refusal = check::load_and_describe(session, *s.built);
       if (!refusal.empty()) throw_error(ErrorKind::input, fmt::format("{} ({}): {}", s.label, s.prov.recipe, refusal));
       side_json[s.label]["candidate"] = s.built->to_json();
       side_json[s.label]["candidate"]["image"]["kind"] = s.prov.image_kind;
@@ -762,20 +762,20 @@ CompareOutcome run_compare(const CompareOptions& o) {
   std::future<void> primed;
   if (ev.can_launch && contract)
     primed = std::async(std::launch::async, [&] {
-      harness::Session prep(so);
+      worker::Session prep(so);
       bench::prepare_timing_cases(prep, *contract, to);
     });
   if (ev.can_launch && o.correctness) {
-    harness::CheckOptions co;
+    check::CheckOptions co;
     co.seed = o.seed;
     co.include_large = o.large_cases;
     // Both sides at once, each in its own worker process (correctness is not timed).
     say(o, "correctness: old and new, each in its own worker");
-    harness::Session other(so);
+    worker::Session other(so);
     auto new_side = std::async(std::launch::async, [&] {
-      return to_side(harness::check_correctness(other, *sides[1].built, co));
+      return to_side(check::check_correctness(other, *sides[1].built, co));
     });
-    ev.correctness[0] = to_side(harness::check_correctness(session, *sides[0].built, co));
+    ev.correctness[0] = to_side(check::check_correctness(session, *sides[0].built, co));
     ev.correctness[1] = new_side.get();
   }
   if (primed.valid()) {

@@ -14,7 +14,7 @@ namespace {
 void apply_side(compare::SideSpec& side, const std::string& label, const std::string& mode, const std::string& ptxas,
                 const std::string& nvcc, const std::string& both_ptxas, const std::string& both_nvcc) {
   if (!mode.empty()) {
-    auto m = harness::image_mode_from_string(mode);
+    auto m = build::image_mode_from_string(mode);
     if (!m) throw_error(ErrorKind::usage, fmt::format("--{}-mode: '{}' is not sass or ptx", label, mode));
     side.recipe.mode = *m;
   }

@@ -14,7 +14,7 @@
 #include "kqual/contract/contract.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/json.hpp"
-#include "kqual/harness/measure.hpp"
+#include "kqual/bench/ceilings.hpp"
 #include "kqual/model/amdahl.hpp"
 #include "kqual/model/explain.hpp"
 #include "kqual/model/roofline.hpp"
@@ -201,7 +201,7 @@ void add_roofline(CLI::App* model, GlobalOptions& g, int* exit_code) {
     std::optional<std::string> incomplete;
     if (o->measure) {
       try {
-        const auto m = harness::measure_device_ceilings(60.0);
+        const auto m = bench::measure_device_ceilings(60.0);
         in.ceilings = {m.device + " (measured)", "fp32", m.copy_bytes_per_s, m.fp32_fma_flops_per_s,
                        "measured on " + m.device + " (" + m.arch + "): device-to-device copy and an FMA-bound kernel"};
         if (prec != Precision::fp32) in.ceilings.precision = "fp32 (measured; --precision ignored)";

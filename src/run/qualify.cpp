@@ -10,7 +10,7 @@
 #include "kqual/bench/timing.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
-#include "kqual/harness/evaluate.hpp"
+#include "kqual/check/evaluate.hpp"
 #include "kqual/report/memo.hpp"
 #include "kqual/report/provenance.hpp"
 #include "kqual/core/exit_codes.hpp"
@@ -72,7 +72,7 @@ json contract_json(const contract::Contract& c, const contract::Supports& claims
               {"refusals_checked", refusals}};
 }
 
-json claims_json(const harness::Manifest& m) {
+json claims_json(const build::Manifest& m) {
   json d = json::array();
   for (DType t : m.supports.dtypes) d.push_back(std::string(to_string(t)));
   return json{{"dtypes", d}, {"min_alignment_bytes", m.supports.min_alignment_bytes}, {"max_n", m.supports.max_n},
@@ -91,16 +91,16 @@ void write_outputs(QualifyOutcome& out, const fs::path& dir, const std::string& 
 
 QualifyOutcome qualify(const QualifyOptions& o) {
   QualifyOutcome out;
-  harness::Manifest m = harness::load_manifest(o.candidate);
+  build::Manifest m = build::load_manifest(o.candidate);
   const contract::Contract& c = contract::find_contract(m.contract);
   auto bench_dtype = parse_dtype(o.dtype);
   if (!bench_dtype) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", o.dtype));
 
-  harness::SessionOptions so;
+  worker::SessionOptions so;
   so.use_gpu = o.use_gpu;
   so.watchdog_seconds = o.watchdog_seconds;
-  harness::Session s(so);
-  const harness::DeviceFacts& dev = s.device();
+  worker::Session s(so);
+  const worker::DeviceFacts& dev = s.device();
   std::string arch = dev.present ? dev.arch : (o.arch.empty() ? std::string(KQUAL_DEFAULT_ARCH) : o.arch);
   if (dev.present && !o.arch.empty() && o.arch != dev.arch)
     throw_error(ErrorKind::usage, fmt::format("--arch {} given but the device is {}", o.arch, dev.arch));
@@ -115,10 +115,10 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   phases["contract_refusals"] = fmt::format("{} unsupported requests refused with the expected reason",
                                             r["contract"]["refusals_checked"].size());
 
-  harness::BuiltCandidate cand = harness::build_candidate(m, arch, s.scratch());
+  build::BuiltCandidate cand = build::build_candidate(m, arch, s.scratch());
   phases["compile"] = fmt::format("done: {} for {} in {:.1f} ms", cand.compiler, arch, cand.compile_ms);
   auto baseline_dir = find_bundled("baselines", m.dir);
-  std::vector<harness::BuiltCandidate> baselines;
+  std::vector<build::BuiltCandidate> baselines;
   // Baselines matter for timing only (`check` leaves them out; `qualify` also checks them, since a
   // wrong baseline is no baseline).
   if (o.timing && baseline_dir && fs::is_directory(*baseline_dir / m.contract)) {
@@ -126,7 +126,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     for (const auto& e : fs::directory_iterator(*baseline_dir / m.contract))
       if (fs::exists(e.path() / "kqual.toml")) dirs.push_back(e.path());
     std::sort(dirs.begin(), dirs.end());
-    for (const auto& d : dirs) baselines.push_back(harness::build_candidate(harness::load_manifest(d), arch, s.scratch()));
+    for (const auto& d : dirs) baselines.push_back(build::build_candidate(build::load_manifest(d), arch, s.scratch()));
   }
   phases["baselines"] = !o.timing ? std::string("not needed (no timing)")
                        : baselines.empty() ? std::string("none found (baselines/") + m.contract + ")"
@@ -159,10 +159,10 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     return finish("incomplete", kExitIncomplete, "No GPU: only the static phases ran. " + why);
   }
 
-  std::string load_err = harness::load_and_describe(s, cand);
+  std::string load_err = check::load_and_describe(s, cand);
   if (!load_err.empty()) throw_error(ErrorKind::input, load_err);
   for (auto& b : baselines) {
-    std::string e = harness::load_and_describe(s, b);
+    std::string e = check::load_and_describe(s, b);
     if (!e.empty()) throw_error(ErrorKind::internal, "baseline " + b.manifest.name + ": " + e);
   }
   r["artifact"] = cand.to_json();
@@ -171,20 +171,20 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   r["baselines"] = bl;
   phases["load"] = fmt::format("done on {} ({})", dev.device.value("name", "?"), dev.arch);
 
-  harness::CheckOptions co;
+  check::CheckOptions co;
   co.seed = o.seed;
   co.include_large = o.large_cases;
   bool correct = true;
   if (o.correctness) {
-    harness::CorrectnessReport rep = harness::check_correctness(s, cand, co);
+    check::CorrectnessReport rep = check::check_correctness(s, cand, co);
     r["correctness"] = rep.to_json(false);
     correct = rep.accepted();
     phases["correctness"] = fmt::format("{}: {} passed, {} failed, {} refused of {} cases", rep.accepted() ? "accepted" : "rejected",
                                         rep.passed, rep.failed, rep.refused, rep.cases);
     json bc = json::array();
-    harness::CheckOptions small = co;
+    check::CheckOptions small = co;
     small.include_large = false;
-    for (const auto& b : baselines) bc.push_back(harness::check_correctness(s, b, small).to_json(false));
+    for (const auto& b : baselines) bc.push_back(check::check_correctness(s, b, small).to_json(false));
     r["baselines_correctness"] = bc;
     if (!correct) {
       verdict["reasons"].push_back(fmt::format("rejected by the contract: {} of {} cases failed, mostly `{}`: {}", rep.failed,
@@ -211,7 +211,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   to.rounds = o.rounds;
   to.samples_per_round = o.samples_per_round;
   to.seed = o.seed;
-  std::vector<const harness::BuiltCandidate*> bptr;
+  std::vector<const build::BuiltCandidate*> bptr;
   for (const auto& b : baselines) bptr.push_back(&b);
   bench::TimingReport tr = bench::time_against_baselines(s, cand, bptr, to);
   r["timing"] = tr.to_json();
@@ -325,10 +325,10 @@ QualifyOutcome selftest(const SelftestOptions& o) {
     return only.empty() || std::find(only.begin(), only.end(), contract) != only.end();
   };
 
-  harness::SessionOptions so;
+  worker::SessionOptions so;
   so.watchdog_seconds = o.watchdog_seconds;
-  harness::Session s(so);
-  const harness::DeviceFacts& dev = s.device();
+  worker::Session s(so);
+  const worker::DeviceFacts& dev = s.device();
 
   std::optional<std::string> sanitizer;
   std::string sanitizer_note;
@@ -365,9 +365,9 @@ QualifyOutcome selftest(const SelftestOptions& o) {
     return pc;
   };
   for (const auto& entry : entries) {
-    harness::Manifest m;
+    build::Manifest m;
     try {
-      m = harness::load_manifest(entry.dir);
+      m = build::load_manifest(entry.dir);
     } catch (const Error& e) {
       if (!only.empty()) continue;  // another contract's folder; not asked for
       std::string cname = (entry.kind == "broken" ? entry.dir.parent_path().parent_path() : entry.dir.parent_path()).filename().string();
@@ -388,9 +388,9 @@ QualifyOutcome selftest(const SelftestOptions& o) {
     json row{{"candidate", m.name}, {"contract", m.contract}, {"dir", entry.dir.string()}, {"kind", entry.kind},
              {"expected", broken ? "rejected: " + *m.expect_rejected_for : std::string("accepted")}};
     json& pc = contract_row(m.contract);
-    harness::BuiltCandidate b;
+    build::BuiltCandidate b;
     try {
-      b = harness::build_candidate(m, arch, s.scratch());
+      b = build::build_candidate(m, arch, s.scratch());
     } catch (const Error& e) {
       row["outcome"] = std::string("build failed: ") + e.what();
       row["as_expected"] = false;
@@ -407,15 +407,15 @@ QualifyOutcome selftest(const SelftestOptions& o) {
     }
     // Under a sanitizer every candidate gets its own worker (and log); the sanitizer writes its
     // summary when that worker exits.
-    std::unique_ptr<harness::Session> san_session;
-    harness::Session* run_in = &s;
+    std::unique_ptr<worker::Session> san_session;
+    worker::Session* run_in = &s;
     fs::path san_log;
     if (sanitizer) {
-      harness::SessionOptions so2 = so;
+      worker::SessionOptions so2 = so;
       so2.watchdog_seconds = std::max(o.watchdog_seconds, 600.0);
       san_log = s.scratch() / fmt::format("sanitizer-{}-{}.log", m.contract, m.name);
       so2.worker_wrapper = {*sanitizer, "--tool", o.sanitize, "--log-file", san_log.string(), "--print-limit", "20"};
-      san_session = std::make_unique<harness::Session>(so2);
+      san_session = std::make_unique<worker::Session>(so2);
       run_in = san_session.get();
       if (!run_in->device().present) {
         row["outcome"] = "the worker did not start under compute-sanitizer: " + run_in->device().why_absent;
@@ -425,17 +425,17 @@ QualifyOutcome selftest(const SelftestOptions& o) {
         continue;
       }
     }
-    std::string load_err = harness::load_and_describe(*run_in, b);
+    std::string load_err = check::load_and_describe(*run_in, b);
     json seeds = json::array();
     bool as_expected = true, rejected_any = false, intended_all = true;
     for (std::uint64_t seed : o.seeds) {
       ++total;
-      harness::CheckOptions co;
+      check::CheckOptions co;
       co.seed = seed;
       co.include_large = o.large_cases;
       if (sanitizer) co.max_case_elements = std::int64_t(1) << 22;  // sanitizers run kernels 10-100x slower
-      harness::CorrectnessReport rep;
-      if (load_err.empty()) rep = harness::check_correctness(*run_in, b, co);
+      check::CorrectnessReport rep;
+      if (load_err.empty()) rep = check::check_correctness(*run_in, b, co);
       bool ok;
       std::string got;
       if (!load_err.empty()) {

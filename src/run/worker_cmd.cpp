@@ -1,7 +1,7 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
-#include "kqual/harness/worker.hpp"
+#include "kqual/worker/worker.hpp"
 #include "kqual/run/cli.hpp"
 
 namespace kqual::run {
@@ -14,7 +14,7 @@ void add_worker_command(CLI::App& app, GlobalOptions&, int* exit_code) {
     // candidate's kernel cannot corrupt the protocol.
     int proto = dup(1);
     dup2(2, 1);
-    *exit_code = harness::run_worker(0, proto);
+    *exit_code = worker::run_worker(0, proto);
   });
 }
 

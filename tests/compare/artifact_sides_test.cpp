@@ -11,8 +11,8 @@
 #include "kqual/artifact/artifact.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
-#include "kqual/harness/manifest.hpp"
-#include "kqual/harness/toolchain.hpp"
+#include "kqual/build/manifest.hpp"
+#include "kqual/build/toolchain.hpp"
 
 namespace fs = std::filesystem;
 using namespace kqual;
@@ -43,7 +43,7 @@ const fs::path& builds() {
   return dir.path;
 }
 
-harness::Manifest plan() { return harness::load_manifest(kExample / "plan", harness::ManifestUse::launch_plan); }
+build::Manifest plan() { return build::load_manifest(kExample / "plan", build::ManifestUse::launch_plan); }
 
 }  // namespace
 
@@ -66,7 +66,7 @@ TEST(KernelSymbols, DemangledNamesMatchWhatManifestsWrite) {
 TEST(LaunchPlanManifest, SourceIsOptionalOnlyForPrebuiltSides) {
   EXPECT_NO_THROW(plan());
   try {
-    harness::load_manifest(kExample / "plan");  // as a candidate: it must be buildable
+    build::load_manifest(kExample / "plan");  // as a candidate: it must be buildable
     ADD_FAILURE() << "a manifest without source was accepted as a candidate";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("candidate.source"), std::string::npos) << e.what();
@@ -76,8 +76,8 @@ TEST(LaunchPlanManifest, SourceIsOptionalOnlyForPrebuiltSides) {
 
 TEST(LaunchPlanManifest, AdoptsAFatbinByDemangledName) {
   if (!fs::exists(kNvcc)) GTEST_SKIP() << "no nvcc";
-  harness::BuildProvenance pv;
-  harness::BuiltCandidate b = harness::adopt_prebuilt(plan(), builds() / "sass.fatbin", "sm_90", &pv);
+  build::BuildProvenance pv;
+  build::BuiltCandidate b = build::adopt_prebuilt(plan(), builds() / "sass.fatbin", "sm_90", &pv);
   ASSERT_EQ(b.lowered.size(), 1u);
   EXPECT_EQ(b.lowered.at("add_relu_ilp<float>"), "_Z12add_relu_ilpIfEvPKT_S2_PS0_x");
   EXPECT_NE(pv.to_json().dump().find("demangling"), std::string::npos);
@@ -89,9 +89,9 @@ TEST(LaunchPlanManifest, MissingKernelSaysWhatTheImageHolds) {
   std::string toml = read_text_file(kExample / "plan/kqual.toml");
   toml.replace(toml.find("add_relu_ilp<{T}>"), 17, "add_relu_vec<{T}>");
   std::ofstream(t.path / "kqual.toml") << toml;
-  harness::Manifest m = harness::load_manifest(t.path, harness::ManifestUse::launch_plan);
+  build::Manifest m = build::load_manifest(t.path, build::ManifestUse::launch_plan);
   try {
-    harness::adopt_prebuilt(m, builds() / "sass.fatbin", "sm_90", nullptr);
+    build::adopt_prebuilt(m, builds() / "sass.fatbin", "sm_90", nullptr);
     ADD_FAILURE() << "a missing kernel was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::input);
@@ -106,7 +106,7 @@ TEST(HostBinarySide, PicksAndExtractsTheModuleHoldingTheKernel) {
   const artifact::Artifact app = artifact::parse_artifact((builds() / "app").string());
   ASSERT_EQ(app.container, artifact::ContainerKind::host_binary);
   ASSERT_GE(app.containers.size(), 1u);
-  harness::ModulePick pick = harness::pick_module(plan(), builds() / "app", "sm_90", t.path);
+  build::ModulePick pick = build::pick_module(plan(), builds() / "app", "sm_90", t.path);
   EXPECT_EQ(pick.modules, app.containers.size());
   EXPECT_NE(pick.reason.find(fmt::format("module {} of {}", pick.container, app.containers.size())), std::string::npos)
       << pick.reason;
@@ -147,7 +147,7 @@ TEST(HostBinarySide, SharedLibraryModuleIsPickedToo) {
   auto r = test::run(std::string(kNvcc) + " -shared -Xcompiler -fPIC -gencode arch=compute_90,code=sm_90 -o " + so + " " +
                      test::quote(kExample / "candidate/kernel.cu"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  harness::ModulePick pick = harness::pick_module(plan(), so, "sm_90", t.path / "x");
+  build::ModulePick pick = build::pick_module(plan(), so, "sm_90", t.path / "x");
   EXPECT_NE(pick.reason.find("libkernels.so"), std::string::npos) << pick.reason;
   EXPECT_NE(pick.reason.find("native_sass"), std::string::npos) << pick.reason;
   const auto syms = artifact::kernel_symbols(artifact::parse_artifact(pick.module_path.string()));

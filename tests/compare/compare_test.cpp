@@ -11,8 +11,8 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/decision/profile.hpp"
-#include "kqual/harness/manifest.hpp"
-#include "kqual/harness/toolchain.hpp"
+#include "kqual/build/manifest.hpp"
+#include "kqual/build/toolchain.hpp"
 
 namespace fs = std::filesystem;
 using namespace kqual;
@@ -155,39 +155,39 @@ TEST(CompareDecision, MissingEvidenceIsAnError) {
 // ---- Toolchain ----
 
 TEST(CompareToolchain, PtxasMessagesAndRewrite) {
-  EXPECT_EQ(harness::ptxas_max_ptx_version("ptxas a.ptx, line 1; fatal   : Unsupported .version 9.0; current version is '8.7'"),
+  EXPECT_EQ(build::ptxas_max_ptx_version("ptxas a.ptx, line 1; fatal   : Unsupported .version 9.0; current version is '8.7'"),
             std::optional<std::string>("8.7"));
-  EXPECT_FALSE(harness::ptxas_max_ptx_version("ptxas fatal : something else"));
-  EXPECT_EQ(harness::rewrite_ptx_version("//\n.version 9.0\n.target sm_90\n", "8.7"), "//\n.version 8.7\n.target sm_90\n");
-  EXPECT_THROW(harness::rewrite_ptx_version(".target sm_90\n", "8.7"), Error);
-  EXPECT_EQ(harness::release_line("Cuda compilation tools, release 12.8, V12.8.93\nBuild x"), "release 12.8, V12.8.93");
+  EXPECT_FALSE(build::ptxas_max_ptx_version("ptxas fatal : something else"));
+  EXPECT_EQ(build::rewrite_ptx_version("//\n.version 9.0\n.target sm_90\n", "8.7"), "//\n.version 8.7\n.target sm_90\n");
+  EXPECT_THROW(build::rewrite_ptx_version(".target sm_90\n", "8.7"), Error);
+  EXPECT_EQ(build::release_line("Cuda compilation tools, release 12.8, V12.8.93\nBuild x"), "release 12.8, V12.8.93");
 }
 
 TEST(CompareToolchain, MissingPtxasIsAClearError) {
-  harness::Manifest m = harness::load_manifest(kGood);
+  build::Manifest m = build::load_manifest(kGood);
   test::TempDir t;
-  harness::BuildRecipe r;
+  build::BuildRecipe r;
   r.ptxas = "/nonexistent/ptxas-12.8";
   try {
-    harness::build_with_recipe(m, r, "sm_90", t.path, nullptr);
+    build::build_with_recipe(m, r, "sm_90", t.path, nullptr);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::input);
     EXPECT_NE(std::string(e.what()).find("/nonexistent/ptxas-12.8' does not exist"), std::string::npos) << e.what();
   }
-  r.mode = harness::ImageMode::ptx;
+  r.mode = build::ImageMode::ptx;
   r.ptxas = kToolkitPtxas;
-  EXPECT_THROW(harness::build_with_recipe(m, r, "sm_90", t.path, nullptr), Error);  // ptxas + PTX-only: impossible
+  EXPECT_THROW(build::build_with_recipe(m, r, "sm_90", t.path, nullptr), Error);  // ptxas + PTX-only: impossible
 }
 
 TEST(CompareToolchain, ToolkitPtxasBuildsACubin) {
   if (!fs::exists(kToolkitPtxas)) GTEST_SKIP() << "no " << kToolkitPtxas;
-  harness::Manifest m = harness::load_manifest(kGood);
+  build::Manifest m = build::load_manifest(kGood);
   test::TempDir t;
-  harness::BuildRecipe r;
+  build::BuildRecipe r;
   r.ptxas = kToolkitPtxas;
-  harness::BuildProvenance pv;
-  harness::BuiltCandidate b = harness::build_with_recipe(m, r, "sm_90", t.path, &pv);
+  build::BuildProvenance pv;
+  build::BuiltCandidate b = build::build_with_recipe(m, r, "sm_90", t.path, &pv);
   artifact::Artifact a = artifact::parse_artifact(b.image_path.string());
   EXPECT_EQ(a.container, artifact::ContainerKind::cubin);
   ASSERT_EQ(a.entries.size(), 1u);
@@ -203,23 +203,23 @@ TEST(CompareToolchain, ToolkitPtxasBuildsACubin) {
 
 TEST(CompareToolchain, OlderPtxasGetsTheVersionItAccepts) {
   if (!fs::exists(kToolkitPtxas)) GTEST_SKIP() << "no " << kToolkitPtxas;
-  harness::Manifest m = harness::load_manifest(kGood);
+  build::Manifest m = build::load_manifest(kGood);
   test::TempDir t;
-  harness::BuildRecipe r;
+  build::BuildRecipe r;
   r.ptxas = fake_old_ptxas(t.path, true).string();
-  harness::BuildProvenance pv;
-  harness::BuiltCandidate b = harness::build_with_recipe(m, r, "sm_90", t.path / "out", &pv);
+  build::BuildProvenance pv;
+  build::BuiltCandidate b = build::build_with_recipe(m, r, "sm_90", t.path / "out", &pv);
   ASSERT_TRUE(pv.ptx_version_rewrite.has_value());
   EXPECT_NE(pv.ptx_version_rewrite->find("-> 8.7"), std::string::npos) << *pv.ptx_version_rewrite;
   EXPECT_NE(b.compiler.find("release 12.8"), std::string::npos) << b.compiler;
   EXPECT_EQ(artifact::parse_artifact(b.image_path.string()).entries.at(0).kernels.size(), 2u);
 
   // When the lowered PTX uses something the old ptxas does not know, the error says so.
-  harness::BuildRecipe bad;
+  build::BuildRecipe bad;
   fs::create_directories(t.path / "x");
   bad.ptxas = fake_old_ptxas(t.path / "x", false).string();
   try {
-    harness::build_with_recipe(m, bad, "sm_90", t.path / "out2", nullptr);
+    build::build_with_recipe(m, bad, "sm_90", t.path / "out2", nullptr);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::nvrtc);
@@ -229,12 +229,12 @@ TEST(CompareToolchain, OlderPtxasGetsTheVersionItAccepts) {
 
 TEST(CompareToolchain, NvccBuildsTheManifestsInstantiations) {
   if (!fs::exists("/usr/local/cuda/bin/nvcc")) GTEST_SKIP() << "no nvcc";
-  harness::Manifest m = harness::load_manifest(kGood);
+  build::Manifest m = build::load_manifest(kGood);
   test::TempDir t;
-  harness::BuildRecipe r;
+  build::BuildRecipe r;
   r.nvcc = "default";
-  harness::BuildProvenance pv;
-  harness::BuiltCandidate b = harness::build_with_recipe(m, r, "sm_90", t.path, &pv);
+  build::BuildProvenance pv;
+  build::BuiltCandidate b = build::build_with_recipe(m, r, "sm_90", t.path, &pv);
   artifact::Artifact a = artifact::parse_artifact(b.image_path.string());
   EXPECT_EQ(a.entries.at(0).kernels.size(), 2u);
   EXPECT_EQ(pv.tools.at(0)["tool"], "nvcc");
@@ -243,11 +243,11 @@ TEST(CompareToolchain, NvccBuildsTheManifestsInstantiations) {
 
 TEST(CompareToolchain, TritonDiscoveryReportsWhereItLooked) {
   std::vector<std::string> tried;
-  auto p = harness::find_triton_ptxas(&tried);
+  auto p = build::find_triton_ptxas(&tried);
   EXPECT_FALSE(tried.empty());
   if (!p) {
     try {
-      harness::resolve_tool("ptxas", "triton", nullptr);
+      build::resolve_tool("ptxas", "triton", nullptr);
       FAIL();
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("looked at"), std::string::npos);
@@ -350,11 +350,11 @@ TEST(CompareCli, ToolkitPtxasAgainstNvrtcStaticPhases) {
 TEST(CompareCli, ArtifactsNeedNoManifestForStaticPhases) {
   test::TempDir t;
   // Build two artifacts first (static run keeps none), then compare the files.
-  harness::Manifest m = harness::load_manifest(kGood);
-  harness::BuildRecipe sass, ptx;
-  ptx.mode = harness::ImageMode::ptx;
-  auto a = harness::build_with_recipe(m, sass, "sm_90", t.path, nullptr);
-  auto b = harness::build_with_recipe(m, ptx, "sm_90", t.path, nullptr);
+  build::Manifest m = build::load_manifest(kGood);
+  build::BuildRecipe sass, ptx;
+  ptx.mode = build::ImageMode::ptx;
+  auto a = build::build_with_recipe(m, sass, "sm_90", t.path, nullptr);
+  auto b = build::build_with_recipe(m, ptx, "sm_90", t.path, nullptr);
   auto r = kq("compare " + test::quote(a.image_path) + " " + test::quote(b.image_path) + " --no-gpu --out " +
               test::quote(t.path / "o"));
   EXPECT_EQ(r.exit_code, 3) << r.output;
@@ -371,7 +371,7 @@ TEST(CompareCli, ArtifactsNeedNoManifestForStaticPhases) {
 }
 
 TEST(CompareFixtures, SlowOldSideIsAValidCandidate) {
-  harness::Manifest m = harness::load_manifest(kRoot / "tests/compare/fixtures/few_blocks");
+  build::Manifest m = build::load_manifest(kRoot / "tests/compare/fixtures/few_blocks");
   EXPECT_EQ(m.contract, "residual_add_relu");
   EXPECT_TRUE(fs::exists(m.source));
 }

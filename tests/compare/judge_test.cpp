@@ -13,7 +13,7 @@
 #include "kqual/compare/compare.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/decision/profile.hpp"
-#include "kqual/harness/evaluate.hpp"
+#include "kqual/check/evaluate.hpp"
 
 namespace fs = std::filesystem;
 using namespace kqual;
@@ -35,7 +35,7 @@ json static_part(const test::TempDir& t) {
   compare::CompareOptions o;
   o.old_side.input = (kRoot / "candidates/residual_add_relu/good").string();
   o.new_side.input = o.old_side.input;
-  o.new_side.recipe.mode = harness::ImageMode::ptx;
+  o.new_side.recipe.mode = build::ImageMode::ptx;
   o.new_side.recipe_given = true;
   o.use_gpu = false;
   o.out_dir = t.path / "static";
@@ -45,7 +45,7 @@ json static_part(const test::TempDir& t) {
 }
 
 compare::CorrectnessSide accepted_side(int cases) {
-  harness::CorrectnessReport rep;  // the harness's own report, as its JSON goes into results.json
+  check::CorrectnessReport rep;  // the harness's own report, as its JSON goes into results.json
   rep.cases = rep.passed = rep.evidence = cases;
   compare::CorrectnessSide c;
   c.ran = true;
@@ -56,7 +56,7 @@ compare::CorrectnessSide accepted_side(int cases) {
 }
 
 compare::CorrectnessSide rejected_side(int cases, std::map<std::string, std::string> failing) {
-  harness::CorrectnessReport rep;
+  check::CorrectnessReport rep;
   rep.cases = cases;
   rep.failed = int(failing.size());
   rep.passed = cases - rep.failed;

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "kqual/cuda/driver.hpp"
-#include "kqual/harness/measure.hpp"
+#include "kqual/bench/ceilings.hpp"
 #include "test_util.hpp"
 
 namespace kqual {
@@ -17,7 +17,7 @@ TEST(ModelMeasure, H200CopyBandwidthAndFmaRateArePlausible) {
   // The worker must be the kqual binary, not this test executable (seen on the H200, 2026-12-02:
   // the test binary answered the worker protocol with gtest's banner).
   setenv("KQUAL_EXE", test::kqual_exe().c_str(), 0);
-  const harness::DeviceCeilings c = harness::measure_device_ceilings(120.0);
+  const bench::DeviceCeilings c = bench::measure_device_ceilings(120.0);
   std::printf("measured on %s (%s, %d SMs): copy %.3f TB/s, FP32 FMA %.2f TFLOP/s\n", c.device.c_str(),
               c.arch.c_str(), c.sms, c.copy_bytes_per_s / 1e12, c.fp32_fma_flops_per_s / 1e12);
   if (c.device.find("H200") == std::string::npos)

@@ -5,7 +5,7 @@
 #include "kqual/cuda/driver.hpp"
 #include "kqual/cuda/nvrtc.hpp"
 #include "kqual/core/files.hpp"
-#include "kqual/harness/worker.hpp"
+#include "kqual/worker/worker.hpp"
 #include "test_util.hpp"
 
 namespace kqual {
@@ -13,12 +13,12 @@ namespace {
 
 TEST(WorkerDevice, IllegalAddressIsRecordedAndWorkerReplaced) {
   if (!cuda::driver_available()) GTEST_SKIP() << "no GPU: " << cuda::driver_unavailable_reason();
-  harness::WorkerOptions wo;
+  worker::WorkerOptions wo;
   wo.exe = test::kqual_exe().string();
   wo.watchdog_seconds = 60;
-  harness::WorkerClient w(wo);
+  worker::WorkerClient w(wo);
   auto hello = w.call(json{{"op", "hello"}});
-  ASSERT_EQ(hello.status, harness::WorkerReply::Status::ok) << hello.reason;
+  ASSERT_EQ(hello.status, worker::WorkerReply::Status::ok) << hello.reason;
   std::string arch = hello.body["device"]["arch"];
   cuda::NvrtcRequest req;
   req.source = "extern \"C\" __global__ void wild(float* p) { *(float*)(0x10ull) = 1.0f; p[0] = 2.0f; }";
@@ -34,10 +34,10 @@ TEST(WorkerDevice, IllegalAddressIsRecordedAndWorkerReplaced) {
            {"poison", {255}},
            {"out_files", {{"y", {(dir.path() / "y.out").string()}}}}};
   auto r = w.call(run);
-  EXPECT_EQ(r.status, harness::WorkerReply::Status::sticky_error) << r.reason;
+  EXPECT_EQ(r.status, worker::WorkerReply::Status::sticky_error) << r.reason;
   EXPECT_NE(r.reason.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << r.reason;
   auto again = w.call(json{{"op", "hello"}});
-  EXPECT_EQ(again.status, harness::WorkerReply::Status::ok) << again.reason;
+  EXPECT_EQ(again.status, worker::WorkerReply::Status::ok) << again.reason;
   EXPECT_EQ(w.processes_started(), 2);
 }
 

@@ -8,8 +8,8 @@
 
 #include "kqual/contract/contract.hpp"
 #include "kqual/cuda/driver.hpp"
-#include "kqual/harness/evaluate.hpp"
-#include "kqual/harness/session.hpp"
+#include "kqual/check/evaluate.hpp"
+#include "kqual/worker/session.hpp"
 #include "test_util.hpp"
 
 namespace kqual {
@@ -35,11 +35,11 @@ TEST_P(GemmGpuReference, AgreesWithTheCpuReference) {
   const contract::Contract& c = contract::find_contract("gemm");
   contract::CaseSpec spec{"device-test", s.family, s.dtype, {{"m", s.m}, {"n", s.n}, {"k", s.k}}, 0, 77};
   contract::CaseData data = c.make_case(spec);
-  harness::SessionOptions o;
+  worker::SessionOptions o;
   o.exe = test::kqual_exe().string();
-  harness::Session session(o);
+  worker::Session session(o);
   ASSERT_TRUE(session.device().present) << session.device().why_absent;
-  contract::Tensor gpu = harness::gpu_reference(session, c, data).at(0);
+  contract::Tensor gpu = check::gpu_reference(session, c, data).at(0);
   contract::Tensor cpu = c.reference(data).at(0);
   ASSERT_EQ(gpu.ref.size(), cpu.ref.size());
   ASSERT_EQ(gpu.bound.size(), cpu.bound.size());

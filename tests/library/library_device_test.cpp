@@ -11,8 +11,8 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/cuda/driver.hpp"
-#include "kqual/harness/evaluate.hpp"
-#include "kqual/harness/worker.hpp"
+#include "kqual/check/evaluate.hpp"
+#include "kqual/worker/worker.hpp"
 #include "test_util.hpp"
 
 namespace kqual {
@@ -23,13 +23,13 @@ class LibraryDevice : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!cuda::driver_available()) GTEST_SKIP() << "no GPU: " << cuda::driver_unavailable_reason();
-    harness::WorkerOptions wo;
+    worker::WorkerOptions wo;
     wo.exe = test::kqual_exe().string();
     wo.watchdog_seconds = 120;
-    worker_ = std::make_unique<harness::WorkerClient>(wo);
+    worker_ = std::make_unique<worker::WorkerClient>(wo);
   }
   ScratchDir dir_{"kqual-library-device"};
-  std::unique_ptr<harness::WorkerClient> worker_;
+  std::unique_ptr<worker::WorkerClient> worker_;
 
   // One library launch; inputs {name, bytes}; returns the output's bytes (first run).
   std::vector<std::uint8_t> run(const std::string& library, const std::vector<std::pair<std::string, std::vector<std::uint8_t>>>& in,
@@ -52,9 +52,9 @@ class LibraryDevice : public ::testing::Test {
              {"launches", {{{"library", library}, {"args", args}}}},
              {"poison", {0xFF, 0x7F}},
              {"out_files", {{out, {o0.string(), o1.string()}}}}};
-    harness::WorkerReply r = worker_->call(req);
-    EXPECT_EQ(r.status, harness::WorkerReply::Status::ok) << r.reason;
-    if (r.status != harness::WorkerReply::Status::ok) return {};
+    worker::WorkerReply r = worker_->call(req);
+    EXPECT_EQ(r.status, worker::WorkerReply::Status::ok) << r.reason;
+    if (r.status != worker::WorkerReply::Status::ok) return {};
     for (const auto& runj : r.body.at("runs")) EXPECT_TRUE(runj.at("guard_violations").empty()) << runj.dump();
     MappedFile a = MappedFile::open_read(o0);
     return std::vector<std::uint8_t>(a.data(), a.data() + a.size());
@@ -75,7 +75,7 @@ class LibraryDevice : public ::testing::Test {
 
 TEST_F(LibraryDevice, LibraryInfoReportsVersions) {
   auto r = worker_->call(json{{"op", "library_info"}, {"libraries", {"cublas.gemm<float>", "cub.sum<float>"}}});
-  ASSERT_EQ(r.status, harness::WorkerReply::Status::ok) << r.reason;
+  ASSERT_EQ(r.status, worker::WorkerReply::Status::ok) << r.reason;
   EXPECT_NE(r.body["versions"]["cuBLAS"].get<std::string>().find("cuBLAS "), std::string::npos) << r.body.dump();
   EXPECT_NE(r.body["versions"]["CUB"].get<std::string>().find("CUB 3."), std::string::npos) << r.body.dump();
 }
@@ -202,9 +202,9 @@ TEST_F(LibraryDevice, GemmBf16RowMajorExact) {
 TEST_F(LibraryDevice, BundledBaselinesPassTheirContracts) {
   const std::pair<const char*, const char*> dirs[] = {
       {"gemm", "gemm/cublas"}, {"exclusive_scan", "exclusive_scan/cub"}, {"reduce_sum", "reduce_sum/cub"}};
-  harness::SessionOptions so;
+  worker::SessionOptions so;
   so.exe = test::kqual_exe().string();
-  harness::Session s(so);
+  worker::Session s(so);
   ASSERT_TRUE(s.device().present) << s.device().why_absent;
   int checked = 0;
   for (const auto& [contract_name, d] : dirs) {
@@ -213,12 +213,12 @@ TEST_F(LibraryDevice, BundledBaselinesPassTheirContracts) {
     } catch (const Error&) {
       continue;
     }
-    harness::BuiltCandidate b = harness::build_candidate(harness::load_manifest(test::repo_root() / "baselines" / d),
+    build::BuiltCandidate b = build::build_candidate(build::load_manifest(test::repo_root() / "baselines" / d),
                                                          s.device().arch, s.scratch());
-    ASSERT_EQ(harness::load_and_describe(s, b), "") << d;
-    harness::CheckOptions co;
+    ASSERT_EQ(check::load_and_describe(s, b), "") << d;
+    check::CheckOptions co;
     co.include_large = false;
-    harness::CorrectnessReport rep = harness::check_correctness(s, b, co);
+    check::CorrectnessReport rep = check::check_correctness(s, b, co);
     EXPECT_TRUE(rep.accepted()) << d << ": " << rep.to_json(false).dump(1);
     ++checked;
   }

@@ -10,11 +10,18 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/cuda/library.hpp"
-#include "kqual/harness/evaluate.hpp"
-#include "kqual/harness/manifest.hpp"
+#include "kqual/check/evaluate.hpp"
+#include "kqual/build/manifest.hpp"
 #include "test_util.hpp"
 
-namespace kqual::harness {
+namespace kqual::check {
+using build::BuiltCandidate;
+using build::Manifest;
+using build::load_manifest;
+using build::build_candidate;
+using build::parse_manifest;
+using worker::DeviceFacts;
+
 namespace {
 namespace fs = std::filesystem;
 
@@ -183,4 +190,4 @@ TEST(LibraryBaselines, BundledManifestsParse) {
 }
 
 }  // namespace
-}  // namespace kqual::harness
+}  // namespace kqual::check

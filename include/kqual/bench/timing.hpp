@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kqual/core/json.hpp"
-#include "kqual/harness/evaluate.hpp"
+#include "kqual/check/evaluate.hpp"
 #include "kqual/stats/compare.hpp"
 #include "kqual/stats/summary.hpp"
 
@@ -60,15 +60,15 @@ struct TimingReport {
   json to_json() const;
 };
 
-// The case a timing run uses for one shape (inputs and reference come from harness::prepare_case).
+// The case a timing run uses for one shape (inputs and reference come from check::prepare_case).
 contract::CaseSpec timing_case_spec(const contract::Contract& c, const contract::Dims& dims, const TimingOptions& o);
 // Generates the timing cases (inputs, references, expected-output hashes) ahead of time, e.g. on a
 // thread while the GPU checks correctness; later timing calls in this process find them cached.
 // With keep_input_files and an input_root, the input files are written there too.
-void prepare_timing_cases(harness::Session& s, const contract::Contract& c, const TimingOptions& o);
+void prepare_timing_cases(worker::Session& s, const contract::Contract& c, const TimingOptions& o);
 
-TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCandidate& candidate,
-                                    const std::vector<const harness::BuiltCandidate*>& baselines,
+TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandidate& candidate,
+                                    const std::vector<const build::BuiltCandidate*>& baselines,
                                     const TimingOptions& o);
 
 }  // namespace kqual::bench

@@ -17,7 +17,7 @@
 
 #include "kqual/core/json.hpp"
 #include "kqual/decision/decision.hpp"
-#include "kqual/harness/toolchain.hpp"
+#include "kqual/build/toolchain.hpp"
 #include "kqual/startup/startup.hpp"
 
 namespace kqual::compare {
@@ -25,7 +25,7 @@ namespace kqual::compare {
 // One side of the comparison: what to build or load, and how.
 struct SideSpec {
   std::string input;                 // candidate folder / kqual.toml, or an artifact (cubin, fatbin, PTX)
-  harness::BuildRecipe recipe;       // candidates only
+  build::BuildRecipe recipe;       // candidates only
   bool recipe_given = false;         // a --old-*/--new-* build option was given (refused for artifacts)
 };
 

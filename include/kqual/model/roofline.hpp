@@ -1,7 +1,7 @@
 #pragma once
 // Roofline model (docs/models.md, "Roofline"): arithmetic intensity against a device's bandwidth and
 // arithmetic ceilings. Ceilings come from the datasheet table below or from a live measurement
-// (kqual::harness::measure_device_ceilings); either way they are plain numbers here.
+// (kqual::bench::measure_device_ceilings); either way they are plain numbers here.
 #include <optional>
 #include <string>
 #include <string_view>

@@ -4,10 +4,10 @@
 
 #include <chrono>
 
-#include "kqual/harness/worker.hpp"
+#include "kqual/worker/worker.hpp"
 #include "test_util.hpp"
 
-namespace kqual::harness {
+namespace kqual::worker {
 namespace {
 
 WorkerOptions opts(double watchdog) {
@@ -76,4 +76,4 @@ TEST(Worker, NoDeviceIsReportedByHello) {
 }
 
 }  // namespace
-}  // namespace kqual::harness
+}  // namespace kqual::worker

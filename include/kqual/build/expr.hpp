@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-namespace kqual::harness {
+namespace kqual::build {
 
 class Expr {
  public:
@@ -29,4 +29,4 @@ class Expr {
   std::shared_ptr<const Node> root_;
 };
 
-}  // namespace kqual::harness
+}  // namespace kqual::build

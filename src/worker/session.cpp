@@ -1,8 +1,8 @@
-#include "kqual/harness/session.hpp"
+#include "kqual/worker/session.hpp"
 
 #include <fmt/format.h>
 
-namespace kqual::harness {
+namespace kqual::worker {
 
 Session::Session(SessionOptions opts) : opts_(std::move(opts)), scratch_("kqual") {
   WorkerOptions w;
@@ -48,4 +48,4 @@ const DeviceFacts& Session::device() {
   return *device_;
 }
 
-}  // namespace kqual::harness
+}  // namespace kqual::worker

@@ -4,7 +4,7 @@
 
 #include "kqual/core/json.hpp"
 
-namespace kqual::harness {
+namespace kqual::bench {
 
 struct DeviceCeilings {
   std::string device;               // e.g. "NVIDIA H200"
@@ -18,4 +18,4 @@ struct DeviceCeilings {
 // Spawns a worker (watchdog in seconds); throws Error(cuda|worker) when no GPU can be used.
 DeviceCeilings measure_device_ceilings(double watchdog_seconds = 60.0);
 
-}  // namespace kqual::harness
+}  // namespace kqual::bench

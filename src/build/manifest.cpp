@@ -1,4 +1,4 @@
-#include "kqual/harness/manifest.hpp"
+#include "kqual/build/manifest.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/cuda/library.hpp"
 
-namespace kqual::harness {
+namespace kqual::build {
 namespace fs = std::filesystem;
 
 std::size_t scalar_size(ScalarType t) {
@@ -388,4 +388,4 @@ Manifest load_manifest(const fs::path& file_or_dir, ManifestUse use) {
   return parse_manifest(ss.str(), fs::absolute(file).lexically_normal(), use);
 }
 
-}  // namespace kqual::harness
+}  // namespace kqual::build

@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
 #include "kqual/core/error.hpp"
-#include "kqual/harness/expr.hpp"
+#include "kqual/build/expr.hpp"
 
-namespace kqual::harness {
+namespace kqual::build {
 namespace {
 
 std::int64_t ev(const std::string& s, std::map<std::string, std::int64_t> v = {{"n", 1000}, {"sms", 132}}) {
@@ -51,4 +51,4 @@ TEST(Expr, ErrorsNameTheExpressionAndColumn) {
 }
 
 }  // namespace
-}  // namespace kqual::harness
+}  // namespace kqual::build

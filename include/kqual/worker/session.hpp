@@ -9,9 +9,9 @@
 
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
-#include "kqual/harness/worker.hpp"
+#include "kqual/worker/worker.hpp"
 
-namespace kqual::harness {
+namespace kqual::worker {
 
 struct DeviceFacts {
   bool present = false;
@@ -51,4 +51,4 @@ class Session {
   std::optional<DeviceFacts> device_;
 };
 
-}  // namespace kqual::harness
+}  // namespace kqual::worker

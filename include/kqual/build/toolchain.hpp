@@ -1,7 +1,7 @@
 #pragma once
 // Building one source candidate with a chosen toolchain, so two builds of the same kernel can be
 // compared (kqual compare, docs/compare.md):
-//   - NVRTC to native SASS (the default; harness::build_candidate),
+//   - NVRTC to native SASS (the default; build::build_candidate),
 //   - NVRTC to PTX only (the driver JIT-compiles it at load time),
 //   - NVRTC to PTX, then an external ptxas (e.g. the 12.8 one inside the Triton wheel) to a cubin,
 //   - nvcc -cubin / -ptx on the source (another toolkit's whole front end).
@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "kqual/core/json.hpp"
-#include "kqual/harness/evaluate.hpp"
-#include "kqual/harness/manifest.hpp"
+#include "kqual/build/candidate.hpp"
+#include "kqual/build/manifest.hpp"
 
-namespace kqual::harness {
+namespace kqual::build {
 
 enum class ImageMode {
   sass,  // native cubin for the target (sm_XX)
@@ -93,4 +93,4 @@ std::optional<std::string> ptxas_max_ptx_version(const std::string& log);
 // Replaces the `.version X.Y` directive; Error(input) when the text has none.
 std::string rewrite_ptx_version(const std::string& ptx, const std::string& version);
 
-}  // namespace kqual::harness
+}  // namespace kqual::build

@@ -1,14 +1,18 @@
-#include "kqual/harness/measure.hpp"
+#include "kqual/bench/ceilings.hpp"
 
 #include <fmt/format.h>
 
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/cuda/nvrtc.hpp"
-#include "kqual/harness/session.hpp"
+#include "kqual/worker/session.hpp"
 #include "kqual/stats/summary.hpp"
 
-namespace kqual::harness {
+namespace kqual::bench {
+using worker::DeviceFacts;
+using worker::Session;
+using worker::SessionOptions;
+using worker::WorkerReply;
 namespace {
 
 // FMA-bound kernel: 8 independent dependency chains per thread so the FMA pipes, not latency,
@@ -81,4 +85,4 @@ DeviceCeilings measure_device_ceilings(double watchdog_seconds) {
   return c;
 }
 
-}  // namespace kqual::harness
+}  // namespace kqual::bench

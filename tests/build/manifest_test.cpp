@@ -5,10 +5,10 @@
 
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
-#include "kqual/harness/manifest.hpp"
+#include "kqual/build/manifest.hpp"
 #include "test_util.hpp"
 
-namespace kqual::harness {
+namespace kqual::build {
 namespace {
 namespace fs = std::filesystem;
 
@@ -131,4 +131,4 @@ TEST(BundledManifests, EveryBundledManifestParses) {
 }
 
 }  // namespace
-}  // namespace kqual::harness
+}  // namespace kqual::build

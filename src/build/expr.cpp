@@ -1,4 +1,4 @@
-#include "kqual/harness/expr.hpp"
+#include "kqual/build/expr.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "kqual/core/error.hpp"
 
-namespace kqual::harness {
+namespace kqual::build {
 
 struct Expr::Node {
   enum Kind { num, var, neg, add, sub, mul, div, mod, call } kind;
@@ -206,4 +206,4 @@ std::set<std::string> Expr::variables() const {
   return s;
 }
 
-}  // namespace kqual::harness
+}  // namespace kqual::build

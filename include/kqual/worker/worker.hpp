@@ -12,7 +12,7 @@
 
 #include "kqual/core/json.hpp"
 
-namespace kqual::harness {
+namespace kqual::worker {
 
 struct WorkerOptions {
   std::string exe;              // the kqual binary (default: /proc/self/exe)
@@ -58,4 +58,4 @@ class WorkerClient {
 // The worker's main loop (kqual worker): reads requests until EOF or {"op":"exit"}.
 int run_worker(int in_fd, int out_fd);
 
-}  // namespace kqual::harness
+}  // namespace kqual::worker

@@ -12,11 +12,11 @@
 #include <fstream>
 
 #include "kqual/core/error.hpp"
-#include "kqual/harness/worker.hpp"
+#include "kqual/worker/worker.hpp"
 
 extern char** environ;
 
-namespace kqual::harness {
+namespace kqual::worker {
 
 const char* to_string(WorkerReply::Status s) {
   switch (s) {
@@ -194,4 +194,4 @@ WorkerReply WorkerClient::call(const json& request, double timeout_s) {
   }
 }
 
-}  // namespace kqual::harness
+}  // namespace kqual::worker

@@ -16,9 +16,9 @@
 #include "kqual/core/sha256.hpp"
 #include "kqual/cuda/library.hpp"
 #include "kqual/cuda/objects.hpp"
-#include "kqual/harness/worker.hpp"
+#include "kqual/worker/worker.hpp"
 
-namespace kqual::harness {
+namespace kqual::worker {
 namespace {
 
 constexpr std::uint8_t kGuardByte = 0xA5;
@@ -439,4 +439,4 @@ int run_worker(int in_fd, int out_fd) {
   }
 }
 
-}  // namespace kqual::harness
+}  // namespace kqual::worker

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "kqual/contract/contract.hpp"
-#include "kqual/harness/expr.hpp"
+#include "kqual/build/expr.hpp"
 
-namespace kqual::harness {
+namespace kqual::build {
 
 enum class ScalarType { i32, u32, i64, u64 };
 std::size_t scalar_size(ScalarType t);
@@ -72,4 +72,4 @@ Manifest parse_manifest(const std::string& toml_text, const std::filesystem::pat
 // Names an expression may use: the contract's dims plus device facts.
 std::vector<std::string> expression_names(const contract::Contract& c);
 
-}  // namespace kqual::harness
+}  // namespace kqual::build

@@ -1,4 +1,4 @@
-#include "kqual/harness/toolchain.hpp"
+#include "kqual/build/toolchain.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include "kqual/cuda/nvrtc.hpp"
 #include "kqual/core/process.hpp"
 
-namespace kqual::harness {
+namespace kqual::build {
 namespace fs = std::filesystem;
 
 namespace {
@@ -472,7 +472,7 @@ BuiltCandidate adopt_prebuilt(const Manifest& m, const fs::path& image, const st
   if (!fs::is_regular_file(image, ec)) throw_error(ErrorKind::input, fmt::format("artifact '{}' does not exist", image.string()));
   artifact::Artifact a = artifact::parse_artifact(image.string());
   if (a.container == artifact::ContainerKind::host_binary)
-    throw_error(ErrorKind::input, fmt::format("{} is a host binary: pick its module first (harness::pick_module)", image.string()));
+    throw_error(ErrorKind::input, fmt::format("{} is a host binary: pick its module first (build::pick_module)", image.string()));
   BuiltCandidate b;
   const auto lowered = lower_if_source(m, arch, pv, b);
   b.lowered = match_kernels(m, lowered, artifact::kernel_symbols(a), image.string());
@@ -539,4 +539,4 @@ ModulePick pick_module(const Manifest& m, const fs::path& binary, const std::str
   return pick;
 }
 
-}  // namespace kqual::harness
+}  // namespace kqual::build
