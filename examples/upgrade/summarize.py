@@ -27,7 +27,7 @@ def main():
         if s[side].get("module"):
             print(f"- {side}: {s[side]['module']}")
     v = r["verdict"]
-    print(f"\n**Gate verdict: {v['decision']}** — {v['summary']}\n")
+    print(f"\n**Gate verdict: {v['decision'].replace('_', ' ')}** — {v['summary']}\n")
     if r.get("correctness_relation"):
         print(f"Correctness: {r['correctness_relation']['explanation']}\n")
     st = r.get("startup", {})

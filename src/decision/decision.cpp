@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "kqual/core/error.hpp"
+#include "kqual/core/exit_codes.hpp"
 #include "kqual/model/amdahl.hpp"
 #include "kqual/stats/summary.hpp"
 
@@ -99,11 +100,41 @@ double breakeven(double cold, double saving) {
 const char* to_string(ShipVerdict v) {
   switch (v) {
     case ShipVerdict::ship: return "ship";
+    case ShipVerdict::do_not_ship: return "do_not_ship";
+    case ShipVerdict::no_difference: return "no_difference";
+    case ShipVerdict::inconclusive: return "inconclusive";
+    case ShipVerdict::incomplete: return "incomplete";
+  }
+  return "?";
+}
+
+const char* describe(ShipVerdict v) {
+  switch (v) {
+    case ShipVerdict::ship: return "ship";
     case ShipVerdict::do_not_ship: return "do not ship as built";
     case ShipVerdict::no_difference: return "no difference";
     case ShipVerdict::inconclusive: return "inconclusive";
+    case ShipVerdict::incomplete: return "incomplete (no decision)";
   }
   return "?";
+}
+
+std::optional<ShipVerdict> ship_verdict_from_string(const std::string& s) {
+  for (ShipVerdict v : {ShipVerdict::ship, ShipVerdict::do_not_ship, ShipVerdict::no_difference, ShipVerdict::inconclusive,
+                        ShipVerdict::incomplete})
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+
+int exit_code(ShipVerdict v) {
+  switch (v) {
+    case ShipVerdict::ship:
+    case ShipVerdict::no_difference: return kExitPass;
+    case ShipVerdict::do_not_ship:
+    case ShipVerdict::inconclusive: return kExitFail;
+    case ShipVerdict::incomplete: return kExitIncomplete;
+  }
+  return kExitInternal;
 }
 
 ColdStartDelta cold_start_delta(CacheMode mode, std::span<const double> old_first, std::span<const double> new_first,
@@ -212,7 +243,7 @@ Decision decide(const DecisionInput& in, const DeploymentProfile& p) {
     const Core alt = evaluate(other, in.warm, p, false);
     if (alt.verdict != d.verdict)
       d.would_reverse.push_back(fmt::format("a deployment whose JIT cache is '{}' at start (first-request change {}): {}",
-                                            to_string(other.mode), dur(other.delta_s), to_string(alt.verdict)));
+                                            to_string(other.mode), dur(other.delta_s), describe(alt.verdict)));
   }
 
   // Mitigations, each with the rule re-applied to the numbers that stand in for the mitigated build.
@@ -246,7 +277,7 @@ Decision decide(const DecisionInput& in, const DeploymentProfile& p) {
     d.mitigations.push_back(m);
   }
 
-  d.headline = fmt::format("{} for profile '{}': {}", to_string(d.verdict), p.name, core.why);
+  d.headline = fmt::format("{} for profile '{}': {}", describe(d.verdict), p.name, core.why);
   return d;
 }
 
@@ -280,7 +311,7 @@ json to_json(const Decision& d) {
 }
 
 std::string to_markdown(const Decision& d) {
-  std::string s = fmt::format("**Verdict: {}** — {}\n\n", to_string(d.verdict), d.headline);
+  std::string s = fmt::format("**Verdict: {}** — {}\n\n", describe(d.verdict), d.headline);
   s += "Reasons:\n";
   for (const auto& r : d.reasons) s += "- " + r + "\n";
   s += fmt::format("\nBreak-even: {} calls per process (optimistic {}, conservative {}).\n",
@@ -292,7 +323,7 @@ std::string to_markdown(const Decision& d) {
   if (!d.mitigations.empty()) {
     s += "\nMitigations:\n";
     for (const auto& m : d.mitigations)
-      s += fmt::format("- **{}** → {}: {} (basis: {})\n", m.name, to_string(m.verdict_after), m.action, m.basis);
+      s += fmt::format("- **{}** → {}: {} (basis: {})\n", m.name, describe(m.verdict_after), m.action, m.basis);
   }
   return s;
 }

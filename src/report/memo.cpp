@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <sstream>
+
+#include "kqual/decision/decision.hpp"
 
 namespace kqual::report {
 namespace {
@@ -16,14 +19,21 @@ std::string str(const json& j, const char* key, const std::string& def = "") {
 
 }  // namespace
 
+std::string verdict_words(const json& decision) {
+  if (!decision.is_string()) return "no verdict";
+  const std::string word = decision.get<std::string>();
+  const auto v = decision::ship_verdict_from_string(word);
+  return v ? decision::describe(*v) : word;
+}
+
 std::string render_qualify_memo(const json& r) {
   std::ostringstream m;
   const json& cand = r.at("candidate");
   const json& verdict = r.at("verdict");
   const json& prov = r.at("provenance");
   m << fmt::format("# kqual qualification memo: {} ({})\n\n", str(cand, "name"), str(cand, "contract"));
-  std::string decision = str(verdict, "decision");
-  std::string headline = decision == "ship" ? "SHIP" : decision == "do_not_ship" ? "DO NOT SHIP" : "INCOMPLETE — no decision";
+  std::string headline = verdict_words(verdict.value("decision", json()));
+  for (auto& ch : headline) ch = char(std::toupper(static_cast<unsigned char>(ch)));
   m << fmt::format("**Verdict: {}** (exit code {}). {}\n\n", headline, verdict.value("exit_code", -1), str(verdict, "summary"));
   for (const auto& reason : verdict.at("reasons")) m << "- " << reason.get<std::string>() << "\n";
   m << "\n";

@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-#include "kqual/compare/compare.hpp"
+#include "kqual/pipeline/compare.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/run/cli.hpp"
 

@@ -7,9 +7,12 @@
 #include "kqual/core/files.hpp"
 #include "kqual/run/cli.hpp"
 #include "kqual/core/exit_codes.hpp"
-#include "kqual/run/qualify.hpp"
+#include "kqual/pipeline/qualify.hpp"
 
 namespace kqual::run {
+using pipeline::QualifyOptions;
+using pipeline::QualifyOutcome;
+using pipeline::SelftestOptions;
 namespace {
 
 void add_common(CLI::App* cmd, QualifyOptions& o) {
@@ -58,7 +61,7 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
       o.command_line = g.command_line;
       o.correctness = correctness;
       o.timing = timing;
-      QualifyOutcome out = qualify(o);
+      QualifyOutcome out = pipeline::qualify(o);
       print_outcome(g, out);
       *exit_code = out.exit_code;
     });
@@ -86,7 +89,7 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
   self->callback([&g, &st, &seeds, &self_out, exit_code] {
     st.command_line = g.command_line;
     if (!seeds.empty()) st.seeds = seeds;
-    QualifyOutcome out = selftest(st);
+    QualifyOutcome out = pipeline::selftest(st);
     if (!self_out.empty()) {
       std::filesystem::create_directories(self_out);
       write_file_atomic(self_out / "results.json", out.results.dump(2) + "\n");

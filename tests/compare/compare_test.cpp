@@ -7,7 +7,7 @@
 
 #include "compare_util.hpp"
 #include "kqual/artifact/artifact.hpp"
-#include "kqual/compare/compare.hpp"
+#include "kqual/pipeline/compare.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/decision/profile.hpp"
@@ -108,7 +108,7 @@ TEST(CompareDecision, BreakEvenIsExtraColdOverWarmSaving) {
   EXPECT_EQ(d.verdict, decision::ShipVerdict::ship);
   EXPECT_LE(d.breakeven_calls_optimistic, 450.0);
   EXPECT_GE(d.breakeven_calls_conservative, 450.0);
-  EXPECT_EQ(compare::exit_code_for(d.verdict), 0);
+  EXPECT_EQ(decision::exit_code(d.verdict), 0);
 }
 
 TEST(CompareDecision, SamePairTwoProfilesTwoVerdicts) {
@@ -119,7 +119,7 @@ TEST(CompareDecision, SamePairTwoProfilesTwoVerdicts) {
   // 50 calls × 0.2 ms = 10 ms never repays 90 ms per process.
   EXPECT_EQ(cold.verdict, decision::ShipVerdict::do_not_ship);
   EXPECT_NEAR(cold.net_cost_per_process_s, 0.090 - 50 * 0.0002, 1e-9);
-  EXPECT_EQ(compare::exit_code_for(cold.verdict), 1);
+  EXPECT_EQ(decision::exit_code(cold.verdict), 1);
   // Mitigation: native SASS (no JIT) turns it around.
   bool sass_ships = false;
   for (const auto& m : cold.mitigations)
@@ -148,8 +148,8 @@ TEST(CompareDecision, NoiseFloorDecidesWhatCountsAsACost) {
 TEST(CompareDecision, MissingEvidenceIsAnError) {
   EXPECT_THROW(compare::decision_input({}, {1.0}, {1.0}, false, "sm_90", 1, 0.02), Error);
   EXPECT_THROW(compare::decision_input(jit_pairs(), {}, {1.0}, false, "sm_90", 1, 0.02), Error);
-  EXPECT_EQ(compare::exit_code_for(decision::ShipVerdict::inconclusive), 1);
-  EXPECT_EQ(compare::exit_code_for(decision::ShipVerdict::no_difference), 0);
+  EXPECT_EQ(decision::exit_code(decision::ShipVerdict::inconclusive), 1);
+  EXPECT_EQ(decision::exit_code(decision::ShipVerdict::no_difference), 0);
 }
 
 // ---- Toolchain ----

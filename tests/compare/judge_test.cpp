@@ -10,9 +10,10 @@
 #include <cmath>
 
 #include "compare_util.hpp"
-#include "kqual/compare/compare.hpp"
+#include "kqual/pipeline/compare.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/decision/profile.hpp"
+#include "kqual/report/memo.hpp"
 #include "kqual/check/evaluate.hpp"
 
 namespace fs = std::filesystem;
@@ -136,7 +137,7 @@ TEST(CompareJudge, GpuShapedEvidenceRendersTheMemo) {
   const json& d = r.at("startup").at("modes").at(0).at("first_request_delta_ms");
   ASSERT_TRUE(d.at("ci").is_array());
   std::string memo;
-  ASSERT_NO_THROW(memo = compare::render_memo(r));
+  ASSERT_NO_THROW(memo = report::render_compare_memo(r));
   EXPECT_NE(memo.find("## 3. Startup"), std::string::npos) << memo;
   EXPECT_NE(memo.find("## 5. Decision per deployment profile"), std::string::npos) << memo;
   EXPECT_NE(memo.find(fmt::format("{:+.2f}", d.at("estimate").get<double>())), std::string::npos) << memo;
@@ -144,7 +145,7 @@ TEST(CompareJudge, GpuShapedEvidenceRendersTheMemo) {
   // Two profiles, two verdicts: the long-lived server repays the JIT, the cold-start-heavy one does not.
   ASSERT_EQ(r.at("decisions").size(), 2u);
   EXPECT_EQ(r.at("decisions").at(0).at("decision").at("verdict"), "ship");
-  EXPECT_EQ(r.at("decisions").at(1).at("decision").at("verdict"), "do not ship as built");
+  EXPECT_EQ(r.at("decisions").at(1).at("decision").at("verdict"), "do_not_ship");
   EXPECT_EQ(j.exit_code, 0);  // the first profile is the gate
   EXPECT_EQ(r.at("verdict").at("decision"), "ship");
   EXPECT_TRUE(r.contains("wall_s"));
@@ -193,7 +194,7 @@ TEST(CompareJudge, BothSidesFailingAlikeIsNotBlamedOnNew) {
   EXPECT_NE(r.at("verdict").at("summary").get<std::string>().find("Both builds fail the contract"), std::string::npos)
       << r.at("verdict").dump(2);
   EXPECT_EQ(r.at("verdict").at("decision"), "ship");  // the long-lived profile's speed verdict stands
-  EXPECT_NE(compare::render_memo(r).find("the change does not alter correctness"), std::string::npos);
+  EXPECT_NE(report::render_compare_memo(r).find("the change does not alter correctness"), std::string::npos);
 }
 
 TEST(CompareJudge, NewBreakingWhatOldGotRightIsBlamed) {
@@ -203,7 +204,7 @@ TEST(CompareJudge, NewBreakingWhatOldGotRightIsBlamed) {
   ev.correctness[1] = rejected_side(40, {{"f32/n=1/nan", "nan_policy"}, {"f32/n=4097/tail", "wrong_result"}});
   EXPECT_EQ(compare::relate(ev.correctness[0], ev.correctness[1]), compare::CorrectnessRelation::both_rejected_differently);
   compare::Judgement j = compare::judge(static_part(t), ev, options());
-  EXPECT_EQ(j.results.at("verdict").at("decision"), "do not ship as built");
+  EXPECT_EQ(j.results.at("verdict").at("decision"), "do_not_ship");
   EXPECT_EQ(j.exit_code, 1);
   EXPECT_NE(j.results.at("correctness_relation").at("explanation").get<std::string>().find("f32/n=4097/tail"),
             std::string::npos);
@@ -226,8 +227,8 @@ TEST(CompareJudge, WrongTimedOutputOnNewAloneIsBlamed) {
   ev.warm[1].side[1].verified = false;
   ev.warm[1].side[1].verify_detail = "timed output wrong";
   const compare::Judgement j = compare::judge(static_part(t), ev, options());
-  EXPECT_EQ(j.results.at("verdict").at("decision"), "do not ship as built");
-  EXPECT_NO_THROW(compare::render_memo(j.results));
+  EXPECT_EQ(j.results.at("verdict").at("decision"), "do_not_ship");
+  EXPECT_NO_THROW(report::render_compare_memo(j.results));
 }
 
 TEST(CompareJudge, NoLaunchPlanIsIncompleteNotAnError) {
@@ -237,5 +238,5 @@ TEST(CompareJudge, NoLaunchPlanIsIncompleteNotAnError) {
   ev.warm.clear();
   const compare::Judgement j = compare::judge(static_part(t), ev, options());
   EXPECT_EQ(j.exit_code, 3);
-  EXPECT_NO_THROW(compare::render_memo(j.results));
+  EXPECT_NO_THROW(report::render_compare_memo(j.results));
 }

@@ -50,8 +50,18 @@ struct DecisionInput {
   std::string target_arch = "sm_90";
 };
 
-enum class ShipVerdict { ship, do_not_ship, no_difference, inconclusive };
-const char* to_string(ShipVerdict v);  // "ship", "do not ship as built", "no difference", "inconclusive"
+// One verdict vocabulary for every command (qualify, check, bench, selftest, compare).
+enum class ShipVerdict { ship, do_not_ship, no_difference, inconclusive, incomplete };
+// The word results.json carries: "ship", "do_not_ship", "no_difference", "inconclusive", "incomplete".
+const char* to_string(ShipVerdict v);
+// The words a memo or a terminal prints: "ship", "do not ship as built", "no difference",
+// "inconclusive", "incomplete (no decision)".
+const char* describe(ShipVerdict v);
+// Parses to_string's words; nullopt for anything else.
+std::optional<ShipVerdict> ship_verdict_from_string(const std::string& s);
+// The process exit code (core/exit_codes.hpp): ship and no difference pass; do not ship and
+// inconclusive fail (the evidence does not support shipping); incomplete is 3.
+int exit_code(ShipVerdict v);
 
 struct Mitigation {
   std::string name;                 // "ship native SASS", "ship a warm JIT cache", "pre-load at start-up"

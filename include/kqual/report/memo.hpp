@@ -8,5 +8,11 @@
 namespace kqual::report {
 
 std::string render_qualify_memo(const json& results);
+// kqual compare's memo (schema kqual.compare), from results.json only: the memo never says more
+// than the data.
+std::string render_compare_memo(const json& results);
+// A verdict word of results.json ("do_not_ship") as a memo prints it ("do not ship as built");
+// an unknown word is printed as it is.
+std::string verdict_words(const json& decision);
 
 }  // namespace kqual::report

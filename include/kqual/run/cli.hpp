@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "kqual/compare/compare.hpp"
-#include "kqual/run/qualify.hpp"
+#include "kqual/pipeline/compare.hpp"
+#include "kqual/pipeline/qualify.hpp"
 
 namespace CLI {
 class App;
@@ -38,8 +38,8 @@ struct CompareCliOptions {
 struct CliState {
   GlobalOptions g;
   int exit_code = 0;
-  QualifyOptions qualify, check, bench;
-  SelftestOptions selftest;
+  pipeline::QualifyOptions qualify, check, bench;
+  pipeline::SelftestOptions selftest;
   std::vector<std::uint64_t> selftest_seeds;
   std::filesystem::path selftest_out;
   CompareCliOptions compare;

@@ -1,4 +1,7 @@
-#include "kqual/compare/compare.hpp"
+#include "kqual/pipeline/compare.hpp"
+
+#include "kqual/pipeline/stages.hpp"
+#include "kqual/report/memo.hpp"
 
 #include <fmt/format.h>
 
@@ -36,15 +39,6 @@ std::vector<int> interleave_order(int count) {
   return out;
 }
 
-int exit_code_for(decision::ShipVerdict v) {
-  switch (v) {
-    case decision::ShipVerdict::ship:
-    case decision::ShipVerdict::no_difference: return kExitPass;
-    case decision::ShipVerdict::do_not_ship:
-    case decision::ShipVerdict::inconclusive: return kExitFail;
-  }
-  return kExitInternal;
-}
 
 namespace {
 
@@ -411,11 +405,11 @@ Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions&
   for (const auto& x : ds.front().reasons) verdict["reasons"].push_back(x);
   for (std::size_t i = 1; i < ds.size(); ++i)
     verdict["reasons"].push_back(
-        fmt::format("for profile '{}': {}", jo.profiles[i].name, decision::to_string(ds[i].verdict)));
+        fmt::format("for profile '{}': {}", jo.profiles[i].name, decision::describe(ds[i].verdict)));
   std::string headline = ds.front().headline;
   if (both_wrong)
     headline = "Both builds fail the contract (a defect the change did not introduce); as for speed: " + headline;
-  return finish(decision::to_string(ds.front().verdict), exit_code_for(ds.front().verdict), headline);
+  return finish(decision::to_string(ds.front().verdict), decision::exit_code(ds.front().verdict), headline);
 }
 
 namespace {
@@ -597,19 +591,15 @@ CompareOutcome run_compare(const CompareOptions& o) {
   }
 
   // ---- 2. Device (through a worker; never CUDA in this process) and target ----
-  worker::SessionOptions so;
-  so.use_gpu = o.use_gpu;
-  so.watchdog_seconds = o.watchdog_seconds;
-  worker::Session session(so);
-  const worker::DeviceFacts& dev = session.device();
-  const std::string arch = dev.present ? dev.arch : (o.arch.empty() ? std::string(KQUAL_DEFAULT_ARCH) : o.arch);
-  if (dev.present && !o.arch.empty() && o.arch != dev.arch)
-    throw_error(ErrorKind::usage, fmt::format("--arch {} given but the device is {}", o.arch, dev.arch));
-  const std::string why_no_gpu = o.use_gpu ? dev.why_absent : "GPU phases disabled (--no-gpu)";
+  pipeline::Target tg = pipeline::open_target({o.use_gpu, o.watchdog_seconds, o.arch});
+  worker::Session& session = *tg.session;
+  const worker::DeviceFacts& dev = *tg.device;
+  const std::string arch = tg.arch;
+  const std::string why_no_gpu = tg.why_no_gpu;
 
   json r{{"schema", "kqual.compare/1"}, {"schema_version", kJsonSchemaVersion}};
-  r["provenance"] = report::provenance(o.command_line, dev.present ? dev.device : json());
-  r["target"] = {{"arch", arch}, {"source", dev.present ? "device 0" : (o.arch.empty() ? "default (no device)" : "--arch")}};
+  r["provenance"] = report::provenance(o.command_line, tg.device_json());
+  r["target"] = {{"arch", arch}, {"source", tg.arch_source}};
   json notes = json::array();
 
   // ---- 3. Build (or adopt) both sides: static, no GPU ----
@@ -692,17 +682,11 @@ CompareOutcome run_compare(const CompareOptions& o) {
   auto write = [&](json results, int code) {
     CompareOutcome out;
     out.results = std::move(results);
-    out.memo = render_memo(out.results);
+    out.memo = report::render_compare_memo(out.results);
     out.exit_code = code;
-    // Both files are complete before either becomes visible under its final name.
-    fs::create_directories(o.out_dir);
-    out.results_path = o.out_dir / "results.json";
-    out.memo_path = o.out_dir / "memo.md";
-    const fs::path tmp_r = o.out_dir / ".results.json.partial", tmp_m = o.out_dir / ".memo.md.partial";
-    write_file_atomic(tmp_r, out.results.dump(2) + "\n");
-    write_file_atomic(tmp_m, out.memo);
-    fs::rename(tmp_r, out.results_path);
-    fs::rename(tmp_m, out.memo_path);
+    const pipeline::Written w = pipeline::write_results(o.out_dir, out.results, out.memo);
+    out.results_path = w.results;
+    out.memo_path = w.memo;
     return out;
   };
 
@@ -762,7 +746,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
   std::future<void> primed;
   if (ev.can_launch && contract)
     primed = std::async(std::launch::async, [&] {
-      worker::Session prep(so);
+      worker::Session prep(session.options());
       bench::prepare_timing_cases(prep, *contract, to);
     });
   if (ev.can_launch && o.correctness) {
@@ -771,7 +755,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
     co.include_large = o.large_cases;
     // Both sides at once, each in its own worker process (correctness is not timed).
     say(o, "correctness: old and new, each in its own worker");
-    worker::Session other(so);
+    worker::Session other(session.options());
     auto new_side = std::async(std::launch::async, [&] {
       return to_side(check::check_correctness(other, *sides[1].built, co));
     });

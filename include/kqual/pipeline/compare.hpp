@@ -101,10 +101,6 @@ decision::DecisionInput decision_input(const std::vector<StartupPair>& startup, 
                                        const std::vector<double>& warm_new_ms, std::optional<bool> new_uses_ptx_jit,
                                        const std::string& target_arch, double cold_noise_floor_ms, double warm_margin);
 
-// Exit code for the gate verdict: ship and no difference → 0; do not ship and inconclusive → 1
-// (a gate must not approve what the evidence could not show).
-int exit_code_for(decision::ShipVerdict v);
-
 // ---- What the GPU phases measured, as data: judge() weighs it (CPU tests build it by hand) ----
 
 // Correctness of one side over the contract's cases.
@@ -205,6 +201,6 @@ struct Judgement {
 Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions& jo);
 
 // The memo, rendered from a results document.
-std::string render_memo(const json& results);
+
 
 }  // namespace kqual::compare

@@ -1,4 +1,4 @@
-#include "kqual/run/qualify.hpp"
+#include "kqual/pipeline/qualify.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -11,11 +11,13 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/check/evaluate.hpp"
+#include "kqual/decision/qualify.hpp"
+#include "kqual/pipeline/stages.hpp"
 #include "kqual/report/memo.hpp"
 #include "kqual/report/provenance.hpp"
 #include "kqual/core/exit_codes.hpp"
 
-namespace kqual::run {
+namespace kqual::pipeline {
 namespace fs = std::filesystem;
 
 std::optional<fs::path> find_bundled(const std::string& name, const fs::path& hint) {
@@ -79,35 +81,24 @@ json claims_json(const build::Manifest& m) {
               {"in_place", m.supports.in_place}};
 }
 
-void write_outputs(QualifyOutcome& out, const fs::path& dir, const std::string& memo) {
-  fs::create_directories(dir);
-  out.results_path = dir / "results.json";
-  out.memo_path = dir / "memo.md";
-  write_file_atomic(out.results_path, out.results.dump(2) + "\n");
-  write_file_atomic(out.memo_path, memo);
-}
 
 }  // namespace
 
 QualifyOutcome qualify(const QualifyOptions& o) {
+  // ---- target: manifest, contract, device and arch ----
   QualifyOutcome out;
   build::Manifest m = build::load_manifest(o.candidate);
   const contract::Contract& c = contract::find_contract(m.contract);
   auto bench_dtype = parse_dtype(o.dtype);
   if (!bench_dtype) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", o.dtype));
-
-  worker::SessionOptions so;
-  so.use_gpu = o.use_gpu;
-  so.watchdog_seconds = o.watchdog_seconds;
-  worker::Session s(so);
-  const worker::DeviceFacts& dev = s.device();
-  std::string arch = dev.present ? dev.arch : (o.arch.empty() ? std::string(KQUAL_DEFAULT_ARCH) : o.arch);
-  if (dev.present && !o.arch.empty() && o.arch != dev.arch)
-    throw_error(ErrorKind::usage, fmt::format("--arch {} given but the device is {}", o.arch, dev.arch));
+  std::vector<contract::Dims> shapes;
+  for (const auto& text : o.shapes) shapes.push_back(contract::parse_shape(c, text));
+  Target tg = open_target({o.use_gpu, o.watchdog_seconds, o.arch});
+  worker::Session& s = *tg.session;
 
   json phases = json::object();
   json r{{"schema", "kqual.qualify"}, {"schema_version", kJsonSchemaVersion}};
-  r["provenance"] = report::provenance(o.command_line, dev.present ? dev.device : json());
+  r["provenance"] = report::provenance(o.command_line, tg.device_json());
   r["candidate"] = {{"name", m.name}, {"manifest", m.file.string()}, {"contract", m.contract},
                     {"description", m.description}, {"claims", claims_json(m)}};
   r["contract"] = contract_json(c, m.supports);
@@ -115,8 +106,9 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   phases["contract_refusals"] = fmt::format("{} unsupported requests refused with the expected reason",
                                             r["contract"]["refusals_checked"].size());
 
-  build::BuiltCandidate cand = build::build_candidate(m, arch, s.scratch());
-  phases["compile"] = fmt::format("done: {} for {} in {:.1f} ms", cand.compiler, arch, cand.compile_ms);
+  // ---- build: the candidate and (for timing) every bundled baseline ----
+  build::BuiltCandidate cand = build::build_candidate(m, tg.arch, s.scratch());
+  phases["compile"] = fmt::format("done: {} for {} in {:.1f} ms", cand.compiler, tg.arch, cand.compile_ms);
   auto baseline_dir = find_bundled("baselines", m.dir);
   std::vector<build::BuiltCandidate> baselines;
   // Baselines matter for timing only (`check` leaves them out; `qualify` also checks them, since a
@@ -126,118 +118,100 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     for (const auto& e : fs::directory_iterator(*baseline_dir / m.contract))
       if (fs::exists(e.path() / "kqual.toml")) dirs.push_back(e.path());
     std::sort(dirs.begin(), dirs.end());
-    for (const auto& d : dirs) baselines.push_back(build::build_candidate(build::load_manifest(d), arch, s.scratch()));
+    for (const auto& d : dirs) baselines.push_back(build::build_candidate(build::load_manifest(d), tg.arch, s.scratch()));
   }
   phases["baselines"] = !o.timing ? std::string("not needed (no timing)")
                        : baselines.empty() ? std::string("none found (baselines/") + m.contract + ")"
                                           : fmt::format("{} compiled", baselines.size());
 
-  json verdict{{"reasons", json::array()}, {"would_reverse", json::array()}};
-  auto finish = [&](const std::string& decision, int code, const std::string& summary) {
-    verdict["decision"] = decision;
-    verdict["exit_code"] = code;
-    verdict["summary"] = summary;
-    r["phases"] = phases;
-    r["verdict"] = verdict;
-    out.results = r;
-    out.exit_code = code;
-    write_outputs(out, o.out_dir, report::render_qualify_memo(r));
-    return out;
-  };
+  decision::QualifyFindings f;
+  f.arch = tg.arch;
+  f.gpu = tg.gpu();
+  f.why_no_gpu = tg.why_no_gpu;
+  f.correctness_run = o.correctness;
+  f.timing_run = o.timing;
+  if (!tg.gpu()) {
+    for (const char* ph : {"load", "correctness", "timing"}) phases[ph] = "not run: needs a GPU (" + tg.why_no_gpu + ")";
+  } else {
+    // ---- load: the module in the worker; registers, shared and local bytes; argument sizes ----
+    std::string load_err = check::load_and_describe(s, cand);
+    if (!load_err.empty()) throw_error(ErrorKind::input, load_err);
+    for (auto& b : baselines) {
+      std::string e = check::load_and_describe(s, b);
+      if (!e.empty()) throw_error(ErrorKind::internal, "baseline " + b.manifest.name + ": " + e);
+    }
+    phases["load"] = fmt::format("done on {} ({})", tg.device->device.value("name", "?"), tg.arch);
+
+    // ---- check: the contract's cases, references out of the candidate's reach ----
+    check::CheckOptions co;
+    co.seed = o.seed;
+    co.include_large = o.large_cases;
+    if (o.correctness) {
+      check::CorrectnessReport rep = check::check_correctness(s, cand, co);
+      r["correctness"] = rep.to_json(false);
+      f.correct = rep.accepted();
+      f.cases = rep.cases;
+      f.passed = rep.passed;
+      f.failed = rep.failed;
+      f.refused = rep.refused;
+      f.primary_code = rep.primary_code();
+      for (const auto& x : rep.results)
+        if (x.status == "fail") { f.first_failure = x.detail; break; }
+      phases["correctness"] = fmt::format("{}: {} passed, {} failed, {} refused of {} cases", rep.accepted() ? "accepted" : "rejected",
+                                          rep.passed, rep.failed, rep.refused, rep.cases);
+      json bc = json::array();
+      check::CheckOptions small = co;
+      small.include_large = false;
+      for (const auto& b : baselines) bc.push_back(check::check_correctness(s, b, small).to_json(false));
+      r["baselines_correctness"] = bc;
+    } else {
+      phases["correctness"] = "skipped (--no-correctness)";
+    }
+
+    // ---- time: against the baselines, L2 flushed, interleaved, timed outputs re-checked ----
+    if (!f.correct) {
+      phases["timing"] = "not run: the candidate is incorrect";
+    } else if (!o.timing) {
+      phases["timing"] = "skipped (--no-timing)";
+    } else {
+      bench::TimingOptions to;
+      to.dtype = *bench_dtype;
+      to.shapes = shapes;
+      to.rounds = o.rounds;
+      to.samples_per_round = o.samples_per_round;
+      to.seed = o.seed;
+      f.equivalence_margin = to.equivalence_margin;
+      std::vector<const build::BuiltCandidate*> bptr;
+      for (const auto& b : baselines) bptr.push_back(&b);
+      bench::TimingReport tr = bench::time_against_baselines(s, cand, bptr, to);
+      r["timing"] = tr.to_json();
+      phases["timing"] = fmt::format("done: {} shapes, {} baselines", tr.shapes.size(), baselines.size());
+      for (const auto& sh : tr.shapes) {
+        const auto& cs = sh.series.at(0);
+        decision::QualifyShape q;
+        q.shape = sh.shape;
+        if (!cs.error.empty() || !cs.verified) q.failure = cs.error.empty() ? cs.verify_detail : cs.error;
+        q.fastest_baseline = sh.fastest_baseline;
+        if (!sh.fastest_baseline.empty()) q.vs_fastest = sh.vs_fastest;
+        f.shapes.push_back(std::move(q));
+      }
+    }
+  }
   r["artifact"] = cand.to_json();
   json bl = json::array();
   for (const auto& b : baselines) bl.push_back(b.to_json());
   r["baselines"] = bl;
 
-  if (!dev.present) {
-    std::string why = o.use_gpu ? dev.why_absent : "GPU phases disabled (--no-gpu)";
-    for (const char* ph : {"load", "correctness", "timing"}) phases[ph] = "not run: needs a GPU (" + why + ")";
-    verdict["reasons"].push_back("static phases passed: manifest valid, contract refusals checked, candidate and baselines "
-                                 "compiled with NVRTC for " + arch);
-    verdict["reasons"].push_back("not run without a GPU: module load (driver-reported registers/shared/local bytes), "
-                                 "correctness against the contract, timing against baselines");
-    return finish("incomplete", kExitIncomplete, "No GPU: only the static phases ran. " + why);
-  }
-
-  std::string load_err = check::load_and_describe(s, cand);
-  if (!load_err.empty()) throw_error(ErrorKind::input, load_err);
-  for (auto& b : baselines) {
-    std::string e = check::load_and_describe(s, b);
-    if (!e.empty()) throw_error(ErrorKind::internal, "baseline " + b.manifest.name + ": " + e);
-  }
-  r["artifact"] = cand.to_json();
-  bl = json::array();
-  for (const auto& b : baselines) bl.push_back(b.to_json());
-  r["baselines"] = bl;
-  phases["load"] = fmt::format("done on {} ({})", dev.device.value("name", "?"), dev.arch);
-
-  check::CheckOptions co;
-  co.seed = o.seed;
-  co.include_large = o.large_cases;
-  bool correct = true;
-  if (o.correctness) {
-    check::CorrectnessReport rep = check::check_correctness(s, cand, co);
-    r["correctness"] = rep.to_json(false);
-    correct = rep.accepted();
-    phases["correctness"] = fmt::format("{}: {} passed, {} failed, {} refused of {} cases", rep.accepted() ? "accepted" : "rejected",
-                                        rep.passed, rep.failed, rep.refused, rep.cases);
-    json bc = json::array();
-    check::CheckOptions small = co;
-    small.include_large = false;
-    for (const auto& b : baselines) bc.push_back(check::check_correctness(s, b, small).to_json(false));
-    r["baselines_correctness"] = bc;
-    if (!correct) {
-      verdict["reasons"].push_back(fmt::format("rejected by the contract: {} of {} cases failed, mostly `{}`: {}", rep.failed,
-                                               rep.cases, rep.primary_code(),
-                                               [&] { for (const auto& x : rep.results) if (x.status == "fail") return x.detail; return std::string(); }()));
-      phases["timing"] = "not run: the candidate is incorrect";
-      verdict["would_reverse"].push_back("a build that passes every correctness case");
-      return finish("do_not_ship", kExitFail, "The candidate computes the wrong answer.");
-    }
-    verdict["reasons"].push_back(fmt::format("correct on all {} cases run ({} refused as outside its claimed domain)",
-                                             rep.passed, rep.refused));
-  } else {
-    phases["correctness"] = "skipped (--no-correctness)";
-  }
-
-  if (!o.timing) {
-    phases["timing"] = "skipped (--no-timing)";
-    return finish(correct ? "ship" : "do_not_ship", correct ? kExitPass : kExitFail,
-                  "Correctness only; no performance claim was checked.");
-  }
-  bench::TimingOptions to;
-  to.dtype = *bench_dtype;
-  for (const auto& text : o.shapes) to.shapes.push_back(contract::parse_shape(c, text));
-  to.rounds = o.rounds;
-  to.samples_per_round = o.samples_per_round;
-  to.seed = o.seed;
-  std::vector<const build::BuiltCandidate*> bptr;
-  for (const auto& b : baselines) bptr.push_back(&b);
-  bench::TimingReport tr = bench::time_against_baselines(s, cand, bptr, to);
-  r["timing"] = tr.to_json();
-  phases["timing"] = fmt::format("done: {} shapes, {} baselines", tr.shapes.size(), baselines.size());
-  bool slower = false, broken_timed = false;
-  for (const auto& sh : tr.shapes) {
-    const auto& cs = sh.series.at(0);
-    if (!cs.error.empty() || !cs.verified) {
-      broken_timed = true;
-      verdict["reasons"].push_back(fmt::format("{}: {}", sh.shape, cs.error.empty() ? cs.verify_detail : cs.error));
-      continue;
-    }
-    if (sh.fastest_baseline.empty()) continue;
-    const auto& v = sh.vs_fastest;
-    std::string line = fmt::format("{}: {:.2f}x the fastest baseline ({}), time ratio 95 % CI [{:.3f}, {:.3f}] → {}", sh.shape,
-                                   1.0 / v.estimate, sh.fastest_baseline, v.ci.lo, v.ci.hi, stats::to_string(v.verdict));
-    verdict["reasons"].push_back(line);
-    if (v.verdict == stats::Verdict::slower) slower = true;
-    verdict["would_reverse"].push_back(fmt::format(
-        "{}: a candidate/baseline time ratio above {:.3f} (now {:.3f}) would make it slower than {}", sh.shape,
-        1.0 + to.equivalence_margin, v.estimate, sh.fastest_baseline));
-  }
-  verdict["would_reverse"].push_back("a correctness failure on inputs outside the tested set (other sizes, dtypes, offsets)");
-  if (broken_timed) return finish("do_not_ship", kExitFail, "The candidate failed while being timed.");
-  if (slower) return finish("do_not_ship", kExitFail, "Correct, but slower than a baseline on at least one shape.");
-  return finish("ship", kExitPass, "Correct on every case, and no shape slower than the fastest baseline.");
+  // ---- decide, then write ----
+  const decision::QualifyVerdict v = decision::decide_qualify(f);
+  r["phases"] = phases;
+  r["verdict"] = decision::to_json(v);
+  out.results = r;
+  out.exit_code = decision::exit_code(v.verdict);
+  const Written w = write_results(o.out_dir, r, report::render_qualify_memo(r));
+  out.results_path = w.results;
+  out.memo_path = w.memo;
+  return out;
 }
 
 namespace {
@@ -325,10 +299,9 @@ QualifyOutcome selftest(const SelftestOptions& o) {
     return only.empty() || std::find(only.begin(), only.end(), contract) != only.end();
   };
 
-  worker::SessionOptions so;
-  so.watchdog_seconds = o.watchdog_seconds;
-  worker::Session s(so);
-  const worker::DeviceFacts& dev = s.device();
+  Target tg = open_target({true, o.watchdog_seconds, ""});
+  worker::Session& s = *tg.session;
+  const worker::DeviceFacts& dev = *tg.device;
 
   std::optional<std::string> sanitizer;
   std::string sanitizer_note;
@@ -384,7 +357,7 @@ QualifyOutcome selftest(const SelftestOptions& o) {
     if (broken && !m.expect_rejected_for)
       throw_error(ErrorKind::input, fmt::format("{}: a known-broken candidate must state [expect] rejected_for",
                                                 m.file.string()));
-    std::string arch = dev.present ? dev.arch : std::string(KQUAL_DEFAULT_ARCH);
+    const std::string& arch = tg.arch;
     json row{{"candidate", m.name}, {"contract", m.contract}, {"dir", entry.dir.string()}, {"kind", entry.kind},
              {"expected", broken ? "rejected: " + *m.expect_rejected_for : std::string("accepted")}};
     json& pc = contract_row(m.contract);
@@ -411,7 +384,7 @@ QualifyOutcome selftest(const SelftestOptions& o) {
     worker::Session* run_in = &s;
     fs::path san_log;
     if (sanitizer) {
-      worker::SessionOptions so2 = so;
+      worker::SessionOptions so2 = s.options();
       so2.watchdog_seconds = std::max(o.watchdog_seconds, 600.0);
       san_log = s.scratch() / fmt::format("sanitizer-{}-{}.log", m.contract, m.name);
       so2.worker_wrapper = {*sanitizer, "--tool", o.sanitize, "--log-file", san_log.string(), "--print-limit", "20"};
@@ -501,4 +474,4 @@ QualifyOutcome selftest(const SelftestOptions& o) {
   return out;
 }
 
-}  // namespace kqual::run
+}  // namespace kqual::pipeline

@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "kqual/compare/compare.hpp"
+#include "kqual/report/memo.hpp"
 
-namespace kqual::compare {
+namespace kqual::report {
 namespace {
 
 std::string str(const json& j, const char* key, const std::string& dflt = "") {
@@ -45,11 +45,12 @@ std::string ratio_text(const json& c) {
 
 }  // namespace
 
-std::string render_memo(const json& r) {
+std::string render_compare_memo(const json& r) {
   std::string s;
   const json& v = r.at("verdict");
   s += "# kqual compare: should NEW replace OLD?\n\n";
-  s += fmt::format("**Verdict: {}** (exit {}) — {}\n\n", str(v, "decision"), v.value("exit_code", -1), str(v, "summary"));
+  s += fmt::format("**Verdict: {}** (exit {}) — {}\n\n", verdict_words(v.value("decision", json())), v.value("exit_code", -1),
+                   str(v, "summary"));
   for (const auto& x : v.at("reasons")) s += "- " + x.get<std::string>() + "\n";
   s += "\n## Phases\n\n";
   for (const auto& [k, x] : r.at("phases").items()) s += fmt::format("- **{}**: {}\n", k, x.get<std::string>());
@@ -168,4 +169,4 @@ std::string render_memo(const json& r) {
   return s;
 }
 
-}  // namespace kqual::compare
+}  // namespace kqual::report

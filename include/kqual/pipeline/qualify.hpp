@@ -1,5 +1,6 @@
 #pragma once
-// The qualification pipeline as library calls (the CLI in qualify_cmd.cpp is a thin layer over it).
+// kqual qualify, check, bench and selftest as library calls (the CLI in run/qualify_cmd.cpp is a thin
+// layer over them); the phase order is pipeline/stages.hpp.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -8,7 +9,7 @@
 
 #include "kqual/core/json.hpp"
 
-namespace kqual::run {
+namespace kqual::pipeline {
 
 struct QualifyOptions {
   std::filesystem::path candidate;        // directory or kqual.toml
@@ -54,4 +55,4 @@ struct SelftestOptions {
 // its stated reason and every good one accepted, 1 otherwise, 3 without a GPU.
 QualifyOutcome selftest(const SelftestOptions& o);
 
-}  // namespace kqual::run
+}  // namespace kqual::pipeline
