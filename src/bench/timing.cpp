@@ -174,11 +174,7 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
       Series& se = sh.series[i];
       se.label = impls[i]->manifest.name;
       se.role = i == 0 ? "candidate" : "baseline";
-      contract::Request req;
-      req.dtype = o.dtype;
-      req.dims = dims;
-      for (const auto& t : c.tensors()) req.lengths[t.name] = c.tensor_elements(t.name, dims);
-      if (auto refusal = c.validate(req, impls[i]->manifest.supports)) {
+      if (auto refusal = c.validate(c.request(o.dtype, dims), impls[i]->manifest.supports)) {
         se.error = "refused: " + refusal->reason;
         continue;
       }

@@ -246,11 +246,7 @@ std::shared_ptr<const PreparedCase> prepare_case(Session& s, const contract::Con
 CaseResult run_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec) {
   CaseResult res;
   res.spec = spec;
-  contract::Request req;
-  req.dtype = spec.dtype;
-  req.dims = spec.dims;
-  for (const auto& t : c.tensors()) req.lengths[t.name] = c.tensor_elements(t.name, spec.dims);
-  req.offset_elements = spec.offset_elements;
+  const contract::Request req = c.request(spec.dtype, spec.dims, spec.offset_elements);
   if (auto refusal = c.validate(req, b.manifest.supports)) {
     res.status = "refused";
     res.code = refusal->code;

@@ -29,12 +29,18 @@ class ExclusiveScan final : public Contract {
   std::string summary() const override {
     return "y[0] = 0, y[i] = x[0] + ... + x[i-1] (exclusive prefix sum) over n contiguous elements";
   }
-  std::vector<TensorDecl> tensors() const override {
-    return {{"x", Role::input, "values, n elements"}, {"y", Role::output, "exclusive prefix sums, n elements"}};
+  const Domain& domain() const override {
+    static const Domain d{
+        .dims = {{.name = "n", .from_length_of = "x"}},
+        .tensors = {{.name = "x", .role = Role::input, .shape = {"n"}, .description = "values, n elements"},
+                    {.name = "y", .role = Role::output, .shape = {"n"}, .description = "exclusive prefix sums, n elements"}},
+        .dtypes = {DType::i32, DType::f32},
+        .limits = {{.dims = {"n"}, .max = kMaxN}},
+        .claim = {.dims = {"n"}},
+        .in_place = InPlace{"y", "x"},
+    };
+    return d;
   }
-  std::vector<std::string> dims() const override { return {"n"}; }
-  std::vector<DType> dtypes() const override { return {DType::i32, DType::f32}; }
-  std::int64_t tensor_elements(const std::string&, const Dims& dims) const override { return dims.at("n"); }
   std::string numerical_policy() const override {
     return "i32: bit-exact; the sum is taken modulo 2^32 (two's-complement wrap-around on overflow is the defined "
            "result, not an error). f32: error model. Any association order of IEEE-754 single-precision adds is "
@@ -46,79 +52,6 @@ class ExclusiveScan final : public Contract {
            "preserved (y[1] = x[0] exactly). NaN never matches a number: after a NaN, or after both +Inf and -Inf, "
            "every later y is NaN; after +Inf alone every later y is +Inf. Deterministic: two runs must agree "
            "bitwise.";
-  }
-  json domain_json() const override {
-    return json{{"dtypes", {"i32", "f32"}},
-                {"layout", "contiguous (stride 1), x and y of n elements"},
-                {"n", {{"min", 1}, {"max", "min(2^40, the candidate's max_n claim; default 2^31-1)"}}},
-                {"alignment", "candidate's min_alignment_bytes; an offset of one element is tested when the candidate "
-                              "claims element alignment"},
-                {"aliasing", "y may alias x only if the candidate claims in_place"}};
-  }
-
-  std::optional<Refusal> validate(const Request& req, const Supports& cand) const override {
-    if (req.dtype != DType::f32 && req.dtype != DType::i32)
-      return Refusal{"dtype_unsupported",
-                     fmt::format("dtype {} is outside the exclusive_scan contract (i32, f32)", to_string(req.dtype))};
-    if (!cand.supports(req.dtype))
-      return Refusal{"dtype_not_claimed", fmt::format("the candidate does not claim dtype {}", to_string(req.dtype))};
-    for (const char* t : {"x", "y"})
-      if (!req.lengths.count(t))
-        return Refusal{"missing_tensor", fmt::format("tensor '{}' is missing from the request", t)};
-    const std::int64_t n = req.lengths.at("x");
-    if (req.lengths.at("y") != n)
-      return Refusal{"length_mismatch", fmt::format("tensor 'y' has {} elements but x has {}", req.lengths.at("y"), n)};
-    if (auto it = req.dims.find("n"); it != req.dims.end() && it->second != n)
-      return Refusal{"length_mismatch", fmt::format("dim n = {} but x has {} elements", it->second, n)};
-    if (n < 1) return Refusal{"empty", fmt::format("n = {}: the contract needs at least one element", n)};
-    if (n > kMaxN)
-      return Refusal{"too_large", fmt::format("n = {} exceeds the contract's limit of 2^40 elements", n)};
-    if (n > cand.max_n)
-      return Refusal{"exceeds_claim", fmt::format("n = {} exceeds the candidate's claimed max_n = {}", n, cand.max_n)};
-    for (const auto& [t, s] : req.strides)
-      if (s != 1)
-        return Refusal{"non_contiguous",
-                       fmt::format("tensor '{}' has stride {}; the contract covers contiguous tensors only", t, s)};
-    if (req.offset_elements < 0)
-      return Refusal{"negative_offset", fmt::format("start offset {} is negative", req.offset_elements)};
-    const std::int64_t esize = std::int64_t(dtype_size(req.dtype));
-    if ((req.offset_elements * esize) % cand.min_alignment_bytes != 0)
-      return Refusal{"misaligned", fmt::format("a start offset of {} element(s) ({} bytes) breaks the candidate's "
-                                               "claimed alignment of {} bytes",
-                                               req.offset_elements, req.offset_elements * esize, cand.min_alignment_bytes)};
-    if (req.in_place && !cand.in_place)
-      return Refusal{"aliasing_not_claimed", "y aliases x, but the candidate does not claim in-place support"};
-    return std::nullopt;
-  }
-
-  // Only requests refused whatever the candidate claims (claim-dependent refusals — dtype_not_claimed,
-  // exceeds_claim, misaligned, aliasing_not_claimed — are tested against explicit claims).
-  std::vector<std::pair<Request, std::string>> unsupported_examples() const override {
-    auto base = [](DType t, std::int64_t n) {
-      Request r;
-      r.dtype = t;
-      r.dims = {{"n", n}};
-      r.lengths = {{"x", n}, {"y", n}};
-      return r;
-    };
-    std::vector<std::pair<Request, std::string>> v;
-    v.emplace_back(base(DType::bf16, 1024), "dtype_unsupported");
-    v.emplace_back(base(DType::f64, 1024), "dtype_unsupported");
-    Request missing = base(DType::f32, 1024);
-    missing.lengths.erase("y");
-    v.emplace_back(missing, "missing_tensor");
-    Request mm = base(DType::i32, 1024);
-    mm.lengths["y"] = 1023;
-    v.emplace_back(mm, "length_mismatch");
-    v.emplace_back(base(DType::f32, 0), "empty");
-    v.emplace_back(base(DType::i32, std::int64_t(1) << 41), "too_large");
-    Request nc = base(DType::f32, 1024);
-    nc.strides["x"] = 2;
-    v.emplace_back(nc, "non_contiguous");
-    Request neg = base(DType::i32, 1024);
-    neg.offset_elements = -1;
-    v.emplace_back(neg, "negative_offset");
-    return v;
   }
 
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
@@ -255,13 +188,6 @@ class ExclusiveScan final : public Contract {
     return {y};
   }
 
-  Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const override {
-    return compare_output(expected, actual, poison_byte);
-  }
-
-  double min_bytes(const std::map<std::string, std::int64_t>& dims, DType t) const override {
-    return 2.0 * double(dims.at("n")) * double(dtype_size(t));
-  }
   double flops(const std::map<std::string, std::int64_t>& dims, DType) const override { return double(dims.at("n")); }
 };
 

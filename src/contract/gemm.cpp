@@ -111,17 +111,25 @@ class Gemm final : public Contract {
   std::string summary() const override {
     return "c = a·b, row-major contiguous a (m x k), b (k x n), c (m x n); f32 FMA accumulation";
   }
-  std::vector<TensorDecl> tensors() const override {
-    return {{"a", Role::input, "m x k, row-major"}, {"b", Role::input, "k x n, row-major"}, {"c", Role::output, "m x n, row-major"}};
-  }
-  std::vector<std::string> dims() const override { return {"m", "n", "k"}; }
-  std::vector<DType> dtypes() const override { return {DType::f32, DType::bf16}; }
-  std::int64_t tensor_elements(const std::string& t, const Dims& d) const override {
-    const std::int64_t m = d.at("m"), n = d.at("n"), k = d.at("k");
-    if (t == "a") return m * k;
-    if (t == "b") return k * n;
-    if (t == "c") return m * n;
-    throw_error(ErrorKind::internal, fmt::format("gemm has no tensor '{}'", t));
+  const Domain& domain() const override {
+    static const Domain d{
+        .dims = {{.name = "m"}, {.name = "n"}, {.name = "k"}},
+        .tensors = {{.name = "a", .role = Role::input, .shape = {"m", "k"}, .description = "m x k, row-major",
+                     .layout = Layout::row_major},
+                    {.name = "b", .role = Role::input, .shape = {"k", "n"}, .description = "k x n, row-major",
+                     .layout = Layout::row_major},
+                    {.name = "c", .role = Role::output, .shape = {"m", "n"}, .description = "m x n, row-major",
+                     .layout = Layout::row_major}},
+        .dtypes = {DType::f32, DType::bf16},
+        // Mixed dtypes (bf16 in, f32 out) are a different operation.
+        .dtype_note = "a, b and c share the dtype",
+        // The contract's size limit, per dim (too_large, as it has always been called for gemm).
+        .limits = {{.dims = {"m"}, .max = kMaxDim}, {.dims = {"n"}, .max = kMaxDim}, {.dims = {"k"}, .max = kMaxDim}},
+        .claim = {},  // max_n bounds every tensor's element count
+        .no_in_place_reason = "gemm reads every input element many times, so c may never alias a or b",
+        .mismatch_code = "shape_mismatch",
+    };
+    return d;
   }
   std::string numerical_policy() const override {
     return "Bounded error, per element: |c - ref| <= A + 0.5 ulp_out(|ref| + A), A = (gamma(k) u + k 2^-53) S, "
@@ -136,99 +144,6 @@ class Gemm final : public Contract {
            "for m*n*k > 2^31. NaN: a NaN anywhere in row i of a (or column j of b), or Inf*0, makes c[i][j] NaN; "
            "infinities must match exactly; NaN never matches a number. Deterministic: two runs must agree bitwise "
            "(split-K with atomics is outside the contract).";
-  }
-  json domain_json() const override {
-    return json{{"dtypes", {"f32", "bf16"}},
-                {"mixed_dtypes", "not supported: a, b and c share one dtype (bf16 in with f32 out is a different op)"},
-                {"layout", "row-major, contiguous (no transposed operands, no leading-dimension padding)"},
-                {"m", {{"min", 1}, {"max", kMaxDim}}},
-                {"n", {{"min", 1}, {"max", kMaxDim}}},
-                {"k", {{"min", 1}, {"max", kMaxDim}}},
-                {"alignment", "candidate's min_alignment_bytes; an offset of one element is tested when it claims element "
-                              "alignment"},
-                {"aliasing", "c never aliases a or b"}};
-  }
-
-  std::optional<Refusal> validate(const Request& req, const Supports& cand) const override {
-    if (req.dtype != DType::f32 && req.dtype != DType::bf16)
-      return Refusal{"dtype_unsupported", fmt::format("dtype {} is outside the gemm contract (f32, bf16; a, b and c share "
-                                                      "the dtype)", to_string(req.dtype))};
-    if (!cand.supports(req.dtype))
-      return Refusal{"dtype_not_claimed", fmt::format("the candidate does not claim dtype {}", to_string(req.dtype))};
-    for (const char* d : {"m", "n", "k"})
-      if (!req.dims.count(d)) return Refusal{"missing_dim", fmt::format("dim '{}' is missing from the request", d)};
-    for (const char* d : {"m", "n", "k"}) {
-      const std::int64_t v = req.dims.at(d);
-      if (v < 1) return Refusal{"empty", fmt::format("{} = {}: every gemm dim must be at least 1", d, v)};
-      if (v > kMaxDim)
-        return Refusal{"too_large", fmt::format("{} = {} exceeds the contract's maximum of {}", d, v, kMaxDim)};
-    }
-    for (const char* t : {"a", "b", "c"}) {
-      if (!req.lengths.count(t)) return Refusal{"missing_tensor", fmt::format("tensor '{}' is missing from the request", t)};
-      const std::int64_t want = tensor_elements(t, req.dims);
-      if (req.lengths.at(t) != want)
-        return Refusal{"shape_mismatch", fmt::format("tensor '{}' has {} elements but {} needs {}", t, req.lengths.at(t),
-                                                     format_dims(req.dims), want)};
-      if (want > cand.max_n)
-        return Refusal{"exceeds_claim", fmt::format("tensor '{}' has {} elements, over the candidate's claimed "
-                                                              "max_n = {}", t, want, cand.max_n)};
-    }
-    for (const auto& [t, s] : req.strides) {
-      if (s == 1) continue;
-      // A column-major (transposed) operand has element stride = its row count between columns.
-      const std::int64_t rows = t == "a" ? req.dims.at("m") : t == "b" ? req.dims.at("k") : req.dims.at("m");
-      if (s == rows && rows > 1)
-        return Refusal{"transposed", fmt::format("tensor '{}' is given with stride {} (column-major / transposed); the "
-                                                 "contract covers row-major operands only", t, s)};
-      return Refusal{"non_contiguous", fmt::format("tensor '{}' has stride {}; the contract covers contiguous row-major "
-                                                   "tensors only", t, s)};
-    }
-    const std::int64_t esize = std::int64_t(dtype_size(req.dtype));
-    if ((req.offset_elements * esize) % cand.min_alignment_bytes != 0)
-      return Refusal{"misaligned", fmt::format("a start offset of {} element(s) ({} bytes) breaks the candidate's claimed "
-                                               "alignment of {} bytes", req.offset_elements, req.offset_elements * esize,
-                                               cand.min_alignment_bytes)};
-    if (req.in_place)
-      return Refusal{"aliasing_unsupported", "c aliases an input; gemm reads every input element many times, so c may "
-                                             "never alias a or b"};
-    return std::nullopt;
-  }
-
-  std::vector<std::pair<Request, std::string>> unsupported_examples() const override {
-    auto base = [this](DType t, std::int64_t m, std::int64_t n, std::int64_t k) {
-      Request r;
-      r.dtype = t;
-      r.dims = {{"m", m}, {"n", n}, {"k", k}};
-      for (const char* x : {"a", "b", "c"}) r.lengths[x] = tensor_elements(x, r.dims);
-      return r;
-    };
-    std::vector<std::pair<Request, std::string>> v;
-    v.emplace_back(base(DType::f16, 64, 64, 64), "dtype_unsupported");
-    v.emplace_back(base(DType::i32, 64, 64, 64), "dtype_unsupported");
-    v.emplace_back(base(DType::f64, 64, 64, 64), "dtype_unsupported");
-    Request md = base(DType::f32, 64, 64, 64);
-    md.dims.erase("k");
-    v.emplace_back(md, "missing_dim");
-    v.emplace_back(base(DType::f32, 0, 64, 64), "empty");
-    v.emplace_back(base(DType::f32, 64, 64, 0), "empty");
-    v.emplace_back(base(DType::f32, 64, kMaxDim + 1, 64), "too_large");
-    v.emplace_back(base(DType::bf16, 64, 64, kMaxDim + 1), "too_large");
-    Request mt = base(DType::f32, 64, 64, 64);
-    mt.lengths.erase("b");
-    v.emplace_back(mt, "missing_tensor");
-    Request sm = base(DType::f32, 64, 32, 16);
-    sm.lengths["a"] = 64 * 32;  // a given as m x n
-    v.emplace_back(sm, "shape_mismatch");
-    Request tr = base(DType::f32, 64, 32, 16);
-    tr.strides["a"] = 64;  // column-major a
-    v.emplace_back(tr, "transposed");
-    Request st = base(DType::f32, 64, 32, 16);
-    st.strides["c"] = 2;
-    v.emplace_back(st, "non_contiguous");
-    Request ip = base(DType::f32, 64, 64, 64);
-    ip.in_place = true;
-    v.emplace_back(ip, "aliasing_unsupported");
-    return v;
   }
 
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
@@ -421,14 +336,6 @@ class Gemm final : public Contract {
     return {expected_c(data.inputs.at(0).dtype, m, n, k, c.data(), s.data())};
   }
 
-  Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const override {
-    return compare_output(expected, actual, poison_byte);
-  }
-
-  double min_bytes(const std::map<std::string, std::int64_t>& d, DType t) const override {
-    const double m = double(d.at("m")), n = double(d.at("n")), k = double(d.at("k"));
-    return (m * k + k * n + m * n) * double(dtype_size(t));
-  }
   double flops(const std::map<std::string, std::int64_t>& d, DType) const override {
     return 2.0 * double(d.at("m")) * double(d.at("n")) * double(d.at("k"));
   }

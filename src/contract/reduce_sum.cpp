@@ -33,14 +33,18 @@ class ReduceSum final : public Contract {
   std::string summary() const override {
     return "y[r] = sum of row r of x (rows x cols, row-major, contiguous); y has rows elements";
   }
-  std::vector<TensorDecl> tensors() const override {
-    return {{"x", Role::input, "rows x cols, row-major"}, {"y", Role::output, "row sums, rows elements"}};
-  }
-  std::vector<std::string> dims() const override { return {"rows", "cols"}; }
-  std::vector<DType> dtypes() const override { return {DType::f32, DType::bf16}; }
-  std::int64_t tensor_elements(const std::string& tensor, const Dims& dims) const override {
-    if (tensor == "y") return dims.at("rows");
-    return dims.at("rows") * dims.at("cols");
+  const Domain& domain() const override {
+    static const Domain d{
+        .dims = {{.name = "rows"}, {.name = "cols"}},
+        .tensors = {{.name = "x", .role = Role::input, .shape = {"rows", "cols"}, .description = "rows x cols, row-major"},
+                    {.name = "y", .role = Role::output, .shape = {"rows"}, .description = "row sums, rows elements"}},
+        .dtypes = {DType::f32, DType::bf16},
+        .limits = {{.dims = {"rows", "cols"}, .max = kMaxElements}},
+        .claim = {.dims = {"rows", "cols"}},
+        .no_in_place_reason = "y has rows elements, x rows x cols",
+        .alignment_note = "rows start at r*cols and are aligned only when cols is a multiple of the vector width",
+    };
+    return d;
   }
   std::string numerical_policy() const override {
     return "Error model. Any association order of f32 (or wider) adds is admissible. For row r with k = cols-1 "
@@ -52,97 +56,6 @@ class ReduceSum final : public Contract {
            "matches a number: a row with a NaN, or with both +Inf and -Inf, sums to NaN; a row with +Inf (and no "
            "-Inf, no NaN) sums to +Inf exactly. Deterministic: two runs must agree bitwise (atomics that reorder "
            "the adds between runs are therefore rejected).";
-  }
-  json domain_json() const override {
-    return json{{"dtypes", {"f32", "bf16"}},
-                {"layout", "row-major, contiguous: x is rows x cols, y is rows"},
-                {"rows", {{"min", 1}}},
-                {"cols", {{"min", 1}}},
-                {"rows*cols", {{"max", "min(2^40, the candidate's max_n claim; default 2^31-1)"}}},
-                {"alignment", "candidate's min_alignment_bytes for the base pointers; rows start at r*cols and are "
-                              "aligned only when cols is a multiple of the vector width"},
-                {"aliasing", "none (y never aliases x)"}};
-  }
-
-  std::optional<Refusal> validate(const Request& req, const Supports& cand) const override {
-    if (req.dtype != DType::f32 && req.dtype != DType::bf16)
-      return Refusal{"dtype_unsupported",
-                     fmt::format("dtype {} is outside the reduce_sum contract (f32, bf16)", to_string(req.dtype))};
-    if (!cand.supports(req.dtype))
-      return Refusal{"dtype_not_claimed", fmt::format("the candidate does not claim dtype {}", to_string(req.dtype))};
-    for (const char* dname : {"rows", "cols"})
-      if (!req.dims.count(dname))
-        return Refusal{"missing_dim", fmt::format("dim '{}' is missing from the request", dname)};
-    const std::int64_t rows = req.dims.at("rows"), cols = req.dims.at("cols");
-    if (rows < 1 || cols < 1)
-      return Refusal{"empty", fmt::format("rows = {}, cols = {}: the contract needs at least one row and one column", rows, cols)};
-    if (rows > kMaxElements / cols)
-      return Refusal{"too_large", fmt::format("rows x cols = {} x {} exceeds the contract's limit of 2^40 elements", rows, cols)};
-    for (const char* t : {"x", "y"})
-      if (!req.lengths.count(t))
-        return Refusal{"missing_tensor", fmt::format("tensor '{}' is missing from the request", t)};
-    if (req.lengths.at("x") != rows * cols)
-      return Refusal{"length_mismatch", fmt::format("tensor 'x' has {} elements but rows x cols = {} x {} = {}",
-                                                    req.lengths.at("x"), rows, cols, rows * cols)};
-    if (req.lengths.at("y") != rows)
-      return Refusal{"length_mismatch", fmt::format("tensor 'y' has {} elements but rows = {}", req.lengths.at("y"), rows)};
-    if (rows * cols > cand.max_n)
-      return Refusal{"exceeds_claim", fmt::format("rows x cols = {} exceeds the candidate's claimed max_n = {}", rows * cols,
-                                                  cand.max_n)};
-    for (const auto& [t, s] : req.strides)
-      if (s != 1)
-        return Refusal{"non_contiguous",
-                       fmt::format("tensor '{}' has stride {}; the contract covers contiguous row-major tensors only", t, s)};
-    if (req.offset_elements < 0)
-      return Refusal{"negative_offset", fmt::format("start offset {} is negative", req.offset_elements)};
-    const std::int64_t esize = std::int64_t(dtype_size(req.dtype));
-    if ((req.offset_elements * esize) % cand.min_alignment_bytes != 0)
-      return Refusal{"misaligned", fmt::format("a start offset of {} element(s) ({} bytes) breaks the candidate's "
-                                               "claimed alignment of {} bytes",
-                                               req.offset_elements, req.offset_elements * esize, cand.min_alignment_bytes)};
-    if (req.in_place)
-      return Refusal{"aliasing_unsupported", "y cannot alias x: the output has a different shape (rows) than the input (rows x cols)"};
-    return std::nullopt;
-  }
-
-  // Only requests refused whatever the candidate claims (dtype_not_claimed, exceeds_claim and
-  // misaligned depend on the claims and are tested against explicit claims).
-  std::vector<std::pair<Request, std::string>> unsupported_examples() const override {
-    auto base = [](DType t, std::int64_t rows, std::int64_t cols) {
-      Request r;
-      r.dtype = t;
-      r.dims = {{"rows", rows}, {"cols", cols}};
-      r.lengths = {{"x", rows * cols}, {"y", rows}};
-      return r;
-    };
-    std::vector<std::pair<Request, std::string>> v;
-    v.emplace_back(base(DType::f16, 4, 1024), "dtype_unsupported");
-    v.emplace_back(base(DType::i32, 4, 1024), "dtype_unsupported");
-    Request nodim = base(DType::f32, 4, 1024);
-    nodim.dims.erase("cols");
-    v.emplace_back(nodim, "missing_dim");
-    v.emplace_back(base(DType::f32, 0, 1024), "empty");
-    v.emplace_back(base(DType::bf16, 4, 0), "empty");
-    v.emplace_back(base(DType::f32, std::int64_t(1) << 21, std::int64_t(1) << 20), "too_large");
-    Request missing = base(DType::f32, 4, 1024);
-    missing.lengths.erase("y");
-    v.emplace_back(missing, "missing_tensor");
-    Request mx = base(DType::f32, 4, 1024);
-    mx.lengths["x"] = 4095;
-    v.emplace_back(mx, "length_mismatch");
-    Request my = base(DType::bf16, 4, 1024);
-    my.lengths["y"] = 1024;  // a column sum is a different contract
-    v.emplace_back(my, "length_mismatch");
-    Request nc = base(DType::f32, 4, 1024);
-    nc.strides["x"] = 2;
-    v.emplace_back(nc, "non_contiguous");
-    Request neg = base(DType::f32, 4, 1024);
-    neg.offset_elements = -1;
-    v.emplace_back(neg, "negative_offset");
-    Request ip = base(DType::f32, 4, 1024);
-    ip.in_place = true;
-    v.emplace_back(ip, "aliasing_unsupported");
-    return v;
   }
 
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
@@ -282,14 +195,6 @@ class ReduceSum final : public Contract {
     return {y};
   }
 
-  Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const override {
-    return compare_output(expected, actual, poison_byte);
-  }
-
-  double min_bytes(const std::map<std::string, std::int64_t>& dims, DType t) const override {
-    const double rows = double(dims.at("rows")), cols = double(dims.at("cols"));
-    return (rows * cols + rows) * double(dtype_size(t));
-  }
   double flops(const std::map<std::string, std::int64_t>& dims, DType) const override {
     return double(dims.at("rows")) * double(dims.at("cols"));
   }

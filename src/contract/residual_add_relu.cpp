@@ -39,14 +39,18 @@ class ResidualAddRelu final : public Contract {
  public:
   std::string name() const override { return "residual_add_relu"; }
   std::string summary() const override { return "y = relu(x + r), elementwise over n contiguous elements"; }
-  std::vector<TensorDecl> tensors() const override {
-    return {{"x", Role::input, "activations, n elements"},
-            {"r", Role::input, "residual, n elements"},
-            {"y", Role::output, "result, n elements"}};
+  const Domain& domain() const override {
+    static const Domain d{
+        .dims = {{.name = "n", .from_length_of = "x"}},
+        .tensors = {{.name = "x", .role = Role::input, .shape = {"n"}, .description = "activations, n elements"},
+                    {.name = "r", .role = Role::input, .shape = {"n"}, .description = "residual, n elements"},
+                    {.name = "y", .role = Role::output, .shape = {"n"}, .description = "result, n elements"}},
+        .dtypes = {DType::f32, DType::bf16},
+        .claim = {.dims = {"n"}},
+        .in_place = InPlace{"y", "x"},
+    };
+    return d;
   }
-  std::vector<std::string> dims() const override { return {"n"}; }
-  std::vector<DType> dtypes() const override { return {DType::f32, DType::bf16}; }
-  std::int64_t tensor_elements(const std::string&, const Dims& dims) const override { return dims.at("n"); }
   std::string numerical_policy() const override {
     return "Bit-exact. f32: x + r is one IEEE-754 single-precision add (round to nearest even; denormal inputs "
            "and results preserved, so flush-to-zero builds fail), then relu. bf16: x and r widened to f32, added "
@@ -54,68 +58,6 @@ class ResidualAddRelu final : public Contract {
            "relu(v) = v for v > 0 (+Inf stays +Inf); every other value, -0 and -Inf included, gives +0. "
            "Inf + (-Inf) is NaN. Reference: the sum in f64, rounded once to f32 (exact for one add), on the CPU "
            "of the coordinating process.";
-  }
-  json domain_json() const override {
-    return json{{"dtypes", {"f32", "bf16"}},
-                {"layout", "contiguous (stride 1)"},
-                {"n", {{"min", 1}, {"max", "candidate's claim (default 2^31-1)"}}},
-                {"alignment", "candidate's min_alignment_bytes; an offset of one element is tested when the candidate "
-                              "claims element alignment"},
-                {"aliasing", "y may alias x only if the candidate claims in_place"}};
-  }
-
-  std::optional<Refusal> validate(const Request& req, const Supports& cand) const override {
-    if (req.dtype != DType::f32 && req.dtype != DType::bf16)
-      return Refusal{"dtype_unsupported",
-                     fmt::format("dtype {} is outside the residual_add_relu contract (f32, bf16)", to_string(req.dtype))};
-    if (!cand.supports(req.dtype))
-      return Refusal{"dtype_not_claimed", fmt::format("the candidate does not claim dtype {}", to_string(req.dtype))};
-    for (const char* t : {"x", "r", "y"})
-      if (!req.lengths.count(t))
-        return Refusal{"missing_tensor", fmt::format("tensor '{}' is missing from the request", t)};
-    std::int64_t n = req.lengths.at("x");
-    for (const char* t : {"r", "y"})
-      if (req.lengths.at(t) != n)
-        return Refusal{"length_mismatch",
-                       fmt::format("tensor '{}' has {} elements but x has {}", t, req.lengths.at(t), n)};
-    if (n < 1) return Refusal{"empty", fmt::format("n = {}: the contract needs at least one element", n)};
-    if (n > cand.max_n)
-      return Refusal{"exceeds_claim", fmt::format("n = {} exceeds the candidate's claimed max_n = {}", n, cand.max_n)};
-    for (const auto& [t, s] : req.strides)
-      if (s != 1)
-        return Refusal{"non_contiguous",
-                       fmt::format("tensor '{}' has stride {}; the contract covers contiguous tensors only", t, s)};
-    std::int64_t esize = std::int64_t(dtype_size(req.dtype));
-    if ((req.offset_elements * esize) % cand.min_alignment_bytes != 0)
-      return Refusal{"misaligned", fmt::format("a start offset of {} element(s) ({} bytes) breaks the candidate's "
-                                               "claimed alignment of {} bytes",
-                                               req.offset_elements, req.offset_elements * esize, cand.min_alignment_bytes)};
-    if (req.in_place && !cand.in_place)
-      return Refusal{"aliasing_not_claimed", "y aliases x, but the candidate does not claim in-place support"};
-    return std::nullopt;
-  }
-
-  std::vector<std::pair<Request, std::string>> unsupported_examples() const override {
-    auto base = [](DType t, std::int64_t n) {
-      Request r;
-      r.dtype = t;
-      r.lengths = {{"x", n}, {"r", n}, {"y", n}};
-      return r;
-    };
-    std::vector<std::pair<Request, std::string>> v;
-    v.emplace_back(base(DType::f16, 1024), "dtype_unsupported");
-    v.emplace_back(base(DType::i32, 1024), "dtype_unsupported");
-    Request mm = base(DType::f32, 1024);
-    mm.lengths["r"] = 1023;
-    v.emplace_back(mm, "length_mismatch");
-    Request nc = base(DType::f32, 1024);
-    nc.strides["x"] = 2;
-    v.emplace_back(nc, "non_contiguous");
-    v.emplace_back(base(DType::f32, 0), "empty");
-    Request ip = base(DType::f32, 1024);
-    ip.in_place = true;
-    v.emplace_back(ip, "aliasing_not_claimed");
-    return v;
   }
 
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
@@ -274,13 +216,6 @@ class ResidualAddRelu final : public Contract {
     return {y};
   }
 
-  Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const override {
-    return compare_exact(expected, actual, poison_byte);
-  }
-
-  double min_bytes(const std::map<std::string, std::int64_t>& dims, DType t) const override {
-    return 3.0 * double(dims.at("n")) * double(dtype_size(t));
-  }
   double flops(const std::map<std::string, std::int64_t>& dims, DType) const override { return 2.0 * double(dims.at("n")); }
 };
 

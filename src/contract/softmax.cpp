@@ -44,12 +44,18 @@ class Softmax final : public Contract {
   std::string summary() const override {
     return "y = softmax(x) along each row: y[r][j] = exp(x[r][j] - max_r) / sum_k exp(x[r][k] - max_r); rows x cols, row-major";
   }
-  std::vector<TensorDecl> tensors() const override {
-    return {{"x", Role::input, "logits, rows x cols, row-major"}, {"y", Role::output, "probabilities, rows x cols, row-major"}};
+  const Domain& domain() const override {
+    static const Domain d{
+        .dims = {{.name = "rows", .max = kMaxDim}, {.name = "cols", .max = kMaxDim}},
+        .tensors = {{.name = "x", .role = Role::input, .shape = {"rows", "cols"}, .description = "logits, rows x cols, row-major"},
+                    {.name = "y", .role = Role::output, .shape = {"rows", "cols"},
+                     .description = "probabilities, rows x cols, row-major"}},
+        .dtypes = {DType::f32, DType::bf16},
+        .claim = {.dims = {"rows", "cols"}},
+        .in_place = InPlace{"y", "x"},
+    };
+    return d;
   }
-  std::vector<std::string> dims() const override { return {"rows", "cols"}; }
-  std::vector<DType> dtypes() const override { return {DType::f32, DType::bf16}; }
-  std::int64_t tensor_elements(const std::string&, const Dims& d) const override { return d.at("rows") * d.at("cols"); }
   std::string numerical_policy() const override {
     return "Bounded error against an f64 CPU reference, per element. For a finite row with max m and d_j = x_j - m, "
            "y_j = e_j / S with e_j = exp(d_j), S = sum_j e_j. Admitted: |y_hat_j - y_j| <= y_j * (E(d_j) + eps_S + 4u) "
@@ -66,84 +72,6 @@ class Softmax final : public Contract {
            "(-Inf - (-Inf)); a -Inf entry in a row with a finite max gives exactly 0 (within the floor). NaN never "
            "matches a number; infinities are never admitted where the reference is finite. Logits up to |x| = 1e4 "
            "(far beyond exp overflow at 88.7) are tested: only max subtraction survives them.";
-  }
-  json domain_json() const override {
-    return json{{"dtypes", {"f32", "bf16"}},
-                {"layout", "x and y row-major rows x cols, contiguous (stride 1); softmax along each row"},
-                {"rows", {{"min", 1}, {"max", kMaxDim}}},
-                {"cols", {{"min", 1}, {"max", kMaxDim}}},
-                {"elements", {{"max", "candidate's max_n (default 2^31-1) for rows*cols"}}},
-                {"alignment", "candidate's min_alignment_bytes; an offset of one element is tested when the candidate "
-                              "claims element alignment"},
-                {"aliasing", "y may alias x only if the candidate claims in_place"}};
-  }
-
-  std::optional<Refusal> validate(const Request& req, const Supports& cand) const override {
-    if (req.dtype != DType::f32 && req.dtype != DType::bf16)
-      return Refusal{"dtype_unsupported", fmt::format("dtype {} is outside the softmax contract (f32, bf16)", to_string(req.dtype))};
-    if (!cand.supports(req.dtype))
-      return Refusal{"dtype_not_claimed", fmt::format("the candidate does not claim dtype {}", to_string(req.dtype))};
-    for (const char* t : {"x", "y"})
-      if (!req.lengths.count(t)) return Refusal{"missing_tensor", fmt::format("tensor '{}' is missing from the request", t)};
-    for (const char* d : {"rows", "cols"})
-      if (!req.dims.count(d)) return Refusal{"missing_dim", fmt::format("dim '{}' is missing from the request", d)};
-    const std::int64_t rows = req.dims.at("rows"), cols = req.dims.at("cols");
-    if (rows < 1 || cols < 1)
-      return Refusal{"empty", fmt::format("rows = {}, cols = {}: softmax needs at least one row and one column", rows, cols)};
-    if (rows > kMaxDim || cols > kMaxDim)
-      return Refusal{"dim_too_large", fmt::format("rows = {}, cols = {}: each dim must be at most 2^31-1", rows, cols)};
-    const std::int64_t n = rows * cols;
-    for (const char* t : {"x", "y"})
-      if (req.lengths.at(t) != n)
-        return Refusal{"length_mismatch", fmt::format("tensor '{}' has {} elements but rows*cols = {}*{} = {}", t,
-                                                      req.lengths.at(t), rows, cols, n)};
-    if (n > cand.max_n)
-      return Refusal{"exceeds_claim", fmt::format("rows*cols = {} exceeds the candidate's claimed max_n = {}", n, cand.max_n)};
-    for (const auto& [t, s] : req.strides)
-      if (s != 1)
-        return Refusal{"non_contiguous",
-                       fmt::format("tensor '{}' has stride {}; the contract covers contiguous row-major tensors only", t, s)};
-    const std::int64_t esize = std::int64_t(dtype_size(req.dtype));
-    if ((req.offset_elements * esize) % cand.min_alignment_bytes != 0)
-      return Refusal{"misaligned", fmt::format("a start offset of {} element(s) ({} bytes) breaks the candidate's claimed "
-                                               "alignment of {} bytes",
-                                               req.offset_elements, req.offset_elements * esize, cand.min_alignment_bytes)};
-    if (req.in_place && !cand.in_place)
-      return Refusal{"aliasing_not_claimed", "y aliases x, but the candidate does not claim in-place support"};
-    return std::nullopt;
-  }
-
-  std::vector<std::pair<Request, std::string>> unsupported_examples() const override {
-    // Only refusals that hold whatever the candidate claims; dtype_not_claimed, too_large,
-    // misaligned and aliasing_not_claimed depend on the claims and are tested against explicit ones.
-    auto base = [](DType t, std::int64_t rows, std::int64_t cols) {
-      Request r;
-      r.dtype = t;
-      r.dims = {{"rows", rows}, {"cols", cols}};
-      r.lengths = {{"x", rows * cols}, {"y", rows * cols}};
-      return r;
-    };
-    std::vector<std::pair<Request, std::string>> v;
-    v.emplace_back(base(DType::f16, 8, 1024), "dtype_unsupported");
-    v.emplace_back(base(DType::i32, 8, 1024), "dtype_unsupported");
-    Request mt = base(DType::f32, 8, 1024);
-    mt.lengths.erase("x");
-    v.emplace_back(mt, "missing_tensor");
-    Request md = base(DType::f32, 8, 1024);
-    md.dims.erase("rows");
-    v.emplace_back(md, "missing_dim");
-    v.emplace_back(base(DType::f32, 8, 0), "empty");
-    v.emplace_back(base(DType::f32, 0, 1024), "empty");
-    Request big = base(DType::f32, 1, 1);
-    big.dims = {{"rows", 1}, {"cols", std::int64_t(1) << 31}};
-    v.emplace_back(big, "dim_too_large");
-    Request mm = base(DType::f32, 8, 1024);
-    mm.lengths["y"] = 8 * 1023;
-    v.emplace_back(mm, "length_mismatch");
-    Request nc = base(DType::f32, 8, 1024);
-    nc.strides["y"] = 2;
-    v.emplace_back(nc, "non_contiguous");
-    return v;
   }
 
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
@@ -338,13 +266,6 @@ class Softmax final : public Contract {
     return {y};
   }
 
-  Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const override {
-    return compare_bounded(expected, actual, poison_byte);
-  }
-
-  double min_bytes(const std::map<std::string, std::int64_t>& d, DType t) const override {
-    return 2.0 * double(d.at("rows")) * double(d.at("cols")) * double(dtype_size(t));
-  }
   // max, subtract, exp, add, multiply: ~5 operations per element.
   double flops(const std::map<std::string, std::int64_t>& d, DType) const override {
     return 5.0 * double(d.at("rows")) * double(d.at("cols"));

@@ -34,12 +34,17 @@ class Transpose final : public Contract {
   std::string summary() const override {
     return "y = x^T: x is rows x cols, y is cols x rows, both row-major and contiguous; y[j*rows + i] = x[i*cols + j]";
   }
-  std::vector<TensorDecl> tensors() const override {
-    return {{"x", Role::input, "rows x cols, row-major"}, {"y", Role::output, "cols x rows, row-major"}};
+  const Domain& domain() const override {
+    static const Domain d{
+        .dims = {{.name = "rows", .max = kMaxDim}, {.name = "cols", .max = kMaxDim}},
+        .tensors = {{.name = "x", .role = Role::input, .shape = {"rows", "cols"}, .description = "rows x cols, row-major"},
+                    {.name = "y", .role = Role::output, .shape = {"cols", "rows"}, .description = "cols x rows, row-major"}},
+        .dtypes = {DType::f32, DType::bf16, DType::i32},
+        .claim = {.dims = {"rows", "cols"}},
+        .no_in_place_reason = "an in-place transpose of a non-square matrix is another operation",
+    };
+    return d;
   }
-  std::vector<std::string> dims() const override { return {"rows", "cols"}; }
-  std::vector<DType> dtypes() const override { return {DType::f32, DType::bf16, DType::i32}; }
-  std::int64_t tensor_elements(const std::string&, const Dims& d) const override { return d.at("rows") * d.at("cols"); }
   std::string numerical_policy() const override {
     return "Bit-exact for every dtype: each output element carries the storage bits of its input element, "
            "y[j*rows + i] = x[i*cols + j]. This is stricter than value equality: NaN payloads (quiet and signalling) "
@@ -47,90 +52,6 @@ class Transpose final : public Contract {
            "(x + 0.0f canonicalises NaN to 0x7fffffff and turns -0 into +0) is wrong_result. Failure codes: the "
            "poison pattern surviving is unwritten_output; NaN where a number belongs (or the reverse) is nan_policy; "
            "any other bit difference, NaN payloads included, is wrong_result. Reference: a bit copy on the CPU.";
-  }
-  json domain_json() const override {
-    return json{{"dtypes", {"f32", "bf16", "i32"}},
-                {"layout", "x row-major rows x cols, y row-major cols x rows, both contiguous (stride 1)"},
-                {"rows", {{"min", 1}, {"max", kMaxDim}}},
-                {"cols", {{"min", 1}, {"max", kMaxDim}}},
-                {"elements", {{"max", "candidate's max_n (default 2^31-1) for rows*cols"}}},
-                {"alignment", "candidate's min_alignment_bytes; an offset of one element is tested when the candidate "
-                              "claims element alignment"},
-                {"aliasing", "never: y may not alias x (an in-place transpose of a non-square matrix is another operation)"}};
-  }
-
-  std::optional<Refusal> validate(const Request& req, const Supports& cand) const override {
-    bool known = false;
-    for (DType t : dtypes()) known |= t == req.dtype;
-    if (!known)
-      return Refusal{"dtype_unsupported",
-                     fmt::format("dtype {} is outside the transpose contract (f32, bf16, i32)", to_string(req.dtype))};
-    if (!cand.supports(req.dtype))
-      return Refusal{"dtype_not_claimed", fmt::format("the candidate does not claim dtype {}", to_string(req.dtype))};
-    for (const char* t : {"x", "y"})
-      if (!req.lengths.count(t)) return Refusal{"missing_tensor", fmt::format("tensor '{}' is missing from the request", t)};
-    for (const char* d : {"rows", "cols"})
-      if (!req.dims.count(d)) return Refusal{"missing_dim", fmt::format("dim '{}' is missing from the request", d)};
-    const std::int64_t rows = req.dims.at("rows"), cols = req.dims.at("cols");
-    if (rows < 1 || cols < 1)
-      return Refusal{"empty", fmt::format("rows = {}, cols = {}: the contract needs at least one row and one column", rows, cols)};
-    if (rows > kMaxDim || cols > kMaxDim)
-      return Refusal{"dim_too_large", fmt::format("rows = {}, cols = {}: each dim must be at most 2^31-1", rows, cols)};
-    const std::int64_t n = rows * cols;  // < 2^62: no overflow after the check above
-    for (const char* t : {"x", "y"})
-      if (req.lengths.at(t) != n)
-        return Refusal{"length_mismatch", fmt::format("tensor '{}' has {} elements but rows*cols = {}*{} = {}", t,
-                                                      req.lengths.at(t), rows, cols, n)};
-    if (n > cand.max_n)
-      return Refusal{"exceeds_claim", fmt::format("rows*cols = {} exceeds the candidate's claimed max_n = {}", n, cand.max_n)};
-    for (const auto& [t, s] : req.strides)
-      if (s != 1)
-        return Refusal{"non_contiguous",
-                       fmt::format("tensor '{}' has stride {}; the contract covers contiguous row-major tensors only", t, s)};
-    const std::int64_t esize = std::int64_t(dtype_size(req.dtype));
-    if ((req.offset_elements * esize) % cand.min_alignment_bytes != 0)
-      return Refusal{"misaligned", fmt::format("a start offset of {} element(s) ({} bytes) breaks the candidate's claimed "
-                                               "alignment of {} bytes",
-                                               req.offset_elements, req.offset_elements * esize, cand.min_alignment_bytes)};
-    if (req.in_place)
-      return Refusal{"aliasing_unsupported", "y aliases x: the transpose contract has no in-place form"};
-    return std::nullopt;
-  }
-
-  std::vector<std::pair<Request, std::string>> unsupported_examples() const override {
-    // Only refusals that hold whatever the candidate claims (dtype_not_claimed, too_large and
-    // misaligned depend on the claims and are tested against explicit claims).
-    auto base = [](DType t, std::int64_t rows, std::int64_t cols) {
-      Request r;
-      r.dtype = t;
-      r.dims = {{"rows", rows}, {"cols", cols}};
-      r.lengths = {{"x", rows * cols}, {"y", rows * cols}};
-      return r;
-    };
-    std::vector<std::pair<Request, std::string>> v;
-    v.emplace_back(base(DType::f16, 64, 32), "dtype_unsupported");
-    v.emplace_back(base(DType::f64, 64, 32), "dtype_unsupported");
-    Request mt = base(DType::f32, 64, 32);
-    mt.lengths.erase("y");
-    v.emplace_back(mt, "missing_tensor");
-    Request md = base(DType::f32, 64, 32);
-    md.dims.erase("cols");
-    v.emplace_back(md, "missing_dim");
-    v.emplace_back(base(DType::f32, 0, 32), "empty");
-    v.emplace_back(base(DType::f32, 64, 0), "empty");
-    Request big = base(DType::f32, 1, 1);
-    big.dims = {{"rows", std::int64_t(1) << 31}, {"cols", 1}};
-    v.emplace_back(big, "dim_too_large");
-    Request mm = base(DType::f32, 64, 32);
-    mm.lengths["y"] = 64 * 31;
-    v.emplace_back(mm, "length_mismatch");
-    Request nc = base(DType::f32, 64, 32);
-    nc.strides["x"] = 2;
-    v.emplace_back(nc, "non_contiguous");
-    Request ip = base(DType::f32, 64, 64);
-    ip.in_place = true;
-    v.emplace_back(ip, "aliasing_unsupported");
-    return v;
   }
 
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
@@ -303,9 +224,6 @@ class Transpose final : public Contract {
     return c;
   }
 
-  double min_bytes(const std::map<std::string, std::int64_t>& d, DType t) const override {
-    return 2.0 * double(d.at("rows")) * double(d.at("cols")) * double(dtype_size(t));
-  }
   double flops(const std::map<std::string, std::int64_t>&, DType) const override { return 0.0; }
 };
 

@@ -1,11 +1,15 @@
 // One conformance test over every contract in the registry: the refusal codes mean the same thing
 // everywhere (kRefusalCodes), the contract's own refusal examples agree with validate(), and the
 // common refusals (dtype outside the contract, dtype not claimed, a missing tensor, a size over the
-// candidate's claim) come out with the same code from each contract.
+// candidate's claim) come out with the same code from each contract. The domain is declared once
+// (contract.domain()); the tests below also hold the derivation to the declaration: a sound
+// declaration, an example for every code the domain can refuse with, every generated case
+// accepted, and the domain's JSON saying what was declared.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <limits>
+#include <set>
 #include <string>
 
 #include "kqual/contract/contract.hpp"
@@ -87,6 +91,101 @@ TEST_P(Conformance, CommonRefusalsHaveOneCodeEverywhere) {
   EXPECT_EQ(mc, "missing_tensor") << GetParam();
   // Every refusal any of the above produced is canonical.
   for (const std::string& code : {code_of(c(), request(c(), t, dims), small), mc}) EXPECT_TRUE(canonical(code)) << code;
+}
+
+TEST_P(Conformance, DeclarationIsSound) {
+  const auto problems = declaration_problems(c().domain());
+  EXPECT_TRUE(problems.empty()) << GetParam() << ": " << (problems.empty() ? "" : problems.front());
+}
+
+TEST_P(Conformance, EveryRefusalCodeOfTheDomainHasAnExampleRefusedWithIt) {
+  const std::vector<std::string> codes = refusal_codes(c().domain());
+  std::set<std::string> covered;
+  for (const auto& e : c().refusal_examples()) {
+    EXPECT_TRUE(std::find(codes.begin(), codes.end(), e.code) != codes.end())
+        << GetParam() << ": an example of '" << e.code << "', which the domain does not list";
+    if (e.claims) {
+      // Claim-dependent: refused under its claims, accepted once the claims are widened.
+      EXPECT_EQ(code_of(c(), e.request, *e.claims), e.code) << GetParam();
+      EXPECT_EQ(code_of(c(), e.request, widest_claims(c().domain())), "accepted") << GetParam() << " " << e.code;
+    } else {
+      // Whatever the candidate claims about alignment and aliasing, and for sizes from the default
+      // max_n up (a claim below the example's own size would refuse it as exceeds_claim first).
+      for (std::int64_t align : {1, 4, 16, 256})
+        for (bool in_place : {false, true})
+          for (std::int64_t max_n : {Supports{}.max_n, std::numeric_limits<std::int64_t>::max()}) {
+            Supports s = capable(c());
+            s.min_alignment_bytes = align;
+            s.in_place = in_place;
+            s.max_n = max_n;
+            const auto v = c().validate(e.request, s);
+            ASSERT_TRUE(v) << GetParam() << ": " << e.code << " example accepted";
+            EXPECT_EQ(v->code, e.code) << GetParam() << ": " << v->reason;
+          }
+    }
+    covered.insert(e.code);
+  }
+  for (const auto& code : codes) EXPECT_TRUE(covered.count(code)) << GetParam() << ": no example of " << code;
+  // The contract-wide codes every domain has.
+  for (const char* code : {"dtype_unsupported", "dtype_not_claimed", "missing_tensor", "empty", "exceeds_claim", "non_contiguous",
+                           "negative_offset", "misaligned"})
+    EXPECT_TRUE(std::find(codes.begin(), codes.end(), code) != codes.end()) << GetParam() << " " << code;
+}
+
+TEST_P(Conformance, GeneratedCasesAreAccepted) {
+  // Every case the contract generates, large ones included, is inside its own domain for a
+  // candidate claiming all of it (element alignment, so the offset cases are generated too).
+  Supports s = capable(c());
+  s.min_alignment_bytes = 1;
+  for (bool large : {false, true})
+    for (const auto& spec : c().correctness_cases(s, 1, large)) {
+      const Request r = c().request(spec.dtype, spec.dims, spec.offset_elements);
+      const auto v = c().validate(r, s);
+      EXPECT_FALSE(v) << GetParam() << " " << spec.id << ": " << (v ? v->reason : "");
+      // Within the claimed range, which bounds every tensor of an accepted request.
+      const ClaimedRange range = c().claimed_range(s);
+      for (const auto& td : c().tensors()) EXPECT_LE(r.lengths.at(td.name), range.tensor_elements.at(td.name)) << spec.id;
+    }
+}
+
+TEST_P(Conformance, DomainJsonSaysWhatIsDeclared) {
+  const Domain& d = c().domain();
+  const json j = c().domain_json();
+  ASSERT_EQ(j.at("dtypes").size(), d.dtypes.size());
+  for (std::size_t i = 0; i < d.dtypes.size(); ++i) EXPECT_EQ(j.at("dtypes")[i], std::string(to_string(d.dtypes[i])));
+  ASSERT_EQ(j.at("dims").size(), d.dims.size());
+  for (std::size_t i = 0; i < d.dims.size(); ++i) {
+    EXPECT_EQ(j.at("dims")[i].at("name"), d.dims[i].name);
+    EXPECT_EQ(j.at("dims")[i].at("min"), 1);
+    const json want = d.dims[i].max == kUnlimited ? json("none") : json(d.dims[i].max);
+    EXPECT_EQ(j.at("dims")[i].at("max"), want);
+  }
+  ASSERT_EQ(j.at("limits").size(), d.limits.size());
+  for (std::size_t i = 0; i < d.limits.size(); ++i) EXPECT_EQ(j.at("limits")[i].at("max"), d.limits[i].max);
+  ASSERT_EQ(j.at("tensors").size(), d.tensors.size());
+  for (std::size_t i = 0; i < d.tensors.size(); ++i) {
+    const json& t = j.at("tensors")[i];
+    EXPECT_EQ(t.at("name"), d.tensors[i].name);
+    EXPECT_EQ(t.at("role"), d.tensors[i].role == Role::input ? "input" : "output");
+    EXPECT_EQ(t.at("shape").get<std::vector<std::string>>(), d.tensors[i].shape);
+    EXPECT_EQ(t.at("layout"), d.tensors[i].layout == Layout::row_major ? "row_major" : "contiguous");
+  }
+  EXPECT_EQ(j.at("aliasing").at("in_place"), d.in_place.has_value());
+  EXPECT_EQ(j.at("refusal_codes").get<std::vector<std::string>>(), refusal_codes(d));
+  // The tensors and dims the rest of kqual sees are the declared ones.
+  ASSERT_EQ(c().tensors().size(), d.tensors.size());
+  ASSERT_EQ(c().dims().size(), d.dims.size());
+  EXPECT_EQ(c().dtypes(), d.dtypes);
+}
+
+TEST_P(Conformance, MinBytesIsEveryTensorOnce) {
+  const Dims dims = c().benchmark_shapes().front();
+  for (DType t : c().dtypes()) {
+    double want = 0;
+    for (const auto& td : c().tensors())
+      want += double(c().tensor_elements(td.name, dims)) * double(dtype_size(c().tensor_dtype(td.name, t)));
+    EXPECT_EQ(c().min_bytes(dims, t), want) << GetParam();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryContract, Conformance, ::testing::ValuesIn(contract_names()),

@@ -9,69 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "kqual/contract/domain.hpp"
 #include "kqual/contract/dtype.hpp"
 #include "kqual/core/json.hpp"
 
 namespace kqual::contract {
-
-// Problem dimensions by name ("n"; "rows","cols"; "m","n","k"; ...).
-using Dims = std::map<std::string, std::int64_t>;
-// "n=257" / "m=128,n=64,k=8192", in the map's (alphabetical) order.
-std::string format_dims(const Dims& d);
-
-enum class Role { input, output };
-
-struct TensorDecl {
-  std::string name;
-  Role role;
-  std::string description;
-};
-
-// What a candidate claims to support (from its manifest's [supports]).
-struct Supports {
-  std::vector<DType> dtypes;
-  std::int64_t min_alignment_bytes = 16;  // pointer alignment the kernel requires
-  std::int64_t max_n = (std::int64_t(1) << 31) - 1;
-  bool in_place = false;                  // may an output alias an input?
-  bool supports(DType t) const;
-};
-
-// A problem as a user (or the case generator) asks for it, before anything runs.
-struct Request {
-  DType dtype = DType::f32;
-  Dims dims;                                    // the problem's dims (contracts with more than n need them)
-  std::map<std::string, std::int64_t> lengths;  // per tensor, in elements
-  std::map<std::string, std::int64_t> strides;  // per tensor, in elements (1 = contiguous)
-  std::int64_t offset_elements = 0;            // start offset of every tensor view
-  bool in_place = false;                        // output aliases the first input
-};
-
-// Refusal: why a request is outside the contract or the candidate's claimed domain.
-struct Refusal {
-  std::string code;    // one of kRefusalCodes
-  std::string reason;  // human sentence naming the offending value
-};
-
-// Every refusal code, one meaning each across all contracts (docs/contracts.md, "Refusal codes").
-// The conformance test (tests/contract/conformance_test.cpp) holds every contract to this list.
-inline constexpr const char* kRefusalCodes[] = {
-    "dtype_unsupported",     // the dtype is outside the contract
-    "dtype_not_claimed",     // the contract has it; the candidate does not claim it
-    "missing_tensor",        // a tensor of the contract is absent from the request
-    "missing_dim",           // a dim of the contract is absent
-    "length_mismatch",       // tensors that must have equal lengths do not
-    "shape_mismatch",        // a tensor's length does not follow from the dims
-    "empty",                 // a dim below 1
-    "too_large",             // over the contract's own size limit
-    "dim_too_large",         // one dim over the contract's per-dim limit
-    "exceeds_claim",         // over the candidate's claimed max_n
-    "non_contiguous",        // a stride other than the contract's layout
-    "negative_offset",       // a start offset below 0
-    "misaligned",            // the start breaks the candidate's claimed alignment
-    "transposed",            // a transposed operand the contract does not cover
-    "aliasing_not_claimed",  // the contract allows in-place; the candidate does not claim it
-    "aliasing_unsupported",  // the contract has no in-place form
-};
 
 struct CaseSpec {
   std::string id;         // e.g. "f32/n=257/specials/off=0"
@@ -133,23 +75,32 @@ class Contract {
   virtual ~Contract() = default;
   virtual std::string name() const = 0;
   virtual std::string summary() const = 0;            // one line: the operation
-  virtual std::vector<TensorDecl> tensors() const = 0;
-  virtual std::vector<std::string> dims() const = 0;
-  virtual std::vector<DType> dtypes() const = 0;
+  // The domain, declared once (include/kqual/contract/domain.hpp); every method of the next group
+  // is derived from it.
+  virtual const Domain& domain() const = 0;
   virtual std::string numerical_policy() const = 0;   // text for the memo
-  virtual json domain_json() const = 0;
 
-  // Elements of a tensor for the given dims, and its dtype when the case's dtype is t (default t).
-  virtual std::int64_t tensor_elements(const std::string& tensor, const Dims& dims) const = 0;
-  virtual DType tensor_dtype(const std::string& /*tensor*/, DType t) const { return t; }
+  // ---- Derived from domain() (src/contract/domain.cpp) ----
+  std::vector<TensorDecl> tensors() const;
+  std::vector<std::string> dims() const;
+  std::vector<DType> dtypes() const;
+  json domain_json() const;
+  // Elements of a tensor for the given dims, and its dtype when the case's dtype is t.
+  std::int64_t tensor_elements(const std::string& tensor, const Dims& dims) const;
+  DType tensor_dtype(const std::string& tensor, DType t) const;
+  // A contiguous request for dims (every tensor's length from the dims).
+  Request request(DType t, const Dims& dims, std::int64_t offset_elements = 0) const;
+  // Refuse before launch; nullopt = accepted.
+  std::optional<Refusal> validate(const Request& req, const Supports& cand) const;
+  // Requests refused whatever the candidate claims (given it claims their dtype), with the expected
+  // code (tests and memo); refusal_examples() adds the claim-dependent ones with their claims.
+  std::vector<std::pair<Request, std::string>> unsupported_examples() const;
+  std::vector<RefusalExample> refusal_examples() const;
+  // The largest tensor (elements, index, bytes) a request accepted under cand can have.
+  ClaimedRange claimed_range(const Supports& cand) const;
+
   // Two runs on the same inputs must agree bitwise unless the contract says otherwise.
   virtual bool deterministic() const { return true; }
-
-  // Refuse before launch; nullopt = accepted.
-  virtual std::optional<Refusal> validate(const Request& req, const Supports& cand) const = 0;
-  // Requests that must be refused, with the expected refusal code (tests and memo).
-  virtual std::vector<std::pair<Request, std::string>> unsupported_examples() const = 0;
-
   virtual std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const = 0;
   // Shapes timed by default (the last one is "the large shape" for rooflines), dtype f32.
   virtual std::vector<Dims> benchmark_shapes() const = 0;
@@ -166,11 +117,13 @@ class Contract {
   virtual CaseData make_case(const CaseSpec& spec) const = 0;
   // Expected outputs, computed in higher precision on the CPU, rounded as the policy states.
   virtual std::vector<Tensor> reference(const CaseData& data) const = 0;
-  // Compare one output tensor; poison_byte is the pattern the harness filled it with.
-  virtual Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const = 0;
-  // Minimum bytes any implementation must move (each input read once, each output written once).
-  virtual double min_bytes(const std::map<std::string, std::int64_t>& dims, DType t) const = 0;
-  virtual double flops(const std::map<std::string, std::int64_t>& dims, DType t) const = 0;
+  // Compare one output tensor; poison_byte is the pattern the harness filled it with. Default:
+  // compare_output (bit-exact, or under the expected tensor's bounds when it has them).
+  virtual Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const;
+  // Minimum bytes any implementation must move: each input read once, each output written once
+  // (by default the domain's tensors at their dtypes).
+  virtual double min_bytes(const Dims& dims, DType t) const;
+  virtual double flops(const Dims& dims, DType t) const = 0;
   // The roofline ceiling that bounds a good implementation: "bandwidth" (memory bound) or "fma"
   // (compute bound, f32 FMA throughput).
   virtual std::string roofline_ceiling() const { return "bandwidth"; }

@@ -1,0 +1,608 @@
+// Everything derived from a contract's declared Domain: the refusal checks (in kRefusalCodes
+// order), the refusal examples, the domain's JSON, tensor sizes and dtypes, and the largest tensor a
+// candidate's claims reach. A contract declares its domain once; none of this is written per contract.
+#include "kqual/contract/domain.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "kqual/contract/compare.hpp"
+#include "kqual/contract/contract.hpp"
+#include "kqual/core/error.hpp"
+
+namespace kqual::contract {
+namespace {
+
+constexpr DType kAllDTypes[] = {DType::f32, DType::bf16, DType::f16, DType::f64, DType::i32, DType::i64, DType::u32};
+// The order in which dtypes outside a contract are picked for its dtype_unsupported examples.
+constexpr DType kOutsidePreference[] = {DType::f16, DType::f64, DType::i32, DType::bf16, DType::i64, DType::u32, DType::f32};
+
+// a * b, saturating at the int64 range (dims and lengths in a request may be anything).
+std::int64_t mul_sat(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return (a < 0) != (b < 0) ? std::numeric_limits<std::int64_t>::min() : kUnlimited;
+  return r;
+}
+
+std::int64_t product(const std::vector<std::string>& names, const Dims& dims) {
+  std::int64_t p = 1;
+  for (const auto& n : names) p = mul_sat(p, dims.at(n));
+  return p;
+}
+
+std::string joined(const std::vector<std::string>& names, const char* sep) { return fmt::format("{}", fmt::join(names, sep)); }
+
+// 2^40, 2^31-1 for the round limits; decimal otherwise.
+std::string format_count(std::int64_t v) {
+  if (v == kUnlimited) return "none";
+  if (v >= (std::int64_t(1) << 20)) {
+    for (int k = 20; k < 63; ++k) {
+      if (v == (std::int64_t(1) << k)) return fmt::format("2^{}", k);
+      if (v == (std::int64_t(1) << k) - 1) return fmt::format("2^{}-1", k);
+    }
+  }
+  return fmt::format("{}", v);
+}
+
+// "n = 1024" / "rows*cols = 64*32 = 2048".
+std::string product_text(const std::vector<std::string>& names, const Dims& dims) {
+  if (names.size() == 1) return fmt::format("{} = {}", names[0], dims.at(names[0]));
+  std::vector<std::string> values;
+  for (const auto& n : names) values.push_back(fmt::format("{}", dims.at(n)));
+  return fmt::format("{} = {} = {}", joined(names, "*"), joined(values, "*"), product(names, dims));
+}
+
+std::string dtype_list(const std::vector<DType>& ts) {
+  std::vector<std::string> v;
+  for (DType t : ts) v.emplace_back(to_string(t));
+  return joined(v, ", ");
+}
+
+// " (why)", or nothing.
+std::string parenthesised(const std::string& why) { return why.empty() ? why : " (" + why + ")"; }
+
+bool has(const std::vector<DType>& ts, DType t) { return std::find(ts.begin(), ts.end(), t) != ts.end(); }
+
+const TensorSpec* first_of(const Domain& d, Role r) {
+  for (const auto& t : d.tensors)
+    if (t.role == r) return &t;
+  return nullptr;
+}
+
+// The tensor whose length an absent dim is taken from, when the request omits it.
+const DimSpec* inferred_from(const Domain& d, const Dims& given, const TensorSpec& t) {
+  if (t.shape.size() != 1) return nullptr;
+  const DimSpec* dim = d.dim(t.shape[0]);
+  if (!dim || dim->from_length_of.empty() || given.count(dim->name)) return nullptr;
+  return dim;
+}
+
+// Each dim's own maximum (a size limit can be exceeded when the product of these is over it).
+std::map<std::string, std::int64_t> dim_maxima(const Domain& d) {
+  std::map<std::string, std::int64_t> c;
+  for (const auto& dim : d.dims) c[dim.name] = dim.max;
+  return c;
+}
+
+// Largest value each dim can take under the domain's limits and a claim of max_n (every dim >= 1,
+// so a limit on a product bounds each factor).
+std::map<std::string, std::int64_t> dim_ceilings(const Domain& d, std::int64_t max_n) {
+  std::map<std::string, std::int64_t> c = dim_maxima(d);
+  for (const auto& l : d.limits)
+    for (const auto& n : l.dims) c[n] = std::min(c[n], l.max);
+  for (const auto& n : d.claim.dims) c[n] = std::min(c[n], max_n);
+  if (d.claim.dims.empty())
+    for (const auto& t : d.tensors)
+      for (const auto& n : t.shape) c[n] = std::min(c[n], max_n);
+  return c;
+}
+
+// Is `part` a sub-multiset of `whole`?
+bool contained(std::vector<std::string> part, std::vector<std::string> whole) {
+  std::sort(part.begin(), part.end());
+  std::sort(whole.begin(), whole.end());
+  return std::includes(whole.begin(), whole.end(), part.begin(), part.end());
+}
+
+std::vector<std::string> minus(std::vector<std::string> whole, const std::vector<std::string>& part) {
+  for (const auto& p : part)
+    if (auto it = std::find(whole.begin(), whole.end(), p); it != whole.end()) whole.erase(it);
+  return whole;
+}
+
+std::int64_t ceiling_product(const std::vector<std::string>& names, const std::map<std::string, std::int64_t>& ceil) {
+  std::int64_t p = 1;
+  for (const auto& n : names) p = mul_sat(p, ceil.at(n));
+  return p;
+}
+
+}  // namespace
+
+const DimSpec* Domain::dim(std::string_view name) const {
+  for (const auto& d : dims)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+const TensorSpec* Domain::tensor(std::string_view name) const {
+  for (const auto& t : tensors)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+std::vector<std::string> declaration_problems(const Domain& d) {
+  std::vector<std::string> p;
+  std::set<std::string> dims, tensors;
+  for (const auto& dim : d.dims) {
+    if (dim.name.empty() || !dims.insert(dim.name).second) p.push_back(fmt::format("dim '{}' is unnamed or declared twice", dim.name));
+    if (dim.max < 1) p.push_back(fmt::format("dim '{}' has a maximum below 1", dim.name));
+  }
+  auto known_dims = [&](const std::vector<std::string>& names, const std::string& where) {
+    if (names.empty()) p.push_back(where + " names no dim");
+    for (const auto& n : names)
+      if (!dims.count(n)) p.push_back(fmt::format("{} names dim '{}', which is not declared", where, n));
+  };
+  for (const auto& t : d.tensors) {
+    if (t.name.empty() || !tensors.insert(t.name).second) p.push_back(fmt::format("tensor '{}' is unnamed or declared twice", t.name));
+    known_dims(t.shape, fmt::format("the shape of tensor '{}'", t.name));
+    if (t.layout == Layout::row_major && t.shape.size() != 2)
+      p.push_back(fmt::format("tensor '{}' is row_major but has {} dims, not 2", t.name, t.shape.size()));
+  }
+  for (const auto& dim : d.dims) {
+    if (dim.from_length_of.empty()) continue;
+    const TensorSpec* t = d.tensor(dim.from_length_of);
+    if (!t || t->shape != std::vector<std::string>{dim.name})
+      p.push_back(fmt::format("dim '{}' is taken from the length of '{}', which is not a tensor of shape {{{}}}", dim.name,
+                              dim.from_length_of, dim.name));
+  }
+  for (const auto& l : d.limits) {
+    known_dims(l.dims, "a size limit");
+    if (l.max < 1) p.push_back(fmt::format("the size limit on {} is below 1", joined(l.dims, "*")));
+  }
+  if (!d.claim.dims.empty()) known_dims(d.claim.dims, "the claim scope");
+  std::set<DType> seen;
+  if (d.dtypes.empty()) p.push_back("no dtype is declared");
+  for (DType t : d.dtypes)
+    if (!seen.insert(t).second) p.push_back(fmt::format("dtype {} is declared twice", to_string(t)));
+  if (d.in_place) {
+    const TensorSpec* o = d.tensor(d.in_place->output);
+    const TensorSpec* i = d.tensor(d.in_place->input);
+    if (!o || o->role != Role::output) p.push_back(fmt::format("in place: '{}' is not an output tensor", d.in_place->output));
+    if (!i || i->role != Role::input) p.push_back(fmt::format("in place: '{}' is not an input tensor", d.in_place->input));
+    if (o && i && (o->shape != i->shape || o->dtype != i->dtype))
+      p.push_back(fmt::format("in place: '{}' and '{}' differ in shape or dtype", o->name, i->name));
+  }
+  if (d.mismatch_code != "length_mismatch" && d.mismatch_code != "shape_mismatch")
+    p.push_back(fmt::format("mismatch_code '{}' is neither length_mismatch nor shape_mismatch", d.mismatch_code));
+  return p;
+}
+
+std::int64_t tensor_elements(const Domain& d, const std::string& tensor, const Dims& dims) {
+  const TensorSpec* t = d.tensor(tensor);
+  if (!t) throw_error(ErrorKind::internal, fmt::format("the domain has no tensor '{}'", tensor));
+  for (const auto& n : t->shape)
+    if (!dims.count(n))
+      throw_error(ErrorKind::internal, fmt::format("tensor '{}' needs dim '{}', absent from {}", tensor, n, format_dims(dims)));
+  return product(t->shape, dims);
+}
+
+DType tensor_dtype(const Domain& d, const std::string& tensor, DType t) {
+  const TensorSpec* s = d.tensor(tensor);
+  if (!s) throw_error(ErrorKind::internal, fmt::format("the domain has no tensor '{}'", tensor));
+  return s->dtype.value_or(t);
+}
+
+std::int64_t claim_quantity(const Domain& d, const Dims& dims) {
+  if (!d.claim.dims.empty()) return product(d.claim.dims, dims);
+  std::int64_t q = 0;
+  for (const auto& t : d.tensors) q = std::max(q, product(t.shape, dims));
+  return q;
+}
+
+Request make_request(const Domain& d, DType t, const Dims& dims, std::int64_t offset_elements) {
+  Request r;
+  r.dtype = t;
+  r.dims = dims;
+  r.offset_elements = offset_elements;
+  for (const auto& ts : d.tensors) r.lengths[ts.name] = tensor_elements(d, ts.name, dims);
+  return r;
+}
+
+std::optional<Refusal> check_request(const Domain& d, std::string_view contract, const Request& req, const Supports& cand) {
+  auto refuse = [](const char* code, std::string reason) { return Refusal{code, std::move(reason)}; };
+  if (!has(d.dtypes, req.dtype))
+    return refuse("dtype_unsupported", fmt::format("dtype {} is outside the {} contract ({}{}{})", to_string(req.dtype), contract,
+                                                   dtype_list(d.dtypes), d.dtype_note.empty() ? "" : "; ", d.dtype_note));
+  if (!cand.supports(req.dtype))
+    return refuse("dtype_not_claimed", fmt::format("the candidate does not claim dtype {}", to_string(req.dtype)));
+  for (const auto& t : d.tensors)
+    if (!req.lengths.count(t.name)) return refuse("missing_tensor", fmt::format("tensor '{}' is missing from the request", t.name));
+
+  // The dims: from the request, or (a dim declared from_length_of) from that tensor's length.
+  Dims dims;
+  for (const auto& dim : d.dims) {
+    if (auto it = req.dims.find(dim.name); it != req.dims.end()) dims[dim.name] = it->second;
+    else if (!dim.from_length_of.empty()) dims[dim.name] = req.lengths.at(dim.from_length_of);
+    else return refuse("missing_dim", fmt::format("dim '{}' is missing from the request", dim.name));
+  }
+  std::vector<std::string> names;
+  for (const auto& dim : d.dims) names.push_back(dim.name);
+  for (const auto& dim : d.dims) {
+    const std::int64_t v = dims.at(dim.name);
+    if (v >= 1) continue;
+    if (d.dims.size() == 1)
+      return refuse("empty", fmt::format("{} = {}: the {} contract needs at least one element", dim.name, v, contract));
+    return refuse("empty", fmt::format("{} = {}: every dim of the {} contract ({}) must be at least 1", dim.name, v, contract,
+                                       joined(names, ", ")));
+  }
+  for (const auto& dim : d.dims)
+    if (dims.at(dim.name) > dim.max)
+      return refuse("dim_too_large", fmt::format("{} = {} exceeds the {} contract's limit of {} for {}", dim.name, dims.at(dim.name),
+                                                 contract, format_count(dim.max), dim.name));
+  for (const auto& l : d.limits)
+    if (product(l.dims, dims) > l.max)
+      return refuse("too_large", fmt::format("{} exceeds the {} contract's limit of {}", product_text(l.dims, dims), contract,
+                                             format_count(l.max)));
+
+  for (const auto& t : d.tensors) {
+    const std::int64_t have = req.lengths.at(t.name), want = product(t.shape, dims);
+    if (have == want) continue;
+    std::string because;
+    if (const DimSpec* from = inferred_from(d, req.dims, t); from && from->from_length_of != t.name)
+      because = fmt::format("{} has {}", from->from_length_of, want);
+    else
+      because = product_text(t.shape, dims);
+    return refuse(d.mismatch_code == "shape_mismatch" ? "shape_mismatch" : "length_mismatch",
+                  fmt::format("tensor '{}' has {} elements but {}", t.name, have, because));
+  }
+
+  if (!d.claim.dims.empty()) {
+    if (product(d.claim.dims, dims) > cand.max_n) {
+      const std::string what = d.claim.dims.size() == 1 ? d.claim.dims[0] : joined(d.claim.dims, "*");
+      return refuse("exceeds_claim", fmt::format("{} = {} exceeds the candidate's claimed max_n = {}", what,
+                                                 product(d.claim.dims, dims), cand.max_n));
+    }
+  } else {
+    for (const auto& t : d.tensors)
+      if (product(t.shape, dims) > cand.max_n)
+        return refuse("exceeds_claim", fmt::format("tensor '{}' has {} elements, over the candidate's claimed max_n = {}", t.name,
+                                                   product(t.shape, dims), cand.max_n));
+  }
+
+  for (const auto& [name, stride] : req.strides) {
+    if (stride == 1) continue;
+    const TensorSpec* t = d.tensor(name);
+    if (t && t->layout == Layout::row_major && t->shape.size() == 2) {
+      const std::int64_t rows = dims.at(t->shape[0]);
+      if (stride == rows && rows > 1)
+        return refuse("transposed", fmt::format("tensor '{}' is given with stride {} (column-major / transposed); the {} contract "
+                                                "covers row-major operands only", name, stride, contract));
+    }
+    const bool matrix = t && t->shape.size() >= 2;
+    return refuse("non_contiguous", fmt::format("tensor '{}' has stride {}; the {} contract covers contiguous {}tensors only", name,
+                                                stride, contract, matrix ? "row-major " : ""));
+  }
+  if (req.offset_elements < 0)
+    return refuse("negative_offset", fmt::format("start offset {} is negative", req.offset_elements));
+  if (cand.min_alignment_bytes > 0) {
+    for (const auto& t : d.tensors) {
+      const DType tt = t.dtype.value_or(req.dtype);
+      const std::int64_t bytes = mul_sat(req.offset_elements, std::int64_t(dtype_size(tt)));
+      if (bytes % cand.min_alignment_bytes == 0) continue;
+      return refuse("misaligned", fmt::format("a start offset of {} element(s) ({} bytes{}) breaks the candidate's claimed alignment "
+                                              "of {} bytes", req.offset_elements, bytes,
+                                              t.dtype ? fmt::format(" of {} tensor '{}'", to_string(tt), t.name) : "",
+                                              cand.min_alignment_bytes));
+    }
+  }
+  if (req.in_place) {
+    const TensorSpec* out = first_of(d, Role::output);
+    const TensorSpec* in = first_of(d, Role::input);
+    const std::string o = d.in_place ? d.in_place->output : out ? out->name : "the output";
+    const std::string i = d.in_place ? d.in_place->input : in ? in->name : "the input";
+    if (!d.in_place)
+      return refuse("aliasing_unsupported", fmt::format("{} aliases {}: the {} contract has no in-place form{}", o, i, contract,
+                                                        parenthesised(d.no_in_place_reason)));
+    if (!cand.in_place)
+      return refuse("aliasing_not_claimed", fmt::format("{} aliases {}, but the candidate does not claim in-place support", o, i));
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> refusal_codes(const Domain& d) {
+  std::set<std::string> on;
+  if (std::any_of(std::begin(kAllDTypes), std::end(kAllDTypes), [&](DType t) { return !has(d.dtypes, t); }))
+    on.insert("dtype_unsupported");
+  if (!d.dtypes.empty()) on.insert("dtype_not_claimed");
+  if (!d.tensors.empty()) {
+    on.insert("missing_tensor");
+    on.insert(d.mismatch_code);
+    on.insert("non_contiguous");
+  }
+  for (const auto& dim : d.dims) {
+    on.insert("empty");
+    if (dim.from_length_of.empty()) on.insert("missing_dim");
+    if (dim.max != kUnlimited) on.insert("dim_too_large");
+  }
+  const auto ceil = dim_maxima(d);
+  for (const auto& l : d.limits)
+    if (ceiling_product(l.dims, ceil) > l.max) on.insert("too_large");
+  on.insert("exceeds_claim");
+  for (const auto& t : d.tensors)
+    if (t.layout == Layout::row_major) on.insert("transposed");
+  on.insert("negative_offset");
+  on.insert("misaligned");
+  on.insert(d.in_place ? "aliasing_not_claimed" : "aliasing_unsupported");
+  std::vector<std::string> v;
+  for (const char* c : kRefusalCodes)
+    if (on.count(c)) v.emplace_back(c);
+  return v;
+}
+
+Supports widest_claims(const Domain& d) {
+  Supports s;
+  s.dtypes = d.dtypes;
+  s.min_alignment_bytes = 1;
+  s.max_n = kUnlimited;
+  s.in_place = d.in_place.has_value();
+  return s;
+}
+
+std::vector<RefusalExample> refusal_examples(const Domain& d) {
+  if (d.dtypes.empty()) throw_error(ErrorKind::internal, "a domain without dtypes has no request to refuse");
+  // A small request inside the domain: dims 64, 32, 16, ... (at least 2, so that a row count tells a
+  // transposed stride from stride 2), brought under the limits.
+  Dims base;
+  std::int64_t size = 64;
+  for (const auto& dim : d.dims) {
+    base[dim.name] = std::min(std::max<std::int64_t>(size, 2), dim.max);
+    size /= 2;
+  }
+  for (const auto& l : d.limits)
+    while (product(l.dims, base) > l.max) {
+      auto big = std::max_element(l.dims.begin(), l.dims.end(), [&](const auto& a, const auto& b) { return base[a] < base[b]; });
+      if (base[*big] <= 1) break;
+      base[*big] /= 2;
+    }
+  const DType t0 = d.dtypes.front();
+  const Request ok = make_request(d, t0, base);
+  if (auto r = check_request(d, "(domain)", ok, widest_claims(d)))
+    throw_error(ErrorKind::internal,
+                fmt::format("the domain refuses its own small request {} ({}): {}", format_dims(base), r->code, r->reason));
+  auto with_dims = [&](Dims dims) {
+    Request r = ok;
+    r.dims = dims;
+    for (const auto& ts : d.tensors) r.lengths[ts.name] = product(ts.shape, dims);
+    return r;
+  };
+
+  std::vector<RefusalExample> v;
+  auto add = [&](Request r, const char* code, std::optional<Supports> claims = std::nullopt) {
+    v.push_back(RefusalExample{std::move(r), code, std::move(claims)});
+  };
+  int outside = 0;
+  for (DType t : kOutsidePreference)
+    if (!has(d.dtypes, t) && outside++ < 2) {
+      Request r = ok;
+      r.dtype = t;
+      add(r, "dtype_unsupported");
+    }
+  if (!d.tensors.empty()) {
+    Request r = ok;
+    r.lengths.erase(d.tensors.back().name);
+    add(r, "missing_tensor");
+  }
+  for (const auto& dim : d.dims)
+    if (dim.from_length_of.empty()) {
+      Request r = ok;
+      r.dims.erase(dim.name);
+      add(r, "missing_dim");
+      break;
+    }
+  for (const auto& dim : d.dims) {
+    Dims z = base;
+    z[dim.name] = 0;
+    add(with_dims(z), "empty");
+  }
+  for (const auto& dim : d.dims)
+    if (dim.max != kUnlimited) {
+      Dims z = base;
+      z[dim.name] = dim.max + 1;
+      add(with_dims(z), "dim_too_large");
+    }
+  const auto ceil = dim_maxima(d);
+  for (const auto& l : d.limits) {
+    // Grow the limit's dims one after the other (each up to its own maximum) until the product is over.
+    Dims z = base;
+    for (const auto& n : l.dims) {
+      const std::int64_t others = product(l.dims, z) / z[n];
+      const std::int64_t need = l.max / others + 1;  // others * need > l.max
+      z[n] = std::min(need, ceil.at(n));
+      if (product(l.dims, z) > l.max) break;
+    }
+    if (product(l.dims, z) > l.max) add(with_dims(z), "too_large");
+  }
+  if (!d.tensors.empty()) {
+    Request r = ok;
+    r.lengths[d.tensors.back().name] -= 1;
+    add(r, d.mismatch_code == "shape_mismatch" ? "shape_mismatch" : "length_mismatch");
+  }
+  for (const auto& ts : d.tensors)
+    if (ts.layout == Layout::row_major && ts.shape.size() == 2) {
+      Request r = ok;
+      r.strides[ts.name] = base.at(ts.shape[0]);
+      add(r, "transposed");
+      break;
+    }
+  if (!d.tensors.empty()) {
+    const TensorSpec& ts = d.tensors.front();
+    Request r = ok;
+    const bool two_rows = ts.layout == Layout::row_major && ts.shape.size() == 2 && base.at(ts.shape[0]) == 2;
+    r.strides[ts.name] = two_rows ? 3 : 2;
+    add(r, "non_contiguous");
+  }
+  {
+    Request r = ok;
+    r.offset_elements = -1;
+    add(r, "negative_offset");
+  }
+  if (!d.in_place) {
+    Request r = ok;
+    r.in_place = true;
+    add(r, "aliasing_unsupported");
+  }
+
+  // Claim-dependent: refused under the claims given, accepted under the widest claims.
+  {
+    Supports s = widest_claims(d);
+    s.dtypes.erase(std::remove(s.dtypes.begin(), s.dtypes.end(), t0), s.dtypes.end());
+    add(ok, "dtype_not_claimed", s);
+  }
+  {
+    Supports s = widest_claims(d);
+    s.max_n = claim_quantity(d, base) - 1;
+    add(ok, "exceeds_claim", s);
+  }
+  {
+    std::int64_t smallest = kUnlimited;
+    for (const auto& ts : d.tensors) smallest = std::min(smallest, std::int64_t(dtype_size(ts.dtype.value_or(t0))));
+    Supports s = widest_claims(d);
+    s.min_alignment_bytes = 1;
+    while (s.min_alignment_bytes <= smallest) s.min_alignment_bytes *= 2;
+    Request r = ok;
+    r.offset_elements = 1;
+    add(r, "misaligned", s);
+  }
+  if (d.in_place) {
+    Supports s = widest_claims(d);
+    s.in_place = false;
+    Request r = ok;
+    r.in_place = true;
+    add(r, "aliasing_not_claimed", s);
+  }
+  return v;
+}
+
+json domain_json(const Domain& d) {
+  json dims = json::array();
+  for (const auto& dim : d.dims) {
+    json j{{"name", dim.name}, {"min", 1}, {"max", dim.max == kUnlimited ? json("none") : json(dim.max)}};
+    if (!dim.from_length_of.empty()) j["from_length_of"] = dim.from_length_of;
+    dims.push_back(j);
+  }
+  json limits = json::array();
+  for (const auto& l : d.limits) limits.push_back({{"of", joined(l.dims, "*")}, {"max", l.max}});
+  json tensors = json::array();
+  for (const auto& t : d.tensors)
+    tensors.push_back({{"name", t.name},
+                       {"role", t.role == Role::input ? "input" : "output"},
+                       {"shape", t.shape},
+                       {"elements", joined(t.shape, "*")},
+                       {"dtype", t.dtype ? std::string(to_string(*t.dtype)) : std::string("request")},
+                       {"layout", t.layout == Layout::row_major ? "row_major" : "contiguous"},
+                       {"description", t.description}});
+  json dtypes = json::array();
+  for (DType t : d.dtypes) dtypes.push_back(std::string(to_string(t)));
+  json aliasing{{"in_place", d.in_place.has_value()}};
+  if (d.in_place) {
+    aliasing["output"] = d.in_place->output;
+    aliasing["input"] = d.in_place->input;
+    aliasing["text"] = fmt::format("{} may alias {} only if the candidate claims in_place", d.in_place->output, d.in_place->input);
+  } else {
+    aliasing["text"] = "no output may alias an input" + parenthesised(d.no_in_place_reason);
+  }
+  json j{{"dtypes", dtypes}};
+  if (!d.dtype_note.empty()) j["dtype_note"] = d.dtype_note;
+  j["dims"] = dims;
+  j["limits"] = limits;
+  j["tensors"] = tensors;
+  j["claim"] = {{"max_n_bounds", d.claim.dims.empty() ? std::string("every tensor's element count") : joined(d.claim.dims, "*")},
+                {"default_max_n", Supports{}.max_n}};
+  j["alignment"] = std::string("the candidate's min_alignment_bytes, at every tensor's start (offset x element size); an offset of "
+                               "one element is tested when the candidate claims element alignment") +
+                   (d.alignment_note.empty() ? "" : "; " + d.alignment_note);
+  j["aliasing"] = aliasing;
+  j["refusal_codes"] = refusal_codes(d);
+  return j;
+}
+
+ClaimedRange claimed_range(const Domain& d, const Supports& cand) {
+  ClaimedRange r;
+  std::int64_t widest = 0;  // the largest claimed element size of a request-dtype tensor
+  for (DType t : cand.dtypes)
+    if (has(d.dtypes, t)) widest = std::max(widest, std::int64_t(dtype_size(t)));
+  for (const auto& t : d.tensors) r.tensor_elements[t.name] = 0;
+  if (widest == 0 || cand.max_n < 1) return r;
+  const auto ceil = dim_ceilings(d, cand.max_n);
+  for (const auto& [n, c] : ceil)
+    if (c < 1) return r;  // no dim can be 1: nothing is accepted
+  for (const auto& t : d.tensors) {
+    std::int64_t bound = ceiling_product(t.shape, ceil);
+    for (const auto& l : d.limits)
+      if (contained(l.dims, t.shape)) bound = std::min(bound, mul_sat(l.max, ceiling_product(minus(t.shape, l.dims), ceil)));
+    if (d.claim.dims.empty()) bound = std::min(bound, cand.max_n);
+    else if (contained(d.claim.dims, t.shape))
+      bound = std::min(bound, mul_sat(cand.max_n, ceiling_product(minus(t.shape, d.claim.dims), ceil)));
+    r.tensor_elements[t.name] = bound;
+    const std::int64_t es = t.dtype ? std::int64_t(dtype_size(*t.dtype)) : widest;
+    r.max_bytes = std::max(r.max_bytes, mul_sat(bound, es));
+    if (bound > r.max_elements) {
+      r.max_elements = bound;
+      r.tensor = t.name;
+    }
+  }
+  r.max_index = r.max_elements - 1;
+  return r;
+}
+
+// ---- Contract: the methods derived from domain() ---------------------------------------------
+
+std::vector<TensorDecl> Contract::tensors() const {
+  std::vector<TensorDecl> v;
+  for (const auto& t : domain().tensors) v.push_back({t.name, t.role, t.description});
+  return v;
+}
+
+std::vector<std::string> Contract::dims() const {
+  std::vector<std::string> v;
+  for (const auto& d : domain().dims) v.push_back(d.name);
+  return v;
+}
+
+std::vector<DType> Contract::dtypes() const { return domain().dtypes; }
+json Contract::domain_json() const { return contract::domain_json(domain()); }
+std::int64_t Contract::tensor_elements(const std::string& tensor, const Dims& dims) const {
+  return contract::tensor_elements(domain(), tensor, dims);
+}
+DType Contract::tensor_dtype(const std::string& tensor, DType t) const { return contract::tensor_dtype(domain(), tensor, t); }
+Request Contract::request(DType t, const Dims& dims, std::int64_t offset_elements) const {
+  return make_request(domain(), t, dims, offset_elements);
+}
+std::optional<Refusal> Contract::validate(const Request& req, const Supports& cand) const {
+  return check_request(domain(), name(), req, cand);
+}
+
+std::vector<std::pair<Request, std::string>> Contract::unsupported_examples() const {
+  std::vector<std::pair<Request, std::string>> v;
+  for (auto& e : refusal_examples())
+    if (!e.claims) v.emplace_back(std::move(e.request), std::move(e.code));
+  return v;
+}
+
+std::vector<RefusalExample> Contract::refusal_examples() const { return contract::refusal_examples(domain()); }
+ClaimedRange Contract::claimed_range(const Supports& cand) const { return contract::claimed_range(domain(), cand); }
+
+Comparison Contract::compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const {
+  return compare_output(expected, actual, poison_byte);
+}
+
+double Contract::min_bytes(const Dims& dims, DType t) const {
+  double bytes = 0;
+  for (const auto& ts : domain().tensors)
+    bytes += double(product(ts.shape, dims)) * double(dtype_size(ts.dtype.value_or(t)));
+  return bytes;
+}
+
+}  // namespace kqual::contract
