@@ -5,6 +5,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/cuda/nvrtc.hpp"
+#include "kqual/worker/protocol.hpp"
 #include "kqual/worker/session.hpp"
 #include "kqual/stats/summary.hpp"
 
@@ -48,9 +49,9 @@ DeviceCeilings measure_device_ceilings(double watchdog_seconds) {
 
   // Copy: 1 GiB device-to-device, L2 flushed before each sample; bytes read + written.
   const std::size_t copy_bytes = std::size_t(1) << 30;
-  WorkerReply r = s.worker().call(json{{"op", "copy_bench"}, {"bytes", copy_bytes}, {"samples", 30}});
-  if (r.status != WorkerReply::Status::ok) throw_error(ErrorKind::worker, "copy measurement failed: " + r.reason);
-  std::vector<double> copy_ms = r.body.at("samples_ms").get<std::vector<double>>();
+  auto copy = worker::call(s.worker(), worker::CopyBenchRequest{copy_bytes, 30});
+  if (!copy.ok()) throw_error(ErrorKind::worker, "copy measurement failed: " + copy.raw.reason);
+  std::vector<double> copy_ms = copy.reply->samples_ms;
   stats::Summary cs = stats::summarize(copy_ms);
   c.copy_bytes_per_s = 2.0 * double(copy_bytes) / (cs.median * 1e-3);
 
@@ -64,15 +65,21 @@ DeviceCeilings measure_device_ceilings(double watchdog_seconds) {
   auto path = s.scratch() / "fma_peak.cubin";
   write_file(path, built.image.data(), built.image.size());
   const std::int64_t blocks = std::int64_t(dev.sms) * 16, threads = 256, iters = 4096;
-  json bench{{"op", "bench"},
-             {"module", path.string()},
-             {"buffers", {{{"name", "out"}, {"kind", "output"}, {"bytes", blocks * threads * 4}}}},
-             {"launches", {{{"kernel", "fma_peak"}, {"grid", {blocks, 1, 1}}, {"block", {threads, 1, 1}}, {"shared", 0},
-                            {"args", {{{"buffer", "out"}}, {{"scalar", iters}, {"size", 4}}}}}}},
-             {"flush", false}, {"warmup", 3}, {"min_samples", 20}, {"max_samples", 20}};
-  r = s.worker().call(bench);
-  if (r.status != WorkerReply::Status::ok) throw_error(ErrorKind::worker, "FMA measurement failed: " + r.reason);
-  std::vector<double> fma_ms = r.body.at("samples_ms").get<std::vector<double>>();
+  worker::BenchRequest bench;
+  bench.module = path.string();
+  bench.buffers = {{"out", worker::BufferKind::output, std::size_t(blocks * threads * 4), 0, ""}};
+  worker::Launch fma;
+  fma.kernel = "fma_peak";
+  fma.grid = {blocks, 1, 1};
+  fma.block = {threads, 1, 1};
+  fma.args = {worker::Arg::pointer("out"), worker::Arg::value(iters, 4)};
+  bench.launches = {fma};
+  bench.flush = false;
+  bench.warmup = 3;
+  bench.min_samples = bench.max_samples = 20;
+  auto fr = worker::call(s.worker(), bench);
+  if (!fr.ok()) throw_error(ErrorKind::worker, "FMA measurement failed: " + fr.raw.reason);
+  std::vector<double> fma_ms = fr.reply->samples_ms;
   stats::Summary fs = stats::summarize(fma_ms);
   double flops = 2.0 * 8 * 16 * double(iters) * double(blocks * threads);
   c.fp32_fma_flops_per_s = flops / (fs.median * 1e-3);

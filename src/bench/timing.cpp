@@ -1,5 +1,7 @@
 #include "kqual/bench/timing.hpp"
 
+#include "kqual/worker/protocol.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -156,10 +158,10 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
     sh.min_bytes = c.min_bytes(data.dims, o.dtype);
     sh.flops = c.flops(data.dims, o.dtype);
     const fs::path dir = input_dir(s, o, spec);
-    json inputs = json::array();
+    std::vector<worker::Buffer> inputs;
     for (const auto& t : data.inputs) {
       const fs::path f = write_input_file(dir, t, o.keep_input_files);
-      inputs.push_back({{"name", t.name}, {"kind", "input"}, {"bytes", t.bytes.size()}, {"file", f.string()}});
+      inputs.push_back({t.name, worker::BufferKind::input, t.bytes.size(), 0, f.string()});
     }
     // Bit-exact outputs (no error model): the expected bytes' hash, computed once per case.
     bool bit_exact = true;
@@ -169,7 +171,7 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
       expected_hash.push_back(expected_bytes_hash(c.name(), spec, t));
     }
     sh.series.resize(impls.size());
-    std::vector<json> requests(impls.size());
+    std::vector<worker::BenchRequest> requests(impls.size());
     for (std::size_t i = 0; i < impls.size(); ++i) {
       Series& se = sh.series[i];
       se.label = impls[i]->manifest.name;
@@ -183,70 +185,71 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
         se.error = "refused: " + plan.refusal;
         continue;
       }
-      json buffers = inputs;
-      json out_files = json::object();
+      worker::BenchRequest& br = requests[i];
+      br.module = impls[i]->image_path.string();
+      br.buffers = inputs;
       for (const auto& t : expected) {
-        buffers.push_back({{"name", t.name}, {"kind", "output"}, {"bytes", t.bytes.size()}});
-        out_files[t.name] = (dir / fmt::format("{}.{}.out", t.name, i)).string();
+        br.buffers.push_back({t.name, worker::BufferKind::output, t.bytes.size(), 0, ""});
+        br.out_files[t.name] = (dir / fmt::format("{}.{}.out", t.name, i)).string();
       }
-      for (const auto& scr : plan.scratch)
-        buffers.push_back({{"name", scr.at("name")}, {"kind", "scratch"}, {"bytes", scr.at("bytes")}});
-      requests[i] = json{{"op", "bench"},        {"module", impls[i]->image_path.string()}, {"buffers", buffers},
-                         {"launches", plan.launches}, {"out_files", out_files}, {"flush", o.flush_l2}};
+      for (const auto& scr : plan.scratch) br.buffers.push_back(scr);
+      br.launches = plan.launches;
+      br.flush = o.flush_l2;
     }
     for (int round = 0; round < o.rounds; ++round) {
       for (std::size_t k = 0; k < impls.size(); ++k) {
         std::size_t i = (k + std::size_t(round)) % impls.size();
         Series& se = sh.series[i];
         if (!se.error.empty()) continue;
-        json req = requests[i];
+        worker::BenchRequest req = requests[i];
         // The timed output is re-checked in the last round only: moving and comparing gigabytes
         // every round would dominate the run time at large sizes. Bit-exact outputs are checked
         // by hash first (no file); a mismatch, or a tolerance contract, takes the full comparison.
         const bool last = round + 1 == o.rounds;
-        if (!last || bit_exact) req.erase("out_files");
-        if (last && bit_exact) req["out_hashes"] = true;
-        req["warmup"] = round == 0 ? o.warmup : 1;
-        req["min_samples"] = o.samples_per_round;
-        req["max_samples"] = o.samples_per_round;
-        worker::WorkerReply r = s.worker().call(req);
-        if (r.status != worker::WorkerReply::Status::ok) {
-          se.error = fmt::format("{}: {}", worker::to_string(r.status), r.reason);
+        if (!last || bit_exact) req.out_files.clear();
+        req.out_hashes = last && bit_exact;
+        req.warmup = round == 0 ? o.warmup : 1;
+        req.min_samples = o.samples_per_round;
+        req.max_samples = o.samples_per_round;
+        auto answer = worker::call(s.worker(), req);
+        if (!answer.ok()) {
+          se.error = fmt::format("{}: {}", worker::to_string(answer.raw.status), answer.raw.reason);
           continue;
         }
-        for (const auto& v : r.body.at("samples_ms")) se.samples_ms.push_back(v);
-        if (round == 0)
-          for (const auto& v : r.body.at("warmup_ms")) se.warmup_ms.push_back(v);
-        if (!r.body.at("guard_violations").empty()) {
+        const worker::BenchReply& r = *answer.reply;
+        se.samples_ms.insert(se.samples_ms.end(), r.samples_ms.begin(), r.samples_ms.end());
+        if (round == 0) se.warmup_ms.insert(se.warmup_ms.end(), r.warmup_ms.begin(), r.warmup_ms.end());
+        if (!r.guard_violations.empty()) {
           se.verified = false;
-          se.verify_detail = "guard region overwritten during timing: " + r.body.at("guard_violations").dump();
+          se.verify_detail = "guard region overwritten during timing: " + worker::describe(r.guard_violations.front());
         }
         // Timed outputs are re-checked: a kernel that is only right when not timed is wrong.
         if (!last) continue;
         if (bit_exact) {
           bool all_equal = true;
           for (std::size_t t = 0; t < expected.size(); ++t)
-            all_equal = all_equal && r.body.value("out_hashes", json::object()).value(expected[t].name, "") == expected_hash[t];
+            all_equal = all_equal && r.out_hashes.count(expected[t].name) && r.out_hashes.at(expected[t].name) == expected_hash[t];
           if (all_equal) continue;
           // Not the expected bytes: run once more with the output as a file and compare it fully
           // (a NaN payload may differ within the contract). Its bytes must also equal the timed
           // run's, or the output changed between runs.
-          json again = requests[i];
-          again["out_hashes"] = true;
-          again["warmup"] = 0;
-          again["min_samples"] = 1;
-          again["max_samples"] = 1;
-          worker::WorkerReply r2 = s.worker().call(again);
-          if (r2.status != worker::WorkerReply::Status::ok) {
+          worker::BenchRequest again = requests[i];
+          again.out_hashes = true;
+          again.warmup = 0;
+          again.min_samples = 1;
+          again.max_samples = 1;
+          auto r2 = worker::call(s.worker(), again);
+          if (!r2.ok()) {
             se.verified = false;
             se.verify_detail = fmt::format("timed output differs from the reference bytes; the re-run to compare it failed: {}: {}",
-                                           worker::to_string(r2.status), r2.reason);
+                                           worker::to_string(r2.raw.status), r2.raw.reason);
             continue;
           }
           for (const auto& t : expected) {
             std::string code;
-            std::string d = check::verify_output_file(c, t, again.at("out_files").at(t.name).get<std::string>(), 0xFF, &code);
-            const std::string h1 = r.body.at("out_hashes").value(t.name, ""), h2 = r2.body.at("out_hashes").value(t.name, "");
+            std::string d = check::verify_output_file(c, t, again.out_files.at(t.name), 0xFF, &code);
+            auto hash_of = [&](const worker::BenchReply& x) { auto it = x.out_hashes.find(t.name); return it == x.out_hashes.end() ? std::string() : it->second; };
+            const std::string h1 = hash_of(r), h2 = hash_of(*r2.reply);
             if (!d.empty()) {
               se.verified = false;
               se.verify_detail = fmt::format("round {}: timed output wrong ({}): {}", round + 1, code, d);
@@ -261,7 +264,7 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
         }
         for (const auto& t : expected) {
           std::string code;
-          std::string d = check::verify_output_file(c, t, req.at("out_files").at(t.name).get<std::string>(), 0xFF, &code);
+          std::string d = check::verify_output_file(c, t, req.out_files.at(t.name), 0xFF, &code);
           if (!d.empty()) {
             se.verified = false;
             se.verify_detail = fmt::format("round {}: timed output wrong ({}): {}", round + 1, code, d);
@@ -292,9 +295,9 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
     }
     if (o.measure_copy && si == largest) {
       std::size_t bytes = data.inputs.at(0).bytes.size();
-      worker::WorkerReply r = s.worker().call(json{{"op", "copy_bench"}, {"bytes", bytes}, {"samples", 30}});
-      if (r.status == worker::WorkerReply::Status::ok) {
-        for (const auto& v : r.body.at("samples_ms")) sh.copy_samples_ms.push_back(v);
+      auto r = worker::call(s.worker(), worker::CopyBenchRequest{bytes, 30});
+      if (r.ok()) {
+        sh.copy_samples_ms = r.reply->samples_ms;
         double med = stats::median(sh.copy_samples_ms);
         sh.copy_bytes_per_s = 2.0 * double(bytes) / (med * 1e-3);
       }

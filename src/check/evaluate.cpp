@@ -17,6 +17,7 @@
 #include "kqual/core/sha256.hpp"
 #include "kqual/cuda/library.hpp"
 #include "kqual/cuda/nvrtc.hpp"
+#include "kqual/worker/protocol.hpp"
 
 namespace kqual::check {
 using build::BuiltCandidate;
@@ -111,34 +112,32 @@ std::vector<contract::Tensor> gpu_reference(Session& s, const contract::Contract
     cuda::NvrtcResult r = cuda::nvrtc_compile(req);
     write_file_atomic(module, std::string(r.image.begin(), r.image.end()));
   }
-  json buffers = json::array();
+  worker::RunRequest request;
+  request.module = module.string();
+  request.poison = {0xFF, 0xFF};
   for (const auto& t : data.inputs) {
     fs::path f = dir / (t.name + ".in");
     write_file(f, t.bytes.data(), t.bytes.size());
-    buffers.push_back({{"name", t.name}, {"kind", "input"}, {"bytes", t.bytes.size()}, {"file", f.string()}});
+    request.buffers.push_back({t.name, worker::BufferKind::input, t.bytes.size(), 0, f.string()});
   }
-  json out_files = json::object();
   for (const auto& t : g->raw_outputs) {
     std::size_t bytes = std::size_t(t.elements) * dtype_size(t.dtype);
-    buffers.push_back({{"name", t.name}, {"kind", "output"}, {"bytes", bytes}});
-    out_files[t.name] = {(dir / (t.name + ".ref0")).string(), (dir / (t.name + ".ref1")).string()};
+    request.buffers.push_back({t.name, worker::BufferKind::output, bytes, 0, ""});
+    request.out_files[t.name] = {(dir / (t.name + ".ref0")).string(), (dir / (t.name + ".ref1")).string()};
   }
-  json launches = json::array();
   for (const auto& l : g->launches) {
-    json args = json::array();
-    for (const auto& a : l.args) {
-      if (!a.tensor.empty()) args.push_back({{"buffer", a.tensor}});
-      else args.push_back({{"scalar", a.scalar}, {"size", a.scalar_bytes}});
+    worker::Launch wl;
+    wl.kernel = l.kernel;
+    for (std::size_t i = 0; i < 3; ++i) {
+      wl.grid[i] = l.grid[i];
+      wl.block[i] = l.block[i];
     }
-    launches.push_back({{"kernel", l.kernel},
-                        {"grid", {l.grid[0], l.grid[1], l.grid[2]}},
-                        {"block", {l.block[0], l.block[1], l.block[2]}},
-                        {"shared", l.shared},
-                        {"args", args}});
+    wl.shared = l.shared;
+    for (const auto& a : l.args)
+      wl.args.push_back(!a.tensor.empty() ? worker::Arg::pointer(a.tensor) : worker::Arg::value(a.scalar, a.scalar_bytes));
+    request.launches.push_back(std::move(wl));
   }
-  json request{{"op", "run"}, {"module", module.string()}, {"buffers", buffers}, {"launches", launches},
-               {"poison", {0xFF, 0xFF}}, {"out_files", out_files}};
-  WorkerReply r = s.reference_worker().call(request);
+  auto r = worker::call(s.reference_worker(), request);
   auto cleanup = [&] {
     for (const auto& t : data.inputs) fs::remove(dir / (t.name + ".in"));
     for (const auto& t : g->raw_outputs) {
@@ -146,13 +145,13 @@ std::vector<contract::Tensor> gpu_reference(Session& s, const contract::Contract
       fs::remove(dir / (t.name + ".ref1"));
     }
   };
-  if (r.status != WorkerReply::Status::ok) {
+  if (!r.ok()) {
     cleanup();
-    throw_error(ErrorKind::cuda, fmt::format("the fp64 GPU reference of {} failed: {}", c.name(), r.reason));
+    throw_error(ErrorKind::cuda, fmt::format("the fp64 GPU reference of {} failed: {}", c.name(), r.raw.reason));
   }
   std::vector<contract::Tensor> raw = g->raw_outputs;
   for (auto& t : raw) {
-    MappedFile f = MappedFile::open_read(out_files[t.name][0].get<std::string>());
+    MappedFile f = MappedFile::open_read(request.out_files.at(t.name).at(0));
     t.bytes.assign(f.data(), f.data() + f.size());
   }
   cleanup();
@@ -269,53 +268,47 @@ CaseResult run_case(Session& s, const BuiltCandidate& b, const contract::Contrac
   fs::path dir = s.scratch() / "case";
   fs::create_directories(dir);
   auto offset_of = [&](const contract::Tensor& t) { return std::size_t(spec.offset_elements) * dtype_size(t.dtype); };
-  json buffers = json::array();
+  worker::RunRequest request;
+  request.module = b.image_path.string();
+  request.launches = plan.launches;
+  const std::uint8_t poisons[2] = {0xFF, 0x7F};  // f32: NaN, then a large finite value; bf16 likewise
+  request.poison = {poisons[0], poisons[1]};
   for (const auto& t : data.inputs) {
-    const std::size_t offset = offset_of(t);
     fs::path f = dir / (t.name + ".in");
     write_file(f, t.bytes.data(), t.bytes.size());
-    buffers.push_back({{"name", t.name}, {"kind", "input"}, {"bytes", t.bytes.size()}, {"offset", offset}, {"file", f.string()}});
+    request.buffers.push_back({t.name, worker::BufferKind::input, t.bytes.size(), offset_of(t), f.string()});
   }
-  json out_files = json::object();
-  const std::uint8_t poisons[2] = {0xFF, 0x7F};  // f32: NaN, then a large finite value; bf16 likewise
   for (const auto& t : expected) {
-    buffers.push_back({{"name", t.name}, {"kind", "output"}, {"bytes", t.bytes.size()}, {"offset", offset_of(t)}});
-    out_files[t.name] = {(dir / (t.name + ".out0")).string(), (dir / (t.name + ".out1")).string()};
+    request.buffers.push_back({t.name, worker::BufferKind::output, t.bytes.size(), offset_of(t), ""});
+    request.out_files[t.name] = {(dir / (t.name + ".out0")).string(), (dir / (t.name + ".out1")).string()};
   }
-  for (const auto& sc : plan.scratch) buffers.push_back({{"name", sc.at("name")}, {"kind", "scratch"}, {"bytes", sc.at("bytes")}});
-  json request{{"op", "run"},          {"module", b.image_path.string()}, {"buffers", buffers},
-               {"launches", plan.launches}, {"poison", {poisons[0], poisons[1]}}, {"out_files", out_files}};
-  WorkerReply r = s.worker().call(request);
+  for (const auto& sc : plan.scratch) request.buffers.push_back(sc);
+  auto r = worker::call(s.worker(), request);
   auto cleanup = [&] {
     std::error_code ec;
     fs::remove_all(dir, ec);
   };
   res.status = "fail";
-  if (r.status != WorkerReply::Status::ok) {
-    res.code = fault_code(r);
-    res.detail = r.reason;
+  if (!r.ok()) {
+    res.code = fault_code(r.raw);
+    res.detail = r.raw.reason;
     cleanup();
     return res;
   }
-  const json& runs = r.body.at("runs");
-  res.kernel_ms = runs.at(0).value("kernel_ms", 0.0);
+  const std::vector<worker::RunResult>& runs = r.reply->runs;
+  res.kernel_ms = runs.empty() ? 0.0 : runs.front().kernel_ms;
   for (const auto& run : runs) {
-    if (!run.at("guard_violations").empty()) {
-      const json& v = run.at("guard_violations").at(0);
+    if (!run.guard_violations.empty()) {
       res.code = "out_of_bounds_write";
-      res.detail = fmt::format("buffer '{}' was written {} its bounds: {} guard byte(s) changed, first at byte offset {} "
-                               "from the view start",
-                               v.at("buffer").get<std::string>(), v.at("side").get<std::string>(), v.at("bytes_changed").get<std::int64_t>(),
-                               v.at("first_byte_offset").get<std::int64_t>());
+      res.detail = worker::describe(run.guard_violations.front());
       cleanup();
       return res;
     }
-    for (const auto& in : run.at("inputs")) {
-      if (in.at("first_changed_byte").get<std::int64_t>() >= 0) {
+    for (const auto& in : run.inputs) {
+      if (in.first_changed_byte >= 0) {
         res.code = "input_mutated";
-        res.detail = fmt::format("input '{}' changed during the launch (hash {} -> {}), first at byte {}",
-                                 in.at("name").get<std::string>(), in.at("hash_before").get<std::string>(),
-                                 in.at("hash_after").get<std::string>(), in.at("first_changed_byte").get<std::int64_t>());
+        res.detail = fmt::format("input '{}' changed during the launch (hash {} -> {}), first at byte {}", in.name,
+                                 in.hash_before, in.hash_after, in.first_changed_byte);
         cleanup();
         return res;
       }
@@ -324,7 +317,7 @@ CaseResult run_case(Session& s, const BuiltCandidate& b, const contract::Contrac
   for (const auto& t : expected) {
     for (int k = 0; k < 2; ++k) {
       std::string code;
-      std::string detail = verify_output_file(c, t, out_files[t.name][std::size_t(k)].get<std::string>(), poisons[k], &code);
+      std::string detail = verify_output_file(c, t, request.out_files.at(t.name).at(std::size_t(k)), poisons[k], &code);
       if (!detail.empty()) {
         res.code = code;
         res.detail = fmt::format("run {} (poison 0x{:02x}): {}", k + 1, poisons[k], detail);
@@ -334,8 +327,8 @@ CaseResult run_case(Session& s, const BuiltCandidate& b, const contract::Contrac
     }
     // Both runs correct: they must also agree bitwise (unless the contract allows otherwise).
     if (!c.deterministic()) continue;
-    MappedFile a = MappedFile::open_read(out_files[t.name][0].get<std::string>());
-    MappedFile bb = MappedFile::open_read(out_files[t.name][1].get<std::string>());
+    MappedFile a = MappedFile::open_read(request.out_files.at(t.name).at(0));
+    MappedFile bb = MappedFile::open_read(request.out_files.at(t.name).at(1));
     if (std::memcmp(a.data(), bb.data(), a.size()) != 0) {
       std::size_t i = 0;
       while (a.data()[i] == bb.data()[i]) ++i;

@@ -21,18 +21,19 @@ using worker::WorkerReply;
 std::string load_and_describe(Session& s, BuiltCandidate& b) {
   if (!b.libraries.empty()) {
     // The worker loads the libraries and reports their versions (cuBLAS: the .so dlopen finds).
-    WorkerReply lr = s.worker().call(json{{"op", "library_info"}, {"libraries", b.libraries}});
-    if (lr.status != WorkerReply::Status::ok) return fmt::format("loading the libraries failed: {}", lr.reason);
-    for (const auto& [k, v] : lr.body.at("versions").items()) b.library_versions[k] = v;
+    auto lr = worker::call(s.worker(), worker::LibraryInfoRequest{b.libraries});
+    if (!lr.ok()) return fmt::format("loading the libraries failed: {}", lr.raw.reason);
+    for (const auto& [k, v] : lr.reply->versions) b.library_versions[k] = v;
   }
   b.kernels = json::object();
   if (b.lowered.empty()) return "";  // library-only
-  json names = json::array();
-  for (const auto& [e, mangled] : b.lowered) names.push_back(mangled);
-  WorkerReply r = s.worker().call(json{{"op", "load"}, {"module", b.image_path.string()}, {"kernels", names}});
-  if (r.status != WorkerReply::Status::ok) return fmt::format("loading the module failed: {}", r.reason);
+  worker::LoadRequest load{b.image_path.string(), {}};
+  for (const auto& [e, mangled] : b.lowered) load.kernels.push_back(mangled);
+  auto r = worker::call(s.worker(), load);
+  if (!r.ok()) return fmt::format("loading the module failed: {}", r.raw.reason);
   for (const auto& [e, mangled] : b.lowered) {
-    json k = r.body.at("kernels").at(mangled);
+    if (!r.reply->kernels.contains(mangled)) return fmt::format("the worker did not describe kernel {}", mangled);
+    json k = r.reply->kernels.at(mangled);
     k["symbol"] = mangled;
     b.kernels[e] = k;
   }
@@ -66,15 +67,16 @@ std::string load_and_describe(Session& s, BuiltCandidate& b) {
 
 namespace {
 
-// {"library": "cub.exclusive_sum<float>", "args": [{"buffer": ...}, {"scalar": ..., "size": ...}]}
-json resolve_library_launch(const Launch& l, DType t, const std::map<std::string, std::int64_t>& dims,
-                            std::string* refusal) {
+// A library routine ("cub.exclusive_sum<float>") with its buffers and dim scalars.
+worker::Launch resolve_library_launch(const Launch& l, DType t, const std::map<std::string, std::int64_t>& dims,
+                                      std::string* refusal) {
   std::string name = l.library;
   for (std::size_t q; (q = name.find("{T}")) != std::string::npos;) name.replace(q, 3, cxx_type(t));
-  json args = json::array();
+  worker::Launch out;
+  out.library = name;
   for (const auto& a : l.args) {
     if (a.kind != LaunchArg::dim) {
-      args.push_back({{"buffer", a.name}});
+      out.args.push_back(worker::Arg::pointer(a.name));
       continue;
     }
     std::int64_t v = dims.at(a.name);
@@ -83,11 +85,11 @@ json resolve_library_launch(const Launch& l, DType t, const std::map<std::string
               : a.type == ScalarType::u64 ? v >= 0 : true;
     if (!fits) {
       *refusal = fmt::format("{} = {} does not fit the type {} takes ('{}')", a.name, v, name, a.text);
-      return json();
+      return {};
     }
-    args.push_back({{"scalar", v}, {"size", scalar_size(a.type)}});
+    out.args.push_back(worker::Arg::value(v, int(scalar_size(a.type))));
   }
-  return json{{"library", name}, {"args", args}};
+  return out;
 }
 
 }  // namespace
@@ -107,7 +109,7 @@ ResolvedPlan resolve_plan(const BuiltCandidate& b, DType t, const std::map<std::
         p.refusal = fmt::format("scratch '{}' evaluates to {} bytes", sc.name, bytes);
         return p;
       }
-      p.scratch.push_back({{"name", sc.name}, {"bytes", bytes}});
+      p.scratch.push_back({sc.name, worker::BufferKind::scratch, std::size_t(bytes), 0, ""});
     }
     for (std::size_t li = 0; li < b.manifest.launches.size(); ++li) {
       const auto& l = b.manifest.launches[li];
@@ -120,7 +122,8 @@ ResolvedPlan resolve_plan(const BuiltCandidate& b, DType t, const std::map<std::
       for (std::size_t q; (q = kname.find("{T}")) != std::string::npos;) kname.replace(q, 3, cxx_type(t));
       auto it = b.lowered.find(kname);
       if (it == b.lowered.end()) throw_error(ErrorKind::internal, "kernel not lowered: " + kname);
-      json grid = json::array(), block = json::array();
+      worker::Launch wl;
+      wl.kernel = it->second;
       const std::int64_t grid_max[3] = {2147483647, 65535, 65535}, block_max[3] = {1024, 1024, 64};
       std::int64_t threads = 1;
       for (int i = 0; i < 3; ++i) {
@@ -136,8 +139,8 @@ ResolvedPlan resolve_plan(const BuiltCandidate& b, DType t, const std::map<std::
           return p;
         }
         threads *= bl;
-        grid.push_back(g);
-        block.push_back(bl);
+        wl.grid[std::size_t(i)] = g;
+        wl.block[std::size_t(i)] = bl;
       }
       if (threads > dev.max_threads) {
         p.refusal = fmt::format("launch[{}]: {} threads per block exceed the device's {}", li, threads, dev.max_threads);
@@ -148,7 +151,7 @@ ResolvedPlan resolve_plan(const BuiltCandidate& b, DType t, const std::map<std::
         p.refusal = fmt::format("launch[{}].shared = {} bytes (device allows 0..{})", li, shared, dev.max_shared_optin);
         return p;
       }
-      json args = json::array();
+      wl.shared = shared;
       for (const auto& a : l.args) {
         if (a.kind == LaunchArg::dim) {
           std::int64_t v = dims.at(a.name);
@@ -163,12 +166,12 @@ ResolvedPlan resolve_plan(const BuiltCandidate& b, DType t, const std::map<std::
             p.refusal = fmt::format("{} = {} does not fit the kernel's parameter type ('{}')", a.name, v, a.text);
             return p;
           }
-          args.push_back({{"scalar", v}, {"size", scalar_size(a.type)}});
+          wl.args.push_back(worker::Arg::value(v, int(scalar_size(a.type))));
         } else {
-          args.push_back({{"buffer", a.name}});
+          wl.args.push_back(worker::Arg::pointer(a.name));
         }
       }
-      p.launches.push_back({{"kernel", it->second}, {"grid", grid}, {"block", block}, {"shared", shared}, {"args", args}});
+      p.launches.push_back(std::move(wl));
     }
   } catch (const Error& e) {
     p.refusal = e.what();

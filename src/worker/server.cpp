@@ -16,6 +16,7 @@
 #include "kqual/core/sha256.hpp"
 #include "kqual/cuda/library.hpp"
 #include "kqual/cuda/objects.hpp"
+#include "kqual/worker/protocol.hpp"
 #include "kqual/worker/worker.hpp"
 
 namespace kqual::worker {
@@ -85,25 +86,23 @@ struct Guarded {
   std::size_t total() const { return guard + offset + bytes + guard; }
 };
 
-std::vector<Guarded> allocate(State& st, const json& req) {
+std::vector<Guarded> allocate(const std::vector<Buffer>& buffers, std::size_t guard) {
   std::vector<Guarded> bufs;
-  std::size_t guard = req.value("guard_bytes", std::size_t(4096));
-  for (const auto& b : req.at("buffers")) {
+  for (const auto& b : buffers) {
     Guarded g;
-    g.name = b.at("name");
-    g.kind = b.at("kind");
-    g.bytes = b.at("bytes");
-    g.offset = b.value("offset", std::size_t(0));
+    g.name = b.name;
+    g.kind = to_string(b.kind);
+    g.bytes = b.bytes;
+    g.offset = b.offset;
     g.guard = guard;
     g.mem = cuda::DeviceBuffer(g.total());
-    if (g.kind == "input") {
-      g.input = MappedFile::open_read(b.at("file").get<std::string>());
+    if (b.kind == BufferKind::input) {
+      g.input = MappedFile::open_read(b.file);
       if (g.input.size() != g.bytes)
         throw_error(ErrorKind::internal, fmt::format("input file for '{}' has {} bytes, expected {}", g.name, g.input.size(), g.bytes));
     }
     bufs.push_back(std::move(g));
   }
-  (void)st;
   return bufs;
 }
 
@@ -134,56 +133,54 @@ struct Plan {
 
 // A library launch: arguments bound and temporary storage (CUB temp bytes, cuBLAS workspace)
 // allocated here, at plan time, so that the timed region is exactly the library call.
-std::unique_ptr<cuda::LibraryCall> make_library_call(State& st, const json& l, const std::vector<Guarded>& bufs) {
-  std::vector<CUdeviceptr> ptrs;
-  std::vector<std::int64_t> scalars;
-  for (const auto& a : l.at("args")) {
-    if (a.contains("buffer")) {
-      std::string name = a.at("buffer");
-      auto it = std::find_if(bufs.begin(), bufs.end(), [&](const Guarded& g) { return g.name == name; });
-      if (it == bufs.end()) throw_error(ErrorKind::internal, "library argument names unknown buffer '" + name + "'");
-      ptrs.push_back(it->view());
-    } else {
-      scalars.push_back(a.at("scalar").get<std::int64_t>());
-    }
-  }
-  st.context();  // cudart and cuBLAS use the primary context, current on this thread
-  return std::make_unique<cuda::LibraryCall>(l.at("library").get<std::string>(), std::move(ptrs), std::move(scalars),
-                                             st.stream->get());
+CUdeviceptr view_of(const std::vector<Guarded>& bufs, const std::string& name) {
+  auto it = std::find_if(bufs.begin(), bufs.end(), [&](const Guarded& g) { return g.name == name; });
+  if (it == bufs.end()) throw_error(ErrorKind::internal, "launch argument names unknown buffer '" + name + "'");
+  return it->view();
 }
 
-Plan make_plan(State& st, const json& req, const std::vector<Guarded>& bufs) {
+std::unique_ptr<cuda::LibraryCall> make_library_call(State& st, const Launch& l, const std::vector<Guarded>& bufs) {
+  std::vector<CUdeviceptr> ptrs;
+  std::vector<std::int64_t> scalars;
+  for (const auto& a : l.args) {
+    if (!a.buffer.empty()) ptrs.push_back(view_of(bufs, a.buffer));
+    else scalars.push_back(a.scalar);
+  }
+  st.context();  // cudart and cuBLAS use the primary context, current on this thread
+  return std::make_unique<cuda::LibraryCall>(l.library, std::move(ptrs), std::move(scalars), st.stream->get());
+}
+
+Plan make_plan(State& st, const std::string& module, const std::vector<Launch>& launches, const std::vector<Guarded>& bufs) {
   Plan p;
   cuda::Module* m = nullptr;  // library-only plans have no module
-  for (const auto& l : req.at("launches")) {
+  for (const auto& l : launches) {
     Plan::L x;
-    if (l.contains("library")) {
+    if (!l.library.empty()) {
       x.library = make_library_call(st, l, bufs);
       p.launches.push_back(std::move(x));
       continue;
     }
-    if (!m) m = &st.module(req.at("module"));
-    x.f = m->function(l.at("kernel"));
-    for (int i = 0; i < 3; ++i) {
-      x.grid[i] = l.at("grid")[std::size_t(i)];
-      x.block[i] = l.at("block")[std::size_t(i)];
+    if (!m) m = &st.module(module);
+    x.f = m->function(l.kernel);
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (l.grid[i] < 1 || l.grid[i] > 0x7fffffff || l.block[i] < 1 || l.block[i] > 1024)
+        throw_error(ErrorKind::internal, fmt::format("launch of {}: grid/block dimension {} out of range", l.kernel, i));
+      x.grid[i] = unsigned(l.grid[i]);
+      x.block[i] = unsigned(l.block[i]);
     }
-    x.shared = l.value("shared", 0u);
+    if (l.shared < 0) throw_error(ErrorKind::internal, fmt::format("launch of {}: negative shared bytes", l.kernel));
+    x.shared = unsigned(l.shared);
     if (x.shared > 48 * 1024) x.f.set_max_dynamic_shared(int(x.shared));
-    for (const auto& a : l.at("args")) {
+    for (const auto& a : l.args) {
       std::vector<std::uint8_t> s;
-      if (a.contains("buffer")) {
-        std::string name = a.at("buffer");
-        auto it = std::find_if(bufs.begin(), bufs.end(), [&](const Guarded& g) { return g.name == name; });
-        if (it == bufs.end()) throw_error(ErrorKind::internal, "launch argument names unknown buffer '" + name + "'");
-        CUdeviceptr v = it->view();
+      if (!a.buffer.empty()) {
+        CUdeviceptr v = view_of(bufs, a.buffer);
         s.resize(sizeof v);
         std::memcpy(s.data(), &v, sizeof v);
       } else {
-        std::size_t size = a.at("size");
-        std::int64_t v = a.at("scalar");
-        s.resize(size);
-        std::memcpy(s.data(), &v, size);  // little-endian: the low bytes of the value
+        if (a.size != 4 && a.size != 8) throw_error(ErrorKind::internal, fmt::format("scalar argument of {} bytes", a.size));
+        s.resize(std::size_t(a.size));
+        std::memcpy(s.data(), &a.scalar, s.size());  // little-endian: the low bytes of the value
       }
       x.storage.push_back(std::move(s));
     }
@@ -200,8 +197,8 @@ void enqueue(State& st, Plan& p) {
                  l.ptrs.data());
 }
 
-json check_guards(const Guarded& g) {
-  json v = json::array();
+std::vector<GuardViolation> check_guards(const Guarded& g) {
+  std::vector<GuardViolation> v;
   std::vector<std::uint8_t> pre(g.guard + g.offset), post(g.guard);
   g.mem.download(pre.data(), pre.size(), 0);
   g.mem.download(post.data(), post.size(), g.guard + g.offset + g.bytes);
@@ -212,35 +209,31 @@ json check_guards(const Guarded& g) {
         if (first < 0) first = std::int64_t(i);
         ++count;
       }
-    if (count)
-      v.push_back({{"buffer", g.name}, {"side", side}, {"bytes_changed", count},
-                   {"first_byte_offset", base + first}});  // relative to the view start
+    if (count) v.push_back({g.name, side, count, base + first});  // offset relative to the view start
   };
   scan(pre, "before", -std::int64_t(pre.size()));
   scan(post, "after", std::int64_t(g.bytes));
   return v;
 }
 
-json op_run(State& st, const json& req) {
+RunReply op_run(State& st, const RunRequest& req) {
   st.context();
-  auto bufs = allocate(st, req);
-  Plan plan = make_plan(st, req, bufs);
-  json runs = json::array();
-  std::vector<std::string> out_names;
-  const auto& poisons = req.at("poison");
-  for (std::size_t r = 0; r < poisons.size(); ++r) {
-    std::uint8_t poison = poisons[r];
+  auto bufs = allocate(req.buffers, req.guard_bytes);
+  Plan plan = make_plan(st, req.module, req.launches, bufs);
+  RunReply reply;
+  for (std::size_t r = 0; r < req.poison.size(); ++r) {
+    const std::uint8_t poison = req.poison[r];
     prepare(st, bufs, poison);
     cuda::Event start, stop;
     start.record(st.stream->get());
     enqueue(st, plan);
     stop.record(st.stream->get());
     st.stream->synchronize();
-    json run{{"poison", poison}, {"kernel_ms", cuda::Event::elapsed_ms(start, stop)}};
-    json guards = json::array();
-    json inputs = json::array();
+    RunResult run;
+    run.poison = poison;
+    run.kernel_ms = cuda::Event::elapsed_ms(start, stop);
     for (auto& g : bufs) {
-      for (auto& v : check_guards(g)) guards.push_back(v);
+      for (auto& v : check_guards(g)) run.guard_violations.push_back(v);
       if (g.kind == "input") {
         std::vector<std::uint8_t> after(g.bytes);
         g.mem.download(after.data(), g.bytes, g.guard + g.offset);
@@ -250,35 +243,28 @@ json op_run(State& st, const json& req) {
           for (std::size_t i = 0; i < g.bytes; ++i)
             if (after[i] != g.input.data()[i]) { first = std::int64_t(i); break; }
         }
-        inputs.push_back({{"name", g.name}, {"hash_before", fmt::format("{:016x}", hb)},
-                          {"hash_after", fmt::format("{:016x}", ha)}, {"first_changed_byte", first}});
+        run.inputs.push_back({g.name, fmt::format("{:016x}", hb), fmt::format("{:016x}", ha), first});
       } else if (g.kind == "output") {
-        std::string path = req.at("out_files").at(g.name).at(r);
-        MappedFile out = MappedFile::create(path, g.bytes);
+        MappedFile out = MappedFile::create(req.out_files.at(g.name).at(r), g.bytes);
         g.mem.download(out.data(), g.bytes, g.guard + g.offset);
       }
     }
-    run["guard_violations"] = guards;
-    run["inputs"] = inputs;
-    runs.push_back(run);
+    reply.runs.push_back(std::move(run));
   }
-  return json{{"ok", true}, {"runs", runs}};
+  return reply;
 }
 
-json op_bench(State& st, const json& req) {
+BenchReply op_bench(State& st, const BenchRequest& req) {
   cuda::Context& ctx = st.context();
-  auto bufs = allocate(st, req);
-  Plan plan = make_plan(st, req, bufs);
+  auto bufs = allocate(req.buffers, req.guard_bytes);
+  Plan plan = make_plan(st, req.module, req.launches, bufs);
   prepare(st, bufs, 0xFF);
-  bool flush = req.value("flush", true);
+  const bool flush = req.flush;
   // An L2 flush: write a buffer twice the L2 size before every sample (outside the timed region).
   std::size_t flush_bytes = std::size_t(std::max(ctx.info().l2_bytes, 1 << 20)) * 2;
   cuda::DeviceBuffer flush_buf(flush ? flush_bytes : 0);
-  int warmup = req.value("warmup", 3);
-  int min_samples = req.value("min_samples", 20);
-  int max_samples = req.value("max_samples", 1000);
-  double max_seconds = req.value("max_seconds", 5.0);
-  double target_noise = req.value("target_rel_noise", 0.005);
+  const int warmup = req.warmup, min_samples = req.min_samples, max_samples = req.max_samples;
+  const double max_seconds = req.max_seconds, target_noise = req.target_rel_noise;
   cuda::Event start, stop;
   auto one = [&](std::uint32_t salt) {
     if (flush) KQUAL_CU(cuMemsetD32Async, flush_buf.get(), 0x5A5A0000u + salt, flush_bytes / 4, st.stream->get());
@@ -288,8 +274,8 @@ json op_bench(State& st, const json& req) {
     stop.synchronize();
     return double(cuda::Event::elapsed_ms(start, stop));
   };
-  json warm = json::array();
-  for (int i = 0; i < warmup; ++i) warm.push_back(one(std::uint32_t(i)));
+  BenchReply reply;
+  for (int i = 0; i < warmup; ++i) reply.warmup_ms.push_back(one(std::uint32_t(i)));
   std::vector<double> samples;
   auto t0 = std::chrono::steady_clock::now();
   std::string stop_reason = "max_samples";
@@ -314,83 +300,93 @@ json op_bench(State& st, const json& req) {
   // The last timed output goes back as a file (full comparison in the coordinator) and/or as a
   // 64-bit hash of its bytes (the coordinator compares it with the expected bytes' hash: bit-exact
   // contracts re-check a timed output without moving it through files).
-  json out_hashes = json::object();
   for (auto& g : bufs) {
     if (g.kind != "output") continue;
-    if (req.contains("out_files")) {
-      MappedFile out = MappedFile::create(req.at("out_files").at(g.name).get<std::string>(), g.bytes);
+    if (req.out_files.count(g.name)) {
+      MappedFile out = MappedFile::create(req.out_files.at(g.name), g.bytes);
       g.mem.download(out.data(), g.bytes, g.guard + g.offset);
-      if (req.value("out_hashes", false)) out_hashes[g.name] = fmt::format("{:016x}", fast_hash64(out.data(), g.bytes));
-    } else if (req.value("out_hashes", false)) {
+      if (req.out_hashes) reply.out_hashes[g.name] = fmt::format("{:016x}", fast_hash64(out.data(), g.bytes));
+    } else if (req.out_hashes) {
       std::vector<std::uint8_t> host(g.bytes);
       g.mem.download(host.data(), g.bytes, g.guard + g.offset);
-      out_hashes[g.name] = fmt::format("{:016x}", fast_hash64(host.data(), g.bytes));
+      reply.out_hashes[g.name] = fmt::format("{:016x}", fast_hash64(host.data(), g.bytes));
     }
   }
-  json guards = json::array();
   for (auto& g : bufs)
-    for (auto& v : check_guards(g)) guards.push_back(v);
-  return json{{"ok", true},       {"samples_ms", samples}, {"warmup_ms", warm},
-              {"flush_bytes", flush ? flush_bytes : 0}, {"stop_reason", stop_reason}, {"guard_violations", guards},
-              {"out_hashes", out_hashes}};
+    for (auto& v : check_guards(g)) reply.guard_violations.push_back(v);
+  reply.samples_ms = std::move(samples);
+  reply.flush_bytes = flush ? flush_bytes : 0;
+  reply.stop_reason = stop_reason;
+  return reply;
 }
 
-json op_copy_bench(State& st, const json& req) {
+CopyBenchReply op_copy_bench(State& st, const CopyBenchRequest& req) {
   cuda::Context& ctx = st.context();
-  std::size_t bytes = req.at("bytes");
-  int samples = req.value("samples", 30);
+  const std::size_t bytes = req.bytes;
+  const int samples = req.samples;
   cuda::DeviceBuffer a(bytes), b(bytes);
   KQUAL_CU(cuMemsetD8Async, a.get(), 0x3C, bytes, st.stream->get());
   std::size_t flush_bytes = std::size_t(std::max(ctx.info().l2_bytes, 1 << 20)) * 2;
   cuda::DeviceBuffer flush_buf(flush_bytes);
   cuda::Event start, stop;
-  json out = json::array();
+  CopyBenchReply reply;
+  reply.bytes = bytes;
   for (int i = -3; i < samples; ++i) {
     KQUAL_CU(cuMemsetD32Async, flush_buf.get(), std::uint32_t(i), flush_bytes / 4, st.stream->get());
     start.record(st.stream->get());
     KQUAL_CU(cuMemcpyDtoDAsync, b.get(), a.get(), bytes, st.stream->get());
     stop.record(st.stream->get());
     stop.synchronize();
-    if (i >= 0) out.push_back(cuda::Event::elapsed_ms(start, stop));
+    if (i >= 0) reply.samples_ms.push_back(cuda::Event::elapsed_ms(start, stop));
   }
-  return json{{"ok", true}, {"samples_ms", out}, {"bytes", bytes}};
+  return reply;
+}
+
+// The crash and hang ops exist for the coordinator's fault-handling tests only: a worker honours
+// them when its environment sets KQUAL_WORKER_TEST_HOOKS=1 (tests/worker sets it), never otherwise.
+bool test_hooks_enabled() {
+  const char* e = std::getenv("KQUAL_WORKER_TEST_HOOKS");
+  return e && std::string(e) == "1";
 }
 
 json handle(State& st, const json& req) {
   std::string op = req.at("op");
   if (op == "ping") return json{{"ok", true}, {"pid", getpid()}};
-  if (op == "crash") {  // test hook: the coordinator must survive a dying worker
-    std::fflush(stderr);
-    raise(SIGSEGV);
-  }
-  if (op == "hang") {  // test hook: the watchdog must fire
-    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (test_hooks_enabled()) {
+    if (op == "crash") {  // the coordinator must survive a dying worker
+      std::fflush(stderr);
+      raise(SIGSEGV);
+    }
+    if (op == "hang") {  // the watchdog must fire
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
   }
   if (op == "hello") {
     std::string why = cuda::driver_unavailable_reason();
     if (!why.empty()) return json{{"ok", false}, {"error", why}, {"no_device", true}};
-    return json{{"ok", true}, {"device", device_json(st.context().info())}};
+    return to_json(HelloReply{device_json(st.context().info())});
   }
   if (op == "load") {
-    cuda::Module& m = st.module(req.at("module"));
-    json k = json::object();
-    for (const auto& name : req.at("kernels")) k[name.get<std::string>()] = attributes_json(m.function(name));
-    return json{{"ok", true}, {"kernels", k}};
+    const LoadRequest r = load_request_from_json(req);
+    cuda::Module& m = st.module(r.module);
+    LoadReply reply{json::object()};
+    for (const auto& name : r.kernels) reply.kernels[name] = attributes_json(m.function(name));
+    return to_json(reply);
   }
   if (op == "library_info") {  // load the libraries a candidate calls; report their versions
     st.context();
-    json v = json::object();
-    for (const auto& name : req.at("libraries")) {
-      auto* r = cuda::find_library_routine(cuda::split_library_name(name.get<std::string>()).routine);
-      if (!r) throw_error(ErrorKind::input, "unknown library routine '" + name.get<std::string>() + "'");
-      if (r->library == "CUB") v["CUB"] = cuda::cub_version();
-      if (r->library == "cuBLAS") v["cuBLAS"] = cuda::cublas_version();
+    LibraryInfoReply reply;
+    for (const auto& name : library_info_request_from_json(req).libraries) {
+      auto* r = cuda::find_library_routine(cuda::split_library_name(name).routine);
+      if (!r) throw_error(ErrorKind::input, "unknown library routine '" + name + "'");
+      if (r->library == "CUB") reply.versions["CUB"] = cuda::cub_version();
+      if (r->library == "cuBLAS") reply.versions["cuBLAS"] = cuda::cublas_version();
     }
-    return json{{"ok", true}, {"versions", v}};
+    return to_json(reply);
   }
-  if (op == "run") return op_run(st, req);
-  if (op == "bench") return op_bench(st, req);
-  if (op == "copy_bench") return op_copy_bench(st, req);
+  if (op == "run") return to_json(op_run(st, run_request_from_json(req)));
+  if (op == "bench") return to_json(op_bench(st, bench_request_from_json(req)));
+  if (op == "copy_bench") return to_json(op_copy_bench(st, copy_bench_request_from_json(req)));
   throw_error(ErrorKind::internal, "unknown worker op '" + op + "'");
 }
 

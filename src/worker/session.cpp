@@ -1,5 +1,7 @@
 #include "kqual/worker/session.hpp"
 
+#include "kqual/worker/protocol.hpp"
+
 #include <fmt/format.h>
 
 namespace kqual::worker {
@@ -31,7 +33,7 @@ const DeviceFacts& Session::device() {
     f.why_absent = "GPU phases disabled (--no-gpu)";
   } else {
     // Driver init + context creation take ~0.3 s; give the first call extra room.
-    WorkerReply r = worker_->call(json{{"op", "hello"}}, std::max(opts_.watchdog_seconds, 120.0));
+    WorkerReply r = worker_->call(to_json(HelloRequest{}), std::max(opts_.watchdog_seconds, 120.0));
     if (r.status == WorkerReply::Status::ok) {
       f.present = true;
       f.device = r.body.at("device");

@@ -23,12 +23,12 @@ TEST(Plan, GoodCandidatePlanResolvesAgainstAnH200) {
   ResolvedPlan p = resolve_plan(b, DType::f32, {{"n", std::int64_t(1) << 28}}, dev);
   ASSERT_TRUE(p.refusal.empty()) << p.refusal;
   ASSERT_EQ(p.launches.size(), 1u);
-  EXPECT_EQ(p.launches[0]["grid"][0].get<std::int64_t>(), 132 * 64);
-  EXPECT_EQ(p.launches[0]["block"][0].get<std::int64_t>(), 256);
-  EXPECT_EQ(p.launches[0]["args"][3]["scalar"].get<std::int64_t>(), std::int64_t(1) << 28);
-  EXPECT_EQ(p.launches[0]["args"][3]["size"].get<int>(), 8);
+  EXPECT_EQ(p.launches[0].grid[0], 132 * 64);
+  EXPECT_EQ(p.launches[0].block[0], 256);
+  EXPECT_EQ(p.launches[0].args[3].scalar, std::int64_t(1) << 28);
+  EXPECT_EQ(p.launches[0].args[3].size, 8);
   p = resolve_plan(b, DType::f32, {{"n", 1}}, dev);
-  EXPECT_EQ(p.launches[0]["grid"][0].get<std::int64_t>(), 1);
+  EXPECT_EQ(p.launches[0].grid[0], 1);
 }
 
 TEST(Plan, PlanRefusesWhatTheDeviceCannotLaunch) {

@@ -5,6 +5,7 @@
 #include "kqual/cuda/driver.hpp"
 #include "kqual/cuda/nvrtc.hpp"
 #include "kqual/core/files.hpp"
+#include "kqual/worker/protocol.hpp"
 #include "kqual/worker/worker.hpp"
 #include "test_util.hpp"
 
@@ -27,13 +28,16 @@ TEST(WorkerDevice, IllegalAddressIsRecordedAndWorkerReplaced) {
   ScratchDir dir("kqual-test");
   auto path = dir.path() / "wild.cubin";
   write_file(path, built.image.data(), built.image.size());
-  json run{{"op", "run"},
-           {"module", path.string()},
-           {"buffers", {{{"name", "y"}, {"kind", "output"}, {"bytes", 4}}}},
-           {"launches", {{{"kernel", "wild"}, {"grid", {1, 1, 1}}, {"block", {1, 1, 1}}, {"args", {{{"buffer", "y"}}}}}}},
-           {"poison", {255}},
-           {"out_files", {{"y", {(dir.path() / "y.out").string()}}}}};
-  auto r = w.call(run);
+  worker::RunRequest run;
+  run.module = path.string();
+  run.buffers = {{"y", worker::BufferKind::output, 4, 0, ""}};
+  worker::Launch wild;
+  wild.kernel = "wild";
+  wild.args = {worker::Arg::pointer("y")};
+  run.launches = {wild};
+  run.poison = {255};
+  run.out_files = {{"y", {(dir.path() / "y.out").string()}}};
+  auto r = worker::call(w, run).raw;
   EXPECT_EQ(r.status, worker::WorkerReply::Status::sticky_error) << r.reason;
   EXPECT_NE(r.reason.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << r.reason;
   auto again = w.call(json{{"op", "hello"}});

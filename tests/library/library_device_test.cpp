@@ -12,6 +12,7 @@
 #include "kqual/core/files.hpp"
 #include "kqual/cuda/driver.hpp"
 #include "kqual/check/evaluate.hpp"
+#include "kqual/worker/protocol.hpp"
 #include "kqual/worker/worker.hpp"
 #include "test_util.hpp"
 
@@ -35,27 +36,26 @@ class LibraryDevice : public ::testing::Test {
   std::vector<std::uint8_t> run(const std::string& library, const std::vector<std::pair<std::string, std::vector<std::uint8_t>>>& in,
                                 const std::string& out, std::size_t out_bytes, const std::vector<std::int64_t>& scalars,
                                 int scalar_size = 8) {
-    json buffers = json::array(), args = json::array();
+    worker::RunRequest req;
+    worker::Launch l;
+    l.library = library;
     for (const auto& [name, bytes] : in) {
       fs::path f = dir_.path() / (name + ".in");
       write_file(f, bytes.data(), bytes.size());
-      buffers.push_back({{"name", name}, {"kind", "input"}, {"bytes", bytes.size()}, {"file", f.string()}});
-      args.push_back({{"buffer", name}});
+      req.buffers.push_back({name, worker::BufferKind::input, bytes.size(), 0, f.string()});
+      l.args.push_back(worker::Arg::pointer(name));
     }
-    buffers.push_back({{"name", out}, {"kind", "output"}, {"bytes", out_bytes}});
-    args.push_back({{"buffer", out}});
-    for (auto s : scalars) args.push_back({{"scalar", s}, {"size", scalar_size}});
+    req.buffers.push_back({out, worker::BufferKind::output, out_bytes, 0, ""});
+    l.args.push_back(worker::Arg::pointer(out));
+    for (auto s : scalars) l.args.push_back(worker::Arg::value(s, scalar_size));
+    req.launches = {l};
     fs::path o0 = dir_.path() / "out0", o1 = dir_.path() / "out1";
-    json req{{"op", "run"},
-             {"module", ""},
-             {"buffers", buffers},
-             {"launches", {{{"library", library}, {"args", args}}}},
-             {"poison", {0xFF, 0x7F}},
-             {"out_files", {{out, {o0.string(), o1.string()}}}}};
-    worker::WorkerReply r = worker_->call(req);
-    EXPECT_EQ(r.status, worker::WorkerReply::Status::ok) << r.reason;
-    if (r.status != worker::WorkerReply::Status::ok) return {};
-    for (const auto& runj : r.body.at("runs")) EXPECT_TRUE(runj.at("guard_violations").empty()) << runj.dump();
+    req.out_files = {{out, {o0.string(), o1.string()}}};
+    auto r = worker::call(*worker_, req);
+    EXPECT_TRUE(r.ok()) << r.raw.reason;
+    if (!r.ok()) return {};
+    for (const auto& run : r.reply->runs)
+      EXPECT_TRUE(run.guard_violations.empty()) << worker::describe(run.guard_violations.front());
     MappedFile a = MappedFile::open_read(o0);
     return std::vector<std::uint8_t>(a.data(), a.data() + a.size());
   }

@@ -154,9 +154,10 @@ TEST_F(LibraryManifestTest, ResolvePlanEmitsALibraryEntry) {
   ResolvedPlan p = resolve_plan(b, DType::f32, {{"n", 12345}}, dev);
   ASSERT_TRUE(p.refusal.empty()) << p.refusal;
   ASSERT_EQ(p.launches.size(), 1u);
-  EXPECT_EQ(p.launches[0], (json{{"library", "cub.sum<float>"},
-                                 {"args", {{{"buffer", "x"}}, {{"buffer", "y"}}, {{"scalar", 12345}, {"size", 8}}}}}))
-      << p.launches.dump();
+  worker::Launch want;
+  want.library = "cub.sum<float>";
+  want.args = {worker::Arg::pointer("x"), worker::Arg::pointer("y"), worker::Arg::value(12345, 8)};
+  EXPECT_EQ(p.launches[0], want) << worker::to_json(worker::RunRequest{"", {}, p.launches, {}, {}, 4096}).dump();
 }
 
 TEST_F(LibraryManifestTest, MixedKernelAndLibraryLaunches) {

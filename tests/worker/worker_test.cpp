@@ -14,7 +14,19 @@ WorkerOptions opts(double watchdog) {
   WorkerOptions o;
   o.exe = test::kqual_exe().string();
   o.watchdog_seconds = watchdog;
+  o.env.push_back({"KQUAL_WORKER_TEST_HOOKS", "1"});  // the crash and hang ops below
   return o;
+}
+
+TEST(Worker, TestHooksAreOffUnlessTheEnvironmentAsksForThem) {
+  WorkerOptions o;
+  o.exe = test::kqual_exe().string();
+  o.watchdog_seconds = 30;
+  WorkerClient w(o);
+  auto r = w.call(json{{"op", "crash"}});
+  EXPECT_EQ(r.status, WorkerReply::Status::error) << "a shipped worker must not crash on request: " << r.reason;
+  EXPECT_NE(r.reason.find("unknown worker op"), std::string::npos) << r.reason;
+  EXPECT_EQ(w.processes_started(), 1);
 }
 
 TEST(Worker, PingIsAnsweredAndTheWorkerIsReused) {

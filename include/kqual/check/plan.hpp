@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "kqual/build/candidate.hpp"
 #include "kqual/core/json.hpp"
+#include "kqual/worker/protocol.hpp"
 #include "kqual/worker/session.hpp"
 
 namespace kqual::check {
@@ -18,8 +20,8 @@ std::string load_and_describe(worker::Session& s, build::BuiltCandidate& b);
 // The worker's launch list for one problem, or a refusal (launch plan outside device limits,
 // dim value not representable in the declared parameter type, ...).
 struct ResolvedPlan {
-  json launches = json::array();
-  json scratch = json::array();  // {"name","bytes"}
+  std::vector<worker::Launch> launches;
+  std::vector<worker::Buffer> scratch;  // kind scratch, poisoned like outputs
   std::string refusal;
 };
 ResolvedPlan resolve_plan(const build::BuiltCandidate& b, DType t, const std::map<std::string, std::int64_t>& dims,

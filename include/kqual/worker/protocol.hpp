@@ -1,0 +1,172 @@
+#pragma once
+// The worker protocol, typed: every request the coordinator sends and every reply it reads back.
+// JSON exists only on the wire (one object per line, worker.hpp); both ends build and read these
+// structs, so a field cannot be misspelled on one side. Parsing names the op and the field that is
+// missing or malformed (Error(protocol)).
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kqual/core/json.hpp"
+#include "kqual/worker/worker.hpp"
+
+namespace kqual::worker {
+
+// ---- Launch plans ----
+
+enum class BufferKind { input, output, scratch };
+const char* to_string(BufferKind k);
+
+// A device buffer the worker allocates between two guard regions: [guard | offset | bytes | guard].
+struct Buffer {
+  std::string name;
+  BufferKind kind = BufferKind::input;
+  std::size_t bytes = 0;
+  std::size_t offset = 0;  // [bytes] from the allocation's start to the view the kernel gets
+  std::string file;        // inputs: the file holding exactly `bytes` bytes
+};
+
+// A launch argument: a buffer's view pointer, or a scalar of `size` bytes (little-endian).
+struct Arg {
+  std::string buffer;  // non-empty: a pointer to this buffer
+  std::int64_t scalar = 0;
+  int size = 8;        // 4 or 8
+  static Arg pointer(std::string name) { return Arg{std::move(name), 0, 8}; }
+  static Arg value(std::int64_t v, int bytes) { return Arg{"", v, bytes}; }
+  bool operator==(const Arg&) const = default;
+};
+
+// A kernel of the module (by its symbol), or a library routine ("cub.exclusive_sum<float>").
+struct Launch {
+  std::string kernel;
+  std::string library;
+  std::array<std::int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  std::int64_t shared = 0;  // [bytes] dynamic shared memory
+  std::vector<Arg> args;
+  bool operator==(const Launch&) const = default;
+};
+
+// ---- Requests ----
+
+struct HelloRequest {};
+struct LoadRequest {
+  std::string module;
+  std::vector<std::string> kernels;  // symbols
+};
+struct LibraryInfoRequest {
+  std::vector<std::string> libraries;
+};
+// One launch plan run once per poison pattern; outputs come back as files (one per run).
+struct RunRequest {
+  std::string module;  // "" for library-only plans
+  std::vector<Buffer> buffers;
+  std::vector<Launch> launches;
+  std::vector<std::uint8_t> poison{0xFF, 0x7F};
+  std::map<std::string, std::vector<std::string>> out_files;  // output name → one path per poison
+  std::size_t guard_bytes = 4096;
+};
+// One launch plan timed with events; the last run's outputs come back as files and/or hashes.
+struct BenchRequest {
+  std::string module;
+  std::vector<Buffer> buffers;
+  std::vector<Launch> launches;
+  std::map<std::string, std::string> out_files;  // output name → path; empty: no file
+  bool out_hashes = false;                       // 64-bit hash of each output's bytes
+  bool flush = true;                             // write 2x the L2 before every sample
+  int warmup = 3;
+  int min_samples = 20, max_samples = 1000;
+  double max_seconds = 5.0;
+  double target_rel_noise = 0.005;
+  std::size_t guard_bytes = 4096;
+};
+struct CopyBenchRequest {
+  std::size_t bytes = 0;
+  int samples = 30;
+};
+
+json to_json(const HelloRequest& r);
+json to_json(const LoadRequest& r);
+json to_json(const LibraryInfoRequest& r);
+json to_json(const RunRequest& r);
+json to_json(const BenchRequest& r);
+json to_json(const CopyBenchRequest& r);
+LoadRequest load_request_from_json(const json& j);
+LibraryInfoRequest library_info_request_from_json(const json& j);
+RunRequest run_request_from_json(const json& j);
+BenchRequest bench_request_from_json(const json& j);
+CopyBenchRequest copy_bench_request_from_json(const json& j);
+
+// ---- Replies ----
+
+struct GuardViolation {
+  std::string buffer;
+  std::string side;  // "before" or "after" the view
+  std::int64_t bytes_changed = 0;
+  std::int64_t first_byte_offset = 0;  // relative to the view's start
+};
+struct InputCheck {
+  std::string name;
+  std::string hash_before, hash_after;
+  std::int64_t first_changed_byte = -1;  // -1: unchanged
+};
+struct RunResult {
+  std::uint8_t poison = 0;
+  double kernel_ms = 0;
+  std::vector<GuardViolation> guard_violations;
+  std::vector<InputCheck> inputs;
+};
+struct RunReply {
+  std::vector<RunResult> runs;
+};
+struct BenchReply {
+  std::vector<double> samples_ms, warmup_ms;
+  std::size_t flush_bytes = 0;
+  std::string stop_reason;  // "max_samples", "noise_target", "time_cap"
+  std::vector<GuardViolation> guard_violations;
+  std::map<std::string, std::string> out_hashes;
+};
+struct CopyBenchReply {
+  std::vector<double> samples_ms;
+  std::size_t bytes = 0;
+};
+struct LoadReply {
+  json kernels;  // symbol → driver-reported attributes (registers, shared, local bytes, params)
+};
+struct LibraryInfoReply {
+  std::map<std::string, std::string> versions;  // "CUB" / "cuBLAS" → version text
+};
+struct HelloReply {
+  json device;  // name, arch, sms, l2_bytes, ...
+};
+
+json to_json(const RunReply& r);
+json to_json(const BenchReply& r);
+json to_json(const CopyBenchReply& r);
+json to_json(const LoadReply& r);
+json to_json(const LibraryInfoReply& r);
+json to_json(const HelloReply& r);
+RunReply run_reply_from_json(const json& j);
+BenchReply bench_reply_from_json(const json& j);
+CopyBenchReply copy_bench_reply_from_json(const json& j);
+LoadReply load_reply_from_json(const json& j);
+LibraryInfoReply library_info_reply_from_json(const json& j);
+std::string describe(const GuardViolation& v);  // "buffer 'y' ... after its bounds: 4 byte(s) ..."
+
+// A typed call: the raw outcome (status, reason for faults) and, when ok, the parsed reply.
+template <class Reply>
+struct Answer {
+  WorkerReply raw;
+  std::optional<Reply> reply;
+  bool ok() const { return reply.has_value(); }
+};
+Answer<RunReply> call(WorkerClient& w, const RunRequest& r, double timeout_s = 0);
+Answer<BenchReply> call(WorkerClient& w, const BenchRequest& r, double timeout_s = 0);
+Answer<CopyBenchReply> call(WorkerClient& w, const CopyBenchRequest& r, double timeout_s = 0);
+Answer<LoadReply> call(WorkerClient& w, const LoadRequest& r, double timeout_s = 0);
+Answer<LibraryInfoReply> call(WorkerClient& w, const LibraryInfoRequest& r, double timeout_s = 0);
+
+}  // namespace kqual::worker

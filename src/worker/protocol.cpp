@@ -1,0 +1,288 @@
+#include "kqual/worker/protocol.hpp"
+
+#include <fmt/format.h>
+
+#include "kqual/core/error.hpp"
+
+namespace kqual::worker {
+namespace {
+
+// A field of a message, or Error(worker) naming the op and the field.
+const json& field(const json& j, const char* op, const char* name) {
+  if (!j.is_object() || !j.contains(name))
+    throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' message without '{}': {}", op, name, j.dump().substr(0, 200)));
+  return j.at(name);
+}
+
+template <class T>
+T get(const json& j, const char* op, const char* name) {
+  try {
+    return field(j, op, name).get<T>();
+  } catch (const json::exception& e) {
+    throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' field '{}': {}", op, name, e.what()));
+  }
+}
+
+template <class T>
+T get_or(const json& j, const char* op, const char* name, T dflt) {
+  if (!j.is_object() || !j.contains(name)) return dflt;
+  return get<T>(j, op, name);
+}
+
+json buffers_json(const std::vector<Buffer>& bs) {
+  json a = json::array();
+  for (const auto& b : bs) {
+    json x{{"name", b.name}, {"kind", to_string(b.kind)}, {"bytes", b.bytes}};
+    if (b.offset) x["offset"] = b.offset;
+    if (!b.file.empty()) x["file"] = b.file;
+    a.push_back(std::move(x));
+  }
+  return a;
+}
+
+std::vector<Buffer> buffers_from(const json& j, const char* op) {
+  std::vector<Buffer> out;
+  for (const auto& x : field(j, op, "buffers")) {
+    Buffer b;
+    b.name = get<std::string>(x, op, "name");
+    const std::string kind = get<std::string>(x, op, "kind");
+    if (kind == "input") b.kind = BufferKind::input;
+    else if (kind == "output") b.kind = BufferKind::output;
+    else if (kind == "scratch") b.kind = BufferKind::scratch;
+    else throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' buffer '{}' has kind '{}'", op, b.name, kind));
+    b.bytes = get<std::size_t>(x, op, "bytes");
+    b.offset = get_or<std::size_t>(x, op, "offset", 0);
+    b.file = get_or<std::string>(x, op, "file", "");
+    if (b.kind == BufferKind::input && b.file.empty())
+      throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' input buffer '{}' without 'file'", op, b.name));
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+json launches_json(const std::vector<Launch>& ls) {
+  json a = json::array();
+  for (const auto& l : ls) {
+    json args = json::array();
+    for (const auto& x : l.args) {
+      if (!x.buffer.empty()) args.push_back({{"buffer", x.buffer}});
+      else args.push_back({{"scalar", x.scalar}, {"size", x.size}});
+    }
+    if (!l.library.empty()) {
+      a.push_back({{"library", l.library}, {"args", args}});
+      continue;
+    }
+    a.push_back({{"kernel", l.kernel}, {"grid", l.grid}, {"block", l.block}, {"shared", l.shared}, {"args", args}});
+  }
+  return a;
+}
+
+std::vector<Launch> launches_from(const json& j, const char* op) {
+  std::vector<Launch> out;
+  for (const auto& x : field(j, op, "launches")) {
+    Launch l;
+    l.library = get_or<std::string>(x, op, "library", "");
+    if (l.library.empty()) {
+      l.kernel = get<std::string>(x, op, "kernel");
+      l.grid = get<std::array<std::int64_t, 3>>(x, op, "grid");
+      l.block = get<std::array<std::int64_t, 3>>(x, op, "block");
+      l.shared = get_or<std::int64_t>(x, op, "shared", 0);
+    }
+    for (const auto& a : field(x, op, "args")) {
+      if (a.contains("buffer")) l.args.push_back(Arg::pointer(get<std::string>(a, op, "buffer")));
+      else l.args.push_back(Arg::value(get<std::int64_t>(a, op, "scalar"), get<int>(a, op, "size")));
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+json guards_json(const std::vector<GuardViolation>& gs) {
+  json a = json::array();
+  for (const auto& g : gs)
+    a.push_back({{"buffer", g.buffer}, {"side", g.side}, {"bytes_changed", g.bytes_changed}, {"first_byte_offset", g.first_byte_offset}});
+  return a;
+}
+
+std::vector<GuardViolation> guards_from(const json& j, const char* op) {
+  std::vector<GuardViolation> out;
+  for (const auto& x : field(j, op, "guard_violations"))
+    out.push_back({get<std::string>(x, op, "buffer"), get<std::string>(x, op, "side"), get<std::int64_t>(x, op, "bytes_changed"),
+                   get<std::int64_t>(x, op, "first_byte_offset")});
+  return out;
+}
+
+template <class Reply, class Request, class Parse>
+Answer<Reply> typed_call(WorkerClient& w, const Request& r, double timeout_s, Parse parse) {
+  Answer<Reply> a;
+  a.raw = w.call(to_json(r), timeout_s);
+  if (a.raw.status != WorkerReply::Status::ok) return a;
+  try {
+    a.reply = parse(a.raw.body);
+  } catch (const Error& e) {
+    a.raw.status = WorkerReply::Status::protocol_error;
+    a.raw.reason = e.what();
+  }
+  return a;
+}
+
+}  // namespace
+
+const char* to_string(BufferKind k) {
+  switch (k) {
+    case BufferKind::input: return "input";
+    case BufferKind::output: return "output";
+    case BufferKind::scratch: return "scratch";
+  }
+  return "?";
+}
+
+json to_json(const HelloRequest&) { return json{{"op", "hello"}}; }
+json to_json(const LoadRequest& r) { return json{{"op", "load"}, {"module", r.module}, {"kernels", r.kernels}}; }
+json to_json(const LibraryInfoRequest& r) { return json{{"op", "library_info"}, {"libraries", r.libraries}}; }
+json to_json(const RunRequest& r) {
+  json out_files = json::object();
+  for (const auto& [k, v] : r.out_files) out_files[k] = v;
+  return json{{"op", "run"},          {"module", r.module},   {"buffers", buffers_json(r.buffers)},
+              {"launches", launches_json(r.launches)}, {"poison", r.poison}, {"out_files", out_files},
+              {"guard_bytes", r.guard_bytes}};
+}
+json to_json(const BenchRequest& r) {
+  json j{{"op", "bench"},
+         {"module", r.module},
+         {"buffers", buffers_json(r.buffers)},
+         {"launches", launches_json(r.launches)},
+         {"out_hashes", r.out_hashes},
+         {"flush", r.flush},
+         {"warmup", r.warmup},
+         {"min_samples", r.min_samples},
+         {"max_samples", r.max_samples},
+         {"max_seconds", r.max_seconds},
+         {"target_rel_noise", r.target_rel_noise},
+         {"guard_bytes", r.guard_bytes}};
+  if (!r.out_files.empty()) {
+    json f = json::object();
+    for (const auto& [k, v] : r.out_files) f[k] = v;
+    j["out_files"] = f;
+  }
+  return j;
+}
+json to_json(const CopyBenchRequest& r) { return json{{"op", "copy_bench"}, {"bytes", r.bytes}, {"samples", r.samples}}; }
+
+LoadRequest load_request_from_json(const json& j) {
+  return {get<std::string>(j, "load", "module"), get<std::vector<std::string>>(j, "load", "kernels")};
+}
+LibraryInfoRequest library_info_request_from_json(const json& j) {
+  return {get<std::vector<std::string>>(j, "library_info", "libraries")};
+}
+RunRequest run_request_from_json(const json& j) {
+  RunRequest r;
+  r.module = get_or<std::string>(j, "run", "module", "");
+  r.buffers = buffers_from(j, "run");
+  r.launches = launches_from(j, "run");
+  r.poison = get<std::vector<std::uint8_t>>(j, "run", "poison");
+  r.out_files = get_or<std::map<std::string, std::vector<std::string>>>(j, "run", "out_files", {});
+  r.guard_bytes = get_or<std::size_t>(j, "run", "guard_bytes", 4096);
+  for (const auto& b : r.buffers)
+    if (b.kind == BufferKind::output && (!r.out_files.count(b.name) || r.out_files.at(b.name).size() != r.poison.size()))
+      throw_error(ErrorKind::worker, fmt::format("worker protocol: 'run' output '{}' needs one out_files path per poison pattern", b.name));
+  return r;
+}
+BenchRequest bench_request_from_json(const json& j) {
+  BenchRequest r;
+  r.module = get_or<std::string>(j, "bench", "module", "");
+  r.buffers = buffers_from(j, "bench");
+  r.launches = launches_from(j, "bench");
+  r.out_files = get_or<std::map<std::string, std::string>>(j, "bench", "out_files", {});
+  r.out_hashes = get_or<bool>(j, "bench", "out_hashes", false);
+  r.flush = get_or<bool>(j, "bench", "flush", true);
+  r.warmup = get_or<int>(j, "bench", "warmup", 3);
+  r.min_samples = get_or<int>(j, "bench", "min_samples", 20);
+  r.max_samples = get_or<int>(j, "bench", "max_samples", 1000);
+  r.max_seconds = get_or<double>(j, "bench", "max_seconds", 5.0);
+  r.target_rel_noise = get_or<double>(j, "bench", "target_rel_noise", 0.005);
+  r.guard_bytes = get_or<std::size_t>(j, "bench", "guard_bytes", 4096);
+  return r;
+}
+CopyBenchRequest copy_bench_request_from_json(const json& j) {
+  return {get<std::size_t>(j, "copy_bench", "bytes"), get_or<int>(j, "copy_bench", "samples", 30)};
+}
+
+json to_json(const RunReply& r) {
+  json runs = json::array();
+  for (const auto& x : r.runs) {
+    json inputs = json::array();
+    for (const auto& in : x.inputs)
+      inputs.push_back({{"name", in.name}, {"hash_before", in.hash_before}, {"hash_after", in.hash_after},
+                        {"first_changed_byte", in.first_changed_byte}});
+    runs.push_back({{"poison", x.poison}, {"kernel_ms", x.kernel_ms}, {"guard_violations", guards_json(x.guard_violations)},
+                    {"inputs", inputs}});
+  }
+  return json{{"ok", true}, {"runs", runs}};
+}
+json to_json(const BenchReply& r) {
+  json h = json::object();
+  for (const auto& [k, v] : r.out_hashes) h[k] = v;
+  return json{{"ok", true},          {"samples_ms", r.samples_ms}, {"warmup_ms", r.warmup_ms},
+              {"flush_bytes", r.flush_bytes}, {"stop_reason", r.stop_reason}, {"guard_violations", guards_json(r.guard_violations)},
+              {"out_hashes", h}};
+}
+json to_json(const CopyBenchReply& r) { return json{{"ok", true}, {"samples_ms", r.samples_ms}, {"bytes", r.bytes}}; }
+json to_json(const LoadReply& r) { return json{{"ok", true}, {"kernels", r.kernels}}; }
+json to_json(const LibraryInfoReply& r) {
+  json v = json::object();
+  for (const auto& [k, x] : r.versions) v[k] = x;
+  return json{{"ok", true}, {"versions", v}};
+}
+json to_json(const HelloReply& r) { return json{{"ok", true}, {"device", r.device}}; }
+
+RunReply run_reply_from_json(const json& j) {
+  RunReply r;
+  for (const auto& x : field(j, "run reply", "runs")) {
+    RunResult rr;
+    rr.poison = get<std::uint8_t>(x, "run reply", "poison");
+    rr.kernel_ms = get_or<double>(x, "run reply", "kernel_ms", 0.0);
+    rr.guard_violations = guards_from(x, "run reply");
+    for (const auto& in : field(x, "run reply", "inputs"))
+      rr.inputs.push_back({get<std::string>(in, "run reply", "name"), get<std::string>(in, "run reply", "hash_before"),
+                           get<std::string>(in, "run reply", "hash_after"), get<std::int64_t>(in, "run reply", "first_changed_byte")});
+    r.runs.push_back(std::move(rr));
+  }
+  return r;
+}
+BenchReply bench_reply_from_json(const json& j) {
+  BenchReply r;
+  r.samples_ms = get<std::vector<double>>(j, "bench reply", "samples_ms");
+  r.warmup_ms = get_or<std::vector<double>>(j, "bench reply", "warmup_ms", {});
+  r.flush_bytes = get_or<std::size_t>(j, "bench reply", "flush_bytes", 0);
+  r.stop_reason = get_or<std::string>(j, "bench reply", "stop_reason", "");
+  r.guard_violations = guards_from(j, "bench reply");
+  r.out_hashes = get_or<std::map<std::string, std::string>>(j, "bench reply", "out_hashes", {});
+  return r;
+}
+CopyBenchReply copy_bench_reply_from_json(const json& j) {
+  return {get<std::vector<double>>(j, "copy_bench reply", "samples_ms"), get<std::size_t>(j, "copy_bench reply", "bytes")};
+}
+LoadReply load_reply_from_json(const json& j) { return {field(j, "load reply", "kernels")}; }
+LibraryInfoReply library_info_reply_from_json(const json& j) {
+  return {get<std::map<std::string, std::string>>(j, "library_info reply", "versions")};
+}
+
+std::string describe(const GuardViolation& v) {
+  return fmt::format("buffer '{}' was written {} its bounds: {} guard byte(s) changed, first at byte offset {} from the view start",
+                     v.buffer, v.side, v.bytes_changed, v.first_byte_offset);
+}
+
+Answer<RunReply> call(WorkerClient& w, const RunRequest& r, double t) { return typed_call<RunReply>(w, r, t, run_reply_from_json); }
+Answer<BenchReply> call(WorkerClient& w, const BenchRequest& r, double t) {
+  return typed_call<BenchReply>(w, r, t, bench_reply_from_json);
+}
+Answer<CopyBenchReply> call(WorkerClient& w, const CopyBenchRequest& r, double t) {
+  return typed_call<CopyBenchReply>(w, r, t, copy_bench_reply_from_json);
+}
+Answer<LoadReply> call(WorkerClient& w, const LoadRequest& r, double t) { return typed_call<LoadReply>(w, r, t, load_reply_from_json); }
+Answer<LibraryInfoReply> call(WorkerClient& w, const LibraryInfoRequest& r, double t) {
+  return typed_call<LibraryInfoReply>(w, r, t, library_info_reply_from_json);
+}
+
+}  // namespace kqual::worker

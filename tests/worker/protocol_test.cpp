@@ -1,0 +1,121 @@
+// The typed worker protocol: every request and reply survives the wire unchanged, and a malformed
+// message is refused naming the op and the field.
+#include <gtest/gtest.h>
+
+#include "kqual/core/error.hpp"
+#include "kqual/worker/protocol.hpp"
+
+namespace kqual::worker {
+namespace {
+
+RunRequest sample_run() {
+  RunRequest r;
+  r.module = "/tmp/k.cubin";
+  r.buffers = {{"x", BufferKind::input, 1024, 16, "/tmp/x.in"}, {"y", BufferKind::output, 1024, 16, ""},
+               {"tmp", BufferKind::scratch, 64, 0, ""}};
+  Launch l;
+  l.kernel = "_Z8add_reluPKfS0_Pfl";
+  l.grid = {132, 2, 1};
+  l.block = {256, 1, 1};
+  l.shared = 4096;
+  l.args = {Arg::pointer("x"), Arg::pointer("y"), Arg::value(1 << 20, 8), Arg::value(-3, 4)};
+  Launch lib;
+  lib.library = "cub.exclusive_sum<float>";
+  lib.args = {Arg::pointer("x"), Arg::pointer("y"), Arg::value(256, 8)};
+  r.launches = {l, lib};
+  r.poison = {0xFF, 0x7F};
+  r.out_files = {{"y", {"/tmp/y0", "/tmp/y1"}}};
+  r.guard_bytes = 8192;
+  return r;
+}
+
+TEST(Protocol, RunRequestRoundTrips) {
+  const RunRequest a = sample_run();
+  const json wire = json::parse(to_json(a).dump());
+  EXPECT_EQ(wire.at("op"), "run");
+  const RunRequest b = run_request_from_json(wire);
+  EXPECT_EQ(b.module, a.module);
+  ASSERT_EQ(b.buffers.size(), 3u);
+  EXPECT_EQ(b.buffers[0].offset, 16u);
+  EXPECT_EQ(b.buffers[0].file, "/tmp/x.in");
+  EXPECT_EQ(b.buffers[2].kind, BufferKind::scratch);
+  EXPECT_EQ(b.launches, a.launches);
+  EXPECT_EQ(b.poison, a.poison);
+  EXPECT_EQ(b.out_files, a.out_files);
+  EXPECT_EQ(b.guard_bytes, 8192u);
+}
+
+TEST(Protocol, BenchRequestRoundTripsWithAndWithoutOutputFiles) {
+  BenchRequest a;
+  a.module = "/tmp/k.cubin";
+  a.buffers = sample_run().buffers;
+  a.launches = sample_run().launches;
+  a.out_hashes = true;
+  a.flush = false;
+  a.warmup = 1;
+  a.min_samples = a.max_samples = 10;
+  BenchRequest b = bench_request_from_json(json::parse(to_json(a).dump()));
+  EXPECT_TRUE(b.out_files.empty());
+  EXPECT_TRUE(b.out_hashes);
+  EXPECT_FALSE(b.flush);
+  EXPECT_EQ(b.warmup, 1);
+  EXPECT_EQ(b.max_samples, 10);
+  EXPECT_EQ(b.launches, a.launches);
+  a.out_files = {{"y", "/tmp/y.out"}};
+  b = bench_request_from_json(json::parse(to_json(a).dump()));
+  EXPECT_EQ(b.out_files, a.out_files);
+}
+
+TEST(Protocol, RepliesRoundTrip) {
+  RunReply run;
+  RunResult rr;
+  rr.poison = 0x7F;
+  rr.kernel_ms = 0.25;
+  rr.guard_violations = {{"y", "after", 4, 1024}};
+  rr.inputs = {{"x", "aa", "bb", 12}};
+  run.runs = {rr};
+  const RunReply back = run_reply_from_json(json::parse(to_json(run).dump()));
+  ASSERT_EQ(back.runs.size(), 1u);
+  EXPECT_EQ(back.runs[0].poison, 0x7F);
+  EXPECT_EQ(back.runs[0].guard_violations.at(0).first_byte_offset, 1024);
+  EXPECT_EQ(back.runs[0].inputs.at(0).first_changed_byte, 12);
+  EXPECT_NE(describe(back.runs[0].guard_violations.at(0)).find("buffer 'y' was written after its bounds"), std::string::npos);
+
+  BenchReply bench;
+  bench.samples_ms = {1, 2, 3};
+  bench.warmup_ms = {4};
+  bench.flush_bytes = 120 << 20;
+  bench.stop_reason = "noise_target";
+  bench.out_hashes = {{"y", "0123456789abcdef"}};
+  const BenchReply bb = bench_reply_from_json(json::parse(to_json(bench).dump()));
+  EXPECT_EQ(bb.samples_ms, bench.samples_ms);
+  EXPECT_EQ(bb.out_hashes, bench.out_hashes);
+  EXPECT_EQ(bb.stop_reason, "noise_target");
+  EXPECT_TRUE(bb.guard_violations.empty());
+}
+
+TEST(Protocol, MalformedMessagesNameTheOpAndTheField) {
+  json j = to_json(sample_run());
+  j.at("buffers").at(0).erase("file");
+  try {
+    run_request_from_json(j);
+    FAIL() << "an input without its file was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input buffer 'x' without 'file'"), std::string::npos) << e.what();
+  }
+  j = to_json(sample_run());
+  j.at("launches").at(0).at("grid") = "wide";
+  try {
+    run_request_from_json(j);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'run' field 'grid'"), std::string::npos) << e.what();
+  }
+  j = to_json(sample_run());
+  j.at("out_files").at("y") = json::array({"/tmp/only-one"});
+  EXPECT_THROW(run_request_from_json(j), Error);  // one path per poison pattern
+  EXPECT_THROW(bench_reply_from_json(json{{"ok", true}}), Error);
+}
+
+}  // namespace
+}  // namespace kqual::worker
