@@ -93,18 +93,17 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   if (!bench_dtype) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", o.dtype));
   std::vector<contract::Dims> shapes;
   for (const auto& text : o.shapes) shapes.push_back(contract::parse_shape(c, text));
-  Target tg = open_target({o.use_gpu, o.watchdog_seconds, o.arch});
-  worker::Session& s = *tg.session;
-
   json phases = json::object();
   json r{{"schema", "kqual.qualify"}, {"schema_version", kJsonSchemaVersion}};
-  r["provenance"] = report::provenance(o.command_line, tg.device_json());
+  r["provenance"] = nullptr;  // written by the report phase; first in the document
   r["candidate"] = {{"name", m.name}, {"manifest", m.file.string()}, {"contract", m.contract},
                     {"description", m.description}, {"claims", claims_json(m)}};
   r["contract"] = contract_json(c, m.supports);
   phases["manifest"] = "valid";
   phases["contract_refusals"] = fmt::format("{} unsupported requests refused with the expected reason",
                                             r["contract"]["refusals_checked"].size());
+  Target tg = open_target({o.use_gpu, o.watchdog_seconds, o.arch});
+  worker::Session& s = *tg.session;
 
   // ---- build: the candidate and (for timing) every bundled baseline ----
   build::BuiltCandidate cand = build::build_candidate(m, tg.arch, s.scratch());
@@ -206,6 +205,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   const decision::QualifyVerdict v = decision::decide_qualify(f);
   r["phases"] = phases;
   r["verdict"] = decision::to_json(v);
+  r["provenance"] = report::provenance(o.command_line, tg.device_json());
   out.results = r;
   out.exit_code = decision::exit_code(v.verdict);
   const Written w = write_results(o.out_dir, r, report::render_qualify_memo(r));

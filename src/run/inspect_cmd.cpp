@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "kqual/report/provenance.hpp"
 #include "kqual/artifact/artifact.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/json.hpp"
@@ -127,7 +128,7 @@ int run_inspect(const InspectOptions& o, const GlobalOptions& g) {
   if (o.diff && o.paths.size() != 2) throw_error(ErrorKind::usage, "inspect --diff takes exactly two artifacts: OLD NEW");
   if (!o.diff && o.paths.size() != 1) throw_error(ErrorKind::usage, "inspect takes one artifact (or --diff OLD NEW)");
   const Target t = resolve_target(o.arch);
-  json prov{{"command_line", g.command_line}, {"kqual_version", kVersion}};
+  const json prov = report::provenance(g.command_line, json());  // no device: inspect reads files only
 
   if (!o.diff) {
     const art::Artifact a = art::parse_artifact(o.paths[0]);

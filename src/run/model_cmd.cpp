@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kqual/report/provenance.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/json.hpp"
@@ -33,7 +34,7 @@ json envelope(const GlobalOptions& g, const std::string& command) {
   json j;
   j["schema_version"] = kJsonSchemaVersion;
   j["command"] = command;
-  j["provenance"] = {{"tool", std::string("kqual ") + kVersion}, {"git_revision", git_revision()}, {"command_line", g.command_line}};
+  j["provenance"] = report::provenance(g.command_line, json());
   return j;
 }
 
