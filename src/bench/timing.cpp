@@ -133,9 +133,12 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
   rep.boundary = fmt::format(
       "CUDA events recorded on the worker's stream immediately before the first and after the last launch of the "
       "implementation's launch plan; nothing else is enqueued in between. Before every sample a {} MiB buffer (2x L2) "
-      "is overwritten outside the timed region (cold L2). {} warm-up runs excluded (reported). Implementations are "
+      "is overwritten outside the timed region (cold L2){}. {} warm-up runs excluded (reported). Implementations are "
       "interleaved in {} rounds of {} samples, order rotated every round.",
-      o.flush_l2 ? (2 * double(dev.l2_bytes)) / (1 << 20) : 0.0, o.warmup, o.rounds, o.samples_per_round);
+      o.flush_l2 ? (2 * double(dev.l2_bytes)) / (1 << 20) : 0.0,
+      o.flush_mode == "clean" ? ", then read back so its dirty lines are written back before the timed window (flush mode clean)"
+                              : " (flush mode write: its dirty lines may be written back inside the timed window)",
+      o.warmup, o.rounds, o.samples_per_round);
   std::vector<const build::BuiltCandidate*> impls{&cand};
   for (auto* b : baselines) impls.push_back(b);
   std::vector<contract::Dims> shapes = o.shapes.empty() ? c.benchmark_shapes() : o.shapes;
@@ -195,6 +198,7 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
       for (const auto& scr : plan.scratch) br.buffers.push_back(scr);
       br.launches = plan.launches;
       br.flush = o.flush_l2;
+      br.flush_mode = o.flush_mode;
     }
     for (int round = 0; round < o.rounds; ++round) {
       for (std::size_t k = 0; k < impls.size(); ++k) {

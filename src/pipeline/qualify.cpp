@@ -179,6 +179,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       to.rounds = o.rounds;
       to.samples_per_round = o.samples_per_round;
       to.seed = o.seed;
+      to.flush_mode = o.flush_mode;
       f.equivalence_margin = to.equivalence_margin;
       std::vector<const build::BuiltCandidate*> bptr;
       for (const auto& b : baselines) bptr.push_back(&b);

@@ -31,6 +31,10 @@ void add_common(CLI::App* cmd, QualifyOptions& o) {
   cmd->add_option("--rounds", o.rounds, "Interleaved timing rounds")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--samples", o.samples_per_round, "Samples per implementation per round")->capture_default_str()
       ->check(CLI::Range(2, 100000));
+  cmd->add_option("--l2-flush", o.flush_mode,
+                  "L2 flush before each timed sample: write (a memset of 2x the L2) or clean (the memset, then a "
+                  "read pass, so its dirty lines are written back before the timed window)")
+      ->capture_default_str()->check(CLI::IsMember({"write", "clean"}));
 }
 
 void print_outcome(const GlobalOptions& g, const QualifyOutcome& out) {

@@ -154,6 +154,7 @@ json to_json(const BenchRequest& r) {
          {"launches", launches_json(r.launches)},
          {"out_hashes", r.out_hashes},
          {"flush", r.flush},
+         {"flush_mode", r.flush_mode},
          {"warmup", r.warmup},
          {"min_samples", r.min_samples},
          {"max_samples", r.max_samples},
@@ -196,6 +197,9 @@ BenchRequest bench_request_from_json(const json& j) {
   r.out_files = get_or<std::map<std::string, std::string>>(j, "bench", "out_files", {});
   r.out_hashes = get_or<bool>(j, "bench", "out_hashes", false);
   r.flush = get_or<bool>(j, "bench", "flush", true);
+  r.flush_mode = get_or<std::string>(j, "bench", "flush_mode", "write");
+  if (r.flush_mode != "write" && r.flush_mode != "clean")
+    throw_error(ErrorKind::worker, fmt::format("worker protocol: 'bench' flush_mode '{}' (write or clean)", r.flush_mode));
   r.warmup = get_or<int>(j, "bench", "warmup", 3);
   r.min_samples = get_or<int>(j, "bench", "min_samples", 20);
   r.max_samples = get_or<int>(j, "bench", "max_samples", 1000);

@@ -66,6 +66,18 @@ TEST(Protocol, BenchRequestRoundTripsWithAndWithoutOutputFiles) {
   EXPECT_EQ(b.out_files, a.out_files);
 }
 
+TEST(Protocol, FlushModeRoundTripsAndAnUnknownOneIsRefused) {
+  BenchRequest a;
+  a.buffers = sample_run().buffers;
+  a.launches = sample_run().launches;
+  EXPECT_EQ(bench_request_from_json(to_json(a)).flush_mode, "write");  // the default
+  a.flush_mode = "clean";
+  EXPECT_EQ(bench_request_from_json(json::parse(to_json(a).dump())).flush_mode, "clean");
+  json j = to_json(a);
+  j["flush_mode"] = "invalidate";
+  EXPECT_THROW(bench_request_from_json(j), Error);
+}
+
 TEST(Protocol, RepliesRoundTrip) {
   RunReply run;
   RunResult rr;

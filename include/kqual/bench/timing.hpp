@@ -20,6 +20,7 @@ struct TimingOptions {
   int samples_per_round = 10;        // so >= 30 samples per implementation
   int warmup = 5;                    // excluded, reported
   bool flush_l2 = true;
+  std::string flush_mode = "write";  // "write" or "clean" (worker::BenchRequest::flush_mode)
   bool measure_copy = true;          // device-to-device copy at the largest size, same run
   double equivalence_margin = 0.02;  // relative: |ratio - 1| below this is "no difference"
   std::uint64_t seed = 20261202;

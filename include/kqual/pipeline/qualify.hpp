@@ -23,6 +23,7 @@ struct QualifyOptions {
   std::string dtype = "f32";              // benchmark dtype
   int rounds = 3;
   int samples_per_round = 10;
+  std::string flush_mode = "write";       // L2 flush before each sample: "write" or "clean"
   bool correctness = true;
   bool timing = true;
   std::string command_line;

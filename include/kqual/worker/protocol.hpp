@@ -77,6 +77,10 @@ struct BenchRequest {
   std::map<std::string, std::string> out_files;  // output name → path; empty: no file
   bool out_hashes = false;                       // 64-bit hash of each output's bytes
   bool flush = true;                             // write 2x the L2 before every sample
+  // "write": a memset of 2x the L2 (it leaves the L2 full of dirty lines the timed kernel may have to
+  // write back); "clean": the same memset, then a read pass over that buffer, so the write-backs
+  // happen before the timed window and the kernel starts on a clean L2 (docs/timing.md).
+  std::string flush_mode = "write";
   int warmup = 3;
   int min_samples = 20, max_samples = 1000;
   double max_seconds = 5.0;
