@@ -143,6 +143,9 @@ TimingReport time_against_baselines(harness::Session& s, const harness::BuiltCan
     if (c.min_bytes(shapes[i], o.dtype) > c.min_bytes(shapes[largest], o.dtype)) largest = i;
   for (std::size_t si = 0; si < shapes.size(); ++si) {
     const contract::Dims& dims = shapes[si];
+    if (o.progress)
+      o.progress(fmt::format("timing: shape {}/{} {} ({} implementation(s), {} rounds)", si + 1, shapes.size(),
+                             contract::format_dims(dims), impls.size(), o.rounds));
     ShapeResult sh;
     sh.dims = dims;
     sh.shape = contract::format_dims(dims);

@@ -607,7 +607,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
     throw_error(ErrorKind::usage, fmt::format("--arch {} given but the device is {}", o.arch, dev.arch));
   const std::string why_no_gpu = o.use_gpu ? dev.why_absent : "GPU phases disabled (--no-gpu)";
 
-  json r{{"schema", "kqual.compare/1"}, {"schema_version", kJsonSchemaVersion}};
+  json r = schema_header("compare");
   r["provenance"] = report::provenance(o.command_line, dev.present ? dev.device : json());
   r["target"] = {{"arch", arch}, {"source", dev.present ? "device 0" : (o.arch.empty() ? "default (no device)" : "--arch")}};
   json notes = json::array();

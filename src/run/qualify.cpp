@@ -91,6 +91,10 @@ void write_outputs(QualifyOutcome& out, const fs::path& dir, const std::string& 
 
 QualifyOutcome qualify(const QualifyOptions& o) {
   QualifyOutcome out;
+  auto say = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  say("manifest: " + o.candidate.string());
   harness::Manifest m = harness::load_manifest(o.candidate);
   const contract::Contract& c = contract::find_contract(m.contract);
   auto bench_dtype = parse_dtype(o.dtype);
@@ -106,7 +110,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     throw_error(ErrorKind::usage, fmt::format("--arch {} given but the device is {}", o.arch, dev.arch));
 
   json phases = json::object();
-  json r{{"schema", "kqual.qualify"}, {"schema_version", kJsonSchemaVersion}};
+  json r = schema_header(o.command);
   r["provenance"] = report::provenance(o.command_line, dev.present ? dev.device : json());
   r["candidate"] = {{"name", m.name}, {"manifest", m.file.string()}, {"contract", m.contract},
                     {"description", m.description}, {"claims", claims_json(m)}};
@@ -115,6 +119,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   phases["contract_refusals"] = fmt::format("{} unsupported requests refused with the expected reason",
                                             r["contract"]["refusals_checked"].size());
 
+  say(fmt::format("compile: {} for {}", m.name, arch));
   harness::BuiltCandidate cand = harness::build_candidate(m, arch, s.scratch());
   phases["compile"] = fmt::format("done: {} for {} in {:.1f} ms", cand.compiler, arch, cand.compile_ms);
   auto baseline_dir = find_bundled("baselines", m.dir);
@@ -126,6 +131,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     for (const auto& e : fs::directory_iterator(*baseline_dir / m.contract))
       if (fs::exists(e.path() / "kqual.toml")) dirs.push_back(e.path());
     std::sort(dirs.begin(), dirs.end());
+    if (!dirs.empty()) say(fmt::format("compile: {} baseline(s) from {}", dirs.size(), (*baseline_dir / m.contract).string()));
     for (const auto& d : dirs) baselines.push_back(harness::build_candidate(harness::load_manifest(d), arch, s.scratch()));
   }
   phases["baselines"] = !o.timing ? std::string("not needed (no timing)")
@@ -134,6 +140,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
 
   json verdict{{"reasons", json::array()}, {"would_reverse", json::array()}};
   auto finish = [&](const std::string& decision, int code, const std::string& summary) {
+    say(fmt::format("verdict: {}; writing results.json and memo.md to {}", decision, o.out_dir.string()));
     verdict["decision"] = decision;
     verdict["exit_code"] = code;
     verdict["summary"] = summary;
@@ -151,6 +158,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
 
   if (!dev.present) {
     std::string why = o.use_gpu ? dev.why_absent : "GPU phases disabled (--no-gpu)";
+    say("no GPU: load, correctness and timing not run (" + why + ")");
     for (const char* ph : {"load", "correctness", "timing"}) phases[ph] = "not run: needs a GPU (" + why + ")";
     verdict["reasons"].push_back("static phases passed: manifest valid, contract refusals checked, candidate and baselines "
                                  "compiled with NVRTC for " + arch);
@@ -159,6 +167,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     return finish("incomplete", kExitIncomplete, "No GPU: only the static phases ran. " + why);
   }
 
+  say(fmt::format("load: {} module(s) on {}", 1 + baselines.size(), dev.arch));
   std::string load_err = harness::load_and_describe(s, cand);
   if (!load_err.empty()) throw_error(ErrorKind::input, load_err);
   for (auto& b : baselines) {
@@ -176,6 +185,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   co.include_large = o.large_cases;
   bool correct = true;
   if (o.correctness) {
+    say(fmt::format("correctness: {} against {}{}", m.name, m.contract, o.large_cases ? " (with the large cases)" : ""));
     harness::CorrectnessReport rep = harness::check_correctness(s, cand, co);
     r["correctness"] = rep.to_json(false);
     correct = rep.accepted();
@@ -184,7 +194,10 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     json bc = json::array();
     harness::CheckOptions small = co;
     small.include_large = false;
-    for (const auto& b : baselines) bc.push_back(harness::check_correctness(s, b, small).to_json(false));
+    for (const auto& b : baselines) {
+      say("correctness: baseline " + b.manifest.name);
+      bc.push_back(harness::check_correctness(s, b, small).to_json(false));
+    }
     r["baselines_correctness"] = bc;
     if (!correct) {
       verdict["reasons"].push_back(fmt::format("rejected by the contract: {} of {} cases failed, mostly `{}`: {}", rep.failed,
@@ -211,6 +224,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   to.rounds = o.rounds;
   to.samples_per_round = o.samples_per_round;
   to.seed = o.seed;
+  to.progress = o.progress;
   std::vector<const harness::BuiltCandidate*> bptr;
   for (const auto& b : baselines) bptr.push_back(&b);
   bench::TimingReport tr = bench::time_against_baselines(s, cand, bptr, to);
@@ -353,6 +367,9 @@ QualifyOutcome selftest(const SelftestOptions& o) {
         for (const auto& e : fs::directory_iterator(op.path()))
           if (fs::exists(e.path() / "kqual.toml")) entries.push_back({e.path(), "baseline"});
   std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.dir < b.dir; });
+  if (o.progress)
+    o.progress(fmt::format("{} candidate folder(s) under {}{}", entries.size(), root.string(),
+                           dev.present ? "" : "; no GPU: compile only"));
 
   json rows = json::array();
   int bad = 0, total = 0;
@@ -470,12 +487,11 @@ QualifyOutcome selftest(const SelftestOptions& o) {
     }
     row["seeds"] = seeds;
     row["as_expected"] = as_expected;
-    {  // progress as it goes (a run stopped by a time limit still shows what it did)
+    if (o.progress) {  // progress as it goes (a run stopped by a time limit still shows what it did)
       std::string outcomes;
       for (const auto& sd : seeds) outcomes += fmt::format(" {}{}", sd["as_expected"].get<bool>() ? "" : "UNEXPECTED ", sd["outcome"].get<std::string>());
-      fmt::print(stderr, "selftest: {} {} {} (expected {}):{}\n", m.contract, entry.kind, m.name,
-                 broken ? "rejected: " + *m.expect_rejected_for : std::string("accepted"), outcomes);
-      std::fflush(stderr);
+      o.progress(fmt::format("{} {} {} (expected {}):{}", m.contract, entry.kind, m.name,
+                             broken ? "rejected: " + *m.expect_rejected_for : std::string("accepted"), outcomes));
     }
     if (broken) {
       pc["broken"] = pc["broken"].get<int>() + 1;
@@ -490,11 +506,11 @@ QualifyOutcome selftest(const SelftestOptions& o) {
   json contracts = json::array();
   for (auto& [name, pc] : per_contract) contracts.push_back(pc);
   json seeds_j = o.seeds;
-  out.results = json{{"schema", "kqual.selftest"}, {"schema_version", kJsonSchemaVersion},
-                     {"provenance", report::provenance(o.command_line, dev.present ? dev.device : json())},
+  out.results = schema_header("selftest");
+  out.results.update(json{{"provenance", report::provenance(o.command_line, dev.present ? dev.device : json())},
                      {"device_present", dev.present}, {"why_no_device", dev.why_absent},
                      {"seeds", seeds_j}, {"contracts", contracts},
-                     {"candidates", rows}, {"checks", total}, {"unexpected", bad}};
+                     {"candidates", rows}, {"checks", total}, {"unexpected", bad}});
   if (!o.sanitize.empty())
     out.results["sanitizer"] = json{{"tool", o.sanitize}, {"path", sanitizer ? *sanitizer : ""}, {"note", sanitizer_note}};
   out.exit_code = !dev.present ? kExitIncomplete : bad ? kExitFail : (!o.sanitize.empty() && !sanitizer) ? kExitIncomplete : kExitPass;

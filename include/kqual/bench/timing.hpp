@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kqual/core/json.hpp"
+#include "kqual/core/progress.hpp"
 #include "kqual/harness/evaluate.hpp"
 #include "kqual/stats/compare.hpp"
 #include "kqual/stats/summary.hpp"
@@ -25,6 +26,7 @@ struct TimingOptions {
   std::uint64_t seed = 20261202;
   bool keep_input_files = false;     // leave input files for the next call (compare), and reuse them
   std::filesystem::path input_root;  // where input files go ("" → the session's scratch/bench)
+  ProgressFn progress;               // one line per shape, or empty
 };
 
 struct Series {
