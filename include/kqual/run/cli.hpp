@@ -71,5 +71,6 @@ void add_worker_command(CLI::App& app, GlobalOptions& g, int* exit_code);     //
 void add_inspect_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // artifact identity
 void add_model_commands(CLI::App& app, GlobalOptions& g, int* exit_code);     // model, explain
 void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // startup (+ hidden probe)
+void add_report_command(CLI::App& app, GlobalOptions& g, int* exit_code);     // report RESULTS.json (HTML, memo)
 
 }  // namespace kqual::run
