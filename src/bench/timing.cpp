@@ -36,8 +36,16 @@ json TimingReport::to_json() const {
       if (!s.verify_detail.empty()) j["verify_detail"] = s.verify_detail;
       ser.push_back(j);
     }
+    // One comparison per baseline timed next to the candidate, in series order (as
+    // time_against_baselines makes them), each named by its baseline.
     json cmp = json::array();
-    for (const auto& c : sh.vs_baselines) cmp.push_back(stats::to_json(c));
+    std::size_t k = 0;
+    for (std::size_t i = 1; i < sh.series.size() && k < sh.vs_baselines.size(); ++i) {
+      if (sh.series[i].samples_ms.empty() || sh.series[0].samples_ms.empty()) continue;
+      json c{{"baseline", sh.series[i].label}};
+      c.update(stats::to_json(sh.vs_baselines[k++]));
+      cmp.push_back(c);
+    }
     json j{{"shape", sh.shape},
            {"dims", sh.dims},
            {"dtype", to_string(sh.dtype)},
@@ -148,6 +156,9 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
     if (c.min_bytes(shapes[i], o.dtype) > c.min_bytes(shapes[largest], o.dtype)) largest = i;
   for (std::size_t si = 0; si < shapes.size(); ++si) {
     const contract::Dims& dims = shapes[si];
+    if (o.progress)
+      o.progress(fmt::format("timing: shape {}/{} {} ({} implementation(s), {} rounds)", si + 1, shapes.size(),
+                             contract::format_dims(dims), impls.size(), o.rounds));
     ShapeResult sh;
     sh.dims = dims;
     sh.shape = contract::format_dims(dims);

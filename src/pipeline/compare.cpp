@@ -597,7 +597,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
   const std::string arch = tg.arch;
   const std::string why_no_gpu = tg.why_no_gpu;
 
-  json r{{"schema", "kqual.compare/1"}, {"schema_version", kJsonSchemaVersion}};
+  json r = schema_header("compare");
   r["provenance"] = report::provenance(o.command_line, tg.device_json());
   r["target"] = {{"arch", arch}, {"source", tg.arch_source}};
   json notes = json::array();

@@ -87,6 +87,10 @@ json claims_json(const build::Manifest& m) {
 QualifyOutcome qualify(const QualifyOptions& o) {
   // ---- target: manifest, contract, device and arch ----
   QualifyOutcome out;
+  auto say = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  say("manifest: " + o.candidate.string());
   build::Manifest m = build::load_manifest(o.candidate);
   const contract::Contract& c = contract::find_contract(m.contract);
   auto bench_dtype = parse_dtype(o.dtype);
@@ -94,7 +98,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   std::vector<contract::Dims> shapes;
   for (const auto& text : o.shapes) shapes.push_back(contract::parse_shape(c, text));
   json phases = json::object();
-  json r{{"schema", "kqual.qualify"}, {"schema_version", kJsonSchemaVersion}};
+  json r = schema_header(o.command);
   r["provenance"] = nullptr;  // written by the report phase; first in the document
   r["candidate"] = {{"name", m.name}, {"manifest", m.file.string()}, {"contract", m.contract},
                     {"description", m.description}, {"claims", claims_json(m)}};
@@ -106,6 +110,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   worker::Session& s = *tg.session;
 
   // ---- build: the candidate and (for timing) every bundled baseline ----
+  say(fmt::format("compile: {} for {}", m.name, tg.arch));
   build::BuiltCandidate cand = build::build_candidate(m, tg.arch, s.scratch());
   phases["compile"] = fmt::format("done: {} for {} in {:.1f} ms", cand.compiler, tg.arch, cand.compile_ms);
   auto baseline_dir = find_bundled("baselines", m.dir);
@@ -117,6 +122,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     for (const auto& e : fs::directory_iterator(*baseline_dir / m.contract))
       if (fs::exists(e.path() / "kqual.toml")) dirs.push_back(e.path());
     std::sort(dirs.begin(), dirs.end());
+    if (!dirs.empty()) say(fmt::format("compile: {} baseline(s) from {}", dirs.size(), (*baseline_dir / m.contract).string()));
     for (const auto& d : dirs) baselines.push_back(build::build_candidate(build::load_manifest(d), tg.arch, s.scratch()));
   }
   phases["baselines"] = !o.timing ? std::string("not needed (no timing)")
@@ -130,9 +136,11 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   f.correctness_run = o.correctness;
   f.timing_run = o.timing;
   if (!tg.gpu()) {
+    say("no GPU: load, correctness and timing not run (" + tg.why_no_gpu + ")");
     for (const char* ph : {"load", "correctness", "timing"}) phases[ph] = "not run: needs a GPU (" + tg.why_no_gpu + ")";
   } else {
     // ---- load: the module in the worker; registers, shared and local bytes; argument sizes ----
+    say(fmt::format("load: {} module(s) on {}", 1 + baselines.size(), tg.arch));
     std::string load_err = check::load_and_describe(s, cand);
     if (!load_err.empty()) throw_error(ErrorKind::input, load_err);
     for (auto& b : baselines) {
@@ -146,6 +154,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     co.seed = o.seed;
     co.include_large = o.large_cases;
     if (o.correctness) {
+      say(fmt::format("correctness: {} against {}{}", m.name, m.contract, o.large_cases ? " (with the large cases)" : ""));
       check::CorrectnessReport rep = check::check_correctness(s, cand, co);
       r["correctness"] = rep.to_json(false);
       f.correct = rep.accepted();
@@ -161,7 +170,10 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       json bc = json::array();
       check::CheckOptions small = co;
       small.include_large = false;
-      for (const auto& b : baselines) bc.push_back(check::check_correctness(s, b, small).to_json(false));
+      for (const auto& b : baselines) {
+        say("correctness: baseline " + b.manifest.name);
+        bc.push_back(check::check_correctness(s, b, small).to_json(false));
+      }
       r["baselines_correctness"] = bc;
     } else {
       phases["correctness"] = "skipped (--no-correctness)";
@@ -180,6 +192,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       to.samples_per_round = o.samples_per_round;
       to.seed = o.seed;
       to.flush_mode = o.flush_mode;
+      to.progress = o.progress;
       f.equivalence_margin = to.equivalence_margin;
       std::vector<const build::BuiltCandidate*> bptr;
       for (const auto& b : baselines) bptr.push_back(&b);
@@ -204,6 +217,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
 
   // ---- decide, then write ----
   const decision::QualifyVerdict v = decision::decide_qualify(f);
+  say(fmt::format("verdict: {}; writing results.json and memo.md to {}", decision::to_string(v.verdict), o.out_dir.string()));
   r["phases"] = phases;
   r["verdict"] = decision::to_json(v);
   r["provenance"] = report::provenance(o.command_line, tg.device_json());
@@ -327,6 +341,9 @@ QualifyOutcome selftest(const SelftestOptions& o) {
         for (const auto& e : fs::directory_iterator(op.path()))
           if (fs::exists(e.path() / "kqual.toml")) entries.push_back({e.path(), "baseline"});
   std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.dir < b.dir; });
+  if (o.progress)
+    o.progress(fmt::format("{} candidate folder(s) under {}{}", entries.size(), root.string(),
+                           dev.present ? "" : "; no GPU: compile only"));
 
   json rows = json::array();
   int bad = 0, total = 0;
@@ -444,12 +461,11 @@ QualifyOutcome selftest(const SelftestOptions& o) {
     }
     row["seeds"] = seeds;
     row["as_expected"] = as_expected;
-    {  // progress as it goes (a run stopped by a time limit still shows what it did)
+    if (o.progress) {  // progress as it goes (a run stopped by a time limit still shows what it did)
       std::string outcomes;
       for (const auto& sd : seeds) outcomes += fmt::format(" {}{}", sd["as_expected"].get<bool>() ? "" : "UNEXPECTED ", sd["outcome"].get<std::string>());
-      fmt::print(stderr, "selftest: {} {} {} (expected {}):{}\n", m.contract, entry.kind, m.name,
-                 broken ? "rejected: " + *m.expect_rejected_for : std::string("accepted"), outcomes);
-      std::fflush(stderr);
+      o.progress(fmt::format("{} {} {} (expected {}):{}", m.contract, entry.kind, m.name,
+                             broken ? "rejected: " + *m.expect_rejected_for : std::string("accepted"), outcomes));
     }
     if (broken) {
       pc["broken"] = pc["broken"].get<int>() + 1;
@@ -464,11 +480,11 @@ QualifyOutcome selftest(const SelftestOptions& o) {
   json contracts = json::array();
   for (auto& [name, pc] : per_contract) contracts.push_back(pc);
   json seeds_j = o.seeds;
-  out.results = json{{"schema", "kqual.selftest"}, {"schema_version", kJsonSchemaVersion},
-                     {"provenance", report::provenance(o.command_line, dev.present ? dev.device : json())},
+  out.results = schema_header("selftest");
+  out.results.update(json{{"provenance", report::provenance(o.command_line, dev.present ? dev.device : json())},
                      {"device_present", dev.present}, {"why_no_device", dev.why_absent},
                      {"seeds", seeds_j}, {"contracts", contracts},
-                     {"candidates", rows}, {"checks", total}, {"unexpected", bad}};
+                     {"candidates", rows}, {"checks", total}, {"unexpected", bad}});
   if (!o.sanitize.empty())
     out.results["sanitizer"] = json{{"tool", o.sanitize}, {"path", sanitizer ? *sanitizer : ""}, {"note", sanitizer_note}};
   out.exit_code = !dev.present ? kExitIncomplete : bad ? kExitFail : (!o.sanitize.empty() && !sanitizer) ? kExitIncomplete : kExitPass;

@@ -18,6 +18,12 @@ CLI::Option* add_negatable_flag(CLI::App* cmd, const std::string& name, bool& va
                        fmt::format("{} (--{} / --no-{}; default: --{})", help, name, name, value ? name : "no-" + name));
 }
 
+void add_quiet_flag(CLI::App* cmd, GlobalOptions& g) {
+  cmd->add_flag("--quiet", g.quiet, "No progress lines on stderr (stdout is unchanged)");
+}
+
+Progress progress_for(const GlobalOptions& g, const std::string& command) { return Progress(command, !g.quiet); }
+
 std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
   auto app = std::make_unique<CLI::App>(
       "kqual — decide, with evidence, whether a GPU kernel change or a CUDA toolkit upgrade should ship.\n"
@@ -26,6 +32,7 @@ std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
   app->set_version_flag("--version", std::string("kqual ") + kVersion);
   app->require_subcommand(1);
   app->add_flag("--json", s.g.json, "Write machine-readable JSON to stdout");
+  app->add_flag("--quiet", s.g.quiet, "No progress lines on stderr from long commands (stdout is unchanged)");
 
   add_qualify_commands(*app, s, run_commands);
   add_compare_command(*app, s, run_commands);
@@ -34,6 +41,7 @@ std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
     add_inspect_command(*app, s.g, &s.exit_code);
     add_model_commands(*app, s.g, &s.exit_code);
     add_startup_command(*app, s.g, &s.exit_code);
+    add_report_command(*app, s.g, &s.exit_code);
   }
   return app;
 }

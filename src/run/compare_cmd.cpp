@@ -84,7 +84,7 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
   add_negatable_flag(cmd, "correctness", c.o.correctness, "--no-correctness: skip the contract's correctness cases");
   add_negatable_flag(cmd, "large-cases", c.o.large_cases, "--large-cases: also run the contract's largest correctness cases (2^27+5 elements, > 2^31 bytes; over a minute per side)");
   cmd->add_option("--seed", c.o.seed, "Case-generator seed")->capture_default_str();
-  cmd->add_flag("--quiet", c.quiet, "No progress lines on stderr");
+  add_quiet_flag(cmd, g);
   if (!run_commands) return;
   cmd->callback([&c, &g, exit_code] {
     c.o.command_line = g.command_line;
@@ -102,7 +102,7 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
       else if (l == "eager" || l == "EAGER") c.o.loading_modes.push_back(startup::LoadingMode::eager);
       else throw_error(ErrorKind::usage, fmt::format("--loading: '{}' is not lazy or eager", l));
     }
-    if (!c.quiet) c.o.progress = [](const std::string& line) { fmt::print(stderr, "kqual compare: {}\n", line); };
+    c.o.progress = progress_for(g, "compare").sink();
     compare::CompareOutcome out = compare::run_compare(c.o);
     if (g.json) {
       std::cout << out.results.dump(2) << "\n";

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "kqual/report/provenance.hpp"
 #include "kqual/artifact/artifact.hpp"
@@ -124,22 +125,37 @@ void print_artifact(const art::Artifact& a, const art::Selection* sel) {
       fmt::print("\n  entry {} JIT options: {}\n", e.index, e.jit_options);
 }
 
+// Progress lines only for artifacts large enough to take seconds (a library such as libcublasLt,
+// hundreds of MB, takes 2-5 s); a kernel's cubin stays silent.
+constexpr std::uintmax_t kProgressBytes = std::uintmax_t(64) << 20;  // [bytes]
+
+art::Artifact parse_with_progress(const std::string& path, const Progress& p) {
+  std::error_code ec;
+  const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
+  const bool large = !ec && bytes >= kProgressBytes;
+  if (large) p.say(fmt::format("parse {} ({:.0f} MB): entries, kernels, SHA-256", path, double(bytes) / 1e6));
+  art::Artifact a = art::parse_artifact(path);
+  if (large) p.say(fmt::format("parsed: {} entries in {} module(s)", a.entries.size(), a.containers.size()));
+  return a;
+}
+
 int run_inspect(const InspectOptions& o, const GlobalOptions& g) {
   if (o.diff && o.paths.size() != 2) throw_error(ErrorKind::usage, "inspect --diff takes exactly two artifacts: OLD NEW");
   if (!o.diff && o.paths.size() != 1) throw_error(ErrorKind::usage, "inspect takes one artifact (or --diff OLD NEW)");
   const Target t = resolve_target(o.arch);
   const json prov = report::provenance(g.command_line, json());  // no device: inspect reads files only
+  const Progress progress = progress_for(g, "inspect");
 
   if (!o.diff) {
-    const art::Artifact a = art::parse_artifact(o.paths[0]);
+    const art::Artifact a = parse_with_progress(o.paths[0], progress);
     const art::Selection s = art::select_for_arch(a, t.arch);
     const Verdict v = verdict_for(a, s, o.kernel);
     if (g.json) {
       json sj = art::to_json(s, a);
       sj["target_source"] = t.source;
       sj["verdict"] = {{"loads", v.loads}, {"reason", v.reason}, {"kernel", o.kernel.empty() ? json() : json(o.kernel)}};
-      json doc{{"schema", art::kInspectSchema}, {"schema_version", kJsonSchemaVersion}, {"artifact", art::to_json(a)},
-               {"selection", std::move(sj)}, {"provenance", std::move(prov)}};
+      json doc = schema_header("inspect");
+      doc.update(json{{"artifact", art::to_json(a)}, {"selection", std::move(sj)}, {"provenance", std::move(prov)}});
       fmt::print("{}\n", doc.dump(2));
     } else {
       print_artifact(a, &s);
@@ -149,14 +165,15 @@ int run_inspect(const InspectOptions& o, const GlobalOptions& g) {
     return v.loads ? kExitPass : kExitFail;
   }
 
-  const art::Artifact old_a = art::parse_artifact(o.paths[0]);
-  const art::Artifact new_a = art::parse_artifact(o.paths[1]);
+  const art::Artifact old_a = parse_with_progress(o.paths[0], progress);
+  const art::Artifact new_a = parse_with_progress(o.paths[1], progress);
   const art::ArtifactDiff d = art::diff_artifacts(old_a, new_a, t.arch);
   if (g.json) {
     json dj = art::to_json(d);
     dj["target_source"] = t.source;
-    json doc{{"schema", art::kDiffSchema}, {"schema_version", kJsonSchemaVersion}, {"old", art::to_json(old_a)},
-             {"new", art::to_json(new_a)}, {"diff", std::move(dj)}, {"provenance", std::move(prov)}};
+    json doc = schema_header("inspect-diff");
+    doc.update(json{{"old", art::to_json(old_a)}, {"new", art::to_json(new_a)}, {"diff", std::move(dj)},
+                    {"provenance", std::move(prov)}});
     fmt::print("{}\n", doc.dump(2));
   } else {
     fmt::print("target {} ({})\n", d.old_selection.target.str(), t.source);
@@ -202,6 +219,7 @@ void add_inspect_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   cmd->add_option("artifact", opts->paths, "ART, or OLD NEW with --diff")->required()->expected(1, 2);
   cmd->add_option("--arch", opts->arch,
                   "Target GPU, e.g. sm_90 (default: device 0 if a driver is present, else " KQUAL_DEFAULT_ARCH ")");
+  add_quiet_flag(cmd, g);
   cmd->add_flag("--diff", opts->diff, "Compare OLD and NEW: entries, loading path, per-kernel code and resources");
   cmd->add_option("--kernel", opts->kernel,
                   "Decide on the module holding this kernel (C++ name as a manifest writes it, or the mangled symbol)");

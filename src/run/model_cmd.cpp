@@ -30,9 +30,12 @@ namespace {
 
 using namespace kqual::model;
 
+// "model roofline --list-devices" → schema "kqual.model-roofline-list-devices/1".
 json envelope(const GlobalOptions& g, const std::string& command) {
-  json j;
-  j["schema_version"] = kJsonSchemaVersion;
+  std::string name;
+  for (char c : command)
+    if (c != '-' || (!name.empty() && name.back() != '-')) name += c == ' ' ? '-' : c;
+  json j = schema_header(name);
   j["command"] = command;
   j["provenance"] = report::provenance(g.command_line, json());
   return j;

@@ -15,7 +15,8 @@ using pipeline::QualifyOutcome;
 using pipeline::SelftestOptions;
 namespace {
 
-void add_common(CLI::App* cmd, QualifyOptions& o) {
+void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
+  add_quiet_flag(cmd, g);
   cmd->add_option("candidate", o.candidate, "Candidate folder (with kqual.toml) or the manifest itself")->required();
   cmd->add_option("--out", o.out_dir, "Folder for results.json and memo.md")->capture_default_str();
   cmd->add_option("--arch", o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")");
@@ -59,10 +60,12 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
   int* exit_code = &s.exit_code;
   auto add = [&](const char* name, const char* help, QualifyOptions& o, bool correctness, bool timing) {
     auto* cmd = app.add_subcommand(name, help);
-    add_common(cmd, o);
+    add_common(cmd, o, g);
     if (!run_commands) return;
-    cmd->callback([&g, &o, exit_code, correctness, timing] {
+    cmd->callback([&g, &o, exit_code, correctness, timing, name] {
       o.command_line = g.command_line;
+      o.command = name;
+      o.progress = progress_for(g, name).sink();
       o.correctness = correctness;
       o.timing = timing;
       QualifyOutcome out = pipeline::qualify(o);
@@ -86,12 +89,14 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
   std::filesystem::path& self_out = s.selftest_out;
   self->add_option("--out", self_out, "Also write the results as DIR/results.json");
   self->add_option("--contract", st.contracts, "Only this contract (repeatable)");
+  add_quiet_flag(self, g);
   add_negatable_flag(self, "baselines", st.include_baselines, "--no-baselines: leave out the bundled baselines (known-good too)");
   self->add_option("--sanitize", st.sanitize, "Run the correctness phase under compute-sanitizer: memcheck, racecheck, "
                                               "initcheck or synccheck (cases up to 2^22 elements)");
   if (!run_commands) return;
   self->callback([&g, &st, &seeds, &self_out, exit_code] {
     st.command_line = g.command_line;
+    st.progress = progress_for(g, "selftest").sink();
     if (!seeds.empty()) st.seeds = seeds;
     QualifyOutcome out = pipeline::selftest(st);
     if (!self_out.empty()) {

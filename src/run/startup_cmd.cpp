@@ -24,7 +24,6 @@ struct StartupArgs {
   std::string modes = "off,cold,warm";
   std::string loading = "lazy,eager";
   std::string out;
-  bool quiet = false;
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -52,7 +51,7 @@ int run_startup(StartupArgs& a, const GlobalOptions& g) {
     else if (m == "eager" || m == "EAGER") cfg.loading_modes.push_back(startup::LoadingMode::eager);
     else throw_error(ErrorKind::usage, fmt::format("--loading: unknown module loading mode '{}' (lazy, eager)", m));
   }
-  if (!a.quiet && !g.json) cfg.progress = [](const std::string& s) { fmt::print(stderr, "kqual startup: {}\n", s); };
+  cfg.progress = progress_for(g, "startup").sink();
   const startup::StartupReport rep = startup::measure_startup(cfg);
   json j = startup::to_json(rep);
   j["provenance"] = {{"command_line", g.command_line}, {"cuda_header_version", CUDA_VERSION}};
@@ -97,7 +96,7 @@ void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   cmd->add_option("--loading", a->loading, "module loading modes: lazy,eager")->capture_default_str();
   cmd->add_option("--watchdog", a->cfg.watchdog_s, "seconds before a probe counts as hung and is killed")->capture_default_str();
   cmd->add_option("--out", a->out, "also write the JSON report to this file");
-  cmd->add_flag("--quiet", a->quiet, "no progress lines on stderr");
+  add_quiet_flag(cmd, g);
   cmd->callback([a, &g, exit_code] { *exit_code = run_startup(*a, g); });
 
   // The probe: one sample, one JSON line on stdout. Hidden (empty group): users never call it.

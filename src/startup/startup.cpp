@@ -372,7 +372,7 @@ StartupReport measure_startup(const StartupConfig& cfg) {
 }
 
 json to_json(const StartupReport& r) {
-  json j{{"schema_version", kJsonSchemaVersion}, {"kind", "startup"}};
+  json j = schema_header("startup");
   j["artifact"] = {{"path", r.artifact}, {"kind", r.artifact_kind}, {"bytes", r.artifact_bytes},
                    {"sha256", r.artifact_sha256}, {"loaded_image_sha256", r.loaded_image_sha256}};
   j["kernel"] = {{"name", r.kernel}, {"chosen_by", r.kernel_source}, {"launch", r.launch}};

@@ -33,7 +33,7 @@ TEST(Cli, QualifyWithoutGpuRunsStaticPhasesAndExits3) {
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("incomplete"), std::string::npos) << r.output;
   json res = json::parse(std::ifstream(out.path() / "results.json"));
-  EXPECT_EQ(res["schema"], "kqual.qualify");
+  EXPECT_EQ(res["schema"], "kqual.qualify/1");
   EXPECT_EQ(res["verdict"]["decision"], "incomplete");
   EXPECT_EQ(res["artifact"]["image"]["sha256"].get<std::string>().size(), 64u);
   EXPECT_NE(res["phases"]["correctness"].get<std::string>().find("not run"), std::string::npos);

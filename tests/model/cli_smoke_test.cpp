@@ -60,6 +60,7 @@ TEST_F(ModelCli, WavesSeedCaseAsJson) {
     const CliRun r = run_kqual(args);
     ASSERT_EQ(r.code, 0) << args << "\n" << r.err;
     const json j = json::parse(r.out);
+    EXPECT_EQ(j["schema"], "kqual.model-waves/1");
     EXPECT_EQ(j["schema_version"].get<int>(), kJsonSchemaVersion);
     EXPECT_EQ(j["command"], "model waves");
     EXPECT_EQ(j["result"]["waves"].get<int>(), 2);

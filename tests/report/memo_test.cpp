@@ -26,7 +26,7 @@ json results_with_timing() {
   json shape{{"shape", "n=268435456"}, {"dims", {{"n", 268435456}}}, {"dtype", "f32"}, {"min_bytes", 3.2e9}, {"series", series}, {"fastest_baseline", "eager"},
              {"candidate_vs_fastest", stats::to_json(cmp)},
              {"device_copy", {{"bytes_per_s", 4.2e12}, {"samples_ms", {0.5, 0.51}}}}};
-  json r{{"schema", "kqual.qualify"},
+  json r{{"schema", "kqual.qualify/1"},
          {"provenance", provenance("kqual qualify x", json{{"name", "NVIDIA H200"}, {"arch", "sm_90"}, {"sms", 132},
                                                            {"l2_bytes", 62914560}, {"driver_version", 13000}})},
          {"candidate", {{"name", "cand"}, {"contract", "residual_add_relu"},

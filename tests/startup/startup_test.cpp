@@ -83,6 +83,8 @@ TEST_F(StartupCpu, CrashingProbeIsARecordedFailure) {
   }
   EXPECT_TRUE(temp_root_empty()) << "cache directories must be removed";
   const auto j = to_json(r);
+  EXPECT_EQ(j["schema"], "kqual.startup/1");
+  EXPECT_EQ(j["schema_version"], kqual::kJsonSchemaVersion);
   EXPECT_EQ(j["modes"][0]["samples"][0]["ok"], false);
 }
 

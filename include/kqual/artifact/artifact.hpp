@@ -175,9 +175,7 @@ struct ArtifactDiff {
 };
 ArtifactDiff diff_artifacts(const Artifact& old_art, const Artifact& new_art, const Arch& target);
 
-// ---- JSON (schema: docs/artifact.md; "schema" = kInspectSchema, versioned) ----
-inline constexpr const char* kInspectSchema = "kqual.inspect/1";
-inline constexpr const char* kDiffSchema = "kqual.inspect-diff/1";
+// ---- JSON (schema: docs/artifact.md; the documents are "kqual.inspect/1" and "kqual.inspect-diff/1") ----
 json to_json(const Artifact& a);
 json to_json(const Selection& s, const Artifact& a);
 json to_json(const ArtifactDiff& d);

@@ -8,6 +8,7 @@
 
 #include "kqual/core/json.hpp"
 #include "kqual/check/evaluate.hpp"
+#include "kqual/core/progress.hpp"
 #include "kqual/stats/compare.hpp"
 #include "kqual/stats/summary.hpp"
 
@@ -26,6 +27,7 @@ struct TimingOptions {
   std::uint64_t seed = 20261202;
   bool keep_input_files = false;     // leave input files for the next call (compare), and reuse them
   std::filesystem::path input_root;  // where input files go ("" → the session's scratch/bench)
+  ProgressFn progress;               // one line per shape, or empty
 };
 
 struct Series {

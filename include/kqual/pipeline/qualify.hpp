@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kqual/core/json.hpp"
+#include "kqual/core/progress.hpp"
 
 namespace kqual::pipeline {
 
@@ -27,6 +28,8 @@ struct QualifyOptions {
   bool correctness = true;
   bool timing = true;
   std::string command_line;
+  std::string command = "qualify";        // qualify, check or bench: names the results' schema
+  ProgressFn progress;                    // one line per phase, or empty
 };
 
 struct QualifyOutcome {
@@ -51,6 +54,7 @@ struct SelftestOptions {
   std::vector<std::string> contracts;  // only these contracts (default: all)
   bool include_baselines = true;       // baselines are known-good implementations too
   std::string sanitize;                // "", memcheck, racecheck, initcheck, synccheck
+  ProgressFn progress;                 // one line per candidate as it finishes, or empty
 };
 // Runs every bundled good and known-broken candidate; exit 0 when every broken one is rejected for
 // its stated reason and every good one accepted, 1 otherwise, 3 without a GPU.

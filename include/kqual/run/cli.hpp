@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kqual/core/progress.hpp"
 #include "kqual/pipeline/compare.hpp"
 #include "kqual/pipeline/qualify.hpp"
 
@@ -22,6 +23,7 @@ namespace kqual::run {
 // Options every subcommand sees.
 struct GlobalOptions {
   bool json = false;          // machine-readable output on stdout
+  bool quiet = false;         // no progress lines on stderr (--quiet, before or after the command)
   std::string command_line;   // recorded in provenance blocks
 };
 
@@ -31,7 +33,6 @@ struct CompareCliOptions {
   std::string old_mode, new_mode, old_ptxas, new_ptxas, old_nvcc, new_nvcc, ptxas, nvcc;
   std::vector<std::string> modes{"off", "cold", "warm"};
   std::vector<std::string> loading{"lazy"};
-  bool quiet = false;
 };
 
 // Everything the parsed command line holds for the commands with typed options.
@@ -56,6 +57,12 @@ int main(int argc, char** argv);
 // is appended. Every negatable flag goes through here so that the two names cannot be swapped.
 CLI::Option* add_negatable_flag(CLI::App* cmd, const std::string& name, bool& value, const std::string& help);
 
+// `--quiet` on a long-running command: it sets GlobalOptions::quiet, as `kqual --quiet CMD` does.
+void add_quiet_flag(CLI::App* cmd, GlobalOptions& g);
+// Progress lines of `command` on stderr ("kqual <command> [  1.2 s] <phase>"), silent with --quiet.
+// Every long command prints its phases through this one helper; stdout keeps the results.
+Progress progress_for(const GlobalOptions& g, const std::string& command);
+
 // Subcommand registration: each lives in its own src/run/<name>_cmd.cpp.
 void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands);   // qualify, check, bench, selftest
 void add_compare_command(CLI::App& app, CliState& s, bool run_commands);    // compare OLD NEW
@@ -64,5 +71,6 @@ void add_worker_command(CLI::App& app, GlobalOptions& g, int* exit_code);     //
 void add_inspect_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // artifact identity
 void add_model_commands(CLI::App& app, GlobalOptions& g, int* exit_code);     // model, explain
 void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // startup (+ hidden probe)
+void add_report_command(CLI::App& app, GlobalOptions& g, int* exit_code);     // report RESULTS.json (HTML, memo)
 
 }  // namespace kqual::run

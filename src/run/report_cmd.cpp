@@ -1,0 +1,105 @@
+// `kqual report RESULTS.json [--html OUT.html] [--md OUT.md]`: the page and the memo, rendered again
+// from a results document written by qualify/check/bench or compare (docs/report.md). Nothing is
+// measured here. Every output is rendered before any is written, and written atomically, so a bad
+// document leaves no file behind.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "kqual/pipeline/compare.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/exit_codes.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/core/json.hpp"
+#include "kqual/report/html.hpp"
+#include "kqual/report/memo.hpp"
+#include "kqual/run/cli.hpp"
+
+namespace kqual::run {
+namespace {
+namespace fs = std::filesystem;
+
+struct ReportArgs {
+  std::string input;
+  std::string html;  // "" → no page
+  std::string md;    // "" → no memo file (the memo goes to stdout when neither output is asked for)
+};
+
+json read_results(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw_error(ErrorKind::input, fmt::format("{}: no such file", path));
+  if (!fs::is_regular_file(path, ec)) throw_error(ErrorKind::input, fmt::format("{}: not a regular file", path));
+  try {
+    return json::parse(read_text_file(path));
+  } catch (const json::parse_error& e) {
+    throw_error(ErrorKind::input, fmt::format("{} is not JSON: {}", path, e.what()));
+  }
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  const fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  write_file_atomic(p, text);
+}
+
+int run_report(const ReportArgs& a, const GlobalOptions& g) {
+  const json doc = read_results(a.input);
+  std::string html, memo;
+  report::ResultsKind kind{};
+  try {
+    kind = report::results_kind(doc);
+    if (!a.html.empty()) html = report::render_html(doc);
+    if (!a.md.empty() || a.html.empty())
+      memo = kind == report::ResultsKind::compare ? report::render_compare_memo(doc) : report::render_qualify_memo(doc);
+  } catch (const Error& e) {
+    throw_error(e.kind(), fmt::format("{}: {}", a.input, e.what()));
+  } catch (const json::exception& e) {
+    // The memo renderers read the document as qualify/compare write it; say so instead of failing
+    // as an internal error.
+    throw_error(ErrorKind::input, fmt::format("{}: not shaped as a {} results document: {}", a.input,
+                                              doc.value("schema", std::string("?")), e.what()));
+  }
+  json wrote = json::array();
+  if (!a.html.empty()) {
+    write_output(a.html, html);
+    wrote.push_back(a.html);
+  }
+  if (!a.md.empty()) {
+    write_output(a.md, memo);
+    wrote.push_back(a.md);
+  }
+  const std::string schema = doc.at("schema").get<std::string>();
+  if (g.json) {
+    json out = schema_header("report");
+    out.update(json{{"input", a.input}, {"input_schema", schema}, {"wrote", wrote}});
+    if (a.html.empty() && a.md.empty()) out["memo"] = memo;
+    fmt::print("{}\n", out.dump(2));
+  } else if (a.html.empty() && a.md.empty()) {
+    fmt::print("{}", memo);
+  } else {
+    std::string decision = "?";
+    if (doc.contains("verdict") && doc.at("verdict").is_object()) decision = doc.at("verdict").value("decision", std::string("?"));
+    fmt::print("kqual report: {} ({}, verdict {}) → {}\n", a.input, schema, decision,
+               fmt::join(wrote.get<std::vector<std::string>>(), ", "));
+  }
+  return kExitPass;
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
+  auto a = std::make_shared<ReportArgs>();
+  auto* cmd = app.add_subcommand(
+      "report",
+      "Render a results.json (from qualify, check, bench or compare) again: --html OUT.html writes one self-contained "
+      "page (inline SVG charts and CSS, no script, nothing fetched); --md OUT.md the memo; with neither, the memo goes "
+      "to stdout. Exit 2 for a file that is not such a results document (nothing is written). docs/report.md");
+  cmd->add_option("results", a->input, "results.json written by kqual qualify, check, bench or compare")->required();
+  cmd->add_option("--html", a->html, "Write the HTML page here (written atomically)");
+  cmd->add_option("--md", a->md, "Write the Markdown memo here (written atomically)");
+  cmd->callback([a, &g, exit_code] { *exit_code = run_report(*a, g); });
+}
+
+}  // namespace kqual::run
