@@ -53,10 +53,14 @@ std::string render_qualify_memo(const json& r) {
 
   m << "## Artifact identity\n\n";
   const json& a = r.at("artifact");
-  m << fmt::format("Compiled by {} for `{}` in {:.1f} ms (build time, not part of any load or run time). "
-                   "Options: `{}`.\n\n",
-                   str(a, "compiler"), str(a, "arch"), a.value("compile_ms", 0.0),
-                   [&] { std::string s; for (const auto& o : a.at("options")) s += (s.empty() ? "" : " ") + o.get<std::string>(); return s; }());
+  if (a.at("image").contains("file"))
+    m << fmt::format("Adopted as built ({}): kqual compiled nothing; the target is `{}`.\n\n", str(a, "compiler"),
+                     str(a, "arch"));
+  else
+    m << fmt::format("Compiled by {} for `{}` in {:.1f} ms (build time, not part of any load or run time). "
+                     "Options: `{}`.\n\n",
+                     str(a, "compiler"), str(a, "arch"), a.value("compile_ms", 0.0),
+                     [&] { std::string s; for (const auto& o : a.at("options")) s += (s.empty() ? "" : " ") + o.get<std::string>(); return s; }());
   const json& img = a.at("image");
   if (img.contains("file"))
     m << fmt::format("- Prebuilt image `{}` SHA-256 `{}` (no source: kqual compiled nothing)\n", str(img, "file"),

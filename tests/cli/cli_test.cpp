@@ -67,6 +67,7 @@ TEST(Cli, QualifyWithoutGpuOnAPrebuiltImageRecordsTheArtifactAndExits3) {
   std::ifstream memo(out.path() / "memo.md");
   std::string text((std::istreambuf_iterator<char>(memo)), {});
   EXPECT_NE(text.find("Prebuilt image"), std::string::npos) << text;
+  EXPECT_NE(text.find("kqual compiled nothing"), std::string::npos) << text;
   EXPECT_NE(text.find("JIT-compiles"), std::string::npos) << text;
 }
 
