@@ -16,6 +16,8 @@ std::size_t scalar_size(ScalarType t) {
   return t == ScalarType::i32 || t == ScalarType::u32 ? 4 : 8;
 }
 
+const char* to_string(Compiler c) { return c == Compiler::nvcc ? "nvcc" : "nvrtc"; }
+
 std::vector<std::string> expression_names(const contract::Contract& c) {
   std::vector<std::string> v = c.dims();
   for (const char* s : {"sms", "esize", "l2_bytes", "max_threads"}) v.push_back(s);
@@ -209,7 +211,8 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
 
   const toml::table* cand = root["candidate"].as_table();
   if (!cand) cx.fail("[candidate]", "missing table (required)");
-  check_keys(cx, *cand, "candidate", {"name", "description", "contract", "source", "nvrtc_options"});
+  check_keys(cx, *cand, "candidate",
+             {"name", "description", "contract", "source", "image", "compiler", "nvrtc_options", "nvcc_options"});
   m.contract = get_string(cx, *cand, "candidate", "contract", true);
   const contract::Contract* c = nullptr;
   try {
@@ -220,26 +223,57 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
   m.name = get_string(cx, *cand, "candidate", "name", false, m.dir.filename().string());
   m.description = get_string(cx, *cand, "candidate", "description", false);
   // A library-only baseline has no source; whether one is needed is checked after the launches.
-  std::string src = get_string(cx, *cand, "candidate", "source", false);
-  if (!src.empty()) {
-    m.source = fs::absolute(m.dir / src).lexically_normal();
-    if (!fs::is_regular_file(m.source))
-      cx.fail("candidate.source", fmt::format("'{}' does not exist (looked for {})", src, m.source.string()));
-  }
-  if (const toml::node* o = cand->get("nvrtc_options")) {
+  auto existing_file = [&](const std::string& key) {
+    std::string rel = get_string(cx, *cand, "candidate", key, false);
+    if (rel.empty()) return fs::path();
+    fs::path p = fs::absolute(m.dir / rel).lexically_normal();
+    if (!fs::is_regular_file(p))
+      cx.fail("candidate." + key, fmt::format("'{}' does not exist (looked for {})", rel, p.string()));
+    return p;
+  };
+  m.source = existing_file("source");
+  m.image = existing_file("image");
+  if (!m.source.empty() && !m.image.empty())
+    cx.fail("candidate", fmt::format("give either source (compiled by kqual) or image (prebuilt), not both: source = {}, "
+                                     "image = {}",
+                                     value_text(*cand->get("source")), value_text(*cand->get("image"))));
+  const std::string compiler = get_string(cx, *cand, "candidate", "compiler", false, "nvrtc");
+  if (compiler == "nvcc")
+    m.compiler = Compiler::nvcc;
+  else if (compiler != "nvrtc")
+    cx.fail("candidate.compiler", fmt::format("\"{}\": expected \"nvrtc\" (the default) or \"nvcc\"", compiler));
+  if (!m.image.empty())
+    for (const char* k : {"compiler", "nvrtc_options", "nvcc_options"})
+      if (cand->get(k))
+        cx.fail(std::string("candidate.") + k, "a prebuilt image is not compiled by kqual: remove this key, or give source "
+                                               "instead of image");
+  if (cand->get("nvrtc_options") && m.compiler == Compiler::nvcc)
+    cx.fail("candidate.nvrtc_options", "compiler = \"nvcc\" takes nvcc_options (passed to nvcc as written)");
+  if (cand->get("nvcc_options") && m.compiler == Compiler::nvrtc)
+    cx.fail("candidate.nvcc_options", "only for compiler = \"nvcc\" (NVRTC takes nvrtc_options)");
+  auto options = [&](const char* key, std::initializer_list<const char*> banned, std::vector<std::string>& out) {
+    const toml::node* o = cand->get(key);
+    if (!o) return;
     const auto* arr = o->as_array();
-    if (!arr) cx.fail("candidate.nvrtc_options", fmt::format("expected an array of strings, got {}", value_text(*o)));
+    if (!arr) cx.fail(fmt::format("candidate.{}", key), fmt::format("expected an array of strings, got {}", value_text(*o)));
     for (std::size_t i = 0; i < arr->size(); ++i) {
       const auto* s = arr->get(i)->as_string();
-      if (!s) cx.fail(fmt::format("candidate.nvrtc_options[{}]", i), "expected a string");
+      if (!s) cx.fail(fmt::format("candidate.{}[{}]", key, i), "expected a string");
       const std::string& opt = s->get();
-      // The harness owns the target and the language level; a manifest may not change them.
-      for (const char* banned : {"--gpu-architecture", "-arch", "--std", "-std"})
-        if (opt.rfind(banned, 0) == 0)
-          cx.fail(fmt::format("candidate.nvrtc_options[{}]", i), fmt::format("'{}' is set by kqual, not by a manifest", opt));
-      m.nvrtc_options.push_back(opt);
+      // The harness owns the target, the language level and what is produced; a manifest may not change them.
+      for (const char* b : banned)
+        if (opt == b || (opt.rfind(b, 0) == 0 && (opt[std::string_view(b).size()] == '=' || std::string_view(b).size() > 2)))
+          cx.fail(fmt::format("candidate.{}[{}]", key, i), fmt::format("'{}' is set by kqual, not by a manifest", opt));
+      out.push_back(opt);
     }
-  }
+  };
+  options("nvrtc_options", {"--gpu-architecture", "-arch", "--std", "-std"}, m.nvrtc_options);
+  options("nvcc_options",
+          {"--gpu-architecture", "-arch", "--gpu-code", "-code", "--generate-code", "-gencode", "--std", "-std",
+           "--output-file", "-o", "--cubin", "-cubin", "--ptx", "-ptx", "--fatbin", "-fatbin", "--compile", "-c",
+           "--run", "-run", "--lib", "-lib", "--shared", "-shared", "--link", "-link", "--device-c", "-dc", "-rdc",
+           "--relocatable-device-code", "--preprocess", "-E", "--x", "-x", "-ccbin", "--compiler-bindir"},
+          m.nvcc_options);
 
   const toml::table* sup = root["supports"].as_table();
   if (!sup) cx.fail("[supports]", "missing table (required): which dtypes, alignment and sizes the kernel claims");
@@ -354,10 +388,11 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
     if (routine) check_library_args(cx, where, l, *routine);
     m.launches.push_back(std::move(l));
   }
-  if (m.source.empty() && m.has_kernels() && use == ManifestUse::candidate)
+  if (m.source.empty() && m.image.empty() && m.has_kernels() && use == ManifestUse::candidate)
     cx.fail("candidate.source",
-            "missing (required to build a candidate whose launches name kernels; library-only manifests, and launch plans "
-            "for prebuilt artifacts given to `kqual compare --manifest`, may omit it)");
+            "missing: a candidate whose launches name kernels needs source (CUDA C++ kqual compiles) or image (a prebuilt "
+            "cubin, fatbin, PTX file, executable or shared library); library-only manifests, and launch plans for "
+            "prebuilt artifacts given to `kqual compare --manifest`, may omit both");
   // Every output must be passed to some launch, or the candidate cannot possibly write it.
   for (const auto& td : c->tensors()) {
     bool used = false;

@@ -283,11 +283,77 @@ fs::path resolve_tool(const std::string& tool, const std::string& spec, std::vec
   return fs::absolute(p);
 }
 
-BuiltCandidate build_with_recipe(const Manifest& m, const BuildRecipe& r, const std::string& arch, const fs::path& out_dir,
-                                 BuildProvenance* prov) {
+namespace {
+
+// C++ kernel name → symbol in `symbols`: through NVRTC's lowering when the manifest has a source
+// (exact), else by demangling the image's own symbols. Error(input) naming what is missing.
+std::map<std::string, std::string> match_kernels(const Manifest& m, const std::map<std::string, std::string>& lowered,
+                                                 const std::vector<std::string>& symbols, const std::string& where) {
+  std::map<std::string, std::string> out;
+  auto holds = [&] {
+    std::vector<std::string> names;
+    for (const auto& sym : symbols) names.push_back(artifact::kernel_display_name(sym));
+    std::string list;
+    for (std::size_t i = 0; i < names.size() && i < 12; ++i) list += (i ? ", " : "") + names[i];
+    if (names.size() > 12) list += fmt::format(", … ({} in all)", names.size());
+    return names.empty() ? std::string("no kernels") : list;
+  };
+  for (const auto& expr : name_expressions(m)) {
+    auto it = lowered.find(expr);
+    const std::string want = it != lowered.end() ? it->second : expr;
+    artifact::KernelMatch km = artifact::find_kernel_symbol(symbols, want);
+    if (km.symbol) {
+      out[expr] = *km.symbol;
+      continue;
+    }
+    if (km.candidates.size() > 1)
+      throw_error(ErrorKind::input,
+                  fmt::format("{}: kernel {} matches {} symbols in {} (overloads: {}); write the mangled symbol as the "
+                              "launch's kernel",
+                              m.file.string(), expr, km.candidates.size(), where, join(km.candidates)));
+    throw_error(ErrorKind::input, fmt::format("{}: kernel {}{} is not in {} (it holds: {})", m.file.string(), expr,
+                                              want == expr ? "" : " (symbol " + want + ")", where, holds()));
+  }
+  return out;
+}
+
+std::map<std::string, std::string> lower_if_source(const Manifest& m, const std::string& arch, BuildProvenance& pv,
+                                                   BuiltCandidate& b) {
+  if (m.source.empty()) {
+    b.manifest = m;
+    b.arch = arch;
+    pv.notes.push_back("no source in the manifest: kernel names matched to the image's symbols by demangling");
+    return {};
+  }
+  cuda::NvrtcResult lowered = nvrtc_for(m, virtual_arch(arch));
+  b = from_nvrtc(m, lowered, arch);
+  pv.notes.push_back(fmt::format("kernel names lowered with NVRTC {}.{} from {}", lowered.nvrtc_major, lowered.nvrtc_minor,
+                                 m.source.string()));
+  return b.lowered;
+}
+
+}  // namespace
+
+BuiltCandidate build_with_recipe(const Manifest& m, const BuildRecipe& recipe, const std::string& arch,
+                                 const fs::path& out_dir, BuildProvenance* prov) {
   BuildProvenance local;
   BuildProvenance& pv = prov ? *prov : local;
   pv = BuildProvenance{};
+  BuildRecipe r = recipe;
+  // The plain recipe builds a candidate as its manifest says: nvcc for compiler = "nvcc", the
+  // prebuilt file for `image`.
+  const bool plain = r.nvcc.empty() && r.ptxas.empty() && r.mode == ImageMode::sass;
+  if (plain && m.compiler == Compiler::nvcc) r.nvcc = "default";
+  if (!m.image.empty()) {
+    if (!plain)
+      throw_error(ErrorKind::usage, fmt::format("{} names a prebuilt image ({}): it cannot be rebuilt as {}", m.file.string(),
+                                                m.image.string(), r.describe()));
+    BuiltCandidate b = build_candidate(m, arch, out_dir);
+    pv.recipe = "prebuilt image " + m.image.string();
+    pv.image_kind = b.image_kind;
+    pv.notes = b.notes;
+    return b;
+  }
   pv.recipe = r.describe();
   fs::create_directories(out_dir);
   if (!r.ptxas.empty() && !r.nvcc.empty())
@@ -300,9 +366,19 @@ BuiltCandidate build_with_recipe(const Manifest& m, const BuildRecipe& r, const 
     // instantiation the manifest names (nvcc, unlike NVRTC, has no name expressions).
     fs::path nvcc = resolve_tool("nvcc", r.nvcc, &pv.notes);
     std::string version = tool_version(nvcc);
-    // Names are lowered by NVRTC (Itanium C++ ABI, as nvcc); checked against nvcc's output below.
-    cuda::NvrtcResult lowered = nvrtc_for(m, virtual_arch(arch));
-    BuiltCandidate b = from_nvrtc(m, lowered, arch);
+    // A candidate with compiler = "nvcc" is never given to NVRTC (nvcc accepts source NVRTC rejects,
+    // e.g. INFINITY without <math.h>): its kernel names are matched to nvcc's output by demangling,
+    // and its nvcc_options go to nvcc as written. For compare's nvcc recipe on an NVRTC candidate,
+    // names are lowered by NVRTC (Itanium C++ ABI, as nvcc) and checked against nvcc's output below.
+    const bool own = m.compiler == Compiler::nvcc;
+    BuiltCandidate b;
+    if (own) {
+      b.manifest = m;
+      b.arch = arch;
+      b.source_sha256 = sha256_hex(read_text_file(m.source));
+    } else {
+      b = from_nvrtc(m, nvrtc_for(m, virtual_arch(arch)), arch);
+    }
     fs::create_directories(out_dir);
     std::string wrapper = fmt::format("// generated by kqual: {} + kernel instantiations\n#include \"{}\"\n", m.source.string(),
                                       m.source.string());
@@ -315,11 +391,16 @@ BuiltCandidate build_with_recipe(const Manifest& m, const BuildRecipe& r, const 
     fs::path out = out_dir / fmt::format("{}-nvcc.{}", m.name, cubin ? "cubin" : "ptx");
     std::vector<std::string> args{cubin ? "-cubin" : "-ptx", "-arch=" + (cubin ? arch : virtual_arch(arch)), "-o",
                                   out.string(), "-I" + m.dir.string(), "-diag-suppress=177"};
-    for (const auto& o : m.nvrtc_options) {
-      if (nvcc_understands(o))
-        args.push_back(o);
-      else
-        pv.notes.push_back(fmt::format("NVRTC option '{}' from the manifest is not passed to nvcc", o));
+    if (own) {
+      args.push_back("-std=c++17");  // as NVRTC gets it (cuda/nvrtc.cpp)
+      for (const auto& o : m.nvcc_options) args.push_back(o);
+    } else {
+      for (const auto& o : m.nvrtc_options) {
+        if (nvcc_understands(o))
+          args.push_back(o);
+        else
+          pv.notes.push_back(fmt::format("NVRTC option '{}' from the manifest is not passed to nvcc", o));
+      }
     }
     args.push_back(wrapper_path.string());
     auto t0 = std::chrono::steady_clock::now();
@@ -331,12 +412,19 @@ BuiltCandidate build_with_recipe(const Manifest& m, const BuildRecipe& r, const 
       throw_error(ErrorKind::nvrtc, fmt::format("{}: nvcc ({}) failed ({}): {}", m.file.string(), nvcc.string(),
                                                 describe_failure(res), trim(res.err + res.out)));
     std::string bytes = read_text_file(out);
-    b.compiler = "nvcc " + (release_line(version).empty() ? version : release_line(version));
+    b.compiler = fmt::format("nvcc {} ({})", release_line(version).empty() ? version : release_line(version), nvcc.string());
     b.options = args;
     b.log = trim(res.err + res.out);
     store_image(b, bytes, out_dir, cubin ? "nvcc-sass" : "nvcc-ptx", cubin ? "cubin" : "ptx");
+    if (own) {
+      b.lowered = match_kernels(m, {}, artifact::kernel_symbols(artifact::parse_artifact(b.image_path.string())),
+                                "nvcc's output " + b.image_path.string());
+      pv.notes.push_back(fmt::format("nvcc command: {} {}", nvcc.string(), join(args)));
+      pv.notes.push_back("kernel names matched to nvcc's output by demangling (the source is not given to NVRTC)");
+    }
     require_symbols(b, b.image_path, "nvcc's output");
     pv.image_kind = cubin ? "cubin (native SASS)" : "PTX (JIT at load)";
+    b.image_kind = pv.image_kind;
     return b;
   }
 
@@ -406,59 +494,9 @@ BuiltCandidate build_with_recipe(const Manifest& m, const BuildRecipe& r, const 
   while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
   store_image(b, ptx, out_dir, "ptx", "ptx");
   pv.image_kind = "PTX (JIT at load)";
+  b.image_kind = pv.image_kind;
   return b;
 }
-
-namespace {
-
-// C++ kernel name → symbol in `symbols`: through NVRTC's lowering when the manifest has a source
-// (exact), else by demangling the image's own symbols. Error(input) naming what is missing.
-std::map<std::string, std::string> match_kernels(const Manifest& m, const std::map<std::string, std::string>& lowered,
-                                                 const std::vector<std::string>& symbols, const std::string& where) {
-  std::map<std::string, std::string> out;
-  auto holds = [&] {
-    std::vector<std::string> names;
-    for (const auto& sym : symbols) names.push_back(artifact::kernel_display_name(sym));
-    std::string list;
-    for (std::size_t i = 0; i < names.size() && i < 12; ++i) list += (i ? ", " : "") + names[i];
-    if (names.size() > 12) list += fmt::format(", … ({} in all)", names.size());
-    return names.empty() ? std::string("no kernels") : list;
-  };
-  for (const auto& expr : name_expressions(m)) {
-    auto it = lowered.find(expr);
-    const std::string want = it != lowered.end() ? it->second : expr;
-    artifact::KernelMatch km = artifact::find_kernel_symbol(symbols, want);
-    if (km.symbol) {
-      out[expr] = *km.symbol;
-      continue;
-    }
-    if (km.candidates.size() > 1)
-      throw_error(ErrorKind::input,
-                  fmt::format("{}: kernel {} matches {} symbols in {} (overloads: {}); write the mangled symbol as the "
-                              "launch's kernel",
-                              m.file.string(), expr, km.candidates.size(), where, join(km.candidates)));
-    throw_error(ErrorKind::input, fmt::format("{}: kernel {}{} is not in {} (it holds: {})", m.file.string(), expr,
-                                              want == expr ? "" : " (symbol " + want + ")", where, holds()));
-  }
-  return out;
-}
-
-std::map<std::string, std::string> lower_if_source(const Manifest& m, const std::string& arch, BuildProvenance& pv,
-                                                   BuiltCandidate& b) {
-  if (m.source.empty()) {
-    b.manifest = m;
-    b.arch = arch;
-    pv.notes.push_back("no source in the manifest: kernel names matched to the image's symbols by demangling");
-    return {};
-  }
-  cuda::NvrtcResult lowered = nvrtc_for(m, virtual_arch(arch));
-  b = from_nvrtc(m, lowered, arch);
-  pv.notes.push_back(fmt::format("kernel names lowered with NVRTC {}.{} from {}", lowered.nvrtc_major, lowered.nvrtc_minor,
-                                 m.source.string()));
-  return b.lowered;
-}
-
-}  // namespace
 
 BuiltCandidate adopt_prebuilt(const Manifest& m, const fs::path& image, const std::string& arch, BuildProvenance* prov) {
   BuildProvenance local;
@@ -517,10 +555,21 @@ ModulePick pick_module(const Manifest& m, const fs::path& binary, const std::str
   }
   if (!best) {
     const auto names = name_expressions(m);
+    std::string held;
+    for (const auto& c : a.containers) {
+      std::string list;
+      std::size_t n = 0;
+      for (const auto& sym : artifact::kernel_symbols(a, c.index))
+        if (n++ < 12) list += (list.empty() ? "" : ", ") + artifact::kernel_display_name(sym);
+      if (n > 12) list += fmt::format(", … ({} in all)", n);
+      held += fmt::format("{}module {}: {}", held.empty() ? "" : "; ", c.index, n ? list : std::string("no kernels"));
+    }
     throw_error(ErrorKind::input,
-                fmt::format("{}: no module of {} ({} fatbin module(s)) holds every kernel of {} ({}); first mismatch: {}",
-                            m.file.string(), binary.string(), a.containers.size(), m.file.string(), join(names),
-                            first_error.substr(0, 400)));
+                fmt::format("{}: no module of {} ({} fatbin module(s)) holds every kernel of the plan ({}); the modules "
+                            "hold: {}",
+                            m.file.string(), binary.string(), a.containers.size(), join(names), held) +
+                    // An ambiguous (overloaded) name is the one mismatch the lists do not explain.
+                    (first_error.find("overloads") != std::string::npos ? "; " + first_error.substr(0, 400) : std::string()));
   }
   pick.container = *best;
   const artifact::ContainerSpan& span = a.containers[*best];

@@ -112,7 +112,9 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   // ---- build: the candidate and (for timing) every bundled baseline ----
   say(fmt::format("compile: {} for {}", m.name, tg.arch));
   build::BuiltCandidate cand = build::build_candidate(m, tg.arch, s.scratch());
-  phases["compile"] = fmt::format("done: {} for {} in {:.1f} ms", cand.compiler, tg.arch, cand.compile_ms);
+  phases["compile"] = cand.image_file.empty()
+                         ? fmt::format("done: {} for {} in {:.1f} ms", cand.compiler, tg.arch, cand.compile_ms)
+                         : fmt::format("nothing to compile: {}, loads on {} by {}", cand.compiler, tg.arch, cand.load_path);
   auto baseline_dir = find_bundled("baselines", m.dir);
   std::vector<build::BuiltCandidate> baselines;
   // Baselines matter for timing only (`check` leaves them out; `qualify` also checks them, since a

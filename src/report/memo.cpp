@@ -53,13 +53,29 @@ std::string render_qualify_memo(const json& r) {
 
   m << "## Artifact identity\n\n";
   const json& a = r.at("artifact");
-  m << fmt::format("Compiled by {} for `{}` in {:.1f} ms (build time, not part of any load or run time). "
-                   "Options: `{}`.\n\n",
-                   str(a, "compiler"), str(a, "arch"), a.value("compile_ms", 0.0),
-                   [&] { std::string s; for (const auto& o : a.at("options")) s += (s.empty() ? "" : " ") + o.get<std::string>(); return s; }());
-  m << fmt::format("- Source `{}` SHA-256 `{}`\n", str(a, "source"), str(a, "source_sha256"));
-  m << fmt::format("- Loaded image: {} of {} bytes, SHA-256 `{}` — native SASS for `{}`, so the driver performs no JIT.\n",
-                   str(a.at("image"), "kind"), a.at("image").value("bytes", 0), str(a.at("image"), "sha256"), str(a, "arch"));
+  if (a.at("image").contains("file"))
+    m << fmt::format("Adopted as built ({}): kqual compiled nothing; the target is `{}`.\n\n", str(a, "compiler"),
+                     str(a, "arch"));
+  else
+    m << fmt::format("Compiled by {} for `{}` in {:.1f} ms (build time, not part of any load or run time). "
+                     "Options: `{}`.\n\n",
+                     str(a, "compiler"), str(a, "arch"), a.value("compile_ms", 0.0),
+                     [&] { std::string s; for (const auto& o : a.at("options")) s += (s.empty() ? "" : " ") + o.get<std::string>(); return s; }());
+  const json& img = a.at("image");
+  if (img.contains("file"))
+    m << fmt::format("- Prebuilt image `{}` SHA-256 `{}` (no source: kqual compiled nothing)\n", str(img, "file"),
+                     str(img, "file_sha256"));
+  else
+    m << fmt::format("- Source `{}` SHA-256 `{}`\n", str(a, "source"), str(a, "source_sha256"));
+  const std::string load = img.value("load_path", std::string("native_sass"));
+  m << fmt::format("- Loaded image: {} of {} bytes, SHA-256 `{}` — {}.\n", str(img, "kind"), img.value("bytes", 0),
+                   str(img, "sha256"),
+                   load == "ptx_jit" ? fmt::format("PTX the driver JIT-compiles for `{}` when the module loads (a cost of every "
+                                                   "cold first load)",
+                                                   str(a, "arch"))
+                                     : fmt::format("native SASS for `{}`, so the driver performs no JIT", str(a, "arch")));
+  if (a.contains("notes"))
+    for (const auto& n : a.at("notes")) m << "- " << n.get<std::string>() << "\n";
   if (a.contains("kernels") && a.at("kernels").is_object() && !a.at("kernels").empty()) {
     m << "\n| kernel | symbol | registers | static shared [B] | local [B/thread] | max threads/block | binary version |\n"
          "|---|---|---|---|---|---|---|\n";

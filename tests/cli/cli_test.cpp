@@ -6,6 +6,7 @@
 
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
+#include "kqual/core/sha256.hpp"
 #include "test_util.hpp"
 
 namespace kqual {
@@ -45,6 +46,29 @@ TEST(Cli, QualifyWithoutGpuRunsStaticPhasesAndExits3) {
   EXPECT_NE(text.find("## Input domain"), std::string::npos);
   EXPECT_NE(text.find("## Artifact identity"), std::string::npos);
   EXPECT_FALSE(fs::exists(out.path() / "results.json.tmp"));
+}
+
+TEST(Cli, QualifyWithoutGpuOnAPrebuiltImageRecordsTheArtifactAndExits3) {
+  ScratchDir out("kqual-cli-test");
+  const fs::path cand = test::repo_root() / "candidates/residual_add_relu/prebuilt";
+  auto r = test::run(kq() + " qualify --no-gpu --arch sm_90 " + test::quote(cand) + " --out " + test::quote(out.path()));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  json res = json::parse(std::ifstream(out.path() / "results.json"));
+  EXPECT_EQ(res["verdict"]["decision"], "incomplete");
+  const json& a = res["artifact"];
+  EXPECT_EQ(a["compiler"], "prebuilt PTX");
+  EXPECT_EQ(a["image"]["file"], (cand / "add_relu_vec.compute_80.ptx").string());
+  EXPECT_EQ(a["image"]["file_sha256"], sha256_hex(read_text_file(cand / "add_relu_vec.compute_80.ptx")));
+  EXPECT_EQ(a["image"]["sha256"], a["image"]["file_sha256"]);
+  EXPECT_EQ(a["image"]["load_path"], "ptx_jit");
+  EXPECT_EQ(a["kernels_lowered"]["add_relu_vec<float>"], "_Z12add_relu_vecIfEvPKT_S2_PS0_x");
+  EXPECT_NE(res["phases"]["compile"].get<std::string>().find("nothing to compile"), std::string::npos) << res["phases"];
+  EXPECT_NE(res["phases"]["correctness"].get<std::string>().find("not run"), std::string::npos);
+  std::ifstream memo(out.path() / "memo.md");
+  std::string text((std::istreambuf_iterator<char>(memo)), {});
+  EXPECT_NE(text.find("Prebuilt image"), std::string::npos) << text;
+  EXPECT_NE(text.find("kqual compiled nothing"), std::string::npos) << text;
+  EXPECT_NE(text.find("JIT-compiles"), std::string::npos) << text;
 }
 
 TEST(Cli, BrokenManifestIsAnInputErrorNamingFileAndKey) {

@@ -38,14 +38,22 @@ struct Scratch {
   Expr bytes;
 };
 
+// Who compiles a source candidate ([candidate] compiler). Device code only either way: no candidate
+// host code is ever run.
+enum class Compiler { nvrtc, nvcc };
+const char* to_string(Compiler c);  // "nvrtc", "nvcc"
+
 struct Manifest {
   std::filesystem::path file;     // the kqual.toml
   std::filesystem::path dir;
   std::string name;
   std::string description;
   std::string contract;
-  std::filesystem::path source;   // absolute path of the .cu; empty when every launch is a library call
-  std::vector<std::string> nvrtc_options;
+  std::filesystem::path source;   // absolute path of the .cu; empty for a prebuilt image or library calls only
+  std::filesystem::path image;    // absolute path of a prebuilt cubin / fatbin / PTX / host binary (instead of source)
+  Compiler compiler = Compiler::nvrtc;
+  std::vector<std::string> nvrtc_options;  // compiler = "nvrtc"
+  std::vector<std::string> nvcc_options;   // compiler = "nvcc": passed to nvcc as written
   contract::Supports supports;
   std::vector<Scratch> scratch;
   std::vector<Launch> launches;
