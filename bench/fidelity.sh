@@ -15,7 +15,7 @@ cand="$root/candidates/residual_add_relu/good"
 n="${KQUAL_FIDELITY_N:-268435456}"
 mkdir -p "$out"
 median_of() {  # results.json → the candidate's median [ms] at the first shape
-  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); s=r["timing"]["shapes"][0]["series"][0]; print(s["summary"]["median"])' "$1"
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); s=r["timing"]["shapes"][0]["series"][0]; print(s["summary_ms"]["median"])' "$1"
 }
 declare -A med
 for mode in write clean; do
@@ -38,7 +38,8 @@ vals = []
 for row in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"')):
     if len(row) > 14 and row[-3] == "gpu__time_duration.sum":
         v = float(row[-1].replace(",", ""))
-        vals.append(v / 1e6 if row[-2] == "nsecond" else v / 1e3 if row[-2] == "usecond" else v)
+        unit = row[-2]
+        vals.append(v / 1e6 if unit in ("ns", "nsecond") else v / 1e3 if unit in ("us", "usecond") else v)
 print(statistics.median(vals) if vals else "nan")
 PY
 )
