@@ -151,6 +151,25 @@ BuiltCandidate adopt_image(const Manifest& m, const std::string& arch, const fs:
 
 }  // namespace
 
+cuda::NvrtcResult compile_with_nvrtc(const Manifest& m, const std::string& arch) {
+  cuda::NvrtcRequest req;
+  req.source = read_text_file(m.source);
+  req.source_name = m.source.filename().string();
+  req.arch = arch;
+  req.options = m.nvrtc_options;
+  req.include_dirs = {m.dir.string()};
+  for (DType t : m.supports.dtypes)
+    for (const auto& k : m.kernel_names(t))
+      if (std::find(req.name_expressions.begin(), req.name_expressions.end(), k) == req.name_expressions.end())
+        req.name_expressions.push_back(k);
+  try {
+    return cuda::nvrtc_compile(req);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::nvrtc, fmt::format("{}: compiling {} for {} failed: {}", m.file.string(), m.source.string(), arch,
+                                              e.what()));
+  }
+}
+
 BuiltCandidate build_candidate(const Manifest& m, const std::string& arch, const fs::path& out_dir) {
   BuiltCandidate b;
   b.manifest = m;
@@ -170,24 +189,9 @@ BuiltCandidate build_candidate(const Manifest& m, const std::string& arch, const
     k.library_versions = b.library_versions;
     return k;
   }
-  cuda::NvrtcRequest req;
-  req.source = read_text_file(m.source);
-  req.source_name = m.source.filename().string();
-  req.arch = arch;
-  req.options = m.nvrtc_options;
-  req.include_dirs = {m.dir.string()};
-  for (DType t : m.supports.dtypes)
-    for (const auto& k : m.kernel_names(t))
-      if (std::find(req.name_expressions.begin(), req.name_expressions.end(), k) == req.name_expressions.end())
-        req.name_expressions.push_back(k);
-  cuda::NvrtcResult r;
-  try {
-    r = cuda::nvrtc_compile(req);
-  } catch (const Error& e) {
-    throw Error(ErrorKind::nvrtc, fmt::format("{}: compiling {} failed: {}", m.file.string(), m.source.string(), e.what()));
-  }
+  const cuda::NvrtcResult r = compile_with_nvrtc(m, arch);
   for (const auto& [e, mangled] : r.lowered) b.lowered[e] = mangled;
-  b.source_sha256 = sha256_hex(req.source);
+  b.source_sha256 = sha256_hex(read_text_file(m.source));
   b.compiler = fmt::format("NVRTC {}.{}", r.nvrtc_major, r.nvrtc_minor);
   b.options = r.options_used;
   b.log = r.log;

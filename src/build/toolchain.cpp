@@ -75,21 +75,7 @@ std::vector<std::string> name_expressions(const Manifest& m) {
   return out;
 }
 
-cuda::NvrtcResult nvrtc_for(const Manifest& m, const std::string& arch) {
-  cuda::NvrtcRequest req;
-  req.source = read_text_file(m.source);
-  req.source_name = m.source.filename().string();
-  req.arch = arch;
-  req.options = m.nvrtc_options;
-  req.include_dirs = {m.dir.string()};
-  req.name_expressions = name_expressions(m);
-  try {
-    return cuda::nvrtc_compile(req);
-  } catch (const Error& e) {
-    throw Error(ErrorKind::nvrtc, fmt::format("{}: compiling {} for {} failed: {}", m.file.string(), m.source.string(), arch,
-                                              e.what()));
-  }
-}
+cuda::NvrtcResult nvrtc_for(const Manifest& m, const std::string& arch) { return compile_with_nvrtc(m, arch); }
 
 BuiltCandidate from_nvrtc(const Manifest& m, const cuda::NvrtcResult& r, const std::string& arch) {
   BuiltCandidate b;

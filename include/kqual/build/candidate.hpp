@@ -8,6 +8,7 @@
 
 #include "kqual/build/manifest.hpp"
 #include "kqual/core/json.hpp"
+#include "kqual/cuda/nvrtc.hpp"
 
 namespace kqual::build {
 
@@ -44,5 +45,10 @@ struct BuiltCandidate {
 // Error(input) when nothing in it loads there). Library-only manifests compile nothing.
 // Compile errors are Error(nvrtc) with the log; a bad image is Error(input).
 BuiltCandidate build_candidate(const Manifest& m, const std::string& arch, const std::filesystem::path& out_dir);
+
+// The manifest's source through NVRTC for `arch` (sm_XX: cubin; compute_XX: PTX), with its options,
+// include folder and every claimed dtype's kernel name expressions. Error(nvrtc) naming the manifest,
+// the source and the arch, with the compiler's log.
+cuda::NvrtcResult compile_with_nvrtc(const Manifest& m, const std::string& arch);
 
 }  // namespace kqual::build
