@@ -17,6 +17,7 @@
 #include "kqual/cuda/library.hpp"
 #include "kqual/cuda/nvrtc.hpp"
 #include "kqual/cuda/objects.hpp"
+#include "kqual/stats/stopping.hpp"
 #include "kqual/worker/protocol.hpp"
 #include "kqual/worker/worker.hpp"
 
@@ -311,24 +312,12 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
   for (int i = 0; i < warmup; ++i) reply.warmup_ms.push_back(one(std::uint32_t(i)));
   std::vector<double> samples;
   auto t0 = std::chrono::steady_clock::now();
-  std::string stop_reason = "max_samples";
-  while (int(samples.size()) < max_samples) {
+  const stats::StoppingRule rule{min_samples, max_samples, max_seconds, target_noise};
+  std::string stop_reason;
+  while (stop_reason.empty()) {
     samples.push_back(one(std::uint32_t(samples.size() + 1000)));
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (int(samples.size()) >= min_samples) {
-      // Relative noise: interquartile range over the median (robust to the odd outlier).
-      std::vector<double> s = samples;
-      std::sort(s.begin(), s.end());
-      double med = s[s.size() / 2], q1 = s[s.size() / 4], q3 = s[3 * s.size() / 4];
-      if (med > 0 && (q3 - q1) / med / 1.349 / std::sqrt(double(s.size())) < target_noise) {
-        stop_reason = "noise_target";
-        break;
-      }
-    }
-    if (elapsed > max_seconds && int(samples.size()) >= min_samples) {
-      stop_reason = "time_cap";
-      break;
-    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stop_reason = stats::stop_reason(rule, samples, elapsed);
   }
   // The last timed output goes back as a file (full comparison in the coordinator) and/or as a
   // 64-bit hash of its bytes (the coordinator compares it with the expected bytes' hash: bit-exact
