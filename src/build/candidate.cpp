@@ -151,6 +151,15 @@ BuiltCandidate adopt_image(const Manifest& m, const std::string& arch, const fs:
 
 }  // namespace
 
+void record_nvrtc(BuiltCandidate& b, const Manifest& m, const cuda::NvrtcResult& r) {
+  for (const auto& [e, mangled] : r.lowered) b.lowered[e] = mangled;
+  b.source_sha256 = sha256_hex(read_text_file(m.source));
+  b.compiler = fmt::format("NVRTC {}.{}", r.nvrtc_major, r.nvrtc_minor);
+  b.options = r.options_used;
+  b.log = r.log;
+  b.compile_ms = r.compile_ms;
+}
+
 cuda::NvrtcResult compile_with_nvrtc(const Manifest& m, const std::string& arch) {
   cuda::NvrtcRequest req;
   req.source = read_text_file(m.source);
@@ -190,12 +199,7 @@ BuiltCandidate build_candidate(const Manifest& m, const std::string& arch, const
     return k;
   }
   const cuda::NvrtcResult r = compile_with_nvrtc(m, arch);
-  for (const auto& [e, mangled] : r.lowered) b.lowered[e] = mangled;
-  b.source_sha256 = sha256_hex(read_text_file(m.source));
-  b.compiler = fmt::format("NVRTC {}.{}", r.nvrtc_major, r.nvrtc_minor);
-  b.options = r.options_used;
-  b.log = r.log;
-  b.compile_ms = r.compile_ms;
+  record_nvrtc(b, m, r);
   b.image_sha256 = sha256_hex(r.image.data(), r.image.size());
   b.image_bytes = r.image.size();
   b.image_path = out_dir / fmt::format("{}-{}.cubin", m.name, b.image_sha256.substr(0, 16));

@@ -81,12 +81,7 @@ BuiltCandidate from_nvrtc(const Manifest& m, const cuda::NvrtcResult& r, const s
   BuiltCandidate b;
   b.manifest = m;
   b.arch = arch;
-  for (const auto& [e, mangled] : r.lowered) b.lowered[e] = mangled;
-  b.source_sha256 = sha256_hex(read_text_file(m.source));
-  b.compiler = fmt::format("NVRTC {}.{}", r.nvrtc_major, r.nvrtc_minor);
-  b.options = r.options_used;
-  b.log = r.log;
-  b.compile_ms = r.compile_ms;
+  record_nvrtc(b, m, r);
   return b;
 }
 

@@ -50,5 +50,8 @@ BuiltCandidate build_candidate(const Manifest& m, const std::string& arch, const
 // include folder and every claimed dtype's kernel name expressions. Error(nvrtc) naming the manifest,
 // the source and the arch, with the compiler's log.
 cuda::NvrtcResult compile_with_nvrtc(const Manifest& m, const std::string& arch);
+// What an NVRTC compile says about the candidate: lowered kernel names, source hash, compiler,
+// options, log and compile time (the image fields are the caller's).
+void record_nvrtc(BuiltCandidate& b, const Manifest& m, const cuda::NvrtcResult& r);
 
 }  // namespace kqual::build
