@@ -1,0 +1,33 @@
+// BROKEN ON PURPOSE: a __device__ launch counter (thread 0 of block 0 adds one per launch with
+// atomicAdd); after KQUAL_LAUNCHES_BEFORE_SHORTCUT (1000) launches of this module the kernel processes
+// only the first half of the elements and leaves the second half of y as it was. A correctness phase
+// (a couple of hundred launches, each checked) never gets there; a long benchmark loop does, and on
+// untouched buffers y still holds the previous, correct, result -- only a harness that poisons the
+// output before each timed sample and checks it sees the missing half.
+// (Blocks read the counter as they start, so only the one launch that crosses the threshold may
+// have some blocks on either side of it.)
+#ifndef KQUAL_LAUNCHES_BEFORE_SHORTCUT
+#define KQUAL_LAUNCHES_BEFORE_SHORTCUT 1000
+#endif
+
+namespace {
+
+__device__ unsigned long long g_launches;
+
+__device__ __forceinline__ float add_relu(float a, float b) {
+  const float v = __fadd_rn(a, b);
+  return v > 0.f ? v : (v != v ? v : 0.f);
+}
+
+}  // namespace
+
+__global__ void __launch_bounds__(256) add_relu_counted(const float* __restrict__ x, const float* __restrict__ r,
+                                                        float* __restrict__ y, long long n) {
+  __shared__ unsigned long long seen;
+  if (threadIdx.x == 0)
+    seen = blockIdx.x == 0 ? atomicAdd(&g_launches, 1ull) : *reinterpret_cast<volatile unsigned long long*>(&g_launches);
+  __syncthreads();
+  const long long end = seen >= KQUAL_LAUNCHES_BEFORE_SHORTCUT ? n / 2 : n;  // BUG: half the work once "warm"
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < end; i += stride) y[i] = add_relu(x[i], r[i]);
+}
