@@ -34,6 +34,7 @@ json TimingReport::to_json() const {
         j["warmup_ms"] = s.warmup_ms;
       }
       if (!s.verify_detail.empty()) j["verify_detail"] = s.verify_detail;
+      if (!s.verify_code.empty()) j["verify_code"] = s.verify_code;
       ser.push_back(j);
     }
     // One comparison per baseline timed next to the candidate, in series order (as
@@ -119,9 +120,16 @@ contract::CaseSpec timing_case_spec(const contract::Contract& c, const contract:
   return spec;
 }
 
+contract::CaseSpec timing_alt_case_spec(const contract::Contract& c, const contract::Dims& dims, const TimingOptions& o) {
+  contract::CaseSpec spec = timing_case_spec(c, dims, o);
+  spec.seed ^= 0x5BD1E9955BD1E995ull;
+  spec.id += "/alt";
+  return spec;
+}
+
 void prepare_timing_cases(worker::Session& s, const contract::Contract& c, const TimingOptions& o) {
-  for (const auto& dims : o.shapes.empty() ? c.benchmark_shapes() : o.shapes) {
-    const contract::CaseSpec spec = timing_case_spec(c, dims, o);
+  for (const auto& dims : o.shapes.empty() ? c.benchmark_shapes() : o.shapes)
+  for (const contract::CaseSpec& spec : {timing_case_spec(c, dims, o), timing_alt_case_spec(c, dims, o)}) {
     auto p = check::prepare_case(s, c, spec);
     for (const auto& t : p->expected) (void)expected_bytes_hash(c.name(), spec, t);
     if (o.keep_input_files && !o.input_root.empty()) {
@@ -163,26 +171,35 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
     sh.dims = dims;
     sh.shape = contract::format_dims(dims);
     sh.dtype = o.dtype;
-    const contract::CaseSpec spec = timing_case_spec(c, dims, o);
+    const contract::CaseSpec spec = timing_case_spec(c, dims, o), alt_spec = timing_alt_case_spec(c, dims, o);
     // Generated once per process and shape (harness's bounded case cache), so repeated timing
-    // calls (kqual compare's fresh worker processes) reuse inputs and references.
+    // calls (kqual compare's fresh worker processes) reuse inputs and references. Two datasets:
+    // timed samples alternate between them (and between two buffer sets), so a kernel that replays
+    // an earlier result for a buffer address it has seen gives the other dataset's output.
     std::shared_ptr<const check::PreparedCase> prepared = check::prepare_case(s, c, spec);
+    std::shared_ptr<const check::PreparedCase> alt = check::prepare_case(s, c, alt_spec);
     const contract::CaseData& data = prepared->data;
     const std::vector<contract::Tensor>& expected = prepared->expected;
+    const std::vector<contract::Tensor>& alt_expected = alt->expected;
     sh.min_bytes = c.min_bytes(data.dims, o.dtype);
     sh.flops = c.flops(data.dims, o.dtype);
-    const fs::path dir = input_dir(s, o, spec);
+    const fs::path dir = input_dir(s, o, spec), alt_dir = input_dir(s, o, alt_spec);
     std::vector<worker::Buffer> inputs;
-    for (const auto& t : data.inputs) {
+    for (std::size_t k = 0; k < data.inputs.size(); ++k) {
+      const contract::Tensor& t = data.inputs[k];
       const fs::path f = write_input_file(dir, t, o.keep_input_files);
-      inputs.push_back({t.name, worker::BufferKind::input, t.bytes.size(), 0, f.string()});
+      worker::Buffer b{t.name, worker::BufferKind::input, t.bytes.size(), 0, f.string()};
+      b.alt_file = write_input_file(alt_dir, alt->data.inputs.at(k), o.keep_input_files).string();
+      inputs.push_back(b);
     }
     // Bit-exact outputs (no error model): the expected bytes' hash, computed once per case.
     bool bit_exact = true;
-    std::vector<std::string> expected_hash;
-    for (const auto& t : expected) {
+    std::vector<std::string> expected_hash, alt_expected_hash;
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      const contract::Tensor& t = expected[k];
       bit_exact = bit_exact && t.ref.empty() && t.bound.empty();
       expected_hash.push_back(expected_bytes_hash(c.name(), spec, t));
+      alt_expected_hash.push_back(expected_bytes_hash(c.name(), alt_spec, alt_expected.at(k)));
     }
     sh.series.resize(impls.size());
     std::vector<worker::BenchRequest> requests(impls.size());
@@ -205,6 +222,7 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
       for (const auto& t : expected) {
         br.buffers.push_back({t.name, worker::BufferKind::output, t.bytes.size(), 0, ""});
         br.out_files[t.name] = (dir / fmt::format("{}.{}.out", t.name, i)).string();
+        br.alt_out_files[t.name] = (alt_dir / fmt::format("{}.{}.out", t.name, i)).string();
       }
       for (const auto& scr : plan.scratch) br.buffers.push_back(scr);
       br.launches = plan.launches;
@@ -217,11 +235,16 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
         Series& se = sh.series[i];
         if (!se.error.empty()) continue;
         worker::BenchRequest req = requests[i];
-        // The timed output is re-checked in the last round only: moving and comparing gigabytes
-        // every round would dominate the run time at large sizes. Bit-exact outputs are checked
-        // by hash first (no file); a mismatch, or a tolerance contract, takes the full comparison.
+        // Every launch is fingerprinted on the device (outputs poisoned before it, hashed after it)
+        // and must equal its dataset's untimed re-run. Those re-runs are compared with the reference
+        // in the last round only: moving and comparing gigabytes every round would dominate the run
+        // time at large sizes. Bit-exact outputs are checked by hash first (no file); a mismatch, or
+        // a tolerance contract, takes the full comparison.
         const bool last = round + 1 == o.rounds;
-        if (!last || bit_exact) req.out_files.clear();
+        if (!last || bit_exact) {
+          req.out_files.clear();
+          req.alt_out_files.clear();
+        }
         req.out_hashes = last && bit_exact;
         req.warmup = round == 0 ? o.warmup : 1;
         req.min_samples = o.samples_per_round;
@@ -234,55 +257,66 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
         const worker::BenchReply& r = *answer.reply;
         se.samples_ms.insert(se.samples_ms.end(), r.samples_ms.begin(), r.samples_ms.end());
         if (round == 0) se.warmup_ms.insert(se.warmup_ms.end(), r.warmup_ms.begin(), r.warmup_ms.end());
-        if (!r.guard_violations.empty()) {
+        auto fail = [&](std::string detail) {
+          if (!se.verified) return;  // the first finding is kept
           se.verified = false;
-          se.verify_detail = "guard region overwritten during timing: " + worker::describe(r.guard_violations.front());
+          se.verify_code = "timed_output_wrong";
+          se.verify_detail = std::move(detail);
+        };
+        if (!r.guard_violations.empty()) fail("guard region overwritten during timing: " + worker::describe(r.guard_violations.front()));
+        // Every launch of this call (warm-up and timed) must have produced exactly the output the
+        // same dataset gives when run again untimed: a kernel that skips, shortens or replays work
+        // once it has been launched often enough, or on buffers it has seen, is caught here.
+        const std::size_t n_warm = r.warmup_ms.size();
+        for (const auto& [name, hashes] : r.sample_hashes) {
+          const auto fin = r.final_hashes.find(name);
+          for (std::size_t l = 0; l < hashes.size() && fin != r.final_hashes.end(); ++l) {
+            const int d = l < r.sample_datasets.size() ? r.sample_datasets[l] : 0;
+            if (std::size_t(d) >= fin->second.size() || hashes[l] == fin->second[std::size_t(d)]) continue;
+            fail(fmt::format("round {}, {} {} (dataset {}): output '{}' differs from the output the same inputs give when "
+                             "launched again untimed (device hash {} vs {}): the kernel does not compute the same result "
+                             "every time it is launched",
+                             round + 1, l < n_warm ? "warm-up launch" : "timed sample", l < n_warm ? l + 1 : l - n_warm + 1,
+                             d == 0 ? "A" : "B", name, hashes[l], fin->second[std::size_t(d)]));
+            break;
+          }
         }
-        // Timed outputs are re-checked: a kernel that is only right when not timed is wrong.
+        if (!se.verified) continue;
+        // And the untimed re-runs give the reference's output, on both datasets (last round).
         if (!last) continue;
-        if (bit_exact) {
-          bool all_equal = true;
-          for (std::size_t t = 0; t < expected.size(); ++t)
-            all_equal = all_equal && r.out_hashes.count(expected[t].name) && r.out_hashes.at(expected[t].name) == expected_hash[t];
-          if (all_equal) continue;
-          // Not the expected bytes: run once more with the output as a file and compare it fully
-          // (a NaN payload may differ within the contract). Its bytes must also equal the timed
-          // run's, or the output changed between runs.
-          worker::BenchRequest again = requests[i];
-          again.out_hashes = true;
-          again.warmup = 0;
-          again.min_samples = 1;
-          again.max_samples = 1;
-          auto r2 = worker::call(s.worker(), again);
-          if (!r2.ok()) {
-            se.verified = false;
-            se.verify_detail = fmt::format("timed output differs from the reference bytes; the re-run to compare it failed: {}: {}",
-                                           worker::to_string(r2.raw.status), r2.raw.reason);
+        for (int d = 0; d < 2; ++d) {
+          const auto& exp = d == 0 ? expected : alt_expected;
+          const auto& exp_hash = d == 0 ? expected_hash : alt_expected_hash;
+          const auto& got_hashes = d == 0 ? r.out_hashes : r.alt_out_hashes;
+          const char* which = d == 0 ? "A" : "B";
+          if (bit_exact) {
+            bool all_equal = true;
+            for (std::size_t t = 0; t < exp.size(); ++t)
+              all_equal = all_equal && got_hashes.count(exp[t].name) && got_hashes.at(exp[t].name) == exp_hash[t];
+            if (all_equal) continue;
+            // Not the expected bytes: run once more with the output as a file and compare it fully
+            // (a NaN payload may differ within the contract).
+            worker::BenchRequest again = requests[i];
+            again.warmup = 0;
+            again.min_samples = 1;
+            again.max_samples = 1;
+            auto r2 = worker::call(s.worker(), again);
+            if (!r2.ok()) {
+              fail(fmt::format("timed output (dataset {}) differs from the reference bytes; the re-run to compare it failed: {}: {}",
+                               which, worker::to_string(r2.raw.status), r2.raw.reason));
+              break;
+            }
+            for (const auto& t : exp) {
+              std::string code;
+              std::string det = check::verify_output_file(c, t, (d == 0 ? again.out_files : again.alt_out_files).at(t.name), 0xFF, &code);
+              if (!det.empty()) fail(fmt::format("round {}: timed output wrong on dataset {} ({}): {}", round + 1, which, code, det));
+            }
             continue;
           }
-          for (const auto& t : expected) {
+          for (const auto& t : exp) {
             std::string code;
-            std::string d = check::verify_output_file(c, t, again.out_files.at(t.name), 0xFF, &code);
-            auto hash_of = [&](const worker::BenchReply& x) { auto it = x.out_hashes.find(t.name); return it == x.out_hashes.end() ? std::string() : it->second; };
-            const std::string h1 = hash_of(r), h2 = hash_of(*r2.reply);
-            if (!d.empty()) {
-              se.verified = false;
-              se.verify_detail = fmt::format("round {}: timed output wrong ({}): {}", round + 1, code, d);
-            } else if (h1 != h2) {
-              se.verified = false;
-              se.verify_detail = fmt::format("round {}: timed output of '{}' differs from the reference bytes and changed "
-                                             "between two runs on the same inputs (hash {} then {})",
-                                             round + 1, t.name, h1, h2);
-            }
-          }
-          continue;
-        }
-        for (const auto& t : expected) {
-          std::string code;
-          std::string d = check::verify_output_file(c, t, req.out_files.at(t.name), 0xFF, &code);
-          if (!d.empty()) {
-            se.verified = false;
-            se.verify_detail = fmt::format("round {}: timed output wrong ({}): {}", round + 1, code, d);
+            std::string det = check::verify_output_file(c, t, (d == 0 ? req.out_files : req.alt_out_files).at(t.name), 0xFF, &code);
+            if (!det.empty()) fail(fmt::format("round {}: timed output wrong on dataset {} ({}): {}", round + 1, which, code, det));
           }
         }
       }

@@ -405,8 +405,19 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
   if (const toml::node* e = root.get("expect")) {
     const auto* t = e->as_table();
     if (!t) cx.fail("expect", "expected a table");
-    check_keys(cx, *t, "expect", {"rejected_for"});
+    check_keys(cx, *t, "expect", {"rejected_for", "or_rejected_for"});
     m.expect_rejected_for = get_string(cx, *t, "expect", "rejected_for", true);
+    // Codes the same defect may also surface as (e.g. a replay cache caught in correctness when
+    // the allocator hands back an address it has seen, in timing otherwise).
+    if (const toml::node* o = t->get("or_rejected_for")) {
+      const auto* arr = o->as_array();
+      if (!arr) cx.fail("expect.or_rejected_for", fmt::format("expected an array of strings, got {}", value_text(*o)));
+      for (std::size_t i = 0; i < arr->size(); ++i) {
+        const auto* x = arr->get(i)->as_string();
+        if (!x) cx.fail(fmt::format("expect.or_rejected_for[{}]", i), "expected a string");
+        m.expect_also_rejected_for.push_back(x->get());
+      }
+    }
   }
   return m;
 }

@@ -9,6 +9,7 @@
 #include <cfloat>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -102,6 +103,47 @@ class ResidualAddRelu final : public Contract {
       }
     }
     return cases;
+  }
+
+  // n just past 2^31 in every claimed dtype (a 32-bit signed index wraps there), and just past 2^32
+  // in the narrowest one (an unsigned 32-bit index wraps there) when the claim reaches it.
+  std::vector<CaseSpec> index_cases(const Supports& cand, std::uint64_t seed) const override {
+    std::vector<CaseSpec> out;
+    if (!claimed_range(cand).past_int32()) return out;
+    auto add = [&](DType t, std::int64_t n, const char* what) {
+      CaseSpec c;
+      c.dtype = t;
+      c.dims = {{"n", n}};
+      c.family = kGeneratedFamily;
+      c.seed = mix_seed(seed, std::uint64_t(n) * 977 + std::uint64_t(t));
+      c.id = fmt::format("{}/n={}/{}", to_string(t), n, what);
+      out.push_back(c);
+    };
+    const std::int64_t past31 = std::min<std::int64_t>(cand.max_n, (std::int64_t(1) << 31) + (1 << 20) + 3);
+    std::optional<DType> narrowest;
+    for (DType t : dtypes()) {
+      if (!cand.supports(t)) continue;
+      add(t, past31, "past-2^31");
+      if (!narrowest || dtype_size(t) < dtype_size(*narrowest)) narrowest = t;
+    }
+    if (narrowest && cand.max_n > (std::int64_t(1) << 32))
+      add(*narrowest, std::min<std::int64_t>(cand.max_n, (std::int64_t(1) << 32) + (1 << 20) + 5), "past-2^32");
+    return out;
+  }
+  std::vector<OutputWindow> index_case_windows(const CaseSpec& spec) const override {
+    std::vector<OutputWindow> out;
+    for (const auto& [b, n] : index_windows(spec.dim("n"), 4096, spec.seed, 4)) {
+      OutputWindow w;
+      w.tensor = "y";
+      w.begin = b;
+      w.count = n;
+      w.sub_dims = {{"n", n}};
+      w.gather["x"] = {{b, n}};
+      w.gather["r"] = {{b, n}};
+      w.why = fmt::format("y[{}..{})", b, b + n);
+      out.push_back(std::move(w));
+    }
+    return out;
   }
 
   std::string benchmark_family() const override { return "uniform"; }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -181,6 +183,62 @@ void DeviceBuffer::upload(const void* src, std::size_t bytes, std::size_t offset
 void DeviceBuffer::download(void* dst, std::size_t bytes, std::size_t offset) const {
   if (offset + bytes > bytes_) throw_error(ErrorKind::internal, "download past the end of a device buffer");
   if (bytes) KQUAL_CU(cuMemcpyDtoH, dst, p_ + offset, bytes);
+}
+
+TrappedAllocation::TrappedAllocation(std::size_t bytes, Side side, int ordinal) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = ordinal;
+  std::size_t gran = 0;
+  KQUAL_CU(cuMemGetAllocationGranularity, &gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  if (gran == 0) throw_error(ErrorKind::cuda, "cuMemGetAllocationGranularity returned 0");
+  mapped_bytes_ = std::max<std::size_t>(gran, (bytes + gran - 1) / gran * gran);
+  reserved_bytes_ = mapped_bytes_ + gran;
+  try {
+    KQUAL_CU(cuMemAddressReserve, &reserved_, reserved_bytes_, 0, 0, 0);
+    CUresult r = driver().cuMemCreate(&handle_, mapped_bytes_, &prop, 0);
+    if (r != CUDA_SUCCESS) {
+      std::size_t free_b = 0, total_b = 0;
+      driver().cuMemGetInfo(&free_b, &total_b);
+      throw_error(ErrorKind::cuda, fmt::format("cuMemCreate({} bytes) failed: {} ({} bytes free of {})", mapped_bytes_,
+                                               error_name(r), free_b, total_b));
+    }
+    has_handle_ = true;
+    mapped_ = side == Side::after ? reserved_ : reserved_ + gran;
+    KQUAL_CU(cuMemMap, mapped_, mapped_bytes_, 0, handle_, 0);
+    CUmemAccessDesc access{};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    KQUAL_CU(cuMemSetAccess, mapped_, mapped_bytes_, &access, 1);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+void TrappedAllocation::release() noexcept {
+  if (mapped_) check_noexcept(driver().cuMemUnmap(mapped_, mapped_bytes_), "cuMemUnmap");
+  if (has_handle_) check_noexcept(driver().cuMemRelease(handle_), "cuMemRelease");
+  if (reserved_) check_noexcept(driver().cuMemAddressFree(reserved_, reserved_bytes_), "cuMemAddressFree");
+  mapped_ = reserved_ = 0;
+  has_handle_ = false;
+}
+TrappedAllocation::~TrappedAllocation() { release(); }
+TrappedAllocation::TrappedAllocation(TrappedAllocation&& o) noexcept
+    : reserved_(std::exchange(o.reserved_, 0)), mapped_(std::exchange(o.mapped_, 0)),
+      reserved_bytes_(std::exchange(o.reserved_bytes_, 0)), mapped_bytes_(std::exchange(o.mapped_bytes_, 0)),
+      handle_(o.handle_), has_handle_(std::exchange(o.has_handle_, false)) {}
+TrappedAllocation& TrappedAllocation::operator=(TrappedAllocation&& o) noexcept {
+  if (this != &o) {
+    release();
+    reserved_ = std::exchange(o.reserved_, 0);
+    mapped_ = std::exchange(o.mapped_, 0);
+    reserved_bytes_ = std::exchange(o.reserved_bytes_, 0);
+    mapped_bytes_ = std::exchange(o.mapped_bytes_, 0);
+    handle_ = o.handle_;
+    has_handle_ = std::exchange(o.has_handle_, false);
+  }
+  return *this;
 }
 
 void launch(const Function& f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,

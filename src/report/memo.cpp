@@ -95,9 +95,26 @@ std::string render_qualify_memo(const json& r) {
                      str(k, "candidate"), str(k, "verdict"), k.value("cases", 0), k.value("passed", 0), k.value("failed", 0),
                      k.value("refused", 0));
     m << "Harness: every output poisoned before each run (0xFF, then 0x7F bytes — two runs per case), 4 KiB guard "
-         "regions around every buffer checked after the launch, inputs hashed before and after, fresh inputs for every "
-         "case, the two runs compared bitwise, the reference computed in this (coordinating) process on the CPU — never "
-         "in the candidate's address space.\n\n";
+         "regions around every output checked after the launch; each input placed against an unmapped page (its last "
+         "byte ending the mapping in run 1, its first byte starting it in run 2), so a read past it faults; every SM's "
+         "shared memory filled with a pattern before each run; inputs hashed before and after, fresh inputs for every "
+         "case, the two runs compared bitwise, the reference computed outside the candidate's process — never in its "
+         "address space.\n\n";
+    if (k.contains("sanitizer") && k.at("sanitizer").is_object()) {
+      const json& sp = k.at("sanitizer");
+      const std::string st = str(sp, "status");
+      if (st == "not_run")
+        m << "Sanitizer pass (memcheck, racecheck on small cases): **not run** — " << str(sp, "why") << "\n\n";
+      else {
+        m << fmt::format("Sanitizer pass: **{}** — compute-sanitizer memcheck (exact-size allocations) and racecheck on {} "
+                         "small case(s)",
+                         st, sp.contains("cases") ? sp.at("cases").size() : 0);
+        if (sp.contains("tools"))
+          for (const auto& t : sp.at("tools"))
+            m << fmt::format("; {}: {}", str(t, "tool"), str(t, "status"));
+        m << ".\n\n";
+      }
+    }
     if (!k.at("failure_codes").empty()) {
       m << "Failures by reason: ";
       for (const auto& [code, n] : k.at("failure_codes").items()) m << fmt::format("`{}` x{}  ", code, n.get<int>());

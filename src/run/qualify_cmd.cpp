@@ -25,6 +25,9 @@ void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o.seed, "Seed of the case generator")->capture_default_str();
   add_negatable_flag(cmd, "large-cases", o.large_cases, "--no-large-cases: skip the 2^27+5 and >2^31-byte correctness cases");
+  add_negatable_flag(cmd, "sanitizer-pass", o.sanitizer_pass,
+                     "--no-sanitizer-pass: skip re-running a few small passed cases under compute-sanitizer memcheck and "
+                     "racecheck (reads past a tensor inside its last aligned vector, shared-memory races)");
   cmd->add_option("--sizes", o.shapes, "Benchmark sizes in elements, comma separated, for one-dim contracts "
                                        "(default: the contract's)")->delimiter(',');
   cmd->add_option("--shape", o.shapes, "A benchmark shape, e.g. rows=4096,cols=4096 (repeatable; default: the contract's)");
@@ -91,6 +94,8 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
   self->add_option("--contract", st.contracts, "Only this contract (repeatable)");
   add_quiet_flag(self, g);
   add_negatable_flag(self, "baselines", st.include_baselines, "--no-baselines: leave out the bundled baselines (known-good too)");
+  add_negatable_flag(self, "sanitizer-pass", st.sanitizer_pass,
+                     "--no-sanitizer-pass: skip check's compute-sanitizer pass (memcheck + racecheck on a few small cases)");
   self->add_option("--sanitize", st.sanitize, "Run the correctness phase under compute-sanitizer: memcheck, racecheck, "
                                               "initcheck or synccheck (cases up to 2^22 elements)");
   if (!run_commands) return;
@@ -147,9 +152,15 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
             const auto& sj = row["sanitizer"];
             fmt::print("  {:<9}   {}: {} error(s){}\n", "", sj["tool"].get<std::string>(),
                        sj["errors"].is_null() ? std::string("?") : std::to_string(sj["errors"].get<int>()),
-                       sj["findings"].empty() ? "" : "; first: " + sj["findings"][0].get<std::string>().substr(0, 160));
+                       sj["findings"].empty() ? "" : "; first: " + sj["findings"][0].value("headline", std::string()).substr(0, 160));
           }
         }
+      }
+      if (r.contains("classes") && !r["classes"].empty() && r["device_present"].get<bool>()) {
+        fmt::print("\n== by class of defect (the stated reason of each known-broken candidate)\n");
+        for (const auto& bc : r["classes"])
+          fmt::print("  {:<22} rejected for it {}/{} checks  ({})\n", bc["class"].get<std::string>(), bc["rejected_for_it"].get<int>(),
+                     bc["checks"].get<int>(), fmt::format("{}", fmt::join(bc["candidates"].get<std::vector<std::string>>(), ", ")));
       }
       fmt::print("\nselftest: {} checks, {} unexpected\n", r["checks"].get<int>(), r["unexpected"].get<int>());
     }

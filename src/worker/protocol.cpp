@@ -35,6 +35,11 @@ json buffers_json(const std::vector<Buffer>& bs) {
     json x{{"name", b.name}, {"kind", to_string(b.kind)}, {"bytes", b.bytes}};
     if (b.offset) x["offset"] = b.offset;
     if (!b.file.empty()) x["file"] = b.file;
+    if (!b.alt_file.empty()) x["alt_file"] = b.alt_file;
+    if (b.align) x["align"] = b.align;
+    if (b.generated()) x["generate"] = {{"stream", b.gen_stream}, {"seed", b.gen_seed}, {"dtype", b.gen_dtype}};
+    if (b.elem_bytes) x["elem_bytes"] = b.elem_bytes;
+    if (!b.windows.empty()) x["windows"] = b.windows;
     a.push_back(std::move(x));
   }
   return a;
@@ -53,7 +58,24 @@ std::vector<Buffer> buffers_from(const json& j, const char* op) {
     b.bytes = get<std::size_t>(x, op, "bytes");
     b.offset = get_or<std::size_t>(x, op, "offset", 0);
     b.file = get_or<std::string>(x, op, "file", "");
-    if (b.kind == BufferKind::input && b.file.empty())
+    b.alt_file = get_or<std::string>(x, op, "alt_file", "");
+    b.align = get_or<std::size_t>(x, op, "align", 0);
+    if (x.contains("generate")) {
+      const json& g = x.at("generate");
+      b.gen_stream = get<int>(g, op, "stream");
+      b.gen_seed = get<std::uint64_t>(g, op, "seed");
+      b.gen_dtype = get<int>(g, op, "dtype");
+      if (b.gen_stream < 0 || b.gen_dtype < 0 || b.gen_dtype > 2)
+        throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' buffer '{}': bad generate stream/dtype", op, b.name));
+    }
+    b.elem_bytes = get_or<std::size_t>(x, op, "elem_bytes", 0);
+    b.windows = get_or<std::vector<std::pair<std::uint64_t, std::uint64_t>>>(x, op, "windows", {});
+    if (!b.windows.empty() && b.elem_bytes == 0)
+      throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' buffer '{}' has windows but no elem_bytes", op, b.name));
+    for (const auto& [w0, wn] : b.windows)
+      if (b.elem_bytes && (w0 + wn) * b.elem_bytes > b.bytes)
+        throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' buffer '{}': window past its end", op, b.name));
+    if (b.kind == BufferKind::input && b.file.empty() && !b.generated())
       throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' input buffer '{}' without 'file'", op, b.name));
     out.push_back(std::move(b));
   }
@@ -145,7 +167,8 @@ json to_json(const RunRequest& r) {
   for (const auto& [k, v] : r.out_files) out_files[k] = v;
   return json{{"op", "run"},          {"module", r.module},   {"buffers", buffers_json(r.buffers)},
               {"launches", launches_json(r.launches)}, {"poison", r.poison}, {"out_files", out_files},
-              {"guard_bytes", r.guard_bytes}};
+              {"guard_bytes", r.guard_bytes}, {"placements", r.placements}, {"trap_only", r.trap_only},
+              {"scribble", r.scribble}, {"generator_module", r.generator_module}};
 }
 json to_json(const BenchRequest& r) {
   json j{{"op", "bench"},
@@ -160,11 +183,17 @@ json to_json(const BenchRequest& r) {
          {"max_samples", r.max_samples},
          {"max_seconds", r.max_seconds},
          {"target_rel_noise", r.target_rel_noise},
-         {"guard_bytes", r.guard_bytes}};
+         {"guard_bytes", r.guard_bytes},
+         {"check_samples", r.check_samples}};
   if (!r.out_files.empty()) {
     json f = json::object();
     for (const auto& [k, v] : r.out_files) f[k] = v;
     j["out_files"] = f;
+  }
+  if (!r.alt_out_files.empty()) {
+    json f = json::object();
+    for (const auto& [k, v] : r.alt_out_files) f[k] = v;
+    j["alt_out_files"] = f;
   }
   return j;
 }
@@ -184,6 +213,20 @@ RunRequest run_request_from_json(const json& j) {
   r.poison = get<std::vector<std::uint8_t>>(j, "run", "poison");
   r.out_files = get_or<std::map<std::string, std::vector<std::string>>>(j, "run", "out_files", {});
   r.guard_bytes = get_or<std::size_t>(j, "run", "guard_bytes", 4096);
+  r.placements = get_or<std::vector<std::string>>(j, "run", "placements", {});
+  r.trap_only = get_or<std::vector<std::string>>(j, "run", "trap_only", {});
+  r.scribble = get_or<std::vector<int>>(j, "run", "scribble", {});
+  r.generator_module = get_or<std::string>(j, "run", "generator_module", "");
+  for (const auto& b : r.buffers)
+    if (b.generated() && r.generator_module.empty())
+      throw_error(ErrorKind::worker, fmt::format("worker protocol: 'run' input '{}' is generated but no generator_module is given", b.name));
+  for (const auto& p : r.placements)
+    if (p != "guarded" && p != "trap_after" && p != "trap_before")
+      throw_error(ErrorKind::worker, fmt::format("worker protocol: 'run' placement '{}' (guarded, trap_after or trap_before)", p));
+  if (!r.placements.empty() && r.placements.size() != r.poison.size())
+    throw_error(ErrorKind::worker, "worker protocol: 'run' needs one placement per poison pattern");
+  if (!r.scribble.empty() && r.scribble.size() != r.poison.size())
+    throw_error(ErrorKind::worker, "worker protocol: 'run' needs one scribble pattern per poison pattern");
   for (const auto& b : r.buffers)
     if (b.kind == BufferKind::output && (!r.out_files.count(b.name) || r.out_files.at(b.name).size() != r.poison.size()))
       throw_error(ErrorKind::worker, fmt::format("worker protocol: 'run' output '{}' needs one out_files path per poison pattern", b.name));
@@ -206,6 +249,8 @@ BenchRequest bench_request_from_json(const json& j) {
   r.max_seconds = get_or<double>(j, "bench", "max_seconds", 5.0);
   r.target_rel_noise = get_or<double>(j, "bench", "target_rel_noise", 0.005);
   r.guard_bytes = get_or<std::size_t>(j, "bench", "guard_bytes", 4096);
+  r.check_samples = get_or<bool>(j, "bench", "check_samples", true);
+  r.alt_out_files = get_or<std::map<std::string, std::string>>(j, "bench", "alt_out_files", {});
   return r;
 }
 CopyBenchRequest copy_bench_request_from_json(const json& j) {
@@ -219,17 +264,23 @@ json to_json(const RunReply& r) {
     for (const auto& in : x.inputs)
       inputs.push_back({{"name", in.name}, {"hash_before", in.hash_before}, {"hash_after", in.hash_after},
                         {"first_changed_byte", in.first_changed_byte}});
+    json scans = json::array();
+    for (const auto& p : x.poison_scans) scans.push_back({{"name", p.name}, {"poisoned", p.poisoned}, {"first", p.first}});
     runs.push_back({{"poison", x.poison}, {"kernel_ms", x.kernel_ms}, {"guard_violations", guards_json(x.guard_violations)},
-                    {"inputs", inputs}});
+                    {"inputs", inputs}, {"poison_scans", scans}});
   }
   return json{{"ok", true}, {"runs", runs}};
 }
 json to_json(const BenchReply& r) {
-  json h = json::object();
+  json h = json::object(), ah = json::object(), sh = json::object(), fh = json::object();
   for (const auto& [k, v] : r.out_hashes) h[k] = v;
+  for (const auto& [k, v] : r.alt_out_hashes) ah[k] = v;
+  for (const auto& [k, v] : r.sample_hashes) sh[k] = v;
+  for (const auto& [k, v] : r.final_hashes) fh[k] = v;
   return json{{"ok", true},          {"samples_ms", r.samples_ms}, {"warmup_ms", r.warmup_ms},
               {"flush_bytes", r.flush_bytes}, {"stop_reason", r.stop_reason}, {"guard_violations", guards_json(r.guard_violations)},
-              {"out_hashes", h}};
+              {"out_hashes", h}, {"alt_out_hashes", ah}, {"sample_hashes", sh}, {"sample_datasets", r.sample_datasets},
+              {"final_hashes", fh}};
 }
 json to_json(const CopyBenchReply& r) { return json{{"ok", true}, {"samples_ms", r.samples_ms}, {"bytes", r.bytes}}; }
 json to_json(const LoadReply& r) { return json{{"ok", true}, {"kernels", r.kernels}}; }
@@ -250,6 +301,10 @@ RunReply run_reply_from_json(const json& j) {
     for (const auto& in : field(x, "run reply", "inputs"))
       rr.inputs.push_back({get<std::string>(in, "run reply", "name"), get<std::string>(in, "run reply", "hash_before"),
                            get<std::string>(in, "run reply", "hash_after"), get<std::int64_t>(in, "run reply", "first_changed_byte")});
+    if (x.contains("poison_scans"))
+      for (const auto& p : x.at("poison_scans"))
+        rr.poison_scans.push_back({get<std::string>(p, "run reply", "name"), get<std::uint64_t>(p, "run reply", "poisoned"),
+                                   get<std::int64_t>(p, "run reply", "first")});
     r.runs.push_back(std::move(rr));
   }
   return r;
@@ -262,6 +317,10 @@ BenchReply bench_reply_from_json(const json& j) {
   r.stop_reason = get_or<std::string>(j, "bench reply", "stop_reason", "");
   r.guard_violations = guards_from(j, "bench reply");
   r.out_hashes = get_or<std::map<std::string, std::string>>(j, "bench reply", "out_hashes", {});
+  r.alt_out_hashes = get_or<std::map<std::string, std::string>>(j, "bench reply", "alt_out_hashes", {});
+  r.sample_hashes = get_or<std::map<std::string, std::vector<std::string>>>(j, "bench reply", "sample_hashes", {});
+  r.sample_datasets = get_or<std::vector<int>>(j, "bench reply", "sample_datasets", {});
+  r.final_hashes = get_or<std::map<std::string, std::vector<std::string>>>(j, "bench reply", "final_hashes", {});
   return r;
 }
 CopyBenchReply copy_bench_reply_from_json(const json& j) {

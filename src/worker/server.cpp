@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -26,9 +27,15 @@ namespace {
 
 constexpr std::uint8_t kGuardByte = 0xA5;
 
-// The read pass of the "clean" L2 flush: every 4-byte word of the flush buffer is loaded through
-// L2; the result is stored only if it equals a value it cannot take in practice, so the loads stay.
-constexpr const char* kL2CleanSource = R"CUDA(
+// The worker's own kernels, compiled with NVRTC on first use:
+// - kqual_l2_clean: the read pass of the "clean" L2 flush: every 4-byte word of the flush buffer is
+//   loaded through L2; the result is stored only if it equals a value it cannot take in practice, so
+//   the loads stay.
+// - kqual_smem_scribble: fills the block's dynamic shared memory with a pattern (launched with the
+//   device's largest opt-in size on every SM before a correctness run).
+// - kqual_hash: an order-independent 64-bit hash of 4-byte words (each word mixed with its index and
+//   summed), so a timed output can be fingerprinted on the device after every sample.
+constexpr const char* kWorkerKernelsSource = R"CUDA(
 extern "C" __global__ void kqual_l2_clean(const unsigned int* __restrict__ p, unsigned long long n, unsigned int* out) {
   unsigned int acc = 0;
   for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
@@ -36,11 +43,45 @@ extern "C" __global__ void kqual_l2_clean(const unsigned int* __restrict__ p, un
     acc ^= __ldcg(p + i);
   if (acc == 0x9E3779B9u) out[0] = acc;
 }
+extern "C" __global__ void kqual_smem_scribble(unsigned int words, unsigned int pattern) {
+  extern __shared__ unsigned int s[];
+  for (unsigned int i = threadIdx.x; i < words; i += blockDim.x) s[i] = pattern ^ (i * 0x01000193u & 0x00010001u);
+  __syncthreads();
+  if (s[(threadIdx.x * 7u) % words] == 0x12345678u && pattern == 0x87654321u) s[0] = 1u;  // keep the stores
+}
+extern "C" __global__ void kqual_count_poison(const unsigned char* __restrict__ p, unsigned long long n, unsigned int esize,
+                                              unsigned int poison, unsigned long long* count, unsigned long long* first) {
+  unsigned long long local = 0;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    bool all = true;
+    for (unsigned int b = 0; b < esize; ++b) all = all && p[i * esize + b] == (unsigned char)poison;
+    if (all) {
+      ++local;
+      atomicMin(first, i);
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) local += __shfl_down_sync(0xffffffffu, local, o);
+  if ((threadIdx.x & 31) == 0 && local) atomicAdd(count, local);
+}
+extern "C" __global__ void kqual_hash(const unsigned int* __restrict__ p, unsigned long long words, unsigned long long* out) {
+  unsigned long long acc = 0;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < words;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    unsigned long long z = (i << 32) ^ (unsigned long long)p[i];
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    acc += z ^ (z >> 31);
+  }
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+  if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);
+}
 )CUDA";
 
 struct State {
   std::unique_ptr<cuda::Context> ctx;
-  std::unique_ptr<cuda::Module> l2_clean_module;  // compiled on first use of flush_mode "clean"
+  std::unique_ptr<cuda::Module> own_module;  // kWorkerKernelsSource, compiled on first use
   std::map<std::string, std::shared_ptr<cuda::Module>> modules;  // by path
   std::unique_ptr<cuda::Stream> stream;
 
@@ -50,6 +91,17 @@ struct State {
       stream = std::make_unique<cuda::Stream>();
     }
     return *ctx;
+  }
+  cuda::Function own(const char* name) {
+    if (!own_module) {
+      cuda::NvrtcRequest nr;
+      nr.source = kWorkerKernelsSource;
+      nr.source_name = "kqual_worker_kernels.cu";
+      nr.arch = context().info().arch();
+      const cuda::NvrtcResult built = cuda::nvrtc_compile(nr);
+      own_module = std::make_unique<cuda::Module>(std::span<const std::uint8_t>(built.image));
+    }
+    return own_module->function(name);
   }
   cuda::Module& module(const std::string& path) {
     context();
@@ -91,17 +143,29 @@ json attributes_json(const cuda::Function& f) {
               {"params", params}};
 }
 
-// One buffer with guard regions: [guard | offset | view (bytes) | guard].
+// One buffer. Guarded placement: [guard | offset | view (bytes) | guard] in one allocation. Trap
+// placements (inputs): the view against an unmapped page (cuda::TrappedAllocation), no guards.
 struct Guarded {
   std::string name, kind;
   std::size_t bytes = 0, offset = 0, guard = 0;
   cuda::DeviceBuffer mem;
-  MappedFile input;  // host data for inputs
-  CUdeviceptr view() const { return mem.get() + guard + offset; }
+  cuda::TrappedAllocation trap;
+  CUdeviceptr trap_view = 0;
+  std::shared_ptr<MappedFile> input, alt_input;  // host data for inputs (shared by buffer sets)
+  int gen_stream = -1, gen_dtype = 0;             // generated inputs (no host data)
+  std::uint64_t gen_seed = 0;
+  std::size_t elem_bytes = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> windows;
+  bool trapped() const { return trap_view != 0; }
+  CUdeviceptr view() const { return trapped() ? trap_view : mem.get() + guard + offset; }
   std::size_t total() const { return guard + offset + bytes + guard; }
+  void download_view(void* dst) const {
+    if (bytes) KQUAL_CU(cuMemcpyDtoH, dst, view(), bytes);
+  }
 };
 
-std::vector<Guarded> allocate(const std::vector<Buffer>& buffers, std::size_t guard) {
+std::vector<Guarded> allocate(const std::vector<Buffer>& buffers, std::size_t guard, const std::string& placement = "guarded",
+                              const std::vector<std::string>& trap_only = {}) {
   std::vector<Guarded> bufs;
   for (const auto& b : buffers) {
     Guarded g;
@@ -110,24 +174,61 @@ std::vector<Guarded> allocate(const std::vector<Buffer>& buffers, std::size_t gu
     g.bytes = b.bytes;
     g.offset = b.offset;
     g.guard = guard;
-    g.mem = cuda::DeviceBuffer(g.total());
-    if (b.kind == BufferKind::input) {
-      g.input = MappedFile::open_read(b.file);
-      if (g.input.size() != g.bytes)
-        throw_error(ErrorKind::internal, fmt::format("input file for '{}' has {} bytes, expected {}", g.name, g.input.size(), g.bytes));
+    const bool trap = b.kind == BufferKind::input && placement != "guarded" &&
+                      (trap_only.empty() || std::find(trap_only.begin(), trap_only.end(), b.name) != trap_only.end());
+    if (trap) {
+      const std::size_t align = std::max<std::size_t>(b.align, 1);
+      if (placement == "trap_after") {
+        g.trap = cuda::TrappedAllocation(b.bytes + align, cuda::TrappedAllocation::Side::after);
+        CUdeviceptr start = g.trap.mapped_end() - b.bytes;
+        start -= (start - b.offset) % align;  // keep the view's alignment class
+        g.trap_view = start;
+      } else {
+        g.trap = cuda::TrappedAllocation(b.bytes + 256, cuda::TrappedAllocation::Side::before);
+        g.trap_view = g.trap.mapped() + b.offset % 256;
+      }
+    } else {
+      g.mem = cuda::DeviceBuffer(g.total());
+    }
+    g.gen_stream = b.gen_stream;
+    g.gen_seed = b.gen_seed;
+    g.gen_dtype = b.gen_dtype;
+    g.elem_bytes = b.elem_bytes;
+    g.windows = b.windows;
+    if (b.kind == BufferKind::input && !b.generated()) {
+      auto open = [&](const std::string& file) {
+        auto f = std::make_shared<MappedFile>(MappedFile::open_read(file));
+        if (f->size() != g.bytes)
+          throw_error(ErrorKind::internal, fmt::format("input file for '{}' has {} bytes, expected {}", g.name, f->size(), g.bytes));
+        return f;
+      };
+      g.input = open(b.file);
+      if (!b.alt_file.empty()) g.alt_input = open(b.alt_file);
     }
     bufs.push_back(std::move(g));
   }
   return bufs;
 }
 
-// Guard everything, upload inputs, poison outputs and scratch.
-void prepare(State& st, std::vector<Guarded>& bufs, std::uint8_t poison) {
+// Guard everything, upload (or generate) inputs (dataset 0 or 1), poison outputs and scratch.
+void prepare(State& st, std::vector<Guarded>& bufs, std::uint8_t poison, int dataset = 0, const std::string& generator = "") {
   for (auto& g : bufs) {
-    KQUAL_CU(cuMemsetD8Async, g.mem.get(), kGuardByte, g.total(), st.stream->get());
-    st.stream->synchronize();
-    if (g.kind == "input") {
-      g.mem.upload(g.input.data(), g.bytes, g.guard + g.offset);
+    if (!g.trapped()) {
+      KQUAL_CU(cuMemsetD8Async, g.mem.get(), kGuardByte, g.total(), st.stream->get());
+      st.stream->synchronize();
+    }
+    if (g.kind == "input" && g.gen_stream >= 0) {
+      if (generator.empty()) throw_error(ErrorKind::internal, "generated input without a generator module");
+      cuda::Function f = st.module(generator).function("kqual_generate");
+      CUdeviceptr p = g.view();
+      const std::size_t es = g.gen_dtype == 1 ? 2 : 4;
+      unsigned long long n = g.bytes / es, seed = g.gen_seed;
+      int stream = g.gen_stream, dtype = g.gen_dtype;
+      void* args[] = {&p, &n, &seed, &stream, &dtype};
+      cuda::launch(f, unsigned(std::max(st.context().info().sms, 1)) * 16, 1, 1, 256, 1, 1, 0, st.stream->get(), args);
+    } else if (g.kind == "input") {
+      const MappedFile& f = dataset == 1 && g.alt_input ? *g.alt_input : *g.input;
+      if (g.bytes) KQUAL_CU(cuMemcpyHtoD, g.view(), f.data(), g.bytes);
     } else {
       KQUAL_CU(cuMemsetD8Async, g.view(), poison, g.bytes, st.stream->get());
     }
@@ -214,6 +315,7 @@ void enqueue(State& st, Plan& p) {
 
 std::vector<GuardViolation> check_guards(const Guarded& g) {
   std::vector<GuardViolation> v;
+  if (g.trapped() || g.guard == 0) return v;
   std::vector<std::uint8_t> pre(g.guard + g.offset), post(g.guard);
   g.mem.download(pre.data(), pre.size(), 0);
   g.mem.download(post.data(), post.size(), g.guard + g.offset + g.bytes);
@@ -231,14 +333,75 @@ std::vector<GuardViolation> check_guards(const Guarded& g) {
   return v;
 }
 
+// The order-independent device hash (kqual_hash) of a buffer's view, as 16 hex digits.
+std::string device_hash(State& st, const Guarded& g) {
+  cuda::DeviceBuffer out(8);
+  KQUAL_CU(cuMemsetD32Async, out.get(), 0u, 2, st.stream->get());
+  CUdeviceptr first = g.view() & ~CUdeviceptr(3), o = out.get();
+  unsigned long long words = (g.view() + g.bytes - first + 3) / 4;
+  void* args[] = {&first, &words, &o};
+  cuda::launch(st.own("kqual_hash"), unsigned(std::max(st.context().info().sms, 1)) * 4, 1, 1, 256, 1, 1, 0, st.stream->get(), args);
+  std::uint64_t h = 0;
+  st.stream->synchronize();
+  out.download(&h, 8);
+  return fmt::format("{:016x}", h);
+}
+
+// Elements of an output still holding the poison byte in every byte.
+PoisonScan scan_poison(State& st, const Guarded& g, std::uint8_t poison) {
+  PoisonScan p;
+  p.name = g.name;
+  cuda::DeviceBuffer out(16);
+  std::uint64_t init[2] = {0, ~std::uint64_t(0)};
+  out.upload(init, 16);
+  CUdeviceptr v = g.view(), count = out.get(), first = out.get() + 8;
+  unsigned long long n = g.bytes / std::max<std::size_t>(g.elem_bytes, 1);
+  unsigned int esize = unsigned(std::max<std::size_t>(g.elem_bytes, 1)), pat = poison;
+  void* args[] = {&v, &n, &esize, &pat, &count, &first};
+  cuda::launch(st.own("kqual_count_poison"), unsigned(std::max(st.context().info().sms, 1)) * 8, 1, 1, 256, 1, 1, 0,
+               st.stream->get(), args);
+  st.stream->synchronize();
+  std::uint64_t res[2];
+  out.download(res, 16);
+  p.poisoned = res[0];
+  p.first = res[0] ? std::int64_t(res[1]) : -1;
+  return p;
+}
+
+// Fills every SM's shared memory with `pattern` (one block of the largest opt-in size per SM, twice
+// over), so a kernel reading shared memory it never wrote sees these bytes.
+void scribble_shared(State& st, std::uint8_t pattern) {
+  const cuda::DeviceInfo& d = st.context().info();
+  cuda::Function f = st.own("kqual_smem_scribble");
+  const int bytes = std::max(d.max_shared_per_block_optin, 48 * 1024);
+  if (bytes > 48 * 1024) f.set_max_dynamic_shared(bytes);
+  unsigned int words = unsigned(bytes / 4), word = 0x01010101u * pattern;
+  void* args[] = {&words, &word};
+  cuda::launch(f, unsigned(std::max(d.sms, 1)) * 2, 1, 1, 1024, 1, 1, unsigned(bytes), st.stream->get(), args);
+}
+
 RunReply op_run(State& st, const RunRequest& req) {
   st.context();
-  auto bufs = allocate(req.buffers, req.guard_bytes);
-  Plan plan = make_plan(st, req.module, req.launches, bufs);
   RunReply reply;
+  std::vector<Guarded> bufs;
+  Plan plan;
+  std::string placed;  // the placement bufs were allocated for
   for (std::size_t r = 0; r < req.poison.size(); ++r) {
     const std::uint8_t poison = req.poison[r];
-    prepare(st, bufs, poison);
+    const std::string placement = req.placements.empty() ? "guarded" : req.placements[r];
+    if (bufs.empty() || placement != placed) {
+      plan = Plan{};
+      bufs.clear();
+      bufs = allocate(req.buffers, req.guard_bytes, placement, req.trap_only);
+      plan = make_plan(st, req.module, req.launches, bufs);
+      placed = placement;
+    }
+    prepare(st, bufs, poison, 0, req.generator_module);
+    // Generated inputs are hashed on the device before and after the launch (no host copy).
+    std::map<std::string, std::string> gen_before;
+    for (const auto& g : bufs)
+      if (g.kind == "input" && g.gen_stream >= 0) gen_before[g.name] = device_hash(st, g);
+    if (!req.scribble.empty() && req.scribble[r] >= 0) scribble_shared(st, std::uint8_t(req.scribble[r]));
     cuda::Event start, stop;
     start.record(st.stream->get());
     enqueue(st, plan);
@@ -249,19 +412,34 @@ RunReply op_run(State& st, const RunRequest& req) {
     run.kernel_ms = cuda::Event::elapsed_ms(start, stop);
     for (auto& g : bufs) {
       for (auto& v : check_guards(g)) run.guard_violations.push_back(v);
-      if (g.kind == "input") {
+      if (g.kind == "input" && g.gen_stream >= 0) {
+        const std::string before = gen_before.at(g.name), after = device_hash(st, g);
+        run.inputs.push_back({g.name, before, after, before == after ? -1 : 0});
+      } else if (g.kind == "output" && !g.windows.empty()) {
+        std::size_t total = 0;
+        for (const auto& [w0, wn] : g.windows) total += std::size_t(wn) * g.elem_bytes;
+        MappedFile out = MappedFile::create(req.out_files.at(g.name).at(r), total);
+        std::size_t at = 0;
+        for (const auto& [w0, wn] : g.windows) {
+          const std::size_t nb = std::size_t(wn) * g.elem_bytes;
+          if (nb) KQUAL_CU(cuMemcpyDtoH, out.data() + at, g.view() + std::size_t(w0) * g.elem_bytes, nb);
+          at += nb;
+        }
+        run.poison_scans.push_back(scan_poison(st, g, poison));
+      } else if (g.kind == "input") {
         std::vector<std::uint8_t> after(g.bytes);
-        g.mem.download(after.data(), g.bytes, g.guard + g.offset);
-        std::uint64_t hb = fast_hash64(g.input.data(), g.bytes), ha = fast_hash64(after.data(), g.bytes);
+        g.download_view(after.data());
+        const std::uint8_t* before = g.input->data();
+        std::uint64_t hb = fast_hash64(before, g.bytes), ha = fast_hash64(after.data(), g.bytes);
         std::int64_t first = -1;
-        if (hb != ha || std::memcmp(after.data(), g.input.data(), g.bytes) != 0) {
+        if (hb != ha || std::memcmp(after.data(), before, g.bytes) != 0) {
           for (std::size_t i = 0; i < g.bytes; ++i)
-            if (after[i] != g.input.data()[i]) { first = std::int64_t(i); break; }
+            if (after[i] != before[i]) { first = std::int64_t(i); break; }
         }
         run.inputs.push_back({g.name, fmt::format("{:016x}", hb), fmt::format("{:016x}", ha), first});
       } else if (g.kind == "output") {
         MappedFile out = MappedFile::create(req.out_files.at(g.name).at(r), g.bytes);
-        g.mem.download(out.data(), g.bytes, g.guard + g.offset);
+        g.download_view(out.data());
       }
     }
     reply.runs.push_back(std::move(run));
@@ -269,11 +447,56 @@ RunReply op_run(State& st, const RunRequest& req) {
   return reply;
 }
 
+// Device hashes of outputs, written into slots of a device array (read back once at the end).
+struct OutputHasher {
+  cuda::Function f;
+  cuda::DeviceBuffer slots;
+  std::size_t capacity = 0;
+  unsigned blocks = 1;
+  void enqueue(CUstream s, const Guarded& g, std::size_t slot) {
+    if (slot >= capacity) throw_error(ErrorKind::internal, "output hash slots exhausted");
+    CUdeviceptr out = slots.get() + slot * 8;
+    KQUAL_CU(cuMemsetD32Async, out, 0u, 2, s);
+    // Whole 4-byte words covering the view (the partial words at its ends hold guard bytes).
+    CUdeviceptr first = g.view() & ~CUdeviceptr(3);
+    unsigned long long words = (g.view() + g.bytes - first + 3) / 4;
+    void* args[] = {&first, &words, &out};
+    cuda::launch(f, blocks, 1, 1, 256, 1, 1, 0, s, args);
+  }
+  std::vector<std::string> read(std::size_t n) const {
+    std::vector<std::uint64_t> h(n);
+    if (n) KQUAL_CU(cuMemcpyDtoH, h.data(), slots.get(), n * 8);
+    std::vector<std::string> out;
+    for (auto x : h) out.push_back(fmt::format("{:016x}", x));
+    return out;
+  }
+};
+
 BenchReply op_bench(State& st, const BenchRequest& req) {
   cuda::Context& ctx = st.context();
-  auto bufs = allocate(req.buffers, req.guard_bytes);
-  Plan plan = make_plan(st, req.module, req.launches, bufs);
-  prepare(st, bufs, 0xFF);
+  CUstream stream = st.stream->get();
+  // Two datasets when the inputs come with a second one; then two buffer sets, so every reuse of an
+  // address brings other values (sample i: set i % 2, dataset (i / 2) % 2).
+  bool two = false;
+  for (const auto& b : req.buffers) two = two || (b.kind == BufferKind::input && !b.alt_file.empty());
+  std::vector<std::vector<Guarded>> sets;
+  std::vector<Plan> plans;
+  for (int k = 0; k < (two ? 2 : 1); ++k) {
+    sets.push_back(allocate(req.buffers, req.guard_bytes));
+    plans.push_back(make_plan(st, req.module, req.launches, sets.back()));
+    prepare(st, sets.back(), 0xFF);
+  }
+  // Both datasets resident on the device; copied into a set's inputs before a sample (untimed).
+  std::map<std::string, std::array<cuda::DeviceBuffer, 2>> datasets;
+  if (two)
+    for (const auto& g : sets[0]) {
+      if (g.kind != "input") continue;
+      auto& d = datasets[g.name];
+      d[0] = cuda::DeviceBuffer(g.bytes);
+      d[0].upload(g.input->data(), g.bytes);
+      d[1] = cuda::DeviceBuffer(g.bytes);
+      d[1].upload((g.alt_input ? g.alt_input : g.input)->data(), g.bytes);
+    }
   const bool flush = req.flush;
   // An L2 flush: write a buffer twice the L2 size before every sample (outside the timed region).
   std::size_t flush_bytes = std::size_t(std::max(ctx.info().l2_bytes, 1 << 20)) * 2;
@@ -285,57 +508,99 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
   CUdeviceptr flush_ptr = flush ? flush_buf.get() : 0, clean_out_ptr = clean ? clean_out.get() : 0;
   void* clean_args[] = {&flush_ptr, &clean_words, &clean_out_ptr};
   const unsigned clean_blocks = unsigned(std::max(ctx.info().sms, 1)) * 8;
-  if (clean) {
-    if (!st.l2_clean_module) {
-      cuda::NvrtcRequest nr;
-      nr.source = kL2CleanSource;
-      nr.source_name = "kqual_l2_clean.cu";
-      nr.arch = ctx.info().arch();
-      const cuda::NvrtcResult built = cuda::nvrtc_compile(nr);
-      st.l2_clean_module = std::make_unique<cuda::Module>(std::span<const std::uint8_t>(built.image));
-    }
-    clean_fn = st.l2_clean_module->function("kqual_l2_clean");
-  }
+  if (clean) clean_fn = st.own("kqual_l2_clean");
+  std::vector<std::string> outputs;
+  for (const auto& g : sets[0])
+    if (g.kind == "output") outputs.push_back(g.name);
   const int warmup = req.warmup, min_samples = req.min_samples, max_samples = req.max_samples;
+  OutputHasher hasher;
+  const bool checked = req.check_samples && !outputs.empty();
+  if (checked) {
+    hasher.f = st.own("kqual_hash");
+    hasher.capacity = (std::size_t(std::max(warmup, 0) + std::max(max_samples, 1)) + 2) * outputs.size();
+    hasher.slots = cuda::DeviceBuffer(hasher.capacity * 8);
+    hasher.blocks = unsigned(std::max(ctx.info().sms, 1)) * 4;
+  }
   const double max_seconds = req.max_seconds, target_noise = req.target_rel_noise;
   cuda::Event start, stop;
-  auto one = [&](std::uint32_t salt) {
-    if (flush) KQUAL_CU(cuMemsetD32Async, flush_buf.get(), 0x5A5A0000u + salt, flush_bytes / 4, st.stream->get());
-    if (clean) cuda::launch(clean_fn, clean_blocks, 1, 1, 256, 1, 1, 0, st.stream->get(), clean_args);
-    start.record(st.stream->get());
-    enqueue(st, plan);
-    stop.record(st.stream->get());
+  std::size_t launches = 0;
+  std::vector<int> launch_dataset;
+  // One launch of set `k` on dataset `d`: inputs refreshed (two datasets), outputs poisoned, the L2
+  // flushed, the plan timed, the outputs hashed; everything but the plan outside the events.
+  auto one = [&](std::uint32_t salt, std::size_t k, int d, bool hash) {
+    std::vector<Guarded>& bufs = sets[k];
+    for (auto& g : bufs) {
+      if (g.kind == "input" && two)
+        KQUAL_CU(cuMemcpyDtoDAsync, g.view(), datasets.at(g.name)[std::size_t(d)].get(), g.bytes, stream);
+      else if (g.kind == "output" && checked)
+        KQUAL_CU(cuMemsetD8Async, g.view(), 0xFF, g.bytes, stream);
+    }
+    if (flush) KQUAL_CU(cuMemsetD32Async, flush_buf.get(), 0x5A5A0000u + salt, flush_bytes / 4, stream);
+    if (clean) cuda::launch(clean_fn, clean_blocks, 1, 1, 256, 1, 1, 0, stream, clean_args);
+    start.record(stream);
+    enqueue(st, plans[k]);
+    stop.record(stream);
+    if (hash && checked) {
+      std::size_t o = 0;
+      for (const auto& g : bufs)
+        if (g.kind == "output") hasher.enqueue(stream, g, launches * outputs.size() + o++);
+      launch_dataset.push_back(d);
+      ++launches;
+    }
     stop.synchronize();
     return double(cuda::Event::elapsed_ms(start, stop));
   };
+  auto set_of = [&](std::size_t i) { return two ? i % 2 : 0; };
+  auto dataset_of = [&](std::size_t i) { return two ? int((i / 2) % 2) : 0; };
   BenchReply reply;
-  for (int i = 0; i < warmup; ++i) reply.warmup_ms.push_back(one(std::uint32_t(i)));
+  std::size_t i_all = 0;
+  for (int i = 0; i < warmup; ++i, ++i_all) reply.warmup_ms.push_back(one(std::uint32_t(i), set_of(i_all), dataset_of(i_all), true));
   std::vector<double> samples;
   auto t0 = std::chrono::steady_clock::now();
   const stats::StoppingRule rule{min_samples, max_samples, max_seconds, target_noise};
   std::string stop_reason;
   while (stop_reason.empty()) {
-    samples.push_back(one(std::uint32_t(samples.size() + 1000)));
+    samples.push_back(one(std::uint32_t(samples.size() + 1000), set_of(i_all), dataset_of(i_all), true));
+    ++i_all;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     stop_reason = stats::stop_reason(rule, samples, elapsed);
   }
-  // The last timed output goes back as a file (full comparison in the coordinator) and/or as a
-  // 64-bit hash of its bytes (the coordinator compares it with the expected bytes' hash: bit-exact
-  // contracts re-check a timed output without moving it through files).
-  for (auto& g : bufs) {
-    if (g.kind != "output") continue;
-    if (req.out_files.count(g.name)) {
-      MappedFile out = MappedFile::create(req.out_files.at(g.name), g.bytes);
-      g.mem.download(out.data(), g.bytes, g.guard + g.offset);
-      if (req.out_hashes) reply.out_hashes[g.name] = fmt::format("{:016x}", fast_hash64(out.data(), g.bytes));
-    } else if (req.out_hashes) {
-      std::vector<std::uint8_t> host(g.bytes);
-      g.mem.download(host.data(), g.bytes, g.guard + g.offset);
-      reply.out_hashes[g.name] = fmt::format("{:016x}", fast_hash64(host.data(), g.bytes));
+  st.stream->synchronize();
+  if (checked) {
+    std::vector<std::string> all = hasher.read(launches * outputs.size());
+    for (std::size_t o = 0; o < outputs.size(); ++o)
+      for (std::size_t l = 0; l < launches; ++l) reply.sample_hashes[outputs[o]].push_back(all[l * outputs.size() + o]);
+    reply.sample_datasets = launch_dataset;
+  }
+  // Each dataset once more, untimed, in set 0: its output comes back as a file and/or a 64-bit
+  // host hash (the coordinator compares it with the reference: bit-exact contracts without moving
+  // it through files), and its device hash is the one every timed launch on that dataset must equal.
+  for (int d = 0; d < (two ? 2 : 1); ++d) {
+    const std::size_t before = launches;
+    one(0xF00u + std::uint32_t(d), 0, d, true);
+    st.stream->synchronize();
+    if (checked) {
+      std::vector<std::string> fin = hasher.read(launches * outputs.size());
+      for (std::size_t o = 0; o < outputs.size(); ++o) reply.final_hashes[outputs[o]].push_back(fin[before * outputs.size() + o]);
+    }
+    const auto& files = d == 0 ? req.out_files : req.alt_out_files;
+    auto& hashes = d == 0 ? reply.out_hashes : reply.alt_out_hashes;
+    for (auto& g : sets[0]) {
+      if (g.kind != "output") continue;
+      if (files.count(g.name)) {
+        MappedFile out = MappedFile::create(files.at(g.name), g.bytes);
+        g.download_view(out.data());
+        if (req.out_hashes) hashes[g.name] = fmt::format("{:016x}", fast_hash64(out.data(), g.bytes));
+      } else if (req.out_hashes) {
+        std::vector<std::uint8_t> host(g.bytes);
+        g.download_view(host.data());
+        hashes[g.name] = fmt::format("{:016x}", fast_hash64(host.data(), g.bytes));
+      }
     }
   }
-  for (auto& g : bufs)
-    for (auto& v : check_guards(g)) reply.guard_violations.push_back(v);
+  for (auto& bufs : sets)
+    for (auto& g : bufs)
+      for (auto& v : check_guards(g)) reply.guard_violations.push_back(v);
   reply.samples_ms = std::move(samples);
   reply.flush_bytes = flush ? flush_bytes : 0;
   reply.stop_reason = stop_reason;

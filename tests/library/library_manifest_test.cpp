@@ -157,7 +157,11 @@ TEST_F(LibraryManifestTest, ResolvePlanEmitsALibraryEntry) {
   worker::Launch want;
   want.library = "cub.sum<float>";
   want.args = {worker::Arg::pointer("x"), worker::Arg::pointer("y"), worker::Arg::value(12345, 8)};
-  EXPECT_EQ(p.launches[0], want) << worker::to_json(worker::RunRequest{"", {}, p.launches, {}, {}, 4096}).dump();
+  EXPECT_EQ(p.launches[0], want) << [&] {
+    worker::RunRequest r;
+    r.launches = p.launches;
+    return worker::to_json(r).dump();
+  }();
 }
 
 TEST_F(LibraryManifestTest, MixedKernelAndLibraryLaunches) {

@@ -40,6 +40,7 @@ struct Series {
   double flops_per_s = 0;            // contract's flops / median time
   bool verified = true;              // timed output re-checked against the reference
   std::string verify_detail;
+  std::string verify_code;           // "timed_output_wrong" when not verified
   std::string error;                 // the implementation could not be timed
 };
 
@@ -65,6 +66,8 @@ struct TimingReport {
 
 // The case a timing run uses for one shape (inputs and reference come from check::prepare_case).
 contract::CaseSpec timing_case_spec(const contract::Contract& c, const contract::Dims& dims, const TimingOptions& o);
+// The second dataset of a shape (another seed): timed samples alternate between the two.
+contract::CaseSpec timing_alt_case_spec(const contract::Contract& c, const contract::Dims& dims, const TimingOptions& o);
 // Generates the timing cases (inputs, references, expected-output hashes) ahead of time, e.g. on a
 // thread while the GPU checks correctness; later timing calls in this process find them cached.
 // With keep_input_files and an input_root, the input files are written there too.

@@ -16,7 +16,7 @@ namespace kqual::check {
 
 struct CaseResult {
   contract::CaseSpec spec;
-  std::string status;  // "pass", "fail", "refused"
+  std::string status;  // "pass", "fail", "refused", "skipped" (the device cannot hold the case)
   std::string code;    // failure or refusal code
   std::string detail;
   double kernel_ms = 0;
@@ -31,6 +31,7 @@ struct CorrectnessReport {
   int evidence = 0;                  // passed cases whose expected output is not degenerate
   int skipped = 0;                   // cases above CheckOptions::max_case_elements (not run)
   double wall_ms = 0;
+  json sanitizer;                    // the sanitizer pass: status clean|findings|incomplete|not_run, tools, cases
   std::map<std::string, int> failure_codes;
   std::vector<CaseResult> results;   // every case
   // Degenerate outputs (all zero, all equal) are not accepted as evidence on their own.
@@ -44,6 +45,16 @@ struct CheckOptions {
   bool include_large = true;
   bool stop_on_fault = true;  // stop a candidate's cases after a crash/hang/sticky error
   std::int64_t max_case_elements = 0;  // > 0: skip cases whose tensors hold more elements in all
+  // After the cases pass: a few small ones again under compute-sanitizer memcheck and racecheck
+  // (reads past a tensor inside its last aligned vector, shared-memory races). Reported as not run
+  // when compute-sanitizer is absent.
+  bool sanitizer_pass = true;
+  // Cases past 2^31 / 2^32 elements when the claims reach there (generated on the device, checked in
+  // windows; a few seconds), with their own watchdog: a wrapped 32-bit loop may never end.
+  bool index_cases = true;
+  double index_case_timeout_s = 30;
+  int sanitizer_cases = 3;
+  std::int64_t sanitizer_max_elements = std::int64_t(1) << 16;
 };
 
 CorrectnessReport check_correctness(worker::Session& s, const build::BuiltCandidate& b, const CheckOptions& o);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kqual/contract/domain.hpp"
+#include "kqual/contract/generated.hpp"
 #include "kqual/contract/dtype.hpp"
 #include "kqual/core/json.hpp"
 
@@ -115,6 +116,11 @@ class Contract {
   virtual std::optional<GpuReference> gpu_reference(const CaseData& /*data*/) const;
   virtual std::vector<Tensor> reference_from_gpu(const CaseData& data, const std::vector<Tensor>& raw) const;
   virtual CaseData make_case(const CaseSpec& spec) const = 0;
+  // Cases past 2^31 (and 2^32) elements, for candidates whose claims reach there: generated on the
+  // device and checked in windows (contract/generated.hpp). Empty when the claims stop below 2^31
+  // elements, or when the contract has no windowed check (docs/contracts.md says which).
+  virtual std::vector<CaseSpec> index_cases(const Supports& /*cand*/, std::uint64_t /*seed*/) const { return {}; }
+  virtual std::vector<OutputWindow> index_case_windows(const CaseSpec& /*spec*/) const { return {}; }
   // Expected outputs, computed in higher precision on the CPU, rounded as the policy states.
   virtual std::vector<Tensor> reference(const CaseData& data) const = 0;
   // Compare one output tensor; poison_byte is the pattern the harness filled it with. Default:

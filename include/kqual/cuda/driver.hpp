@@ -25,7 +25,9 @@ namespace kqual::cuda {
   X(cuMemsetD8) X(cuMemsetD32Async) X(cuMemsetD8Async) X(cuMemAllocHost) X(cuMemFreeHost)           \
   X(cuMemGetInfo) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)      \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)                    \
-  X(cuCtxResetPersistingL2Cache) X(cuModuleGetLoadingMode)
+  X(cuCtxResetPersistingL2Cache) X(cuModuleGetLoadingMode) X(cuMemAddressReserve) X(cuMemAddressFree)     \
+  X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)                        \
+  X(cuMemGetAllocationGranularity)
 
 struct DriverApi {
 #define KQUAL_CUDA_MEMBER(name) decltype(&::name) name = nullptr;

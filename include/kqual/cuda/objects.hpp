@@ -144,6 +144,31 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// Device memory whose mapped range is bordered by an unmapped page on one side (virtual memory
+// management: a reservation one granule larger than the mapping). A kernel that reads past the
+// mapped range faults (CUDA_ERROR_ILLEGAL_ADDRESS) instead of reading a neighbour's bytes.
+class TrappedAllocation {
+ public:
+  enum class Side { after, before };  // where the unmapped page lies
+  TrappedAllocation() = default;
+  TrappedAllocation(std::size_t bytes, Side side, int ordinal = 0);
+  ~TrappedAllocation();
+  TrappedAllocation(TrappedAllocation&& o) noexcept;
+  TrappedAllocation& operator=(TrappedAllocation&& o) noexcept;
+  TrappedAllocation(const TrappedAllocation&) = delete;
+  TrappedAllocation& operator=(const TrappedAllocation&) = delete;
+  CUdeviceptr mapped() const { return mapped_; }        // first mapped byte
+  std::size_t mapped_bytes() const { return mapped_bytes_; }
+  CUdeviceptr mapped_end() const { return mapped_ + mapped_bytes_; }
+
+ private:
+  void release() noexcept;
+  CUdeviceptr reserved_ = 0, mapped_ = 0;
+  std::size_t reserved_bytes_ = 0, mapped_bytes_ = 0;
+  CUmemGenericAllocationHandle handle_{};
+  bool has_handle_ = false;
+};
+
 // Launch with the driver's checks; errors name the kernel.
 void launch(const Function& f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
             unsigned block_y, unsigned block_z, unsigned shared_bytes, CUstream stream, void** args);

@@ -20,6 +20,7 @@ struct QualifyOptions {
   double watchdog_seconds = 60;
   std::uint64_t seed = 20261202;
   bool large_cases = true;                // include 2^27+5 and > 2^31-byte cases
+  bool sanitizer_pass = true;             // small passed cases again under compute-sanitizer memcheck + racecheck
   std::vector<std::string> shapes;        // benchmark shapes, "4096" or "m=..,n=..,k=.." (default: the contract's)
   std::string dtype = "f32";              // benchmark dtype
   int rounds = 3;
@@ -54,6 +55,7 @@ struct SelftestOptions {
   std::vector<std::string> contracts;  // only these contracts (default: all)
   bool include_baselines = true;       // baselines are known-good implementations too
   std::string sanitize;                // "", memcheck, racecheck, initcheck, synccheck
+  bool sanitizer_pass = true;          // check's sanitizer pass (first seed only; off under --sanitize)
   ProgressFn progress;                 // one line per candidate as it finishes, or empty
 };
 // Runs every bundled good and known-broken candidate; exit 0 when every broken one is rejected for

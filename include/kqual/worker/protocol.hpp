@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kqual/core/json.hpp"
@@ -23,12 +24,32 @@ const char* to_string(BufferKind k);
 
 // A device buffer the worker allocates between two guard regions: [guard | offset | bytes | guard].
 struct Buffer {
+  Buffer() = default;
+  Buffer(std::string name_, BufferKind kind_, std::size_t bytes_, std::size_t offset_ = 0, std::string file_ = {})
+      : name(std::move(name_)), kind(kind_), bytes(bytes_), offset(offset_), file(std::move(file_)) {}
   std::string name;
   BufferKind kind = BufferKind::input;
   std::size_t bytes = 0;
   std::size_t offset = 0;  // [bytes] from the allocation's start to the view the kernel gets
   std::string file;        // inputs: the file holding exactly `bytes` bytes
+  std::string alt_file;    // bench inputs: a second dataset of the same size (timed samples alternate)
+  std::size_t align = 0;   // inputs placed against an unmapped page keep view % align == offset % align
+  // Generated inputs (no file): filled on the device by RunRequest::generator_module's kqual_generate
+  // (contract/generated.hpp) with this seed, stream and dtype code.
+  int gen_stream = -1;     // >= 0: generated
+  std::uint64_t gen_seed = 0;
+  int gen_dtype = 0;
+  // Outputs checked in windows: only these element ranges come back (concatenated, in order), and
+  // the whole output is scanned on the device for elements still holding the poison.
+  std::size_t elem_bytes = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> windows;  // (first element, count)
+  bool generated() const { return gen_stream >= 0; }
 };
+
+// Where a run places its inputs (RunRequest::placements).
+//   guarded:     [guard | offset | bytes | guard] in one allocation (reads past the view see guard bytes)
+//   trap_after:  the view ends where the mapping ends (up to align - 1 bytes earlier); the next page is unmapped
+//   trap_before: the view starts where the mapping starts (plus offset % 256); the previous page is unmapped
 
 // A launch argument: a buffer's view pointer, or a scalar of `size` bytes (little-endian).
 struct Arg {
@@ -68,6 +89,12 @@ struct RunRequest {
   std::vector<std::uint8_t> poison{0xFF, 0x7F};
   std::map<std::string, std::vector<std::string>> out_files;  // output name → one path per poison
   std::size_t guard_bytes = 4096;
+  std::vector<std::string> placements;  // per run: guarded (default), trap_after, trap_before (inputs only)
+  std::vector<std::string> trap_only;   // non-empty: only these inputs are trapped; the rest stay guarded
+  // Per run: a byte pattern written over every SM's shared memory before the launch, or -1 for none
+  // (a kernel that reads shared memory it never wrote then sees different bytes in different runs).
+  std::vector<int> scribble;
+  std::string generator_module;  // cubin with kqual_generate, for generated inputs
 };
 // One launch plan timed with events; the last run's outputs come back as files and/or hashes.
 struct BenchRequest {
@@ -86,6 +113,13 @@ struct BenchRequest {
   double max_seconds = 5.0;
   double target_rel_noise = 0.005;
   std::size_t guard_bytes = 4096;
+  // Every launch (warm-up and timed) is checked: outputs poisoned before it, their device hash taken
+  // after it (outside the timed window). Inputs with an alt_file alternate between the two datasets
+  // and two buffer sets (fresh addresses and fresh values for every reuse of an address); after the
+  // loop each dataset runs once more untimed and its output comes back (out_files/out_hashes for the
+  // first, alt_out_files/alt_out_hashes for the second).
+  bool check_samples = true;
+  std::map<std::string, std::string> alt_out_files;
 };
 struct CopyBenchRequest {
   std::size_t bytes = 0;
@@ -117,11 +151,18 @@ struct InputCheck {
   std::string hash_before, hash_after;
   std::int64_t first_changed_byte = -1;  // -1: unchanged
 };
+// An output checked in windows: how many of its elements still hold the poison, and the first.
+struct PoisonScan {
+  std::string name;
+  std::uint64_t poisoned = 0;
+  std::int64_t first = -1;
+};
 struct RunResult {
   std::uint8_t poison = 0;
   double kernel_ms = 0;
   std::vector<GuardViolation> guard_violations;
   std::vector<InputCheck> inputs;
+  std::vector<PoisonScan> poison_scans;
 };
 struct RunReply {
   std::vector<RunResult> runs;
@@ -131,7 +172,12 @@ struct BenchReply {
   std::size_t flush_bytes = 0;
   std::string stop_reason;  // "max_samples", "noise_target", "time_cap"
   std::vector<GuardViolation> guard_violations;
-  std::map<std::string, std::string> out_hashes;
+  std::map<std::string, std::string> out_hashes, alt_out_hashes;  // host hash of the final outputs
+  // check_samples: per output, the device hash after every launch (warm-up first), the dataset each
+  // launch used, and the device hash of each dataset's final (returned) output.
+  std::map<std::string, std::vector<std::string>> sample_hashes;
+  std::vector<int> sample_datasets;
+  std::map<std::string, std::vector<std::string>> final_hashes;
 };
 struct CopyBenchReply {
   std::vector<double> samples_ms;

@@ -1,0 +1,55 @@
+#pragma once
+// Cases generated on the device: for sizes past 2^31 elements (tens of GiB, where 32-bit index
+// arithmetic breaks), inputs are not made on the CPU and moved through files. Every element is a
+// pure function of (seed, tensor stream, index) — counter-based, so the worker fills a tensor with a
+// kernel and the coordinator recomputes any element it needs, bit for bit. The candidate's output is
+// checked in windows (head, tail, both sides of 2^31 and 2^32, a few seeded places) against the
+// contract's own reference on a sub-case made of exactly the inputs those windows depend on; the
+// whole output is scanned on the device for poison (unwritten elements); inputs are hashed on the
+// device before and after the launch.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kqual/contract/domain.hpp"
+#include "kqual/contract/dtype.hpp"
+
+namespace kqual::contract {
+
+struct CaseSpec;
+struct CaseData;
+class Contract;
+
+// The family name of generated cases (CaseSpec::family).
+inline constexpr const char* kGeneratedFamily = "counter";
+
+// The bits of element i of input stream `stream` (the tensor's position among the contract's
+// inputs) for dtype t: f32 a multiple of 2^-23 in [-1, 1); bf16 a value of magnitude in [2^-7, 1)
+// with either sign; i32 any value. The CUDA source below computes exactly the same.
+std::uint32_t generated_bits(std::uint64_t seed, int stream, std::uint64_t i, DType t);
+// extern "C" __global__ void kqual_generate(void* p, unsigned long long n, unsigned long long seed, int stream, int dtype)
+// with dtype 0 = f32, 1 = bf16, 2 = i32.
+const char* generated_kernel_source();
+int generated_dtype_code(DType t);
+
+// A stretch of an output the check compares, and the inputs its expected values depend on.
+struct OutputWindow {
+  std::string tensor;                 // output tensor
+  std::int64_t begin = 0, count = 0;  // elements of that tensor
+  Dims sub_dims;                      // the sub-case whose reference gives exactly these elements
+  // Per input tensor: the element ranges (begin, count) of the big tensor that, concatenated, are
+  // the sub-case's input.
+  std::map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> gather;
+  std::string why;                    // "head", "across 2^31", ...
+};
+
+// The sub-case of a window: inputs generated on the CPU from the ranges.
+CaseData generated_subcase(const Contract& c, const CaseSpec& big, const OutputWindow& w);
+
+// Element positions worth checking in a tensor of n elements past 2^31: the head, the tail, both
+// sides of 2^31 and 2^32 (when inside), and `extra` seeded places; merged and clipped, each `len` long.
+std::vector<std::pair<std::int64_t, std::int64_t>> index_windows(std::int64_t n, std::int64_t len, std::uint64_t seed, int extra);
+
+}  // namespace kqual::contract

@@ -1,0 +1,127 @@
+#include "kqual/contract/generated.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kqual/contract/contract.hpp"
+#include "kqual/contract/random.hpp"
+#include "kqual/core/error.hpp"
+
+namespace kqual::contract {
+
+std::uint32_t generated_bits(std::uint64_t seed, int stream, std::uint64_t i, DType t) {
+  std::uint64_t z = seed ^ (std::uint64_t(stream + 1) * 0xD1B54A32D192ED03ull);
+  z += (i + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  switch (t) {
+    case DType::f32: {
+      const std::int32_t k = std::int32_t(std::uint32_t(z >> 40)) - (1 << 23);  // [-2^23, 2^23)
+      const float v = float(k) * 0x1.0p-23f;
+      std::uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      return bits;
+    }
+    case DType::bf16: {
+      const std::uint32_t sign = std::uint32_t(z >> 63) << 15;
+      const std::uint32_t exponent = 120u + std::uint32_t((z >> 40) % 7u);  // 2^-7 .. 2^-1
+      const std::uint32_t mantissa = std::uint32_t(z >> 20) & 0x7Fu;
+      return sign | (exponent << 7) | mantissa;
+    }
+    case DType::i32: return std::uint32_t(z >> 32);
+    default: break;
+  }
+  throw_error(ErrorKind::internal, fmt::format("no generated values for dtype {}", to_string(t)));
+}
+
+int generated_dtype_code(DType t) {
+  switch (t) {
+    case DType::f32: return 0;
+    case DType::bf16: return 1;
+    case DType::i32: return 2;
+    default: break;
+  }
+  throw_error(ErrorKind::internal, fmt::format("no generated values for dtype {}", to_string(t)));
+}
+
+const char* generated_kernel_source() {
+  return R"CUDA(
+extern "C" __global__ void kqual_generate(void* p, unsigned long long n, unsigned long long seed, int stream, int dtype) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    unsigned long long z = seed ^ ((unsigned long long)(stream + 1) * 0xD1B54A32D192ED03ull);
+    z += (i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    if (dtype == 0) {
+      int k = (int)(unsigned int)(z >> 40) - (1 << 23);
+      ((float*)p)[i] = (float)k * 0x1.0p-23f;
+    } else if (dtype == 1) {
+      unsigned int sign = (unsigned int)(z >> 63) << 15;
+      unsigned int exponent = 120u + (unsigned int)((z >> 40) % 7u);
+      unsigned int mantissa = (unsigned int)(z >> 20) & 0x7Fu;
+      ((unsigned short*)p)[i] = (unsigned short)(sign | (exponent << 7) | mantissa);
+    } else {
+      ((unsigned int*)p)[i] = (unsigned int)(z >> 32);
+    }
+  }
+}
+)CUDA";
+}
+
+CaseData generated_subcase(const Contract& c, const CaseSpec& big, const OutputWindow& w) {
+  CaseData d;
+  d.spec = big;
+  d.spec.dims = w.sub_dims;
+  d.spec.id = big.id + "/window:" + w.why;
+  d.dims = w.sub_dims;
+  int stream = 0;
+  for (const auto& t : c.tensors()) {
+    if (t.role != Role::input) continue;
+    const int this_stream = stream++;
+    Tensor x;
+    x.name = t.name;
+    x.dtype = c.tensor_dtype(t.name, big.dtype);
+    x.elements = c.tensor_elements(t.name, w.sub_dims);
+    const std::size_t es = dtype_size(x.dtype);
+    x.bytes.resize(std::size_t(x.elements) * es);
+    auto it = w.gather.find(t.name);
+    if (it == w.gather.end()) throw_error(ErrorKind::internal, fmt::format("window {} gathers nothing for input '{}'", w.why, t.name));
+    std::size_t at = 0;
+    for (const auto& [b, n] : it->second)
+      for (std::int64_t k = 0; k < n; ++k, ++at) {
+        if (at >= std::size_t(x.elements)) throw_error(ErrorKind::internal, fmt::format("window {}: gather overruns '{}'", w.why, t.name));
+        const std::uint32_t bits = generated_bits(big.seed, this_stream, std::uint64_t(b + k), x.dtype);
+        std::memcpy(x.bytes.data() + at * es, &bits, es);  // little-endian: the low bytes
+      }
+    if (at != std::size_t(x.elements))
+      throw_error(ErrorKind::internal, fmt::format("window {}: gathered {} of {} elements of '{}'", w.why, at, x.elements, t.name));
+    d.inputs.push_back(std::move(x));
+  }
+  return d;
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> index_windows(std::int64_t n, std::int64_t len, std::uint64_t seed, int extra) {
+  std::vector<std::int64_t> starts = {0, n - len};
+  for (std::int64_t edge : {std::int64_t(1) << 31, std::int64_t(1) << 32})
+    if (edge < n) starts.push_back(edge - len / 2);
+  Rng rng(seed ^ 0xA5A5A5A5ull);
+  for (int k = 0; k < extra; ++k) starts.push_back(std::int64_t(rng.below(std::uint64_t(std::max<std::int64_t>(n - len, 1)))));
+  for (auto& s : starts) s = std::clamp<std::int64_t>(s, 0, std::max<std::int64_t>(n - len, 0));
+  std::sort(starts.begin(), starts.end());
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (std::int64_t s : starts) {
+    const std::int64_t e = std::min(n, s + len);
+    if (!out.empty() && s <= out.back().first + out.back().second)
+      out.back().second = std::max(out.back().first + out.back().second, e) - out.back().first;
+    else
+      out.push_back({s, e - s});
+  }
+  return out;
+}
+
+}  // namespace kqual::contract
