@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 
 #include "kqual/core/error.hpp"
@@ -35,9 +36,16 @@ std::optional<std::string> find_compute_sanitizer() {
 
 namespace {
 
+std::string lower(std::string s) {
+  for (auto& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
 std::string classify(const std::string& line) {
   auto has = [&](const char* s) { return line.find(s) != std::string::npos; };
-  if (has("Race reported") || has("hazard")) return "race";
+  // racecheck prints "ERROR: Race reported ..." for hazards it is sure of and "WARNING: ..." for
+  // those it is not (e.g. same-value writes): only the first are races here.
+  if (has("Race reported") || has("hazard")) return lower(line).rfind("warning", 0) == 0 ? "race_warning" : "race";
   if (has("Invalid") && has("read")) return "out_of_bounds_read";
   if (has("Invalid") && has("write")) return "out_of_bounds_write";
   if (has("Invalid") && has("atomic")) return "out_of_bounds_write";
@@ -74,10 +82,11 @@ SanitizerLog read_sanitizer_log(const fs::path& log) {
       continue;
     }
     const std::string body = strip(line);
-    const bool finding = body.rfind("Invalid", 0) == 0 || body.rfind("Race reported", 0) == 0 ||
-                         body.rfind("Error: Race", 0) == 0 || body.rfind("Uninitialized", 0) == 0 ||
-                         body.rfind("Misaligned", 0) == 0 || body.rfind("Warning: Race", 0) == 0 ||
-                         (body.find("hazard") != std::string::npos && body.rfind("Saved host backtrace", 0) != 0);
+    const std::string low = lower(body);
+    const bool finding = low.find("summary") == std::string::npos &&
+                         (body.rfind("Invalid", 0) == 0 || low.find("race reported") != std::string::npos ||
+                          body.rfind("Uninitialized", 0) == 0 || body.rfind("Misaligned", 0) == 0 ||
+                          (low.find("hazard detected") != std::string::npos));
     if (!finding || out.findings.size() >= 20) continue;
     SanitizerFinding f;
     f.code = classify(body);

@@ -76,5 +76,64 @@ INSTANTIATE_TEST_SUITE_P(ResidualAddRelu, BrokenRejected,
                                            BrokenCase{"denormals_flushed", "wrong_result"}),
                          [](const auto& test_info) { return std::string(test_info.param.dir); });
 
+// The evaluator's bug classes (issue: 32-bit indices, reads out of bounds, races, shared memory
+// read before it is written): a default `kqual check` rejects each bundled example for its class.
+struct ClassCase {
+  const char* dir;     // under candidates/
+  const char* reason;  // the failure code the check must report
+};
+
+class ClassRejected : public DeviceTest, public ::testing::WithParamInterface<ClassCase> {};
+
+TEST_P(ClassRejected, ByADefaultCheck) {
+  std::string name = GetParam().dir;
+  for (auto& ch : name) if (ch == '/') ch = '-';
+  fs::path out = fs::temp_directory_path() / ("kqual-device-class-" + name);
+  fs::remove_all(out);
+  auto r = test::run(test::quote(test::kqual_exe()) + " check --no-large-cases " +
+                     test::quote(test::repo_root() / "candidates" / GetParam().dir) + " --out " + test::quote(out));
+  ASSERT_EQ(r.exit_code, 1) << r.output;
+  json res = json::parse(std::ifstream(out / "results.json"));
+  EXPECT_EQ(res["correctness"]["verdict"], "rejected");
+  EXPECT_TRUE(res["correctness"]["failure_codes"].contains(GetParam().reason)) << res["correctness"].dump(2);
+  fs::remove_all(out);
+}
+
+INSTANTIATE_TEST_SUITE_P(Classes, ClassRejected,
+                         ::testing::Values(ClassCase{"residual_add_relu/broken/int32_index", "index_overflow"},
+                                           ClassCase{"residual_add_relu/broken/lookahead_over_read", "out_of_bounds_read"},
+                                           ClassCase{"residual_add_relu/broken/head_over_read", "out_of_bounds_read"},
+                                           ClassCase{"residual_add_relu/broken/vector_tail_over_read", "out_of_bounds_read"},
+                                           ClassCase{"exclusive_scan/broken/missing_barrier", "race"},
+                                           ClassCase{"reduce_sum/broken/uninit_shared", "uninitialized_shared"}),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param.dir;
+                           n = n.substr(n.rfind('/') + 1);
+                           return n;
+                         });
+
+// Defects that show only when timed: qualify accepts the correctness phase, then the timing phase
+// finds a timed launch whose output differs from an untimed one on the same inputs.
+class TimedRejected : public DeviceTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(TimedRejected, ByQualifysTiming) {
+  fs::path out = fs::temp_directory_path() / (std::string("kqual-device-timed-") + GetParam());
+  fs::remove_all(out);
+  auto r = test::run(test::quote(test::kqual_exe()) + " qualify --no-large-cases --no-sanitizer-pass --sizes 1048576 --rounds 2 " +
+                     test::quote(test::repo_root() / "candidates/residual_add_relu/broken" / GetParam()) + " --out " + test::quote(out));
+  ASSERT_EQ(r.exit_code, 1) << r.output;
+  json res = json::parse(std::ifstream(out / "results.json"));
+  if (res["correctness"]["verdict"] == "rejected") {  // a replay cache may already be caught by correctness
+    EXPECT_STREQ(GetParam(), "pointer_cache") << res["correctness"].dump(2);
+    return;
+  }
+  const json& s = res["timing"]["shapes"][0]["series"][0];
+  EXPECT_FALSE(s["verified"].get<bool>()) << s.dump(2);
+  EXPECT_EQ(s["verify_code"], "timed_output_wrong");
+  fs::remove_all(out);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cheats, TimedRejected, ::testing::Values("launch_counter", "pointer_cache", "bench_shape_shortcut"));
+
 }  // namespace
 }  // namespace kqual

@@ -45,6 +45,67 @@ TEST(Protocol, RunRequestRoundTrips) {
   EXPECT_EQ(b.guard_bytes, 8192u);
 }
 
+TEST(Protocol, EvaluatorFieldsRoundTrip) {
+  RunRequest a = sample_run();
+  a.placements = {"trap_after", "trap_before"};
+  a.trap_only = {"x"};
+  a.scribble = {0xA5, -1};
+  a.buffers[0].align = 16;
+  Buffer g("r", BufferKind::input, 4096);
+  g.gen_stream = 1;
+  g.gen_seed = 0xFEDCBA9876543210ull;  // past 2^63: survives as an unsigned 64-bit number
+  g.gen_dtype = 1;
+  a.buffers.push_back(g);
+  a.generator_module = "/tmp/gen.cubin";
+  a.buffers[1].elem_bytes = 4;
+  a.buffers[1].windows = {{0, 16}, {200, 56}};
+  const RunRequest b = run_request_from_json(json::parse(to_json(a).dump()));
+  EXPECT_EQ(b.placements, a.placements);
+  EXPECT_EQ(b.trap_only, a.trap_only);
+  EXPECT_EQ(b.scribble, a.scribble);
+  EXPECT_EQ(b.buffers[0].align, 16u);
+  ASSERT_EQ(b.buffers.size(), 4u);
+  EXPECT_TRUE(b.buffers[3].generated());
+  EXPECT_EQ(b.buffers[3].gen_seed, 0xFEDCBA9876543210ull);
+  EXPECT_EQ(b.buffers[3].gen_dtype, 1);
+  EXPECT_EQ(b.buffers[1].windows, a.buffers[1].windows);
+  EXPECT_EQ(b.generator_module, "/tmp/gen.cubin");
+}
+
+TEST(Protocol, EvaluatorFieldsAreCheckedOnArrival) {
+  RunRequest a = sample_run();
+  json j = to_json(a);
+  j["placements"] = {"trap_after", "sideways"};
+  EXPECT_THROW(run_request_from_json(j), Error);  // unknown placement
+  j["placements"] = {"trap_after"};
+  EXPECT_THROW(run_request_from_json(j), Error);  // one per run
+  j = to_json(a);
+  j["buffers"][1]["windows"] = json::array({json::array({250, 10})});
+  j["buffers"][1]["elem_bytes"] = 4;
+  EXPECT_THROW(run_request_from_json(j), Error);  // past the 1024-byte output
+  j = to_json(a);
+  j["buffers"][0].erase("file");
+  j["buffers"][0]["generate"] = {{"stream", 0}, {"seed", 1}, {"dtype", 0}};
+  EXPECT_THROW(run_request_from_json(j), Error);  // generated without a generator module
+  j["generator_module"] = "/tmp/gen.cubin";
+  EXPECT_NO_THROW(run_request_from_json(j));
+}
+
+TEST(Protocol, BenchReplyCarriesEveryLaunchsFingerprint) {
+  BenchReply r;
+  r.samples_ms = {1.0, 1.1};
+  r.sample_hashes = {{"y", {"aa", "bb", "aa"}}};
+  r.sample_datasets = {0, 0, 1};
+  r.final_hashes = {{"y", {"aa", "cc"}}};
+  r.alt_out_hashes = {{"y", "dd"}};
+  const json wire = json::parse(to_json(r).dump());
+  const BenchReply b = bench_reply_from_json(wire);
+  EXPECT_EQ(b.sample_hashes, r.sample_hashes);
+  EXPECT_EQ(b.sample_datasets, r.sample_datasets);
+  EXPECT_EQ(b.final_hashes, r.final_hashes);
+  EXPECT_EQ(b.alt_out_hashes, r.alt_out_hashes);
+}
+
 TEST(Protocol, BenchRequestRoundTripsWithAndWithoutOutputFiles) {
   BenchRequest a;
   a.module = "/tmp/k.cubin";

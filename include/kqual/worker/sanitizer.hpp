@@ -16,7 +16,9 @@ std::optional<std::string> find_compute_sanitizer();
 // One finding of a sanitizer log: the tool's first line ("Invalid __global__ read of size 16 bytes",
 // "Race reported between ...") and the lines after it that say where (kernel, address, allocation).
 struct SanitizerFinding {
-  std::string code;      // out_of_bounds_read, out_of_bounds_write, misaligned_access, race, uninitialized_read, sanitizer_error
+  // out_of_bounds_read, out_of_bounds_write, misaligned_access, race, race_warning (racecheck not
+  // sure: reported, not a failure), uninitialized_read, sanitizer_error
+  std::string code;
   std::string headline;  // the tool's line, without its "=========" prefix
   std::vector<std::string> context;  // up to 4 following lines
   std::size_t allocation_bytes = 0;  // "of size N bytes" when the tool names the nearest allocation
