@@ -81,6 +81,11 @@ SanitizerLog read_sanitizer_log(const fs::path& log) {
       out.errors = std::atoi(line.c_str() + k + 14);
       continue;
     }
+    // racecheck: "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)" (no ERROR SUMMARY).
+    if (auto k = line.find("RACECHECK SUMMARY:"); k != std::string::npos) {
+      if (auto p = line.find('(', k); p != std::string::npos && out.errors < 0) out.errors = std::atoi(line.c_str() + p + 1);
+      continue;
+    }
     const std::string body = strip(line);
     const std::string low = lower(body);
     const bool finding = low.find("summary") == std::string::npos &&

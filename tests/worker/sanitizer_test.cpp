@@ -52,6 +52,11 @@ TEST(SanitizerLog, RacecheckErrorsAreRacesAndWarningsAreNot) {
   EXPECT_EQ(l.errors, 1);
 }
 
+TEST(SanitizerLog, RacechecksOwnSummaryCountsItsErrors) {
+  EXPECT_EQ(parse("========= COMPUTE-SANITIZER\n========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n").errors, 0);
+  EXPECT_EQ(parse("========= RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warning)\n").errors, 2);
+}
+
 TEST(SanitizerLog, CleanAndMissingLogsAreToldApart) {
   const SanitizerLog clean = parse("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n");
   EXPECT_TRUE(clean.written);
