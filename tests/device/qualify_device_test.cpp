@@ -119,7 +119,7 @@ class TimedRejected : public DeviceTest, public ::testing::WithParamInterface<co
 TEST_P(TimedRejected, ByQualifysTiming) {
   fs::path out = fs::temp_directory_path() / (std::string("kqual-device-timed-") + GetParam());
   fs::remove_all(out);
-  auto r = test::run(test::quote(test::kqual_exe()) + " qualify --no-large-cases --no-sanitizer-pass --sizes 1048576 --rounds 2 " +
+  auto r = test::run(test::quote(test::kqual_exe()) + " qualify --no-large-cases --no-sanitizer-pass --sizes 4096,1048576 --rounds 3 " +
                      test::quote(test::repo_root() / "candidates/residual_add_relu/broken" / GetParam()) + " --out " + test::quote(out));
   ASSERT_EQ(r.exit_code, 1) << r.output;
   json res = json::parse(std::ifstream(out / "results.json"));
@@ -127,9 +127,16 @@ TEST_P(TimedRejected, ByQualifysTiming) {
     EXPECT_STREQ(GetParam(), "pointer_cache") << res["correctness"].dump(2);
     return;
   }
-  const json& s = res["timing"]["shapes"][0]["series"][0];
-  EXPECT_FALSE(s["verified"].get<bool>()) << s.dump(2);
-  EXPECT_EQ(s["verify_code"], "timed_output_wrong");
+  // The launch counter fires after 200 launches (the check makes 168): in one of the shapes.
+  bool caught = false;
+  for (const auto& sh : res["timing"]["shapes"]) {
+    const json& s = sh["series"][0];
+    if (!s["verified"].get<bool>()) {
+      caught = true;
+      EXPECT_EQ(s["verify_code"], "timed_output_wrong") << s.dump(2);
+    }
+  }
+  EXPECT_TRUE(caught) << res["timing"].dump(2);
   fs::remove_all(out);
 }
 
