@@ -307,6 +307,27 @@ bool is_value_failure(const std::string& code) {
 
 namespace {
 
+// The candidate's claims and its launch plan admit the case: the resolved plan, or nullopt with
+// res refused (the contract's refusal code, or launch_plan).
+std::optional<ResolvedPlan> admit_case(Session& s, const BuiltCandidate& b, const contract::Contract& c,
+                                       const contract::CaseSpec& spec, CaseResult& res) {
+  const contract::Request req = c.request(spec.dtype, spec.dims, spec.offset_elements);
+  if (auto refusal = c.validate(req, b.manifest.supports)) {
+    res.status = "refused";
+    res.code = refusal->code;
+    res.detail = refusal->reason;
+    return std::nullopt;
+  }
+  ResolvedPlan plan = resolve_plan(b, spec.dtype, spec.dims, s.device());
+  if (!plan.refusal.empty()) {
+    res.status = "refused";
+    res.code = "launch_plan";
+    res.detail = plan.refusal;
+    return std::nullopt;
+  }
+  return plan;
+}
+
 // How a case is run: the default (inputs against unmapped pages, shared memory scribbled, failures
 // diagnosed), or the sanitizer pass's (one run, every buffer its own exact-size allocation).
 struct RunStyle {
@@ -322,21 +343,9 @@ CaseResult run_case_styled(Session& s, const BuiltCandidate& b, const contract::
                            const RunStyle& style) {
   CaseResult res;
   res.spec = spec;
-  const contract::Request req = c.request(spec.dtype, spec.dims, spec.offset_elements);
-  if (auto refusal = c.validate(req, b.manifest.supports)) {
-    res.status = "refused";
-    res.code = refusal->code;
-    res.detail = refusal->reason;
-    return res;
-  }
-  const DeviceFacts& dev = s.device();
-  ResolvedPlan plan = resolve_plan(b, spec.dtype, spec.dims, dev);
-  if (!plan.refusal.empty()) {
-    res.status = "refused";
-    res.code = "launch_plan";
-    res.detail = plan.refusal;
-    return res;
-  }
+  std::optional<ResolvedPlan> admitted = admit_case(s, b, c, spec, res);
+  if (!admitted) return res;
+  const ResolvedPlan& plan = *admitted;
   std::shared_ptr<const PreparedCase> prepared = prepare_case(s, c, spec);
   const contract::CaseData& data = prepared->data;
   const std::vector<contract::Tensor>& expected = prepared->expected;
@@ -505,21 +514,10 @@ CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contrac
   CaseResult res;
   res.spec = spec;
   res.reference = "cpu (windows)";
-  const contract::Request req = c.request(spec.dtype, spec.dims, 0);
-  if (auto refusal = c.validate(req, b.manifest.supports)) {
-    res.status = "refused";
-    res.code = refusal->code;
-    res.detail = refusal->reason;
-    return res;
-  }
+  std::optional<ResolvedPlan> admitted = admit_case(s, b, c, spec, res);
+  if (!admitted) return res;
+  const ResolvedPlan& plan = *admitted;
   const DeviceFacts& dev = s.device();
-  ResolvedPlan plan = resolve_plan(b, spec.dtype, spec.dims, dev);
-  if (!plan.refusal.empty()) {
-    res.status = "refused";
-    res.code = "launch_plan";
-    res.detail = plan.refusal;
-    return res;
-  }
   const std::vector<contract::OutputWindow> windows = c.index_case_windows(spec);
   // Does the device hold it?
   std::size_t need = 0;

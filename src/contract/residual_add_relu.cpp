@@ -63,6 +63,9 @@ class ResidualAddRelu final : public Contract {
 
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
     std::vector<std::int64_t> sizes = {1, 2, 3, 255, 256, 257, 1023, 1024, 1025, 999983, (1 << 24) + 1};
+    // And one size the candidate cannot predict: drawn from the seed, between 2^20 and 2^22.
+    Rng pick(mix_seed(seed, 0x5151));
+    sizes.insert(sizes.end() - 1, std::int64_t((1 << 20) + pick.below(3u << 20)));
     const std::vector<std::string> families = {"normal", "nonzero_mean", "all_negative", "near_max", "denormals",
                                                "specials"};
     std::vector<CaseSpec> cases;

@@ -126,6 +126,12 @@ std::string render_qualify_memo(const json& r) {
       }
       m << "\n";
     }
+    if (k.value("skipped", 0) > 0 && k.contains("failing_cases")) {
+      m << fmt::format("Not run: {} case(s) —", k.value("skipped", 0));
+      for (const auto& cs : k.at("failing_cases"))
+        if (cs.value("status", std::string()) == "skipped") m << fmt::format(" `{}`: {};", str(cs, "id"), str(cs, "detail"));
+      m << "\n\n";
+    }
     if (r.contains("case_matrix")) m << str(r, "case_matrix") << "\n";
     if (r.contains("baselines_correctness"))
       for (const auto& b : r.at("baselines_correctness"))
