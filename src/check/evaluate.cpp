@@ -544,6 +544,7 @@ CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contrac
   int stream = 0;
   std::map<std::string, std::vector<std::pair<std::uint64_t, std::uint64_t>>> out_windows;
   for (const auto& w : windows) out_windows[w.tensor].push_back({std::uint64_t(w.begin), std::uint64_t(w.count)});
+  for (auto& [name, ws] : out_windows) std::sort(ws.begin(), ws.end());  // the order the comparison reads them back in
   for (const auto& t : c.tensors()) {
     const DType dt = c.tensor_dtype(t.name, spec.dtype);
     const std::size_t bytes = std::size_t(c.tensor_elements(t.name, spec.dims)) * dtype_size(dt);

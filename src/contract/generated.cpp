@@ -124,4 +124,55 @@ std::vector<std::pair<std::int64_t, std::int64_t>> index_windows(std::int64_t n,
   return out;
 }
 
+std::vector<std::pair<std::int64_t, std::int64_t>> row_windows(std::int64_t rows, std::int64_t cols, std::int64_t len,
+                                                               std::uint64_t seed, int extra) {
+  std::vector<std::int64_t> starts = {0, rows - len};
+  for (std::int64_t edge : {std::int64_t(1) << 31, std::int64_t(1) << 32})
+    if (edge < rows * cols) starts.push_back(edge / cols - len / 2);
+  Rng rng(seed ^ 0x5A5A5A5Aull);
+  for (int k = 0; k < extra; ++k) starts.push_back(std::int64_t(rng.below(std::uint64_t(std::max<std::int64_t>(rows - len, 1)))));
+  for (auto& st : starts) st = std::clamp<std::int64_t>(st, 0, std::max<std::int64_t>(rows - len, 0));
+  std::sort(starts.begin(), starts.end());
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (std::int64_t st : starts) {
+    const std::int64_t e = std::min(rows, st + len);
+    if (!out.empty() && st <= out.back().first + out.back().second)
+      out.back().second = std::max(out.back().first + out.back().second, e) - out.back().first;
+    else
+      out.push_back({st, e - st});
+  }
+  return out;
+}
+
+std::optional<Dims> past_int32_matrix(std::int64_t max_n, std::int64_t cols) {
+  const std::int64_t want = (std::int64_t(1) << 31) + (1 << 20);  // a million elements past the wrap
+  const std::int64_t target = std::min(max_n, want);
+  if (target <= (std::int64_t(1) << 31)) return std::nullopt;
+  std::int64_t rows = (target + cols - 1) / cols;
+  while (rows * cols > target && rows > 1) --rows;
+  if (rows * cols <= (std::int64_t(1) << 31)) {  // a tight claim: narrower rows that still pass 2^31
+    rows = (std::int64_t(1) << 31) / cols + 1;
+    if (rows * cols > max_n) return std::nullopt;
+  }
+  return Dims{{"rows", rows}, {"cols", cols}};
+}
+
+std::vector<CaseSpec> matrix_index_cases(const Contract& c, const Supports& cand, std::uint64_t seed, std::int64_t cols) {
+  std::vector<CaseSpec> out;
+  if (!c.claimed_range(cand).past_int32()) return out;
+  const std::optional<Dims> dims = past_int32_matrix(cand.max_n, cols);
+  if (!dims) return out;
+  for (DType t : c.dtypes()) {
+    if (!cand.supports(t) || t == DType::i32) continue;  // i32 values could equal the poison
+    CaseSpec k;
+    k.dtype = t;
+    k.dims = *dims;
+    k.family = kGeneratedFamily;
+    k.seed = mix_seed(seed, std::uint64_t(dims->at("rows")) * 131 + std::uint64_t(t));
+    k.id = fmt::format("{}/{}/past-2^31", to_string(t), format_dims(*dims));
+    if (!c.validate(c.request(t, *dims), cand)) out.push_back(k);
+  }
+  return out;
+}
+
 }  // namespace kqual::contract

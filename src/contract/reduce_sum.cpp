@@ -58,6 +58,27 @@ class ReduceSum final : public Contract {
            "the adds between runs are therefore rejected).";
   }
 
+  // rows x 1031 just past 2^31 elements of x, in each claimed dtype; the sums of the rows around
+  // x's elements 2^31 and 2^32 are compared.
+  std::vector<CaseSpec> index_cases(const Supports& cand, std::uint64_t seed) const override {
+    return matrix_index_cases(*this, cand, seed, 1031);
+  }
+  std::vector<OutputWindow> index_case_windows(const CaseSpec& spec) const override {
+    const std::int64_t rows = spec.dim("rows"), cols = spec.dim("cols");
+    std::vector<OutputWindow> out;
+    for (const auto& [r0, n] : row_windows(rows, cols, 64, spec.seed, 3)) {
+      OutputWindow w;
+      w.tensor = "y";
+      w.begin = r0 * 1;
+      w.count = n * 1;
+      w.sub_dims = {{"rows", n}, {"cols", cols}};
+      w.gather["x"] = {{r0 * cols, n * cols}};
+      w.why = fmt::format("rows {}..{}", r0, r0 + n);
+      out.push_back(std::move(w));
+    }
+    return out;
+  }
+
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
     // One long row (a full reduction), rows around warp/block/vector boundaries (1, 3, 31, 32, 33,
     // 255, 1023, 1024, 1025, 2049, 4097), rows longer than one block pass, long rows (>= 8192) for

@@ -74,6 +74,27 @@ class Softmax final : public Contract {
            "(far beyond exp overflow at 88.7) are tested: only max subtraction survives them.";
   }
 
+  // rows x 1031 just past 2^31 elements, in each claimed dtype; whole rows around elements 2^31
+  // and 2^32 are compared.
+  std::vector<CaseSpec> index_cases(const Supports& cand, std::uint64_t seed) const override {
+    return matrix_index_cases(*this, cand, seed, 1031);
+  }
+  std::vector<OutputWindow> index_case_windows(const CaseSpec& spec) const override {
+    const std::int64_t rows = spec.dim("rows"), cols = spec.dim("cols");
+    std::vector<OutputWindow> out;
+    for (const auto& [r0, n] : row_windows(rows, cols, 2, spec.seed, 3)) {
+      OutputWindow w;
+      w.tensor = "y";
+      w.begin = r0 * cols;
+      w.count = n * cols;
+      w.sub_dims = {{"rows", n}, {"cols", cols}};
+      w.gather["x"] = {{r0 * cols, n * cols}};
+      w.why = fmt::format("rows {}..{}", r0, r0 + n);
+      out.push_back(std::move(w));
+    }
+    return out;
+  }
+
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
     // cols around the warp (32), the 4-wide vector times a warp (128), a 256-thread block (256,
     // 1024 with 4 per thread), rows longer than one block (1025, 4097, 65537: several passes or an

@@ -54,6 +54,30 @@ class Transpose final : public Contract {
            "any other bit difference, NaN payloads included, is wrong_result. Reference: a bit copy on the CPU.";
   }
 
+  // rows x cols just past 2^31 elements (about 46349 x 46355), in each claimed float dtype; the
+  // output's rows (x's columns) around elements 2^31 and 2^32 of y are compared.
+  std::vector<CaseSpec> index_cases(const Supports& cand, std::uint64_t seed) const override {
+    return matrix_index_cases(*this, cand, seed, 46349);
+  }
+  std::vector<OutputWindow> index_case_windows(const CaseSpec& spec) const override {
+    const std::int64_t rows = spec.dim("rows"), cols = spec.dim("cols");
+    std::vector<OutputWindow> out;
+    // y is cols x rows: its row j is x's column j.
+    for (const auto& [j0, n] : row_windows(cols, rows, 2, spec.seed, 3)) {
+      OutputWindow w;
+      w.tensor = "y";
+      w.begin = j0 * rows;
+      w.count = n * rows;
+      w.sub_dims = {{"rows", rows}, {"cols", n}};
+      auto& g = w.gather["x"];
+      g.reserve(std::size_t(rows));
+      for (std::int64_t i = 0; i < rows; ++i) g.push_back({i * cols + j0, n});
+      w.why = fmt::format("y rows {}..{} (x columns)", j0, j0 + n);
+      out.push_back(std::move(w));
+    }
+    return out;
+  }
+
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
     // Tile edges of 32 and 64 (the common tile sizes), thin shapes, primes, many tiles, and one
     // ~2^24-element case. Small to large, so a candidate that faults does so after the small

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <algorithm>
+#include <limits>
 #include <set>
 
 #include "kqual/contract/contract.hpp"
@@ -98,6 +100,84 @@ TEST(Generated, AWindowsReferenceIsTheContractsOwnOnTheGatheredInputs) {
     float got;
     std::memcpy(&got, y.bytes.data() + std::size_t(k) * 4, 4);
     EXPECT_EQ(got, want) << k;
+  }
+}
+
+}  // namespace
+}  // namespace kqual::contract
+
+namespace kqual::contract {
+namespace {
+
+// For every contract with 2-D windows: on a small matrix standing in for the huge one, each window's
+// expected values (the contract's reference on the gathered sub-case) equal the same stretch of the
+// reference on the whole matrix. This is what makes a window a fair judge of the big output.
+TEST(Generated, EveryWindowEqualsTheSameStretchOfTheWholeReference) {
+  for (const char* name : {"transpose", "softmax", "reduce_sum", "residual_add_relu"}) {
+    const Contract& c = find_contract(name);
+    CaseSpec big;
+    big.dtype = DType::f32;
+    big.family = kGeneratedFamily;
+    big.seed = 99;
+    big.id = std::string(name) + "/small-stand-in";
+    if (std::string(name) == "residual_add_relu") big.dims = {{"n", 70001}};
+    else big.dims = {{"rows", 300}, {"cols", 53}};
+    const auto windows = c.index_case_windows(big);
+    ASSERT_GE(windows.size(), 3u) << name;
+    OutputWindow whole;
+    whole.tensor = windows.front().tensor;
+    whole.sub_dims = big.dims;
+    for (const auto& t : c.tensors())
+      if (t.role == Role::input) whole.gather[t.name] = {{0, c.tensor_elements(t.name, big.dims)}};
+    whole.why = "whole";
+    const auto full = c.reference(generated_subcase(c, big, whole));
+    const Tensor& f = *std::find_if(full.begin(), full.end(), [&](const Tensor& t) { return t.name == whole.tensor; });
+    const std::size_t es = dtype_size(f.dtype);
+    for (const auto& w : windows) {
+      const auto part = c.reference(generated_subcase(c, big, w));
+      const Tensor& p = *std::find_if(part.begin(), part.end(), [&](const Tensor& t) { return t.name == w.tensor; });
+      ASSERT_EQ(p.elements, w.count) << name << " " << w.why;
+      ASSERT_LE(w.begin + w.count, f.elements) << name << " " << w.why;
+      EXPECT_EQ(0, std::memcmp(p.bytes.data(), f.bytes.data() + std::size_t(w.begin) * es, std::size_t(w.count) * es))
+          << name << " " << w.why;
+      if (!p.ref.empty()) {
+        for (std::int64_t k = 0; k < w.count; ++k) {
+          ASSERT_EQ(p.ref[std::size_t(k)], f.ref[std::size_t(w.begin + k)]) << name << " " << w.why;
+        }
+      }
+    }
+  }
+}
+
+TEST(Generated, MatrixCasesPassTwoTo31WithWholeRowsAndOnlyWhenClaimed) {
+  EXPECT_FALSE(past_int32_matrix((std::int64_t(1) << 31) - 1, 1031).has_value());
+  const auto d = past_int32_matrix(std::numeric_limits<std::int64_t>::max(), 1031);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_GT(d->at("rows") * d->at("cols"), std::int64_t(1) << 31);
+  EXPECT_EQ(d->at("cols"), 1031);
+  const auto tight = past_int32_matrix((std::int64_t(1) << 31) + 2000, 1031);  // just one more row fits
+  ASSERT_TRUE(tight.has_value());
+  EXPECT_GT(tight->at("rows") * 1031, std::int64_t(1) << 31);
+  EXPECT_LE(tight->at("rows") * 1031, (std::int64_t(1) << 31) + 2000);
+  for (const char* name : {"transpose", "softmax", "reduce_sum"}) {
+    const Contract& c = find_contract(name);
+    Supports s;
+    s.dtypes = {DType::f32};
+    EXPECT_TRUE(c.index_cases(s, 1).empty()) << name;  // default claim
+    s.max_n = std::numeric_limits<std::int64_t>::max();
+    const auto cases = c.index_cases(s, 1);
+    ASSERT_EQ(cases.size(), 1u) << name;
+    EXPECT_GT(cases[0].dim("rows") * cases[0].dim("cols"), std::int64_t(1) << 31) << name;
+    // The windows include the rows around element 2^31 of the big tensor.
+    bool at_wrap = false;
+    const std::int64_t wrap = std::int64_t(1) << 31;
+    for (const auto& w : c.index_case_windows(cases[0])) {
+      for (const auto& [b, n] : w.gather.begin()->second) {
+        at_wrap = at_wrap || (b <= wrap && b + n > wrap);  // reads it
+      }
+      at_wrap = at_wrap || (w.begin <= wrap && w.begin + w.count > wrap);                                     // writes it
+    }
+    EXPECT_TRUE(at_wrap) << name;
   }
 }
 

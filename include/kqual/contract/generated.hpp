@@ -9,6 +9,7 @@
 // device before and after the launch.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,5 +52,20 @@ CaseData generated_subcase(const Contract& c, const CaseSpec& big, const OutputW
 // Element positions worth checking in a tensor of n elements past 2^31: the head, the tail, both
 // sides of 2^31 and 2^32 (when inside), and `extra` seeded places; merged and clipped, each `len` long.
 std::vector<std::pair<std::int64_t, std::int64_t>> index_windows(std::int64_t n, std::int64_t len, std::uint64_t seed, int extra);
+
+// Row ranges [first, first + count) of a matrix with `rows` rows of `cols` elements worth checking:
+// the first and last rows, the rows holding element 2^31 and 2^32 (when inside), and `extra` seeded
+// rows; each range `len` rows long, merged and clipped.
+std::vector<std::pair<std::int64_t, std::int64_t>> row_windows(std::int64_t rows, std::int64_t cols, std::int64_t len,
+                                                               std::uint64_t seed, int extra);
+
+// A 2-D generated case past 2^31 elements for a candidate claiming max_n: `cols` as given (or
+// fewer when the claim is tight), rows so that rows * cols is just past 2^31; nullopt when the claim
+// does not reach past 2^31 with at least one whole row.
+std::optional<Dims> past_int32_matrix(std::int64_t max_n, std::int64_t cols);
+
+// The generated cases a contract with dims {rows, cols} asks for: one per claimed dtype, past 2^31
+// elements, `cols` wide.
+std::vector<CaseSpec> matrix_index_cases(const Contract& c, const Supports& cand, std::uint64_t seed, std::int64_t cols);
 
 }  // namespace kqual::contract
