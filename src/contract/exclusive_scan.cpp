@@ -54,6 +54,74 @@ class ExclusiveScan final : public Contract {
            "bitwise.";
   }
 
+  // i32 (exact, wrapping): n just past 2^31, and past 2^32 when the claim reaches it. f32 has no
+  // such case: its error bound depends on the whole prefix, which a window cannot carry exactly.
+  std::vector<CaseSpec> index_cases(const Supports& cand, std::uint64_t seed) const override {
+    std::vector<CaseSpec> out;
+    if (!cand.supports(DType::i32) || !claimed_range(cand).past_int32()) return out;
+    auto add = [&](std::int64_t n, const char* what) {
+      CaseSpec c;
+      c.dtype = DType::i32;
+      c.dims = {{"n", n}};
+      c.family = kGeneratedFamily;
+      c.seed = mix_seed(seed, std::uint64_t(n) * 613);
+      c.id = fmt::format("i32/n={}/{}", n, what);
+      out.push_back(c);
+    };
+    add(std::min<std::int64_t>(cand.max_n, (std::int64_t(1) << 31) + (1 << 20) + 3), "past-2^31");
+    if (cand.max_n > (std::int64_t(1) << 32)) add(std::min<std::int64_t>(cand.max_n, (std::int64_t(1) << 32) + (1 << 20) + 5), "past-2^32");
+    return out;
+  }
+  std::vector<OutputWindow> index_case_windows(const CaseSpec& spec) const override {
+    std::vector<OutputWindow> out;
+    for (const auto& [b, n] : index_windows(spec.dim("n"), 4096, spec.seed, 4)) {
+      OutputWindow w;
+      w.tensor = "y";
+      w.begin = b;
+      w.count = n;
+      w.sub_dims = {{"n", n}};
+      w.gather["x"] = {{b, n}};
+      w.why = fmt::format("y[{}..{})", b, b + n);
+      out.push_back(std::move(w));
+    }
+    return out;
+  }
+  // y[b..b+c) = carry + the exclusive scan of x[b..b+c), carry = x[0] + ... + x[b-1] (mod 2^32, summed
+  // from the generator in parallel chunks): the scan of [carry, x[b], ..., x[b+c-1]] from its second element.
+  std::vector<Tensor> window_reference(const CaseSpec& big, const OutputWindow& w) const override {
+    if (big.dtype != DType::i32) throw_error(ErrorKind::internal, "exclusive_scan windows are i32 only");
+    constexpr std::uint64_t kChunk = std::uint64_t(1) << 22;
+    const std::uint64_t chunks = (std::uint64_t(w.begin) + kChunk - 1) / kChunk;
+    std::vector<std::uint32_t> partial(chunks, 0);
+    parallel_for(std::size_t(chunks), [&](std::size_t k) {
+      std::uint32_t acc = 0;
+      const std::uint64_t e = std::min<std::uint64_t>(std::uint64_t(w.begin), (k + 1) * kChunk);
+      for (std::uint64_t i = k * kChunk; i < e; ++i) acc += generated_bits(big.seed, 0, i, DType::i32);
+      partial[k] = acc;
+    });
+    std::uint32_t carry = 0;
+    for (auto p : partial) carry += p;
+    CaseData sub;
+    sub.spec = big;
+    sub.dims = {{"n", w.count + 1}};
+    sub.spec.dims = sub.dims;
+    Tensor x;
+    x.name = "x";
+    x.dtype = DType::i32;
+    x.elements = w.count + 1;
+    x.bytes.resize(std::size_t(x.elements) * 4);
+    std::memcpy(x.bytes.data(), &carry, 4);
+    for (std::int64_t k = 0; k < w.count; ++k) {
+      const std::uint32_t v = generated_bits(big.seed, 0, std::uint64_t(w.begin + k), DType::i32);
+      std::memcpy(x.bytes.data() + 4 * std::size_t(k + 1), &v, 4);
+    }
+    sub.inputs.push_back(std::move(x));
+    Tensor y = reference(sub).at(0);
+    y.bytes.erase(y.bytes.begin(), y.bytes.begin() + 4);
+    y.elements = w.count;
+    return {y};
+  }
+
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
     // Tile boundaries of common designs: warp 32, blocks of 256/1024 threads, 4096-element tiles
     // (256 threads x 16 items), several tiles, primes, and prefixes >= 8192 for precision.

@@ -124,6 +124,10 @@ std::vector<std::pair<std::int64_t, std::int64_t>> index_windows(std::int64_t n,
   return out;
 }
 
+std::vector<Tensor> Contract::window_reference(const CaseSpec& big, const OutputWindow& w) const {
+  return reference(generated_subcase(*this, big, w));
+}
+
 std::vector<std::pair<std::int64_t, std::int64_t>> row_windows(std::int64_t rows, std::int64_t cols, std::int64_t len,
                                                                std::uint64_t seed, int extra) {
   std::vector<std::int64_t> starts = {0, rows - len};
@@ -163,7 +167,7 @@ std::vector<CaseSpec> matrix_index_cases(const Contract& c, const Supports& cand
   const std::optional<Dims> dims = past_int32_matrix(cand.max_n, cols);
   if (!dims) return out;
   for (DType t : c.dtypes()) {
-    if (!cand.supports(t) || t == DType::i32) continue;  // i32 values could equal the poison
+    if (!cand.supports(t)) continue;
     CaseSpec k;
     k.dtype = t;
     k.dims = *dims;

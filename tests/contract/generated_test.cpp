@@ -113,14 +113,14 @@ namespace {
 // expected values (the contract's reference on the gathered sub-case) equal the same stretch of the
 // reference on the whole matrix. This is what makes a window a fair judge of the big output.
 TEST(Generated, EveryWindowEqualsTheSameStretchOfTheWholeReference) {
-  for (const char* name : {"transpose", "softmax", "reduce_sum", "residual_add_relu"}) {
+  for (const char* name : {"transpose", "softmax", "reduce_sum", "residual_add_relu", "exclusive_scan"}) {
     const Contract& c = find_contract(name);
     CaseSpec big;
-    big.dtype = DType::f32;
+    big.dtype = std::string(name) == "exclusive_scan" ? DType::i32 : DType::f32;
     big.family = kGeneratedFamily;
     big.seed = 99;
     big.id = std::string(name) + "/small-stand-in";
-    if (std::string(name) == "residual_add_relu") big.dims = {{"n", 70001}};
+    if (std::string(name) == "residual_add_relu" || std::string(name) == "exclusive_scan") big.dims = {{"n", 70001}};
     else big.dims = {{"rows", 300}, {"cols", 53}};
     const auto windows = c.index_case_windows(big);
     ASSERT_GE(windows.size(), 3u) << name;
@@ -134,7 +134,7 @@ TEST(Generated, EveryWindowEqualsTheSameStretchOfTheWholeReference) {
     const Tensor& f = *std::find_if(full.begin(), full.end(), [&](const Tensor& t) { return t.name == whole.tensor; });
     const std::size_t es = dtype_size(f.dtype);
     for (const auto& w : windows) {
-      const auto part = c.reference(generated_subcase(c, big, w));
+      const auto part = c.window_reference(big, w);
       const Tensor& p = *std::find_if(part.begin(), part.end(), [&](const Tensor& t) { return t.name == w.tensor; });
       ASSERT_EQ(p.elements, w.count) << name << " " << w.why;
       ASSERT_LE(w.begin + w.count, f.elements) << name << " " << w.why;
@@ -179,6 +179,19 @@ TEST(Generated, MatrixCasesPassTwoTo31WithWholeRowsAndOnlyWhenClaimed) {
     }
     EXPECT_TRUE(at_wrap) << name;
   }
+}
+
+TEST(Generated, ScanCasesAreI32WithTheCarryOfEverythingBefore) {
+  const Contract& c = find_contract("exclusive_scan");
+  Supports s;
+  s.dtypes = {DType::f32};
+  s.max_n = std::int64_t(1) << 34;
+  EXPECT_TRUE(c.index_cases(s, 1).empty());  // f32 only: no exact window
+  s.dtypes = {DType::i32, DType::f32};
+  const auto cases = c.index_cases(s, 1);
+  ASSERT_EQ(cases.size(), 2u);  // past 2^31 and past 2^32
+  EXPECT_EQ(cases[0].dtype, DType::i32);
+  EXPECT_GT(cases[1].dim("n"), std::int64_t(1) << 32);
 }
 
 }  // namespace

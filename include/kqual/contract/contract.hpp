@@ -121,6 +121,9 @@ class Contract {
   // elements, or when the contract has no windowed check (docs/contracts.md says which).
   virtual std::vector<CaseSpec> index_cases(const Supports& /*cand*/, std::uint64_t /*seed*/) const { return {}; }
   virtual std::vector<OutputWindow> index_case_windows(const CaseSpec& /*spec*/) const { return {}; }
+  // The expected outputs of one window: by default the reference on generated_subcase(big, w); a
+  // contract whose outputs depend on everything before them (a scan) overrides it.
+  virtual std::vector<Tensor> window_reference(const CaseSpec& big, const OutputWindow& w) const;
   // Expected outputs, computed in higher precision on the CPU, rounded as the policy states.
   virtual std::vector<Tensor> reference(const CaseData& data) const = 0;
   // Compare one output tensor; poison_byte is the pattern the harness filled it with. Default:
