@@ -374,10 +374,10 @@ ScreenOutcome screen(const ScreenOptions& o) {
   co.seed = o.seed;
   co.include_large = o.large_cases;
   co.sanitizer_pass = o.sanitizer_pass;
-  std::size_t finished = resumed;
+  std::size_t shown = 0;  // progress lines count 1..n in candidate order
   for (std::size_t i = 0; i < n; ++i) {
     if (verdicts[i].resumed) {
-      say(fmt::format("screen [{}/{}] {}: {} ({}; from the journal)", i + 1, n, display_name(cands[i]), verdicts[i].verdict,
+      say(fmt::format("screen [{}/{}] {}: {} ({}; from the journal)", ++shown, n, display_name(cands[i]), verdicts[i].verdict,
                       verdicts[i].reason));
       continue;
     }
@@ -449,10 +449,9 @@ ScreenOutcome screen(const ScreenOptions& o) {
     v.finished = utc_now();
     append_line(fd, out.journal_path, v.to_json().dump(-1, ' ', false, json::error_handler_t::replace));
     verdicts[i] = v;
-    ++finished;
     std::error_code ec;
     fs::remove_all(session.scratch() / fmt::format("c{}", i), ec);  // scratch holds only what is still to run
-    say(fmt::format("screen [{}/{}] {}: {} ({})", finished, n, v.name, v.verdict, first_line(v.reason, 200)));
+    say(fmt::format("screen [{}/{}] {}: {} ({})", ++shown, n, v.name, v.verdict, first_line(v.reason, 200)));
   }
   const double wall_s = ms_since(t_start) / 1000.0;
 

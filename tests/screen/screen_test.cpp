@@ -1,14 +1,19 @@
 // kqual screen without a device: verdicts from the static phases, one journal line per candidate,
 // resume without re-running, a torn last line dropped, options checked against the journal.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kqual/core/error.hpp"
@@ -208,6 +213,52 @@ TEST_F(ScreenTest, AFailedBuildIsRefusedWithTheCompilerLog) {
   EXPECT_EQ(out.verdicts[0].verdict, "refused");
   EXPECT_EQ(out.verdicts[0].reason, "build_failed");
   EXPECT_NE(out.verdicts[0].detail.find("kernel.cu"), std::string::npos) << out.verdicts[0].detail;  // the compiler's log
+}
+
+// A real kill: `kqual screen` is SIGKILLed after a few verdicts are journaled; the same command
+// again loses none and repeats none.
+TEST(ScreenKill, AKilledRunResumesWithNothingLostOrRepeated) {
+  ScratchDir t("kqual-screen-test");
+  const fs::path cands = t.path() / "cands", out = t.path() / "out";
+  constexpr int kCopies = 24;
+  fs::create_directories(cands);
+  for (int i = 0; i < kCopies; ++i)
+    fs::copy(test::repo_root() / "candidates/residual_add_relu/good", cands / ("copy" + std::to_string(100 + i)),
+             fs::copy_options::recursive);
+  const std::string exe = test::kqual_exe().string();
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl(exe.c_str(), exe.c_str(), "--quiet", "screen", cands.c_str(), "--no-gpu", "--no-sanitizer-pass", "--jobs", "1", "--out",
+          out.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const fs::path journal = out / "journal.jsonl";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline && (!fs::exists(journal) || lines_of(journal).size() < 4))
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  kill(pid, SIGKILL);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!WIFSIGNALED(st)) GTEST_SKIP() << "the run finished before it could be killed (exit " << WEXITSTATUS(st) << ")";
+  const std::size_t journaled = read_screen_journal(journal).entries.size();
+  ASSERT_GE(journaled, 3u);
+  ASSERT_LT(journaled, std::size_t(kCopies));
+
+  ScreenOptions o;
+  o.inputs = {cands};
+  o.out_dir = out;
+  o.use_gpu = false;
+  o.sanitizer_pass = false;
+  ScreenOutcome again = screen(o);
+  EXPECT_EQ(again.results["resumed"].get<std::size_t>(), journaled);
+  EXPECT_EQ(again.results["run"].get<std::size_t>(), kCopies - journaled);
+  ScreenJournal jr = read_screen_journal(journal);
+  EXPECT_FALSE(jr.torn_tail);
+  ASSERT_EQ(jr.entries.size(), std::size_t(kCopies));
+  std::set<std::string> seen;
+  for (const auto& e : jr.entries) EXPECT_TRUE(seen.insert(e.candidate).second) << "twice: " << e.candidate;
+  for (const auto& v : again.verdicts) EXPECT_EQ(v.verdict, "incomplete") << v.name << ": " << v.detail;
 }
 
 TEST(ScreenCandidates, InputsAreCheckedAndFoldersScannedOneLevel) {
