@@ -393,8 +393,8 @@ ScreenOutcome screen(const ScreenOptions& o) {
       v = *slot.verdict;
     } else if (!tg.gpu()) {
       v.verdict = "incomplete";
-      v.reason = "compiled; no GPU: " + tg.why_no_gpu;
-      v.detail = "load, correctness not run";
+      v.reason = "compiled; no GPU";
+      v.detail = tg.why_no_gpu + ": load and correctness not run";
     } else {
       build::BuiltCandidate& b = *slot.built;
       const auto t0 = std::chrono::steady_clock::now();
