@@ -36,6 +36,7 @@ std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
 
   add_qualify_commands(*app, s, run_commands);
   add_compare_command(*app, s, run_commands);
+  add_screen_command(*app, s, run_commands);
   if (run_commands) {
     add_worker_command(*app, s.g, &s.exit_code);
     add_inspect_command(*app, s.g, &s.exit_code);

@@ -63,6 +63,9 @@ const std::vector<FlagCase>& cases() {
       {"compare old new", "gpu", true, [](const CliState& s) { return s.compare.o.use_gpu; }},
       {"compare old new", "correctness", true, [](const CliState& s) { return s.compare.o.correctness; }},
       {"compare old new", "large-cases", false, [](const CliState& s) { return s.compare.o.large_cases; }},
+      {"screen a b", "gpu", true, [](const CliState& s) { return s.screen.use_gpu; }},
+      {"screen a b", "large-cases", true, [](const CliState& s) { return s.screen.large_cases; }},
+      {"screen a b", "sanitizer-pass", true, [](const CliState& s) { return s.screen.sanitizer_pass; }},
   };
   return c;
 }

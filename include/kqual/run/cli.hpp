@@ -12,6 +12,7 @@
 #include "kqual/core/progress.hpp"
 #include "kqual/pipeline/compare.hpp"
 #include "kqual/pipeline/qualify.hpp"
+#include "kqual/pipeline/screen.hpp"
 
 namespace CLI {
 class App;
@@ -44,6 +45,7 @@ struct CliState {
   std::vector<std::uint64_t> selftest_seeds;
   std::filesystem::path selftest_out;
   CompareCliOptions compare;
+  pipeline::ScreenOptions screen;
 };
 
 // The whole command line over `state`. With run_commands = false no subcommand body runs: parsing
@@ -66,6 +68,7 @@ Progress progress_for(const GlobalOptions& g, const std::string& command);
 // Subcommand registration: each lives in its own src/run/<name>_cmd.cpp.
 void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands);   // qualify, check, bench, selftest
 void add_compare_command(CLI::App& app, CliState& s, bool run_commands);    // compare OLD NEW
+void add_screen_command(CLI::App& app, CliState& s, bool run_commands);     // screen CAND... | DIR
 // The callback stores the command's exit code in *exit_code.
 void add_worker_command(CLI::App& app, GlobalOptions& g, int* exit_code);     // internal: GPU worker
 void add_inspect_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // artifact identity

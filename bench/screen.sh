@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Screening throughput: `kqual screen` over N copies of the residual_add_relu good candidate (each
+# under its own folder and manifest name), measured as candidates per GPU-hour (wall time of the
+# run, all of which holds the GPU).
+#   bash bench/screen.sh [N] [OUT_DIR] [-- extra kqual screen options]
+# Defaults: N = 20, OUT_DIR = kqual-out/screen-bench; a fresh journal every time (--restart).
+# Without a GPU the run is incomplete (exit 3) and the rate measures compiles only.
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+n="${1:-20}"
+out="${2:-$root/kqual-out/screen-bench}"
+shift $(( $# >= 2 ? 2 : $# ))
+[ "${1:-}" = "--" ] && shift
+kqual="${KQUAL_EXE:-$root/build/tools/kqual/kqual}"
+case "$n" in ''|*[!0-9]*) echo "screen.sh: N must be a positive integer, got '$n'" >&2; exit 2;; esac
+work="$(mktemp -d "${TMPDIR:-/tmp}/kqual-screen-bench.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+for i in $(seq 1 "$n"); do
+  d="$work/cands/copy$(printf '%04d' "$i")"
+  mkdir -p "$d"
+  cp "$root/candidates/residual_add_relu/good/"* "$d/"
+  sed -i "s/^name = \"add_relu_vec\"/name = \"add_relu_vec_copy$i\"/" "$d/kqual.toml"
+done
+mkdir -p "$out"
+cmd=("$kqual" screen "$work/cands" --restart --out "$out" "$@")
+echo "command: ${cmd[*]}"
+t0=$(date +%s.%N)
+"${cmd[@]}"
+rc=$?
+t1=$(date +%s.%N)
+python3 - "$out/results.json" "$rc" "$t0" "$t1" <<'PY'
+import json, sys
+rc, t0, t1 = int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"screen.sh: no results.json ({e}); exit {rc}"); sys.exit(1)
+wall = t1 - t0
+ran = r["run"]
+gpu = "GPU" if r["device_present"] else "no GPU: compile-only"
+print(f"screen.sh: {r['candidates']} candidates, exit {rc}, counts {r['counts']}")
+print(f"screen.sh: {ran} run in {wall:.1f} s wall (kqual's own: {r['wall_s']:.1f} s, {gpu})")
+if ran and wall > 0:
+    print(f"screen.sh: {ran / (wall / 3600):.0f} candidates per GPU-hour (process wall time; "
+          f"kqual reports {r['candidates_per_hour']:.0f}/h from its own clock)")
+PY

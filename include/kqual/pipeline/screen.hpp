@@ -1,0 +1,82 @@
+#pragma once
+// kqual screen: many candidates against one contract, with a journal so that an interrupted run
+// resumes (docs/screen.md). Builds (NVRTC) run on a pool of CPU threads while the GPU checks run one
+// candidate at a time in one persistent worker session; a candidate that crashes, hangs or faults
+// costs only its own verdict (the session starts a fresh worker for the next one).
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kqual/core/json.hpp"
+#include "kqual/core/progress.hpp"
+
+namespace kqual::pipeline {
+
+struct ScreenOptions {
+  // Candidate folders (with kqual.toml); a folder without kqual.toml is scanned one level deep.
+  std::vector<std::filesystem::path> inputs;
+  std::filesystem::path out_dir = "kqual-screen";
+  std::string contract;          // "" = each candidate against its own manifest's contract
+  std::string arch;              // target when no GPU (default KQUAL_DEFAULT_ARCH)
+  bool use_gpu = true;
+  double watchdog_seconds = 60;
+  std::uint64_t seed = 20261202;
+  bool large_cases = true;
+  bool sanitizer_pass = true;
+  int jobs = 2;                  // NVRTC compile threads
+  bool restart = false;          // ignore (and replace) an existing journal
+  std::string command_line;
+  ProgressFn progress;           // one line per candidate as it finishes, or empty
+};
+
+// The verdict of one candidate, as journaled.
+struct ScreenVerdict {
+  std::string candidate;         // the folder, absolute
+  std::string name;              // the folder's name (copies of one manifest share the manifest's name)
+  std::string manifest_sha256;   // of kqual.toml; "" when it could not be read
+  std::string verdict;           // accepted, rejected, refused, incomplete, error
+  std::string reason;            // one line: primary failure code, refusal kind, why incomplete
+  std::map<std::string, int> codes;  // failure codes (rejected) or the refusal kind (refused)
+  std::string detail;            // first failure's detail, the refusal's message
+  std::string contract;
+  double wall_ms = 0;            // build + checks of this candidate
+  double compile_ms = 0;
+  std::string finished;          // UTC time the verdict was journaled
+  bool resumed = false;          // taken from the journal, not run by this invocation
+  json to_json() const;
+  static ScreenVerdict from_json(const json& j);  // Error(input) when a field is missing
+};
+
+struct ScreenOutcome {
+  json results;
+  int exit_code = 0;
+  std::vector<ScreenVerdict> verdicts;  // in candidate order
+  std::filesystem::path results_path, summary_path, journal_path;
+};
+
+// The candidate folders `inputs` name, sorted within each scanned folder, duplicates removed.
+// Error(usage) when an input does not exist or a scan finds no candidate folder. `skipped` (if not
+// null) receives the scanned sub-folders without kqual.toml.
+std::vector<std::filesystem::path> screen_candidates(const std::vector<std::filesystem::path>& inputs,
+                                                     std::vector<std::filesystem::path>* skipped = nullptr);
+
+// Screens every candidate; appends to OUT/journal.jsonl as each finishes; writes OUT/results.json and
+// OUT/summary.md atomically at the end. Exit code: 4 if kqual itself failed on a candidate, else 1
+// if any was rejected, else 2 if any was refused, else 3 if any is incomplete (no GPU), else 0.
+// Error(usage) when the journal was made with other options (unless o.restart).
+ScreenOutcome screen(const ScreenOptions& o);
+
+// The journal's file format (docs/screen.md): a header line naming the options that decide a
+// verdict, then one ScreenVerdict per line. Exposed for tests.
+struct ScreenJournal {
+  json header;                          // null when the file is absent or held no whole header line
+  std::vector<ScreenVerdict> entries;   // whole lines, in file order
+  std::uint64_t good_bytes = 0;         // length of the file up to the end of the last whole line
+  bool torn_tail = false;               // a last line without its newline, or one that does not parse
+};
+ScreenJournal read_screen_journal(const std::filesystem::path& file);
+
+}  // namespace kqual::pipeline
