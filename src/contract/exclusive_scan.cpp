@@ -73,18 +73,7 @@ class ExclusiveScan final : public Contract {
     return out;
   }
   std::vector<OutputWindow> index_case_windows(const CaseSpec& spec) const override {
-    std::vector<OutputWindow> out;
-    for (const auto& [b, n] : index_windows(spec.dim("n"), 4096, spec.seed, 4)) {
-      OutputWindow w;
-      w.tensor = "y";
-      w.begin = b;
-      w.count = n;
-      w.sub_dims = {{"n", n}};
-      w.gather["x"] = {{b, n}};
-      w.why = fmt::format("y[{}..{})", b, b + n);
-      out.push_back(std::move(w));
-    }
-    return out;
+    return contiguous_windows(spec, spec.dim("n"), "y", {"x"});
   }
   // y[b..b+c) = carry + the exclusive scan of x[b..b+c), carry = x[0] + ... + x[b-1] (mod 2^32, summed
   // from the generator in parallel chunks): the scan of [carry, x[b], ..., x[b+c-1]] from its second element.

@@ -105,24 +105,67 @@ CaseData generated_subcase(const Contract& c, const CaseSpec& big, const OutputW
   return d;
 }
 
+namespace {
+
+// Windows of `len` starting at each of `starts` (clipped to [0, total)), sorted, overlaps merged.
+std::vector<std::pair<std::int64_t, std::int64_t>> merge_windows(std::vector<std::int64_t> starts, std::int64_t len,
+                                                                 std::int64_t total) {
+  for (auto& st : starts) st = std::clamp<std::int64_t>(st, 0, std::max<std::int64_t>(total - len, 0));
+  std::sort(starts.begin(), starts.end());
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (std::int64_t st : starts) {
+    const std::int64_t e = std::min(total, st + len);
+    if (!out.empty() && st <= out.back().first + out.back().second)
+      out.back().second = std::max(out.back().first + out.back().second, e) - out.back().first;
+    else
+      out.push_back({st, e - st});
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::pair<std::int64_t, std::int64_t>> index_windows(std::int64_t n, std::int64_t len, std::uint64_t seed, int extra) {
   std::vector<std::int64_t> starts = {0, n - len};
   for (std::int64_t edge : {std::int64_t(1) << 31, std::int64_t(1) << 32})
     if (edge < n) starts.push_back(edge - len / 2);
   Rng rng(seed ^ 0xA5A5A5A5ull);
   for (int k = 0; k < extra; ++k) starts.push_back(std::int64_t(rng.below(std::uint64_t(std::max<std::int64_t>(n - len, 1)))));
-  for (auto& s : starts) s = std::clamp<std::int64_t>(s, 0, std::max<std::int64_t>(n - len, 0));
-  std::sort(starts.begin(), starts.end());
-  std::vector<std::pair<std::int64_t, std::int64_t>> out;
-  for (std::int64_t s : starts) {
-    const std::int64_t e = std::min(n, s + len);
-    if (!out.empty() && s <= out.back().first + out.back().second)
-      out.back().second = std::max(out.back().first + out.back().second, e) - out.back().first;
-    else
-      out.push_back({s, e - s});
+  return merge_windows(std::move(starts), len, n);
+}
+
+std::vector<OutputWindow> contiguous_windows(const CaseSpec& spec, std::int64_t n, const std::string& output,
+                                             const std::vector<std::string>& inputs) {
+  std::vector<OutputWindow> out;
+  for (const auto& [b, count] : index_windows(n, 4096, spec.seed, 4)) {
+    OutputWindow w;
+    w.tensor = output;
+    w.begin = b;
+    w.count = count;
+    w.sub_dims = {{"n", count}};
+    for (const auto& in : inputs) w.gather[in] = {{b, count}};
+    w.why = fmt::format("{}[{}..{})", output, b, b + count);
+    out.push_back(std::move(w));
   }
   return out;
 }
+
+std::vector<OutputWindow> row_block_windows(const CaseSpec& spec, std::int64_t len, std::int64_t output_per_row) {
+  const std::int64_t rows = spec.dim("rows"), cols = spec.dim("cols");
+  std::vector<OutputWindow> out;
+  for (const auto& [r0, n] : row_windows(rows, cols, len, spec.seed, 3)) {
+    OutputWindow w;
+    w.tensor = "y";
+    w.begin = r0 * output_per_row;
+    w.count = n * output_per_row;
+    w.sub_dims = {{"rows", n}, {"cols", cols}};
+    w.gather["x"] = {{r0 * cols, n * cols}};
+    w.why = fmt::format("rows {}..{}", r0, r0 + n);
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
 
 std::vector<Tensor> Contract::window_reference(const CaseSpec& big, const OutputWindow& w) const {
   return reference(generated_subcase(*this, big, w));
@@ -135,17 +178,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> row_windows(std::int64_t rows
     if (edge < rows * cols) starts.push_back(edge / cols - len / 2);
   Rng rng(seed ^ 0x5A5A5A5Aull);
   for (int k = 0; k < extra; ++k) starts.push_back(std::int64_t(rng.below(std::uint64_t(std::max<std::int64_t>(rows - len, 1)))));
-  for (auto& st : starts) st = std::clamp<std::int64_t>(st, 0, std::max<std::int64_t>(rows - len, 0));
-  std::sort(starts.begin(), starts.end());
-  std::vector<std::pair<std::int64_t, std::int64_t>> out;
-  for (std::int64_t st : starts) {
-    const std::int64_t e = std::min(rows, st + len);
-    if (!out.empty() && st <= out.back().first + out.back().second)
-      out.back().second = std::max(out.back().first + out.back().second, e) - out.back().first;
-    else
-      out.push_back({st, e - st});
-  }
-  return out;
+  return merge_windows(std::move(starts), len, rows);
 }
 
 std::optional<Dims> past_int32_matrix(std::int64_t max_n, std::int64_t cols) {

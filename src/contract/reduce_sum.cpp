@@ -64,19 +64,7 @@ class ReduceSum final : public Contract {
     return matrix_index_cases(*this, cand, seed, 1031);
   }
   std::vector<OutputWindow> index_case_windows(const CaseSpec& spec) const override {
-    const std::int64_t rows = spec.dim("rows"), cols = spec.dim("cols");
-    std::vector<OutputWindow> out;
-    for (const auto& [r0, n] : row_windows(rows, cols, 64, spec.seed, 3)) {
-      OutputWindow w;
-      w.tensor = "y";
-      w.begin = r0 * 1;
-      w.count = n * 1;
-      w.sub_dims = {{"rows", n}, {"cols", cols}};
-      w.gather["x"] = {{r0 * cols, n * cols}};
-      w.why = fmt::format("rows {}..{}", r0, r0 + n);
-      out.push_back(std::move(w));
-    }
-    return out;
+    return row_block_windows(spec, 64, 1);
   }
 
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {

@@ -134,19 +134,7 @@ class ResidualAddRelu final : public Contract {
     return out;
   }
   std::vector<OutputWindow> index_case_windows(const CaseSpec& spec) const override {
-    std::vector<OutputWindow> out;
-    for (const auto& [b, n] : index_windows(spec.dim("n"), 4096, spec.seed, 4)) {
-      OutputWindow w;
-      w.tensor = "y";
-      w.begin = b;
-      w.count = n;
-      w.sub_dims = {{"n", n}};
-      w.gather["x"] = {{b, n}};
-      w.gather["r"] = {{b, n}};
-      w.why = fmt::format("y[{}..{})", b, b + n);
-      out.push_back(std::move(w));
-    }
-    return out;
+    return contiguous_windows(spec, spec.dim("n"), "y", {"x", "r"});
   }
 
   std::string benchmark_family() const override { return "uniform"; }

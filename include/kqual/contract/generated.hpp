@@ -53,6 +53,14 @@ CaseData generated_subcase(const Contract& c, const CaseSpec& big, const OutputW
 // sides of 2^31 and 2^32 (when inside), and `extra` seeded places; merged and clipped, each `len` long.
 std::vector<std::pair<std::int64_t, std::int64_t>> index_windows(std::int64_t n, std::int64_t len, std::uint64_t seed, int extra);
 
+// Windows of an elementwise 1-D contract (dim "n"): `output` at index_windows(n, 4096, seed, 4),
+// each from the same stretch of every input.
+std::vector<OutputWindow> contiguous_windows(const CaseSpec& spec, std::int64_t n, const std::string& output,
+                                             const std::vector<std::string>& inputs);
+// Windows of whole rows of a rows x cols input "x" whose output "y" has output_per_row elements per
+// row (cols for a row-wise map, 1 for a row reduction): row_windows(rows, cols, len, seed, 3).
+std::vector<OutputWindow> row_block_windows(const CaseSpec& spec, std::int64_t len, std::int64_t output_per_row);
+
 // Row ranges [first, first + count) of a matrix with `rows` rows of `cols` elements worth checking:
 // the first and last rows, the rows holding element 2^31 and 2^32 (when inside), and `extra` seeded
 // rows; each range `len` rows long, merged and clipped.
