@@ -753,6 +753,11 @@ CompareOutcome run_compare(const CompareOptions& o) {
     check::CheckOptions co;
     co.seed = o.seed;
     co.include_large = o.large_cases;
+    // compare asks whether NEW may replace OLD; the cases past 2^31 elements come with the large
+    // ones (--large-cases), and the sanitizer pass is `kqual check`'s (its wall time would dominate
+    // compare's budget).
+    co.index_cases = o.large_cases;
+    co.sanitizer_pass = false;
     // Both sides at once, each in its own worker process (correctness is not timed).
     say(o, "correctness: old and new, each in its own worker");
     worker::Session other(session.options());
