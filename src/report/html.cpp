@@ -460,17 +460,23 @@ std::vector<std::string> compared_baselines(const Node& shape) {
   return names;
 }
 
-std::string qualify_speedup(const Node& r) {
-  std::string s = "<section id=\"speedup\">\n<h2>Speed-up per shape against each baseline (95 % CI)</h2>\n";
-  auto t = r.opt("timing");
-  if (!t) return s + not_run(phase_text(r, "timing", "the results hold no timing")) + "</section>\n";
+// The speed-up chart both reports draw: log scale around 1x ("no difference").
+Chart speedup_chart(std::string caption) {
   Chart c;
   c.id = "speedup-chart";
-  c.caption = "speed-up = baseline time / candidate time (log scale; > 1: the candidate is faster)";
+  c.caption = std::move(caption);
   c.log_scale = true;
   c.ref = 1.0;
   c.ref_label = "1x: no difference";
   c.tick_text = [](double v) { return fmt::format("{:g}x", v); };
+  return c;
+}
+
+std::string qualify_speedup(const Node& r) {
+  std::string s = "<section id=\"speedup\">\n<h2>Speed-up per shape against each baseline (95 % CI)</h2>\n";
+  auto t = r.opt("timing");
+  if (!t) return s + not_run(phase_text(r, "timing", "the results hold no timing")) + "</section>\n";
+  Chart c = speedup_chart("speed-up = baseline time / candidate time (log scale; > 1: the candidate is faster)");
   std::optional<double> margin;
   std::string table;
   for (const Node& sh : t->at("shapes").items()) {
@@ -671,13 +677,7 @@ std::string compare_speedup(const Node& r) {
   std::string s = "<section id=\"speedup\">\n<h2>Warm speed-up per shape: NEW against OLD (95 % CI)</h2>\n";
   auto w = r.opt("warm");
   if (!w) return s + not_run(phase_text(r, "warm_timing", "the results hold no warm timing")) + "</section>\n";
-  Chart c;
-  c.id = "speedup-chart";
-  c.caption = "speed-up = OLD time / NEW time (log scale; > 1: NEW is faster)";
-  c.log_scale = true;
-  c.ref = 1.0;
-  c.ref_label = "1x: no difference";
-  c.tick_text = [](double v) { return fmt::format("{:g}x", v); };
+  Chart c = speedup_chart("speed-up = OLD time / NEW time (log scale; > 1: NEW is faster)");
   if (auto m = w->number("margin_relative"); m && *m > 0 && *m < 1) {
     c.band = std::make_pair(1.0 / (1.0 + *m), 1.0 / (1.0 - *m));
     c.band_label = fmt::format("equivalence margin ±{:g} %: no difference", *m * 100);
