@@ -35,6 +35,24 @@ json TimingReport::to_json() const {
       }
       if (!s.verify_detail.empty()) j["verify_detail"] = s.verify_detail;
       if (!s.verify_code.empty()) j["verify_code"] = s.verify_code;
+      if (!s.samples_ms.empty()) {
+        j["timer"] = s.timer;
+        if (!s.event_ms.empty()) {
+          j["event_ms"] = s.event_ms;
+          j["event_median_ms"] = stats::median(s.event_ms);
+        }
+        if (s.graph_launches) j["graph_launches"] = s.graph_launches;
+        json clk{{"discarded_samples", s.discarded}, {"events", s.clock_events}, {"guard_exhausted", s.clock_guard_exhausted},
+                 {"reference_sm_mhz", s.reference_sm_mhz}, {"max_temperature_c", s.max_temperature_c}};
+        if (!s.sm_clock_mhz.empty()) {
+          clk["sm_mhz"] = s.sm_clock_mhz;
+          clk["mem_mhz"] = s.mem_clock_mhz;
+          clk["sm_mhz_median"] = stats::median(s.sm_clock_mhz);
+          clk["sm_mhz_min"] = *std::min_element(s.sm_clock_mhz.begin(), s.sm_clock_mhz.end());
+        }
+        if (!s.clocks_note.empty()) clk["note"] = s.clocks_note;
+        j["clocks"] = clk;
+      }
       ser.push_back(j);
     }
     // One comparison per baseline timed next to the candidate, in series order (as
@@ -61,7 +79,7 @@ json TimingReport::to_json() const {
                           {"note", "cuMemcpyDtoDAsync of one tensor's bytes; bandwidth counts bytes read + written"}};
     shapes_j.push_back(j);
   }
-  return json{{"boundary", boundary}, {"shapes", shapes_j}};
+  return json{{"boundary", boundary}, {"l2_mode", l2_mode}, {"timer", timer}, {"shapes", shapes_j}};
 }
 
 namespace {
@@ -146,15 +164,36 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
   const worker::DeviceFacts& dev = s.device();
   if (!dev.present) throw_error(ErrorKind::cuda, "timing needs a GPU: " + dev.why_absent);
   TimingReport rep;
+  const bool flush = o.flush_l2 && o.flush_mode != "none";
+  if (o.timer != "events" && o.timer != "cupti" && o.timer != "graph")
+    throw_error(ErrorKind::usage, fmt::format("timer '{}': events, cupti or graph", o.timer));
+  if (o.timer == "graph" && flush)
+    throw_error(ErrorKind::usage, "the graph timer replays launches back to back with a warm L2: use it with --l2-flush none");
+  rep.timer = o.timer;
+  rep.l2_mode = !flush ? "warm_l2" : o.flush_mode == "clean" ? "cold_l2_clean_flush" : "cold_l2_write_flush";
+  const std::string what =
+      o.timer == "cupti"
+          ? "the GPU's own start of the plan's first kernel to the end of its last, from CUPTI activity records (any "
+            "stream; the CUDA-event interval of the same samples is kept beside as event_ms)"
+      : o.timer == "graph"
+          ? "CUDA events around one replay of a CUDA graph holding the launch plan N times (N in graph_launches), "
+            "divided by N: no host launch gaps, warm L2"
+          : "CUDA events recorded on the worker's stream immediately before the first and after the last launch of "
+            "the implementation's launch plan; nothing else is enqueued in between";
+  const std::string l2 =
+      !flush ? "No L2 flush: warm L2 (the previous sample's data may still be cached)"
+             : fmt::format("Before every sample a {} MiB buffer (2x L2) is overwritten outside the timed region (cold L2){}",
+                           (2 * double(dev.l2_bytes)) / (1 << 20),
+                           o.flush_mode == "clean"
+                               ? ", then read back so its dirty lines are written back before the timed window (flush mode clean)"
+                               : " (flush mode write: its dirty lines may be written back inside the timed window)");
   rep.boundary = fmt::format(
-      "CUDA events recorded on the worker's stream immediately before the first and after the last launch of the "
-      "implementation's launch plan; nothing else is enqueued in between. Before every sample a {} MiB buffer (2x L2) "
-      "is overwritten outside the timed region (cold L2){}. {} warm-up runs excluded (reported). Implementations are "
-      "interleaved in {} rounds of {} samples, order rotated every round.",
-      o.flush_l2 ? (2 * double(dev.l2_bytes)) / (1 << 20) : 0.0,
-      o.flush_mode == "clean" ? ", then read back so its dirty lines are written back before the timed window (flush mode clean)"
-                              : " (flush mode write: its dirty lines may be written back inside the timed window)",
-      o.warmup, o.rounds, o.samples_per_round);
+      "Timer {}: {}. {}. {} warm-up runs excluded (reported). Implementations are interleaved in {} rounds of {} "
+      "samples, order rotated every round. {}",
+      o.timer, what, l2, o.warmup, o.rounds, o.samples_per_round,
+      o.clock_guard ? "SM clock read (NVML) after every sample; a sample run below 90 % of the default clock or under a "
+                      "power/thermal slowdown is discarded and the worker backs off (clocks in each series)."
+                    : "Clock guard off.");
   std::vector<const build::BuiltCandidate*> impls{&cand};
   for (auto* b : baselines) impls.push_back(b);
   std::vector<contract::Dims> shapes = o.shapes.empty() ? c.benchmark_shapes() : o.shapes;
@@ -226,8 +265,11 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
       }
       for (const auto& scr : plan.scratch) br.buffers.push_back(scr);
       br.launches = plan.launches;
-      br.flush = o.flush_l2;
-      br.flush_mode = o.flush_mode;
+      br.flush = flush;
+      br.flush_mode = flush ? o.flush_mode : "write";
+      br.timer = o.timer;
+      br.graph_launches = o.graph_launches;
+      br.clock_guard = o.clock_guard;
     }
     for (int round = 0; round < o.rounds; ++round) {
       for (std::size_t k = 0; k < impls.size(); ++k) {
@@ -256,6 +298,18 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
         }
         const worker::BenchReply& r = *answer.reply;
         se.samples_ms.insert(se.samples_ms.end(), r.samples_ms.begin(), r.samples_ms.end());
+        se.timer = r.timer;
+        se.event_ms.insert(se.event_ms.end(), r.event_ms.begin(), r.event_ms.end());
+        se.graph_launches = std::max(se.graph_launches, r.graph_launches);
+        se.sm_clock_mhz.insert(se.sm_clock_mhz.end(), r.sm_clock_mhz.begin(), r.sm_clock_mhz.end());
+        se.mem_clock_mhz.insert(se.mem_clock_mhz.end(), r.mem_clock_mhz.begin(), r.mem_clock_mhz.end());
+        se.reference_sm_mhz = r.reference_sm_mhz;
+        se.max_temperature_c = std::max(se.max_temperature_c, r.max_temperature_c);
+        se.clocks_note = r.clocks_note;
+        se.discarded += r.discarded;
+        for (const auto& e : r.clock_events)
+          if (se.clock_events.size() < 20) se.clock_events.push_back(fmt::format("round {}, {}", round + 1, e));
+        se.clock_guard_exhausted = se.clock_guard_exhausted || r.clock_guard_exhausted;
         if (round == 0) se.warmup_ms.insert(se.warmup_ms.end(), r.warmup_ms.begin(), r.warmup_ms.end());
         auto fail = [&](std::string detail) {
           if (!se.verified) return;  // the first finding is kept

@@ -34,6 +34,8 @@ Context::Context(int ordinal) {
   char name[256] = {};
   KQUAL_CU(cuDeviceGetName, name, int(sizeof name), dev_);
   info_.ordinal = ordinal;
+  char bus[64] = {};
+  if (driver().cuDeviceGetPCIBusId(bus, int(sizeof bus), dev_) == CUDA_SUCCESS) info_.pci_bus_id = bus;
   info_.name = name;
   info_.cc_major = attr(dev_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
   info_.cc_minor = attr(dev_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
@@ -240,6 +242,38 @@ TrappedAllocation& TrappedAllocation::operator=(TrappedAllocation&& o) noexcept 
   }
   return *this;
 }
+
+GraphExec GraphExec::capture(CUstream stream, const std::function<void()>& enqueue) {
+  GraphExec x;
+  KQUAL_CU(cuStreamBeginCapture, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  try {
+    enqueue();
+  } catch (...) {
+    CUgraph broken{};
+    driver().cuStreamEndCapture(stream, &broken);
+    if (broken) driver().cuGraphDestroy(broken);
+    throw;
+  }
+  KQUAL_CU(cuStreamEndCapture, stream, &x.g_);
+  KQUAL_CU(cuGraphInstantiateWithFlags, &x.e_, x.g_, 0);
+  return x;
+}
+
+GraphExec::~GraphExec() {
+  if (e_) check_noexcept(driver().cuGraphExecDestroy(e_), "cuGraphExecDestroy");
+  if (g_) check_noexcept(driver().cuGraphDestroy(g_), "cuGraphDestroy");
+}
+
+GraphExec& GraphExec::operator=(GraphExec&& o) noexcept {
+  if (this != &o) {
+    this->~GraphExec();
+    g_ = std::exchange(o.g_, nullptr);
+    e_ = std::exchange(o.e_, nullptr);
+  }
+  return *this;
+}
+
+void GraphExec::launch(CUstream stream) const { KQUAL_CU(cuGraphLaunch, e_, stream); }
 
 void launch(const Function& f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
             unsigned shared_bytes, CUstream stream, void** args) {

@@ -73,6 +73,7 @@ decision::DecisionInput decision_input(const std::vector<StartupPair>& startup, 
   if (warm_old_ms.empty() || warm_new_ms.empty()) throw_error(ErrorKind::input, "no warm timing on both sides");
   stats::DecisionOptions warm_opt;
   warm_opt.test.paired = warm_old_ms.size() == warm_new_ms.size();
+  warm_opt.reversal_check = true;  // process pairs that disagree in order: no reliable difference
   warm_opt.margin.relative = warm_margin;
   in.warm = decision::warm_delta(to_seconds(warm_old_ms), to_seconds(warm_new_ms), warm_opt);
   return in;
@@ -262,6 +263,7 @@ Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions&
     if (!a.empty() && !b.empty()) {
       stats::DecisionOptions d;
       d.test.paired = a.size() == b.size();
+      d.reversal_check = true;
       d.margin.relative = jo.warm_margin;
       sj["comparison"] = stats::to_json(stats::compare(a, b, d));
     }

@@ -200,6 +200,10 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       to.samples_per_round = o.samples_per_round;
       to.seed = o.seed;
       to.flush_mode = o.flush_mode;
+      to.flush_l2 = o.flush_mode != "none";
+      to.timer = o.timer;
+      to.graph_launches = o.graph_launches;
+      to.clock_guard = o.clock_guard;
       to.progress = o.progress;
       f.equivalence_margin = to.equivalence_margin;
       std::vector<const build::BuiltCandidate*> bptr;

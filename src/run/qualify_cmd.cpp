@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/run/cli.hpp"
 #include "kqual/core/exit_codes.hpp"
@@ -36,9 +37,19 @@ void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
   cmd->add_option("--samples", o.samples_per_round, "Samples per implementation per round")->capture_default_str()
       ->check(CLI::Range(2, 100000));
   cmd->add_option("--l2-flush", o.flush_mode,
-                  "L2 flush before each timed sample: write (a memset of 2x the L2) or clean (the memset, then a "
-                  "read pass, so its dirty lines are written back before the timed window)")
-      ->capture_default_str()->check(CLI::IsMember({"write", "clean"}));
+                  "L2 flush before each timed sample: write (a memset of 2x the L2), clean (the memset, then a "
+                  "read pass, so its dirty lines are written back before the timed window) or none (warm L2)")
+      ->capture_default_str()->check(CLI::IsMember({"write", "clean", "none"}));
+  cmd->add_option("--timer", o.timer,
+                  "What a sample is: events (CUDA events around the launch plan), cupti (the kernels' own GPU start "
+                  "and end from CUPTI activity records; events kept beside) or graph (the plan replayed N times in "
+                  "one CUDA graph, time / N; tiny kernels; needs --l2-flush none)")
+      ->capture_default_str()->check(CLI::IsMember({"events", "cupti", "graph"}));
+  cmd->add_option("--graph-launches", o.graph_launches, "--timer graph: launches per replay (default: enough for ~1 ms)")
+      ->check(CLI::Range(1, 10000));
+  add_negatable_flag(cmd, "clock-guard", o.clock_guard,
+                     "--no-clock-guard: do not read the SM clock (NVML) after each sample nor discard samples run "
+                     "below 90 % of the default clock or under a power/thermal slowdown");
 }
 
 void print_outcome(const GlobalOptions& g, const QualifyOutcome& out) {
@@ -68,6 +79,8 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
     cmd->callback([&g, &o, exit_code, correctness, timing, name] {
       o.command_line = g.command_line;
       o.command = name;
+      if (o.timer == "graph" && o.flush_mode != "none")
+        throw_error(ErrorKind::usage, "--timer graph replays launches back to back with a warm L2: add --l2-flush none");
       o.progress = progress_for(g, name).sink();
       o.correctness = correctness;
       o.timing = timing;

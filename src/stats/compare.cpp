@@ -273,6 +273,21 @@ Comparison compare(std::span<const double> a, std::span<const double> b, const D
     c.reason = fmt::format("{} contains {:g} and reaches outside the equivalence margin [{:.4g}, {:.4g}]: measure more",
                            ci_text, c.null_value, lo, hi);
   }
+  if (opt.reversal_check && c.paired && a.size() == b.size() &&
+      (c.verdict == Verdict::faster || c.verdict == Verdict::slower)) {
+    std::size_t b_ahead = 0, a_ahead = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const double e = effect_of(a[i], b[i], c.effect);
+      if (e < lo) ++b_ahead;
+      if (e > hi) ++a_ahead;
+    }
+    if (b_ahead > 0 && a_ahead > 0) {
+      c.reason = fmt::format("no reliable difference: the order reversed between runs — B ahead beyond the margin in {} "
+                             "of {} pairs, A ahead in {} ({} would have said {})",
+                             b_ahead, a.size(), a_ahead, ci_text, to_string(c.verdict));
+      c.verdict = Verdict::inconclusive;
+    }
+  }
   return c;
 }
 

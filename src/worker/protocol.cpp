@@ -184,7 +184,13 @@ json to_json(const BenchRequest& r) {
          {"max_seconds", r.max_seconds},
          {"target_rel_noise", r.target_rel_noise},
          {"guard_bytes", r.guard_bytes},
-         {"check_samples", r.check_samples}};
+         {"check_samples", r.check_samples},
+         {"timer", r.timer},
+         {"graph_launches", r.graph_launches},
+         {"clock_guard", r.clock_guard},
+         {"clock_share", r.clock_share},
+         {"max_discards", r.max_discards},
+         {"backoff_ms", r.backoff_ms}};
   if (!r.out_files.empty()) {
     json f = json::object();
     for (const auto& [k, v] : r.out_files) f[k] = v;
@@ -251,6 +257,20 @@ BenchRequest bench_request_from_json(const json& j) {
   r.guard_bytes = get_or<std::size_t>(j, "bench", "guard_bytes", 4096);
   r.check_samples = get_or<bool>(j, "bench", "check_samples", true);
   r.alt_out_files = get_or<std::map<std::string, std::string>>(j, "bench", "alt_out_files", {});
+  r.timer = get_or<std::string>(j, "bench", "timer", "events");
+  if (r.timer != "events" && r.timer != "cupti" && r.timer != "graph")
+    throw_error(ErrorKind::worker, fmt::format("worker protocol: 'bench' timer '{}' (events, cupti or graph)", r.timer));
+  r.graph_launches = get_or<int>(j, "bench", "graph_launches", 0);
+  if (r.graph_launches < 0 || r.graph_launches > 10000)
+    throw_error(ErrorKind::worker, fmt::format("worker protocol: 'bench' graph_launches {} (0 to 10000)", r.graph_launches));
+  if (r.timer == "graph" && r.flush)
+    throw_error(ErrorKind::worker, "worker protocol: 'bench' timer 'graph' replays launches back to back with a warm L2: flush must be false");
+  r.clock_guard = get_or<bool>(j, "bench", "clock_guard", true);
+  r.clock_share = get_or<double>(j, "bench", "clock_share", 0.90);
+  if (!(r.clock_share >= 0 && r.clock_share <= 1))
+    throw_error(ErrorKind::worker, fmt::format("worker protocol: 'bench' clock_share {} (0 to 1)", r.clock_share));
+  r.max_discards = get_or<int>(j, "bench", "max_discards", 20);
+  r.backoff_ms = get_or<int>(j, "bench", "backoff_ms", 20);
   return r;
 }
 CopyBenchRequest copy_bench_request_from_json(const json& j) {
@@ -280,7 +300,12 @@ json to_json(const BenchReply& r) {
   return json{{"ok", true},          {"samples_ms", r.samples_ms}, {"warmup_ms", r.warmup_ms},
               {"flush_bytes", r.flush_bytes}, {"stop_reason", r.stop_reason}, {"guard_violations", guards_json(r.guard_violations)},
               {"out_hashes", h}, {"alt_out_hashes", ah}, {"sample_hashes", sh}, {"sample_datasets", r.sample_datasets},
-              {"final_hashes", fh}};
+              {"final_hashes", fh}, {"timer", r.timer}, {"event_ms", r.event_ms},
+              {"kernels_per_sample", r.kernels_per_sample}, {"graph_launches", r.graph_launches},
+              {"sm_clock_mhz", r.sm_clock_mhz}, {"mem_clock_mhz", r.mem_clock_mhz},
+              {"reference_sm_mhz", r.reference_sm_mhz}, {"max_temperature_c", r.max_temperature_c},
+              {"clocks_note", r.clocks_note}, {"discarded", r.discarded}, {"clock_events", r.clock_events},
+              {"clock_guard_exhausted", r.clock_guard_exhausted}};
 }
 json to_json(const CopyBenchReply& r) { return json{{"ok", true}, {"samples_ms", r.samples_ms}, {"bytes", r.bytes}}; }
 json to_json(const LoadReply& r) { return json{{"ok", true}, {"kernels", r.kernels}}; }
@@ -321,6 +346,18 @@ BenchReply bench_reply_from_json(const json& j) {
   r.sample_hashes = get_or<std::map<std::string, std::vector<std::string>>>(j, "bench reply", "sample_hashes", {});
   r.sample_datasets = get_or<std::vector<int>>(j, "bench reply", "sample_datasets", {});
   r.final_hashes = get_or<std::map<std::string, std::vector<std::string>>>(j, "bench reply", "final_hashes", {});
+  r.timer = get_or<std::string>(j, "bench reply", "timer", "events");
+  r.event_ms = get_or<std::vector<double>>(j, "bench reply", "event_ms", {});
+  r.kernels_per_sample = get_or<std::vector<int>>(j, "bench reply", "kernels_per_sample", {});
+  r.graph_launches = get_or<int>(j, "bench reply", "graph_launches", 0);
+  r.sm_clock_mhz = get_or<std::vector<double>>(j, "bench reply", "sm_clock_mhz", {});
+  r.mem_clock_mhz = get_or<std::vector<double>>(j, "bench reply", "mem_clock_mhz", {});
+  r.reference_sm_mhz = get_or<unsigned>(j, "bench reply", "reference_sm_mhz", 0);
+  r.max_temperature_c = get_or<unsigned>(j, "bench reply", "max_temperature_c", 0);
+  r.clocks_note = get_or<std::string>(j, "bench reply", "clocks_note", "");
+  r.discarded = get_or<int>(j, "bench reply", "discarded", 0);
+  r.clock_events = get_or<std::vector<std::string>>(j, "bench reply", "clock_events", {});
+  r.clock_guard_exhausted = get_or<bool>(j, "bench reply", "clock_guard_exhausted", false);
   return r;
 }
 CopyBenchReply copy_bench_reply_from_json(const json& j) {

@@ -15,10 +15,13 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
+#include "kqual/cuda/cupti.hpp"
 #include "kqual/cuda/library.hpp"
+#include "kqual/cuda/nvml.hpp"
 #include "kqual/cuda/nvrtc.hpp"
 #include "kqual/cuda/objects.hpp"
 #include "kqual/stats/stopping.hpp"
+#include "kqual/stats/summary.hpp"
 #include "kqual/worker/protocol.hpp"
 #include "kqual/worker/worker.hpp"
 
@@ -517,7 +520,7 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
   const bool checked = req.check_samples && !outputs.empty();
   if (checked) {
     hasher.f = st.own("kqual_hash");
-    hasher.capacity = (std::size_t(std::max(warmup, 0) + std::max(max_samples, 1)) + 2) * outputs.size();
+    hasher.capacity = (std::size_t(std::max(warmup, 0) + std::max(max_samples, 1) + std::max(req.max_discards, 0)) + 2) * outputs.size();
     hasher.slots = cuda::DeviceBuffer(hasher.capacity * 8);
     hasher.blocks = unsigned(std::max(ctx.info().sms, 1)) * 4;
   }
@@ -525,6 +528,29 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
   cuda::Event start, stop;
   std::size_t launches = 0;
   std::vector<int> launch_dataset;
+  BenchReply reply;
+  reply.timer = req.timer;
+  // The timer: CUPTI's kernel records, or a CUDA graph of the plan (captured after the warm-up).
+  std::unique_ptr<cuda::KernelActivity> activity;
+  if (req.timer == "cupti") {
+    std::string why;
+    activity = cuda::KernelActivity::start(&why);
+    if (!activity) throw_error(ErrorKind::cuda, "timer 'cupti' is not available: " + why);
+  }
+  const bool graph = req.timer == "graph";
+  std::vector<cuda::GraphExec> graphs;
+  int per_replay = 1;
+  // The clock guard (NVML).
+  std::unique_ptr<cuda::DeviceClocks> clocks;
+  if (req.clock_guard) {
+    std::string why = "the driver gave no PCI bus id for the device";
+    if (!ctx.info().pci_bus_id.empty()) clocks = cuda::DeviceClocks::open(ctx.info().pci_bus_id, &why);
+    if (!clocks) reply.clocks_note = "clocks not read: " + why;
+    else reply.reference_sm_mhz = clocks->reference_sm_mhz();
+  } else {
+    reply.clocks_note = "clocks not read: clock guard off";
+  }
+  std::uint64_t next_id = 0, last_id = 0;
   // One launch of set `k` on dataset `d`: inputs refreshed (two datasets), outputs poisoned, the L2
   // flushed, the plan timed, the outputs hashed; everything but the plan outside the events.
   auto one = [&](std::uint32_t salt, std::size_t k, int d, bool hash) {
@@ -538,7 +564,14 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
     if (flush) KQUAL_CU(cuMemsetD32Async, flush_buf.get(), 0x5A5A0000u + salt, flush_bytes / 4, stream);
     if (clean) cuda::launch(clean_fn, clean_blocks, 1, 1, 256, 1, 1, 0, stream, clean_args);
     start.record(stream);
-    enqueue(st, plans[k]);
+    if (graph && !graphs.empty()) {
+      graphs[k].launch(stream);
+    } else {
+      last_id = ++next_id;
+      if (activity) activity->push(last_id);
+      enqueue(st, plans[k]);
+      if (activity) activity->pop();
+    }
     stop.record(stream);
     if (hash && checked) {
       std::size_t o = 0;
@@ -548,22 +581,79 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
       ++launches;
     }
     stop.synchronize();
-    return double(cuda::Event::elapsed_ms(start, stop));
+    return double(cuda::Event::elapsed_ms(start, stop)) / (graph && !graphs.empty() ? per_replay : 1);
   };
   auto set_of = [&](std::size_t i) { return two ? i % 2 : 0; };
   auto dataset_of = [&](std::size_t i) { return two ? int((i / 2) % 2) : 0; };
-  BenchReply reply;
   std::size_t i_all = 0;
   for (int i = 0; i < warmup; ++i, ++i_all) reply.warmup_ms.push_back(one(std::uint32_t(i), set_of(i_all), dataset_of(i_all), true));
+  if (graph) {
+    // Enough launches per replay for about 1 ms (a launch's time from the warm-up, or one more run).
+    double t = reply.warmup_ms.empty() ? one(0, set_of(i_all), dataset_of(i_all), false) : stats::median(reply.warmup_ms);
+    per_replay = req.graph_launches > 0 ? req.graph_launches : int(std::clamp(std::ceil(1.0 / std::max(t, 1e-4)), 1.0, 10000.0));
+    for (std::size_t k = 0; k < plans.size(); ++k)
+      graphs.push_back(cuda::GraphExec::capture(stream, [&] {
+        for (int l = 0; l < per_replay; ++l) enqueue(st, plans[k]);
+      }));
+    reply.graph_launches = per_replay;
+  }
   std::vector<double> samples;
+  std::vector<std::uint64_t> sample_ids;
   auto t0 = std::chrono::steady_clock::now();
   const stats::StoppingRule rule{min_samples, max_samples, max_seconds, target_noise};
   std::string stop_reason;
+  std::size_t attempt = 0;
   while (stop_reason.empty()) {
-    samples.push_back(one(std::uint32_t(samples.size() + 1000), set_of(i_all), dataset_of(i_all), true));
+    const double v = one(std::uint32_t(samples.size() + 1000 + attempt), set_of(i_all), dataset_of(i_all), true);
     ++i_all;
+    ++attempt;
+    bool keep = true;
+    if (clocks) {
+      const cuda::ClockReading c = clocks->read();
+      reply.max_temperature_c = std::max(reply.max_temperature_c, c.temperature_c);
+      const unsigned ref = clocks->reference_sm_mhz();
+      const bool slow = ref && c.sm_mhz && double(c.sm_mhz) < req.clock_share * double(ref);
+      const std::uint64_t throttling = c.reasons & cuda::clock_reason::throttling;
+      if (slow || throttling) {
+        const bool discard = reply.discarded < req.max_discards;
+        if (reply.clock_events.size() < 20)
+          reply.clock_events.push_back(fmt::format("sample attempt {}: SM {} MHz ({:.0f} % of {}){}{}; {}", attempt, c.sm_mhz,
+                                                   ref ? 100.0 * c.sm_mhz / ref : 0.0, ref, throttling ? ", " : "",
+                                                   cuda::describe_clock_reasons(throttling), discard ? "discarded" : "kept (guard exhausted)"));
+        if (discard) {
+          keep = false;
+          ++reply.discarded;
+          std::this_thread::sleep_for(std::chrono::milliseconds(std::max(req.backoff_ms, 0)));
+        } else {
+          reply.clock_guard_exhausted = true;
+        }
+      }
+      if (keep) {
+        reply.sm_clock_mhz.push_back(c.sm_mhz);
+        reply.mem_clock_mhz.push_back(c.mem_mhz);
+      }
+    }
+    if (keep) {
+      samples.push_back(v);
+      sample_ids.push_back(last_id);
+    }
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    stop_reason = stats::stop_reason(rule, samples, elapsed);
+    stop_reason = samples.empty() ? (elapsed > max_seconds * 4 ? "time_cap" : "") : stats::stop_reason(rule, samples, elapsed);
+  }
+  if (samples.empty()) throw_error(ErrorKind::cuda, "every sample was discarded by the clock guard: " + reply.clock_events.front());
+  if (activity) {
+    // The kernels' own start and end (CUPTI) replace the event intervals; those are kept beside.
+    const auto spans = activity->collect();
+    reply.event_ms = samples;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      auto it = spans.find(sample_ids[i]);
+      if (it == spans.end())
+        throw_error(ErrorKind::cuda, fmt::format("timer 'cupti': no kernel record for sample {} (a plan without kernels, or "
+                                                 "CUPTI lost records)", i + 1));
+      samples[i] = it->second.ms();
+      reply.kernels_per_sample.push_back(it->second.kernels);
+    }
+    activity.reset();
   }
   st.stream->synchronize();
   if (checked) {

@@ -60,6 +60,9 @@ const std::vector<FlagCase>& cases() {
       {"check cand", "sanitizer-pass", true, [](const CliState& s) { return s.check.sanitizer_pass; }},
       {"bench cand", "sanitizer-pass", true, [](const CliState& s) { return s.bench.sanitizer_pass; }},
       {"selftest", "sanitizer-pass", true, [](const CliState& s) { return s.selftest.sanitizer_pass; }},
+      {"qualify cand", "clock-guard", true, [](const CliState& s) { return s.qualify.clock_guard; }},
+      {"check cand", "clock-guard", true, [](const CliState& s) { return s.check.clock_guard; }},
+      {"bench cand", "clock-guard", true, [](const CliState& s) { return s.bench.clock_guard; }},
       {"compare old new", "gpu", true, [](const CliState& s) { return s.compare.o.use_gpu; }},
       {"compare old new", "correctness", true, [](const CliState& s) { return s.compare.o.correctness; }},
       {"compare old new", "large-cases", false, [](const CliState& s) { return s.compare.o.large_cases; }},
@@ -141,6 +144,21 @@ TEST(CliFlags, EveryNegatableFlagIsCoveredHere) {
     EXPECT_TRUE(covered) << "negatable flag without a value test: " << f;
   }
   EXPECT_GE(found.size(), cases().size());
+}
+
+}  // namespace
+}  // namespace kqual::run
+
+namespace kqual::run {
+namespace {
+
+TEST(CliTimer, TimerAndWarmL2Parse) {
+  CliState s = parse({"bench", "cand", "--timer", "cupti", "--l2-flush", "none"});
+  EXPECT_EQ(s.bench.timer, "cupti");
+  EXPECT_EQ(s.bench.flush_mode, "none");
+  EXPECT_EQ(parse({"qualify", "cand"}).qualify.timer, "events");  // the default
+  s = parse({"bench", "cand", "--timer", "graph", "--l2-flush", "none", "--graph-launches", "64"});
+  EXPECT_EQ(s.bench.graph_launches, 64);
 }
 
 }  // namespace

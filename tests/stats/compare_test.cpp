@@ -190,3 +190,42 @@ TEST(Decision, JsonCarriesVerdictAndReason) {
   EXPECT_TRUE(j["ci"].is_array());
   EXPECT_FALSE(j["reason"].get<std::string>().empty());
 }
+
+namespace kqual::stats {
+namespace {
+
+// Per-process medians of A and B in pairs: B ahead by 10 % in most pairs but A ahead by 10 % in
+// one. The pooled interval may still exclude 1; the order reversed, so no reliable difference.
+TEST(Reversal, OrderReversedBetweenRunsIsNoReliableDifference) {
+  std::vector<double> a, b;
+  for (int i = 0; i < 12; ++i) {
+    a.push_back(1.0 + 0.001 * i);
+    b.push_back((i == 5 ? 1.10 : 0.90) * a.back());
+  }
+  DecisionOptions d;
+  d.test.paired = true;
+  d.margin.relative = 0.02;
+  const Comparison plain = compare(a, b, d);
+  ASSERT_EQ(plain.verdict, Verdict::faster) << plain.reason;  // without the check
+  d.reversal_check = true;
+  const Comparison c = compare(a, b, d);
+  EXPECT_EQ(c.verdict, Verdict::inconclusive);
+  EXPECT_NE(c.reason.find("no reliable difference"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("B ahead beyond the margin in 11 of 12 pairs, A ahead in 1"), std::string::npos) << c.reason;
+}
+
+TEST(Reversal, ConsistentOrderKeepsTheVerdict) {
+  std::vector<double> a, b;
+  for (int i = 0; i < 12; ++i) {
+    a.push_back(1.0 + 0.001 * i);
+    b.push_back((i % 2 ? 0.99 : 0.90) * a.back());  // B ahead or within the margin, never behind
+  }
+  DecisionOptions d;
+  d.test.paired = true;
+  d.margin.relative = 0.02;
+  d.reversal_check = true;
+  EXPECT_EQ(compare(a, b, d).verdict, Verdict::faster);
+}
+
+}  // namespace
+}  // namespace kqual::stats

@@ -139,6 +139,62 @@ TEST(Protocol, FlushModeRoundTripsAndAnUnknownOneIsRefused) {
   EXPECT_THROW(bench_request_from_json(j), Error);
 }
 
+TEST(Protocol, TimerAndClockGuardRoundTripAndBadValuesAreRefused) {
+  BenchRequest a;
+  a.buffers = sample_run().buffers;
+  a.launches = sample_run().launches;
+  EXPECT_EQ(bench_request_from_json(to_json(a)).timer, "events");  // the default
+  EXPECT_TRUE(bench_request_from_json(to_json(a)).clock_guard);
+  a.timer = "cupti";
+  a.clock_guard = false;
+  a.clock_share = 0.8;
+  a.max_discards = 7;
+  BenchRequest b = bench_request_from_json(json::parse(to_json(a).dump()));
+  EXPECT_EQ(b.timer, "cupti");
+  EXPECT_FALSE(b.clock_guard);
+  EXPECT_DOUBLE_EQ(b.clock_share, 0.8);
+  EXPECT_EQ(b.max_discards, 7);
+  json j = to_json(a);
+  j["timer"] = "wallclock";
+  EXPECT_THROW(bench_request_from_json(j), Error);
+  j = to_json(a);
+  j["clock_share"] = 1.5;
+  EXPECT_THROW(bench_request_from_json(j), Error);
+  // A graph replays launches back to back: with an L2 flush it would time the flushes.
+  a.timer = "graph";
+  a.flush = true;
+  EXPECT_THROW(bench_request_from_json(to_json(a)), Error);
+  a.flush = false;
+  a.graph_launches = 50;
+  EXPECT_EQ(bench_request_from_json(to_json(a)).graph_launches, 50);
+  j = to_json(a);
+  j["graph_launches"] = -1;
+  EXPECT_THROW(bench_request_from_json(j), Error);
+}
+
+TEST(Protocol, BenchReplyCarriesTimerAndClocks) {
+  BenchReply r;
+  r.samples_ms = {0.80, 0.81};
+  r.timer = "cupti";
+  r.event_ms = {0.83, 0.84};
+  r.kernels_per_sample = {1, 1};
+  r.sm_clock_mhz = {1980, 1965};
+  r.mem_clock_mhz = {3201, 3201};
+  r.reference_sm_mhz = 1980;
+  r.discarded = 2;
+  r.clock_events = {"sample attempt 4: SM 1410 MHz (71 % of 1980), sw_power_cap; discarded"};
+  r.clocks_note = "";
+  const BenchReply b = bench_reply_from_json(json::parse(to_json(r).dump()));
+  EXPECT_EQ(b.timer, "cupti");
+  EXPECT_EQ(b.event_ms, r.event_ms);
+  EXPECT_EQ(b.kernels_per_sample, r.kernels_per_sample);
+  EXPECT_EQ(b.sm_clock_mhz, r.sm_clock_mhz);
+  EXPECT_EQ(b.mem_clock_mhz, r.mem_clock_mhz);
+  EXPECT_EQ(b.reference_sm_mhz, 1980u);
+  EXPECT_EQ(b.discarded, 2);
+  EXPECT_EQ(b.clock_events, r.clock_events);
+}
+
 TEST(Protocol, RepliesRoundTrip) {
   RunReply run;
   RunResult rr;

@@ -20,8 +20,11 @@ struct TimingOptions {
   int rounds = 3;                    // implementations interleaved, order rotated every round
   int samples_per_round = 10;        // so >= 30 samples per implementation
   int warmup = 5;                    // excluded, reported
-  bool flush_l2 = true;
-  std::string flush_mode = "write";  // "write" or "clean" (worker::BenchRequest::flush_mode)
+  bool flush_l2 = true;              // false: warm L2 (flush_mode "none")
+  std::string flush_mode = "write";  // "write", "clean" or "none" (worker::BenchRequest::flush_mode)
+  std::string timer = "events";      // "events", "cupti" or "graph" (worker::BenchRequest::timer)
+  int graph_launches = 0;            // timer "graph": launches per replay (0: ~1 ms per replay)
+  bool clock_guard = true;           // NVML clock per sample; throttled samples discarded
   bool measure_copy = true;          // device-to-device copy at the largest size, same run
   double equivalence_margin = 0.02;  // relative: |ratio - 1| below this is "no difference"
   std::uint64_t seed = 20261202;
@@ -42,6 +45,17 @@ struct Series {
   std::string verify_detail;
   std::string verify_code;           // "timed_output_wrong" when not verified
   std::string error;                 // the implementation could not be timed
+  // How the samples were taken (worker::BenchReply): the timer, the event interval of the same
+  // samples when the timer is CUPTI, launches per graph replay, and the clock guard's record.
+  std::string timer = "events";
+  std::vector<double> event_ms;
+  int graph_launches = 0;
+  std::vector<double> sm_clock_mhz, mem_clock_mhz;
+  unsigned reference_sm_mhz = 0, max_temperature_c = 0;
+  std::string clocks_note;
+  int discarded = 0;
+  std::vector<std::string> clock_events;
+  bool clock_guard_exhausted = false;
 };
 
 struct ShapeResult {
@@ -61,6 +75,8 @@ struct ShapeResult {
 struct TimingReport {
   std::vector<ShapeResult> shapes;
   std::string boundary;              // what exactly the timed region contains
+  std::string l2_mode;               // "cold_l2_write_flush", "cold_l2_clean_flush" or "warm_l2"
+  std::string timer;                 // "events", "cupti" or "graph"
   json to_json() const;
 };
 

@@ -27,7 +27,8 @@ namespace kqual::cuda {
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)                    \
   X(cuCtxResetPersistingL2Cache) X(cuModuleGetLoadingMode) X(cuMemAddressReserve) X(cuMemAddressFree)     \
   X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)                        \
-  X(cuMemGetAllocationGranularity)
+  X(cuMemGetAllocationGranularity) X(cuDeviceGetPCIBusId) X(cuStreamBeginCapture) X(cuStreamEndCapture)   \
+  X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
 
 struct DriverApi {
 #define KQUAL_CUDA_MEMBER(name) decltype(&::name) name = nullptr;

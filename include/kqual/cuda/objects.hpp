@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
@@ -27,6 +28,7 @@ struct DeviceInfo {
   int memory_bus_bits = 0;
   std::size_t total_memory = 0;
   int driver_version = 0;      // e.g. 13000
+  std::string pci_bus_id;      // "0000:19:00.0" (NVML finds the same device by it)
   std::string arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };
 
@@ -167,6 +169,24 @@ class TrappedAllocation {
   std::size_t reserved_bytes_ = 0, mapped_bytes_ = 0;
   CUmemGenericAllocationHandle handle_{};
   bool has_handle_ = false;
+};
+
+// A CUDA graph captured from work enqueued on a stream, instantiated, ready to replay.
+class GraphExec {
+ public:
+  GraphExec() = default;
+  // Captures what `enqueue` puts on `stream` (thread-local capture mode) and instantiates it.
+  static GraphExec capture(CUstream stream, const std::function<void()>& enqueue);
+  ~GraphExec();
+  GraphExec(GraphExec&& o) noexcept : g_(std::exchange(o.g_, nullptr)), e_(std::exchange(o.e_, nullptr)) {}
+  GraphExec& operator=(GraphExec&& o) noexcept;
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+  void launch(CUstream stream) const;
+
+ private:
+  CUgraph g_{};
+  CUgraphExec e_{};
 };
 
 // Launch with the driver's checks; errors name the kernel.

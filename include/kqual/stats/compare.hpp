@@ -74,6 +74,11 @@ struct DecisionOptions {
   EquivalenceMargin margin{};
   double alpha = 0.05;          // rank test level required to call faster / slower
   std::size_t min_samples = 5;  // per side; fewer → inconclusive
+  // Paired runs (a[i], b[i] measured together, e.g. one pair of fresh processes): when some pairs
+  // put B ahead and others put A ahead, each beyond the margin, the order reversed between runs and
+  // a faster/slower call is not reliable — the verdict becomes inconclusive ("no reliable
+  // difference") whatever the interval says.
+  bool reversal_check = false;
 };
 
 struct Comparison {

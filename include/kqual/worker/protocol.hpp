@@ -120,6 +120,24 @@ struct BenchRequest {
   // first, alt_out_files/alt_out_hashes for the second).
   bool check_samples = true;
   std::map<std::string, std::string> alt_out_files;
+  // What a sample is (docs/statistics.md, "What a timed sample is"):
+  //   "events": CUDA events around the plan (default);
+  //   "cupti":  the GPU's own start of the plan's first kernel to the end of its last (CUPTI activity
+  //             records; any stream, library kernels included); the event interval of the same
+  //             samples comes back as event_ms, the noise target is judged on it;
+  //   "graph":  the plan captured graph_launches times into one CUDA graph, replayed between the
+  //             events, sample = interval / graph_launches (tiny kernels: no launch gaps; warm L2
+  //             only, so flush must be false).
+  std::string timer = "events";
+  int graph_launches = 0;  // 0: enough launches for ~1 ms per replay (from the warm-up), at most 10000
+  // Clock guard: the SM clock (NVML) read after every sample; a sample during which the clock fell
+  // below clock_share of the reference clock, or a power/thermal/hardware slowdown was active, is
+  // discarded and the worker backs off for backoff_ms; after max_discards the rest are kept and
+  // flagged. Off, or without NVML: clocks not read (clocks_note says why).
+  bool clock_guard = true;
+  double clock_share = 0.90;
+  int max_discards = 20;
+  int backoff_ms = 20;
 };
 struct CopyBenchRequest {
   std::size_t bytes = 0;
@@ -178,6 +196,17 @@ struct BenchReply {
   std::map<std::string, std::vector<std::string>> sample_hashes;
   std::vector<int> sample_datasets;
   std::map<std::string, std::vector<std::string>> final_hashes;
+  std::string timer = "events";
+  std::vector<double> event_ms;            // timer "cupti": the event interval of each sample
+  std::vector<int> kernels_per_sample;     // timer "cupti": kernels CUPTI saw in each sample
+  int graph_launches = 0;                  // timer "graph": launches per replay
+  // Clocks (NVML), per kept sample; empty with clocks_note saying why when not read.
+  std::vector<double> sm_clock_mhz, mem_clock_mhz;
+  unsigned reference_sm_mhz = 0, max_temperature_c = 0;
+  std::string clocks_note;
+  int discarded = 0;                       // samples discarded by the clock guard
+  std::vector<std::string> clock_events;   // "sample 12: SM 1410 MHz (71 % of 1980), sw_power_cap"
+  bool clock_guard_exhausted = false;      // more than max_discards: later samples kept, flagged
 };
 struct CopyBenchReply {
   std::vector<double> samples_ms;
