@@ -54,6 +54,7 @@ for k in $kernels; do
   stamp "== $k: $cand ${shape[*]}"
   runs=("events write" "events clean" "cupti clean")
   [ "$k" = tiny ] && runs+=("graph none" "events none")
+  [ "$k" = bw ] && runs+=("cupti write" "cupti none")
   for r in "${runs[@]}"; do
     set -- $r
     cmd=("$kqual" bench "$root/$cand" "${shape[@]}" --timer "$1" --l2-flush "$2" --rounds 2 --samples 15 --quiet --out "$out/$k-$1-$2")
@@ -64,13 +65,18 @@ for k in $kernels; do
     row "$k" "kqual $1 $2" "$med" "events=$ev clock=$clk discarded=$disc"
   done
   if command -v ncu > /dev/null; then
-    cmd=(ncu --target-processes all --clock-control none --cache-control all --metrics gpu__time_duration.sum
-         -k "regex:$regex" -c 15 --csv "$kqual" bench "$root/$cand" "${shape[@]}" --l2-flush clean --rounds 1 --samples 5 --quiet --out "$out/$k-ncu-run")
-    stamp "command: ${cmd[*]}"
-    "${cmd[@]}" > "$out/$k-ncu.csv" 2> "$out/$k-ncu.err"
-    read -r nmed ncount < <(ncu_median "$out/$k-ncu.csv")
-    echo "  ncu gpu__time_duration.sum: median $nmed ms over $ncount launches"
-    row "$k" "ncu" "$nmed" "launches=$ncount"
+    # --cache-control all (the reference) and none (ncu leaves the caches as kqual's flush left them:
+    # isolates what ncu's own flush-and-invalidate does to the kernel's time).
+    for cc in ${KQUAL_FIDELITY_NCU_CACHE:-all none}; do
+      name=ncu; [ "$cc" = all ] || name="ncu --cache-control $cc"
+      cmd=(ncu --target-processes all --clock-control none --cache-control "$cc" --metrics gpu__time_duration.sum
+           -k "regex:$regex" -c 15 --csv "$kqual" bench "$root/$cand" "${shape[@]}" --l2-flush clean --rounds 1 --samples 5 --quiet --out "$out/$k-ncu-$cc-run")
+      stamp "command: ${cmd[*]}"
+      "${cmd[@]}" > "$out/$k-ncu-$cc.csv" 2> "$out/$k-ncu-$cc.err"
+      read -r nmed ncount < <(ncu_median "$out/$k-ncu-$cc.csv")
+      echo "  ncu --cache-control $cc gpu__time_duration.sum: median $nmed ms over $ncount launches"
+      row "$k" "$name" "$nmed" "launches=$ncount"
+    done
   else
     echo "  ncu not found: no reference"
   fi

@@ -102,10 +102,14 @@ std::unique_ptr<KernelActivity> KernelActivity::start(std::string* why) {
     if (why) *why = "cuptiActivityRegisterCallbacks: " + result_text(registered);
     return nullptr;
   }
-  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION}) {
+  // External correlation records accompany API records only, so the driver API's records are on
+  // too (they are skipped when read).
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_DRIVER,
+                               CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION}) {
     if (CUptiResult r = c.enable(k); r != CUPTI_SUCCESS) {
       if (why) *why = fmt::format("cuptiActivityEnable({}): {}", int(k), result_text(r));
       c.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+      c.disable(CUPTI_ACTIVITY_KIND_DRIVER);
       return nullptr;
     }
   }
@@ -116,6 +120,7 @@ KernelActivity::~KernelActivity() {
   const Cupti& c = cupti();
   c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   c.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  c.disable(CUPTI_ACTIVITY_KIND_DRIVER);
   c.disable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   std::lock_guard<std::mutex> lock(g_mu);
   for (auto& [b, n] : g_done) std::free(b);
