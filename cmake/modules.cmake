@@ -4,7 +4,7 @@
 # list, so an upward or sideways include fails CI.
 #
 # Layers, bottom to top: core · stats model artifact contract · cuda · decision · startup ·
-# worker · build · check · bench report · pipeline · run (the CLI).
+# worker · build · check · bench · report · pipeline · run (the CLI).
 set(KQUAL_MODULES core stats model artifact contract cuda decision startup worker build check bench report pipeline run)
 set(KQUAL_DEPS_core "")
 set(KQUAL_DEPS_stats core)
@@ -18,7 +18,7 @@ set(KQUAL_DEPS_worker core cuda stats)
 set(KQUAL_DEPS_build core artifact contract cuda)
 set(KQUAL_DEPS_check core contract cuda stats build worker)
 set(KQUAL_DEPS_bench core contract cuda stats build worker check)
-set(KQUAL_DEPS_report core cuda decision)
+set(KQUAL_DEPS_report core cuda contract stats decision bench)
 set(KQUAL_DEPS_pipeline core artifact bench build check contract decision report startup stats worker)
 set(KQUAL_DEPS_run core stats model artifact contract cuda decision startup worker build check bench report pipeline)
 

@@ -21,6 +21,7 @@
 #include "kqual/build/manifest.hpp"
 #include "kqual/worker/session.hpp"
 #include "kqual/report/provenance.hpp"
+#include "kqual/report/results.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/stats/compare.hpp"
 #include "kqual/stats/summary.hpp"
@@ -144,33 +145,39 @@ json summary_or_null(const std::vector<double>& v) {
 }  // namespace
 
 Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions& jo) {
+  return judge(report::compare_result_from_json(static_part), ev, jo);
+}
+
+Judgement judge(const report::CompareResult& static_part, const Evidence& ev, const JudgeOptions& jo) {
   static const char* kSide[2] = {"old", "new"};
-  json r = json::object();
-  for (const char* k : {"schema", "schema_version", "provenance", "target", "sides", "artifact_diff"})
-    if (static_part.contains(k)) r[k] = static_part.at(k);
-  json phases = json::object();
-  if (static_part.contains("phases"))
-    for (const char* k : {"build", "artifact_diff"})
-      if (static_part.at("phases").contains(k)) phases[k] = static_part.at("phases").at(k);
-  json notes = static_part.value("notes", json::array());
-  json not_run = json::array();
-  json verdict{{"reasons", json::array()}};
+  report::CompareResult r;
+  r.provenance = static_part.provenance;
+  r.target = static_part.target;
+  r.sides = static_part.sides;
+  r.artifact_diff = static_part.artifact_diff;
+  r.measured = true;
+  report::PhaseList& phases = r.phases;
+  phases = static_part.phases;
+  phases.keep_only({"build", "artifact_diff"});
+  std::vector<std::string>& notes = r.notes;
+  notes = static_part.notes;
+  std::vector<std::string>& not_run = r.not_run;
+  report::CompareVerdict& verdict = r.verdict;
   Judgement out;
-  auto finish = [&](const std::string& decision_text, int code, const std::string& summary) {
-    verdict["decision"] = decision_text;
-    verdict["exit_code"] = code;
-    verdict["summary"] = summary;
-    r["phases"] = phases;
-    r["not_run"] = not_run;
-    r["notes"] = notes;
-    r["verdict"] = verdict;
-    out.results = r;
+  auto finish = [&](decision::ShipVerdict decision, int code, const std::string& summary) {
+    verdict.decision = decision;
+    verdict.exit_code = code;
+    verdict.summary = summary;
+    out.results = report::to_json(r);
+    out.result = r;
     out.exit_code = code;
     return out;
   };
   if (!ev.can_launch) {
     not_run.push_back("correctness and warm timing: no launch plan for a prebuilt artifact (give --manifest DIR)");
-    phases["correctness"] = phases["warm_timing"] = "not run: no launch plan (give --manifest)";
+    // (warm_timing listed first, as this document has always had it)
+    phases.set("warm_timing", "not run: no launch plan (give --manifest)");
+    phases.set("correctness", "not run: no launch plan (give --manifest)");
   }
 
   // ---- Correctness: NEW is blamed only for what it changes ----
@@ -178,9 +185,8 @@ Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions&
   const CorrectnessSide& cn = ev.correctness[1];
   const CorrectnessRelation rel = relate(co, cn);
   const bool blamed = new_is_blamed(co, cn);
-  json correctness = json::object();
   if (ev.can_launch && ev.correctness_skipped) {
-    phases["correctness"] = "skipped (--no-correctness)";
+    phases.set("correctness", "skipped (--no-correctness)");
     not_run.push_back("correctness: skipped (--no-correctness)");
   } else if (ev.can_launch) {
     if (!ev.large_cases)
@@ -190,7 +196,7 @@ Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions&
     for (int k = 0; k < 2; ++k) {
       const CorrectnessSide& c = ev.correctness[k];
       if (!c.ran) continue;
-      correctness[kSide[k]] = c.report;
+      r.correctness[kSide[k]] = c.report;
       text += fmt::format("{}{}: {} ({} passed, {} failed, {} refused)", text.empty() ? "" : "; ", kSide[k],
                           c.accepted ? "accepted" : "rejected", c.passed, c.failed, c.refused);
     }
@@ -224,16 +230,16 @@ Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions&
       }
       case CorrectnessRelation::not_run: explanation = "not run"; break;
     }
-    if (!text.empty()) phases["correctness"] = text;
-    r["correctness_relation"] = {{"relation", to_string(rel)}, {"new_blamed", blamed}, {"explanation", explanation}};
+    if (!text.empty()) phases.set("correctness", text);
+    r.correctness_relation = report::CorrectnessRelationBlock{to_string(rel), blamed, explanation};
     if (rel != CorrectnessRelation::both_accepted && rel != CorrectnessRelation::not_run)
-      verdict["reasons"].push_back("correctness: " + explanation);
+      verdict.reasons.push_back("correctness: " + explanation);
   }
-  r["correctness"] = correctness;
-  if (!ev.wall_s.empty()) r["wall_s"] = ev.wall_s;
+  r.wall_s = ev.wall_s;
   if (blamed) {
-    phases["startup"] = phases["warm_timing"] = "not run: NEW computes the wrong answer where OLD did not";
-    return finish(decision::to_string(decision::ShipVerdict::do_not_ship), kExitFail,
+    phases.set("warm_timing", "not run: NEW computes the wrong answer where OLD did not");
+    phases.set("startup", "not run: NEW computes the wrong answer where OLD did not");
+    return finish(decision::ShipVerdict::do_not_ship, kExitFail,
                   "NEW computes the wrong answer where OLD did not; no speed makes up for that.");
   }
   const bool both_wrong =
@@ -273,7 +279,7 @@ Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions&
   if (ev.can_launch) {
     json order = json::array();
     for (int x : ev.order) order.push_back(x == 0 ? "A" : "B");
-    r["warm"] = {{"unit", "one sample per fresh worker process: the median of its timed samples"},
+    r.warm = json{{"unit", "one sample per fresh worker process: the median of its timed samples"},
                  {"processes_per_side", ev.processes},
                  {"samples_per_process", ev.samples},
                  {"warmup_per_process", ev.warmup},
@@ -282,8 +288,8 @@ Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions&
                  {"margin_relative", jo.warm_margin},
                  {"decision_shape", jo.decision_index < ev.warm.size() ? json(ev.warm[jo.decision_index].shape) : json()},
                  {"shapes", warm_j}};
-    phases["warm_timing"] = fmt::format("{} fresh worker processes per side, {} samples per shape each, order A B B A ...",
-                                        ev.processes, ev.samples);
+    phases.set("warm_timing", fmt::format("{} fresh worker processes per side, {} samples per shape each, order A B B A ...",
+                                          ev.processes, ev.samples));
   }
 
   // ---- Startup per mode: first request, and its delta over the artifact-dependent phases ----
@@ -343,7 +349,7 @@ Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions&
     pairs.push_back(pair);
     startup_j.push_back(mj);
   }
-  r["startup"] = {{"runs_per_side_per_mode", ev.startup_runs},
+  r.startup = json{{"runs_per_side_per_mode", ev.startup_runs},
                   {"runs_requested", jo.startup_runs_requested},
                   {"max_runs", jo.startup_max_runs},
                   {"extensions", ev.startup_extensions},
@@ -360,32 +366,32 @@ Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions&
                   {"notes", ev.startup_notes},
                   {"modes", startup_j}};
   if (!ev.startup.empty())
-    phases["startup"] = fmt::format("{} fresh processes per side per mode, {} mode(s)", ev.startup_runs, startup_j.size());
+    phases.set("startup", fmt::format("{} fresh processes per side per mode, {} mode(s)", ev.startup_runs, startup_j.size()));
   if (unresolved)
-    verdict["reasons"].push_back(fmt::format(
+    verdict.reasons.push_back(fmt::format(
         "startup: at least one cache mode could not resolve {} ms within {} processes per side (see startup.resolution)",
         jo.resolve_ms, jo.startup_max_runs));
 
   // ---- Decision per profile ----
   if (!ev.can_launch)
-    return finish("incomplete", kExitIncomplete,
+    return finish(decision::ShipVerdict::incomplete, kExitIncomplete,
                   "Startup and artifact identity only: without a launch plan (--manifest) there is no warm timing to weigh "
                   "the startup cost against.");
   if (new_timing_failed || (new_timed_wrong && !(both_wrong && old_timed_wrong))) {
-    verdict["reasons"].push_back(new_timed_wrong ? "NEW's timed output was wrong (re-checked after timing)"
-                                                 : "NEW could not be timed at every shape (see warm.shapes[].new.errors)");
-    return finish(decision::to_string(decision::ShipVerdict::do_not_ship), kExitFail,
+    verdict.reasons.push_back(new_timed_wrong ? "NEW's timed output was wrong (re-checked after timing)"
+                                              : "NEW could not be timed at every shape (see warm.shapes[].new.errors)");
+    return finish(decision::ShipVerdict::do_not_ship, kExitFail,
                   "NEW failed under timing; see the warm timing section.");
   }
   if (both_wrong && new_timed_wrong)
     notes.push_back("both sides' timed outputs are wrong, as their correctness results predict: not held against NEW");
   if (jo.decision_index >= ev.warm.size() || ev.warm[jo.decision_index].side[0].medians.empty()) {
     not_run.push_back("decision: OLD could not be timed at the decision shape");
-    return finish("incomplete", kExitIncomplete, "OLD could not be timed; nothing to weigh NEW against.");
+    return finish(decision::ShipVerdict::incomplete, kExitIncomplete, "OLD could not be timed; nothing to weigh NEW against.");
   }
   if (pairs.empty()) {
     not_run.push_back("decision: no startup samples");
-    return finish("incomplete", kExitIncomplete, "No startup measurement on both sides; nothing to decide on.");
+    return finish(decision::ShipVerdict::incomplete, kExitIncomplete, "No startup measurement on both sides; nothing to decide on.");
   }
   const auto& wa = ev.warm[jo.decision_index].side[0].medians;
   const auto& wb = ev.warm[jo.decision_index].side[1].medians;
@@ -400,18 +406,18 @@ Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions&
     ds.push_back(std::move(d));
   }
   if (ds.empty()) throw_error(ErrorKind::usage, "no deployment profile to decide with");
-  r["decisions"] = decisions;
-  verdict["profile"] = jo.profiles.front().name;
-  verdict["reasons"].push_back(fmt::format("decided at shape {} with profile '{}'", ev.warm[jo.decision_index].shape,
+  r.decisions = decisions;
+  verdict.profile = jo.profiles.front().name;
+  verdict.reasons.push_back(fmt::format("decided at shape {} with profile '{}'", ev.warm[jo.decision_index].shape,
                                            jo.profiles.front().name));
-  for (const auto& x : ds.front().reasons) verdict["reasons"].push_back(x);
+  for (const auto& x : ds.front().reasons) verdict.reasons.push_back(x);
   for (std::size_t i = 1; i < ds.size(); ++i)
-    verdict["reasons"].push_back(
+    verdict.reasons.push_back(
         fmt::format("for profile '{}': {}", jo.profiles[i].name, decision::describe(ds[i].verdict)));
   std::string headline = ds.front().headline;
   if (both_wrong)
     headline = "Both builds fail the contract (a defect the change did not introduce); as for speed: " + headline;
-  return finish(decision::to_string(ds.front().verdict), decision::exit_code(ds.front().verdict), headline);
+  return finish(ds.front().verdict, decision::exit_code(ds.front().verdict), headline);
 }
 
 namespace {
@@ -599,10 +605,10 @@ CompareOutcome run_compare(const CompareOptions& o) {
   const std::string arch = tg.arch;
   const std::string why_no_gpu = tg.why_no_gpu;
 
-  json r = schema_header("compare");
-  r["provenance"] = report::provenance(o.command_line, tg.device_json());
-  r["target"] = {{"arch", arch}, {"source", tg.arch_source}};
-  json notes = json::array();
+  report::CompareResult r;
+  r.provenance = report::provenance(o.command_line, tg.device_json());
+  r.target = {arch, tg.arch_source};
+  std::vector<std::string>& notes = r.notes;
 
   // ---- 3. Build (or adopt) both sides: static, no GPU ----
   for (auto& s : sides) {
@@ -671,20 +677,19 @@ CompareOutcome run_compare(const CompareOptions& o) {
     if (s.built) j["candidate"] = s.built->to_json(), j["candidate"]["image"]["kind"] = s.prov.image_kind;
     side_json[s.label] = j;
   }
-  r["sides"] = side_json;
-  r["artifact_diff"] = artifact::to_json(diff);
-  json phases = json::object();
-  phases["build"] = fmt::format("old: {}; new: {}", sides[0].prov.recipe, sides[1].prov.recipe);
-  phases["artifact_diff"] = fmt::format("old loads by {}, new by {} on {}; {} kernel(s) compared",
-                                        artifact::to_string(sides[0].sel.path), artifact::to_string(sides[1].sel.path), arch,
-                                        diff.kernels.size());
-  r["phases"] = phases;
-  r["notes"] = notes;
+  r.sides = side_json;
+  r.artifact_diff = artifact::to_json(diff);
+  report::PhaseList& phases = r.phases;
+  phases.set("build", fmt::format("old: {}; new: {}", sides[0].prov.recipe, sides[1].prov.recipe));
+  phases.set("artifact_diff", fmt::format("old loads by {}, new by {} on {}; {} kernel(s) compared",
+                                          artifact::to_string(sides[0].sel.path), artifact::to_string(sides[1].sel.path), arch,
+                                          diff.kernels.size()));
 
-  auto write = [&](json results, int code) {
+  auto write = [&](report::CompareResult result, int code) {
     CompareOutcome out;
-    out.results = std::move(results);
-    out.memo = report::render_compare_memo(out.results);
+    out.results = report::to_json(result);
+    out.memo = report::render_compare_memo(result);
+    out.result = std::move(result);
     out.exit_code = code;
     const pipeline::Written w = pipeline::write_results(o.out_dir, out.results, out.memo);
     out.results_path = w.results;
@@ -693,23 +698,19 @@ CompareOutcome run_compare(const CompareOptions& o) {
   };
 
   if (!dev.present) {
-    json not_run = json::array();
-    json verdict{{"reasons", json::array()}};
     for (const char* ph : {"correctness", "startup", "warm_timing", "decision"}) {
-      phases[ph] = "not run: needs a GPU (" + why_no_gpu + ")";
-      not_run.push_back(std::string(ph) + ": needs a GPU (" + why_no_gpu + ")");
+      phases.set(ph, "not run: needs a GPU (" + why_no_gpu + ")");
+      r.not_run.push_back(std::string(ph) + ": needs a GPU (" + why_no_gpu + ")");
     }
-    verdict["reasons"].push_back("static phases done: both sides built/parsed for " + arch + ", artifact diff computed");
+    report::CompareVerdict& verdict = r.verdict;
+    verdict.reasons.push_back("static phases done: both sides built/parsed for " + arch + ", artifact diff computed");
     if (new_jit && !sides[0].art.entries.empty() && sides[0].sel.path == artifact::LoadPath::native_sass)
-      verdict["reasons"].push_back("NEW is JIT-compiled from PTX on " + arch +
-                                   " while OLD loads native SASS: expect a first-request cost with a cold JIT cache");
-    verdict["decision"] = "incomplete";
-    verdict["exit_code"] = kExitIncomplete;
-    verdict["summary"] = "No GPU: only the static phases ran. " + why_no_gpu;
-    r["phases"] = phases;
-    r["not_run"] = not_run;
-    r["verdict"] = verdict;
-    return write(r, kExitIncomplete);
+      verdict.reasons.push_back("NEW is JIT-compiled from PTX on " + arch +
+                                " while OLD loads native SASS: expect a first-request cost with a cold JIT cache");
+    verdict.decision = decision::ShipVerdict::incomplete;
+    verdict.exit_code = kExitIncomplete;
+    verdict.summary = "No GPU: only the static phases ran. " + why_no_gpu;
+    return write(std::move(r), kExitIncomplete);
   }
 
   // ---- 4. Measure: correctness of both, warm timing, startup ----
@@ -730,7 +731,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
       side_json[s.label]["candidate"] = s.built->to_json();
       side_json[s.label]["candidate"]["image"]["kind"] = s.prov.image_kind;
     }
-    r["sides"] = side_json;
+    r.sides = side_json;
   }
   bench::TimingOptions to;
   to.dtype = *dtype;
@@ -870,7 +871,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
   jo.startup_max_runs = std::max(o.startup_max_runs, o.startup_runs);
   jo.startup_runs_requested = o.startup_runs;
   Judgement j = judge(r, ev, jo);
-  return write(std::move(j.results), j.exit_code);
+  return write(std::move(j.result), j.exit_code);
 }
 
 }  // namespace kqual::compare

@@ -15,6 +15,7 @@
 #include "kqual/pipeline/stages.hpp"
 #include "kqual/report/memo.hpp"
 #include "kqual/report/provenance.hpp"
+#include "kqual/report/results.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/worker/sanitizer.hpp"
 
@@ -46,8 +47,12 @@ std::optional<fs::path> find_bundled(const std::string& name, const fs::path& hi
 
 namespace {
 
-json contract_json(const contract::Contract& c, const contract::Supports& claims) {
-  json refusals = json::array();
+report::QualifyContract contract_block(const contract::Contract& c, const contract::Supports& claims) {
+  report::QualifyContract out;
+  out.name = c.name();
+  out.summary = c.summary();
+  out.numerical_policy = c.numerical_policy();
+  out.domain = c.domain_json();
   // The examples exercise the contract's own refusals: a candidate claiming fewer dtypes must not
   // pre-empt them with "dtype not claimed".
   contract::Supports all_dtypes = claims;
@@ -66,22 +71,19 @@ json contract_json(const contract::Contract& c, const contract::Supports& claims
       throw_error(ErrorKind::internal, fmt::format("contract {} accepted or misclassified an unsupported request ({}): expected "
                                                    "refusal '{}', got '{}'",
                                                    c.name(), desc, code, got ? got->code : "accepted"));
-    refusals.push_back({{"request", desc}, {"code", got->code}, {"reason", got->reason}});
+    out.refusals_checked.push_back({desc, got->code, got->reason});
   }
-  return json{{"name", c.name()},
-              {"summary", c.summary()},
-              {"numerical_policy", c.numerical_policy()},
-              {"domain", c.domain_json()},
-              {"refusals_checked", refusals}};
+  return out;
 }
 
-json claims_json(const build::Manifest& m) {
-  json d = json::array();
-  for (DType t : m.supports.dtypes) d.push_back(std::string(to_string(t)));
-  return json{{"dtypes", d}, {"min_alignment_bytes", m.supports.min_alignment_bytes}, {"max_n", m.supports.max_n},
-              {"in_place", m.supports.in_place}};
+report::Claims claims_of(const build::Manifest& m) {
+  report::Claims c;
+  for (DType t : m.supports.dtypes) c.dtypes.push_back(std::string(to_string(t)));
+  c.min_alignment_bytes = m.supports.min_alignment_bytes;
+  c.max_n = m.supports.max_n;
+  c.in_place = m.supports.in_place;
+  return c;
 }
-
 
 }  // namespace
 
@@ -98,24 +100,23 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   if (!bench_dtype) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", o.dtype));
   std::vector<contract::Dims> shapes;
   for (const auto& text : o.shapes) shapes.push_back(contract::parse_shape(c, text));
-  json phases = json::object();
-  json r = schema_header(o.command);
-  r["provenance"] = nullptr;  // written by the report phase; first in the document
-  r["candidate"] = {{"name", m.name}, {"manifest", m.file.string()}, {"contract", m.contract},
-                    {"description", m.description}, {"claims", claims_json(m)}};
-  r["contract"] = contract_json(c, m.supports);
-  phases["manifest"] = "valid";
-  phases["contract_refusals"] = fmt::format("{} unsupported requests refused with the expected reason",
-                                            r["contract"]["refusals_checked"].size());
+  report::QualifyResult r;
+  r.command = o.command;
+  report::PhaseList& phases = r.phases;
+  r.candidate = {m.name, m.file.string(), m.contract, m.description, claims_of(m)};
+  r.contract = contract_block(c, m.supports);
+  phases.set("manifest", "valid");
+  phases.set("contract_refusals", fmt::format("{} unsupported requests refused with the expected reason",
+                                              r.contract.refusals_checked.size()));
   Target tg = open_target({o.use_gpu, o.watchdog_seconds, o.arch});
   worker::Session& s = *tg.session;
 
   // ---- build: the candidate and (for timing) every bundled baseline ----
   say(fmt::format("compile: {} for {}", m.name, tg.arch));
   build::BuiltCandidate cand = build::build_candidate(m, tg.arch, s.scratch());
-  phases["compile"] = cand.image_file.empty()
+  phases.set("compile", cand.image_file.empty()
                          ? fmt::format("done: {} for {} in {:.1f} ms", cand.compiler, tg.arch, cand.compile_ms)
-                         : fmt::format("nothing to compile: {}, loads on {} by {}", cand.compiler, tg.arch, cand.load_path);
+                         : fmt::format("nothing to compile: {}, loads on {} by {}", cand.compiler, tg.arch, cand.load_path));
   auto baseline_dir = find_bundled("baselines", m.dir);
   std::vector<build::BuiltCandidate> baselines;
   // Baselines matter for timing only (`check` leaves them out; `qualify` also checks them, since a
@@ -128,9 +129,9 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     if (!dirs.empty()) say(fmt::format("compile: {} baseline(s) from {}", dirs.size(), (*baseline_dir / m.contract).string()));
     for (const auto& d : dirs) baselines.push_back(build::build_candidate(build::load_manifest(d), tg.arch, s.scratch()));
   }
-  phases["baselines"] = !o.timing ? std::string("not needed (no timing)")
-                       : baselines.empty() ? std::string("none found (baselines/") + m.contract + ")"
-                                          : fmt::format("{} compiled", baselines.size());
+  phases.set("baselines", !o.timing            ? std::string("not needed (no timing)")
+                         : baselines.empty() ? std::string("none found (baselines/") + m.contract + ")"
+                                             : fmt::format("{} compiled", baselines.size()));
 
   decision::QualifyFindings f;
   f.arch = tg.arch;
@@ -140,7 +141,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   f.timing_run = o.timing;
   if (!tg.gpu()) {
     say("no GPU: load, correctness and timing not run (" + tg.why_no_gpu + ")");
-    for (const char* ph : {"load", "correctness", "timing"}) phases[ph] = "not run: needs a GPU (" + tg.why_no_gpu + ")";
+    for (const char* ph : {"load", "correctness", "timing"}) phases.set(ph, "not run: needs a GPU (" + tg.why_no_gpu + ")");
   } else {
     // ---- load: the module in the worker; registers, shared and local bytes; argument sizes ----
     say(fmt::format("load: {} module(s) on {}", 1 + baselines.size(), tg.arch));
@@ -150,7 +151,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       std::string e = check::load_and_describe(s, b);
       if (!e.empty()) throw_error(ErrorKind::internal, "baseline " + b.manifest.name + ": " + e);
     }
-    phases["load"] = fmt::format("done on {} ({})", tg.device->device.value("name", "?"), tg.arch);
+    phases.set("load", fmt::format("done on {} ({})", tg.device->device.value("name", "?"), tg.arch));
 
     // ---- check: the contract's cases, references out of the candidate's reach ----
     check::CheckOptions co;
@@ -160,7 +161,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     if (o.correctness) {
       say(fmt::format("correctness: {} against {}{}", m.name, m.contract, o.large_cases ? " (with the large cases)" : ""));
       check::CorrectnessReport rep = check::check_correctness(s, cand, co);
-      r["correctness"] = rep.to_json(false);
+      r.correctness = rep.to_json(false);
       f.correct = rep.accepted();
       f.cases = rep.cases;
       f.passed = rep.passed;
@@ -169,12 +170,12 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       f.primary_code = rep.primary_code();
       for (const auto& x : rep.results)
         if (x.status == "fail") { f.first_failure = x.detail; break; }
-      phases["correctness"] = fmt::format("{}: {} passed, {} failed, {} refused of {} cases", rep.accepted() ? "accepted" : "rejected",
-                                          rep.passed, rep.failed, rep.refused, rep.cases);
-      phases["sanitizer_pass"] = rep.sanitizer.is_object() ? rep.sanitizer.value("status", "not_run") +
-                                                                 (rep.sanitizer.contains("why") ? ": " + rep.sanitizer.value("why", "") : "")
-                                                           : std::string("not run");
-      json bc = json::array();
+      phases.set("correctness", fmt::format("{}: {} passed, {} failed, {} refused of {} cases",
+                                            rep.accepted() ? "accepted" : "rejected", rep.passed, rep.failed, rep.refused, rep.cases));
+      phases.set("sanitizer_pass", rep.sanitizer.is_object() ? rep.sanitizer.value("status", "not_run") +
+                                                                   (rep.sanitizer.contains("why") ? ": " + rep.sanitizer.value("why", "") : "")
+                                                             : std::string("not run"));
+      std::vector<json> bc;
       check::CheckOptions small = co;
       small.include_large = false;
       small.sanitizer_pass = false;
@@ -182,16 +183,16 @@ QualifyOutcome qualify(const QualifyOptions& o) {
         say("correctness: baseline " + b.manifest.name);
         bc.push_back(check::check_correctness(s, b, small).to_json(false));
       }
-      r["baselines_correctness"] = bc;
+      r.baselines_correctness = std::move(bc);
     } else {
-      phases["correctness"] = "skipped (--no-correctness)";
+      phases.set("correctness", "skipped (--no-correctness)");
     }
 
     // ---- time: against the baselines, L2 flushed, interleaved, timed outputs re-checked ----
     if (!f.correct) {
-      phases["timing"] = "not run: the candidate is incorrect";
+      phases.set("timing", "not run: the candidate is incorrect");
     } else if (!o.timing) {
-      phases["timing"] = "skipped (--no-timing)";
+      phases.set("timing", "skipped (--no-timing)");
     } else {
       bench::TimingOptions to;
       to.dtype = *bench_dtype;
@@ -209,8 +210,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       std::vector<const build::BuiltCandidate*> bptr;
       for (const auto& b : baselines) bptr.push_back(&b);
       bench::TimingReport tr = bench::time_against_baselines(s, cand, bptr, to);
-      r["timing"] = tr.to_json();
-      phases["timing"] = fmt::format("done: {} shapes, {} baselines", tr.shapes.size(), baselines.size());
+      phases.set("timing", fmt::format("done: {} shapes, {} baselines", tr.shapes.size(), baselines.size()));
       for (const auto& sh : tr.shapes) {
         const auto& cs = sh.series.at(0);
         decision::QualifyShape q;
@@ -220,22 +220,21 @@ QualifyOutcome qualify(const QualifyOptions& o) {
         if (!sh.fastest_baseline.empty()) q.vs_fastest = sh.vs_fastest;
         f.shapes.push_back(std::move(q));
       }
+      r.timing = std::move(tr);
     }
   }
-  r["artifact"] = cand.to_json();
-  json bl = json::array();
-  for (const auto& b : baselines) bl.push_back(b.to_json());
-  r["baselines"] = bl;
+  r.artifact = cand.to_json();
+  for (const auto& b : baselines) r.baselines.push_back(b.to_json());
 
   // ---- decide, then write ----
   const decision::QualifyVerdict v = decision::decide_qualify(f);
   say(fmt::format("verdict: {}; writing results.json and memo.md to {}", decision::to_string(v.verdict), o.out_dir.string()));
-  r["phases"] = phases;
-  r["verdict"] = decision::to_json(v);
-  r["provenance"] = report::provenance(o.command_line, tg.device_json());
-  out.results = r;
+  r.verdict = v;
+  r.provenance = report::provenance(o.command_line, tg.device_json());
+  out.results = report::to_json(r);
   out.exit_code = decision::exit_code(v.verdict);
-  const Written w = write_results(o.out_dir, r, report::render_qualify_memo(r));
+  const Written w = write_results(o.out_dir, out.results, report::render_qualify_memo(r));
+  out.result = std::move(r);
   out.results_path = w.results;
   out.memo_path = w.memo;
   return out;
@@ -250,8 +249,8 @@ struct SelftestEntry {
 
 }  // namespace
 
-QualifyOutcome selftest(const SelftestOptions& o) {
-  QualifyOutcome out;
+SelftestOutcome selftest(const SelftestOptions& o) {
+  SelftestOutcome out;
   fs::path root = o.root;
   std::optional<fs::path> baselines_root;
   if (root.empty()) {
@@ -303,15 +302,14 @@ QualifyOutcome selftest(const SelftestOptions& o) {
     o.progress(fmt::format("{} candidate folder(s) under {}{}", entries.size(), root.string(),
                            dev.present ? "" : "; no GPU: compile only"));
 
-  json rows = json::array();
+  report::SelftestResult res;
+  std::vector<report::SelftestCandidate>& rows = res.candidates;
   int bad = 0, total = 0;
-  std::map<std::string, json> by_class;  // per stated reason of the known-broken candidates
-  std::map<std::string, json> per_contract;
-  auto contract_row = [&](const std::string& name) -> json& {
-    json& pc = per_contract[name];
-    if (pc.is_null())
-      pc = json{{"contract", name}, {"broken", 0}, {"broken_rejected", 0}, {"broken_for_intended_reason", 0},
-                {"good", 0}, {"good_accepted", 0}};
+  std::map<std::string, report::SelftestClassRow> by_class;  // per stated reason of the known-broken candidates
+  std::map<std::string, report::SelftestContractRow> per_contract;
+  auto contract_row = [&](const std::string& name) -> report::SelftestContractRow& {
+    report::SelftestContractRow& pc = per_contract[name];
+    pc.contract = name;
     return pc;
   };
   for (const auto& entry : entries) {
@@ -322,9 +320,15 @@ QualifyOutcome selftest(const SelftestOptions& o) {
       if (!only.empty()) continue;  // another contract's folder; not asked for
       std::string cname = (entry.kind == "broken" ? entry.dir.parent_path().parent_path() : entry.dir.parent_path()).filename().string();
       contract_row(cname);
-      rows.push_back({{"candidate", entry.dir.filename().string()}, {"contract", cname},
-                      {"dir", entry.dir.string()}, {"kind", entry.kind}, {"expected", "a valid manifest"},
-                      {"outcome", std::string("manifest invalid: ") + e.what()}, {"as_expected", false}});
+      report::SelftestCandidate row;
+      row.candidate = entry.dir.filename().string();
+      row.contract = cname;
+      row.dir = entry.dir.string();
+      row.kind = entry.kind;
+      row.expected = "a valid manifest";
+      row.outcome = std::string("manifest invalid: ") + e.what();
+      row.as_expected = false;
+      rows.push_back(std::move(row));
       ++bad;
       ++total;
       continue;
@@ -344,23 +348,27 @@ QualifyOutcome selftest(const SelftestOptions& o) {
     // A defect that shows only when timed: the candidate is also timed (small shapes, no baselines),
     // in a worker of its own per seed (a launch counter in the module must start from zero).
     const bool timed_class = std::find(expected_codes.begin(), expected_codes.end(), "timed_output_wrong") != expected_codes.end();
-    json row{{"candidate", m.name}, {"contract", m.contract}, {"dir", entry.dir.string()}, {"kind", entry.kind},
-             {"expected", expected_text}};
-    json& pc = contract_row(m.contract);
+    report::SelftestCandidate row;
+    row.candidate = m.name;
+    row.contract = m.contract;
+    row.dir = entry.dir.string();
+    row.kind = entry.kind;
+    row.expected = expected_text;
+    report::SelftestContractRow& pc = contract_row(m.contract);
     build::BuiltCandidate b;
     try {
       b = build::build_candidate(m, arch, s.scratch());
     } catch (const Error& e) {
-      row["outcome"] = std::string("build failed: ") + e.what();
-      row["as_expected"] = false;
+      row.outcome = std::string("build failed: ") + e.what();
+      row.as_expected = false;
       ++bad;
       ++total;
-      pc[broken ? "broken" : "good"] = pc[broken ? "broken" : "good"].get<int>() + 1;
+      ++(broken ? pc.broken : pc.good);
       rows.push_back(row);
       continue;
     }
     if (!dev.present) {
-      row["outcome"] = "compiled; not run (no GPU)";
+      row.outcome = "compiled; not run (no GPU)";
       rows.push_back(row);
       continue;
     }
@@ -377,15 +385,15 @@ QualifyOutcome selftest(const SelftestOptions& o) {
       san_session = std::make_unique<worker::Session>(so2);
       run_in = san_session.get();
       if (!run_in->device().present) {
-        row["outcome"] = "the worker did not start under compute-sanitizer: " + run_in->device().why_absent;
-        row["as_expected"] = false;
+        row.outcome = "the worker did not start under compute-sanitizer: " + run_in->device().why_absent;
+        row.as_expected = false;
         ++bad;
         rows.push_back(row);
         continue;
       }
     }
     std::string load_err = check::load_and_describe(*run_in, b);
-    json seeds = json::array();
+    std::vector<report::SelftestSeed> seeds;
     bool as_expected = true, rejected_any = false, intended_all = true;
     for (std::size_t si = 0; si < o.seeds.size(); ++si) {
       const std::uint64_t seed = o.seeds[si];
@@ -452,20 +460,29 @@ QualifyOutcome selftest(const SelftestOptions& o) {
       if (detail.empty())
         for (const auto& x : rep.results)
           if (x.status == "fail") { detail = x.detail; break; }
-      json codes_j = json::object();
-      for (const auto& [k, n] : codes) codes_j[k] = n;
-      seeds.push_back({{"seed", seed}, {"outcome", got}, {"as_expected", ok}, {"cases", rep.cases}, {"passed", rep.passed},
-                       {"failed", rep.failed}, {"evidence", rep.evidence}, {"skipped", rep.skipped},
-                       {"failure_codes", codes_j}, {"first_failure", detail}, {"timed", timed_class},
-                       {"sanitizer_pass", rep.sanitizer.is_null() ? json("not run") : rep.sanitizer},
-                       {"wall_ms", rep.wall_ms}, {"slowest_cases", rep.to_json(false).at("slowest_cases")}});
+      report::SelftestSeed sd;
+      sd.seed = seed;
+      sd.outcome = got;
+      sd.as_expected = ok;
+      sd.cases = rep.cases;
+      sd.passed = rep.passed;
+      sd.failed = rep.failed;
+      sd.evidence = rep.evidence;
+      sd.skipped = rep.skipped;
+      sd.failure_codes = codes;
+      sd.first_failure = detail;
+      sd.timed = timed_class;
+      sd.sanitizer_pass = rep.sanitizer.is_null() ? json("not run") : rep.sanitizer;
+      sd.wall_ms = rep.wall_ms;
+      sd.slowest_cases = rep.to_json(false).at("slowest_cases");
+      seeds.push_back(std::move(sd));
       if (!ok) { as_expected = false; ++bad; }
       if (broken) {  // per class of defect (the stated reason), across contracts
-        json& bc = by_class[expected_codes.front()];
-        if (bc.is_null()) bc = json{{"class", expected_codes.front()}, {"checks", 0}, {"rejected_for_it", 0}, {"candidates", json::array()}};
-        bc["checks"] = bc["checks"].get<int>() + 1;
-        if (ok) bc["rejected_for_it"] = bc["rejected_for_it"].get<int>() + 1;
-        if (si == 0) bc["candidates"].push_back(m.contract + "/" + m.name);
+        report::SelftestClassRow& bc = by_class[expected_codes.front()];
+        bc.defect_class = expected_codes.front();
+        ++bc.checks;
+        if (ok) ++bc.rejected_for_it;
+        if (si == 0) bc.candidates.push_back(m.contract + "/" + m.name);
       }
     }
     if (sanitizer) {
@@ -473,37 +490,36 @@ QualifyOutcome selftest(const SelftestOptions& o) {
       json sj = worker::read_sanitizer_log(san_log).to_json();
       sj["log"] = san_log.string();
       sj["tool"] = o.sanitize;
-      row["sanitizer"] = sj;
+      row.sanitizer = sj;
     }
-    row["seeds"] = seeds;
-    row["as_expected"] = as_expected;
     if (o.progress) {  // progress as it goes (a run stopped by a time limit still shows what it did)
       std::string outcomes;
-      for (const auto& sd : seeds) outcomes += fmt::format(" {}{}", sd["as_expected"].get<bool>() ? "" : "UNEXPECTED ", sd["outcome"].get<std::string>());
+      for (const auto& sd : seeds) outcomes += fmt::format(" {}{}", sd.as_expected ? "" : "UNEXPECTED ", sd.outcome);
       o.progress(fmt::format("{} {} {} (expected {}):{}", m.contract, entry.kind, m.name, expected_text, outcomes));
     }
+    row.seeds = std::move(seeds);
+    row.as_expected = as_expected;
     if (broken) {
-      pc["broken"] = pc["broken"].get<int>() + 1;
-      if (rejected_any) pc["broken_rejected"] = pc["broken_rejected"].get<int>() + 1;
-      if (intended_all) pc["broken_for_intended_reason"] = pc["broken_for_intended_reason"].get<int>() + 1;
+      ++pc.broken;
+      if (rejected_any) ++pc.broken_rejected;
+      if (intended_all) ++pc.broken_for_intended_reason;
     } else {
-      pc["good"] = pc["good"].get<int>() + 1;
-      if (as_expected) pc["good_accepted"] = pc["good_accepted"].get<int>() + 1;
+      ++pc.good;
+      if (as_expected) ++pc.good_accepted;
     }
-    rows.push_back(row);
+    rows.push_back(std::move(row));
   }
-  json contracts = json::array();
-  for (auto& [name, pc] : per_contract) contracts.push_back(pc);
-  json classes = json::array();
-  for (auto& [name, bc] : by_class) classes.push_back(bc);
-  json seeds_j = o.seeds;
-  out.results = schema_header("selftest");
-  out.results.update(json{{"provenance", report::provenance(o.command_line, dev.present ? dev.device : json())},
-                     {"device_present", dev.present}, {"why_no_device", dev.why_absent},
-                     {"seeds", seeds_j}, {"contracts", contracts}, {"classes", classes},
-                     {"candidates", rows}, {"checks", total}, {"unexpected", bad}});
-  if (!o.sanitize.empty())
-    out.results["sanitizer"] = json{{"tool", o.sanitize}, {"path", sanitizer ? *sanitizer : ""}, {"note", sanitizer_note}};
+  for (auto& [name, pc] : per_contract) res.contracts.push_back(pc);
+  for (auto& [name, bc] : by_class) res.classes.push_back(bc);
+  res.provenance = report::provenance(o.command_line, dev.present ? dev.device : json());
+  res.device_present = dev.present;
+  res.why_no_device = dev.why_absent;
+  res.seeds = o.seeds;
+  res.checks = total;
+  res.unexpected = bad;
+  if (!o.sanitize.empty()) res.sanitizer = report::SelftestSanitizer{o.sanitize, sanitizer ? *sanitizer : "", sanitizer_note};
+  out.results = report::to_json(res);
+  out.result = std::move(res);
   out.exit_code = !dev.present ? kExitIncomplete : bad ? kExitFail : (!o.sanitize.empty() && !sanitizer) ? kExitIncomplete : kExitPass;
   return out;
 }

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "kqual/decision/decision.hpp"
 #include "kqual/report/memo.hpp"
 
 namespace kqual::report {
@@ -45,40 +46,43 @@ std::string ratio_text(const json& c) {
 
 }  // namespace
 
-std::string render_compare_memo(const json& r) {
+std::string render_compare_memo(const json& results) { return render_compare_memo(compare_result_from_json(results)); }
+
+// The sides, artifact diff, startup, warm and decisions blocks are JSON in CompareResult (see
+// results.hpp); they are read here by key, the rest from the typed result.
+std::string render_compare_memo(const CompareResult& r) {
   std::string s;
-  const json& v = r.at("verdict");
+  const CompareVerdict& v = r.verdict;
   s += "# kqual compare: should NEW replace OLD?\n\n";
-  s += fmt::format("**Verdict: {}** (exit {}) — {}\n\n", verdict_words(v.value("decision", json())), v.value("exit_code", -1),
-                   str(v, "summary"));
-  for (const auto& x : v.at("reasons")) s += "- " + x.get<std::string>() + "\n";
+  s += fmt::format("**Verdict: {}** (exit {}) — {}\n\n", decision::describe(v.decision), v.exit_code, v.summary);
+  for (const auto& x : v.reasons) s += "- " + x + "\n";
   s += "\n## Phases\n\n";
-  for (const auto& [k, x] : r.at("phases").items()) s += fmt::format("- **{}**: {}\n", k, x.get<std::string>());
-  if (!r.at("not_run").empty()) {
+  for (const auto& [k, x] : r.phases.entries()) s += fmt::format("- **{}**: {}\n", k, x);
+  if (!r.not_run.empty()) {
     s += "\n**Not run** (this memo makes no claim about them):\n";
-    for (const auto& x : r.at("not_run")) s += "- " + x.get<std::string>() + "\n";
+    for (const auto& x : r.not_run) s += "- " + x + "\n";
   }
 
   s += "\n## 1. Artifact identity\n\n";
-  s += fmt::format("Target: {} ({}).\n\n", str(r.at("target"), "arch"), str(r.at("target"), "source"));
+  s += fmt::format("Target: {} ({}).\n\n", r.target.arch, r.target.source);
   s += "| side | input | build | image | loads by | sha256 |\n|---|---|---|---|---|---|\n";
   for (const char* side : {"old", "new"}) {
-    const json& x = r.at("sides").at(side);
+    const json& x = r.sides.at(side);
     s += fmt::format("| {} | `{}` | {} | {} | {} | `{}` |\n", side, str(x, "input"), str(x.at("build"), "recipe"),
                      str(x.at("image"), "kind"), str(x, "loading_path"), str(x.at("image"), "sha256").substr(0, 16));
   }
   for (const char* side : {"old", "new"}) {
-    const json& b = r.at("sides").at(side).at("build");
+    const json& b = r.sides.at(side).at("build");
     for (const auto& t : b.at("tools"))
       if (t.contains("path")) s += fmt::format("- {} {}: `{}` — {}\n", side, str(t, "tool"), str(t, "path"), str(t, "release", str(t, "version")));
     if (!b.at("ptx_version_rewrite").is_null())
       s += fmt::format("- {}: PTX `.version` rewritten {} (docs/compare.md)\n", side, b.at("ptx_version_rewrite").get<std::string>());
     for (const auto& n : b.at("notes")) s += fmt::format("- {}: {}\n", side, n.get<std::string>());
-    const json& x = r.at("sides").at(side);
+    const json& x = r.sides.at(side);
     if (x.contains("manifest_from") && !str(x, "manifest_from").empty())
       s += fmt::format("- {}: launch plan from {}\n", side, str(x, "manifest_from"));
   }
-  const json& d = r.at("artifact_diff");
+  const json& d = r.artifact_diff;
   const json& dd = d.contains("diff") ? d.at("diff") : d;
   if (dd.contains("kernels")) {
     s += "\n| kernel | status | registers old → new | local bytes old → new |\n|---|---|---|---|\n";
@@ -90,23 +94,22 @@ std::string render_compare_memo(const json& r) {
                        field("new", "registers"), field("old", "local_bytes"), field("new", "local_bytes"));
     }
   }
-  for (const auto& n : r.at("notes")) s += "\n- " + n.get<std::string>() + "\n";
+  for (const auto& n : r.notes) s += "\n- " + n + "\n";
 
-  if (r.contains("correctness") && !r.at("correctness").empty()) {
+  if (!r.correctness.empty()) {
     s += "\n## 2. Correctness (contract cases, both builds)\n\n";
     for (const char* side : {"old", "new"}) {
-      if (!r.at("correctness").contains(side)) continue;
-      const json& c = r.at("correctness").at(side);
+      if (!r.correctness.contains(side)) continue;
+      const json& c = r.correctness.at(side);
       s += fmt::format("- {}: {} passed, {} failed, {} refused of {} cases\n", side, c.value("passed", 0), c.value("failed", 0),
                        c.value("refused", 0), c.value("cases", 0));
     }
-    if (r.contains("correctness_relation"))
-      s += fmt::format("\n**{}** — {}\n", str(r.at("correctness_relation"), "relation"),
-                       str(r.at("correctness_relation"), "explanation"));
+    if (r.correctness_relation)
+      s += fmt::format("\n**{}** — {}\n", r.correctness_relation->relation, r.correctness_relation->explanation);
   }
 
-  if (r.contains("startup")) {
-    const json& st = r.at("startup");
+  if (r.startup) {
+    const json& st = *r.startup;
     s += "\n## 3. Startup (fresh processes; medians [ms]; delta = new − old with 95 % CI)\n\n";
     s += fmt::format("{} processes per side per mode ({} requested, at most {}), {}. First request = {}. Delta = {}. "
                      "Differences within ±{} ms are no difference.\n\n",
@@ -134,8 +137,8 @@ std::string render_compare_memo(const json& r) {
     for (const auto& n : st.at("notes")) s += "- " + n.get<std::string>() + "\n";
   }
 
-  if (r.contains("warm")) {
-    const json& w = r.at("warm");
+  if (r.warm) {
+    const json& w = *r.warm;
     s += "\n## 4. Warm time per shape (device-timed; one sample = one fresh process's median)\n\n";
     s += fmt::format("{} processes per side, {} samples each, order {}. Ratio = new / old with 95 % CI; within ±{:.0f} % is no "
                      "difference.\n\nTimed region: {}\n\n",
@@ -153,9 +156,9 @@ std::string render_compare_memo(const json& r) {
     }
   }
 
-  if (r.contains("decisions")) {
+  if (r.decisions) {
     s += "\n## 5. Decision per deployment profile\n\n";
-    for (const auto& x : r.at("decisions")) {
+    for (const auto& x : *r.decisions) {
       const json& p = x.at("profile");
       s += fmt::format("### Profile: {}\n\n{}\n\n", str(p, "name"), str(p, "description"));
       s += fmt::format("process starts/day {}, calls/process {}, first-request budget {} ms, kernel share {}, JIT cache {}\n\n",
@@ -165,7 +168,7 @@ std::string render_compare_memo(const json& r) {
     }
   }
 
-  s += "\n## Provenance\n\n```json\n" + r.at("provenance").dump(2) + "\n```\n";
+  s += "\n## Provenance\n\n```json\n" + r.provenance.dump(2) + "\n```\n";
   return s;
 }
 

@@ -5,7 +5,10 @@
 #include <cctype>
 #include <sstream>
 
+#include "kqual/contract/dtype.hpp"
 #include "kqual/decision/decision.hpp"
+#include "kqual/stats/compare.hpp"
+#include "kqual/stats/summary.hpp"
 
 namespace kqual::report {
 namespace {
@@ -26,33 +29,32 @@ std::string verdict_words(const json& decision) {
   return v ? decision::describe(*v) : word;
 }
 
-std::string render_qualify_memo(const json& r) {
+std::string render_qualify_memo(const json& results) { return render_qualify_memo(qualify_result_from_json(results)); }
+
+std::string render_qualify_memo(const QualifyResult& r) {
   std::ostringstream m;
-  const json& cand = r.at("candidate");
-  const json& verdict = r.at("verdict");
-  const json& prov = r.at("provenance");
-  m << fmt::format("# kqual qualification memo: {} ({})\n\n", str(cand, "name"), str(cand, "contract"));
-  std::string headline = verdict_words(verdict.value("decision", json()));
+  const QualifyCandidate& cand = r.candidate;
+  const decision::QualifyVerdict& verdict = r.verdict;
+  const json& prov = r.provenance;
+  m << fmt::format("# kqual qualification memo: {} ({})\n\n", cand.name, cand.contract);
+  std::string headline = decision::describe(verdict.verdict);
   for (auto& ch : headline) ch = char(std::toupper(static_cast<unsigned char>(ch)));
-  m << fmt::format("**Verdict: {}** (exit code {}). {}\n\n", headline, verdict.value("exit_code", -1), str(verdict, "summary"));
-  for (const auto& reason : verdict.at("reasons")) m << "- " << reason.get<std::string>() << "\n";
+  m << fmt::format("**Verdict: {}** (exit code {}). {}\n\n", headline, decision::exit_code(verdict.verdict), verdict.summary);
+  for (const auto& reason : verdict.reasons) m << "- " << reason << "\n";
   m << "\n";
 
-  const json& c = r.at("contract");
+  const QualifyContract& c = r.contract;
   m << "## Input domain\n\n";
-  m << fmt::format("Operation: {}. Contract `{}`.\n\n", str(c, "summary"), str(c, "name"));
-  m << fmt::format("Candidate claims: dtypes {}, pointer alignment {} bytes, n up to {}{}.\n\n",
-                   cand.at("claims").at("dtypes").dump(), cand.at("claims").at("min_alignment_bytes").get<std::int64_t>(),
-                   cand.at("claims").at("max_n").get<std::int64_t>(),
-                   cand.at("claims").at("in_place").get<bool>() ? ", in place allowed" : "");
-  m << "Numerical policy: " << str(c, "numerical_policy") << "\n\n";
+  m << fmt::format("Operation: {}. Contract `{}`.\n\n", c.summary, c.name);
+  m << fmt::format("Candidate claims: dtypes {}, pointer alignment {} bytes, n up to {}{}.\n\n", json(cand.claims.dtypes).dump(),
+                   cand.claims.min_alignment_bytes, cand.claims.max_n, cand.claims.in_place ? ", in place allowed" : "");
+  m << "Numerical policy: " << c.numerical_policy << "\n\n";
   m << "Requests refused before launch (each checked in this run):\n\n| request | refusal | reason |\n|---|---|---|\n";
-  for (const auto& x : c.at("refusals_checked"))
-    m << fmt::format("| {} | `{}` | {} |\n", str(x, "request"), str(x, "code"), str(x, "reason"));
+  for (const auto& x : c.refusals_checked) m << fmt::format("| {} | `{}` | {} |\n", x.request, x.code, x.reason);
   m << "\n";
 
   m << "## Artifact identity\n\n";
-  const json& a = r.at("artifact");
+  const json& a = r.artifact;  // build::BuiltCandidate::to_json()
   if (a.at("image").contains("file"))
     m << fmt::format("Adopted as built ({}): kqual compiled nothing; the target is `{}`.\n\n", str(a, "compiler"),
                      str(a, "arch"));
@@ -89,8 +91,9 @@ std::string render_qualify_memo(const json& r) {
   }
 
   m << "## Correctness evidence\n\n";
-  if (r.contains("correctness") && !r.at("correctness").is_null()) {
-    const json& k = r.at("correctness");
+  if (r.correctness) {
+    // The correctness reports are JSON (check::CorrectnessReport::to_json keeps only the failing cases).
+    const json& k = *r.correctness;
     m << fmt::format("{}: **{}** — {} cases, {} passed, {} failed, {} refused (outside the claimed domain).\n\n",
                      str(k, "candidate"), str(k, "verdict"), k.value("cases", 0), k.value("passed", 0), k.value("failed", 0),
                      k.value("refused", 0));
@@ -132,58 +135,55 @@ std::string render_qualify_memo(const json& r) {
         if (cs.value("status", std::string()) == "skipped") m << fmt::format(" `{}`: {};", str(cs, "id"), str(cs, "detail"));
       m << "\n\n";
     }
-    if (r.contains("case_matrix")) m << str(r, "case_matrix") << "\n";
-    if (r.contains("baselines_correctness"))
-      for (const auto& b : r.at("baselines_correctness"))
+    if (r.baselines_correctness)
+      for (const auto& b : *r.baselines_correctness)
         m << fmt::format("Baseline `{}`: {} ({} of {} cases passed).\n", str(b, "candidate"), str(b, "verdict"),
                          b.value("passed", 0), b.value("cases", 0));
     m << "\n";
   } else {
-    m << str(r.at("phases"), "correctness") << "\n\n";
+    m << r.phases.get("correctness") << "\n\n";
   }
 
   m << "## Timing\n\n";
-  if (r.contains("timing") && !r.at("timing").is_null()) {
-    const json& t = r.at("timing");
-    m << "Boundary: " << str(t, "boundary") << "\n\n";
+  if (r.timing) {
+    const bench::TimingReport& t = *r.timing;
+    m << "Boundary: " << t.boundary << "\n\n";
     m << "| shape | dtype | implementation | median | min | max | p10–p90 | samples | achieved | vs candidate | timed output |\n"
          "|---|---|---|---|---|---|---|---|---|---|---|\n";
-    for (const auto& sh : t.at("shapes")) {
+    // A series has a summary exactly when it has samples (bench::TimingReport::to_json).
+    for (const auto& sh : t.shapes) {
+      const std::string dtype(to_string(sh.dtype));
       double cand_med = 0;
-      for (const auto& s : sh.at("series"))
-        if (s.at("role") == "candidate" && s.contains("summary_ms")) cand_med = s.at("summary_ms").at("median");
-      for (const auto& s : sh.at("series")) {
-        if (!s.contains("summary_ms")) {
-          m << fmt::format("| {} | {} | {} | — | | | | | | | {} |\n", str(sh, "shape"), str(sh, "dtype"),
-                           str(s, "label"), str(s, "error"));
+      for (const auto& s : sh.series)
+        if (s.role == "candidate" && !s.samples_ms.empty()) cand_med = s.summary.median;
+      for (const auto& s : sh.series) {
+        if (s.samples_ms.empty()) {
+          m << fmt::format("| {} | {} | {} | — | | | | | | | {} |\n", sh.shape, dtype, s.label, s.error);
           continue;
         }
-        const json& su = s.at("summary_ms");
-        double med = su.at("median");
-        m << fmt::format("| {} | {} | {}{} | {} | {} | {} | {}–{} | {} | {} | {} | {} |\n", str(sh, "shape"),
-                         str(sh, "dtype"), str(s, "label"), s.at("role") == "candidate" ? " (candidate)" : "", ms(med),
-                         ms(su.at("min")), ms(su.at("max")), ms(su.at("p10")), ms(su.at("p90")), su.at("n").get<int>(),
-                         tbps(s.value("bytes_per_s", 0.0)),
-                         s.at("role") == "candidate" ? "—" : fmt::format("{:.2f}x", med / cand_med),
-                         s.at("verified").get<bool>() ? "re-checked" : "WRONG: " + str(s, "verify_detail"));
+        const stats::Summary& su = s.summary;
+        const bool is_cand = s.role == "candidate";
+        m << fmt::format("| {} | {} | {}{} | {} | {} | {} | {}–{} | {} | {} | {} | {} |\n", sh.shape, dtype, s.label,
+                         is_cand ? " (candidate)" : "", ms(su.median), ms(su.min), ms(su.max), ms(su.p10), ms(su.p90), su.n,
+                         tbps(s.bytes_per_s), is_cand ? "—" : fmt::format("{:.2f}x", su.median / cand_med),
+                         s.verified ? "re-checked" : "WRONG: " + s.verify_detail);
       }
     }
     m << "\nAchieved bandwidth = the contract's minimum bytes (every input read once, every output written once) / "
          "median time.\n\n";
     m << "### Result by shape (candidate against the fastest baseline)\n\n";
-    for (const auto& sh : t.at("shapes")) {
-      if (!sh.contains("candidate_vs_fastest")) continue;
-      const json& v = sh.at("candidate_vs_fastest");
-      double ratio = v.at("estimate");
+    for (const auto& sh : t.shapes) {
+      if (sh.fastest_baseline.empty()) continue;  // no comparison at this shape
+      const stats::Comparison& v = sh.vs_fastest;
+      const double ratio = v.estimate;
       m << fmt::format("- {}: fastest baseline `{}`; candidate time ratio {:.3f} (95 % CI {:.3f}–{:.3f}), i.e. {:.2f}x "
                        "speed-up → **{}**. {}\n",
-                       str(sh, "shape"), str(sh, "fastest_baseline"), ratio, v.at("ci").at(0).get<double>(),
-                       v.at("ci").at(1).get<double>(), 1.0 / ratio, str(v, "verdict"), str(v, "reason"));
-      if (sh.contains("device_copy")) {
-        double copy = sh.at("device_copy").at("bytes_per_s");
+                       sh.shape, sh.fastest_baseline, ratio, v.ci.lo, v.ci.hi, 1.0 / ratio, stats::to_string(v.verdict), v.reason);
+      if (sh.copy_bytes_per_s > 0) {
+        const double copy = sh.copy_bytes_per_s;
         double cand_bw = 0;
-        for (const auto& s : sh.at("series"))
-          if (s.at("role") == "candidate") cand_bw = s.value("bytes_per_s", 0.0);
+        for (const auto& s : sh.series)
+          if (s.role == "candidate") cand_bw = s.bytes_per_s;
         m << fmt::format("  Device-to-device copy measured in the same run: {} (bytes read + written); the candidate "
                          "moves {} = {:.1f} % of it.\n",
                          tbps(copy), tbps(cand_bw), 100.0 * cand_bw / copy);
@@ -191,14 +191,14 @@ std::string render_qualify_memo(const json& r) {
     }
     m << "\n";
   } else {
-    m << str(r.at("phases"), "timing") << "\n\n";
+    m << r.phases.get("timing") << "\n\n";
   }
 
   m << "## Verdict, and what would reverse it\n\n";
   m << fmt::format("Decision: **{}**.\n\n", headline);
-  for (const auto& w : verdict.at("would_reverse")) m << "- Would reverse: " << w.get<std::string>() << "\n";
+  for (const auto& w : verdict.would_reverse) m << "- Would reverse: " << w << "\n";
   m << "\n## Phases\n\n| phase | status |\n|---|---|\n";
-  for (const auto& [k, v] : r.at("phases").items()) m << fmt::format("| {} | {} |\n", k, v.get<std::string>());
+  for (const auto& [k, v] : r.phases.entries()) m << fmt::format("| {} | {} |\n", k, v);
   m << "\n## Provenance\n\n";
   m << fmt::format("- kqual {} (git {}), command: `{}`\n", str(prov, "kqual_version"), str(prov, "git_revision"),
                    str(prov, "command_line"));

@@ -107,10 +107,10 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
     if (g.json) {
       std::cout << out.results.dump(2) << "\n";
     } else {
-      const json& v = out.results.at("verdict");
-      for (const auto& [k, x] : out.results.at("phases").items()) fmt::print("  {:<14} {}\n", k, x.get<std::string>());
-      if (out.results.contains("decisions"))
-        for (const auto& d : out.results.at("decisions"))
+      const report::CompareResult& r = out.result;
+      for (const auto& [k, x] : r.phases.entries()) fmt::print("  {:<14} {}\n", k, x);
+      if (r.decisions)
+        for (const auto& d : *r.decisions)  // per profile: decision::to_json(profile), to_json(Decision)
         {
           const json be = d.at("decision").value("breakeven_calls", json());
           fmt::print("  profile {:<28} {} (break-even: {})\n", d.at("profile").at("name").get<std::string>(),
@@ -120,7 +120,7 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
                          ? std::string("never: no warm saving repays the extra first-request cost")
                          : std::string("—"));
         }
-      fmt::print("verdict: {} — {}\n", v.at("decision").get<std::string>(), v.at("summary").get<std::string>());
+      fmt::print("verdict: {} — {}\n", decision::to_string(r.verdict.decision), r.verdict.summary);
       fmt::print("wrote {} and {}\n", out.results_path.string(), out.memo_path.string());
     }
     *exit_code = out.exit_code;

@@ -8,6 +8,7 @@
 #include "kqual/core/files.hpp"
 #include "kqual/run/cli.hpp"
 #include "kqual/core/exit_codes.hpp"
+#include "kqual/decision/decision.hpp"
 #include "kqual/pipeline/qualify.hpp"
 
 namespace kqual::run {
@@ -57,12 +58,11 @@ void print_outcome(const GlobalOptions& g, const QualifyOutcome& out) {
     std::cout << out.results.dump(2) << "\n";
     return;
   }
-  const json& r = out.results;
-  fmt::print("kqual: {} ({})\n", r["candidate"]["name"].get<std::string>(), r["candidate"]["contract"].get<std::string>());
-  for (const auto& [k, v] : r["phases"].items()) fmt::print("  {:<18} {}\n", k, v.get<std::string>());
-  const json& v = r["verdict"];
-  fmt::print("verdict: {} — {}\n", v["decision"].get<std::string>(), v["summary"].get<std::string>());
-  for (const auto& x : v["reasons"]) fmt::print("  - {}\n", x.get<std::string>());
+  const report::QualifyResult& r = out.result;
+  fmt::print("kqual: {} ({})\n", r.candidate.name, r.candidate.contract);
+  for (const auto& [k, v] : r.phases.entries()) fmt::print("  {:<18} {}\n", k, v);
+  fmt::print("verdict: {} — {}\n", decision::to_string(r.verdict.verdict), r.verdict.summary);
+  for (const auto& x : r.verdict.reasons) fmt::print("  - {}\n", x);
   fmt::print("wrote {} and {}\n", out.results_path.string(), out.memo_path.string());
 }
 
@@ -116,7 +116,7 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
     st.command_line = g.command_line;
     st.progress = progress_for(g, "selftest").sink();
     if (!seeds.empty()) st.seeds = seeds;
-    QualifyOutcome out = pipeline::selftest(st);
+    pipeline::SelftestOutcome out = pipeline::selftest(st);
     if (!self_out.empty()) {
       std::filesystem::create_directories(self_out);
       write_file_atomic(self_out / "results.json", out.results.dump(2) + "\n");
@@ -124,58 +124,53 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
     if (g.json) {
       std::cout << out.results.dump(2) << "\n";
     } else {
-      const json& r = out.results;
-      if (!r["device_present"].get<bool>())
-        fmt::print("selftest: no GPU ({}): candidates compiled only, none run\n", r["why_no_device"].get<std::string>());
+      const report::SelftestResult& r = out.result;
+      if (!r.device_present)
+        fmt::print("selftest: no GPU ({}): candidates compiled only, none run\n", r.why_no_device);
       else
         fmt::print("selftest on {} — seeds {}\n",
-                   r["provenance"].contains("gpu") && r["provenance"]["gpu"].is_object()
-                       ? r["provenance"]["gpu"].value("name", std::string("?"))
+                   r.provenance.contains("gpu") && r.provenance["gpu"].is_object()
+                       ? r.provenance["gpu"].value("name", std::string("?"))
                        : std::string("?"),
-                   r["seeds"].dump());
-      if (r.contains("sanitizer"))
-        fmt::print("sanitizer: {} {}\n", r["sanitizer"]["tool"].get<std::string>(),
-                   r["sanitizer"]["path"].get<std::string>().empty() ? r["sanitizer"]["note"].get<std::string>()
-                                                                     : r["sanitizer"]["path"].get<std::string>());
-      for (const auto& pc : r["contracts"]) {
-        std::string name = pc["contract"];
-        if (r["device_present"].get<bool>())
+                   json(r.seeds).dump());
+      if (r.sanitizer)
+        fmt::print("sanitizer: {} {}\n", r.sanitizer->tool, r.sanitizer->path.empty() ? r.sanitizer->note : r.sanitizer->path);
+      for (const auto& pc : r.contracts) {
+        const std::string& name = pc.contract;
+        if (r.device_present)
           fmt::print("\n== {}: broken rejected {}/{} (for the intended reason {}/{}), good accepted {}/{}\n", name,
-                     pc["broken_rejected"].get<int>(), pc["broken"].get<int>(), pc["broken_for_intended_reason"].get<int>(),
-                     pc["broken"].get<int>(), pc["good_accepted"].get<int>(), pc["good"].get<int>());
+                     pc.broken_rejected, pc.broken, pc.broken_for_intended_reason, pc.broken, pc.good_accepted, pc.good);
         else
           fmt::print("\n== {}: not run (no GPU)\n", name);
         fmt::print("  {:<9} {:<26} {:<30} {}\n", "kind", "candidate", "expected", "outcome per seed");
-        for (const auto& row : r["candidates"]) {
-          if (row["contract"] != name) continue;
+        for (const auto& row : r.candidates) {
+          if (row.contract != name) continue;
           std::string outcome;
-          if (row.contains("seeds"))
-            for (const auto& seed_row : row["seeds"])
-              outcome += fmt::format("{}{}  ", seed_row["as_expected"].get<bool>() ? "" : "UNEXPECTED ", seed_row["outcome"].get<std::string>());
+          if (row.seeds)
+            for (const auto& seed_row : *row.seeds)
+              outcome += fmt::format("{}{}  ", seed_row.as_expected ? "" : "UNEXPECTED ", seed_row.outcome);
           else
-            outcome = row["outcome"].get<std::string>();
-          fmt::print("  {:<9} {:<26} {:<30} {}\n", row["kind"].get<std::string>(), row["candidate"].get<std::string>(),
-                     row["expected"].get<std::string>(), outcome);
-          if (row.contains("seeds") && !row["seeds"].empty()) {
-            const auto& s0 = row["seeds"][0];
-            if (!s0["first_failure"].get<std::string>().empty())
-              fmt::print("  {:<9}   reason: {}\n", "", s0["first_failure"].get<std::string>().substr(0, 200));
+            outcome = row.outcome.value_or("");
+          fmt::print("  {:<9} {:<26} {:<30} {}\n", row.kind, row.candidate, row.expected, outcome);
+          if (row.seeds && !row.seeds->empty()) {
+            const auto& s0 = row.seeds->front();
+            if (!s0.first_failure.empty()) fmt::print("  {:<9}   reason: {}\n", "", s0.first_failure.substr(0, 200));
           }
-          if (row.contains("sanitizer")) {
-            const auto& sj = row["sanitizer"];
+          if (row.sanitizer) {
+            json sj = *row.sanitizer;  // worker::SanitizerLog::to_json() and the log's path (JSON: only ever JSON)
             fmt::print("  {:<9}   {}: {} error(s){}\n", "", sj["tool"].get<std::string>(),
                        sj["errors"].is_null() ? std::string("?") : std::to_string(sj["errors"].get<int>()),
                        sj["findings"].empty() ? "" : "; first: " + sj["findings"][0].value("headline", std::string()).substr(0, 160));
           }
         }
       }
-      if (r.contains("classes") && !r["classes"].empty() && r["device_present"].get<bool>()) {
+      if (!r.classes.empty() && r.device_present) {
         fmt::print("\n== by class of defect (the stated reason of each known-broken candidate)\n");
-        for (const auto& bc : r["classes"])
-          fmt::print("  {:<22} rejected for it {}/{} checks  ({})\n", bc["class"].get<std::string>(), bc["rejected_for_it"].get<int>(),
-                     bc["checks"].get<int>(), fmt::format("{}", fmt::join(bc["candidates"].get<std::vector<std::string>>(), ", ")));
+        for (const auto& bc : r.classes)
+          fmt::print("  {:<22} rejected for it {}/{} checks  ({})\n", bc.defect_class, bc.rejected_for_it, bc.checks,
+                     fmt::format("{}", fmt::join(bc.candidates, ", ")));
       }
-      fmt::print("\nselftest: {} checks, {} unexpected\n", r["checks"].get<int>(), r["unexpected"].get<int>());
+      fmt::print("\nselftest: {} checks, {} unexpected\n", r.checks, r.unexpected);
     }
     *exit_code = out.exit_code;
   });

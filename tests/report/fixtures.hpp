@@ -17,8 +17,10 @@
 #include "kqual/pipeline/compare.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/decision/profile.hpp"
+#include "kqual/decision/qualify.hpp"
 #include "kqual/check/evaluate.hpp"
 #include "kqual/report/provenance.hpp"
+#include "kqual/report/results.hpp"
 #include "kqual/pipeline/qualify.hpp"
 #include "kqual/stats/compare.hpp"
 #include "kqual/stats/summary.hpp"
@@ -60,6 +62,10 @@ inline json qualify_static(const fs::path& out, const std::string& command = "qu
   o.command_line = "kqual " + command + " --no-gpu candidates/residual_add_relu/good";
   return pipeline::qualify(o).results;
 }
+
+// The measured sections are added to the static document by key, so they land after its verdict;
+// the pipeline writes them in its own order (report::to_json of the typed result).
+inline json in_pipeline_order(const json& doc) { return report::to_json(report::qualify_result_from_json(doc)); }
 
 inline check::CorrectnessReport correctness_report(const std::string& name, int passed, int refused,
                                                      const std::vector<std::pair<std::string, std::string>>& failing) {
@@ -165,24 +171,24 @@ inline json qualify_gpu(const fs::path& out, const std::string& command = "quali
   phases["timing"] = fmt::format("done: {} shapes, {} baselines", tr.shapes.size(), 2);
   r["phases"] = phases;
 
-  json verdict{{"reasons", json::array()}, {"would_reverse", json::array()}};
-  verdict["reasons"].push_back(fmt::format("correct on all {} cases run ({} refused as outside its claimed domain)", rep.passed,
-                                           rep.refused));
+  // The verdict as decide_qualify fills it, written by the same to_json.
+  decision::QualifyVerdict verdict;
+  verdict.reasons.push_back(fmt::format("correct on all {} cases run ({} refused as outside its claimed domain)", rep.passed,
+                                        rep.refused));
   for (const auto& sh : tr.shapes) {
     const auto& v = sh.vs_fastest;
-    verdict["reasons"].push_back(fmt::format("{}: {:.2f}x the fastest baseline ({}), time ratio 95 % CI [{:.3f}, {:.3f}] → {}",
+    verdict.reasons.push_back(fmt::format("{}: {:.2f}x the fastest baseline ({}), time ratio 95 % CI [{:.3f}, {:.3f}] → {}",
                                              sh.shape, 1.0 / v.estimate, sh.fastest_baseline, v.ci.lo, v.ci.hi,
                                              stats::to_string(v.verdict)));
-    verdict["would_reverse"].push_back(fmt::format(
+    verdict.would_reverse.push_back(fmt::format(
         "{}: a candidate/baseline time ratio above {:.3f} (now {:.3f}) would make it slower than {}", sh.shape, 1.02,
         v.estimate, sh.fastest_baseline));
   }
-  verdict["would_reverse"].push_back("a correctness failure on inputs outside the tested set (other sizes, dtypes, offsets)");
-  verdict["decision"] = "ship";
-  verdict["exit_code"] = 0;
-  verdict["summary"] = "Correct on every case, and no shape slower than the fastest baseline.";
-  r["verdict"] = verdict;
-  return r;
+  verdict.would_reverse.push_back("a correctness failure on inputs outside the tested set (other sizes, dtypes, offsets)");
+  verdict.verdict = decision::ShipVerdict::ship;
+  verdict.summary = "Correct on every case, and no shape slower than the fastest baseline.";
+  r["verdict"] = decision::to_json(verdict);
+  return in_pipeline_order(r);
 }
 
 // A qualify document for a candidate the contract rejects: no timing (qualify stops there).
@@ -199,13 +205,14 @@ inline json qualify_rejected(const fs::path& out) {
   r["phases"]["correctness"] = fmt::format("rejected: {} passed, {} failed, {} refused of {} cases", rep.passed, rep.failed,
                                            rep.refused, rep.cases);
   r["phases"]["timing"] = "not run: the candidate is incorrect";
-  r["verdict"] = {{"reasons", {fmt::format("rejected by the contract: {} of {} cases failed, mostly `{}`", rep.failed, rep.cases,
-                                           rep.primary_code())}},
-                  {"would_reverse", {"a build that passes every correctness case"}},
-                  {"decision", "do_not_ship"},
-                  {"exit_code", 1},
-                  {"summary", "The candidate computes the wrong answer."}};
-  return r;
+  decision::QualifyVerdict verdict;
+  verdict.verdict = decision::ShipVerdict::do_not_ship;
+  verdict.summary = "The candidate computes the wrong answer.";
+  verdict.reasons = {fmt::format("rejected by the contract: {} of {} cases failed, mostly `{}`", rep.failed, rep.cases,
+                                 rep.primary_code())};
+  verdict.would_reverse = {"a build that passes every correctness case"};
+  r["verdict"] = decision::to_json(verdict);
+  return in_pipeline_order(r);
 }
 
 // `kqual compare --no-gpu` of the candidate built as native SASS (OLD) and as PTX only (NEW).

@@ -18,6 +18,7 @@
 #include "kqual/core/json.hpp"
 #include "kqual/decision/decision.hpp"
 #include "kqual/build/toolchain.hpp"
+#include "kqual/report/results.hpp"
 #include "kqual/startup/startup.hpp"
 
 namespace kqual::compare {
@@ -66,7 +67,8 @@ struct CompareOptions {
 };
 
 struct CompareOutcome {
-  json results;
+  report::CompareResult result;      // the document as a type
+  json results;                      // ... as written: report::to_json(result)
   std::string memo;
   int exit_code = 0;
   std::filesystem::path results_path, memo_path;
@@ -191,16 +193,17 @@ struct JudgeOptions {
 };
 
 struct Judgement {
-  json results;                      // the complete results document
+  report::CompareResult result;      // the complete results
+  json results;                      // ... as results.json carries them: report::to_json(result)
   int exit_code = 0;
 };
-// The results document from the static part (schema, provenance, target, sides, artifact_diff,
-// phases.build, phases.artifact_diff, notes: what run_compare writes before any GPU work) and the
-// measured evidence: correctness, warm, startup, decisions per profile and the verdict. run_compare
-// calls exactly this; pure, no GPU.
+// The results from the static part (provenance, target, sides, artifact_diff, phases.build,
+// phases.artifact_diff, notes: what run_compare fills before any GPU work) and the measured
+// evidence: correctness, warm, startup, decisions per profile and the verdict. run_compare calls
+// exactly this; pure, no GPU.
+Judgement judge(const report::CompareResult& static_part, const Evidence& ev, const JudgeOptions& jo);
+// The same from a static results document (report::compare_result_from_json of it).
 Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions& jo);
-
-// The memo, rendered from a results document.
 
 
 }  // namespace kqual::compare

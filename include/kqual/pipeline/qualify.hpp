@@ -9,6 +9,7 @@
 
 #include "kqual/core/json.hpp"
 #include "kqual/core/progress.hpp"
+#include "kqual/report/results.hpp"
 
 namespace kqual::pipeline {
 
@@ -37,7 +38,8 @@ struct QualifyOptions {
 };
 
 struct QualifyOutcome {
-  json results;
+  report::QualifyResult result;  // the results as a type
+  json results;                  // ... as results.json carries them: report::to_json(result)
   int exit_code = 0;
   std::filesystem::path results_path, memo_path;
 };
@@ -61,8 +63,13 @@ struct SelftestOptions {
   bool sanitizer_pass = true;          // check's sanitizer pass (first seed only; off under --sanitize)
   ProgressFn progress;                 // one line per candidate as it finishes, or empty
 };
+struct SelftestOutcome {
+  report::SelftestResult result;  // the results as a type
+  json results;                   // ... as results.json carries them: report::to_json(result)
+  int exit_code = 0;
+};
 // Runs every bundled good and known-broken candidate; exit 0 when every broken one is rejected for
 // its stated reason and every good one accepted, 1 otherwise, 3 without a GPU.
-QualifyOutcome selftest(const SelftestOptions& o);
+SelftestOutcome selftest(const SelftestOptions& o);
 
 }  // namespace kqual::pipeline

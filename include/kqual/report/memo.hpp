@@ -4,12 +4,18 @@
 #include <string>
 
 #include "kqual/core/json.hpp"
+#include "kqual/report/results.hpp"
 
 namespace kqual::report {
 
+// The qualify family's memo (kqual.qualify, kqual.check, kqual.bench), from the typed results.
+std::string render_qualify_memo(const QualifyResult& results);
+// ... from a results document: qualify_result_from_json, then the above (Error(input) for a
+// document of the wrong shape).
 std::string render_qualify_memo(const json& results);
-// kqual compare's memo (schema kqual.compare), from results.json only: the memo never says more
+// kqual compare's memo (schema kqual.compare), from the results only: the memo never says more
 // than the data.
+std::string render_compare_memo(const CompareResult& results);
 std::string render_compare_memo(const json& results);
 // A verdict word of results.json ("do_not_ship") as a memo prints it ("do not ship as built");
 // an unknown word is printed as it is.
