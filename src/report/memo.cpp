@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cctype>
 #include <sstream>
 
@@ -171,6 +173,33 @@ std::string render_qualify_memo(const QualifyResult& r) {
     }
     m << "\nAchieved bandwidth = the contract's minimum bytes (every input read once, every output written once) / "
          "median time.\n\n";
+    // How the samples were taken, and what the clocks did meanwhile.
+    m << fmt::format("Timer: {}; L2: {}.\n", t.timer.empty() ? "events" : t.timer, t.l2_mode.empty() ? "cold_l2_write_flush" : t.l2_mode);
+    for (const auto& sh : t.shapes)
+      for (const auto& s : sh.series) {
+        if (s.samples_ms.empty()) continue;
+        std::string line = fmt::format("- {} {}: ", sh.shape, s.label);
+        if (!s.sm_clock_mhz.empty()) {
+          std::vector<double> clk = s.sm_clock_mhz;
+          std::sort(clk.begin(), clk.end());
+          line += fmt::format("SM clock {:.0f}–{:.0f} MHz (median {:.0f}; reference {} MHz)", clk.front(), clk.back(),
+                              clk[clk.size() / 2], s.reference_sm_mhz);
+        } else {
+          line += s.clocks_note.empty() ? "clocks not recorded" : s.clocks_note;
+        }
+        if (s.max_temperature_c) line += fmt::format(", up to {} °C", s.max_temperature_c);
+        line += fmt::format("; {} sample(s) discarded by the clock guard", s.discarded);
+        if (s.clock_guard_exhausted) line += " — guard exhausted: later slow samples kept, **the clock did not hold**";
+        if (!s.clock_events.empty()) line += " (first: " + s.clock_events.front() + ")";
+        if (!s.event_ms.empty()) {
+          std::vector<double> e = s.event_ms;
+          std::sort(e.begin(), e.end());
+          line += fmt::format("; CUDA events of the same samples: median {}", ms(e[e.size() / 2]));
+        }
+        if (s.graph_launches) line += fmt::format("; {} launches per graph replay", s.graph_launches);
+        m << line << "\n";
+      }
+    m << "\n";
     m << "### Result by shape (candidate against the fastest baseline)\n\n";
     for (const auto& sh : t.shapes) {
       if (sh.fastest_baseline.empty()) continue;  // no comparison at this shape

@@ -251,6 +251,8 @@ bench::TimingReport timing_report_from_json(const json& j) {
   const std::string path = "timing";
   bench::TimingReport t;
   t.boundary = get_str(j, path, "boundary");
+  t.l2_mode = get_str(j, path, "l2_mode");
+  t.timer = get_str(j, path, "timer");
   for (const auto& [sj, sp] : get_items(j, path, "shapes")) {
     bench::ShapeResult sh;
     sh.shape = get_str(*sj, sp, "shape");
@@ -280,6 +282,26 @@ bench::TimingReport timing_report_from_json(const json& j) {
       s.warmup_ms = get_doubles(*xj, xp, "warmup_ms");
       s.verify_detail = get_str(*xj, xp, "verify_detail");
       s.verify_code = get_str(*xj, xp, "verify_code");
+      s.timer = get_str(*xj, xp, "timer", "events");
+      s.event_ms = get_doubles(*xj, xp, "event_ms");
+      s.graph_launches = get_int<int>(*xj, xp, "graph_launches");
+      if (const json* cl = member(*xj, xp, "clocks")) {
+        const std::string cp = join(xp, "clocks");
+        s.discarded = get_int<int>(*cl, cp, "discarded_samples");
+        s.clock_guard_exhausted = get_bool(*cl, cp, "guard_exhausted", false);
+        s.reference_sm_mhz = get_int<unsigned>(*cl, cp, "reference_sm_mhz");
+        s.max_temperature_c = get_int<unsigned>(*cl, cp, "max_temperature_c");
+        s.sm_clock_mhz = get_doubles(*cl, cp, "sm_mhz");
+        s.mem_clock_mhz = get_doubles(*cl, cp, "mem_mhz");
+        s.clocks_note = get_str(*cl, cp, "note");
+        if (const json* ev = member(*cl, cp, "events")) {
+          if (!ev->is_array()) wrong(join(cp, "events"), "an array", *ev);
+          for (const auto& e : *ev) {
+            if (!e.is_string()) wrong(join(cp, "events"), "strings", e);
+            s.clock_events.push_back(e.get<std::string>());
+          }
+        }
+      }
       sh.series.push_back(std::move(s));
     }
     sh.fastest_baseline = get_str(*sj, sp, "fastest_baseline");
