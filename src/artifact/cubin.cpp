@@ -1,6 +1,7 @@
 // ELF cubin (SASS) facts: arch from e_flags, per-kernel resources from the .nv.info records,
 // static shared memory from .nv.shared.<kernel>, compiler identity from .note.nv.tkinfo.
 // Format facts and their sources: docs/artifact.md.
+#include <algorithm>
 #include <map>
 
 #include "elf.hpp"
@@ -14,6 +15,7 @@ namespace {
 // .nv.info attribute ids (EIATTR_*) used here; the record layout is in docs/artifact.md.
 constexpr std::uint8_t kEiattrMaxThreads = 0x05;
 constexpr std::uint8_t kEiattrFrameSize = 0x11;
+constexpr std::uint8_t kEiattrKparamInfo = 0x17;
 constexpr std::uint8_t kEiattrMinStackSize = 0x12;
 constexpr std::uint8_t kEiattrCbankParamSize = 0x19;
 constexpr std::uint8_t kEiattrMaxStackSize = 0x23;
@@ -175,8 +177,19 @@ void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& c
           k.max_threads = static_cast<int>(std::min<std::uint64_t>(t, 1u << 30));
         } else if (r.attr == kEiattrCbankParamSize && r.format == kFmtHval) {
           k.param_bytes = r.hval;
+        } else if (r.attr == kEiattrKparamInfo && r.format == kFmtSval && r.data.size() >= 12) {
+          // {u32 index, u16 ordinal, u16 offset, u32 packed: size in bytes in bits 18..31}
+          // (checked against kernels of known signatures: docs/artifact.md)
+          Reader rr(r.data, kctx);
+          ParamInfo p;
+          p.ordinal = rr.u16(4, "parameter ordinal");
+          p.offset = rr.u16(6, "parameter offset");
+          p.size = rr.u32(8, "parameter size") >> 18;
+          k.params.push_back(p);
         }
       }
+      // Recorded last parameter first.
+      std::sort(k.params.begin(), k.params.end(), [](const ParamInfo& a, const ParamInfo& b) { return a.ordinal < b.ordinal; });
     }
     if (const ElfSection* sh = elf.find(".nv.shared." + k.name)) {
       k.shared_section_bytes = sh->size;

@@ -1,5 +1,7 @@
 // PTX text facts: ISA version (.version), target (.target) and kernel names (.entry).
+#include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include "images.hpp"
 #include "reader.hpp"
@@ -13,24 +15,39 @@ inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c ==
 bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%'; }
 bool ident_char(char c) { return ident_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
 
-// Removes // and /* */ comments (PTX follows C comment syntax; strings do not occur in directives we read).
+// Removes // and /* */ comments (PTX follows C comment syntax; strings do not occur in directives we read):
+// a // comment becomes its line's '\n', a /* */ comment one space. Text between comments is copied
+// in bulk (a library's PTX is tens of MB).
 std::string strip_comments(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '/' && i + 1 < s.size() && s[i + 1] == '/') {
-      while (i < s.size() && s[i] != '\n') ++i;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const std::size_t slash = s.find('/', i);
+    if (slash == std::string_view::npos) {
+      out.append(s.substr(i));
+      break;
+    }
+    out.append(s.substr(i, slash - i));
+    const char next = slash + 1 < s.size() ? s[slash + 1] : '\0';
+    if (next == '/') {
+      const std::size_t nl = s.find('\n', slash + 2);
+      i = nl == std::string_view::npos ? s.size() : nl + 1;
       out.push_back('\n');
-    } else if (s[i] == '/' && i + 1 < s.size() && s[i + 1] == '*') {
-      const std::size_t end = s.find("*/", i + 2);
-      i = end == std::string_view::npos ? s.size() : end + 1;
+    } else if (next == '*') {
+      const std::size_t end = s.find("*/", slash + 2);
+      i = end == std::string_view::npos ? s.size() : end + 2;
       out.push_back(' ');
     } else {
-      out.push_back(s[i]);
+      out.push_back('/');
+      i = slash + 1;
     }
   }
   return out;
 }
+
+// Control characters other than the whitespace ones make the image not PTX text.
+inline bool bad_text_byte(unsigned char c) { return c < 0x20 && (c < '\t' || c > '\r'); }
 
 std::string_view next_token(std::string_view s, std::size_t& pos) {
   while (pos < s.size() && is_space(s[pos])) ++pos;
@@ -43,12 +60,18 @@ std::string_view next_token(std::string_view s, std::size_t& pos) {
 }  // namespace
 
 void parse_ptx_image(std::span<const std::uint8_t> image, const std::string& ctx, Entry& e) {
-  std::size_t len = 0;
-  while (len < image.size() && image[len] != 0) {
-    const unsigned char c = image[len];
-    if (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != '\v')
-      fail(ctx, fmt::format("PTX: byte {} is {:#04x}, not text", len, c));
-    ++len;
+  const void* nul = image.empty() ? nullptr : std::memchr(image.data(), 0, image.size());
+  const std::size_t len = nul ? static_cast<std::size_t>(static_cast<const std::uint8_t*>(nul) - image.data()) : image.size();
+  // The text before the first NUL: checked a block at a time without branches, the first bad byte
+  // located only when a block has one.
+  constexpr std::size_t kBlock = 4096;
+  for (std::size_t b = 0; b < len; b += kBlock) {
+    const std::size_t end = std::min(len, b + kBlock);
+    bool bad = false;
+    for (std::size_t i = b; i < end; ++i) bad |= bad_text_byte(image[i]);
+    if (!bad) continue;
+    for (std::size_t i = b; i < end; ++i)
+      if (bad_text_byte(image[i])) fail(ctx, fmt::format("PTX: byte {} is {:#04x}, not text", i, image[i]));
   }
   for (std::size_t i = len; i < image.size(); ++i)
     if (image[i] != 0) fail(ctx, fmt::format("PTX: data after the terminating NUL at byte {}", i));

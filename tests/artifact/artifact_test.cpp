@@ -272,3 +272,59 @@ TEST(ArtifactErrors, NameTheFileAndTheProblem) {
 
 }  // namespace
 }  // namespace kqual::artifact
+
+namespace kqual::artifact {
+namespace {
+
+// EIATTR_KPARAM_INFO, against the kernels' source signatures (tests/artifact/fixtures/kernels.cu)
+// and the parameter block size the cubin records separately (CBANK_PARAM_SIZE).
+TEST(ArtifactCubin, ParameterSizesAndOffsets) {
+  const Entry e = parse_artifact(fixture("k_sm90.cubin")).entries.at(0);
+  auto sizes = [&](const std::string& k) {
+    std::vector<std::uint32_t> v;
+    for (const auto& p : kernel(e, k).params) v.push_back(p.size);
+    return v;
+  };
+  EXPECT_EQ(sizes("add_relu"), (std::vector<std::uint32_t>{8, 8, 8, 4}));
+  EXPECT_EQ(sizes("smem_sum"), (std::vector<std::uint32_t>{8, 8, 4}));
+  EXPECT_EQ(sizes("local_arr"), (std::vector<std::uint32_t>{8, 8}));
+  for (const auto& k : e.kernels) {
+    ASSERT_FALSE(k.params.empty()) << k.name;
+    for (std::size_t i = 0; i < k.params.size(); ++i) EXPECT_EQ(k.params[i].ordinal, static_cast<int>(i)) << k.name;
+    EXPECT_EQ(static_cast<int>(k.params.back().offset + k.params.back().size), k.param_bytes) << k.name;
+  }
+}
+
+// A library-sized parse (>= 64 entries: the threaded path, each thread decoding into one reused
+// buffer across images of different sizes and compressions) gives each entry exactly what parsing
+// its fixture alone gives.
+TEST(ArtifactFatbin, ManyEntriesParseAsEachAlone) {
+  const std::vector<std::string> files = {"zstd.fatbin", "lz4.fatbin", "multi.fatbin", "ptx_compute90.fatbin",
+                                          "sass_sm90.fatbin", "sm80_ptx80.fatbin"};
+  std::vector<std::uint8_t> lib;
+  std::vector<Entry> expected;
+  while (expected.size() < 100) {
+    for (const auto& f : files) {
+      const auto b = test::read_bytes(fixture(f));
+      lib.insert(lib.end(), b.begin(), b.end());
+      for (const auto& e : parse_artifact(fixture(f)).entries) expected.push_back(e);
+    }
+  }
+  const Artifact a = parse_artifact_bytes(lib, "library");
+  ASSERT_EQ(a.entries.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const Entry &got = a.entries[i], &want = expected[i];
+    EXPECT_EQ(got.sha256, want.sha256) << i;
+    EXPECT_EQ(got.image_bytes, want.image_bytes) << i;
+    EXPECT_EQ(got.compression, want.compression) << i;
+    EXPECT_EQ(got.ptx_entries, want.ptx_entries) << i;
+    ASSERT_EQ(got.kernels.size(), want.kernels.size()) << i;
+    for (std::size_t k = 0; k < got.kernels.size(); ++k) {
+      EXPECT_EQ(got.kernels[k].code_sha256, want.kernels[k].code_sha256) << i;
+      EXPECT_EQ(got.kernels[k].registers, want.kernels[k].registers) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kqual::artifact
