@@ -5,6 +5,7 @@
 #include <map>
 
 #include "elf.hpp"
+#include "hash_lanes.hpp"
 #include "images.hpp"
 #include "kqual/core/sha256.hpp"
 
@@ -92,7 +93,7 @@ std::string cstr_at(std::span<const std::uint8_t> tab, std::uint32_t off) {
 
 }  // namespace
 
-void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& ctx, Entry& e) {
+void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& ctx, Entry& e, std::string* image_sha256) {
   const Elf elf = parse_elf(image, ctx);
   if (elf.machine != kEmCuda) fail(ctx, fmt::format("ELF e_machine is {}, not 190 (EM_CUDA): not a cubin", elf.machine));
 
@@ -167,6 +168,13 @@ void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& c
       }
     }
   }
+  // The image and every kernel's code are hashed together at the end (two at a time: hash_lanes.cpp).
+  std::vector<std::span<const std::uint8_t>> to_hash;
+  std::vector<std::string*> hashes;
+  if (image_sha256) {
+    to_hash.push_back(image);
+    hashes.push_back(image_sha256);
+  }
   for (auto& k : e.kernels) {
     const std::string kctx = ctx + ": kernel " + k.name;
     if (const ElfSection* info = elf.find(".nv.info." + k.name)) {
@@ -198,9 +206,12 @@ void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& c
     if (const ElfSection* text = elf.find(".text." + k.name)) {
       auto code = section_bytes(image, *text, kctx + " .text");
       k.code_bytes = code.size();
-      k.code_sha256 = sha256_hex(code.data(), code.size());
+      to_hash.push_back(code);
+      hashes.push_back(&k.code_sha256);
     }
   }
+  const std::vector<std::string> digests = sha256_hex_all(to_hash);
+  for (std::size_t i = 0; i < digests.size(); ++i) *hashes[i] = digests[i];
 
   for (auto& k : e.kernels) k.name = printable(k.name);
 

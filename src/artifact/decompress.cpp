@@ -63,6 +63,8 @@ void lz4_block_decompress_into(std::span<const std::uint8_t> src, std::uint64_t 
     fail(what, fmt::format("LZ4: decoded {} bytes, the entry header declares {}", out.size(), expected_size));
 }
 
+std::size_t declared_size(std::uint64_t n) { return static_cast<std::size_t>(n); }
+
 void zstd_decompress_into(std::span<const std::uint8_t> src, std::uint64_t expected_size, const std::string& what,
                           ImageBuffer& out) {
   if (expected_size > kMaxImageBytes)
@@ -78,6 +80,16 @@ void zstd_decompress_into(std::span<const std::uint8_t> src, std::uint64_t expec
   ZSTD_DCtx_reset(ds.p, ZSTD_reset_session_and_parameters);
   // Cap the window so a hostile frame cannot demand a huge history buffer.
   ZSTD_DCtx_setParameter(ds.p, ZSTD_d_windowLogMax, 27);
+  // A frame that declares the size the entry header declares is decoded in one call into `out`
+  // sized up front: the buffer's growth writes nothing, so a header that lies costs address space,
+  // not memory, and the decoder writes the output once (streaming copies it from its window).
+  if (ZSTD_getFrameContentSize(src.data(), src.size()) == expected_size) {
+    out.resize(declared_size(expected_size));
+    const std::size_t n = ZSTD_decompressDCtx(ds.p, out.data(), out.size(), src.data(), src.size());
+    if (ZSTD_isError(n)) fail(what, fmt::format("zstd: {}", ZSTD_getErrorName(n)));
+    if (n != out.size()) fail(what, fmt::format("zstd: decoded {} bytes, the entry header declares {}", n, expected_size));
+    return;
+  }
   // Decoded straight into `out`, which grows (doubling, up to the declared size) only as the data
   // really decodes: a lying header cannot make us allocate first. A caller that reuses `out`
   // across entries pays neither the growth nor the page faults again.

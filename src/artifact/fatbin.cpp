@@ -82,11 +82,11 @@ void parse_entry(const Reader& r, std::uint64_t off, std::uint64_t ehs, std::uin
   if (e.kind == EntryKind::ptx)  // uncompressed PTX payloads are NUL-padded; compressed ones are not
     while (!image.empty() && image.back() == 0) image = image.first(image.size() - 1);
   e.image_bytes = image.size();
-  e.sha256 = sha256_hex(image.data(), image.size());
   if (e.kind == EntryKind::sass) {
-    parse_cubin_image(image, ectx, e);
-  } else if (e.kind == EntryKind::ptx) {
-    parse_ptx_image(image, ectx, e);
+    parse_cubin_image(image, ectx, e, &e.sha256);  // hashed there, beside the kernels' code
+  } else {
+    e.sha256 = sha256_hex(image.data(), image.size());
+    if (e.kind == EntryKind::ptx) parse_ptx_image(image, ectx, e);
   }
   if (owned.capacity() > (std::size_t(64) << 20)) ImageBuffer().swap(owned);  // keep no huge buffer alive
 }

@@ -34,8 +34,10 @@ void lz4_block_decompress_into(std::span<const std::uint8_t> src, std::uint64_t 
 void zstd_decompress_into(std::span<const std::uint8_t> src, std::uint64_t expected_size, const std::string& what,
                           ImageBuffer& out);
 
-// Fills arch, kernels and compiler of `e` from an ELF cubin. `context` prefixes every error.
-void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& context, Entry& e);
+// Fills arch, kernels and compiler of `e` from an ELF cubin. `context` prefixes every error. With
+// `image_sha256`, the image's own hash is computed there too, beside the kernels' code hashes.
+void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& context, Entry& e,
+                       std::string* image_sha256 = nullptr);
 // Fills arch (virtual), PTX ISA version and entry names from PTX text (may end in NUL padding).
 void parse_ptx_image(std::span<const std::uint8_t> image, const std::string& context, Entry& e);
 // Appends the entries of the fatbin container(s) in `bytes` (which may be followed by more

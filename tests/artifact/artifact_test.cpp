@@ -328,3 +328,40 @@ TEST(ArtifactFatbin, ManyEntriesParseAsEachAlone) {
 
 }  // namespace
 }  // namespace kqual::artifact
+
+#include <random>
+
+#include "../../src/artifact/hash_lanes.hpp"
+#include "kqual/core/sha256.hpp"
+
+namespace kqual::artifact {
+namespace {
+
+// The two-lane hasher (every SASS image and kernel code hash) equals the one-message SHA-256 for
+// every length around the block and padding boundaries, for messages of unequal lengths (lanes
+// refilled at different times), checked against the SHA-NI and the portable one-message code.
+TEST(HashLanes, EqualsSha256OfEachMessage) {
+  std::mt19937_64 rng(42);
+  std::vector<std::uint8_t> data(1 << 20);
+  for (auto& b : data) b = static_cast<std::uint8_t>(rng());
+  std::vector<std::span<const std::uint8_t>> msgs;
+  for (std::size_t n = 0; n <= 200; ++n) msgs.emplace_back(data.data() + n, n);
+  for (int i = 0; i < 50; ++i) {
+    const std::size_t off = rng() % 1000, n = rng() % (data.size() - 1000);
+    msgs.emplace_back(data.data() + off, n);
+  }
+  for (bool portable : {false, true}) {
+    kqual::detail::sha256_force_portable(portable);
+    const auto got = detail::sha256_hex_all(msgs);
+    ASSERT_EQ(got.size(), msgs.size());
+    for (std::size_t i = 0; i < msgs.size(); ++i)
+      EXPECT_EQ(got[i], sha256_hex(msgs[i].data(), msgs[i].size())) << "message " << i << " of " << msgs[i].size() << " bytes";
+  }
+  kqual::detail::sha256_force_portable(false);
+  EXPECT_TRUE(detail::sha256_hex_all({}).empty());
+  EXPECT_EQ(detail::sha256_hex_all({std::span<const std::uint8_t>()}).at(0),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+}  // namespace
+}  // namespace kqual::artifact
