@@ -365,3 +365,30 @@ TEST(HashLanes, EqualsSha256OfEachMessage) {
 
 }  // namespace
 }  // namespace kqual::artifact
+
+namespace kqual::artifact {
+namespace {
+
+// The PTX scan (16 bytes at a time where SSE2 is there): every .entry found wherever it falls in a
+// block, '.' inside instruction names skipped, and a control byte reported at its own offset.
+TEST(ArtifactPtx, DirectivesAndBadBytesAtEveryOffset) {
+  for (std::size_t pad = 0; pad < 40; ++pad) {
+    std::string text = ".version 8.0\n.target sm_90\n" + std::string(pad, ' ') + "ld.global.f32 %f1;\n";
+    text += ".visible .entry k" + std::to_string(pad) + "(\n) { ret; }\n\t.entry\tsecond_k(){}\n";
+    const std::vector<std::uint8_t> b(text.begin(), text.end());
+    const Artifact a = parse_artifact_bytes(b, "t.ptx");
+    EXPECT_EQ(a.entries.at(0).ptx_entries, (std::vector<std::string>{"k" + std::to_string(pad), "second_k"})) << pad;
+    std::vector<std::uint8_t> bad = b;
+    bad.at(27 + pad) = 0x01;
+    try {
+      parse_artifact_bytes(bad, "t.ptx");
+      ADD_FAILURE() << "accepted a control byte at " << 27 + pad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("PTX: byte " + std::to_string(27 + pad) + " is 0x01"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kqual::artifact
