@@ -1,9 +1,11 @@
 // ELF cubin (SASS) facts: arch from e_flags, per-kernel resources from the .nv.info records,
 // static shared memory from .nv.shared.<kernel>, compiler identity from .note.nv.tkinfo.
 // Format facts and their sources: docs/artifact.md.
+#include <algorithm>
 #include <map>
 
 #include "elf.hpp"
+#include "hash_lanes.hpp"
 #include "images.hpp"
 #include "kqual/core/sha256.hpp"
 
@@ -14,6 +16,7 @@ namespace {
 // .nv.info attribute ids (EIATTR_*) used here; the record layout is in docs/artifact.md.
 constexpr std::uint8_t kEiattrMaxThreads = 0x05;
 constexpr std::uint8_t kEiattrFrameSize = 0x11;
+constexpr std::uint8_t kEiattrKparamInfo = 0x17;
 constexpr std::uint8_t kEiattrMinStackSize = 0x12;
 constexpr std::uint8_t kEiattrCbankParamSize = 0x19;
 constexpr std::uint8_t kEiattrMaxStackSize = 0x23;
@@ -90,7 +93,7 @@ std::string cstr_at(std::span<const std::uint8_t> tab, std::uint32_t off) {
 
 }  // namespace
 
-void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& ctx, Entry& e) {
+void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& ctx, Entry& e, std::string* image_sha256) {
   const Elf elf = parse_elf(image, ctx);
   if (elf.machine != kEmCuda) fail(ctx, fmt::format("ELF e_machine is {}, not 190 (EM_CUDA): not a cubin", elf.machine));
 
@@ -165,6 +168,13 @@ void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& c
       }
     }
   }
+  // The image and every kernel's code are hashed together at the end (two at a time: hash_lanes.cpp).
+  std::vector<std::span<const std::uint8_t>> to_hash;
+  std::vector<std::string*> hashes;
+  if (image_sha256) {
+    to_hash.push_back(image);
+    hashes.push_back(image_sha256);
+  }
   for (auto& k : e.kernels) {
     const std::string kctx = ctx + ": kernel " + k.name;
     if (const ElfSection* info = elf.find(".nv.info." + k.name)) {
@@ -175,8 +185,19 @@ void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& c
           k.max_threads = static_cast<int>(std::min<std::uint64_t>(t, 1u << 30));
         } else if (r.attr == kEiattrCbankParamSize && r.format == kFmtHval) {
           k.param_bytes = r.hval;
+        } else if (r.attr == kEiattrKparamInfo && r.format == kFmtSval && r.data.size() >= 12) {
+          // {u32 index, u16 ordinal, u16 offset, u32 packed: size in bytes in bits 18..31}
+          // (checked against kernels of known signatures: docs/artifact.md)
+          Reader rr(r.data, kctx);
+          ParamInfo p;
+          p.ordinal = rr.u16(4, "parameter ordinal");
+          p.offset = rr.u16(6, "parameter offset");
+          p.size = rr.u32(8, "parameter size") >> 18;
+          k.params.push_back(p);
         }
       }
+      // Recorded last parameter first.
+      std::sort(k.params.begin(), k.params.end(), [](const ParamInfo& a, const ParamInfo& b) { return a.ordinal < b.ordinal; });
     }
     if (const ElfSection* sh = elf.find(".nv.shared." + k.name)) {
       k.shared_section_bytes = sh->size;
@@ -185,9 +206,12 @@ void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& c
     if (const ElfSection* text = elf.find(".text." + k.name)) {
       auto code = section_bytes(image, *text, kctx + " .text");
       k.code_bytes = code.size();
-      k.code_sha256 = sha256_hex(code.data(), code.size());
+      to_hash.push_back(code);
+      hashes.push_back(&k.code_sha256);
     }
   }
+  const std::vector<std::string> digests = sha256_hex_all(to_hash);
+  for (std::size_t i = 0; i < digests.size(); ++i) *hashes[i] = digests[i];
 
   for (auto& k : e.kernels) k.name = printable(k.name);
 

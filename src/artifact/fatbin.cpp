@@ -65,7 +65,8 @@ void parse_entry(const Reader& r, std::uint64_t off, std::uint64_t ehs, std::uin
 
   auto payload = r.sub(off + ehs, size, "entry payload");
   e.stored_bytes = size;
-  std::vector<std::uint8_t> owned;
+  // One buffer per thread, reused by every entry it decodes (see ImageBuffer).
+  thread_local ImageBuffer owned;
   std::span<const std::uint8_t> image = payload;
   const bool lz4 = e.flags & kFlagLz4, zstd = e.flags & kFlagZstd;
   if (lz4 && zstd) fail(ectx, fmt::format("entry flags {:#x} claim both LZ4 and zstd compression", e.flags));
@@ -74,18 +75,20 @@ void parse_entry(const Reader& r, std::uint64_t off, std::uint64_t ehs, std::uin
       fail(ectx, fmt::format("compressed size {} is 0 or larger than the stored payload ({} bytes)", csize, size));
     e.stored_bytes = csize;
     e.compression = lz4 ? Compression::lz4 : Compression::zstd;
-    owned = lz4 ? lz4_block_decompress(payload.first(csize), dsize, ectx) : zstd_decompress(payload.first(csize), dsize, ectx);
-    image = owned;
+    if (lz4) lz4_block_decompress_into(payload.first(csize), dsize, ectx, owned);
+    else zstd_decompress_into(payload.first(csize), dsize, ectx, owned);
+    image = std::span<const std::uint8_t>(owned.data(), owned.size());
   }
   if (e.kind == EntryKind::ptx)  // uncompressed PTX payloads are NUL-padded; compressed ones are not
     while (!image.empty() && image.back() == 0) image = image.first(image.size() - 1);
   e.image_bytes = image.size();
-  e.sha256 = sha256_hex(image.data(), image.size());
   if (e.kind == EntryKind::sass) {
-    parse_cubin_image(image, ectx, e);
-  } else if (e.kind == EntryKind::ptx) {
-    parse_ptx_image(image, ectx, e);
+    parse_cubin_image(image, ectx, e, &e.sha256);  // hashed there, beside the kernels' code
+  } else {
+    e.sha256 = sha256_hex(image.data(), image.size());
+    if (e.kind == EntryKind::ptx) parse_ptx_image(image, ectx, e);
   }
+  if (owned.capacity() > (std::size_t(64) << 20)) ImageBuffer().swap(owned);  // keep no huge buffer alive
 }
 }  // namespace
 

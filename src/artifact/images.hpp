@@ -1,15 +1,43 @@
 #pragma once
 // Parsers of single images (internal): a cubin (SASS) and PTX text. The fatbin and host-binary
 // parsers call them for each decompressed entry.
+#include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "kqual/artifact/artifact.hpp"
 
 namespace kqual::artifact::detail {
 
-// Fills arch, kernels and compiler of `e` from an ELF cubin. `context` prefixes every error.
-void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& context, Entry& e);
+// A byte buffer whose growth does not zero the new bytes (a decoder writes them next): images are
+// decoded into one such buffer per thread, reused across entries, so a library's thousands of
+// entries neither fault in fresh pages nor clear them (1.4 GB decoded for libcublasLt).
+template <class T>
+struct NoInitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind { using other = NoInitAllocator<U>; };
+  NoInitAllocator() = default;
+  template <class U>
+  NoInitAllocator(const NoInitAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }  // default-init: no zeroing
+  template <class U, class... A>
+  void construct(U* p, A&&... a) { ::new (static_cast<void*>(p)) U(std::forward<A>(a)...); }
+};
+using ImageBuffer = std::vector<std::uint8_t, NoInitAllocator<std::uint8_t>>;
+
+// Decoders into a caller-owned buffer (resized to the decoded size); the public
+// lz4_block_decompress / zstd_decompress wrap them. Same checks and messages.
+void lz4_block_decompress_into(std::span<const std::uint8_t> src, std::uint64_t expected_size, const std::string& what,
+                               ImageBuffer& out);
+void zstd_decompress_into(std::span<const std::uint8_t> src, std::uint64_t expected_size, const std::string& what,
+                          ImageBuffer& out);
+
+// Fills arch, kernels and compiler of `e` from an ELF cubin. `context` prefixes every error. With
+// `image_sha256`, the image's own hash is computed there too, beside the kernels' code hashes.
+void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& context, Entry& e,
+                       std::string* image_sha256 = nullptr);
 // Fills arch (virtual), PTX ISA version and entry names from PTX text (may end in NUL padding).
 void parse_ptx_image(std::span<const std::uint8_t> image, const std::string& context, Entry& e);
 // Appends the entries of the fatbin container(s) in `bytes` (which may be followed by more

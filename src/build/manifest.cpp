@@ -193,6 +193,18 @@ void check_library_args(const Ctx& cx, const std::string& where, const Launch& l
   }
 }
 
+// Every string value that starts with "TODO:" (a placeholder a generated manifest leaves for the
+// user, e.g. kqual import-triton's), by key as the other errors name keys: "launch[0].args[2]".
+void find_placeholders(const toml::node& n, const std::string& key, std::vector<std::string>& out) {
+  if (const auto* s = n.as_string()) {
+    if (s->get().rfind(kPlaceholderPrefix, 0) == 0) out.push_back(key);
+  } else if (const auto* t = n.as_table()) {
+    for (const auto& [k, v] : *t) find_placeholders(v, key.empty() ? std::string(k.str()) : key + "." + std::string(k.str()), out);
+  } else if (const auto* a = n.as_array()) {
+    for (std::size_t i = 0; i < a->size(); ++i) find_placeholders(*a->get(i), fmt::format("{}[{}]", key, i), out);
+  }
+}
+
 }  // namespace
 
 Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestUse use) {
@@ -204,6 +216,15 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
     throw_error(ErrorKind::input, fmt::format("{}:{}:{}: TOML syntax error: {}", file.string(), e.source().begin.line,
                                               e.source().begin.column, e.description()));
   }
+  // A generated manifest is refused until it is completed, before anything else is judged: the
+  // placeholders are the first thing to fix, and a half-filled plan must never run.
+  std::vector<std::string> todo;
+  find_placeholders(root, "", todo);
+  if (!todo.empty())
+    throw_error(ErrorKind::input,
+                fmt::format("{}: incomplete manifest: {} placeholder(s) to complete before kqual uses it: {} (each value "
+                            "starting with \"{}\"; the comments in the file say what each needs)",
+                            file.string(), todo.size(), fmt::join(todo, ", "), kPlaceholderPrefix));
   check_keys(cx, root, "", {"candidate", "supports", "scratch", "launch", "expect"});
   Manifest m;
   m.file = file;

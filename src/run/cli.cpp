@@ -40,6 +40,7 @@ std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
   if (run_commands) {
     add_worker_command(*app, s.g, &s.exit_code);
     add_inspect_command(*app, s.g, &s.exit_code);
+    add_import_triton_command(*app, s.g, &s.exit_code);
     add_model_commands(*app, s.g, &s.exit_code);
     add_startup_command(*app, s.g, &s.exit_code);
     add_report_command(*app, s.g, &s.exit_code);

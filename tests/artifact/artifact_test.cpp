@@ -272,3 +272,123 @@ TEST(ArtifactErrors, NameTheFileAndTheProblem) {
 
 }  // namespace
 }  // namespace kqual::artifact
+
+namespace kqual::artifact {
+namespace {
+
+// EIATTR_KPARAM_INFO, against the kernels' source signatures (tests/artifact/fixtures/kernels.cu)
+// and the parameter block size the cubin records separately (CBANK_PARAM_SIZE).
+TEST(ArtifactCubin, ParameterSizesAndOffsets) {
+  const Entry e = parse_artifact(fixture("k_sm90.cubin")).entries.at(0);
+  auto sizes = [&](const std::string& k) {
+    std::vector<std::uint32_t> v;
+    for (const auto& p : kernel(e, k).params) v.push_back(p.size);
+    return v;
+  };
+  EXPECT_EQ(sizes("add_relu"), (std::vector<std::uint32_t>{8, 8, 8, 4}));
+  EXPECT_EQ(sizes("smem_sum"), (std::vector<std::uint32_t>{8, 8, 4}));
+  EXPECT_EQ(sizes("local_arr"), (std::vector<std::uint32_t>{8, 8}));
+  for (const auto& k : e.kernels) {
+    ASSERT_FALSE(k.params.empty()) << k.name;
+    for (std::size_t i = 0; i < k.params.size(); ++i) EXPECT_EQ(k.params[i].ordinal, static_cast<int>(i)) << k.name;
+    EXPECT_EQ(static_cast<int>(k.params.back().offset + k.params.back().size), k.param_bytes) << k.name;
+  }
+}
+
+// A library-sized parse (>= 64 entries: the threaded path, each thread decoding into one reused
+// buffer across images of different sizes and compressions) gives each entry exactly what parsing
+// its fixture alone gives.
+TEST(ArtifactFatbin, ManyEntriesParseAsEachAlone) {
+  const std::vector<std::string> files = {"zstd.fatbin", "lz4.fatbin", "multi.fatbin", "ptx_compute90.fatbin",
+                                          "sass_sm90.fatbin", "sm80_ptx80.fatbin"};
+  std::vector<std::uint8_t> lib;
+  std::vector<Entry> expected;
+  while (expected.size() < 100) {
+    for (const auto& f : files) {
+      const auto b = test::read_bytes(fixture(f));
+      lib.insert(lib.end(), b.begin(), b.end());
+      for (const auto& e : parse_artifact(fixture(f)).entries) expected.push_back(e);
+    }
+  }
+  const Artifact a = parse_artifact_bytes(lib, "library");
+  ASSERT_EQ(a.entries.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const Entry &got = a.entries[i], &want = expected[i];
+    EXPECT_EQ(got.sha256, want.sha256) << i;
+    EXPECT_EQ(got.image_bytes, want.image_bytes) << i;
+    EXPECT_EQ(got.compression, want.compression) << i;
+    EXPECT_EQ(got.ptx_entries, want.ptx_entries) << i;
+    ASSERT_EQ(got.kernels.size(), want.kernels.size()) << i;
+    for (std::size_t k = 0; k < got.kernels.size(); ++k) {
+      EXPECT_EQ(got.kernels[k].code_sha256, want.kernels[k].code_sha256) << i;
+      EXPECT_EQ(got.kernels[k].registers, want.kernels[k].registers) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kqual::artifact
+
+#include <random>
+
+#include "../../src/artifact/hash_lanes.hpp"
+#include "kqual/core/sha256.hpp"
+
+namespace kqual::artifact {
+namespace {
+
+// The two-lane hasher (every SASS image and kernel code hash) equals the one-message SHA-256 for
+// every length around the block and padding boundaries, for messages of unequal lengths (lanes
+// refilled at different times), checked against the SHA-NI and the portable one-message code.
+TEST(HashLanes, EqualsSha256OfEachMessage) {
+  std::mt19937_64 rng(42);
+  std::vector<std::uint8_t> data(1 << 20);
+  for (auto& b : data) b = static_cast<std::uint8_t>(rng());
+  std::vector<std::span<const std::uint8_t>> msgs;
+  for (std::size_t n = 0; n <= 200; ++n) msgs.emplace_back(data.data() + n, n);
+  for (int i = 0; i < 50; ++i) {
+    const std::size_t off = rng() % 1000, n = rng() % (data.size() - 1000);
+    msgs.emplace_back(data.data() + off, n);
+  }
+  for (bool portable : {false, true}) {
+    kqual::detail::sha256_force_portable(portable);
+    const auto got = detail::sha256_hex_all(msgs);
+    ASSERT_EQ(got.size(), msgs.size());
+    for (std::size_t i = 0; i < msgs.size(); ++i)
+      EXPECT_EQ(got[i], sha256_hex(msgs[i].data(), msgs[i].size())) << "message " << i << " of " << msgs[i].size() << " bytes";
+  }
+  kqual::detail::sha256_force_portable(false);
+  EXPECT_TRUE(detail::sha256_hex_all({}).empty());
+  EXPECT_EQ(detail::sha256_hex_all({std::span<const std::uint8_t>()}).at(0),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+}  // namespace
+}  // namespace kqual::artifact
+
+namespace kqual::artifact {
+namespace {
+
+// The PTX scan (16 bytes at a time where SSE2 is there): every .entry found wherever it falls in a
+// block, '.' inside instruction names skipped, and a control byte reported at its own offset.
+TEST(ArtifactPtx, DirectivesAndBadBytesAtEveryOffset) {
+  for (std::size_t pad = 0; pad < 40; ++pad) {
+    std::string text = ".version 8.0\n.target sm_90\n" + std::string(pad, ' ') + "ld.global.f32 %f1;\n";
+    text += ".visible .entry k" + std::to_string(pad) + "(\n) { ret; }\n\t.entry\tsecond_k(){}\n";
+    const std::vector<std::uint8_t> b(text.begin(), text.end());
+    const Artifact a = parse_artifact_bytes(b, "t.ptx");
+    EXPECT_EQ(a.entries.at(0).ptx_entries, (std::vector<std::string>{"k" + std::to_string(pad), "second_k"})) << pad;
+    std::vector<std::uint8_t> bad = b;
+    bad.at(27 + pad) = 0x01;
+    try {
+      parse_artifact_bytes(bad, "t.ptx");
+      ADD_FAILURE() << "accepted a control byte at " << 27 + pad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("PTX: byte " + std::to_string(27 + pad) + " is 0x01"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kqual::artifact

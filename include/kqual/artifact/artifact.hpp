@@ -51,6 +51,14 @@ struct CompilerInfo {
   int cuda_api_version = 0;   // e.g. 130 from .note.nv.cuinfo; 0 if absent
 };
 
+// One parameter of a kernel as the cubin records it (EIATTR_KPARAM_INFO in .nv.info.<kernel>):
+// its place in the parameter constant bank. Types are not recorded, only sizes.
+struct ParamInfo {
+  int ordinal = 0;                   // 0-based position in the parameter list
+  std::uint32_t offset = 0;          // [B] from the start of the parameter block
+  std::uint32_t size = 0;            // [B]
+};
+
 // One kernel (entry function) of a SASS image, from the cubin's own records.
 struct KernelInfo {
   std::string name;                  // mangled symbol name
@@ -63,6 +71,7 @@ struct KernelInfo {
   int param_bytes = -1;              // EIATTR_CBANK_PARAM_SIZE; -1 if absent
   std::uint64_t code_bytes = 0;      // [B] size of .text.<name>
   std::string code_sha256;           // of .text.<name>: equal hash = identical machine code
+  std::vector<ParamInfo> params;     // by ordinal; empty when the cubin has no records (not in inspect's output)
 };
 
 // One image inside the artifact (a standalone cubin or PTX file is one entry).

@@ -67,6 +67,11 @@ struct Manifest {
   bool has_kernels() const;
 };
 
+// Placeholder values: a manifest string value that starts with this is not complete yet
+// (parse_manifest refuses the manifest, naming every such key). Generated manifests use it for
+// what only the user knows (kqual import-triton: the contract, the argument mapping, the grid).
+inline constexpr const char* kPlaceholderPrefix = "TODO:";
+
 // What the manifest is read for. A candidate is built from its `source`; a launch plan only
 // describes how to launch kernels that already exist in a prebuilt image (kqual compare --manifest
 // with cubin/fatbin/PTX/host-binary sides), so `source` may be absent there.

@@ -72,6 +72,7 @@ void add_screen_command(CLI::App& app, CliState& s, bool run_commands);     // s
 // The callback stores the command's exit code in *exit_code.
 void add_worker_command(CLI::App& app, GlobalOptions& g, int* exit_code);     // internal: GPU worker
 void add_inspect_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // artifact identity
+void add_import_triton_command(CLI::App& app, GlobalOptions& g, int* exit_code);  // Triton cache -> candidate folder
 void add_model_commands(CLI::App& app, GlobalOptions& g, int* exit_code);     // model, explain
 void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // startup (+ hidden probe)
 void add_report_command(CLI::App& app, GlobalOptions& g, int* exit_code);     // report RESULTS.json (HTML, memo)

@@ -1,0 +1,84 @@
+// `kqual import-triton CACHE_DIR [--kernel NAME] --out CANDIDATE_DIR`: a Triton-compiled kernel
+// (cubin + metadata from Triton's cache) as a candidate folder whose kqual.toml the user completes.
+// No GPU needed. Library: include/kqual/build/triton.hpp; docs/manifest.md "Triton kernels".
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "kqual/build/triton.hpp"
+#include "kqual/core/exit_codes.hpp"
+#include "kqual/core/json.hpp"
+#include "kqual/run/cli.hpp"
+
+namespace kqual::run {
+
+namespace {
+
+struct ImportTritonOptions {
+  build::TritonImportOptions o;
+  std::string cache_dir, out;
+  bool list = false;
+};
+
+int run_import_triton(ImportTritonOptions& opts, const GlobalOptions& g) {
+  opts.o.cache_dir = opts.cache_dir;
+  opts.o.out = opts.out;
+  if (opts.list) {
+    const auto all = build::find_triton_kernels(opts.o.cache_dir);
+    if (g.json) {
+      json doc = schema_header("import-triton");
+      json ks = json::array();
+      for (const auto& e : all)
+        ks.push_back(json{{"label", e.label()}, {"name", e.stem}, {"cubin", !e.cubin.empty()}, {"metadata", !e.metadata.empty()}});
+      doc["kernels"] = std::move(ks);
+      fmt::print("{}\n", doc.dump(2));
+    } else {
+      for (const auto& e : all)
+        fmt::print("{}{}{}\n", e.label(), e.cubin.empty() ? "  (no cubin)" : "", e.metadata.empty() ? "  (no metadata)" : "");
+    }
+    return kExitPass;
+  }
+  const build::TritonImport r = build::import_triton_kernel(opts.o);
+  if (g.json) {
+    json params = json::array();
+    for (const auto& p : r.params) params.push_back(json{{"ordinal", p.ordinal}, {"offset", p.offset}, {"size", p.size}});
+    json doc = schema_header("import-triton");
+    doc.update(json{{"kernel", r.meta.name},
+                    {"source", r.entry.dir.string()},
+                    {"out", r.out.string()},
+                    {"cubin_arch", r.cubin_arch.str()},
+                    {"block", r.meta.num_warps * r.meta.warp_size},
+                    {"shared_bytes", r.meta.shared},
+                    {"params", std::move(params)},
+                    {"placeholders", r.placeholders}});
+    fmt::print("{}\n", doc.dump(2));
+  } else {
+    fmt::print("imported Triton kernel {} ({} SASS, {} threads per block, {} B dynamic shared memory, {} parameters)\n"
+               "  from {}\n  into {}: kqual.toml + {}.cubin\n",
+               r.meta.name, r.cubin_arch.str(), r.meta.num_warps * r.meta.warp_size, r.meta.shared, r.params.size(),
+               r.entry.dir.string(), r.out.string(), r.entry.stem);
+    fmt::print("complete these placeholders in {}/kqual.toml (kqual check refuses it until then): {}\n", r.out.string(),
+               fmt::format("{}", fmt::join(r.placeholders, ", ")));
+  }
+  return kExitPass;
+}
+
+}  // namespace
+
+void add_import_triton_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
+  auto opts = std::make_shared<ImportTritonOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "import-triton",
+      "Make a candidate folder from a kernel in a Triton cache (~/.triton/cache or one of its entries): the cubin, and a "
+      "kqual.toml with the kernel name, block (num_warps x 32), dynamic shared memory and the kernel's parameter sizes, "
+      "plus TODO placeholders (contract, argument mapping, grid) that kqual refuses until completed. No GPU needed.");
+  cmd->add_option("cache_dir", opts->cache_dir, "Triton cache folder, or one entry of it")->required();
+  cmd->add_option("--kernel", opts->o.kernel,
+                  "Which kernel (its name, or FOLDER/NAME when several compiles share a name); required when the cache "
+                  "holds more than one");
+  cmd->add_option("--out", opts->out, "The candidate folder to create (must not exist)");
+  cmd->add_option("--arch", opts->o.arch, "Also require that the cubin loads on this GPU, e.g. sm_90");
+  cmd->add_flag("--list", opts->list, "List the cache's kernels and exit");
+  cmd->callback([opts, &g, exit_code] { *exit_code = run_import_triton(*opts, g); });
+}
+
+}  // namespace kqual::run
