@@ -54,7 +54,9 @@ for k in $kernels; do
   stamp "== $k: $cand ${shape[*]}"
   runs=("events write" "events clean" "cupti clean")
   [ "$k" = tiny ] && runs+=("graph none" "events none")
-  [ "$k" = bw ] && runs+=("cupti write" "cupti none")
+  [ "$k" = bw ] && runs+=("cupti write" "cupti none" "events invalidate" "cupti invalidate")
+  [ "$k" = gemm ] && runs+=("events invalidate")
+  [ "$k" = tiny ] && runs+=("events invalidate")
   for r in "${runs[@]}"; do
     set -- $r
     cmd=("$kqual" bench "$root/$cand" "${shape[@]}" --timer "$1" --l2-flush "$2" --rounds 2 --samples 15 --quiet --out "$out/$k-$1-$2")

@@ -170,7 +170,10 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
   if (o.timer == "graph" && flush)
     throw_error(ErrorKind::usage, "the graph timer replays launches back to back with a warm L2: use it with --l2-flush none");
   rep.timer = o.timer;
-  rep.l2_mode = !flush ? "warm_l2" : o.flush_mode == "clean" ? "cold_l2_clean_flush" : "cold_l2_write_flush";
+  rep.l2_mode = !flush                        ? "warm_l2"
+                : o.flush_mode == "clean"      ? "cold_l2_clean_flush"
+                : o.flush_mode == "invalidate" ? "cold_l2_invalidated"
+                                               : "cold_l2_write_flush";
   const std::string what =
       o.timer == "cupti"
           ? "the GPU's own start of the plan's first kernel to the end of its last, from CUPTI activity records (any "
@@ -186,6 +189,9 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
                            (2 * double(dev.l2_bytes)) / (1 << 20),
                            o.flush_mode == "clean"
                                ? ", then read back so its dirty lines are written back before the timed window (flush mode clean)"
+                           : o.flush_mode == "invalidate"
+                               ? ", then its L2 lines are invalidated without write-back (PTX discard.global.L2; flush mode "
+                                 "invalidate: the L2 is empty, as after ncu --cache-control all)"
                                : " (flush mode write: its dirty lines may be written back inside the timed window)");
   rep.boundary = fmt::format(
       "Timer {}: {}. {}. {} warm-up runs excluded (reported). Implementations are interleaved in {} rounds of {} "

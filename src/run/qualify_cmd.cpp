@@ -39,8 +39,9 @@ void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
       ->check(CLI::Range(2, 100000));
   cmd->add_option("--l2-flush", o.flush_mode,
                   "L2 flush before each timed sample: write (a memset of 2x the L2), clean (the memset, then a "
-                  "read pass, so its dirty lines are written back before the timed window) or none (warm L2)")
-      ->capture_default_str()->check(CLI::IsMember({"write", "clean", "none"}));
+                  "read pass, so its dirty lines are written back before the timed window), invalidate (the memset, "
+                  "then its L2 lines discarded: an empty L2, as after ncu --cache-control all; sm_80+) or none (warm L2)")
+      ->capture_default_str()->check(CLI::IsMember({"write", "clean", "invalidate", "none"}));
   cmd->add_option("--timer", o.timer,
                   "What a sample is: events (CUDA events around the launch plan), cupti (the kernels' own GPU start "
                   "and end from CUPTI activity records; events kept beside) or graph (the plan replayed N times in "

@@ -247,8 +247,8 @@ BenchRequest bench_request_from_json(const json& j) {
   r.out_hashes = get_or<bool>(j, "bench", "out_hashes", false);
   r.flush = get_or<bool>(j, "bench", "flush", true);
   r.flush_mode = get_or<std::string>(j, "bench", "flush_mode", "write");
-  if (r.flush_mode != "write" && r.flush_mode != "clean")
-    throw_error(ErrorKind::worker, fmt::format("worker protocol: 'bench' flush_mode '{}' (write or clean)", r.flush_mode));
+  if (r.flush_mode != "write" && r.flush_mode != "clean" && r.flush_mode != "invalidate")
+    throw_error(ErrorKind::worker, fmt::format("worker protocol: 'bench' flush_mode '{}' (write, clean or invalidate)", r.flush_mode));
   r.warmup = get_or<int>(j, "bench", "warmup", 3);
   r.min_samples = get_or<int>(j, "bench", "min_samples", 20);
   r.max_samples = get_or<int>(j, "bench", "max_samples", 1000);

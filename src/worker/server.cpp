@@ -34,6 +34,9 @@ constexpr std::uint8_t kGuardByte = 0xA5;
 // - kqual_l2_clean: the read pass of the "clean" L2 flush: every 4-byte word of the flush buffer is
 //   loaded through L2; the result is stored only if it equals a value it cannot take in practice, so
 //   the loads stay.
+// - kqual_l2_discard: the second half of the "invalidate" L2 flush: PTX discard.global.L2 on every
+//   128-byte line of the flush buffer just written, so those L2 lines become invalid without being
+//   written back (the state Nsight Compute's --cache-control all leaves; sm_80 and newer).
 // - kqual_smem_scribble: fills the block's dynamic shared memory with a pattern (launched with the
 //   device's largest opt-in size on every SM before a correctness run).
 // - kqual_hash: an order-independent 64-bit hash of 4-byte words (each word mixed with its index and
@@ -45,6 +48,13 @@ extern "C" __global__ void kqual_l2_clean(const unsigned int* __restrict__ p, un
        i += (unsigned long long)gridDim.x * blockDim.x)
     acc ^= __ldcg(p + i);
   if (acc == 0x9E3779B9u) out[0] = acc;
+}
+extern "C" __global__ void kqual_l2_discard(const unsigned char* p, unsigned long long lines) {
+#if __CUDA_ARCH__ >= 800
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < lines;
+       i += (unsigned long long)gridDim.x * blockDim.x)
+    asm volatile("discard.global.L2 [%0], 128;" ::"l"(p + i * 128) : "memory");
+#endif
 }
 extern "C" __global__ void kqual_smem_scribble(unsigned int words, unsigned int pattern) {
   extern __shared__ unsigned int s[];
@@ -505,12 +515,18 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
   std::size_t flush_bytes = std::size_t(std::max(ctx.info().l2_bytes, 1 << 20)) * 2;
   cuda::DeviceBuffer flush_buf(flush ? flush_bytes : 0);
   const bool clean = flush && req.flush_mode == "clean";
-  cuda::Function clean_fn;
+  const bool invalidate = flush && req.flush_mode == "invalidate";
+  if (invalidate && ctx.info().cc_major < 8)
+    throw_error(ErrorKind::cuda, fmt::format("L2 flush mode 'invalidate' needs sm_80 or newer (PTX discard.global.L2); this is {}",
+                                             ctx.info().arch()));
+  cuda::Function clean_fn, discard_fn;
   cuda::DeviceBuffer clean_out(clean ? 4 : 0);
-  std::uint64_t clean_words = flush_bytes / 4;
+  std::uint64_t clean_words = flush_bytes / 4, discard_lines = flush_bytes / 128;
   CUdeviceptr flush_ptr = flush ? flush_buf.get() : 0, clean_out_ptr = clean ? clean_out.get() : 0;
   void* clean_args[] = {&flush_ptr, &clean_words, &clean_out_ptr};
+  void* discard_args[] = {&flush_ptr, &discard_lines};
   const unsigned clean_blocks = unsigned(std::max(ctx.info().sms, 1)) * 8;
+  if (invalidate) discard_fn = st.own("kqual_l2_discard");
   if (clean) clean_fn = st.own("kqual_l2_clean");
   std::vector<std::string> outputs;
   for (const auto& g : sets[0])
@@ -563,6 +579,7 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
     }
     if (flush) KQUAL_CU(cuMemsetD32Async, flush_buf.get(), 0x5A5A0000u + salt, flush_bytes / 4, stream);
     if (clean) cuda::launch(clean_fn, clean_blocks, 1, 1, 256, 1, 1, 0, stream, clean_args);
+    if (invalidate) cuda::launch(discard_fn, clean_blocks, 1, 1, 256, 1, 1, 0, stream, discard_args);
     start.record(stream);
     if (graph && !graphs.empty()) {
       graphs[k].launch(stream);

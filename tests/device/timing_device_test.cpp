@@ -136,3 +136,24 @@ TEST(TimingDevice, ClocksAreReadPerSampleWhenNvmlIsPresent) {
 
 }  // namespace
 }  // namespace kqual
+
+namespace kqual {
+namespace {
+
+// The invalidate flush: the same kernel and outputs as with the write flush (every launch still
+// fingerprinted and equal to its untimed re-run), the discard kernel compiled and launched.
+TEST(TimingDevice, InvalidateFlushRunsAndKeepsEveryLaunchChecked) {
+  if (!cuda::driver_available()) GTEST_SKIP() << "no GPU: " << cuda::driver_unavailable_reason();
+  auto f = open_fixture();
+  const long long n = 1 << 22;
+  worker::BenchRequest r = request(*f, n, input_file(*f, n));
+  r.flush_mode = "invalidate";
+  auto a = worker::call(f->w, r);
+  ASSERT_TRUE(a.ok()) << a.raw.reason;
+  EXPECT_EQ(a.reply->samples_ms.size(), 20u);
+  EXPECT_GT(a.reply->flush_bytes, 0u);
+  for (const auto& h : a.reply->sample_hashes.at("y")) EXPECT_EQ(h, a.reply->final_hashes.at("y").front());
+}
+
+}  // namespace
+}  // namespace kqual

@@ -134,6 +134,8 @@ TEST(Protocol, FlushModeRoundTripsAndAnUnknownOneIsRefused) {
   EXPECT_EQ(bench_request_from_json(to_json(a)).flush_mode, "write");  // the default
   a.flush_mode = "clean";
   EXPECT_EQ(bench_request_from_json(json::parse(to_json(a).dump())).flush_mode, "clean");
+  a.flush_mode = "invalidate";
+  EXPECT_EQ(bench_request_from_json(json::parse(to_json(a).dump())).flush_mode, "invalidate");
   json j = to_json(a);
   j["flush_mode"] = "invalidate";
   EXPECT_THROW(bench_request_from_json(j), Error);

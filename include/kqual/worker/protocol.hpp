@@ -106,7 +106,9 @@ struct BenchRequest {
   bool flush = true;                             // write 2x the L2 before every sample
   // "write": a memset of 2x the L2 (it leaves the L2 full of dirty lines the timed kernel may have to
   // write back); "clean": the same memset, then a read pass over that buffer, so the write-backs
-  // happen before the timed window and the kernel starts on a clean L2 (docs/timing.md).
+  // happen before the timed window and the kernel starts on a clean L2; "invalidate": the memset,
+  // then PTX discard.global.L2 over that buffer, so its lines are invalid (neither dirty nor
+  // valid: the state ncu --cache-control all leaves; sm_80+) (docs/statistics.md).
   std::string flush_mode = "write";
   int warmup = 3;
   int min_samples = 20, max_samples = 1000;
