@@ -137,7 +137,7 @@ TEST(Protocol, FlushModeRoundTripsAndAnUnknownOneIsRefused) {
   a.flush_mode = "invalidate";
   EXPECT_EQ(bench_request_from_json(json::parse(to_json(a).dump())).flush_mode, "invalidate");
   json j = to_json(a);
-  j["flush_mode"] = "invalidate";
+  j["flush_mode"] = "evict";
   EXPECT_THROW(bench_request_from_json(j), Error);
 }
 
