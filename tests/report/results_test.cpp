@@ -10,6 +10,7 @@
 
 #include "fixtures.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
 #include "kqual/report/memo.hpp"
 #include "kqual/report/results.hpp"
 
@@ -18,32 +19,21 @@ namespace {
 namespace fs = std::filesystem;
 namespace fx = test::fixtures;
 
-struct Scratch {
-  fs::path path;
-  Scratch() {
-    std::string t = (fs::temp_directory_path() / "kqual-results-test-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 // Built once per suite: each one compiles the bundled candidate with NVRTC.
 const json& doc(const std::string& which) {
-  static Scratch s;
+  static ScratchDir scratch("kqual-results-test");
+  const fs::path& dir = scratch.path();
   static std::map<std::string, json> cache;
   auto it = cache.find(which);
   if (it != cache.end()) return it->second;
   json d;
-  if (which == "qualify") d = fx::qualify_gpu(s.path / which);
-  else if (which == "qualify-rejected") d = fx::qualify_rejected(s.path / which);
-  else if (which == "qualify-nogpu") d = fx::qualify_static(s.path / which);
-  else if (which == "check-nogpu") d = fx::qualify_static(s.path / which, "check");
-  else if (which == "bench-nogpu") d = fx::qualify_static(s.path / which, "bench");
-  else if (which == "compare") d = fx::compare_gpu(s.path / which);
-  else if (which == "compare-nogpu") d = fx::compare_static(s.path / which);
+  if (which == "qualify") d = fx::qualify_gpu(dir / which);
+  else if (which == "qualify-rejected") d = fx::qualify_rejected(dir / which);
+  else if (which == "qualify-nogpu") d = fx::qualify_static(dir / which);
+  else if (which == "check-nogpu") d = fx::qualify_static(dir / which, "check");
+  else if (which == "bench-nogpu") d = fx::qualify_static(dir / which, "bench");
+  else if (which == "compare") d = fx::compare_gpu(dir / which);
+  else if (which == "compare-nogpu") d = fx::compare_static(dir / which);
   return cache[which] = d;
 }
 
