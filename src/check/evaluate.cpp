@@ -19,6 +19,7 @@
 #include "kqual/cuda/nvrtc.hpp"
 #include "kqual/worker/protocol.hpp"
 #include "kqual/worker/sanitizer.hpp"
+#include "internal.hpp"
 
 namespace kqual::check {
 using build::BuiltCandidate;
@@ -38,6 +39,8 @@ std::string CorrectnessReport::primary_code() const {
 json CorrectnessReport::to_json(bool all_cases) const {
   json codes = json::object();
   for (const auto& [c, k] : failure_codes) codes[c] = k;
+  json settled = json::array();
+  for (const auto& id : settled_not_run) settled.push_back(id);
   json cs = json::array();
   for (const auto& r : results) {
     if (!all_cases && r.status == "pass") continue;
@@ -64,6 +67,8 @@ json CorrectnessReport::to_json(bool all_cases) const {
               {"failed", failed},
               {"refused", refused},
               {"failure_codes", codes},
+              {"settled_not_run", settled},
+              {"checks_not_run", checks_not_run},
               {"sanitizer", sanitizer.is_null() ? json{{"status", "not_run"}, {"why", "not asked for"}} : sanitizer},
               {all_cases ? "case_results" : "failing_cases", cs}};
 }
@@ -80,95 +85,36 @@ std::string verify_output_file(const contract::Contract& c, const contract::Tens
   return cmp.ok ? "" : cmp.detail;
 }
 
-namespace {
-
+// A failed worker request named by its cause: the driver's error when the worker reports one (the
+// worker sends the CUresult's name), the watchdog's or the pipe's verdict otherwise.
 std::string fault_code(const WorkerReply& r) {
   switch (r.status) {
     case WorkerReply::Status::crashed: return "crash";
     case WorkerReply::Status::hung: return "hang";
-    case WorkerReply::Status::sticky_error: return "device_fault";
     case WorkerReply::Status::protocol_error: return "worker_protocol";
-    case WorkerReply::Status::error: return "launch_error";
     case WorkerReply::Status::ok: return "";
+    case WorkerReply::Status::sticky_error:
+    case WorkerReply::Status::error: {
+      const std::string kind = r.body.is_object() ? r.body.value("kind", std::string()) : std::string();
+      if (kind != "cuda") return r.status == WorkerReply::Status::sticky_error ? "device_fault" : "harness_error";
+      static const std::map<std::string, std::string> by_name = {
+          {"CUDA_ERROR_ILLEGAL_ADDRESS", "illegal_address"},
+          {"CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned_address"},
+          {"CUDA_ERROR_ILLEGAL_INSTRUCTION", "illegal_instruction"},
+          {"CUDA_ERROR_INVALID_PC", "illegal_instruction"},
+          {"CUDA_ERROR_HARDWARE_STACK_ERROR", "stack_overflow"},
+          {"CUDA_ERROR_LAUNCH_FAILED", "launch_failure"},
+          {"CUDA_ERROR_LAUNCH_TIMEOUT", "hang"},
+          {"CUDA_ERROR_ASSERT", "device_assert"},
+      };
+      auto it = by_name.find(r.body.value("cuda_error", std::string()));
+      if (it != by_name.end()) return it->second;
+      return r.status == WorkerReply::Status::sticky_error ? "device_fault" : "launch_error";
+    }
   }
   return "?";
 }
 
-}  // namespace
-
-std::vector<contract::Tensor> gpu_reference(Session& s, const contract::Contract& c, const contract::CaseData& data) {
-  std::optional<contract::GpuReference> g = c.gpu_reference(data);
-  if (!g) throw_error(ErrorKind::internal, fmt::format("contract {} has no GPU reference", c.name()));
-  const DeviceFacts& dev = s.device();
-  if (!dev.present) throw_error(ErrorKind::cuda, "the GPU reference needs a GPU: " + dev.why_absent);
-  // Compiled once per source and arch, cached in the session's scratch directory.
-  std::string key = sha256_hex(g->source + dev.arch).substr(0, 16);
-  fs::path dir = s.scratch() / "reference";
-  fs::create_directories(dir);
-  fs::path module = dir / (key + ".cubin");
-  if (!fs::exists(module)) {
-    cuda::NvrtcRequest req;
-    req.source = g->source;
-    req.source_name = c.name() + "_reference.cu";
-    req.arch = dev.arch;
-    cuda::NvrtcResult r = cuda::nvrtc_compile(req);
-    write_file_atomic(module, std::string(r.image.begin(), r.image.end()));
-  }
-  worker::RunRequest request;
-  request.module = module.string();
-  request.poison = {0xFF, 0xFF};
-  for (const auto& t : data.inputs) {
-    fs::path f = dir / (t.name + ".in");
-    write_file(f, t.bytes.data(), t.bytes.size());
-    request.buffers.push_back({t.name, worker::BufferKind::input, t.bytes.size(), 0, f.string()});
-  }
-  for (const auto& t : g->raw_outputs) {
-    std::size_t bytes = std::size_t(t.elements) * dtype_size(t.dtype);
-    request.buffers.push_back({t.name, worker::BufferKind::output, bytes, 0, ""});
-    request.out_files[t.name] = {(dir / (t.name + ".ref0")).string(), (dir / (t.name + ".ref1")).string()};
-  }
-  for (const auto& l : g->launches) {
-    worker::Launch wl;
-    wl.kernel = l.kernel;
-    for (std::size_t i = 0; i < 3; ++i) {
-      wl.grid[i] = l.grid[i];
-      wl.block[i] = l.block[i];
-    }
-    wl.shared = l.shared;
-    for (const auto& a : l.args)
-      wl.args.push_back(!a.tensor.empty() ? worker::Arg::pointer(a.tensor) : worker::Arg::value(a.scalar, a.scalar_bytes));
-    request.launches.push_back(std::move(wl));
-  }
-  auto r = worker::call(s.reference_worker(), request);
-  auto cleanup = [&] {
-    for (const auto& t : data.inputs) fs::remove(dir / (t.name + ".in"));
-    for (const auto& t : g->raw_outputs) {
-      fs::remove(dir / (t.name + ".ref0"));
-      fs::remove(dir / (t.name + ".ref1"));
-    }
-  };
-  if (!r.ok()) {
-    cleanup();
-    throw_error(ErrorKind::cuda, fmt::format("the fp64 GPU reference of {} failed: {}", c.name(), r.raw.reason));
-  }
-  std::vector<contract::Tensor> raw = g->raw_outputs;
-  for (auto& t : raw) {
-    MappedFile f = MappedFile::open_read(request.out_files.at(t.name).at(0));
-    t.bytes.assign(f.data(), f.data() + f.size());
-  }
-  cleanup();
-  return c.reference_from_gpu(data, raw);
-}
-
-std::vector<contract::Tensor> compute_reference(Session& s, const contract::Contract& c, const contract::CaseData& data,
-                                                std::string* which) {
-  if (c.prefers_gpu_reference(data.dims) && s.options().use_gpu && s.device().present) {
-    if (which) *which = "gpu-fp64";
-    return gpu_reference(s, c, data);
-  }
-  if (which) *which = "cpu";
-  return c.reference(data);
-}
 
 namespace {
 
@@ -244,7 +190,8 @@ std::shared_ptr<const PreparedCase> prepare_case(Session& s, const contract::Con
   return p;
 }
 
-namespace {
+
+namespace detail {
 
 // What one worker request says about a case: "" when every run was right; otherwise res.code and
 // res.detail are set.
@@ -298,14 +245,15 @@ bool judge_runs(const contract::Contract& c, const worker::Answer<worker::RunRep
   return true;
 }
 
-bool is_fault(const std::string& code) { return code == "crash" || code == "device_fault" || code == "launch_error"; }
+// A fault of the candidate's launch (not of kqual: harness_error; not a hang: the watchdog's).
+bool is_fault(const std::string& code) {
+  static const std::set<std::string> faults = {"crash", "device_fault", "launch_error", "illegal_address", "misaligned_address",
+                                               "illegal_instruction", "stack_overflow", "launch_failure", "device_assert"};
+  return faults.count(code) > 0;
+}
 bool is_value_failure(const std::string& code) {
   return code == "wrong_result" || code == "nondeterministic" || code == "nan_policy" || code == "unwritten_output";
 }
-
-}  // namespace
-
-namespace {
 
 // The candidate's claims and its launch plan admit the case: the resolved plan, or nullopt with
 // res refused (the contract's refusal code, or launch_plan).
@@ -327,17 +275,6 @@ std::optional<ResolvedPlan> admit_case(Session& s, const BuiltCandidate& b, cons
   }
   return plan;
 }
-
-// How a case is run: the default (inputs against unmapped pages, shared memory scribbled, failures
-// diagnosed), or the sanitizer pass's (one run, every buffer its own exact-size allocation).
-struct RunStyle {
-  bool traps = true;
-  bool scribble = true;
-  bool diagnose = true;
-  int* diagnoses_left = nullptr;  // shared by a candidate's cases: failures diagnosed at most this often
-  std::size_t guard_bytes = 4096;
-  int runs = 2;
-};
 
 CaseResult run_case_styled(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec,
                            const RunStyle& style) {
@@ -392,7 +329,18 @@ CaseResult run_case_styled(Session& s, const BuiltCandidate& b, const contract::
     fs::remove_all(dir, ec);
   };
   res.status = "fail";
-  if (judge_runs(c, worker::call(s.worker(), request), request, expected, res)) {
+  auto first = worker::call(s.worker(), request);
+  bool traps_unavailable = false;
+  if (first.raw.status == WorkerReply::Status::error && first.raw.body.is_object() &&
+      first.raw.body.value("error", std::string()).find(worker::kTrapUnavailable) != std::string::npos) {
+    // The platform cannot place inputs against unmapped pages: that check is not run (said in the
+    // report), the case runs with guarded inputs, and no fault is blamed on a read past an input.
+    traps_unavailable = true;
+    res.checks_not_run = "inputs against unmapped pages (reads past an input): " + first.raw.body.value("error", std::string());
+    request.placements.assign(request.placements.size(), "guarded");
+    first = worker::call(s.worker(), request);
+  }
+  if (judge_runs(c, first, request, expected, res)) {
     cleanup();
     res.status = "pass";
     return res;
@@ -424,13 +372,27 @@ CaseResult run_case_styled(Session& s, const BuiltCandidate& b, const contract::
     return res;
   }
   if (style.diagnoses_left) --*style.diagnoses_left;
-  if (is_fault(res.code)) {
+  if (res.code == "misaligned_address") {
+    // The trap placement keeps only the claimed alignment; the guarded placement's buffers are
+    // 256-byte aligned. Right there: the kernel accesses wider than its claim allows.
+    worker::RunRequest guarded = request;
+    guarded.placements = {"guarded", "guarded"};
+    CaseResult g;
+    if (judge_runs(c, worker::call(s.worker(), guarded), guarded, expected, g))
+      res.detail = fmt::format("the kernel faults with a misaligned address when its inputs sit at the alignment its manifest "
+                               "claims (min_alignment_bytes = {}; the view is aligned to that and no more) and runs right with "
+                               "256-byte-aligned inputs: it makes accesses wider than the claimed alignment allows ({})",
+                               b.manifest.supports.min_alignment_bytes, res.detail);
+  } else if (is_fault(res.code) && !traps_unavailable) {
     // A fault with inputs against unmapped pages: does the same case run with guarded inputs?
     worker::RunRequest guarded = request;
     guarded.placements = {"guarded", "guarded"};
     CaseResult g;
     const bool guarded_ok = judge_runs(c, worker::call(s.worker(), guarded), guarded, expected, g);
-    if (!guarded_ok && !is_fault(g.code) && g.code != "hang") {
+    if (!guarded_ok && g.code == "hang") {
+      // Not a read past an input: the guarded re-run never finished.
+      res.detail = fmt::format("{}; with guarded inputs the same case hangs ({})", res.detail, g.detail);
+    } else if (!guarded_ok && !is_fault(g.code)) {
       // Wrong in the guarded placement too (e.g. a write past an output): that is the finding; the
       // fault says it also reads past an input.
       res.code = g.code;
@@ -482,296 +444,34 @@ CaseResult run_case_styled(Session& s, const BuiltCandidate& b, const contract::
   return res;
 }
 
-}  // namespace
-
-CaseResult run_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec) {
-  return run_case_styled(s, b, c, spec, RunStyle{});
-}
-
-namespace {
-
-// The generator module (contract/generated.hpp's kqual_generate) for this device, compiled once per
-// session and kept in its scratch folder.
-std::string generator_module(Session& s) {
-  const fs::path dir = s.scratch() / "reference";
-  fs::create_directories(dir);
-  const fs::path module = dir / fmt::format("generator-{}.cubin", s.device().arch);
-  if (!fs::exists(module)) {
-    cuda::NvrtcRequest req;
-    req.source = contract::generated_kernel_source();
-    req.source_name = "kqual_generate.cu";
-    req.arch = s.device().arch;
-    cuda::NvrtcResult r = cuda::nvrtc_compile(req);
-    write_file_atomic(module, std::string(r.image.begin(), r.image.end()));
-  }
-  return module.string();
-}
-
-// A case past 2^31 elements: inputs generated on the device, the whole output scanned for poison,
-// windows of it compared with the contract's reference on the sub-case they depend on.
-CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec,
-                              double timeout_s) {
-  CaseResult res;
-  res.spec = spec;
-  res.reference = "cpu (windows)";
-  std::optional<ResolvedPlan> admitted = admit_case(s, b, c, spec, res);
-  if (!admitted) return res;
-  const ResolvedPlan& plan = *admitted;
-  const DeviceFacts& dev = s.device();
-  const std::vector<contract::OutputWindow> windows = c.index_case_windows(spec);
-  // Does the device hold it?
-  std::size_t need = 0;
-  for (const auto& t : c.tensors())
-    need += std::size_t(c.tensor_elements(t.name, spec.dims)) * dtype_size(c.tensor_dtype(t.name, spec.dtype)) + 8192;
-  for (const auto& sc : plan.scratch) need += sc.bytes + 8192;
-  const std::size_t have = dev.device.value("total_memory_bytes", std::size_t(0));
-  if (have && double(need) > 0.92 * double(have)) {
-    res.status = "skipped";
-    res.code = "device_too_small";
-    res.detail = fmt::format("needs {:.1f} GiB of device memory; the {} has {:.1f} GiB: not run (the claim past 2^31 elements "
-                             "is not checked on this device)",
-                             double(need) / (1 << 30), dev.device.value("name", std::string("device")), double(have) / (1 << 30));
-    return res;
-  }
-  fs::path dir = s.scratch() / "case-generated";
-  fs::create_directories(dir);
-  worker::RunRequest request;
-  request.module = b.image_path.string();
-  request.launches = plan.launches;
-  request.poison = {0xFF, 0x7F};
-  request.placements = {"guarded", "guarded"};
-  request.generator_module = generator_module(s);
-  int stream = 0;
-  std::map<std::string, std::vector<std::pair<std::uint64_t, std::uint64_t>>> out_windows;
-  for (const auto& w : windows) out_windows[w.tensor].push_back({std::uint64_t(w.begin), std::uint64_t(w.count)});
-  for (auto& [name, ws] : out_windows) std::sort(ws.begin(), ws.end());  // the order the comparison reads them back in
-  for (const auto& t : c.tensors()) {
-    const DType dt = c.tensor_dtype(t.name, spec.dtype);
-    const std::size_t bytes = std::size_t(c.tensor_elements(t.name, spec.dims)) * dtype_size(dt);
-    worker::Buffer buf(t.name, t.role == contract::Role::input ? worker::BufferKind::input : worker::BufferKind::output, bytes);
-    if (t.role == contract::Role::input) {
-      buf.gen_stream = stream++;
-      buf.gen_seed = spec.seed;
-      buf.gen_dtype = contract::generated_dtype_code(dt);
-    } else {
-      buf.elem_bytes = dtype_size(dt);
-      buf.windows = out_windows[t.name];
-      request.out_files[t.name] = {(dir / (t.name + ".win0")).string(), (dir / (t.name + ".win1")).string()};
-    }
-    request.buffers.push_back(buf);
-  }
-  for (const auto& sc : plan.scratch) request.buffers.push_back(sc);
-  auto cleanup = [&] {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  };
-  res.status = "fail";
-  auto r = worker::call(s.worker(), request, timeout_s);
-  if (!r.ok()) {
-    res.code = fault_code(r.raw);
-    res.detail = r.raw.reason;
-    cleanup();
-    return res;
-  }
-  for (const auto& run : r.reply->runs) {
-    if (!run.guard_violations.empty()) {
-      res.code = "out_of_bounds_write";
-      res.detail = worker::describe(run.guard_violations.front());
-      cleanup();
-      return res;
-    }
-    for (const auto& in : run.inputs)
-      if (in.hash_before != in.hash_after) {
-        res.code = "input_mutated";
-        res.detail = fmt::format("input '{}' changed during the launch (device hash {} -> {})", in.name, in.hash_before, in.hash_after);
-        cleanup();
-        return res;
-      }
-  }
-  // Elements still holding the poison: unwritten when the same element holds it after both runs
-  // (a computed value can equal one pattern by chance, not both: integer outputs take every value).
-  {
-    const auto& runs = r.reply->runs;
-    for (std::size_t k = 0; runs.size() == 2 && k < runs[0].poison_scans.size() && k < runs[1].poison_scans.size(); ++k) {
-      const auto& a = runs[0].poison_scans[k];
-      const auto& bb = runs[1].poison_scans[k];
-      if (a.poisoned && bb.poisoned && a.first == bb.first) {
-        res.code = "unwritten_output";
-        res.detail = fmt::format("element {} of '{}' still holds the poison after both runs (0x{:02x}: {} element(s), 0x{:02x}: {})",
-                                 a.first, a.name, runs[0].poison, a.poisoned, runs[1].poison, bb.poisoned);
-        cleanup();
-        return res;
-      }
-    }
-  }
-  res.kernel_ms = r.reply->runs.empty() ? 0.0 : r.reply->runs.front().kernel_ms;
-  // Windows, in the order the worker concatenated them (sorted by start per tensor).
-  std::map<std::string, std::size_t> offset;
-  std::vector<contract::OutputWindow> sorted = windows;
-  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& bb) { return a.begin < bb.begin; });
-  for (const auto& w : sorted) {
-    const std::vector<contract::Tensor> exp = c.window_reference(spec, w);
-    auto it = std::find_if(exp.begin(), exp.end(), [&](const contract::Tensor& t) { return t.name == w.tensor; });
-    if (it == exp.end()) throw_error(ErrorKind::internal, fmt::format("window {}: the reference has no '{}'", w.why, w.tensor));
-    const std::size_t at = offset[w.tensor];
-    offset[w.tensor] += it->bytes.size();
-    std::vector<std::vector<std::uint8_t>> got;
-    for (std::size_t k = 0; k < request.poison.size(); ++k) {
-      MappedFile f = MappedFile::open_read(request.out_files.at(w.tensor).at(k));
-      if (at + it->bytes.size() > f.size()) throw_error(ErrorKind::internal, "window file shorter than its windows");
-      contract::Comparison cmp = c.compare(*it, f.data() + at, request.poison[k]);
-      if (!cmp.ok) {
-        res.code = cmp.code;
-        res.detail = fmt::format("run {} (poison 0x{:02x}), window {} (element offsets relative to element {}): {}", k + 1,
-                                 request.poison[k], w.why, w.begin, cmp.detail);
-        cleanup();
-        return res;
-      }
-      got.emplace_back(f.data() + at, f.data() + at + it->bytes.size());
-    }
-    if (c.deterministic() && got.size() == 2 && got[0] != got[1]) {
-      res.code = "nondeterministic";
-      res.detail = fmt::format("window {} differs between two runs on the same inputs", w.why);
-      cleanup();
-      return res;
-    }
-  }
-  cleanup();
-  res.status = "pass";
-  return res;
-}
-
 std::int64_t case_elements(const contract::Contract& c, const contract::CaseSpec& spec) {
   std::int64_t total = 0;
   for (const auto& t : c.tensors()) total += c.tensor_elements(t.name, spec.dims);
   return total;
 }
 
-// Small passed cases, odd sizes and offsets first (their tails are where over-reads hide), one per
-// size, dtype and offset.
-std::vector<contract::CaseSpec> sanitizer_picks(const contract::Contract& c, const CheckOptions& o, const CorrectnessReport& rep) {
-  std::vector<const CaseResult*> pool;
-  for (const auto& r : rep.results)
-    if (r.status == "pass" && r.spec.family != contract::kGeneratedFamily && case_elements(c, r.spec) <= o.sanitizer_max_elements)
-      pool.push_back(&r);
-  std::stable_sort(pool.begin(), pool.end(), [&](const CaseResult* a, const CaseResult* bb) {
-    auto odd = [&](const CaseResult* x) { return (case_elements(c, x->spec) % 8) != 0 || x->spec.offset_elements != 0; };
-    if (odd(a) != odd(bb)) return odd(a);
-    return case_elements(c, a->spec) > case_elements(c, bb->spec);
-  });
-  std::vector<contract::CaseSpec> picks;
-  std::set<std::string> sizes;
-  for (const CaseResult* r : pool) {
-    const std::string key = contract::format_dims(r->spec.dims) + "/" + std::to_string(int(r->spec.dtype)) + "/" +
-                            std::to_string(r->spec.offset_elements);
-    if (!sizes.insert(key).second) continue;
-    picks.push_back(r->spec);
-    if (int(picks.size()) >= o.sanitizer_cases) break;
-  }
-  return picks;
+
+}  // namespace detail
+
+using namespace detail;
+
+CaseResult run_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec) {
+  return run_case_styled(s, b, c, spec, RunStyle{});
 }
 
-// Cases run again in a worker under compute-sanitizer, one worker per tool: memcheck with every
-// buffer its own exact-size allocation (so a read one byte past a tensor is reported), racecheck
-// (shared-memory hazards between threads of a block). Findings become failing results.
-void sanitizer_pass(Session& s, const BuiltCandidate& b, const contract::Contract& c, const std::vector<contract::CaseSpec>& picks,
-                    const std::vector<std::string>& tools, CorrectnessReport& rep) {
-  json& out = rep.sanitizer;
-  std::optional<std::string> tool = worker::find_compute_sanitizer();
-  if (!tool) {
-    out = {{"status", "not_run"},
-           {"why", "compute-sanitizer not found (PATH, /usr/local/cuda/bin; or set KQUAL_COMPUTE_SANITIZER): reads past a "
-                   "tensor within its last aligned vector and shared-memory races were not looked for"}};
-    return;
-  }
-  out = {{"status", "clean"}, {"path", *tool}, {"cases", json::array()}, {"tools", json::array()}};
-  for (const auto& p : picks) out["cases"].push_back(p.id);
-  if (picks.empty()) {
-    out["status"] = "not_run";
-    out["why"] = "no passed case small enough for the sanitizer";
-    return;
-  }
-  for (const std::string& name_s : tools) {
-    const char* name = name_s.c_str();
-    const auto t0 = std::chrono::steady_clock::now();
-    const fs::path log = s.scratch() / fmt::format("sanitizer-{}-{}.log", b.manifest.name, name);
-    std::error_code ec;
-    fs::remove(log, ec);
-    worker::SessionOptions so = s.options();
-    so.watchdog_seconds = std::max(so.watchdog_seconds, 300.0);
-    so.worker_wrapper = {*tool, "--tool", name, "--log-file", log.string(), "--print-limit", "10"};
-    json tj{{"tool", name}};
-    std::vector<CaseResult> runs;
-    {
-      worker::Session ss(so);
-      if (!ss.device().present) {
-        tj["status"] = "not_run";
-        tj["why"] = "the worker did not start under compute-sanitizer: " + ss.device().why_absent;
-        out["tools"].push_back(tj);
-        out["status"] = "incomplete";
-        continue;
-      }
-      RunStyle style;
-      style.traps = false;
-      style.scribble = false;
-      style.diagnose = false;
-      style.guard_bytes = 0;
-      style.runs = 1;
-      for (const auto& spec : picks) runs.push_back(run_case_styled(ss, b, c, spec, style));
-    }  // the worker exits here; the sanitizer writes its summary
-    const worker::SanitizerLog sl = worker::read_sanitizer_log(log);
-    tj["log"] = sl.to_json();
-    tj["wall_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    const worker::SanitizerFinding* first = nullptr;
-    for (const auto& f : sl.findings)
-      if (f.code != "race_warning") {
-        first = &f;
-        break;
-      }
-    // Errors counted but none parsed (a format this reader does not know): reported as such; only
-    // racecheck's warnings, and nothing else: not a failure (they stay in the log's JSON).
-    if (first || (sl.errors > 0 && sl.findings.empty())) {
-      CaseResult r;
-      r.spec.id = fmt::format("sanitizer/{}", name);
-      r.spec.family = name;
-      r.status = "fail";
-      r.code = first ? first->code : "sanitizer_error";
-      std::string where;
-      if (first) {
-        for (const auto& ctx : first->context) where += (where.empty() ? "" : "; ") + ctx;
-        // Name the tensor: the allocation the tool names is exactly one buffer's offset + bytes.
-        std::set<std::string> names;
-        for (const auto& p : picks)
-          for (const auto& t : c.tensors()) {
-            const std::size_t es = dtype_size(c.tensor_dtype(t.name, p.dtype));
-            const std::size_t bytes = std::size_t(c.tensor_elements(t.name, p.dims)) * es + std::size_t(p.offset_elements) * es;
-            if (first->allocation_bytes && bytes == first->allocation_bytes) names.insert(t.name);
-          }
-        if (!names.empty()) where += fmt::format("; the allocation is tensor '{}'", fmt::join(names, "' or '"));
-      }
-      r.detail = fmt::format("compute-sanitizer {} on {} small case(s) ({}): {}{}{}", name, picks.size(),
-                             fmt::join(out["cases"].get<std::vector<std::string>>(), ", "),
-                             first ? first->headline : fmt::format("{} error(s)", sl.errors), where.empty() ? "" : " — ", where);
-      rep.results.push_back(r);
-      ++rep.cases;
-      ++rep.failed;
-      ++rep.failure_codes[r.code];
-      tj["status"] = "findings";
-      out["status"] = "findings";
-    } else if (!sl.written || sl.errors < 0) {
-      tj["status"] = "incomplete";
-      tj["why"] = sl.written ? "the sanitizer log has no ERROR SUMMARY (the worker died?)" : "no sanitizer log was written";
-      if (out["status"] == "clean") out["status"] = "incomplete";
-    } else {
-      tj["status"] = "clean";
-    }
-    for (const auto& r : runs)
-      if (r.status == "fail" && !first) tj["case_failure"] = r.code + ": " + r.detail;
-    out["tools"].push_back(tj);
-  }
+void order_cases(const contract::Contract& c, std::vector<contract::CaseSpec>& cases) {
+  // Plain value families catch tails, offsets and wrong arithmetic; the special ones catch NaN/Inf
+  // policy, denormal flushing and overflow. Large cases cost seconds each, small ones milliseconds.
+  static const std::set<std::string> special = {"specials", "denormals", "near_max", "neg_inf", "large_logits", "all_equal",
+                                                "wrap"};
+  constexpr std::int64_t kSmall = std::int64_t(1) << 22;
+  auto key = [&](const contract::CaseSpec& x) {
+    const std::int64_t e = case_elements(c, x);
+    const int group = e > kSmall ? 2 : special.count(x.family) ? 1 : 0;
+    return std::pair<int, std::int64_t>(group, e);
+  };
+  std::stable_sort(cases.begin(), cases.end(), [&](const contract::CaseSpec& a, const contract::CaseSpec& bb) { return key(a) < key(bb); });
 }
-
-}  // namespace
 
 CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const CheckOptions& o) {
   const contract::Contract& c = contract::find_contract(b.manifest.contract);
@@ -779,7 +479,15 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
   rep.candidate = b.manifest.name;
   bool stopped_on_fault = false;
   int diagnoses = 4;  // failing cases diagnosed (out-of-bounds read? leftover shared memory?) per candidate
-  for (const auto& spec : c.correctness_cases(b.manifest.supports, o.seed, o.include_large)) {
+  std::vector<contract::CaseSpec> cases = c.correctness_cases(b.manifest.supports, o.seed, o.include_large);
+  order_cases(c, cases);
+  for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+    const contract::CaseSpec& spec = cases[ci];
+    if (!o.all_cases && rep.failed > 0) {
+      // The verdict is settled: the first failing case rejected the candidate (and was diagnosed).
+      for (std::size_t k = ci; k < cases.size(); ++k) rep.settled_not_run.push_back(cases[k].id);
+      break;
+    }
     if (o.max_case_elements > 0) {
       std::int64_t total = 0;
       for (const auto& t : c.tensors()) total += c.tensor_elements(t.name, spec.dims);
@@ -795,6 +503,7 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
     r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     rep.wall_ms += r.wall_ms;
     ++rep.cases;
+    if (!r.checks_not_run.empty()) rep.checks_not_run.insert(r.checks_not_run);
     if (r.status == "pass") {
       ++rep.passed;
       if (r.degenerate.empty()) ++rep.evidence;
@@ -805,7 +514,7 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
       ++rep.failure_codes[r.code];
     }
     rep.results.push_back(r);
-    if (o.stop_on_fault && (r.code == "crash" || r.code == "hang" || r.code == "device_fault" || r.code == "worker_protocol" ||
+    if (o.stop_on_fault && (is_fault(r.code) || r.code == "hang" || r.code == "worker_protocol" || r.code == "harness_error" ||
                             r.code == "out_of_bounds_read")) {
       stopped_on_fault = true;
       break;
@@ -813,7 +522,10 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
   }
   // Past 2^31 elements, when the claims reach there: generated on the device, checked in windows.
   // A failure there while every smaller case passed is 32-bit index arithmetic (or its like).
-  if (o.index_cases && s.device().present && !(o.stop_on_fault && rep.failed && stopped_on_fault))
+  const bool settled = !o.all_cases && rep.failed > 0;
+  if (o.index_cases && s.device().present && settled)
+    for (const auto& spec : c.index_cases(b.manifest.supports, o.seed)) rep.settled_not_run.push_back(spec.id);
+  if (o.index_cases && s.device().present && !settled && !(o.stop_on_fault && rep.failed && stopped_on_fault))
     for (const auto& spec : c.index_cases(b.manifest.supports, o.seed)) {
       const bool clean_before = rep.failed == 0;
       auto t0 = std::chrono::steady_clock::now();
@@ -854,7 +566,19 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
       if (r.status == "fail" && is_value_failure(r.code) && r.spec.family != contract::kGeneratedFamily &&
           case_elements(c, r.spec) <= (std::int64_t(1) << 22) && (!smallest || case_elements(c, r.spec) < case_elements(c, smallest->spec)))
         smallest = &r;
+    // racecheck sees shared-memory hazards only: a kernel that uses none is not run under it (a
+    // sanitizer worker costs seconds, and a rejection should not wait on a diagnosis that cannot apply).
+    bool uses_shared = false;
     if (smallest) {
+      for (const auto& [name, k] : b.kernels.items())
+        if (k.is_object() && k.value("static_shared_bytes", std::int64_t(0)) > 0) uses_shared = true;
+      for (const auto& l : resolve_plan(b, smallest->spec.dtype, smallest->spec.dims, s.device()).launches)
+        if (l.shared > 0) uses_shared = true;
+    }
+    if (smallest && !uses_shared) {
+      rep.sanitizer = {{"status", "not_run"},
+                       {"why", "the candidate already failed, and its kernels use no shared memory (racecheck would see nothing)"}};
+    } else if (smallest) {
       CheckOptions small = o;
       small.sanitizer_cases = 2;
       std::vector<contract::CaseSpec> picks = sanitizer_picks(c, small, rep);
@@ -870,3 +594,4 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
 }
 
 }  // namespace kqual::check
+

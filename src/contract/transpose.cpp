@@ -222,29 +222,17 @@ class Transpose final : public Contract {
     const DType t = expected.dtype;
     std::uint64_t poison = 0;
     for (std::size_t b = 0; b < dtype_size(t); ++b) poison |= std::uint64_t(poison_byte) << (8 * b);
-    std::int64_t unwritten = 0, payload = 0;
-    std::string first_unwritten, first_payload;
-    for (std::size_t i = 0; i < std::size_t(expected.elements); ++i) {
-      const std::uint64_t e = raw_bits(t, expected.bytes.data(), i), a = raw_bits(t, actual, i);
-      if (e == a) continue;
-      std::string where = fmt::format("{}[{}]: expected {}, got {}", expected.name, i, format_element(t, expected.bytes.data(), i),
-                                      format_element(t, actual, i));
-      if (a == poison) {
-        if (!unwritten++) first_unwritten = where + fmt::format(" (the poison pattern 0x{:02x}..)", poison_byte);
-      } else if (!payload++) {
-        first_payload = where;
+    const std::uint8_t* want = expected.bytes.data();
+    ElementScan scan = scan_elements(std::size_t(expected.elements), [&](std::size_t lo, std::size_t hi, ElementScan& y) {
+      for (std::size_t i = lo; i < hi; ++i) {
+        const std::uint64_t e = raw_bits(t, want, i), a = raw_bits(t, actual, i);
+        if (e != a) y.note(a == poison ? Mismatch::unwritten : Mismatch::payload, i);
       }
-    }
-    if (unwritten)
-      return {false, "unwritten_output",
-              fmt::format("{} of {} elements of '{}' never written; first: {}", unwritten, expected.elements, expected.name,
-                          first_unwritten),
-              unwritten};
-    if (payload)
-      return {false, "wrong_result",
-              fmt::format("{} NaN elements of '{}' lost their payload bits (a transpose must copy bits); first: {}", payload,
-                          expected.name, first_payload),
-              payload};
+    });
+    if (scan.mismatches())
+      return scan.verdict(expected.name, std::size_t(expected.elements), [&](std::size_t i) {
+        return fmt::format("{}[{}]: expected {}, got {}", expected.name, i, format_element(t, want, i), format_element(t, actual, i));
+      }, poison_byte, "lost their payload bits (a transpose must copy bits)");
     return c;
   }
 

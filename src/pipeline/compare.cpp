@@ -761,6 +761,9 @@ CompareOutcome run_compare(const CompareOptions& o) {
     // compare's budget).
     co.index_cases = o.large_cases;
     co.sanitizer_pass = false;
+    // NEW is blamed only for cases OLD passes: both sides' failing cases must be known, so a rejected
+    // side runs every case (a correct side runs every case anyway).
+    co.all_cases = true;
     // Both sides at once, each in its own worker process (correctness is not timed).
     say(o, "correctness: old and new, each in its own worker");
     worker::Session other(session.options());

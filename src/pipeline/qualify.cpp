@@ -157,6 +157,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     check::CheckOptions co;
     co.seed = o.seed;
     co.include_large = o.large_cases;
+    co.all_cases = o.all_cases;
     co.sanitizer_pass = o.sanitizer_pass;
     if (o.correctness) {
       say(fmt::format("correctness: {} against {}{}", m.name, m.contract, o.large_cases ? " (with the large cases)" : ""));
@@ -168,6 +169,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       f.failed = rep.failed;
       f.refused = rep.refused;
       f.primary_code = rep.primary_code();
+      f.settled_not_run = int(rep.settled_not_run.size());
       for (const auto& x : rep.results)
         if (x.status == "fail") { f.first_failure = x.detail; break; }
       phases.set("correctness", fmt::format("{}: {} passed, {} failed, {} refused of {} cases",
@@ -185,14 +187,14 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       }
       r.baselines_correctness = std::move(bc);
     } else {
-      phases.set("correctness", "skipped (--no-correctness)");
+      phases.set("correctness", "not run: not part of `kqual bench` (timing only)");
     }
 
     // ---- time: against the baselines, L2 flushed, interleaved, timed outputs re-checked ----
     if (!f.correct) {
       phases.set("timing", "not run: the candidate is incorrect");
     } else if (!o.timing) {
-      phases.set("timing", "skipped (--no-timing)");
+      phases.set("timing", "not run: not part of `kqual check` (correctness only)");
     } else {
       bench::TimingOptions to;
       to.dtype = *bench_dtype;

@@ -66,6 +66,7 @@ json journal_options(const ScreenOptions& o, const std::string& arch) {
   return json{{"contract", o.contract.empty() ? std::string("(each candidate's own)") : o.contract},
               {"seed", o.seed},
               {"large_cases", o.large_cases},
+              {"all_cases", o.all_cases},
               {"sanitizer_pass", o.sanitizer_pass},
               {"arch", arch}};
 }
@@ -373,6 +374,7 @@ ScreenOutcome screen(const ScreenOptions& o) {
   check::CheckOptions co;
   co.seed = o.seed;
   co.include_large = o.large_cases;
+  co.all_cases = o.all_cases;
   co.sanitizer_pass = o.sanitizer_pass;
   std::size_t shown = 0;  // progress lines count 1..n in candidate order
   for (std::size_t i = 0; i < n; ++i) {

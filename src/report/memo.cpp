@@ -131,6 +131,17 @@ std::string render_qualify_memo(const QualifyResult& r) {
       }
       m << "\n";
     }
+    if (k.contains("checks_not_run") && k.at("checks_not_run").is_array())
+      for (const auto& why : k.at("checks_not_run"))
+        m << "**Not run** on this platform: " << why.get<std::string>() << " — the cases ran with guarded inputs instead.\n\n";
+    if (k.contains("settled_not_run") && k.at("settled_not_run").is_array() && !k.at("settled_not_run").empty()) {
+      const json& left = k.at("settled_not_run");
+      std::vector<std::string> ids;
+      for (std::size_t i = 0; i < std::min<std::size_t>(left.size(), 8); ++i) ids.push_back("`" + left[i].get<std::string>() + "`");
+      m << fmt::format("Not run because the verdict was already settled (the first failing case rejects the candidate): {} "
+                       "case(s) — {}{}. `--all-cases` runs them for a report of every failing case.\n\n",
+                       left.size(), fmt::join(ids, ", "), left.size() > ids.size() ? fmt::format(" and {} more", left.size() - ids.size()) : "");
+    }
     if (k.value("skipped", 0) > 0 && k.contains("failing_cases")) {
       m << fmt::format("Not run: {} case(s) —", k.value("skipped", 0));
       for (const auto& cs : k.at("failing_cases"))

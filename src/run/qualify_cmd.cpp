@@ -27,6 +27,8 @@ void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o.seed, "Seed of the case generator")->capture_default_str();
   add_negatable_flag(cmd, "large-cases", o.large_cases, "--no-large-cases: skip the 2^27+5 and >2^31-byte correctness cases");
+  cmd->add_flag("--all-cases", o.all_cases,
+                "--all-cases: after the first failing case, run every remaining case too (a report listing every failing case; by default the first failure rejects and the rest are listed as not run)");
   add_negatable_flag(cmd, "sanitizer-pass", o.sanitizer_pass,
                      "--no-sanitizer-pass: skip re-running a few small passed cases under compute-sanitizer memcheck and "
                      "racecheck (reads past a tensor inside its last aligned vector, shared-memory races)");

@@ -191,14 +191,24 @@ std::vector<Guarded> allocate(const std::vector<Buffer>& buffers, std::size_t gu
                       (trap_only.empty() || std::find(trap_only.begin(), trap_only.end(), b.name) != trap_only.end());
     if (trap) {
       const std::size_t align = std::max<std::size_t>(b.align, 1);
-      if (placement == "trap_after") {
-        g.trap = cuda::TrappedAllocation(b.bytes + align, cuda::TrappedAllocation::Side::after);
-        CUdeviceptr start = g.trap.mapped_end() - b.bytes;
-        start -= (start - b.offset) % align;  // keep the view's alignment class
-        g.trap_view = start;
-      } else {
-        g.trap = cuda::TrappedAllocation(b.bytes + 256, cuda::TrappedAllocation::Side::before);
-        g.trap_view = g.trap.mapped() + b.offset % 256;
+      // A platform without virtual memory management (or out of address space) cannot place an
+      // input against an unmapped page: that check is not run, and the coordinator must not take
+      // the failure for the candidate's (kTrapUnavailable names it in the reply).
+      try {
+        if (placement == "trap_after") {
+          g.trap = cuda::TrappedAllocation(b.bytes + align, cuda::TrappedAllocation::Side::after);
+          CUdeviceptr start = g.trap.mapped_end() - b.bytes;
+          start -= (start - b.offset) % align;  // keep the view's alignment class
+          g.trap_view = start;
+        } else {
+          g.trap = cuda::TrappedAllocation(b.bytes + 256, cuda::TrappedAllocation::Side::before);
+          g.trap_view = g.trap.mapped() + b.offset % 256;
+        }
+      } catch (const cuda::CudaError& e) {
+        if (e.sticky()) throw;
+        throw_error(ErrorKind::unsupported, fmt::format("{} input '{}': {}", kTrapUnavailable, b.name, e.what()));
+      } catch (const Error& e) {
+        throw_error(ErrorKind::unsupported, fmt::format("{} input '{}': {}", kTrapUnavailable, b.name, e.what()));
       }
     } else {
       g.mem = cuda::DeviceBuffer(g.total());

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct CaseResult {
   std::string degenerate;  // why the expected output alone proves little (a constant kernel passes); "" if not
   std::string reference;   // "cpu" or "gpu-fp64"
   double wall_ms = 0;      // generation, reference, worker round trip and comparison
+  std::string checks_not_run;  // a check the platform could not provide for this case ("" = all ran)
 };
 
 struct CorrectnessReport {
@@ -33,7 +35,11 @@ struct CorrectnessReport {
   double wall_ms = 0;
   json sanitizer;                    // the sanitizer pass: status clean|findings|incomplete|not_run, tools, cases
   std::map<std::string, int> failure_codes;
-  std::vector<CaseResult> results;   // every case
+  std::vector<CaseResult> results;   // every case run
+  // Cases not run because the verdict was already settled: the first failing case rejects the
+  // candidate (CheckOptions::all_cases runs them all). Their ids, in the order they would have run.
+  std::vector<std::string> settled_not_run;
+  std::set<std::string> checks_not_run;  // checks the platform could not provide (e.g. no unmapped-page traps)
   // Degenerate outputs (all zero, all equal) are not accepted as evidence on their own.
   bool accepted() const { return failed == 0 && evidence > 0; }
   std::string primary_code() const;  // the most frequent failure code
@@ -44,6 +50,11 @@ struct CheckOptions {
   std::uint64_t seed = 20261202;
   bool include_large = true;
   bool stop_on_fault = true;  // stop a candidate's cases after a crash/hang/sticky error
+  // false (the default): the first failing case rejects the candidate; after it only the diagnosis
+  // that names the defect class runs (out-of-bounds read, uninitialised shared memory, a race when
+  // the kernel uses shared memory), and the remaining cases are listed as not run. true: every
+  // case runs, for a report that lists every failing case (--all-cases).
+  bool all_cases = false;
   std::int64_t max_case_elements = 0;  // > 0: skip cases whose tensors hold more elements in all
   // After the cases pass: a few small ones again under compute-sanitizer memcheck and racecheck
   // (reads past a tensor inside its last aligned vector, shared-memory races). Reported as not run
@@ -58,6 +69,12 @@ struct CheckOptions {
 };
 
 CorrectnessReport check_correctness(worker::Session& s, const build::BuiltCandidate& b, const CheckOptions& o);
+
+// The order cases run in: cheapest and most decisive first. Small cases of the plain value families
+// (the boundary sizes: 1, tile-1, tile, tile+1, ...), then small cases of the special families
+// (NaN/Inf/-0, denormals, extremes), then the large ones, each group by size; the contract's order
+// is kept within equal keys.
+void order_cases(const contract::Contract& c, std::vector<contract::CaseSpec>& cases);
 
 // A case's inputs and expected outputs, generated once and shared by every implementation run on it
 // in this process (a bounded cache; KQUAL_CASE_CACHE_MB sets its size, 0 turns it off).
@@ -79,6 +96,13 @@ std::vector<contract::Tensor> compute_reference(worker::Session& s, const contra
                                                 std::string* which = nullptr);
 // Runs the contract's GPU reference unconditionally (tests cross-check it against the CPU one).
 std::vector<contract::Tensor> gpu_reference(worker::Session& s, const contract::Contract& c, const contract::CaseData& data);
+
+// The failure code of a worker request that did not succeed, named by its cause: the driver's error
+// when the worker reports one (illegal_address, misaligned_address, illegal_instruction,
+// stack_overflow, launch_failure, device_assert; another sticky error: device_fault; another
+// launch error: launch_error), hang (the watchdog, or CUDA_ERROR_LAUNCH_TIMEOUT), crash,
+// worker_protocol, or harness_error (kqual's own error in the worker, not the candidate's).
+std::string fault_code(const worker::WorkerReply& r);
 
 // Compares a produced output file with the reference; "" when bit-exact per the contract.
 std::string verify_output_file(const contract::Contract& c, const contract::Tensor& expected,

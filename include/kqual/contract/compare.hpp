@@ -2,7 +2,10 @@
 // Output comparison shared by the contracts: bit-exact, or under a per-element bound (error model).
 // Both report, in order of precedence: unwritten_output (the poison pattern survived), nan_policy
 // (NaN where a number is expected or the reverse — NaN never matches a number), wrong_result.
+#include <cmath>
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +20,48 @@ double element_as_double(DType t, const std::uint8_t* p, std::size_t i);
 std::string format_element(DType t, const std::uint8_t* p, std::size_t i);
 // Stores v rounded to nearest even into element i (f32, bf16, f64, i32, i64, u32).
 void store_element(DType t, std::uint8_t* p, std::size_t i, double v);
+
+// How one element fails, in order of precedence when an output has several kinds (payload: a NaN
+// whose bits changed where a contract asks for bits, e.g. a transpose).
+enum class Mismatch : int { unwritten = 0, payload = 1, nan_policy = 2, wrong = 3 };
+
+// Counts of mismatching elements per class with the first few indices of each and the worst error:
+// the whole state a comparison keeps, whatever the number of wrong elements (issue 21: formatting
+// every wrong element of a 2^29-element output stalled the coordinator for minutes).
+struct ElementScan {
+  static constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+  static constexpr std::size_t kKeepExamples = 3;
+  static constexpr int kClasses = 4;
+  struct ClassTally {
+    std::int64_t count = 0;
+    std::vector<std::size_t> first;  // at most kKeepExamples, ascending
+  };
+  ClassTally cls[kClasses];
+  std::size_t worst_index = kNone;  // the wrong element with the largest |error| / bound
+  double worst_excess = 0, worst_error = 0;
+
+  // One mismatching element (inline: it runs once per wrong element).
+  void note(Mismatch m, std::size_t i, double error = NAN, double excess = NAN) {
+    ClassTally& c = cls[int(m)];
+    if (c.first.size() < kKeepExamples) c.first.push_back(i);
+    ++c.count;
+    if (m == Mismatch::wrong && !std::isnan(excess) && (worst_index == kNone || excess > worst_excess)) {
+      worst_excess = excess;
+      worst_error = error;
+      worst_index = i;
+    }
+  }
+  void merge(const ElementScan& later);  // later covers higher indices
+  std::int64_t mismatches() const;
+  // The comparison's verdict: the class of highest precedence, its count, and the first few
+  // elements, formatted by describe(i) (called for at most one element per class reported).
+  Comparison verdict(const std::string& tensor, std::size_t n, const std::function<std::string(std::size_t)>& describe,
+                     std::uint8_t poison_byte, const std::string& payload_text = "lost their payload bits") const;
+};
+
+// Runs scan_range(lo, hi, tally) over [0, n) in chunks of 2^20 elements on up to
+// hardware_concurrency threads and merges the tallies in index order.
+ElementScan scan_elements(std::size_t n, const std::function<void(std::size_t, std::size_t, ElementScan&)>& scan_range);
 
 // Bitwise equality; for floating dtypes any NaN matches any NaN.
 Comparison compare_exact(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte);

@@ -49,6 +49,7 @@ struct Comparison {
   std::string code;    // "", "unwritten_output", "nan_policy", "wrong_result"
   std::string detail;  // first offending index with expected and actual values
   std::int64_t mismatches = 0;
+  std::vector<std::int64_t> examples;  // indices of the first few offending elements of the reported class
 };
 
 struct GpuLaunch {

@@ -21,6 +21,7 @@ struct QualifyOptions {
   double watchdog_seconds = 60;
   std::uint64_t seed = 20261202;
   bool large_cases = true;                // include 2^27+5 and > 2^31-byte cases
+  bool all_cases = false;                 // run every case after the first failure (check::CheckOptions::all_cases)
   bool sanitizer_pass = true;             // small passed cases again under compute-sanitizer memcheck + racecheck
   std::vector<std::string> shapes;        // benchmark shapes, "4096" or "m=..,n=..,k=.." (default: the contract's)
   std::string dtype = "f32";              // benchmark dtype

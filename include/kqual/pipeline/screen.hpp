@@ -25,6 +25,7 @@ struct ScreenOptions {
   double watchdog_seconds = 60;
   std::uint64_t seed = 20261202;
   bool large_cases = true;
+  bool all_cases = false;  // every case of a rejected candidate runs (check::CheckOptions::all_cases)
   bool sanitizer_pass = true;
   int jobs = 2;                  // NVRTC compile threads
   bool restart = false;          // ignore (and replace) an existing journal

@@ -17,6 +17,11 @@
 
 namespace kqual::worker {
 
+// The start of a worker error when an input could not be placed against an unmapped page (no
+// virtual memory management on the platform): the check is reported as not run, never as the
+// candidate's failure.
+inline constexpr const char* kTrapUnavailable = "trap placement unavailable:";
+
 // ---- Launch plans ----
 
 enum class BufferKind { input, output, scratch };

@@ -1,0 +1,176 @@
+// Cases past 2^31 / 2^32 elements: inputs generated on the device, outputs checked in windows.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "internal.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/core/sha256.hpp"
+#include "kqual/cuda/nvrtc.hpp"
+#include "kqual/worker/protocol.hpp"
+
+namespace kqual::check {
+using build::BuiltCandidate;
+using worker::DeviceFacts;
+using worker::Session;
+using worker::WorkerReply;
+namespace fs = std::filesystem;
+
+namespace detail {
+
+// The generator module (contract/generated.hpp's kqual_generate) for this device, compiled once per
+// session and kept in its scratch folder.
+std::string generator_module(Session& s) {
+  const fs::path dir = s.scratch() / "reference";
+  fs::create_directories(dir);
+  const fs::path module = dir / fmt::format("generator-{}.cubin", s.device().arch);
+  if (!fs::exists(module)) {
+    cuda::NvrtcRequest req;
+    req.source = contract::generated_kernel_source();
+    req.source_name = "kqual_generate.cu";
+    req.arch = s.device().arch;
+    cuda::NvrtcResult r = cuda::nvrtc_compile(req);
+    write_file_atomic(module, std::string(r.image.begin(), r.image.end()));
+  }
+  return module.string();
+}
+
+// A case past 2^31 elements: inputs generated on the device, the whole output scanned for poison,
+// windows of it compared with the contract's reference on the sub-case they depend on.
+CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec,
+                              double timeout_s) {
+  CaseResult res;
+  res.spec = spec;
+  res.reference = "cpu (windows)";
+  std::optional<ResolvedPlan> admitted = admit_case(s, b, c, spec, res);
+  if (!admitted) return res;
+  const ResolvedPlan& plan = *admitted;
+  const DeviceFacts& dev = s.device();
+  const std::vector<contract::OutputWindow> windows = c.index_case_windows(spec);
+  // Does the device hold it?
+  std::size_t need = 0;
+  for (const auto& t : c.tensors())
+    need += std::size_t(c.tensor_elements(t.name, spec.dims)) * dtype_size(c.tensor_dtype(t.name, spec.dtype)) + 8192;
+  for (const auto& sc : plan.scratch) need += sc.bytes + 8192;
+  const std::size_t have = dev.device.value("total_memory_bytes", std::size_t(0));
+  if (have && double(need) > 0.92 * double(have)) {
+    res.status = "skipped";
+    res.code = "device_too_small";
+    res.detail = fmt::format("needs {:.1f} GiB of device memory; the {} has {:.1f} GiB: not run (the claim past 2^31 elements "
+                             "is not checked on this device)",
+                             double(need) / (1 << 30), dev.device.value("name", std::string("device")), double(have) / (1 << 30));
+    return res;
+  }
+  fs::path dir = s.scratch() / "case-generated";
+  fs::create_directories(dir);
+  worker::RunRequest request;
+  request.module = b.image_path.string();
+  request.launches = plan.launches;
+  request.poison = {0xFF, 0x7F};
+  request.placements = {"guarded", "guarded"};
+  request.generator_module = generator_module(s);
+  int stream = 0;
+  std::map<std::string, std::vector<std::pair<std::uint64_t, std::uint64_t>>> out_windows;
+  for (const auto& w : windows) out_windows[w.tensor].push_back({std::uint64_t(w.begin), std::uint64_t(w.count)});
+  for (auto& [name, ws] : out_windows) std::sort(ws.begin(), ws.end());  // the order the comparison reads them back in
+  for (const auto& t : c.tensors()) {
+    const DType dt = c.tensor_dtype(t.name, spec.dtype);
+    const std::size_t bytes = std::size_t(c.tensor_elements(t.name, spec.dims)) * dtype_size(dt);
+    worker::Buffer buf(t.name, t.role == contract::Role::input ? worker::BufferKind::input : worker::BufferKind::output, bytes);
+    if (t.role == contract::Role::input) {
+      buf.gen_stream = stream++;
+      buf.gen_seed = spec.seed;
+      buf.gen_dtype = contract::generated_dtype_code(dt);
+    } else {
+      buf.elem_bytes = dtype_size(dt);
+      buf.windows = out_windows[t.name];
+      request.out_files[t.name] = {(dir / (t.name + ".win0")).string(), (dir / (t.name + ".win1")).string()};
+    }
+    request.buffers.push_back(buf);
+  }
+  for (const auto& sc : plan.scratch) request.buffers.push_back(sc);
+  auto cleanup = [&] {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  };
+  res.status = "fail";
+  auto r = worker::call(s.worker(), request, timeout_s);
+  if (!r.ok()) {
+    res.code = fault_code(r.raw);
+    res.detail = r.raw.reason;
+    cleanup();
+    return res;
+  }
+  for (const auto& run : r.reply->runs) {
+    if (!run.guard_violations.empty()) {
+      res.code = "out_of_bounds_write";
+      res.detail = worker::describe(run.guard_violations.front());
+      cleanup();
+      return res;
+    }
+    for (const auto& in : run.inputs)
+      if (in.hash_before != in.hash_after) {
+        res.code = "input_mutated";
+        res.detail = fmt::format("input '{}' changed during the launch (device hash {} -> {})", in.name, in.hash_before, in.hash_after);
+        cleanup();
+        return res;
+      }
+  }
+  // Elements still holding the poison: unwritten when the same element holds it after both runs
+  // (a computed value can equal one pattern by chance, not both: integer outputs take every value).
+  {
+    const auto& runs = r.reply->runs;
+    for (std::size_t k = 0; runs.size() == 2 && k < runs[0].poison_scans.size() && k < runs[1].poison_scans.size(); ++k) {
+      const auto& a = runs[0].poison_scans[k];
+      const auto& bb = runs[1].poison_scans[k];
+      if (a.poisoned && bb.poisoned && a.first == bb.first) {
+        res.code = "unwritten_output";
+        res.detail = fmt::format("element {} of '{}' still holds the poison after both runs (0x{:02x}: {} element(s), 0x{:02x}: {})",
+                                 a.first, a.name, runs[0].poison, a.poisoned, runs[1].poison, bb.poisoned);
+        cleanup();
+        return res;
+      }
+    }
+  }
+  res.kernel_ms = r.reply->runs.empty() ? 0.0 : r.reply->runs.front().kernel_ms;
+  // Windows, in the order the worker concatenated them (sorted by start per tensor).
+  std::map<std::string, std::size_t> offset;
+  std::vector<contract::OutputWindow> sorted = windows;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& bb) { return a.begin < bb.begin; });
+  for (const auto& w : sorted) {
+    const std::vector<contract::Tensor> exp = c.window_reference(spec, w);
+    auto it = std::find_if(exp.begin(), exp.end(), [&](const contract::Tensor& t) { return t.name == w.tensor; });
+    if (it == exp.end()) throw_error(ErrorKind::internal, fmt::format("window {}: the reference has no '{}'", w.why, w.tensor));
+    const std::size_t at = offset[w.tensor];
+    offset[w.tensor] += it->bytes.size();
+    std::vector<std::vector<std::uint8_t>> got;
+    for (std::size_t k = 0; k < request.poison.size(); ++k) {
+      MappedFile f = MappedFile::open_read(request.out_files.at(w.tensor).at(k));
+      if (at + it->bytes.size() > f.size()) throw_error(ErrorKind::internal, "window file shorter than its windows");
+      contract::Comparison cmp = c.compare(*it, f.data() + at, request.poison[k]);
+      if (!cmp.ok) {
+        res.code = cmp.code;
+        res.detail = fmt::format("run {} (poison 0x{:02x}), window {} (element offsets relative to element {}): {}", k + 1,
+                                 request.poison[k], w.why, w.begin, cmp.detail);
+        cleanup();
+        return res;
+      }
+      got.emplace_back(f.data() + at, f.data() + at + it->bytes.size());
+    }
+    if (c.deterministic() && got.size() == 2 && got[0] != got[1]) {
+      res.code = "nondeterministic";
+      res.detail = fmt::format("window {} differs between two runs on the same inputs", w.why);
+      cleanup();
+      return res;
+    }
+  }
+  cleanup();
+  res.status = "pass";
+  return res;
+}
+
+}  // namespace detail
+}  // namespace kqual::check
