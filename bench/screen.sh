@@ -15,11 +15,24 @@ kqual="${KQUAL_EXE:-$root/build/tools/kqual/kqual}"
 case "$n" in ''|*[!0-9]*) echo "screen.sh: N must be a positive integer, got '$n'" >&2; exit 2;; esac
 work="$(mktemp -d "${TMPDIR:-/tmp}/kqual-screen-bench.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
+# KQUAL_SCREEN_POPULATION=all: the copies cycle through every bundled candidate of
+# KQUAL_SCREEN_CONTRACT (default residual_add_relu), good and broken, a realistic screening mix
+# (issue 21); default "good": copies of the good candidate only.
+population="${KQUAL_SCREEN_POPULATION:-good}"
+contract="${KQUAL_SCREEN_CONTRACT:-residual_add_relu}"
+if [ "$population" = all ]; then
+  mapfile -t sources < <(ls -d "$root/candidates/$contract/good" "$root/candidates/$contract/broken/"*/ | sed 's:/*$::')
+else
+  sources=("$root/candidates/$contract/good")
+fi
+echo "population: $population (${#sources[@]} distinct candidates of $contract), $n copies"
 for i in $(seq 1 "$n"); do
+  src="${sources[$(( (i - 1) % ${#sources[@]} ))]}"
   d="$work/cands/copy$(printf '%04d' "$i")"
   mkdir -p "$d"
-  cp "$root/candidates/residual_add_relu/good/"* "$d/"
-  sed -i "s/^name = \"add_relu_vec\"/name = \"add_relu_vec_copy$i\"/" "$d/kqual.toml"
+  cp -r "$src/"* "$d/"
+  # Each copy under its own manifest name (the journal keys verdicts by candidate).
+  sed -i "0,/^name = \"\([^\"]*\)\"/s//name = \"\1_copy$i\"/" "$d/kqual.toml"
 done
 mkdir -p "$out"
 cmd=("$kqual" screen "$work/cands" --restart --out "$out" "$@")

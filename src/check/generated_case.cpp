@@ -38,6 +38,18 @@ std::string generator_module(Session& s) {
   return module.string();
 }
 
+std::string device_too_small(Session& s, const contract::Contract& c, const contract::CaseSpec& spec, const ResolvedPlan& plan) {
+  const DeviceFacts& dev = s.device();
+  std::size_t need = 0;
+  for (const auto& t : c.tensors())
+    need += std::size_t(c.tensor_elements(t.name, spec.dims)) * dtype_size(c.tensor_dtype(t.name, spec.dtype)) + 8192;
+  for (const auto& sc : plan.scratch) need += sc.bytes + 8192;
+  const std::size_t have = dev.device.value("total_memory_bytes", std::size_t(0));
+  if (!have || double(need) <= 0.92 * double(have)) return "";
+  return fmt::format("needs {:.1f} GiB of device memory; the {} has {:.1f} GiB: not run (the case is not checked on this device)",
+                     double(need) / (1 << 30), dev.device.value("name", std::string("device")), double(have) / (1 << 30));
+}
+
 // A case past 2^31 elements: inputs generated on the device, the whole output scanned for poison,
 // windows of it compared with the contract's reference on the sub-case they depend on.
 CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec,
@@ -48,20 +60,11 @@ CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contrac
   std::optional<ResolvedPlan> admitted = admit_case(s, b, c, spec, res);
   if (!admitted) return res;
   const ResolvedPlan& plan = *admitted;
-  const DeviceFacts& dev = s.device();
   const std::vector<contract::OutputWindow> windows = c.index_case_windows(spec);
-  // Does the device hold it?
-  std::size_t need = 0;
-  for (const auto& t : c.tensors())
-    need += std::size_t(c.tensor_elements(t.name, spec.dims)) * dtype_size(c.tensor_dtype(t.name, spec.dtype)) + 8192;
-  for (const auto& sc : plan.scratch) need += sc.bytes + 8192;
-  const std::size_t have = dev.device.value("total_memory_bytes", std::size_t(0));
-  if (have && double(need) > 0.92 * double(have)) {
+  if (std::string why = device_too_small(s, c, spec, plan); !why.empty()) {
     res.status = "skipped";
     res.code = "device_too_small";
-    res.detail = fmt::format("needs {:.1f} GiB of device memory; the {} has {:.1f} GiB: not run (the claim past 2^31 elements "
-                             "is not checked on this device)",
-                             double(need) / (1 << 30), dev.device.value("name", std::string("device")), double(have) / (1 << 30));
+    res.detail = why;
     return res;
   }
   fs::path dir = s.scratch() / "case-generated";

@@ -37,6 +37,18 @@ CaseResult run_case_styled(Session& s, const BuiltCandidate& b, const contract::
                            const RunStyle& style);
 std::int64_t case_elements(const contract::Contract& c, const contract::CaseSpec& spec);
 
+// reference.cpp: the module of a reference source (NVRTC, cached per source and arch in the
+// session's scratch folder), and a reference's launches as the worker takes them.
+std::string reference_module(Session& s, const std::string& source, const std::string& name);
+std::vector<worker::Launch> worker_launches(const contract::GpuReference& g);
+
+// device_case.cpp: a generated case verified on the device against the contract's
+// device_reference (chunk hashes; a differing chunk explained on the CPU).
+CaseResult run_device_verified_case(Session& s, const BuiltCandidate& b, const contract::Contract& c,
+                                    const contract::CaseSpec& spec, double timeout_s);
+// The device memory a generated case needs, or "" when the device holds it (res is then untouched).
+std::string device_too_small(Session& s, const contract::Contract& c, const contract::CaseSpec& spec, const ResolvedPlan& plan);
+
 // generated_case.cpp
 std::string generator_module(Session& s);
 CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec,

@@ -22,26 +22,52 @@ using worker::Session;
 using worker::WorkerReply;
 namespace fs = std::filesystem;
 
-std::vector<contract::Tensor> gpu_reference(Session& s, const contract::Contract& c, const contract::CaseData& data) {
-  std::optional<contract::GpuReference> g = c.gpu_reference(data);
-  if (!g) throw_error(ErrorKind::internal, fmt::format("contract {} has no GPU reference", c.name()));
+namespace detail {
+
+std::string reference_module(Session& s, const std::string& source, const std::string& name) {
   const DeviceFacts& dev = s.device();
   if (!dev.present) throw_error(ErrorKind::cuda, "the GPU reference needs a GPU: " + dev.why_absent);
   // Compiled once per source and arch, cached in the session's scratch directory.
-  std::string key = sha256_hex(g->source + dev.arch).substr(0, 16);
+  std::string key = sha256_hex(source + dev.arch).substr(0, 16);
   fs::path dir = s.scratch() / "reference";
   fs::create_directories(dir);
   fs::path module = dir / (key + ".cubin");
   if (!fs::exists(module)) {
     cuda::NvrtcRequest req;
-    req.source = g->source;
-    req.source_name = c.name() + "_reference.cu";
+    req.source = source;
+    req.source_name = name + "_reference.cu";
     req.arch = dev.arch;
     cuda::NvrtcResult r = cuda::nvrtc_compile(req);
     write_file_atomic(module, std::string(r.image.begin(), r.image.end()));
   }
+  return module.string();
+}
+
+std::vector<worker::Launch> worker_launches(const contract::GpuReference& g) {
+  std::vector<worker::Launch> out;
+  for (const auto& l : g.launches) {
+    worker::Launch wl;
+    wl.kernel = l.kernel;
+    for (std::size_t i = 0; i < 3; ++i) {
+      wl.grid[i] = l.grid[i];
+      wl.block[i] = l.block[i];
+    }
+    wl.shared = l.shared;
+    for (const auto& a : l.args)
+      wl.args.push_back(!a.tensor.empty() ? worker::Arg::pointer(a.tensor) : worker::Arg::value(a.scalar, a.scalar_bytes));
+    out.push_back(std::move(wl));
+  }
+  return out;
+}
+
+}  // namespace detail
+
+std::vector<contract::Tensor> gpu_reference(Session& s, const contract::Contract& c, const contract::CaseData& data) {
+  std::optional<contract::GpuReference> g = c.gpu_reference(data);
+  if (!g) throw_error(ErrorKind::internal, fmt::format("contract {} has no GPU reference", c.name()));
+  const fs::path dir = s.scratch() / "reference";
   worker::RunRequest request;
-  request.module = module.string();
+  request.module = detail::reference_module(s, g->source, c.name());
   request.poison = {0xFF, 0xFF};
   for (const auto& t : data.inputs) {
     fs::path f = dir / (t.name + ".in");
@@ -53,18 +79,7 @@ std::vector<contract::Tensor> gpu_reference(Session& s, const contract::Contract
     request.buffers.push_back({t.name, worker::BufferKind::output, bytes, 0, ""});
     request.out_files[t.name] = {(dir / (t.name + ".ref0")).string(), (dir / (t.name + ".ref1")).string()};
   }
-  for (const auto& l : g->launches) {
-    worker::Launch wl;
-    wl.kernel = l.kernel;
-    for (std::size_t i = 0; i < 3; ++i) {
-      wl.grid[i] = l.grid[i];
-      wl.block[i] = l.block[i];
-    }
-    wl.shared = l.shared;
-    for (const auto& a : l.args)
-      wl.args.push_back(!a.tensor.empty() ? worker::Arg::pointer(a.tensor) : worker::Arg::value(a.scalar, a.scalar_bytes));
-    request.launches.push_back(std::move(wl));
-  }
+  request.launches = detail::worker_launches(*g);
   auto r = worker::call(s.reference_worker(), request);
   auto cleanup = [&] {
     for (const auto& t : data.inputs) fs::remove(dir / (t.name + ".in"));

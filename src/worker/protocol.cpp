@@ -40,6 +40,7 @@ json buffers_json(const std::vector<Buffer>& bs) {
     if (b.generated()) x["generate"] = {{"stream", b.gen_stream}, {"seed", b.gen_seed}, {"dtype", b.gen_dtype}};
     if (b.elem_bytes) x["elem_bytes"] = b.elem_bytes;
     if (!b.windows.empty()) x["windows"] = b.windows;
+    if (b.chunk_elements) x["chunk_elements"] = b.chunk_elements;
     a.push_back(std::move(x));
   }
   return a;
@@ -70,6 +71,10 @@ std::vector<Buffer> buffers_from(const json& j, const char* op) {
     }
     b.elem_bytes = get_or<std::size_t>(x, op, "elem_bytes", 0);
     b.windows = get_or<std::vector<std::pair<std::uint64_t, std::uint64_t>>>(x, op, "windows", {});
+    b.chunk_elements = get_or<std::uint64_t>(x, op, "chunk_elements", 0);
+    if (b.chunk_elements && (b.elem_bytes == 0 || b.kind != BufferKind::output || !b.windows.empty()))
+      throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' buffer '{}': chunk_elements needs an output with "
+                                                 "elem_bytes and no windows", op, b.name));
     if (!b.windows.empty() && b.elem_bytes == 0)
       throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' buffer '{}' has windows but no elem_bytes", op, b.name));
     for (const auto& [w0, wn] : b.windows)
@@ -288,6 +293,7 @@ json to_json(const RunReply& r) {
     for (const auto& p : x.poison_scans) scans.push_back({{"name", p.name}, {"poisoned", p.poisoned}, {"first", p.first}});
     runs.push_back({{"poison", x.poison}, {"kernel_ms", x.kernel_ms}, {"guard_violations", guards_json(x.guard_violations)},
                     {"inputs", inputs}, {"poison_scans", scans}});
+    if (!x.chunk_hashes.empty()) runs.back()["chunk_hashes"] = x.chunk_hashes;
   }
   return json{{"ok", true}, {"runs", runs}};
 }
@@ -330,6 +336,7 @@ RunReply run_reply_from_json(const json& j) {
       for (const auto& p : x.at("poison_scans"))
         rr.poison_scans.push_back({get<std::string>(p, "run reply", "name"), get<std::uint64_t>(p, "run reply", "poisoned"),
                                    get<std::int64_t>(p, "run reply", "first")});
+    rr.chunk_hashes = get_or<std::map<std::string, std::vector<std::uint64_t>>>(x, "run reply", "chunk_hashes", {});
     r.runs.push_back(std::move(rr));
   }
   return r;

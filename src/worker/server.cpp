@@ -77,6 +77,32 @@ extern "C" __global__ void kqual_count_poison(const unsigned char* __restrict__ 
   for (int o = 16; o > 0; o >>= 1) local += __shfl_down_sync(0xffffffffu, local, o);
   if ((threadIdx.x & 31) == 0 && local) atomicAdd(count, local);
 }
+// One position-dependent hash per chunk of `chunk` elements (a multiple of 32) of esize bytes each:
+// the sum of mix(index, element bits) over the chunk, one atomic per warp (a warp's 32 elements lie
+// in one chunk). Order-independent within a chunk, so any grid computes the same value.
+extern "C" __global__ void kqual_chunk_hash(const unsigned char* __restrict__ p, unsigned long long n, unsigned int esize,
+                                            unsigned long long chunk, unsigned long long* out) {
+  const unsigned int lane = threadIdx.x & 31u;
+  const unsigned long long warps = ((unsigned long long)gridDim.x * blockDim.x) >> 5;
+  for (unsigned long long w = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w * 32ull < n; w += warps) {
+    const unsigned long long i = w * 32ull + lane;
+    unsigned long long acc = 0;
+    if (i < n) {
+      unsigned long long v = 0;
+      if (esize == 4) v = ((const unsigned int*)p)[i];
+      else if (esize == 2) v = ((const unsigned short*)p)[i];
+      else if (esize == 8) v = ((const unsigned long long*)p)[i];
+      else v = p[i];
+      unsigned long long z = (i * 0xD6E8FEB86659FD93ull) ^ v;
+      z += 0x9E3779B97F4A7C15ull;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      acc = z ^ (z >> 31);
+    }
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+    if (lane == 0) atomicAdd(out + (w * 32ull) / chunk, acc);
+  }
+}
 extern "C" __global__ void kqual_hash(const unsigned int* __restrict__ p, unsigned long long words, unsigned long long* out) {
   unsigned long long acc = 0;
   for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < words;
@@ -169,6 +195,7 @@ struct Guarded {
   std::uint64_t gen_seed = 0;
   std::size_t elem_bytes = 0;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> windows;
+  std::uint64_t chunk_elements = 0;  // Buffer::chunk_elements
   bool trapped() const { return trap_view != 0; }
   CUdeviceptr view() const { return trapped() ? trap_view : mem.get() + guard + offset; }
   std::size_t total() const { return guard + offset + bytes + guard; }
@@ -218,6 +245,7 @@ std::vector<Guarded> allocate(const std::vector<Buffer>& buffers, std::size_t gu
     g.gen_dtype = b.gen_dtype;
     g.elem_bytes = b.elem_bytes;
     g.windows = b.windows;
+    g.chunk_elements = b.chunk_elements;
     if (b.kind == BufferKind::input && !b.generated()) {
       auto open = [&](const std::string& file) {
         auto f = std::make_shared<MappedFile>(MappedFile::open_read(file));
@@ -370,6 +398,27 @@ std::string device_hash(State& st, const Guarded& g) {
   return fmt::format("{:016x}", h);
 }
 
+// Per-chunk hashes of an output view (Buffer::chunk_elements), read back as one array.
+std::vector<std::uint64_t> chunk_hashes(State& st, const Guarded& g) {
+  const std::uint64_t esize = std::max<std::size_t>(g.elem_bytes, 1), n = g.bytes / esize, chunk = g.chunk_elements;
+  if (chunk == 0 || chunk % 32 != 0) throw_error(ErrorKind::worker, fmt::format("chunk_elements {} is not a multiple of 32", chunk));
+  if (g.view() % esize != 0) throw_error(ErrorKind::worker, fmt::format("output '{}' view is not aligned to its elements", g.name));
+  const std::size_t chunks = std::size_t((n + chunk - 1) / chunk);
+  std::vector<std::uint64_t> h(chunks, 0);
+  if (!chunks) return h;
+  cuda::DeviceBuffer out(chunks * 8);
+  KQUAL_CU(cuMemsetD8Async, out.get(), 0, chunks * 8, st.stream->get());
+  CUdeviceptr v = g.view(), o = out.get();
+  unsigned long long nn = n, cc = chunk;
+  unsigned int es = unsigned(esize);
+  void* args[] = {&v, &nn, &es, &cc, &o};
+  cuda::launch(st.own("kqual_chunk_hash"), unsigned(std::max(st.context().info().sms, 1)) * 8, 1, 1, 256, 1, 1, 0,
+               st.stream->get(), args);
+  st.stream->synchronize();
+  out.download(h.data(), chunks * 8);
+  return h;
+}
+
 // Elements of an output still holding the poison byte in every byte.
 PoisonScan scan_poison(State& st, const Guarded& g, std::uint8_t poison) {
   PoisonScan p;
@@ -448,6 +497,9 @@ RunReply op_run(State& st, const RunRequest& req) {
           if (nb) KQUAL_CU(cuMemcpyDtoH, out.data() + at, g.view() + std::size_t(w0) * g.elem_bytes, nb);
           at += nb;
         }
+        run.poison_scans.push_back(scan_poison(st, g, poison));
+      } else if (g.kind == "output" && g.chunk_elements) {
+        run.chunk_hashes[g.name] = chunk_hashes(st, g);
         run.poison_scans.push_back(scan_poison(st, g, poison));
       } else if (g.kind == "input") {
         std::vector<std::uint8_t> after(g.bytes);

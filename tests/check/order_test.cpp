@@ -39,11 +39,15 @@ TEST(CaseOrder, SmallPlainThenSmallSpecialsThenLargeForEveryContract) {
     for (std::size_t i = 1; i < cases.size(); ++i) {
       const int g0 = group(c, cases[i - 1]), g1 = group(c, cases[i]);
       ASSERT_LE(g0, g1) << name << ": " << cases[i - 1].id << " before " << cases[i].id;
-      if (g0 == g1) EXPECT_LE(elements(c, cases[i - 1]), elements(c, cases[i])) << name << ": " << cases[i].id;
+      if (g0 == g1) {
+        EXPECT_LE(elements(c, cases[i - 1]), elements(c, cases[i])) << name << ": " << cases[i].id;
+      }
     }
     // The first case is one of the smallest plain ones the contract has.
     for (const auto& s : cases)
-      if (group(c, s) == 0) EXPECT_LE(elements(c, cases.front()), elements(c, s)) << name;
+      if (group(c, s) == 0) {
+        EXPECT_LE(elements(c, cases.front()), elements(c, s)) << name;
+      }
   }
 }
 

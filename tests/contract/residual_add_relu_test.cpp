@@ -8,6 +8,7 @@
 
 #include "kqual/contract/contract.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/cuda/nvrtc.hpp"
 
 namespace kqual::contract {
 namespace {
@@ -204,6 +205,52 @@ TEST(Contracts, UnknownNameListsKnownOnes) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("residual_add_relu"), std::string::npos);
   }
+}
+
+}  // namespace
+}  // namespace kqual::contract
+
+// Issue 21: the large cases are generated on the device and verified there against a trusted
+// reference kernel; its source compiles for the default target here (NVRTC needs no GPU), its one
+// launch covers every element with 64-bit indices, and its raw output is the expected output
+// itself (dtype and length), so the two outputs can be compared through hashes.
+namespace kqual::contract {
+namespace {
+
+TEST(ResidualAddReluDeviceReference, LargeCasesAreGeneratedAndHaveACompilingReference) {
+  Supports s;
+  s.dtypes = {DType::f32, DType::bf16};
+  s.min_alignment_bytes = 4;
+  int large = 0;
+  for (const auto& spec : find_contract("residual_add_relu").correctness_cases(s, 3, true)) {
+    if (spec.dim("n") <= (std::int64_t(1) << 24) + 1) {
+      EXPECT_FALSE(find_contract("residual_add_relu").device_reference(spec)) << spec.id;
+      continue;
+    }
+    ++large;
+    EXPECT_EQ(spec.family, kGeneratedFamily) << spec.id;
+    auto g = find_contract("residual_add_relu").device_reference(spec);
+    ASSERT_TRUE(g) << spec.id;
+    ASSERT_EQ(g->launches.size(), 1u);
+    const GpuLaunch& l = g->launches[0];
+    EXPECT_GE(l.grid[0] * l.block[0], std::min<std::int64_t>(spec.dim("n"), 132 * 32 * 256)) << spec.id;
+    ASSERT_EQ(l.args.size(), 4u);
+    EXPECT_EQ(l.args[3].scalar, spec.dim("n"));
+    EXPECT_EQ(l.args[3].scalar_bytes, 8);
+    ASSERT_EQ(g->raw_outputs.size(), 1u);
+    EXPECT_EQ(g->raw_outputs[0].dtype, spec.dtype);
+    EXPECT_EQ(g->raw_outputs[0].elements, spec.dim("n"));
+    cuda::NvrtcRequest req;
+    req.source = g->source;
+    req.source_name = "residual_add_relu_reference.cu";
+    req.arch = "sm_90";
+    cuda::NvrtcResult built = cuda::nvrtc_compile(req);
+    EXPECT_TRUE(built.is_cubin);
+    auto w = find_contract("residual_add_relu").output_window(spec, "y", 1 << 20, 1 << 20);
+    ASSERT_TRUE(w);
+    EXPECT_EQ(w->gather.at("x"), (std::vector<std::pair<std::int64_t, std::int64_t>>{{1 << 20, 1 << 20}}));
+  }
+  EXPECT_EQ(large, 3);  // 2^27+5 in f32 and bf16, 2^29+7 in f32
 }
 
 }  // namespace

@@ -79,6 +79,48 @@ TEST_F(DeviceTest, FirstFailingCaseSettlesTheVerdictAndAllCasesRunsTheRest) {
   fs::remove_all(out);
 }
 
+// Issue 21, item 3: the large cases are generated on the device and verified there against a
+// trusted reference kernel in another process (chunk hashes). One element wrong far past every small
+// case (at 2^28 + 12345) is found and named; the same kernel without that defect passes.
+TEST_F(DeviceTest, LargeCasesAreVerifiedOnTheDeviceAndNameAWrongElement) {
+  const fs::path root = fs::temp_directory_path() / "kqual-device-large";
+  fs::remove_all(root);
+  auto write = [&](const std::string& name, bool defect) {
+    fs::create_directories(root / name);
+    std::ofstream(root / name / "kernel.cu")
+        << "__global__ void add_relu_far(const float* x, const float* r, float* y, long long n) {\n"
+           "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {\n"
+           "    float s = __fadd_rn(x[i], r[i]);\n"
+           "    s = s > 0.0f ? s : (s != s ? s : 0.0f);\n"
+        << (defect ? "    if (i == (1LL << 28) + 12345) s += 1.0f;\n" : "")
+        << "    y[i] = s;\n  }\n}\n";
+    std::ofstream(root / name / "kqual.toml")
+        << "[candidate]\nname = \"" << name << "\"\ncontract = \"residual_add_relu\"\nsource = \"kernel.cu\"\n"
+        << "[supports]\ndtypes = [\"f32\"]\nmin_alignment_bytes = 4\nmax_n = 1073741824\n"
+        << "[[launch]]\nkernel = \"add_relu_far\"\ngrid = \"max(1, min(cdiv(n, 256), sms * 32))\"\nblock = 256\n"
+        << "args = [\"x\", \"r\", \"y\", \"n:i64\"]\n";
+  };
+  write("far_ok", false);
+  write("far_wrong", true);
+  auto ok = test::run(test::quote(test::kqual_exe()) + " check --no-sanitizer-pass " + test::quote(root / "far_ok") + " --out " +
+                      test::quote(root / "out-ok"));
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  json good = json::parse(std::ifstream(root / "out-ok/results.json"));
+  bool found_large = false;
+  for (const auto& c : good["correctness"]["slowest_cases"])
+    if (c["id"].get<std::string>().find("/counter") != std::string::npos) found_large = true;
+  EXPECT_TRUE(found_large) << good["correctness"].dump(2);
+  auto bad = test::run(test::quote(test::kqual_exe()) + " check --no-sanitizer-pass " + test::quote(root / "far_wrong") + " --out " +
+                       test::quote(root / "out-bad"));
+  ASSERT_EQ(bad.exit_code, 1) << bad.output;
+  json res = json::parse(std::ifstream(root / "out-bad/results.json"));
+  ASSERT_TRUE(res["correctness"]["failure_codes"].contains("wrong_result")) << res["correctness"].dump(2);
+  const std::string detail = res["correctness"]["failing_cases"][0]["detail"];
+  EXPECT_NE(detail.find("chunk"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("y[12345]"), std::string::npos) << detail;  // relative to the chunk at 2^28
+  fs::remove_all(root);
+}
+
 struct BrokenCase {
   const char* dir;
   const char* reason;

@@ -125,6 +125,18 @@ class Contract {
   // The expected outputs of one window: by default the reference on generated_subcase(big, w); a
   // contract whose outputs depend on everything before them (a scan) overrides it.
   virtual std::vector<Tensor> window_reference(const CaseSpec& big, const OutputWindow& w) const;
+  // Large cases verified on the device (issue 21): for a generated case (kGeneratedFamily), a
+  // trusted reference kernel over the same generated inputs whose raw outputs ARE the expected
+  // outputs, bit for bit (exact contracts only). It runs in the session's reference worker, never in
+  // a candidate's process; the two outputs are compared through per-chunk hashes. nullopt: such
+  // cases are checked in windows instead (index_case_windows).
+  virtual std::optional<GpuReference> device_reference(const CaseSpec& /*spec*/) const { return std::nullopt; }
+  // The window of output `tensor`, elements [begin, begin + count), with the inputs it depends on
+  // (a chunk whose hash differs is explained on the CPU through it). nullopt: not expressible.
+  virtual std::optional<OutputWindow> output_window(const CaseSpec& /*spec*/, const std::string& /*tensor*/, std::int64_t /*begin*/,
+                                                    std::int64_t /*count*/) const {
+    return std::nullopt;
+  }
   // Expected outputs, computed in higher precision on the CPU, rounded as the policy states.
   virtual std::vector<Tensor> reference(const CaseData& data) const = 0;
   // Compare one output tensor; poison_byte is the pattern the harness filled it with. Default:

@@ -48,6 +48,10 @@ struct Buffer {
   // the whole output is scanned on the device for elements still holding the poison.
   std::size_t elem_bytes = 0;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> windows;  // (first element, count)
+  // Outputs verified on the device (issue 21, large cases): nothing comes back but one position-
+  // dependent 64-bit hash per chunk of this many elements (kqual_chunk_hash) and the poison scan; the
+  // coordinator compares the hashes with those of a trusted reference kernel run in another process.
+  std::uint64_t chunk_elements = 0;  // 0: off (needs elem_bytes)
   bool generated() const { return gen_stream >= 0; }
 };
 
@@ -188,6 +192,7 @@ struct RunResult {
   std::vector<GuardViolation> guard_violations;
   std::vector<InputCheck> inputs;
   std::vector<PoisonScan> poison_scans;
+  std::map<std::string, std::vector<std::uint64_t>> chunk_hashes;  // per output with Buffer::chunk_elements
 };
 struct RunReply {
   std::vector<RunResult> runs;

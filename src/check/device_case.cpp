@@ -1,0 +1,239 @@
+// Large cases verified on the device (issue 21, item 3). The inputs are generated on the device from
+// the counter-based generator (contract/generated.hpp), in the candidate's worker and, separately,
+// in the session's reference worker, where the contract's trusted reference kernel
+// (Contract::device_reference) computes the expected outputs. Neither output moves to the host:
+// each worker returns one position-dependent hash per chunk of 2^20 elements and a poison count.
+// The coordinator compares the hash lists; only a chunk whose hashes differ is read back (a window)
+// and compared element by element with the contract's CPU reference of that window, which names
+// the first wrong element. The reference's hashes are kept for the process, so every candidate of a
+// screen (same contract, seed and case) reuses them.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "internal.hpp"
+#include "kqual/contract/generated.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/worker/protocol.hpp"
+
+namespace kqual::check {
+using build::BuiltCandidate;
+using worker::Session;
+namespace fs = std::filesystem;
+
+namespace detail {
+namespace {
+
+constexpr std::uint64_t kChunk = std::uint64_t(1) << 20;  // [elements] per hash
+constexpr std::size_t kExplainChunks = 4;                   // differing chunks read back at first
+
+using ChunkHashes = std::map<std::string, std::vector<std::uint64_t>>;
+
+// The worker buffers of a generated case: inputs generated (stream = position among the inputs),
+// outputs hashed per chunk (or read back in windows when `windows` names them).
+std::vector<worker::Buffer> generated_buffers(const contract::Contract& c, const contract::CaseSpec& spec,
+                                              const std::vector<contract::Tensor>* outputs,
+                                              const std::map<std::string, std::vector<std::pair<std::uint64_t, std::uint64_t>>>* windows) {
+  std::vector<worker::Buffer> out;
+  int stream = 0;
+  for (const auto& t : c.tensors()) {
+    if (t.role != contract::Role::input) continue;
+    const DType dt = c.tensor_dtype(t.name, spec.dtype);
+    worker::Buffer buf(t.name, worker::BufferKind::input, std::size_t(c.tensor_elements(t.name, spec.dims)) * dtype_size(dt));
+    buf.gen_stream = stream++;
+    buf.gen_seed = spec.seed;
+    buf.gen_dtype = contract::generated_dtype_code(dt);
+    out.push_back(buf);
+  }
+  auto add_output = [&](const std::string& name, DType dt, std::int64_t elements) {
+    worker::Buffer buf(name, worker::BufferKind::output, std::size_t(elements) * dtype_size(dt));
+    buf.elem_bytes = dtype_size(dt);
+    if (windows && windows->count(name)) buf.windows = windows->at(name);
+    else buf.chunk_elements = kChunk;
+    out.push_back(buf);
+  };
+  if (outputs) {
+    for (const auto& t : *outputs) add_output(t.name, t.dtype, t.elements);
+  } else {
+    for (const auto& t : c.tensors())
+      if (t.role == contract::Role::output)
+        add_output(t.name, c.tensor_dtype(t.name, spec.dtype), c.tensor_elements(t.name, spec.dims));
+  }
+  return out;
+}
+
+// The reference's chunk hashes for a case, computed once per process (a screen's candidates share them).
+ChunkHashes reference_hashes(Session& s, const contract::Contract& c, const contract::CaseSpec& spec, const contract::GpuReference& g) {
+  static std::mutex mu;
+  static std::map<std::string, ChunkHashes> cache;
+  const std::string key = fmt::format("{}|{}|{}|{}|{}|{}", c.name(), spec.id, to_string(spec.dtype), contract::format_dims(spec.dims),
+                                      spec.seed, s.device().arch);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  worker::RunRequest request;
+  request.module = reference_module(s, g.source, c.name());
+  request.generator_module = generator_module(s);
+  request.launches = worker_launches(g);
+  request.poison = {0xFF};
+  request.placements = {"guarded"};
+  request.buffers = generated_buffers(c, spec, &g.raw_outputs, nullptr);
+  auto r = worker::call(s.reference_worker(), request);
+  if (!r.ok()) throw_error(ErrorKind::cuda, fmt::format("the device reference of {} failed on {}: {}", c.name(), spec.id, r.raw.reason));
+  const worker::RunResult& run = r.reply->runs.at(0);
+  for (const auto& p : run.poison_scans)
+    if (p.poisoned)
+      throw_error(ErrorKind::internal, fmt::format("the device reference of {} left {} element(s) of '{}' unwritten on {}", c.name(),
+                                                   p.poisoned, p.name, spec.id));
+  std::lock_guard<std::mutex> lock(mu);
+  cache[key] = run.chunk_hashes;
+  return run.chunk_hashes;
+}
+
+}  // namespace
+
+CaseResult run_device_verified_case(Session& s, const BuiltCandidate& b, const contract::Contract& c,
+                                    const contract::CaseSpec& spec, double timeout_s) {
+  CaseResult res;
+  res.spec = spec;
+  res.reference = "gpu (device reference, other process; chunk hashes)";
+  std::optional<ResolvedPlan> admitted = admit_case(s, b, c, spec, res);
+  if (!admitted) return res;
+  const ResolvedPlan& plan = *admitted;
+  if (std::string why = device_too_small(s, c, spec, plan); !why.empty()) {
+    res.status = "skipped";
+    res.code = "device_too_small";
+    res.detail = why;
+    return res;
+  }
+  const std::optional<contract::GpuReference> g = c.device_reference(spec);
+  if (!g) throw_error(ErrorKind::internal, fmt::format("contract {} has no device reference for {}", c.name(), spec.id));
+  const ChunkHashes want = reference_hashes(s, c, spec, *g);
+
+  worker::RunRequest request;
+  request.module = b.image_path.string();
+  request.launches = plan.launches;
+  request.poison = {0xFF, 0x7F};
+  request.placements = {"guarded", "guarded"};
+  request.generator_module = generator_module(s);
+  request.buffers = generated_buffers(c, spec, nullptr, nullptr);
+  for (const auto& sc : plan.scratch) request.buffers.push_back(sc);
+  res.status = "fail";
+  auto r = worker::call(s.worker(), request, timeout_s);
+  if (!r.ok()) {
+    res.code = fault_code(r.raw);
+    res.detail = r.raw.reason;
+    return res;
+  }
+  const auto& runs = r.reply->runs;
+  res.kernel_ms = runs.empty() ? 0.0 : runs.front().kernel_ms;
+  for (const auto& run : runs) {
+    if (!run.guard_violations.empty()) {
+      res.code = "out_of_bounds_write";
+      res.detail = worker::describe(run.guard_violations.front());
+      return res;
+    }
+    for (const auto& in : run.inputs)
+      if (in.hash_before != in.hash_after) {
+        res.code = "input_mutated";
+        res.detail = fmt::format("input '{}' changed during the launch (device hash {} -> {})", in.name, in.hash_before, in.hash_after);
+        return res;
+      }
+  }
+  // Chunks whose hash differs from the reference's, per run and output.
+  std::map<std::string, std::vector<std::uint64_t>> differing;  // output -> chunk indices (any run)
+  std::size_t differing_count = 0;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    for (const auto& [name, ref] : want) {
+      auto it = runs[k].chunk_hashes.find(name);
+      if (it == runs[k].chunk_hashes.end() || it->second.size() != ref.size())
+        throw_error(ErrorKind::internal, fmt::format("the worker returned no chunk hashes of '{}' for {}", name, spec.id));
+      for (std::size_t j = 0; j < ref.size(); ++j)
+        if (it->second[j] != ref[j]) differing[name].push_back(j);
+    }
+  }
+  for (auto& [name, v] : differing) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    differing_count += v.size();
+  }
+  if (differing_count == 0) {
+    // Equal to the reference chunk for chunk in both runs (so deterministic too); no element holds the
+    // poison unless the reference's does, which reference_hashes refuses.
+    res.status = "pass";
+    return res;
+  }
+  // Explain: read the first few differing chunks back (a fresh run per poison) and compare them with
+  // the contract's CPU reference on exactly the inputs they depend on; that names the first wrong
+  // element. Generated inputs are finite, so an exact contract's output has no NaN whose payload
+  // could differ harmlessly: a differing chunk that the re-run gets right means the output changes
+  // from run to run on the same inputs.
+  fs::path dir = s.scratch() / "case-device";
+  fs::create_directories(dir);
+  auto cleanup = [&] {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  };
+  std::map<std::string, std::vector<std::pair<std::uint64_t, std::uint64_t>>> windows;
+  std::vector<contract::OutputWindow> ows;
+  for (const auto& [name, chunks] : differing) {
+    const std::int64_t n = c.tensor_elements(name, spec.dims);
+    for (std::size_t i = 0; i < chunks.size() && i < kExplainChunks; ++i) {
+      const std::int64_t begin = std::int64_t(chunks[i] * kChunk), count = std::min<std::int64_t>(std::int64_t(kChunk), n - begin);
+      std::optional<contract::OutputWindow> w = c.output_window(spec, name, begin, count);
+      if (!w) continue;
+      windows[name].push_back({std::uint64_t(begin), std::uint64_t(count)});
+      ows.push_back(*w);
+    }
+  }
+  const std::string summary = fmt::format("{} chunk(s) of 2^20 elements differ from the device reference (first: chunk {} of '{}')",
+                                          differing_count, differing.begin()->second.front(), differing.begin()->first);
+  if (ows.empty()) {
+    res.code = "wrong_result";
+    res.detail = summary + "; the contract cannot name the elements";
+    return res;
+  }
+  worker::RunRequest again = request;
+  again.buffers = generated_buffers(c, spec, nullptr, &windows);
+  for (const auto& sc : plan.scratch) again.buffers.push_back(sc);
+  for (const auto& [name, ws] : windows) again.out_files[name] = {(dir / (name + ".w0")).string(), (dir / (name + ".w1")).string()};
+  auto w = worker::call(s.worker(), again, timeout_s);
+  if (!w.ok()) {
+    res.code = fault_code(w.raw);
+    res.detail = summary + "; the re-run that reads them back failed: " + w.raw.reason;
+    cleanup();
+    return res;
+  }
+  std::map<std::string, std::size_t> offset;
+  for (const auto& ow : ows) {
+    const std::vector<contract::Tensor> exp = c.window_reference(spec, ow);
+    auto it = std::find_if(exp.begin(), exp.end(), [&](const contract::Tensor& t) { return t.name == ow.tensor; });
+    if (it == exp.end()) throw_error(ErrorKind::internal, fmt::format("window {}: the reference has no '{}'", ow.why, ow.tensor));
+    const std::size_t at = offset[ow.tensor];
+    offset[ow.tensor] += it->bytes.size();
+    for (std::size_t k = 0; k < again.poison.size(); ++k) {
+      MappedFile f = MappedFile::open_read(again.out_files.at(ow.tensor).at(k));
+      if (at + it->bytes.size() > f.size()) throw_error(ErrorKind::internal, "window file shorter than its windows");
+      contract::Comparison cmp = c.compare(*it, f.data() + at, again.poison[k]);
+      if (!cmp.ok) {
+        res.code = cmp.code;
+        res.detail = fmt::format("{}; run {} (poison 0x{:02x}), {} (element offsets relative to element {}): {}", summary, k + 1,
+                                 again.poison[k], ow.why, ow.begin, cmp.detail);
+        cleanup();
+        return res;
+      }
+    }
+  }
+  cleanup();
+  res.code = "nondeterministic";
+  res.detail = summary + " in the first two runs, and the same chunks were right when run again on the same inputs: the "
+               "output changes from run to run";
+  return res;
+}
+
+}  // namespace detail
+}  // namespace kqual::check
