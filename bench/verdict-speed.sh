@@ -5,6 +5,7 @@
 # summary (median and max over the broken ones); the numbers go to docs/gpu-runs.md.
 #   bash bench/verdict-speed.sh [OUT_DIR] [CONTRACT...]     (default: every contract)
 # KQUAL_VERDICT_TIMEOUT caps each run [s] (default 120): a run that reaches it is reported as such.
+# KQUAL_VERDICT_SKIP names broken candidates to leave out (said in the output).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-$root/kqual-out/verdict-speed}"
@@ -55,6 +56,8 @@ PY
 for c in $contracts; do
   for d in "$root"/candidates/"$c"/broken/*/; do
     [ -f "$d/kqual.toml" ] || continue
+    # KQUAL_VERDICT_SKIP="a b": leave these candidates out (a re-run of what a change did not touch).
+    [[ " ${KQUAL_VERDICT_SKIP:-} " == *" $(basename "$d") "* ]] && { echo "skipped  $c/$(basename "$d") (KQUAL_VERDICT_SKIP)"; continue; }
     # The stated reason, and the alternatives the manifest allows (or_rejected_for = ["a", "b"]): a|b|c.
     expected=$(sed -n 's/^rejected_for *= *"\([^"]*\)".*/\1/p' "$d/kqual.toml" | head -1)
     alt=$(sed -n 's/^or_rejected_for *= *\[\(.*\)\].*/\1/p' "$d/kqual.toml" | tr -d '" ' | tr ',' '|' | head -1)
