@@ -20,50 +20,14 @@
 #include "kqual/worker/protocol.hpp"
 
 namespace kqual::check {
-using build::BuiltCandidate;
-using worker::Session;
 namespace fs = std::filesystem;
 
 namespace detail {
 namespace {
 
-constexpr std::uint64_t kChunk = std::uint64_t(1) << 20;  // [elements] per hash
 constexpr std::size_t kExplainChunks = 4;                   // differing chunks read back at first
 
 using ChunkHashes = std::map<std::string, std::vector<std::uint64_t>>;
-
-// The worker buffers of a generated case: inputs generated (stream = position among the inputs),
-// outputs hashed per chunk (or read back in windows when `windows` names them).
-std::vector<worker::Buffer> generated_buffers(const contract::Contract& c, const contract::CaseSpec& spec,
-                                              const std::vector<contract::Tensor>* outputs,
-                                              const std::map<std::string, std::vector<std::pair<std::uint64_t, std::uint64_t>>>* windows) {
-  std::vector<worker::Buffer> out;
-  int stream = 0;
-  for (const auto& t : c.tensors()) {
-    if (t.role != contract::Role::input) continue;
-    const DType dt = c.tensor_dtype(t.name, spec.dtype);
-    worker::Buffer buf(t.name, worker::BufferKind::input, std::size_t(c.tensor_elements(t.name, spec.dims)) * dtype_size(dt));
-    buf.gen_stream = stream++;
-    buf.gen_seed = spec.seed;
-    buf.gen_dtype = contract::generated_dtype_code(dt);
-    out.push_back(buf);
-  }
-  auto add_output = [&](const std::string& name, DType dt, std::int64_t elements) {
-    worker::Buffer buf(name, worker::BufferKind::output, std::size_t(elements) * dtype_size(dt));
-    buf.elem_bytes = dtype_size(dt);
-    if (windows && windows->count(name)) buf.windows = windows->at(name);
-    else buf.chunk_elements = kChunk;
-    out.push_back(buf);
-  };
-  if (outputs) {
-    for (const auto& t : *outputs) add_output(t.name, t.dtype, t.elements);
-  } else {
-    for (const auto& t : c.tensors())
-      if (t.role == contract::Role::output)
-        add_output(t.name, c.tensor_dtype(t.name, spec.dtype), c.tensor_elements(t.name, spec.dims));
-  }
-  return out;
-}
 
 // The reference's chunk hashes for a case, computed once per process (a screen's candidates share them).
 ChunkHashes reference_hashes(Session& s, const contract::Contract& c, const contract::CaseSpec& spec, const contract::GpuReference& g) {
@@ -101,49 +65,19 @@ CaseResult run_device_verified_case(Session& s, const BuiltCandidate& b, const c
   CaseResult res;
   res.spec = spec;
   res.reference = "gpu (device reference, other process; chunk hashes)";
-  std::optional<ResolvedPlan> admitted = admit_case(s, b, c, spec, res);
+  std::optional<ResolvedPlan> admitted = admit_generated(s, b, c, spec, res);
   if (!admitted) return res;
   const ResolvedPlan& plan = *admitted;
-  if (std::string why = device_too_small(s, c, spec, plan); !why.empty()) {
-    res.status = "skipped";
-    res.code = "device_too_small";
-    res.detail = why;
-    return res;
-  }
   const std::optional<contract::GpuReference> g = c.device_reference(spec);
   if (!g) throw_error(ErrorKind::internal, fmt::format("contract {} has no device reference for {}", c.name(), spec.id));
   const ChunkHashes want = reference_hashes(s, c, spec, *g);
 
-  worker::RunRequest request;
-  request.module = b.image_path.string();
-  request.launches = plan.launches;
-  request.poison = {0xFF, 0x7F};
-  request.placements = {"guarded", "guarded"};
-  request.generator_module = generator_module(s);
-  request.buffers = generated_buffers(c, spec, nullptr, nullptr);
-  for (const auto& sc : plan.scratch) request.buffers.push_back(sc);
+  worker::RunRequest request = generated_request(s, b, plan, generated_buffers(c, spec, nullptr, nullptr));
   res.status = "fail";
   auto r = worker::call(s.worker(), request, timeout_s);
-  if (!r.ok()) {
-    res.code = fault_code(r.raw);
-    res.detail = r.raw.reason;
-    return res;
-  }
+  if (!generated_runs_clean(r, res)) return res;
   const auto& runs = r.reply->runs;
   res.kernel_ms = runs.empty() ? 0.0 : runs.front().kernel_ms;
-  for (const auto& run : runs) {
-    if (!run.guard_violations.empty()) {
-      res.code = "out_of_bounds_write";
-      res.detail = worker::describe(run.guard_violations.front());
-      return res;
-    }
-    for (const auto& in : run.inputs)
-      if (in.hash_before != in.hash_after) {
-        res.code = "input_mutated";
-        res.detail = fmt::format("input '{}' changed during the launch (device hash {} -> {})", in.name, in.hash_before, in.hash_after);
-        return res;
-      }
-  }
   // Chunks whose hash differs from the reference's, per run and output.
   std::map<std::string, std::vector<std::uint64_t>> differing;  // output -> chunk indices (any run)
   std::size_t differing_count = 0;
@@ -183,7 +117,7 @@ CaseResult run_device_verified_case(Session& s, const BuiltCandidate& b, const c
   for (const auto& [name, chunks] : differing) {
     const std::int64_t n = c.tensor_elements(name, spec.dims);
     for (std::size_t i = 0; i < chunks.size() && i < kExplainChunks; ++i) {
-      const std::int64_t begin = std::int64_t(chunks[i] * kChunk), count = std::min<std::int64_t>(std::int64_t(kChunk), n - begin);
+      const std::int64_t begin = std::int64_t(chunks[i] * kChunkElements), count = std::min<std::int64_t>(std::int64_t(kChunkElements), n - begin);
       std::optional<contract::OutputWindow> w = c.output_window(spec, name, begin, count);
       if (!w) continue;
       windows[name].push_back({std::uint64_t(begin), std::uint64_t(count)});
@@ -197,9 +131,7 @@ CaseResult run_device_verified_case(Session& s, const BuiltCandidate& b, const c
     res.detail = summary + "; the contract cannot name the elements";
     return res;
   }
-  worker::RunRequest again = request;
-  again.buffers = generated_buffers(c, spec, nullptr, &windows);
-  for (const auto& sc : plan.scratch) again.buffers.push_back(sc);
+  worker::RunRequest again = generated_request(s, b, plan, generated_buffers(c, spec, nullptr, &windows));
   for (const auto& [name, ws] : windows) again.out_files[name] = {(dir / (name + ".w0")).string(), (dir / (name + ".w1")).string()};
   auto w = worker::call(s.worker(), again, timeout_s);
   if (!w.ok()) {

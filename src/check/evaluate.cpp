@@ -22,10 +22,6 @@
 #include "internal.hpp"
 
 namespace kqual::check {
-using build::BuiltCandidate;
-using worker::DeviceFacts;
-using worker::Session;
-using worker::WorkerReply;
 namespace fs = std::filesystem;
 
 std::string CorrectnessReport::primary_code() const {

@@ -13,10 +13,6 @@
 #include "kqual/worker/protocol.hpp"
 
 namespace kqual::check {
-using build::BuiltCandidate;
-using worker::DeviceFacts;
-using worker::Session;
-using worker::WorkerReply;
 namespace fs = std::filesystem;
 
 namespace detail {
@@ -50,6 +46,86 @@ std::string device_too_small(Session& s, const contract::Contract& c, const cont
                      double(need) / (1 << 30), dev.device.value("name", std::string("device")), double(have) / (1 << 30));
 }
 
+// The worker buffers of a generated case: inputs generated (stream = position among the inputs),
+// outputs hashed per chunk (or read back in windows when `windows` names them).
+std::vector<worker::Buffer> generated_buffers(const contract::Contract& c, const contract::CaseSpec& spec,
+                                              const std::vector<contract::Tensor>* outputs,
+                                              const std::map<std::string, std::vector<std::pair<std::uint64_t, std::uint64_t>>>* windows) {
+  std::vector<worker::Buffer> out;
+  int stream = 0;
+  for (const auto& t : c.tensors()) {
+    if (t.role != contract::Role::input) continue;
+    const DType dt = c.tensor_dtype(t.name, spec.dtype);
+    worker::Buffer buf(t.name, worker::BufferKind::input, std::size_t(c.tensor_elements(t.name, spec.dims)) * dtype_size(dt));
+    buf.gen_stream = stream++;
+    buf.gen_seed = spec.seed;
+    buf.gen_dtype = contract::generated_dtype_code(dt);
+    out.push_back(buf);
+  }
+  auto add_output = [&](const std::string& name, DType dt, std::int64_t elements) {
+    worker::Buffer buf(name, worker::BufferKind::output, std::size_t(elements) * dtype_size(dt));
+    buf.elem_bytes = dtype_size(dt);
+    if (windows && windows->count(name)) buf.windows = windows->at(name);
+    else buf.chunk_elements = kChunkElements;
+    out.push_back(buf);
+  };
+  if (outputs) {
+    for (const auto& t : *outputs) add_output(t.name, t.dtype, t.elements);
+  } else {
+    for (const auto& t : c.tensors())
+      if (t.role == contract::Role::output)
+        add_output(t.name, c.tensor_dtype(t.name, spec.dtype), c.tensor_elements(t.name, spec.dims));
+  }
+  return out;
+}
+
+worker::RunRequest generated_request(Session& s, const BuiltCandidate& b, const ResolvedPlan& plan, std::vector<worker::Buffer> buffers) {
+  worker::RunRequest request;
+  request.module = b.image_path.string();
+  request.launches = plan.launches;
+  request.poison = {0xFF, 0x7F};
+  request.placements = {"guarded", "guarded"};
+  request.generator_module = generator_module(s);
+  request.buffers = std::move(buffers);
+  for (const auto& sc : plan.scratch) request.buffers.push_back(sc);
+  return request;
+}
+
+std::optional<ResolvedPlan> admit_generated(Session& s, const BuiltCandidate& b, const contract::Contract& c,
+                                            const contract::CaseSpec& spec, CaseResult& res) {
+  std::optional<ResolvedPlan> admitted = admit_case(s, b, c, spec, res);
+  if (!admitted) return std::nullopt;
+  if (std::string why = device_too_small(s, c, spec, *admitted); !why.empty()) {
+    res.status = "skipped";
+    res.code = "device_too_small";
+    res.detail = why;
+    return std::nullopt;
+  }
+  return admitted;
+}
+
+bool generated_runs_clean(const worker::Answer<worker::RunReply>& r, CaseResult& res) {
+  if (!r.ok()) {
+    res.code = fault_code(r.raw);
+    res.detail = r.raw.reason;
+    return false;
+  }
+  for (const auto& run : r.reply->runs) {
+    if (!run.guard_violations.empty()) {
+      res.code = "out_of_bounds_write";
+      res.detail = worker::describe(run.guard_violations.front());
+      return false;
+    }
+    for (const auto& in : run.inputs)
+      if (in.hash_before != in.hash_after) {
+        res.code = "input_mutated";
+        res.detail = fmt::format("input '{}' changed during the launch (device hash {} -> {})", in.name, in.hash_before, in.hash_after);
+        return false;
+      }
+  }
+  return true;
+}
+
 // A case past 2^31 elements: inputs generated on the device, the whole output scanned for poison,
 // windows of it compared with the contract's reference on the sub-case they depend on.
 CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec,
@@ -57,70 +133,27 @@ CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contrac
   CaseResult res;
   res.spec = spec;
   res.reference = "cpu (windows)";
-  std::optional<ResolvedPlan> admitted = admit_case(s, b, c, spec, res);
+  std::optional<ResolvedPlan> admitted = admit_generated(s, b, c, spec, res);
   if (!admitted) return res;
   const ResolvedPlan& plan = *admitted;
   const std::vector<contract::OutputWindow> windows = c.index_case_windows(spec);
-  if (std::string why = device_too_small(s, c, spec, plan); !why.empty()) {
-    res.status = "skipped";
-    res.code = "device_too_small";
-    res.detail = why;
-    return res;
-  }
   fs::path dir = s.scratch() / "case-generated";
   fs::create_directories(dir);
-  worker::RunRequest request;
-  request.module = b.image_path.string();
-  request.launches = plan.launches;
-  request.poison = {0xFF, 0x7F};
-  request.placements = {"guarded", "guarded"};
-  request.generator_module = generator_module(s);
-  int stream = 0;
   std::map<std::string, std::vector<std::pair<std::uint64_t, std::uint64_t>>> out_windows;
   for (const auto& w : windows) out_windows[w.tensor].push_back({std::uint64_t(w.begin), std::uint64_t(w.count)});
   for (auto& [name, ws] : out_windows) std::sort(ws.begin(), ws.end());  // the order the comparison reads them back in
-  for (const auto& t : c.tensors()) {
-    const DType dt = c.tensor_dtype(t.name, spec.dtype);
-    const std::size_t bytes = std::size_t(c.tensor_elements(t.name, spec.dims)) * dtype_size(dt);
-    worker::Buffer buf(t.name, t.role == contract::Role::input ? worker::BufferKind::input : worker::BufferKind::output, bytes);
-    if (t.role == contract::Role::input) {
-      buf.gen_stream = stream++;
-      buf.gen_seed = spec.seed;
-      buf.gen_dtype = contract::generated_dtype_code(dt);
-    } else {
-      buf.elem_bytes = dtype_size(dt);
-      buf.windows = out_windows[t.name];
-      request.out_files[t.name] = {(dir / (t.name + ".win0")).string(), (dir / (t.name + ".win1")).string()};
-    }
-    request.buffers.push_back(buf);
-  }
-  for (const auto& sc : plan.scratch) request.buffers.push_back(sc);
+  worker::RunRequest request = generated_request(s, b, plan, generated_buffers(c, spec, nullptr, &out_windows));
+  for (const auto& [name, ws] : out_windows)
+    request.out_files[name] = {(dir / (name + ".win0")).string(), (dir / (name + ".win1")).string()};
   auto cleanup = [&] {
     std::error_code ec;
     fs::remove_all(dir, ec);
   };
   res.status = "fail";
   auto r = worker::call(s.worker(), request, timeout_s);
-  if (!r.ok()) {
-    res.code = fault_code(r.raw);
-    res.detail = r.raw.reason;
+  if (!generated_runs_clean(r, res)) {
     cleanup();
     return res;
-  }
-  for (const auto& run : r.reply->runs) {
-    if (!run.guard_violations.empty()) {
-      res.code = "out_of_bounds_write";
-      res.detail = worker::describe(run.guard_violations.front());
-      cleanup();
-      return res;
-    }
-    for (const auto& in : run.inputs)
-      if (in.hash_before != in.hash_after) {
-        res.code = "input_mutated";
-        res.detail = fmt::format("input '{}' changed during the launch (device hash {} -> {})", in.name, in.hash_before, in.hash_after);
-        cleanup();
-        return res;
-      }
   }
   // Elements still holding the poison: unwritten when the same element holds it after both runs
   // (a computed value can equal one pattern by chance, not both: integer outputs take every value).

@@ -1,6 +1,7 @@
 #pragma once
 // Internal to src/check/: the pieces evaluate.cpp (cases, judging, diagnosis), generated_case.cpp
 // (cases past 2^31 elements) and sanitizer_pass.cpp share. Not a public header.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,9 +10,18 @@
 #include "kqual/check/plan.hpp"
 #include "kqual/worker/protocol.hpp"
 
-namespace kqual::check::detail {
+namespace kqual::check {
+// The names every file of src/check/ uses.
 using build::BuiltCandidate;
+using worker::DeviceFacts;
 using worker::Session;
+using worker::WorkerReply;
+}  // namespace kqual::check
+
+namespace kqual::check::detail {
+
+// [elements] per hash of an output verified on the device (device_case.cpp).
+inline constexpr std::uint64_t kChunkElements = std::uint64_t(1) << 20;
 
 // How a case is run: the default (inputs against unmapped pages, shared memory scribbled, failures
 // diagnosed), or the sanitizer pass's (one run, every buffer its own exact-size allocation).
@@ -48,6 +58,21 @@ CaseResult run_device_verified_case(Session& s, const BuiltCandidate& b, const c
                                     const contract::CaseSpec& spec, double timeout_s);
 // The device memory a generated case needs, or "" when the device holds it (res is then untouched).
 std::string device_too_small(Session& s, const contract::Contract& c, const contract::CaseSpec& spec, const ResolvedPlan& plan);
+// The worker buffers of a generated case: inputs generated on the device (stream = position among
+// the contract's inputs), outputs read back in `windows` where it names them and hashed per chunk
+// otherwise; `outputs` (a reference's raw outputs) replaces the contract's outputs when given.
+std::vector<worker::Buffer> generated_buffers(const contract::Contract& c, const contract::CaseSpec& spec,
+                                              const std::vector<contract::Tensor>* outputs,
+                                              const std::map<std::string, std::vector<std::pair<std::uint64_t, std::uint64_t>>>* windows);
+// The candidate's request for a generated case: its plan, two runs (poison 0xFF, 0x7F) with guarded
+// buffers, the generator module, `buffers` and the plan's scratch.
+worker::RunRequest generated_request(Session& s, const BuiltCandidate& b, const ResolvedPlan& plan, std::vector<worker::Buffer> buffers);
+// admit_case, then device_too_small (res skipped): the plan of a generated case, or nullopt.
+std::optional<ResolvedPlan> admit_generated(Session& s, const BuiltCandidate& b, const contract::Contract& c,
+                                            const contract::CaseSpec& spec, CaseResult& res);
+// A generated case's worker reply before its outputs are looked at: false with res set on a fault,
+// a write past an output or an input changed on the device.
+bool generated_runs_clean(const worker::Answer<worker::RunReply>& r, CaseResult& res);
 
 // generated_case.cpp
 std::string generator_module(Session& s);

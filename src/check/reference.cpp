@@ -16,10 +16,6 @@
 #include "kqual/worker/protocol.hpp"
 
 namespace kqual::check {
-using build::BuiltCandidate;
-using worker::DeviceFacts;
-using worker::Session;
-using worker::WorkerReply;
 namespace fs = std::filesystem;
 
 namespace detail {

@@ -14,10 +14,6 @@
 #include "kqual/worker/sanitizer.hpp"
 
 namespace kqual::check {
-using build::BuiltCandidate;
-using worker::DeviceFacts;
-using worker::Session;
-using worker::WorkerReply;
 namespace fs = std::filesystem;
 
 namespace detail {
