@@ -27,7 +27,7 @@ struct QualifyOptions {
   std::string dtype = "f32";              // benchmark dtype
   int rounds = 3;
   int samples_per_round = 10;
-  std::string flush_mode = "write";       // L2 flush before each sample: "write", "clean" or "none" (warm L2)
+  std::string flush_mode = "write";       // L2 flush before each sample: "write", "clean", "invalidate" or "none" (warm L2)
   std::string timer = "events";           // "events", "cupti" or "graph" (bench::TimingOptions::timer)
   int graph_launches = 0;                 // timer "graph": launches per replay (0: ~1 ms per replay)
   bool clock_guard = true;                // NVML clock per sample, throttled samples discarded
