@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "kqual/contract/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/cuda/library.hpp"
 
@@ -13,7 +15,7 @@ namespace kqual::build {
 namespace fs = std::filesystem;
 
 std::size_t scalar_size(ScalarType t) {
-  return t == ScalarType::i32 || t == ScalarType::u32 ? 4 : 8;
+  return t == ScalarType::i32 || t == ScalarType::u32 || t == ScalarType::f32 ? 4 : 8;
 }
 
 const char* to_string(Compiler c) { return c == Compiler::nvcc ? "nvcc" : "nvrtc"; }
@@ -237,10 +239,11 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
   m.contract = get_string(cx, *cand, "candidate", "contract", true);
   const contract::Contract* c = nullptr;
   try {
-    c = &contract::find_contract(m.contract);
+    c = &contract::resolve_contract(m.contract, m.dir);  // a built-in name, a declared contract's name, or a path
   } catch (const Error& e) {
     cx.fail("candidate.contract", e.what());
   }
+  m.contract = c->name();
   m.name = get_string(cx, *cand, "candidate", "name", false, m.dir.filename().string());
   m.description = get_string(cx, *cand, "candidate", "description", false);
   // A library-only baseline has no source; whether one is needed is checked after the launches.
@@ -383,7 +386,27 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
       for (const auto& td : c->tensors()) is_tensor |= td.name == a.name;
       for (const auto& sc : m.scratch) is_scratch |= sc.name == a.name;
       for (const auto& d : c->dims()) is_dim |= d == a.name;
-      if (is_dim) {
+      std::optional<contract::ScalarArg> scalar;
+      for (const auto& sc : c->scalars())
+        if (sc.name == a.name) scalar = sc;
+      if (scalar) {
+        // A contract scalar (eps): its value, in the type the kernel takes, fixed by the contract.
+        a.kind = LaunchArg::constant;
+        const std::string ty = colon == std::string::npos ? std::string(to_string(scalar->dtype)) : a.text.substr(colon + 1);
+        if (ty == "f32") {
+          a.type = ScalarType::f32;
+          a.bits = std::int64_t(f32_bits(float(scalar->value)));
+        } else if (ty == "f64") {
+          a.type = ScalarType::f64;
+          double v = scalar->value;
+          std::memcpy(&a.bits, &v, 8);
+        } else if (ty == "i32" || ty == "i64") {
+          a.type = ty == "i32" ? ScalarType::i32 : ScalarType::i64;
+          a.bits = std::int64_t(scalar->value);
+        } else {
+          cx.fail(akey, fmt::format("unknown scalar type '{}' (f32, f64, i32, i64)", ty));
+        }
+      } else if (is_dim) {
         a.kind = LaunchArg::dim;
         if (colon == std::string::npos)
           cx.fail(akey, fmt::format("'{}' is a dim: give its C type, e.g. \"{}:i64\" (i32, u32, i64, u64)", a.text, a.name));
@@ -401,6 +424,7 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
         for (const auto& td : c->tensors()) known.push_back(td.name);
         for (const auto& sc : m.scratch) known.push_back(sc.name);
         for (const auto& d : c->dims()) known.push_back(d + ":<type>");
+        for (const auto& sc : c->scalars()) known.push_back(sc.name);
         cx.fail(akey, fmt::format("'{}' is neither a tensor, a scratch buffer nor a dim of contract {} (known: {})", a.name,
                                   m.contract, fmt::join(known, ", ")));
       }

@@ -54,7 +54,8 @@ std::string load_and_describe(Session& s, BuiltCandidate& b) {
         return fmt::format("{}: launch[{}]: kernel {} takes {} parameters but args lists {}", b.manifest.file.string(), li, k,
                            params.size(), l.args.size());
       for (std::size_t j = 0; j < l.args.size(); ++j) {
-        std::size_t want = l.args[j].kind == LaunchArg::dim ? scalar_size(l.args[j].type) : sizeof(void*);
+        const bool by_value = l.args[j].kind == LaunchArg::dim || l.args[j].kind == LaunchArg::constant;
+        std::size_t want = by_value ? scalar_size(l.args[j].type) : sizeof(void*);
         std::size_t got = params[j].at("size");
         if (want != got)
           return fmt::format("{}: launch[{}].args[{}] = \"{}\" passes {} bytes but parameter {} of {} is {} bytes",
@@ -75,6 +76,10 @@ worker::Launch resolve_library_launch(const Launch& l, DType t, const std::map<s
   worker::Launch out;
   out.library = name;
   for (const auto& a : l.args) {
+    if (a.kind == LaunchArg::constant) {
+      out.args.push_back(worker::Arg::value(a.bits, int(scalar_size(a.type))));
+      continue;
+    }
     if (a.kind != LaunchArg::dim) {
       out.args.push_back(worker::Arg::pointer(a.name));
       continue;
@@ -153,14 +158,16 @@ ResolvedPlan resolve_plan(const BuiltCandidate& b, DType t, const std::map<std::
       }
       wl.shared = shared;
       for (const auto& a : l.args) {
-        if (a.kind == LaunchArg::dim) {
+        if (a.kind == LaunchArg::constant) {
+          wl.args.push_back(worker::Arg::value(a.bits, int(scalar_size(a.type))));
+        } else if (a.kind == LaunchArg::dim) {
           std::int64_t v = dims.at(a.name);
           bool fits = true;
           switch (a.type) {
             case ScalarType::i32: fits = v >= INT32_MIN && v <= INT32_MAX; break;
             case ScalarType::u32: fits = v >= 0 && v <= std::int64_t(UINT32_MAX); break;
             case ScalarType::u64: fits = v >= 0; break;
-            case ScalarType::i64: break;
+            case ScalarType::i64: case ScalarType::f32: case ScalarType::f64: break;
           }
           if (!fits) {
             p.refusal = fmt::format("{} = {} does not fit the kernel's parameter type ('{}')", a.name, v, a.text);

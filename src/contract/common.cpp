@@ -23,7 +23,7 @@ std::int64_t CaseSpec::dim(const std::string& name) const {
 }
 
 Dims parse_shape(const Contract& c, const std::string& text) {
-  const auto names = c.dims();
+  const auto names = c.given_dims();
   Dims d;
   auto bad = [&](const std::string& why) {
     throw_error(ErrorKind::usage, fmt::format("shape '{}' for contract {}: {} (expected {})", text, c.name(), why,
@@ -42,7 +42,7 @@ Dims parse_shape(const Contract& c, const std::string& text) {
   if (text.find('=') == std::string::npos) {
     if (names.size() != 1) bad("a bare number needs a contract with one dim");
     d[names[0]] = number(text);
-    return d;
+    return c.complete_dims(d);
   }
   std::size_t pos = 0;
   while (pos <= text.size()) {
@@ -59,7 +59,7 @@ Dims parse_shape(const Contract& c, const std::string& text) {
   }
   for (const auto& n : names)
     if (!d.count(n)) bad("dim '" + n + "' missing");
-  return d;
+  return c.complete_dims(d);
 }
 
 std::optional<GpuReference> Contract::gpu_reference(const CaseData&) const { return std::nullopt; }

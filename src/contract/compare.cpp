@@ -203,6 +203,10 @@ Comparison compare_bounded(const Tensor& expected, const std::uint8_t* actual, s
   }, poison_byte);
 }
 
+bool is_poison(DType t, const std::uint8_t* p, std::size_t i, std::uint8_t poison_byte) {
+  return bits_at(t, p, i) == poison_bits(t, poison_byte);
+}
+
 Comparison compare_output(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) {
   return expected.bound.empty() ? compare_exact(expected, actual, poison_byte) : compare_bounded(expected, actual, poison_byte);
 }

@@ -189,6 +189,8 @@ std::int64_t tensor_elements(const Domain& d, const std::string& tensor, const D
 }
 
 DType tensor_dtype(const Domain& d, const std::string& tensor, DType t) {
+  if (auto row = d.dtype_rows.find(t); row != d.dtype_rows.end())
+    if (auto it = row->second.find(tensor); it != row->second.end()) return it->second;
   const TensorSpec* s = d.tensor(tensor);
   if (!s) throw_error(ErrorKind::internal, fmt::format("the domain has no tensor '{}'", tensor));
   return s->dtype.value_or(t);
@@ -258,6 +260,10 @@ std::optional<Refusal> check_request(const Domain& d, std::string_view contract,
                   fmt::format("tensor '{}' has {} elements but {}", t.name, have, because));
   }
 
+  if (d.constraint)
+    if (std::string why = d.constraint(dims); !why.empty())
+      return refuse("constraint", fmt::format("outside the {} contract's domain: {}", contract, why));
+
   if (!d.claim.dims.empty()) {
     if (product(d.claim.dims, dims) > cand.max_n) {
       const std::string what = d.claim.dims.size() == 1 ? d.claim.dims[0] : joined(d.claim.dims, "*");
@@ -288,7 +294,7 @@ std::optional<Refusal> check_request(const Domain& d, std::string_view contract,
     return refuse("negative_offset", fmt::format("start offset {} is negative", req.offset_elements));
   if (cand.min_alignment_bytes > 0) {
     for (const auto& t : d.tensors) {
-      const DType tt = t.dtype.value_or(req.dtype);
+      const DType tt = tensor_dtype(d, t.name, req.dtype);
       const std::int64_t bytes = mul_sat(req.offset_elements, std::int64_t(dtype_size(tt)));
       if (bytes % cand.min_alignment_bytes == 0) continue;
       return refuse("misaligned", fmt::format("a start offset of {} element(s) ({} bytes{}) breaks the candidate's claimed alignment "
@@ -329,6 +335,7 @@ std::vector<std::string> refusal_codes(const Domain& d) {
   const auto ceil = dim_maxima(d);
   for (const auto& l : d.limits)
     if (ceiling_product(l.dims, ceil) > l.max) on.insert("too_large");
+  if (d.constraint) on.insert("constraint");
   on.insert("exceeds_claim");
   for (const auto& t : d.tensors)
     if (t.layout == Layout::row_major) on.insert("transposed");
@@ -360,6 +367,7 @@ std::vector<RefusalExample> refusal_examples(const Domain& d) {
     base[dim.name] = std::min(std::max<std::int64_t>(size, 2), dim.max);
     size /= 2;
   }
+  if (d.example_dims) base = *d.example_dims;  // a domain with constraints picks a request inside them
   for (const auto& l : d.limits)
     while (product(l.dims, base) > l.max) {
       auto big = std::max_element(l.dims.begin(), l.dims.end(), [&](const auto& a, const auto& b) { return base[a] < base[b]; });
@@ -454,6 +462,12 @@ std::vector<RefusalExample> refusal_examples(const Domain& d) {
     add(r, "aliasing_unsupported");
   }
 
+  if (d.constraint) {
+    if (!d.constraint_example)
+      throw_error(ErrorKind::internal, "a domain with constraints gives a request outside them (constraint_example)");
+    add(with_dims(*d.constraint_example), "constraint");
+  }
+
   // Claim-dependent: refused under the claims given, accepted under the widest claims.
   {
     Supports s = widest_claims(d);
@@ -467,7 +481,7 @@ std::vector<RefusalExample> refusal_examples(const Domain& d) {
   }
   {
     std::int64_t smallest = kUnlimited;
-    for (const auto& ts : d.tensors) smallest = std::min(smallest, std::int64_t(dtype_size(ts.dtype.value_or(t0))));
+    for (const auto& ts : d.tensors) smallest = std::min(smallest, std::int64_t(dtype_size(tensor_dtype(d, ts.name, t0))));
     Supports s = widest_claims(d);
     s.min_alignment_bytes = 1;
     while (s.min_alignment_bytes <= smallest) s.min_alignment_bytes *= 2;
@@ -555,54 +569,6 @@ ClaimedRange claimed_range(const Domain& d, const Supports& cand) {
   }
   r.max_index = r.max_elements - 1;
   return r;
-}
-
-// ---- Contract: the methods derived from domain() ---------------------------------------------
-
-std::vector<TensorDecl> Contract::tensors() const {
-  std::vector<TensorDecl> v;
-  for (const auto& t : domain().tensors) v.push_back({t.name, t.role, t.description});
-  return v;
-}
-
-std::vector<std::string> Contract::dims() const {
-  std::vector<std::string> v;
-  for (const auto& d : domain().dims) v.push_back(d.name);
-  return v;
-}
-
-std::vector<DType> Contract::dtypes() const { return domain().dtypes; }
-json Contract::domain_json() const { return contract::domain_json(domain()); }
-std::int64_t Contract::tensor_elements(const std::string& tensor, const Dims& dims) const {
-  return contract::tensor_elements(domain(), tensor, dims);
-}
-DType Contract::tensor_dtype(const std::string& tensor, DType t) const { return contract::tensor_dtype(domain(), tensor, t); }
-Request Contract::request(DType t, const Dims& dims, std::int64_t offset_elements) const {
-  return make_request(domain(), t, dims, offset_elements);
-}
-std::optional<Refusal> Contract::validate(const Request& req, const Supports& cand) const {
-  return check_request(domain(), name(), req, cand);
-}
-
-std::vector<std::pair<Request, std::string>> Contract::unsupported_examples() const {
-  std::vector<std::pair<Request, std::string>> v;
-  for (auto& e : refusal_examples())
-    if (!e.claims) v.emplace_back(std::move(e.request), std::move(e.code));
-  return v;
-}
-
-std::vector<RefusalExample> Contract::refusal_examples() const { return contract::refusal_examples(domain()); }
-ClaimedRange Contract::claimed_range(const Supports& cand) const { return contract::claimed_range(domain(), cand); }
-
-Comparison Contract::compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const {
-  return compare_output(expected, actual, poison_byte);
-}
-
-double Contract::min_bytes(const Dims& dims, DType t) const {
-  double bytes = 0;
-  for (const auto& ts : domain().tensors)
-    bytes += double(product(ts.shape, dims)) * double(dtype_size(ts.dtype.value_or(t)));
-  return bytes;
 }
 
 }  // namespace kqual::contract

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "kqual/contract/contract.hpp"
+#include "kqual/contract/declared.hpp"
 #include "kqual/core/error.hpp"
 
 namespace kqual::contract {
@@ -27,7 +28,10 @@ const Contract& find_contract(const std::string& name) {
   if (name == "gemm") return gemm_contract();
   if (name == "exclusive_scan") return exclusive_scan_contract();
   if (name == "reduce_sum") return reduce_sum_contract();
-  throw_error(ErrorKind::input, fmt::format("unknown contract '{}' (known: {})", name, fmt::join(contract_names(), ", ")));
+  if (const Contract* d = find_declared_contract(name)) return *d;
+  throw_error(ErrorKind::input, fmt::format("unknown contract '{}' (built in: {}; declared contracts are looked up as "
+                                            "contracts/{}/contract.toml and contracts/{}.toml above the working directory, in "
+                                            "$KQUAL_CONTRACTS and next to kqual)", name, fmt::join(contract_names(), ", "), name, name));
 }
 
 }  // namespace kqual::contract

@@ -10,17 +10,18 @@
 #include <vector>
 
 #include "kqual/contract/contract.hpp"
-#include "kqual/build/expr.hpp"
+#include "kqual/core/expr.hpp"
 
 namespace kqual::build {
 
-enum class ScalarType { i32, u32, i64, u64 };
+enum class ScalarType { i32, u32, i64, u64, f32, f64 };
 std::size_t scalar_size(ScalarType t);
 
 struct LaunchArg {
-  enum Kind { tensor, scratch, dim } kind = tensor;
-  std::string name;                   // contract tensor, scratch buffer or dim
-  ScalarType type = ScalarType::i64;  // for dims
+  enum Kind { tensor, scratch, dim, constant } kind = tensor;
+  std::string name;                   // contract tensor, scratch buffer, dim or scalar (constant)
+  ScalarType type = ScalarType::i64;  // for dims and constants
+  std::int64_t bits = 0;              // constant: the value's bit pattern in `type` (a contract scalar)
   std::string text;                   // as written, for messages
 };
 

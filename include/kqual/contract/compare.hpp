@@ -67,6 +67,8 @@ ElementScan scan_elements(std::size_t n, const std::function<void(std::size_t, s
 Comparison compare_exact(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte);
 // |actual - expected.ref[i]| <= expected.bound[i]; infinities must match exactly, NaN only NaN.
 Comparison compare_bounded(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte);
+// Element i still holds the poison pattern the harness filled the output with.
+bool is_poison(DType t, const std::uint8_t* p, std::size_t i, std::uint8_t poison_byte);
 // Dispatch: bounded when expected.bound is present, exact otherwise.
 Comparison compare_output(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte);
 

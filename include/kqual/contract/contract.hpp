@@ -72,6 +72,13 @@ struct GpuReference {
   std::vector<Tensor> raw_outputs;          // name, dtype, elements (bytes left empty)
 };
 
+// A scalar kernel argument the contract fixes (declared contracts' [scalars]: eps = 1e-6 as f32).
+struct ScalarArg {
+  std::string name;
+  DType dtype = DType::f32;  // f32, f64, i32, i64
+  double value = 0;
+};
+
 class Contract {
  public:
   virtual ~Contract() = default;
@@ -100,6 +107,13 @@ class Contract {
   std::vector<RefusalExample> refusal_examples() const;
   // The largest tensor (elements, index, bytes) a request accepted under cand can have.
   ClaimedRange claimed_range(const Supports& cand) const;
+
+  // The dims a user gives (parse_shape); the others follow from them through complete_dims
+  // (declared contracts' constant and derived axes). Built-in contracts: every dim, unchanged.
+  virtual std::vector<std::string> given_dims() const { return dims(); }
+  virtual Dims complete_dims(const Dims& given) const { return given; }
+  // Scalars passed to kernels by name in a manifest's args ("eps"); none for built-in contracts.
+  virtual std::vector<ScalarArg> scalars() const { return {}; }
 
   // Two runs on the same inputs must agree bitwise unless the contract says otherwise.
   virtual bool deterministic() const { return true; }

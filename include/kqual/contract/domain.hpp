@@ -7,6 +7,7 @@
 // reports, tensor sizes and dtypes, and the largest tensor a candidate's claims can reach.
 // docs/contracts.md, "Declaring a domain", describes it for contract authors.
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -70,6 +71,7 @@ inline constexpr const char* kRefusalCodes[] = {
     "too_large",             // over the contract's own size limit
     "length_mismatch",       // a tensor's length differs from what the dims (or the tensor it must equal) give
     "shape_mismatch",        // the same, in a contract that declares it so (gemm: its tensors all differ in shape)
+    "constraint",            // a domain constraint of the contract is false (declared contracts: cols % 2 == 0, ...)
     "exceeds_claim",         // over the candidate's claimed max_n
     "transposed",            // a transposed operand the contract does not cover
     "non_contiguous",        // a stride other than the contract's layout
@@ -136,6 +138,14 @@ struct Domain {
   // The code for a tensor whose length does not follow from the dims: length_mismatch, or
   // shape_mismatch for contracts that call it so.
   std::string mismatch_code = "length_mismatch";
+  // Per-dtype rows (declared contracts): the dtype of each tensor when the request's dtype is the
+  // row's key; tensors absent from a row take the TensorSpec's dtype, else the request's.
+  std::map<DType, std::map<std::string, DType>> dtype_rows{};
+  // Domain constraints over the dims (declared contracts): the reason the first false one gives, ""
+  // when all hold; refused as "constraint" after the length checks. example_dims: a request inside
+  // every constraint (the refusal examples start from it); constraint_example: dims outside one.
+  std::function<std::string(const Dims&)> constraint{};
+  std::optional<Dims> example_dims{}, constraint_example{};
 
   const DimSpec* dim(std::string_view name) const;        // nullptr when absent
   const TensorSpec* tensor(std::string_view name) const;  // nullptr when absent

@@ -1,4 +1,4 @@
-#include "kqual/build/expr.hpp"
+#include "kqual/core/expr.hpp"
 
 #include <fmt/format.h>
 
@@ -7,10 +7,10 @@
 
 #include "kqual/core/error.hpp"
 
-namespace kqual::build {
+namespace kqual {
 
 struct Expr::Node {
-  enum Kind { num, var, neg, add, sub, mul, div, mod, call } kind;
+  enum Kind { num, var, neg, add, sub, mul, div, mod, call, lnot, eq, ne, lt, le, gt, ge, land, lor } kind;
   std::int64_t value = 0;
   std::string name;
   std::vector<std::shared_ptr<const Node>> kids;
@@ -23,7 +23,7 @@ class Parser {
  public:
   explicit Parser(const std::string& t) : t_(t) {}
   NodeP parse() {
-    NodeP e = expr();
+    NodeP e = lor();
     skip();
     if (p_ != t_.size()) fail(fmt::format("unexpected '{}'", t_[p_]));
     return e;
@@ -46,6 +46,31 @@ class Parser {
     n->kind = k; n->kids = std::move(kids); n->name = std::move(name); n->value = v;
     return n;
   }
+  bool eat2(const char* two) {
+    skip();
+    if (t_.compare(p_, 2, two) == 0) { p_ += 2; return true; }
+    return false;
+  }
+  NodeP lor() {
+    NodeP l = land();
+    while (eat2("||")) l = make(Expr::Node::lor, {l, land()});
+    return l;
+  }
+  NodeP land() {
+    NodeP l = cmp();
+    while (eat2("&&")) l = make(Expr::Node::land, {l, cmp()});
+    return l;
+  }
+  NodeP cmp() {
+    NodeP l = expr();
+    if (eat2("==")) return make(Expr::Node::eq, {l, expr()});
+    if (eat2("!=")) return make(Expr::Node::ne, {l, expr()});
+    if (eat2("<=")) return make(Expr::Node::le, {l, expr()});
+    if (eat2(">=")) return make(Expr::Node::ge, {l, expr()});
+    if (eat('<')) return make(Expr::Node::lt, {l, expr()});
+    if (eat('>')) return make(Expr::Node::gt, {l, expr()});
+    return l;
+  }
   NodeP expr() {
     NodeP l = term();
     for (;;) {
@@ -65,6 +90,8 @@ class Parser {
   }
   NodeP unary() {
     if (eat('-')) return make(Expr::Node::neg, {unary()});
+    skip();
+    if (t_.compare(p_, 2, "!=") != 0 && eat('!')) return make(Expr::Node::lnot, {unary()});
     return primary();
   }
   NodeP primary() {
@@ -73,7 +100,7 @@ class Parser {
     char c = t_[p_];
     if (c == '(') {
       ++p_;
-      NodeP e = expr();
+      NodeP e = lor();
       if (!eat(')')) fail("expected ')'");
       return e;
     }
@@ -91,11 +118,15 @@ class Parser {
       std::string name;
       while (p_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[p_])) || t_[p_] == '_')) name += t_[p_++];
       if (eat('(')) {
-        if (name != "min" && name != "max" && name != "cdiv" && name != "align_up")
-          fail(fmt::format("unknown function '{}' (known: min, max, cdiv, align_up)", name));
-        std::vector<NodeP> args{expr()};
-        while (eat(',')) args.push_back(expr());
+        if (name != "min" && name != "max" && name != "cdiv" && name != "align_up" && name != "is_pow2")
+          fail(fmt::format("unknown function '{}' (known: min, max, cdiv, align_up, is_pow2)", name));
+        std::vector<NodeP> args{lor()};
+        while (eat(',')) args.push_back(lor());
         if (!eat(')')) fail("expected ')' or ','");
+        if (name == "is_pow2") {
+          if (args.size() != 1) fail(fmt::format("is_pow2() takes 1 argument, got {}", args.size()));
+          return make(Expr::Node::call, std::move(args), name);
+        }
         std::size_t want = name == "min" || name == "max" ? 0 : 2;
         if ((want && args.size() != want) || args.size() < 2)
           fail(fmt::format("{}() takes {} arguments, got {}", name, want ? "2" : "at least 2", args.size()));
@@ -149,7 +180,20 @@ std::int64_t eval_node(const Expr::Node& n, const std::map<std::string, std::int
       if (b == 0) return fail("modulo by zero");
       return k(0) % b;
     }
+    case Expr::Node::lnot: return k(0) == 0;
+    case Expr::Node::eq: return k(0) == k(1);
+    case Expr::Node::ne: return k(0) != k(1);
+    case Expr::Node::lt: return k(0) < k(1);
+    case Expr::Node::le: return k(0) <= k(1);
+    case Expr::Node::gt: return k(0) > k(1);
+    case Expr::Node::ge: return k(0) >= k(1);
+    case Expr::Node::land: return k(0) != 0 && k(1) != 0;  // short-circuit: "k > 0 && n % k == 0"
+    case Expr::Node::lor: return k(0) != 0 || k(1) != 0;
     case Expr::Node::call: {
+      if (n.name == "is_pow2") {
+        const std::int64_t a = k(0);
+        return a > 0 && (a & (a - 1)) == 0;
+      }
       if (n.name == "min" || n.name == "max") {
         std::int64_t v = k(0);
         for (std::size_t i = 1; i < n.kids.size(); ++i) {
@@ -206,4 +250,4 @@ std::set<std::string> Expr::variables() const {
   return s;
 }
 
-}  // namespace kqual::build
+}  // namespace kqual

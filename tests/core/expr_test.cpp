@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
 #include "kqual/core/error.hpp"
-#include "kqual/build/expr.hpp"
+#include "kqual/core/expr.hpp"
 
-namespace kqual::build {
+namespace kqual {
 namespace {
 
 std::int64_t ev(const std::string& s, std::map<std::string, std::int64_t> v = {{"n", 1000}, {"sms", 132}}) {
@@ -51,4 +51,22 @@ TEST(Expr, ErrorsNameTheExpressionAndColumn) {
 }
 
 }  // namespace
-}  // namespace kqual::build
+}  // namespace kqual
+
+namespace kqual {
+namespace {
+TEST(Expr, ComparisonsAndLogic) {
+  auto e = [](const std::string& s) { return Expr::parse(s).eval({{"n", 1000}, {"k", 0}}); };
+  EXPECT_EQ(e("n % 8 == 0"), 1);
+  EXPECT_EQ(e("n % 16 != 8"), 0);
+  EXPECT_EQ(e("n < 1000 || n >= 1000"), 1);
+  EXPECT_EQ(e("n <= 999"), 0);
+  EXPECT_EQ(e("n > 10 && !(n > 100)"), 0);
+  EXPECT_EQ(e("k > 0 && n % k == 0"), 0);  // short-circuit: no modulo by zero
+  EXPECT_EQ(e("is_pow2(1024) + is_pow2(n) + is_pow2(0)"), 1);
+  EXPECT_EQ(e("1 + 2 == 3"), 1);  // arithmetic binds tighter than comparison
+  EXPECT_THROW(Expr::parse("n == "), Error);
+  EXPECT_THROW(Expr::parse("is_pow2(n, 2)"), Error);
+}
+}  // namespace
+}  // namespace kqual

@@ -1,0 +1,617 @@
+// A contract declared as data (declared.hpp): the Contract interface over a parsed contract.toml,
+// with its reference in a Python process, and the registry that finds declared contracts by name
+// or path. The harness treats it exactly as a built-in contract.
+#include "kqual/contract/declared.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "declared_spec.hpp"
+#include "kqual/contract/compare.hpp"
+#include "kqual/contract/random.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "python_reference.hpp"
+
+namespace kqual::contract {
+namespace fs = std::filesystem;
+using namespace declared;
+
+namespace {
+
+bool is_int(DType t) { return t == DType::i32 || t == DType::i64 || t == DType::u32; }
+
+// Spacing of dtype t's values at |r| (one unit in the last place), subnormals included.
+double ulp_at(DType t, double r) {
+  const int p = t == DType::f64 ? 53 : t == DType::bf16 ? 8 : 24;
+  const int emin = t == DType::f64 ? -1022 : -126;  // bf16 shares f32's exponent range
+  int e = 0;
+  std::frexp(std::fabs(r), &e);  // |r| = m 2^e, m in [0.5, 1)
+  return std::ldexp(1.0, std::max(e, emin + 1) - p);
+}
+
+bool prime(std::int64_t v) {
+  if (v < 2) return false;
+  for (std::int64_t d = 2; d * d <= v; ++d)
+    if (v % d == 0) return false;
+  return true;
+}
+
+std::string model_text(const TensorDef& t) {
+  const ErrorModel& e = t.error;
+  const char* nan = e.nan == ErrorModel::propagate ? "NaN and +-Inf where the reference has them"
+                    : e.nan == ErrorModel::finite ? "finite everywhere"
+                                                  : "non-finite exactly where the reference is";
+  switch (e.kind) {
+    case ErrorModel::exact: return fmt::format("{}: exact (the float64 reference rounded once to the output's dtype; integers never cast)", t.name);
+    case ErrorModel::ulp: return fmt::format("{}: within {:g} ulp of the output dtype at the reference; {}", t.name, e.ulps, nan);
+    case ErrorModel::allclose:
+      return fmt::format("{}: |y - ref| <= {:g} + {:g} |ref| + the output's rounding{}; {}", t.name, e.atol, e.rtol,
+                         e.match_ratio < 1 ? fmt::format(" for a share {:g} of elements, every element within {:g}", e.match_ratio, e.cap) : "",
+                         nan);
+    case ErrorModel::reduction:
+      return fmt::format("{}: |y - ref| <= {:g} eps({}) {} {} + {:g} + the output's rounding ({}); {}", t.name, e.c,
+                         e.eps_dtype ? std::string(to_string(*e.eps_dtype)) : "output", e.axis,
+                         e.magnitude == "abs_inputs" ? "ref(|inputs|)" : "|ref|", e.atol,
+                         e.magnitude == "abs_inputs" ? "reduction-length-aware: the reference on the inputs' absolute values" : "relative", nan);
+  }
+  return "";
+}
+
+class DeclaredContract final : public Contract {
+ public:
+  explicit DeclaredContract(Spec s) : s_(std::move(s)), py_(s_) { build_domain(); }
+
+  const Spec& spec() const { return s_; }
+  std::string name() const override { return s_.name; }
+  std::string summary() const override { return s_.summary; }
+  const Domain& domain() const override { return d_; }
+  std::string numerical_policy() const override {
+    std::vector<std::string> parts;
+    if (!s_.policy.empty()) parts.push_back(s_.policy);
+    for (const auto& t : s_.tensors)
+      if (t.role == Role::output) parts.push_back(model_text(t));
+    parts.push_back(fmt::format("Reference: {}:{} ({}, float64) in its own process, declared in {}.", s_.reference.file.filename().string(),
+                                s_.reference.function, s_.reference.kind, s_.file.string()));
+    return fmt::format("{}", fmt::join(parts, " "));
+  }
+  std::vector<std::string> given_dims() const override {
+    std::vector<std::string> v;
+    for (const auto& a : s_.axes)
+      if (a.kind == Axis::variable) v.push_back(a.name);
+    return v;
+  }
+  Dims complete_dims(const Dims& given) const override {
+    Dims v;
+    for (const auto& a : s_.axes)
+      if (a.kind == Axis::variable && given.count(a.name)) v[a.name] = given.at(a.name);
+    return s_.complete(v);
+  }
+  std::vector<ScalarArg> scalars() const override {
+    std::vector<ScalarArg> v;
+    for (const auto& sc : s_.scalars) v.push_back({sc.name, sc.dtype, sc.value});
+    return v;
+  }
+  bool deterministic() const override { return s_.deterministic; }
+  std::string roofline_ceiling() const override { return s_.ceiling; }
+  std::string benchmark_family() const override { return s_.bench_family; }
+  std::vector<Dims> benchmark_shapes() const override {
+    std::vector<Dims> v;
+    for (const auto& d : s_.bench_shapes) v.push_back(s_.complete(d));
+    return v;
+  }
+  double flops(const Dims& dims, DType t) const override { return double(s_.flops.eval(cost_vars(dims, t))); }
+  double min_bytes(const Dims& dims, DType t) const override {
+    if (!s_.bytes) return Contract::min_bytes(dims, t);
+    return double(s_.bytes->eval(cost_vars(dims, t)));
+  }
+
+  std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override;
+  CaseData make_case(const CaseSpec& spec) const override {
+    CaseData d;
+    d.spec = spec;
+    d.dims = s_.complete(spec.dims);
+    d.inputs = generate_inputs(s_, spec, d.dims, row(spec.dtype));
+    return d;
+  }
+  std::vector<Tensor> reference(const CaseData& data) const override;
+  Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const override;
+
+ private:
+  std::map<std::string, DType> row(DType key) const {
+    std::map<std::string, DType> m;
+    for (const auto& t : s_.tensors) m[t.name] = tensor_dtype(t.name, key);
+    return m;
+  }
+  std::map<std::string, std::int64_t> cost_vars(const Dims& dims, DType t) const {
+    std::map<std::string, std::int64_t> v = s_.complete(dims);
+    for (const auto& td : s_.tensors) v["size_" + td.name] = std::int64_t(dtype_size(tensor_dtype(td.name, t)));
+    return v;
+  }
+  std::int64_t largest_tensor(const Dims& all) const {
+    std::int64_t m = 0;
+    for (const auto& t : s_.tensors) m = std::max(m, tensor_elements(t.name, all));
+    return m;
+  }
+  bool admissible(const Dims& v) const {
+    for (const auto& a : s_.axes)
+      if (a.kind == Axis::variable && (v.at(a.name) < a.min || v.at(a.name) > a.max)) return false;
+    try {
+      return s_.violated(s_.complete(v)).empty();
+    } catch (const Error&) {
+      return false;
+    }
+  }
+  void build_domain();
+  void check_nontrivial() const;
+  std::vector<Tensor> expected_from(const CaseData& data, const std::map<std::string, RefOutput>& ref,
+                                    const std::map<std::string, RefOutput>* magnitude) const;
+
+  Spec s_;
+  Domain d_;
+  mutable PythonReference py_;
+  mutable std::once_flag nontrivial_once_;
+};
+
+void DeclaredContract::build_domain() {
+  for (const auto& a : s_.axes)
+    d_.dims.push_back({.name = a.name, .max = a.kind == Axis::variable ? a.max : kUnlimited});
+  for (const auto& t : s_.tensors)
+    d_.tensors.push_back({.name = t.name, .role = t.role, .shape = t.shape, .description = t.description, .dtype = t.dtype,
+                          .layout = t.layout == "row_major" ? Layout::row_major : Layout::contiguous});
+  std::vector<std::string> rows_text;
+  for (const auto& [key, r] : s_.rows) {
+    d_.dtypes.push_back(key);
+    d_.dtype_rows[key] = r;
+    std::vector<std::string> parts;
+    for (const auto& [n, t] : r) parts.push_back(fmt::format("{}={}", n, to_string(t)));
+    rows_text.push_back("{" + fmt::format("{}", fmt::join(parts, ", ")) + "}");
+  }
+  d_.dtype_note = fmt::format("dtype rows {}", fmt::join(rows_text, " "));
+  for (const auto& t : s_.tensors)
+    if (!t.aliases.empty()) d_.in_place = InPlace{t.name, t.aliases};
+  if (!d_.in_place) d_.no_in_place_reason = "no output declares aliases";
+  // Variable axes above their range's minimum, and every declared constraint, refuse as "constraint".
+  std::vector<Constraint> all;
+  for (const auto& a : s_.axes)
+    if (a.kind == Axis::variable && a.min > 1)
+      all.push_back({Expr::parse(fmt::format("{} >= {}", a.name, a.min)), fmt::format("{} is at least {}", a.name, a.min)});
+  for (const auto& a : s_.axes)
+    if (a.kind != Axis::variable)
+      all.push_back({Expr::parse(fmt::format("{} == {}", a.name, a.expr.text())), fmt::format("{} is {}", a.name, a.expr.text())});
+  for (const auto& c : s_.constraints) all.push_back(c);
+  if (all.empty()) return;
+  d_.constraint = [all](const Dims& dims) -> std::string {
+    for (const auto& c : all) {
+      std::int64_t ok = 0;
+      try {
+        ok = c.expr.eval(dims);
+      } catch (const Error& e) {
+        return fmt::format("{} ({})", c.reason, e.what());
+      }
+      if (!ok) return fmt::format("{} ('{}' is false for {})", c.reason, c.expr.text(), format_dims(dims));
+    }
+    return "";
+  };
+  Dims base;
+  for (const auto& a : s_.axes)
+    if (a.kind == Axis::variable) base[a.name] = a.base;
+  d_.example_dims = s_.complete(base);
+  if (!d_.constraint(*d_.example_dims).empty())
+    throw_error(ErrorKind::input, fmt::format("{}: axes: the base values {} break a constraint: {}", s_.file.string(),
+                                              format_dims(*d_.example_dims), d_.constraint(*d_.example_dims)));
+  // A request outside the constraints: each variable axis moved to small values until one is false,
+  // else a derived axis given a wrong value.
+  for (const auto& a : s_.axes) {
+    if (a.kind != Axis::variable) continue;
+    for (std::int64_t v = 1; v <= 64 && !d_.constraint_example; ++v) {
+      Dims g = base;
+      g[a.name] = v;
+      Dims c = s_.complete(g);
+      if (!d_.constraint(c).empty()) d_.constraint_example = c;
+    }
+  }
+  if (!d_.constraint_example)
+    for (const auto& a : s_.axes)
+      if (a.kind != Axis::variable && !d_.constraint_example) {
+        Dims c = *d_.example_dims;
+        c[a.name] += 1;
+        d_.constraint_example = c;
+      }
+  if (!d_.constraint_example) d_.constraint = nullptr;  // constraints no small request breaks: none to refuse
+}
+
+std::vector<CaseSpec> DeclaredContract::correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const {
+  // Per variable axis: its minimum, each hint t as t-1, t, t+1, the base, a prime above the base;
+  // every other axis held at its base. Then one shape drawn from the seed (a size the candidate
+  // cannot predict) and the large shape.
+  Dims base;
+  for (const auto& a : s_.axes)
+    if (a.kind == Axis::variable) base[a.name] = a.base;
+  std::vector<Dims> shapes = {base};
+  for (const auto& a : s_.axes) {
+    if (a.kind != Axis::variable) continue;
+    std::set<std::int64_t> vals = {a.min, a.min + 1, a.base};
+    for (std::int64_t t : a.hints)
+      for (std::int64_t v : {t - 1, t, t + 1, 2 * t + 1}) vals.insert(v);
+    std::int64_t p = a.base + a.base / 2 + 1;
+    while (!prime(p) && p < a.base * 4 + 64) ++p;
+    vals.insert(p);
+    for (std::int64_t v : vals) {
+      Dims g = base;
+      g[a.name] = v;
+      shapes.push_back(g);
+    }
+  }
+  {
+    Rng pick(mix_seed(seed, 0x5151));
+    Dims g = base;
+    for (const auto& a : s_.axes) {
+      if (a.kind != Axis::variable || a.power_of_two) continue;
+      std::int64_t v = a.base + std::int64_t(pick.below(std::uint64_t(3 * a.base + 8)));
+      g[a.name] = (v + a.multiple_of - 1) / a.multiple_of * a.multiple_of;
+    }
+    shapes.push_back(g);
+  }
+  if (include_large) {
+    Dims g = base;
+    bool any = false;
+    for (const auto& a : s_.axes)
+      if (a.kind == Axis::variable && a.large) g[a.name] = a.large, any = true;
+    if (any) shapes.push_back(g);
+  }
+  std::vector<std::pair<std::int64_t, Dims>> kept;
+  std::set<Dims> seen;
+  for (const auto& g : shapes) {
+    if (!admissible(g) || !seen.insert(g).second) continue;
+    const Dims all = s_.complete(g);
+    const std::int64_t big = largest_tensor(all);
+    if (big > s_.max_case_elements || big > cand.max_n) continue;
+    kept.push_back({big, all});
+  }
+  std::stable_sort(kept.begin(), kept.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+
+  std::vector<CaseSpec> cases;
+  for (const auto& [key, r] : s_.rows) {
+    if (!cand.supports(key)) continue;
+    bool offset_ok = true;
+    for (const auto& t : s_.tensors)
+      offset_ok &= std::int64_t(dtype_size(tensor_dtype(t.name, key))) % cand.min_alignment_bytes == 0;
+    auto add = [&](const Dims& all, const std::string& fam, std::int64_t off) {
+      CaseSpec c;
+      c.dtype = key;
+      c.dims = all;
+      c.family = fam;
+      c.offset_elements = off;
+      c.seed = mix_seed(seed, std::hash<std::string>{}(format_dims(all) + "/" + fam) + std::uint64_t(key) * 7 + std::uint64_t(off));
+      c.id = fmt::format("{}/{}/{}{}", to_string(key), format_dims(all), fam, off ? "/offset=1" : "");
+      cases.push_back(c);
+    };
+    for (const auto& [big, all] : kept)
+      for (const auto& f : s_.families)
+        if (f.name == "base" || !f.small_only || big <= (std::int64_t(1) << 16)) add(all, f.name, 0);
+    if (offset_ok && !kept.empty()) add(s_.complete(base), "base", 1);
+  }
+  return cases;
+}
+
+std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, const std::map<std::string, RefOutput>& ref,
+                                                    const std::map<std::string, RefOutput>* magnitude) const {
+  std::vector<Tensor> out;
+  for (const auto& td : s_.tensors) {
+    if (td.role != Role::output) continue;
+    Tensor e;
+    e.name = td.name;
+    e.dtype = tensor_dtype(td.name, data.spec.dtype);
+    e.elements = tensor_elements(td.name, data.dims);
+    const std::size_t n = std::size_t(e.elements);
+    e.bytes.resize(n * dtype_size(e.dtype));
+    const RefOutput& r = ref.at(td.name);
+    if (is_int(e.dtype)) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::int64_t v = r.i[i];
+        const bool fits = e.dtype == DType::i64 || (e.dtype == DType::i32 ? v >= INT32_MIN && v <= INT32_MAX : v >= 0 && v <= std::int64_t(UINT32_MAX));
+        if (!fits)
+          throw_error(ErrorKind::input, fmt::format("contract {}: reference output '{}' on case {}: element {} = {} does not fit {}",
+                                                    s_.file.string(), td.name, data.spec.id, i, v, to_string(e.dtype)));
+        std::memcpy(e.bytes.data() + i * dtype_size(e.dtype), &v, dtype_size(e.dtype));  // little-endian low bytes
+      }
+      out.push_back(std::move(e));
+      continue;
+    }
+    const ErrorModel& m = td.error;
+    if (m.nan == ErrorModel::finite)
+      for (std::size_t i = 0; i < n; ++i)
+        if (!std::isfinite(r.f[i]))
+          throw_error(ErrorKind::input, fmt::format("contract {}: reference output '{}' on case {} is {} at element {}, and its policy "
+                                                    "(nan = \"finite\") forbids it: a contract error, not a candidate failure",
+                                                    s_.file.string(), td.name, data.spec.id, r.f[i], i));
+    parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
+      for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) store_element(e.dtype, e.bytes.data(), i, r.f[i]);
+    });
+    if (m.kind != ErrorModel::exact) {
+      e.ref = r.f;
+      e.bound.resize(n);
+      const double u_out = unit_roundoff(e.dtype);
+      const double k = m.kind == ErrorModel::reduction ? double(data.dims.at(m.axis)) : 0;
+      const double eps = m.kind == ErrorModel::reduction ? 2 * unit_roundoff(m.eps_dtype.value_or(e.dtype)) : 0;
+      const std::vector<double>* mag = magnitude ? &magnitude->at(td.name).f : nullptr;
+      parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
+        for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) {
+          const double a = std::fabs(r.f[i]);
+          double b = 0;
+          switch (m.kind) {
+            case ErrorModel::ulp: b = m.ulps * ulp_at(e.dtype, r.f[i]); break;
+            case ErrorModel::allclose: b = m.atol + m.rtol * a + u_out * a; break;
+            case ErrorModel::reduction: {
+              const double g = m.magnitude == "reference" || !mag ? a : std::fabs((*mag)[i]);
+              b = m.c * eps * k * g + m.atol + u_out * a;
+              break;
+            }
+            case ErrorModel::exact: break;
+          }
+          e.bound[i] = b;
+        }
+      });
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+void DeclaredContract::check_nontrivial() const {
+  // On the base shape of the first row: outputs must vary across cases, and every input must move
+  // some output — else a kernel that writes a constant, or ignores an input, would pass.
+  Dims base;
+  for (const auto& a : s_.axes)
+    if (a.kind == Axis::variable) base[a.name] = a.base;
+  const DType key = s_.rows.front().first;
+  CaseSpec cs;
+  cs.dtype = key;
+  cs.dims = s_.complete(base);
+  cs.family = "base";
+  cs.seed = 0x6b7175616cull;
+  cs.id = fmt::format("{}/{}/base (non-triviality check)", to_string(key), format_dims(cs.dims));
+  const auto dt = row(key);
+  auto eval = [&](const std::string& only, std::uint64_t other) {
+    return py_.evaluate(generate_inputs(s_, cs, cs.dims, dt, only, other), cs.dims, false, cs.id, dt);
+  };
+  auto fail = [&](const std::string& why) {
+    throw_error(ErrorKind::input, fmt::format("contract {}: the reference {}:{} {}: a zero, constant or input-ignoring kernel could "
+                                              "pass it (non-triviality check on {})",
+                                              s_.file.string(), s_.reference.file.filename().string(), s_.reference.function, why, cs.id));
+  };
+  const auto a = eval("", 0);
+  auto same = [](const RefOutput& x, const RefOutput& y) {
+    if (x.i != y.i) return false;
+    if (x.f.size() != y.f.size()) return false;
+    for (std::size_t i = 0; i < x.f.size(); ++i)
+      if (!(x.f[i] == y.f[i] || (std::isnan(x.f[i]) && std::isnan(y.f[i])))) return false;
+    return true;
+  };
+  for (const auto& [name, o] : a) {
+    const std::size_t n = o.f.empty() ? o.i.size() : o.f.size();
+    bool constant = true;
+    for (std::size_t i = 1; i < n && constant; ++i)
+      constant = o.f.empty() ? o.i[i] == o.i[0] : (o.f[i] == o.f[0] || (std::isnan(o.f[i]) && std::isnan(o.f[0])));
+    if (constant && n > 1) fail(fmt::format("gives output '{}' the same value at every element", name));
+  }
+  for (const auto& td : s_.tensors) {
+    if (td.role != Role::input) continue;
+    const auto b = eval(td.name, 0x5eed);
+    bool moved = false;
+    for (const auto& [name, o] : a) moved |= !same(o, b.at(name));
+    if (!moved) fail(fmt::format("does not change any output when input '{}' changes", td.name));
+  }
+}
+
+std::vector<Tensor> DeclaredContract::reference(const CaseData& data) const {
+  std::call_once(nontrivial_once_, [&] { check_nontrivial(); });
+  const auto dt = row(data.spec.dtype);
+  const auto ref = py_.evaluate(data.inputs, data.dims, false, data.spec.id, dt);
+  bool need_abs = false;
+  for (const auto& t : s_.tensors)
+    need_abs |= t.role == Role::output && t.error.kind == ErrorModel::reduction && t.error.magnitude == "abs_inputs";
+  if (!need_abs) return expected_from(data, ref, nullptr);
+  const auto mag = py_.evaluate(data.inputs, data.dims, true, data.spec.id + " (|inputs|)", dt);
+  return expected_from(data, ref, &mag);
+}
+
+Comparison DeclaredContract::compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const {
+  const TensorDef* td = s_.tensor(expected.name);
+  if (!td || expected.bound.empty()) return compare_exact(expected, actual, poison_byte);
+  const ErrorModel& m = td->error;
+  if (m.match_ratio >= 1 && m.nan != ErrorModel::same_class) return compare_bounded(expected, actual, poison_byte);
+  // A share of elements over the bound (never over the cap), and/or non-finite class matching.
+  const DType t = expected.dtype;
+  const std::size_t n = std::size_t(expected.elements);
+  const std::size_t chunks = (n + (std::size_t(1) << 20) - 1) >> 20;
+  std::vector<std::int64_t> over(std::max<std::size_t>(chunks, 1), 0);
+  ElementScan scan = scan_elements(n, [&](std::size_t lo, std::size_t hi, ElementScan& y) {
+    std::int64_t& o = over[lo >> 20];
+    for (std::size_t i = lo; i < hi; ++i) {
+      const double r = expected.ref[i], b = expected.bound[i];
+      const double a = element_as_double(t, actual, i);
+      if (!std::isfinite(r) || !std::isfinite(a)) {
+        bool ok = m.nan == ErrorModel::same_class ? !std::isfinite(r) && !std::isfinite(a)
+                                                  : (std::isnan(r) && std::isnan(a)) || (!std::isnan(r) && r == a);
+        if (ok) continue;
+        if (is_poison(t, actual, i, poison_byte)) y.note(Mismatch::unwritten, i);
+        else y.note(Mismatch::nan_policy, i);
+        continue;
+      }
+      const double err = std::fabs(a - r);
+      if (err <= b) continue;
+      if (is_poison(t, actual, i, poison_byte)) y.note(Mismatch::unwritten, i);
+      else if (m.match_ratio < 1 && err <= m.cap) ++o;
+      else y.note(Mismatch::wrong, i, err, m.match_ratio < 1 ? err / m.cap : (b > 0 ? err / b : INFINITY));
+    }
+  });
+  Comparison c = scan.verdict(expected.name, n, [&](std::size_t i) {
+    return fmt::format("{}[{}]: expected {:.9g} ± {:.3g}{}, got {}", expected.name, i, expected.ref[i], expected.bound[i],
+                       m.match_ratio < 1 ? fmt::format(" (cap {:g})", m.cap) : "", format_element(t, actual, i));
+  }, poison_byte);
+  if (!c.ok) return c;
+  std::int64_t total = 0;
+  for (auto o : over) total += o;
+  const double allowed = (1 - m.match_ratio) * double(n);
+  if (double(total) > allowed) {
+    c.ok = false;
+    c.code = "wrong_result";
+    c.mismatches = total;
+    c.detail = fmt::format("{} of {} elements of '{}' exceed {:g} + {:g} |ref| (within the cap {:g}); the contract admits a share of "
+                           "{:g} ({:.0f} elements)", total, n, expected.name, m.atol, m.rtol, m.cap, 1 - m.match_ratio, allowed);
+  }
+  return c;
+}
+
+// ---- registry -------------------------------------------------------------------------------
+
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, std::unique_ptr<DeclaredContract>> by_name;
+};
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+bool builtin(const std::string& name) {
+  const auto names = contract_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::vector<fs::path> search_roots(const fs::path& near) {
+  std::vector<fs::path> roots;
+  std::error_code ec;
+  auto walk = [&](fs::path start) {
+    start = fs::weakly_canonical(fs::absolute(start, ec), ec);
+    for (fs::path p = start; !p.empty(); p = p.parent_path()) {
+      if (fs::is_directory(p / "contracts", ec)) roots.push_back(p / "contracts");
+      if (p == p.parent_path()) break;
+    }
+  };
+  if (!near.empty()) walk(near);
+  if (const char* env = std::getenv("KQUAL_CONTRACTS")) {
+    std::string s = env;
+    std::size_t b = 0;
+    while (b <= s.size()) {
+      std::size_t e = s.find(':', b);
+      if (e == std::string::npos) e = s.size();
+      if (e > b) roots.push_back(s.substr(b, e - b));
+      b = e + 1;
+    }
+  }
+  if (const char* home = std::getenv("KQUAL_HOME")) roots.push_back(fs::path(home) / "contracts");
+  walk(fs::current_path(ec));
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n > 0) walk(fs::path(std::string(buf, std::size_t(n))).parent_path());
+  return roots;
+}
+
+std::optional<fs::path> find_in(const fs::path& root, const std::string& name) {
+  std::error_code ec;
+  for (const fs::path& p : {root / name / "contract.toml", root / (name + ".toml")})
+    if (fs::is_regular_file(p, ec)) return p;
+  return std::nullopt;
+}
+
+}  // namespace
+
+const Contract& load_declared_contract(const fs::path& file_or_dir) {
+  std::error_code ec;
+  fs::path file = fs::is_directory(file_or_dir, ec) ? file_or_dir / "contract.toml" : file_or_dir;
+  if (!fs::is_regular_file(file, ec)) throw_error(ErrorKind::input, fmt::format("{}: no such contract file", file.string()));
+  file = fs::weakly_canonical(fs::absolute(file), ec);
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (const auto& [n, c] : r.by_name)
+    if (c->spec().file == file) return *c;
+  Spec s = parse_spec(read_text_file(file), file);
+  if (builtin(s.name))
+    throw_error(ErrorKind::input, fmt::format("{}: contract.name: \"{}\" is a built-in contract; give the declared one another name",
+                                              file.string(), s.name));
+  if (auto it = r.by_name.find(s.name); it != r.by_name.end())
+    throw_error(ErrorKind::input, fmt::format("{}: contract.name: \"{}\" is already declared by {}", file.string(), s.name,
+                                              it->second->spec().file.string()));
+  auto c = std::make_unique<DeclaredContract>(std::move(s));
+  const Contract& out = *c;
+  r.by_name[c->name()] = std::move(c);
+  return out;
+}
+
+const Contract& resolve_contract(const std::string& text, const fs::path& near) {
+  std::error_code ec;
+  const bool path_like = text.find('/') != std::string::npos || (text.size() > 5 && text.ends_with(".toml"));
+  if (path_like) {
+    fs::path p = fs::path(text).is_absolute() || near.empty() ? fs::path(text) : near / text;
+    if (!fs::exists(p, ec)) throw_error(ErrorKind::input, fmt::format("contract file {} does not exist", p.string()));
+    return load_declared_contract(p);
+  }
+  if (builtin(text)) return find_contract(text);
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (auto it = r.by_name.find(text); it != r.by_name.end()) return *it->second;
+  }
+  if (!near.empty()) {
+    if (fs::is_regular_file(near / (text + ".toml"), ec)) return load_declared_contract(near / (text + ".toml"));
+    if (fs::is_regular_file(near / "contract.toml", ec)) {
+      const Contract& c = load_declared_contract(near / "contract.toml");
+      if (c.name() == text) return c;
+    }
+  }
+  std::vector<std::string> searched;
+  for (const auto& root : search_roots(near)) {
+    if (auto f = find_in(root, text)) return load_declared_contract(*f);
+    searched.push_back(root.string());
+  }
+  std::vector<std::string> known = contract_names();
+  throw_error(ErrorKind::input, fmt::format("unknown contract '{}': not built in ({}) and no {}/contract.toml or {}.toml in {}", text,
+                                            fmt::join(known, ", "), text, text,
+                                            searched.empty() ? std::string("any contracts/ folder (none found)") : fmt::format("{}", fmt::join(searched, ", "))));
+}
+
+const Contract* find_declared_contract(const std::string& name) {
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (auto it = r.by_name.find(name); it != r.by_name.end()) return it->second.get();
+  }
+  for (const auto& root : search_roots({}))
+    if (auto f = find_in(root, name)) return &load_declared_contract(*f);
+  return nullptr;
+}
+
+std::vector<fs::path> discover_declared_contracts(const std::vector<fs::path>& extra) {
+  std::vector<fs::path> roots = extra;
+  for (const auto& r : search_roots({})) roots.push_back(r);
+  std::map<std::string, fs::path> found;  // by file name stem, first root wins
+  std::error_code ec;
+  for (const auto& root : roots) {
+    if (!fs::is_directory(root, ec)) continue;
+    for (const auto& e : fs::directory_iterator(root, ec)) {
+      fs::path f = e.is_directory() ? e.path() / "contract.toml" : e.path();
+      if (f.extension() != ".toml" || !fs::is_regular_file(f, ec)) continue;
+      const std::string key = e.is_directory() ? e.path().filename().string() : f.stem().string();
+      found.emplace(key, fs::weakly_canonical(f, ec));
+    }
+  }
+  std::vector<fs::path> v;
+  for (auto& [k, p] : found) v.push_back(p);
+  return v;
+}
+
+fs::path declared_file(const Contract& c) {
+  if (const auto* d = dynamic_cast<const DeclaredContract*>(&c)) return d->spec().file;
+  return {};
+}
+
+}  // namespace kqual::contract

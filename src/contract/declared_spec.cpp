@@ -1,0 +1,603 @@
+// contract.toml → declared::Spec, validated whole: every error names the file, the key and the value
+// (docs/declared-contracts.md is the format's reference; tests/contract/declared_test.cpp the cases).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "declared_spec.hpp"
+#include "kqual/core/error.hpp"
+
+namespace kqual::contract::declared {
+namespace fs = std::filesystem;
+
+const TensorDef* Spec::tensor(const std::string& n) const {
+  for (const auto& t : tensors)
+    if (t.name == n) return &t;
+  return nullptr;
+}
+const Axis* Spec::axis(const std::string& n) const {
+  for (const auto& a : axes)
+    if (a.name == n) return &a;
+  return nullptr;
+}
+
+Dims Spec::complete(const Dims& variable) const {
+  Dims d = variable;
+  // Constants first, then derived axes in declaration order (each may use the ones before it).
+  for (const auto& a : axes)
+    if (a.kind == Axis::constant) d[a.name] = a.expr.eval(d);
+  for (const auto& a : axes)
+    if (a.kind == Axis::derived) d[a.name] = a.expr.eval(d);
+  return d;
+}
+
+std::string Spec::violated(const Dims& all) const {
+  for (const auto& c : constraints) {
+    std::int64_t ok = 0;
+    try {
+      ok = c.expr.eval(all);
+    } catch (const Error& e) {
+      return fmt::format("{} (cannot be evaluated: {})", c.reason, e.what());
+    }
+    if (!ok) return fmt::format("{} ('{}' is false for {})", c.reason, c.expr.text(), format_dims(all));
+  }
+  return "";
+}
+
+namespace {
+
+class Ctx {
+ public:
+  explicit Ctx(fs::path f) : file_(std::move(f)) {}
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw_error(ErrorKind::input, fmt::format("{}: {}: {}", file_.string(), key, what));
+  }
+
+ private:
+  fs::path file_;
+};
+
+std::string text_of(const toml::node& n) {
+  std::ostringstream os;
+  n.visit([&](auto&& v) { os << v; });
+  return n.is_string() ? "\"" + os.str() + "\"" : os.str();
+}
+
+void check_keys(const Ctx& cx, const toml::table& t, const std::string& where, std::initializer_list<const char*> allowed) {
+  for (const auto& [k, v] : t) {
+    bool ok = false;
+    for (const char* a : allowed) ok |= k.str() == a;
+    if (!ok) cx.fail(where.empty() ? std::string(k.str()) : where + "." + std::string(k.str()),
+                     fmt::format("unknown key (allowed here: {})", fmt::join(allowed, ", ")));
+  }
+}
+
+const toml::table& table_at(const Ctx& cx, const toml::node* n, const std::string& key) {
+  if (!n || !n->is_table()) cx.fail(key, n ? fmt::format("expected a table, got {}", text_of(*n)) : "missing (required)");
+  return *n->as_table();
+}
+
+std::string str(const Ctx& cx, const toml::table& t, const std::string& where, const char* key, bool required,
+                std::string def = {}) {
+  const toml::node* n = t.get(key);
+  if (!n) {
+    if (required) cx.fail(where + "." + key, "missing (required)");
+    return def;
+  }
+  if (!n->is_string()) cx.fail(where + "." + key, fmt::format("expected a string, got {}", text_of(*n)));
+  return std::string(*n->value<std::string>());
+}
+
+double num(const Ctx& cx, const toml::table& t, const std::string& where, const char* key, double def) {
+  const toml::node* n = t.get(key);
+  if (!n) return def;
+  if (n->is_integer()) return double(*n->value<std::int64_t>());
+  if (n->is_floating_point()) return *n->value<double>();
+  cx.fail(where + "." + key, fmt::format("expected a number, got {}", text_of(*n)));
+}
+
+std::int64_t integer(const Ctx& cx, const toml::table& t, const std::string& where, const char* key, std::int64_t def) {
+  const toml::node* n = t.get(key);
+  if (!n) return def;
+  if (!n->is_integer()) cx.fail(where + "." + key, fmt::format("expected an integer, got {}", text_of(*n)));
+  return *n->value<std::int64_t>();
+}
+
+bool boolean(const Ctx& cx, const toml::table& t, const std::string& where, const char* key, bool def) {
+  const toml::node* n = t.get(key);
+  if (!n) return def;
+  if (!n->is_boolean()) cx.fail(where + "." + key, fmt::format("expected true or false, got {}", text_of(*n)));
+  return *n->value<bool>();
+}
+
+DType dtype_of(const Ctx& cx, const std::string& key, const std::string& text, bool allow_int = true) {
+  auto t = parse_dtype(text);
+  static const std::set<DType> usable = {DType::f32, DType::bf16, DType::f64, DType::i32, DType::i64, DType::u32};
+  if (!t || !usable.count(*t)) cx.fail(key, fmt::format("unknown dtype \"{}\" (known: f32, bf16, f64, i32, i64, u32)", text));
+  if (!allow_int && (*t == DType::i32 || *t == DType::i64 || *t == DType::u32))
+    cx.fail(key, fmt::format("\"{}\": a floating dtype is needed here", text));
+  return *t;
+}
+
+Expr expr_of(const Ctx& cx, const std::string& key, const toml::node& n, const std::set<std::string>& names) {
+  Expr e;
+  if (n.is_integer()) return Expr::constant(*n.value<std::int64_t>());
+  if (!n.is_string()) cx.fail(key, fmt::format("expected an integer or an expression string, got {}", text_of(n)));
+  try {
+    e = Expr::parse(*n.value<std::string>());
+  } catch (const Error& err) {
+    cx.fail(key, err.what());
+  }
+  for (const auto& v : e.variables())
+    if (!names.count(v))
+      cx.fail(key, fmt::format("expression '{}' uses unknown name '{}' (known: {})", e.text(), v, fmt::join(names, ", ")));
+  return e;
+}
+
+// A table's entries in the order the file declares them (toml++ keeps keys sorted): tensor order
+// names the dtype rows, and a derived axis may use the axes declared before it.
+std::vector<std::pair<std::string, const toml::node*>> in_file_order(const toml::table& t) {
+  std::vector<std::pair<std::string, const toml::node*>> v;
+  for (const auto& [k, n] : t) v.push_back({std::string(k.str()), &n});
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    const auto& x = a.second->source().begin;
+    const auto& y = b.second->source().begin;
+    return x.line != y.line ? x.line < y.line : x.column < y.column;
+  });
+  return v;
+}
+
+bool is_int(DType t) { return t == DType::i32 || t == DType::i64 || t == DType::u32; }
+
+const char* kDists[] = {"normal", "uniform", "constant", "int", "indices", "offsets", "softmax_rows", "mask"};
+
+// Applies the keys of `t` over `v` (a tensor's values, or a family's overrides of them).
+void read_values(const Ctx& cx, const toml::table& t, const std::string& where, Values& v, const Spec& s) {
+  check_keys(cx, t, where, {"dist", "mean", "std", "lo", "hi", "value", "p", "scale", "axis", "unique", "specials",
+                            "denormals", "extremes"});
+  v.dist = str(cx, t, where, "dist", false, v.dist);
+  if (std::find(std::begin(kDists), std::end(kDists), v.dist) == std::end(kDists))
+    cx.fail(where + ".dist", fmt::format("unknown distribution \"{}\" (known: {})", v.dist, fmt::join(kDists, ", ")));
+  v.mean = num(cx, t, where, "mean", v.mean);
+  v.std = num(cx, t, where, "std", v.std);
+  v.lo = num(cx, t, where, "lo", v.lo);
+  v.hi = num(cx, t, where, "hi", v.hi);
+  v.value = num(cx, t, where, "value", v.value);
+  v.p = num(cx, t, where, "p", v.p);
+  v.scale = num(cx, t, where, "scale", v.scale);
+  v.axis = str(cx, t, where, "axis", false, v.axis);
+  v.unique = boolean(cx, t, where, "unique", v.unique);
+  v.specials = num(cx, t, where, "specials", v.specials);
+  v.denormals = num(cx, t, where, "denormals", v.denormals);
+  v.extremes = num(cx, t, where, "extremes", v.extremes);
+  for (auto [key, share] : {std::pair{"specials", v.specials}, {"denormals", v.denormals}, {"extremes", v.extremes}, {"p", v.p}})
+    if (!(share >= 0 && share <= 1)) cx.fail(where + "." + key, fmt::format("{} is not a share in [0, 1]", share));
+  if (v.std < 0) cx.fail(where + ".std", fmt::format("{} is negative", v.std));
+  if ((v.dist == "uniform" || v.dist == "int") && !(v.lo <= v.hi))
+    cx.fail(where + ".lo", fmt::format("lo = {} is above hi = {}", v.lo, v.hi));
+  if (v.dist == "indices" || v.dist == "offsets") {
+    if (v.axis.empty()) cx.fail(where + ".axis", fmt::format("missing: dist \"{}\" needs the axis it ranges over", v.dist));
+    if (!s.axis(v.axis)) cx.fail(where + ".axis", fmt::format("unknown axis \"{}\"", v.axis));
+  }
+}
+
+ErrorModel read_error(const Ctx& cx, const toml::table& t, const std::string& where, const Spec& s) {
+  check_keys(cx, t, where, {"model", "ulps", "atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps", "nan"});
+  ErrorModel e;
+  const std::string m = str(cx, t, where, "model", false, "exact");
+  if (m == "exact") e.kind = ErrorModel::exact;
+  else if (m == "ulps") e.kind = ErrorModel::ulp;
+  else if (m == "allclose") e.kind = ErrorModel::allclose;
+  else if (m == "reduction") e.kind = ErrorModel::reduction;
+  else cx.fail(where + ".model", fmt::format("unknown error model \"{}\" (known: exact, ulps, allclose, reduction)", m));
+  auto only = [&](std::initializer_list<const char*> keys, const char* model) {
+    for (const char* k : keys)
+      if (t.get(k)) cx.fail(where + "." + k, fmt::format("not a parameter of model \"{}\"", model));
+  };
+  e.ulps = num(cx, t, where, "ulps", 0);
+  e.atol = num(cx, t, where, "atol", 0);
+  e.rtol = num(cx, t, where, "rtol", 0);
+  e.match_ratio = num(cx, t, where, "match_ratio", 1);
+  e.cap = num(cx, t, where, "cap", 0);
+  e.c = num(cx, t, where, "c", 0);
+  e.axis = str(cx, t, where, "axis", false);
+  e.magnitude = str(cx, t, where, "magnitude", false, "abs_inputs");
+  if (t.get("eps")) e.eps_dtype = dtype_of(cx, where + ".eps", str(cx, t, where, "eps", true), false);
+  switch (e.kind) {
+    case ErrorModel::exact: only({"ulps", "atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps"}, "exact"); break;
+    case ErrorModel::ulp:
+      only({"atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps"}, "ulps");
+      if (!(e.ulps > 0)) cx.fail(where + ".ulps", "missing or not positive: the admitted distance in units in the last place");
+      break;
+    case ErrorModel::allclose:
+      only({"ulps", "c", "axis", "magnitude", "eps"}, "allclose");
+      if (e.atol < 0 || e.rtol < 0) cx.fail(where, "atol and rtol must be >= 0");
+      if (!(e.match_ratio > 0 && e.match_ratio <= 1))
+        cx.fail(where + ".match_ratio", fmt::format("{} is not in (0, 1]", e.match_ratio));
+      if (e.match_ratio < 1 && !(e.cap > 0))
+        cx.fail(where + ".cap", "missing: match_ratio below 1 needs a hard cap on the worst error (a share of elements "
+                                "must never be allowed to be arbitrarily wrong)");
+      if (e.match_ratio == 1 && t.get("cap")) cx.fail(where + ".cap", "only meaningful with match_ratio below 1");
+      break;
+    case ErrorModel::reduction:
+      only({"ulps", "match_ratio", "cap", "rtol"}, "reduction");
+      if (!(e.c > 0)) cx.fail(where + ".c", "missing or not positive: the constant of c * eps * K * magnitude");
+      if (e.axis.empty()) cx.fail(where + ".axis", "missing: the reduction axis K");
+      if (!s.axis(e.axis)) cx.fail(where + ".axis", fmt::format("unknown axis \"{}\"", e.axis));
+      if (e.magnitude != "abs_inputs" && e.magnitude != "reference")
+        cx.fail(where + ".magnitude", fmt::format("\"{}\": expected \"abs_inputs\" or \"reference\"", e.magnitude));
+      break;
+  }
+  const std::string nan = str(cx, t, where, "nan", false, "propagate");
+  if (nan == "propagate") e.nan = ErrorModel::propagate;
+  else if (nan == "finite") e.nan = ErrorModel::finite;
+  else if (nan == "same_class") e.nan = ErrorModel::same_class;
+  else cx.fail(where + ".nan", fmt::format("unknown NaN/Inf policy \"{}\" (known: propagate, finite, same_class)", nan));
+  return e;
+}
+
+Dims parse_dims_text(const Ctx& cx, const std::string& key, const std::string& text, const Spec& s) {
+  Dims d;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    auto eq = part.find('=');
+    if (eq == std::string::npos) cx.fail(key, fmt::format("\"{}\": expected axis=value pairs, comma separated", text));
+    std::string name = part.substr(0, eq);
+    name.erase(std::remove(name.begin(), name.end(), ' '), name.end());
+    const Axis* a = s.axis(name);
+    if (!a || a->kind != Axis::variable) cx.fail(key, fmt::format("\"{}\": '{}' is not a variable axis", text, name));
+    try {
+      d[name] = std::stoll(part.substr(eq + 1));
+    } catch (const std::exception&) {
+      cx.fail(key, fmt::format("\"{}\": '{}' is not an integer", text, part.substr(eq + 1)));
+    }
+  }
+  for (const auto& a : s.axes)
+    if (a.kind == Axis::variable && !d.count(a.name)) cx.fail(key, fmt::format("\"{}\": axis '{}' is missing", text, a.name));
+  return d;
+}
+
+}  // namespace
+
+Spec parse_spec(const std::string& text, const fs::path& file) {
+  Ctx cx(file);
+  Spec s;
+  s.file = file;
+  s.dir = file.parent_path();
+  toml::table root;
+  try {
+    root = toml::parse(text, file.string());
+  } catch (const toml::parse_error& e) {
+    throw_error(ErrorKind::input, fmt::format("{}:{}:{}: {}", file.string(), e.source().begin.line, e.source().begin.column,
+                                              e.description()));
+  }
+  check_keys(cx, root, "", {"contract", "axes", "scalars", "tensors", "dtypes", "constraints", "families", "cost", "bench",
+                            "reference"});
+  const toml::table& c = table_at(cx, root.get("contract"), "contract");
+  check_keys(cx, c, "contract", {"name", "summary", "policy", "deterministic", "max_case_elements"});
+  s.name = str(cx, c, "contract", "name", true);
+  if (s.name.empty() || !std::all_of(s.name.begin(), s.name.end(), [](char ch) { return std::isalnum((unsigned char)ch) || ch == '_'; }))
+    cx.fail("contract.name", fmt::format("\"{}\": letters, digits and _ only", s.name));
+  s.summary = str(cx, c, "contract", "summary", true);
+  s.policy = str(cx, c, "contract", "policy", false);
+  s.deterministic = boolean(cx, c, "contract", "deterministic", true);
+  s.max_case_elements = integer(cx, c, "contract", "max_case_elements", s.max_case_elements);
+  if (s.max_case_elements < 1 || s.max_case_elements > (std::int64_t(1) << 28))
+    cx.fail("contract.max_case_elements", fmt::format("{} is outside [1, 2^28]", s.max_case_elements));
+
+  // ---- axes: variable ones first in the file's order; constants; derived ones may use any before ----
+  const toml::table& axes = table_at(cx, root.get("axes"), "axes");
+  std::set<std::string> known;
+  for (const auto& [k, v] : in_file_order(axes)) {
+    const std::string where = "axes." + k;
+    const toml::table& t = table_at(cx, v, where);
+    check_keys(cx, t, where, {"range", "hints", "base", "large", "multiple_of", "power_of_two", "value", "expr", "description"});
+    Axis a;
+    a.name = k;
+    const int kinds = int(t.get("range") != nullptr) + int(t.get("value") != nullptr) + int(t.get("expr") != nullptr);
+    if (kinds != 1) cx.fail(where, "exactly one of range (variable), value (constant) or expr (derived) is needed");
+    if (const toml::node* r = t.get("range")) {
+      const auto* arr = r->as_array();
+      if (!arr || arr->size() != 2 || !arr->get(0)->is_integer() || !arr->get(1)->is_integer())
+        cx.fail(where + ".range", fmt::format("expected [min, max] integers, got {}", text_of(*r)));
+      a.min = *arr->get(0)->value<std::int64_t>();
+      a.max = *arr->get(1)->value<std::int64_t>();
+      if (a.min < 1 || a.max < a.min) cx.fail(where + ".range", fmt::format("[{}, {}]: need 1 <= min <= max", a.min, a.max));
+      if (const toml::node* h = t.get("hints")) {
+        const auto* ha = h->as_array();
+        if (!ha) cx.fail(where + ".hints", fmt::format("expected an array of integers, got {}", text_of(*h)));
+        for (std::size_t i = 0; i < ha->size(); ++i) {
+          if (!ha->get(i)->is_integer() || *ha->get(i)->value<std::int64_t>() < 1)
+            cx.fail(fmt::format("{}.hints[{}]", where, i), fmt::format("expected a positive integer, got {}", text_of(*ha->get(i))));
+          a.hints.push_back(*ha->get(i)->value<std::int64_t>());
+        }
+      }
+      a.multiple_of = integer(cx, t, where, "multiple_of", 1);
+      if (a.multiple_of < 1) cx.fail(where + ".multiple_of", fmt::format("{} is below 1", a.multiple_of));
+      a.power_of_two = boolean(cx, t, where, "power_of_two", false);
+      a.base = integer(cx, t, where, "base", a.hints.empty() ? std::min<std::int64_t>(a.max, 64) : a.hints.front());
+      a.large = integer(cx, t, where, "large", 0);
+      for (auto [key, val] : {std::pair{"base", a.base}, {"large", a.large}})
+        if ((val != 0 || std::string(key) == "base") && (val < a.min || val > a.max || val % a.multiple_of || (a.power_of_two && (val & (val - 1)))))
+          cx.fail(where + "." + key, fmt::format("{} is outside the axis range [{}, {}] or breaks its claims", val, a.min, a.max));
+      a.kind = Axis::variable;
+    } else {
+      for (const char* k2 : {"hints", "base", "large", "multiple_of", "power_of_two"})
+        if (t.get(k2)) cx.fail(where + "." + k2, "only a variable axis (with range) takes it");
+      if (const toml::node* v2 = t.get("value")) {
+        if (!v2->is_integer() || *v2->value<std::int64_t>() < 1)
+          cx.fail(where + ".value", fmt::format("expected a positive integer, got {}", text_of(*v2)));
+        a.kind = Axis::constant;
+        a.expr = Expr::constant(*v2->value<std::int64_t>());
+      } else {
+        a.kind = Axis::derived;
+        a.expr = expr_of(cx, where + ".expr", *t.get("expr"), known);
+      }
+    }
+    known.insert(a.name);
+    s.axes.push_back(a);
+  }
+  if (s.axes.empty()) cx.fail("axes", "no axis is declared");
+  if (std::none_of(s.axes.begin(), s.axes.end(), [](const Axis& a) { return a.kind == Axis::variable; }))
+    cx.fail("axes", "no variable axis (with range) is declared");
+  // A derived axis may only use axes declared before it (known grew in order); constants are
+  // evaluated first, so put variables first in the vector for Spec::complete.
+  std::stable_sort(s.axes.begin(), s.axes.end(), [](const Axis& x, const Axis& y) {
+    return x.kind == Axis::variable && y.kind != Axis::variable;
+  });
+
+  // ---- scalars ----
+  if (const toml::node* sn = root.get("scalars")) {
+    for (const auto& [k, v] : table_at(cx, sn, "scalars")) {
+      const std::string where = "scalars." + std::string(k.str());
+      const toml::table& t = table_at(cx, &v, where);
+      check_keys(cx, t, where, {"dtype", "value", "description"});
+      Scalar sc;
+      sc.name = std::string(k.str());
+      if (known.count(sc.name)) cx.fail(where, fmt::format("'{}' is already an axis", sc.name));
+      sc.dtype = dtype_of(cx, where + ".dtype", str(cx, t, where, "dtype", false, "f32"));
+      if (sc.dtype != DType::f32 && sc.dtype != DType::f64 && sc.dtype != DType::i32 && sc.dtype != DType::i64)
+        cx.fail(where + ".dtype", "a scalar is f32, f64, i32 or i64");
+      if (!t.get("value")) cx.fail(where + ".value", "missing (required)");
+      sc.value = num(cx, t, where, "value", 0);
+      s.scalars.push_back(sc);
+    }
+  }
+
+  // ---- tensors ----
+  const toml::table& tensors = table_at(cx, root.get("tensors"), "tensors");
+  for (const auto& [k, v] : in_file_order(tensors)) {
+    const std::string where = "tensors." + k;
+    const toml::table& t = table_at(cx, v, where);
+    check_keys(cx, t, where, {"role", "shape", "dtype", "layout", "aliases", "description", "values", "error"});
+    TensorDef td;
+    td.name = k;
+    if (known.count(td.name)) cx.fail(where, fmt::format("'{}' is already an axis", td.name));
+    for (const auto& sc : s.scalars)
+      if (sc.name == td.name) cx.fail(where, fmt::format("'{}' is already a scalar", td.name));
+    const std::string role = str(cx, t, where, "role", true);
+    if (role == "input") td.role = Role::input;
+    else if (role == "output") td.role = Role::output;
+    else cx.fail(where + ".role", fmt::format("\"{}\": expected \"input\" or \"output\"", role));
+    const auto* shape = t.get("shape") ? t.get("shape")->as_array() : nullptr;
+    if (!shape || shape->empty()) cx.fail(where + ".shape", "missing or empty: the axes of the tensor, outermost first");
+    for (std::size_t i = 0; i < shape->size(); ++i) {
+      const auto* n = shape->get(i);
+      if (!n->is_string()) cx.fail(fmt::format("{}.shape[{}]", where, i), fmt::format("expected an axis name, got {}", text_of(*n)));
+      std::string ax(*n->value<std::string>());
+      if (!known.count(ax)) cx.fail(fmt::format("{}.shape[{}]", where, i), fmt::format("unknown axis \"{}\"", ax));
+      td.shape.push_back(ax);
+    }
+    if (t.get("dtype")) td.dtype = dtype_of(cx, where + ".dtype", str(cx, t, where, "dtype", true));
+    td.layout = str(cx, t, where, "layout", false, td.shape.size() == 2 ? "row_major" : "contiguous");
+    if (td.layout != "contiguous" && td.layout != "row_major")
+      cx.fail(where + ".layout", fmt::format("\"{}\": expected \"contiguous\" or \"row_major\" (strided views are refused)", td.layout));
+    if (td.layout == "row_major" && td.shape.size() != 2) cx.fail(where + ".layout", "row_major is for 2-D tensors");
+    td.description = str(cx, t, where, "description", false, fmt::format("{}, [{}]", role, fmt::join(td.shape, ", ")));
+    td.aliases = str(cx, t, where, "aliases", false);
+    if (td.role == Role::input) {
+      if (!td.aliases.empty()) cx.fail(where + ".aliases", "only an output may alias an input");
+      if (t.get("error")) cx.fail(where + ".error", "an input has no error model (outputs do)");
+      if (const toml::node* vn = t.get("values")) read_values(cx, table_at(cx, vn, where + ".values"), where + ".values", td.values, s);
+    } else {
+      if (t.get("values")) cx.fail(where + ".values", "an output has no generated values (inputs do)");
+      if (const toml::node* en = t.get("error")) td.error = read_error(cx, table_at(cx, en, where + ".error"), where + ".error", s);
+      else if (!td.dtype || !is_int(*td.dtype)) cx.fail(where + ".error", "missing: a floating output needs its error model (exact, ulps, allclose or reduction)");
+    }
+    s.tensors.push_back(td);
+  }
+  std::vector<std::string> tensor_names;
+  for (const auto& t : s.tensors) tensor_names.push_back(t.name);
+  if (std::none_of(s.tensors.begin(), s.tensors.end(), [](const TensorDef& t) { return t.role == Role::input; }))
+    cx.fail("tensors", "no input tensor is declared");
+  if (std::none_of(s.tensors.begin(), s.tensors.end(), [](const TensorDef& t) { return t.role == Role::output; }))
+    cx.fail("tensors", "no output tensor is declared");
+  int aliased = 0;
+  for (const auto& t : s.tensors) {
+    if (t.aliases.empty()) continue;
+    const TensorDef* in = s.tensor(t.aliases);
+    if (!in || in->role != Role::input)
+      cx.fail("tensors." + t.name + ".aliases", fmt::format("\"{}\" is not an input tensor (known: {})", t.aliases, fmt::join(tensor_names, ", ")));
+    if (in->shape != t.shape) cx.fail("tensors." + t.name + ".aliases", fmt::format("\"{}\" has another shape", t.aliases));
+    if (++aliased > 1) cx.fail("tensors." + t.name + ".aliases", "only one output may alias an input");
+  }
+
+  // ---- dtype rows ----
+  const toml::table& dt = table_at(cx, root.get("dtypes"), "dtypes");
+  check_keys(cx, dt, "dtypes", {"rows", "all"});
+  std::vector<std::string> free;
+  for (const auto& t : s.tensors)
+    if (!t.dtype) free.push_back(t.name);
+  if (dt.get("rows") && dt.get("all")) cx.fail("dtypes", "give either rows or all, not both");
+  if (const toml::node* all = dt.get("all")) {
+    const auto* arr = all->as_array();
+    if (!arr || arr->empty()) cx.fail("dtypes.all", "expected a non-empty array of dtypes");
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      const std::string key = fmt::format("dtypes.all[{}]", i);
+      if (!arr->get(i)->is_string()) cx.fail(key, fmt::format("expected a dtype, got {}", text_of(*arr->get(i))));
+      DType d = dtype_of(cx, key, std::string(*arr->get(i)->value<std::string>()));
+      std::map<std::string, DType> row;
+      for (const auto& n : free) row[n] = d;
+      s.rows.push_back({d, row});
+    }
+  } else if (const toml::node* rows = dt.get("rows")) {
+    const auto* arr = rows->as_array();
+    if (!arr || arr->empty()) cx.fail("dtypes.rows", "expected a non-empty array of tables {tensor = dtype, ...}");
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      const std::string key = fmt::format("dtypes.rows[{}]", i);
+      const auto* rt = arr->get(i)->as_table();
+      if (!rt) cx.fail(key, fmt::format("expected a table {{tensor = dtype, ...}}, got {}", text_of(*arr->get(i))));
+      std::map<std::string, DType> row;
+      for (const auto& [tk, tv] : *rt) {
+        const std::string tn(tk.str());
+        const TensorDef* td = s.tensor(tn);
+        if (!td) cx.fail(key + "." + tn, fmt::format("unknown tensor \"{}\" (known: {})", tn, fmt::join(tensor_names, ", ")));
+        if (td->dtype) cx.fail(key + "." + tn, fmt::format("tensor \"{}\" has a fixed dtype ({})", tn, to_string(*td->dtype)));
+        if (!tv.is_string()) cx.fail(key + "." + tn, fmt::format("expected a dtype, got {}", text_of(tv)));
+        row[tn] = dtype_of(cx, key + "." + tn, std::string(*tv.value<std::string>()));
+      }
+      for (const auto& n : free)
+        if (!row.count(n)) cx.fail(key, fmt::format("tensor \"{}\" has no dtype in this row", n));
+      s.rows.push_back({free.empty() ? DType::f32 : row.at(free.front()), row});
+    }
+  } else {
+    cx.fail("dtypes", "missing: rows = [{tensor = dtype, ...}] or all = [dtypes]");
+  }
+  if (free.empty() && s.rows.size() > 1) cx.fail("dtypes", "every tensor has a fixed dtype: give one row");
+  {
+    std::set<DType> keys;
+    for (std::size_t i = 0; i < s.rows.size(); ++i)
+      if (!keys.insert(s.rows[i].first).second)
+        cx.fail(fmt::format("dtypes.rows[{}]", i), fmt::format("a second row with {} = {}: rows are named by the dtype of "
+                                                              "the first tensor without a fixed dtype ('{}'), so it must differ",
+                                                              free.front(), to_string(s.rows[i].first), free.front()));
+  }
+  for (const auto& t : s.tensors) {
+    if (t.role != Role::output) continue;
+    for (const auto& [key, row] : s.rows) {
+      const DType d = t.dtype ? *t.dtype : row.at(t.name);
+      if (is_int(d) && t.error.kind != ErrorModel::exact)
+        cx.fail("tensors." + t.name + ".error.model", fmt::format("an integer output ({}) is compared exactly: never cast to float", to_string(d)));
+      if (!t.aliases.empty()) {
+        const TensorDef* in = s.tensor(t.aliases);
+        const DType di = in->dtype ? *in->dtype : row.at(in->name);
+        if (di != d) cx.fail("tensors." + t.name + ".aliases", fmt::format("\"{}\" is {} where \"{}\" is {}", in->name, to_string(di), t.name, to_string(d)));
+      }
+    }
+  }
+
+  // ---- constraints, from the axes' claims and the file ----
+  for (const auto& a : s.axes) {
+    if (a.kind != Axis::variable) continue;
+    if (a.multiple_of > 1)
+      s.constraints.push_back({Expr::parse(fmt::format("{} % {} == 0", a.name, a.multiple_of)),
+                               fmt::format("{} must be a multiple of {}", a.name, a.multiple_of)});
+    if (a.power_of_two) s.constraints.push_back({Expr::parse(fmt::format("is_pow2({})", a.name)), fmt::format("{} must be a power of two", a.name)});
+  }
+  for (const auto& a : s.axes)
+    if (a.kind != Axis::variable)
+      s.constraints.push_back({Expr::parse(fmt::format("{} >= 1", a.name)), fmt::format("{} (= {}) must be at least 1", a.name, a.expr.text())});
+  if (const toml::node* cn = root.get("constraints")) {
+    const auto* arr = cn->as_array();
+    if (!arr) cx.fail("constraints", "expected [[constraints]] tables");
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      const std::string where = fmt::format("constraints[{}]", i);
+      const toml::table& t = table_at(cx, arr->get(i), where);
+      check_keys(cx, t, where, {"expr", "reason"});
+      if (!t.get("expr")) cx.fail(where + ".expr", "missing (required)");
+      Constraint k;
+      k.expr = expr_of(cx, where + ".expr", *t.get("expr"), known);
+      k.reason = str(cx, t, where, "reason", false, "constraint " + k.expr.text());
+      s.constraints.push_back(k);
+    }
+  }
+
+  // ---- families: base (each input's values) first, then the declared ones over it ----
+  Family base;
+  base.name = "base";
+  base.small_only = false;
+  for (const auto& t : s.tensors)
+    if (t.role == Role::input) base.values[t.name] = t.values;
+  s.families.push_back(base);
+  if (const toml::node* fn = root.get("families")) {
+    for (const auto& [k, v] : table_at(cx, fn, "families")) {
+      const std::string where = "families." + std::string(k.str());
+      const toml::table& t = table_at(cx, &v, where);
+      Family f = base;
+      f.name = std::string(k.str());
+      if (f.name == "base") cx.fail(where, "\"base\" is the family of each input's own values; name this one otherwise");
+      f.small_only = boolean(cx, t, where, "small_only", true);
+      for (const auto& [tk, tv] : t) {
+        const std::string tn(tk.str());
+        if (tn == "small_only") continue;
+        const TensorDef* td = s.tensor(tn);
+        if (!td || td->role != Role::input)
+          cx.fail(where + "." + tn, fmt::format("\"{}\" is not an input tensor (or the key small_only)", tn));
+        read_values(cx, table_at(cx, &tv, where + "." + tn), where + "." + tn, f.values[tn], s);
+      }
+      s.families.push_back(f);
+    }
+  }
+
+  // ---- cost ----
+  std::set<std::string> cost_names = known;
+  for (const auto& t : s.tensors) cost_names.insert("size_" + t.name);
+  const toml::table& cost = table_at(cx, root.get("cost"), "cost");
+  check_keys(cx, cost, "cost", {"flops", "bytes", "ceiling"});
+  if (!cost.get("flops")) cx.fail("cost.flops", "missing (required): floating-point operations as a formula over the axes");
+  s.flops = expr_of(cx, "cost.flops", *cost.get("flops"), cost_names);
+  if (const toml::node* b = cost.get("bytes")) s.bytes = expr_of(cx, "cost.bytes", *b, cost_names);
+  s.ceiling = str(cx, cost, "cost", "ceiling", false, "bandwidth");
+  if (s.ceiling != "bandwidth" && s.ceiling != "fma") cx.fail("cost.ceiling", fmt::format("\"{}\": expected bandwidth or fma", s.ceiling));
+
+  // ---- bench ----
+  if (const toml::node* bn = root.get("bench")) {
+    const toml::table& b = table_at(cx, bn, "bench");
+    check_keys(cx, b, "bench", {"shapes", "family"});
+    if (const toml::node* sh = b.get("shapes")) {
+      const auto* arr = sh->as_array();
+      if (!arr) cx.fail("bench.shapes", "expected an array of \"axis=value,...\" strings");
+      for (std::size_t i = 0; i < arr->size(); ++i) {
+        const std::string key = fmt::format("bench.shapes[{}]", i);
+        if (!arr->get(i)->is_string()) cx.fail(key, fmt::format("expected a string, got {}", text_of(*arr->get(i))));
+        Dims d = parse_dims_text(cx, key, std::string(*arr->get(i)->value<std::string>()), s);
+        Dims all;
+        try {
+          all = s.complete(d);
+        } catch (const Error& e) {
+          cx.fail(key, e.what());
+        }
+        if (auto why = s.violated(all); !why.empty()) cx.fail(key, why);
+        s.bench_shapes.push_back(d);
+      }
+    }
+    s.bench_family = str(cx, b, "bench", "family", false, "base");
+    if (std::none_of(s.families.begin(), s.families.end(), [&](const Family& f) { return f.name == s.bench_family; }))
+      cx.fail("bench.family", fmt::format("unknown family \"{}\"", s.bench_family));
+  }
+  if (s.bench_shapes.empty()) {
+    Dims d;
+    for (const auto& a : s.axes)
+      if (a.kind == Axis::variable) d[a.name] = a.large ? a.large : a.base;
+    s.bench_shapes.push_back(d);
+  }
+
+  // ---- reference ----
+  const toml::table& ref = table_at(cx, root.get("reference"), "reference");
+  check_keys(cx, ref, "reference", {"python", "function", "kind"});
+  const std::string py = str(cx, ref, "reference", "python", true);
+  s.reference.file = fs::path(py).is_absolute() ? fs::path(py) : s.dir / py;
+  if (!fs::is_regular_file(s.reference.file))
+    cx.fail("reference.python", fmt::format("\"{}\": no such file ({})", py, s.reference.file.string()));
+  s.reference.function = str(cx, ref, "reference", "function", true);
+  s.reference.kind = str(cx, ref, "reference", "kind", false, "numpy");
+  if (s.reference.kind != "numpy" && s.reference.kind != "torch")
+    cx.fail("reference.kind", fmt::format("\"{}\": expected \"numpy\" or \"torch\"", s.reference.kind));
+  return s;
+}
+
+}  // namespace kqual::contract::declared

@@ -1,0 +1,121 @@
+#pragma once
+// The parsed form of a contract.toml (docs/declared-contracts.md), shared by the parser
+// (declared_spec.cpp), the value generator (declared_values.cpp), the contract itself
+// (declared.cpp) and the reference process (python_reference.cpp).
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kqual/contract/contract.hpp"
+#include "kqual/core/expr.hpp"
+
+namespace kqual::contract::declared {
+
+struct Axis {
+  enum Kind { variable, constant, derived } kind = variable;
+  std::string name;
+  std::int64_t min = 1, max = (std::int64_t(1) << 31) - 1;  // variable: the claimed range
+  std::vector<std::int64_t> hints;  // tile widths: t-1, t, t+1 are generated
+  std::int64_t base = 0;            // the value other axes' cases hold this one at
+  std::int64_t large = 0;           // the value in the large case (0: base)
+  std::int64_t multiple_of = 1;
+  bool power_of_two = false;
+  Expr expr;                        // derived: over other axes; constant: its value
+};
+
+struct Scalar {
+  std::string name;
+  DType dtype = DType::f32;  // f32, f64, i32, i64
+  double value = 0;
+};
+
+// How one input's values are drawn (a `values` table; families override keys of it).
+struct Values {
+  std::string dist = "normal";  // normal, uniform, constant, int, indices, offsets, softmax_rows, mask
+  double mean = 0, std = 1, lo = -1, hi = 1, value = 0, p = 0.5, scale = 1;
+  std::string axis;             // indices: values in [0, axis); offsets: monotone, 0 .. axis
+  bool unique = false;          // indices: no repeats within a row
+  double specials = 0;          // share of elements set to NaN, +Inf, -Inf or -0
+  double denormals = 0;         // share set to subnormals of the tensor's dtype
+  double extremes = 0;          // share set to +-[0.5, 1) x the dtype's largest finite value
+};
+
+struct ErrorModel {
+  enum Kind { exact, ulp, allclose, reduction } kind = exact;
+  double ulps = 0, atol = 0, rtol = 0, c = 0;
+  double match_ratio = 1, cap = 0;  // allclose: a share (1 - match_ratio) may exceed the bound, none the cap
+  std::string axis;                 // reduction: K
+  std::string magnitude = "abs_inputs";  // reduction: abs_inputs (reference on |inputs|) or reference (|ref|)
+  std::optional<DType> eps_dtype;   // reduction: eps of this dtype (default: the output's)
+  enum Nan { propagate, finite, same_class } nan = propagate;
+};
+
+struct TensorDef {
+  std::string name;
+  Role role = Role::input;
+  std::vector<std::string> shape;
+  std::optional<DType> dtype;  // fixed (indices, scales); else from the dtype row
+  std::string layout = "contiguous";
+  std::string aliases;         // output: the input it may overwrite (in place)
+  std::string description;
+  Values values;               // inputs
+  ErrorModel error;            // outputs
+};
+
+struct Family {
+  std::string name;
+  std::map<std::string, Values> values;  // per input, complete (base merged with the overrides)
+  bool small_only = true;                // run on small shapes only (false: every shape)
+};
+
+struct Constraint {
+  Expr expr;
+  std::string reason;
+};
+
+struct Reference {
+  std::filesystem::path file;   // a .py file
+  std::string function;
+  std::string kind = "numpy";   // numpy or torch
+};
+
+struct Spec {
+  std::filesystem::path file, dir;
+  std::string name, summary, policy;
+  std::vector<Axis> axes;
+  std::vector<Scalar> scalars;
+  std::vector<TensorDef> tensors;
+  // Dtype rows: each maps every tensor without a fixed dtype to one; the row's key is the dtype of
+  // the first such tensor (the case dtype), unique across rows.
+  std::vector<std::pair<DType, std::map<std::string, DType>>> rows;
+  std::vector<Constraint> constraints;
+  std::vector<Family> families;  // families[0] is "base"
+  std::optional<Expr> bytes;
+  Expr flops;
+  std::string ceiling = "bandwidth";
+  std::vector<Dims> bench_shapes;
+  std::string bench_family = "base";
+  std::int64_t max_case_elements = std::int64_t(1) << 24;  // the largest tensor of a CPU-referenced case
+  bool deterministic = true;
+  Reference reference;
+
+  const TensorDef* tensor(const std::string& n) const;
+  const Axis* axis(const std::string& n) const;
+  // Every axis by value, derived and constant ones computed from the variable ones.
+  Dims complete(const Dims& variable) const;
+  // The first failing constraint's reason ("" when every constraint holds).
+  std::string violated(const Dims& all) const;
+};
+
+// Parse and validate; throws Error(input) "<file>: <key>: <what>".
+Spec parse_spec(const std::string& toml_text, const std::filesystem::path& file);
+
+// Inputs for one case (values stored at the tensor's dtype); declared_values.cpp.
+std::vector<Tensor> generate_inputs(const Spec& s, const CaseSpec& spec, const Dims& dims,
+                                    const std::map<std::string, DType>& dtypes, const std::string& only_tensor = "",
+                                    std::uint64_t other_seed = 0);
+
+}  // namespace kqual::contract::declared

@@ -1,0 +1,329 @@
+// The reference process of a declared contract (python_reference.hpp). The driver below is the
+// only Python kqual runs: it imports the contract's reference file, then answers one JSON line per
+// case. A reference that raises, returns the wrong shape or dtype, or cannot be imported is a
+// contract error naming the file and the case, never a candidate failure.
+#include "python_reference.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <numeric>
+
+#include "kqual/contract/compare.hpp"
+#include "kqual/contract/declared.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/json.hpp"
+#include "kqual/core/process.hpp"
+
+namespace kqual::contract::declared {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kDriver = R"PY(
+import sys, json, inspect, importlib.util, traceback
+def reply(o):
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+def failure(e):
+    return {"ok": False, "error": "".join(traceback.format_exception_only(type(e), e)).strip(),
+            "trace": traceback.format_exc(limit=6)}
+cfg = json.loads(sys.argv[1])
+torch = None
+try:
+    import numpy as np
+    if cfg["kind"] == "torch":
+        import torch
+    spec = importlib.util.spec_from_file_location("kqual_contract_reference", cfg["file"])
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    fn = getattr(mod, cfg["function"], None)
+    if fn is None or not callable(fn):
+        raise AttributeError("%s defines no function '%s'" % (cfg["file"], cfg["function"]))
+    params = inspect.signature(fn).parameters
+    var_kw = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    reply({"ok": True, "numpy": np.__version__, "torch": torch.__version__ if torch else None})
+except BaseException as e:
+    reply(failure(e)); sys.exit(0)
+for line in sys.stdin:
+    r = json.loads(line)
+    try:
+        kw = {}
+        for name, t in r["inputs"].items():
+            a = np.fromfile(t["file"], dtype=np.int64 if t["int"] else np.float64).reshape(t["shape"])
+            if r["abs"]:
+                a = np.abs(a)
+            kw[name] = torch.from_numpy(a) if torch is not None else a
+        kw.update(r["scalars"])
+        kw.update(r["axes"])
+        if not var_kw:
+            missing = [p for p, v in params.items() if p not in kw and v.default is inspect.Parameter.empty
+                       and v.kind not in (v.VAR_POSITIONAL,)]
+            if missing:
+                raise TypeError("parameter(s) %s are neither an input, a scalar nor an axis (known: %s)"
+                                % (", ".join(missing), ", ".join(sorted(kw))))
+            kw = {k: v for k, v in kw.items() if k in params}
+        with np.errstate(all="ignore"):
+            out = fn(**kw)
+        names = [o["name"] for o in r["outputs"]]
+        if isinstance(out, dict):
+            extra = [k for k in out if k not in names]
+            lost = [k for k in names if k not in out]
+            if extra or lost:
+                raise ValueError("returned outputs %s, expected %s" % (sorted(out), names))
+            outs = out
+        elif isinstance(out, (tuple, list)) and len(names) > 1:
+            if len(out) != len(names):
+                raise ValueError("returned %d outputs, expected %d (%s)" % (len(out), len(names), ", ".join(names)))
+            outs = dict(zip(names, out))
+        else:
+            if len(names) != 1:
+                raise ValueError("returned one value, expected %d outputs (%s): return a dict" % (len(names), ", ".join(names)))
+            outs = {names[0]: out}
+        for o in r["outputs"]:
+            v = outs[o["name"]]
+            if torch is not None and isinstance(v, torch.Tensor):
+                v = v.detach().cpu().numpy()
+            v = np.asarray(v)
+            if tuple(v.shape) != tuple(o["shape"]):
+                raise ValueError("output '%s' has shape %s, expected %s" % (o["name"], tuple(v.shape), tuple(o["shape"])))
+            if v.dtype.kind not in "fiub":
+                raise TypeError("output '%s' has dtype %s, expected numbers" % (o["name"], v.dtype))
+            if o["int"]:
+                if v.dtype.kind == "f":
+                    bad = ~np.isfinite(v) | (v != np.round(v))
+                    if bad.any():
+                        i = int(np.flatnonzero(bad.ravel())[0])
+                        raise ValueError("integer output '%s' has the non-integral value %r at element %d" % (o["name"], float(v.ravel()[i]), i))
+                np.ascontiguousarray(v, dtype=np.int64).tofile(o["file"])
+            else:
+                np.ascontiguousarray(v, dtype=np.float64).tofile(o["file"])
+        reply({"ok": True})
+    except BaseException as e:
+        reply(failure(e))
+)PY";
+
+bool is_int(DType t) { return t == DType::i32 || t == DType::i64 || t == DType::u32; }
+
+std::string which(const std::string& exe) {
+  if (exe.find('/') != std::string::npos) return exe;
+  const char* path = std::getenv("PATH");
+  std::string p = path ? path : "/usr/bin:/bin";
+  std::size_t b = 0;
+  while (b <= p.size()) {
+    std::size_t e = p.find(':', b);
+    if (e == std::string::npos) e = p.size();
+    fs::path cand = fs::path(p.substr(b, e - b)) / exe;
+    if (access(cand.c_str(), X_OK) == 0) return cand.string();
+    b = e + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
+PythonReference::~PythonReference() { stop(); }
+
+void PythonReference::fail(const std::string& case_id, const std::string& why) const {
+  throw_error(ErrorKind::input, fmt::format("contract {}: reference {}:{}{}: {}", s_.file.string(), s_.reference.file.string(),
+                                            s_.reference.function, case_id.empty() ? "" : " on case " + case_id, why));
+}
+
+void PythonReference::stop() {
+  if (to_child_ >= 0) close(to_child_);
+  if (from_child_ >= 0) close(from_child_);
+  to_child_ = from_child_ = -1;
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    int st = 0;
+    waitpid(pid_, &st, 0);
+  }
+  pid_ = -1;
+}
+
+void PythonReference::start() {
+  const std::string py = reference_python();
+  signal(SIGPIPE, SIG_IGN);  // a reference process that died is reported by the write's error, not by a signal
+  dir_ = std::make_unique<ScratchDir>("kqual-ref");
+  json cfg{{"file", s_.reference.file.string()}, {"function", s_.reference.function}, {"kind", s_.reference.kind}};
+  const std::string cfg_text = cfg.dump();
+  std::vector<std::string> args = {py, "-c", kDriver, cfg_text};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string err_file = (dir_->path() / "stderr.txt").string();
+  int in_pipe[2], out_pipe[2];
+  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0)
+    throw_error(ErrorKind::io, std::string("pipe: ") + std::strerror(errno));
+  const pid_t pid = fork();
+  if (pid < 0) throw_error(ErrorKind::io, std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    dup2(in_pipe[0], STDIN_FILENO);
+    dup2(out_pipe[1], STDOUT_FILENO);
+    int ef = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (ef >= 0) dup2(ef, STDERR_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  pid_ = pid;
+  to_child_ = in_pipe[1];
+  from_child_ = out_pipe[0];
+  const std::string hello = call("", "");
+  json h = json::parse(hello, nullptr, false);
+  if (h.is_discarded() || !h.value("ok", false)) {
+    const std::string why = h.is_discarded() ? hello : h.value("error", std::string("?"));
+    stop();
+    fail("", fmt::format("cannot be imported with {}: {}", py, why));
+  }
+}
+
+std::string PythonReference::call(const std::string& line, const std::string& case_id) {
+  if (!line.empty()) {
+    std::string l = line + "\n";
+    std::size_t off = 0;
+    while (off < l.size()) {
+      ssize_t w = write(to_child_, l.data() + off, l.size() - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        stop();
+        fail(case_id, "the reference process exited (its stderr: " + (dir_ ? read_text_file(dir_->path() / "stderr.txt") : "") + ")");
+      }
+      off += std::size_t(w);
+    }
+  }
+  // One reply line, within the reference's time limit [s] (a 2^24-element case takes ~1 s).
+  const int limit_ms = 600'000;
+  for (;;) {
+    if (auto nl = pending_.find('\n'); nl != std::string::npos) {
+      std::string reply = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      return reply;
+    }
+    pollfd p{from_child_, POLLIN, 0};
+    int r = poll(&p, 1, limit_ms);
+    if (r == 0) {
+      stop();
+      fail(case_id, fmt::format("no answer in {} s", limit_ms / 1000));
+    }
+    if (r < 0 && errno == EINTR) continue;
+    char buf[65536];
+    ssize_t n = read(from_child_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::string err;
+      try {
+        err = read_text_file(dir_->path() / "stderr.txt");
+      } catch (const Error&) {
+      }
+      stop();
+      fail(case_id, "the reference process exited" + (err.empty() ? std::string() : ": " + err.substr(0, 2000)));
+    }
+    pending_.append(buf, std::size_t(n));
+  }
+}
+
+std::map<std::string, RefOutput> PythonReference::evaluate(const std::vector<Tensor>& inputs, const Dims& dims, bool abs_inputs,
+                                                          const std::string& case_id,
+                                                          const std::map<std::string, DType>& dtypes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pid_ < 0) start();
+  const std::uint64_t k = calls_++;
+  json req{{"abs", abs_inputs}, {"inputs", json::object()}, {"scalars", json::object()}, {"axes", json::object()},
+           {"outputs", json::array()}};
+  std::vector<fs::path> files;
+  for (const auto& t : inputs) {
+    const TensorDef* td = s_.tensor(t.name);
+    json shape = json::array();
+    for (const auto& a : td->shape) shape.push_back(dims.at(a));
+    const fs::path f = dir_->path() / fmt::format("in{}_{}.bin", k % 2, t.name);
+    const std::size_t n = std::size_t(t.elements);
+    MappedFile m = MappedFile::create(f, n * 8);
+    if (is_int(t.dtype)) {
+      auto* p = reinterpret_cast<std::int64_t*>(m.data());
+      parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
+        for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) p[i] = std::int64_t(element_as_double(t.dtype, t.bytes.data(), i));
+      });
+      if (t.dtype == DType::i64)  // exact beyond 2^53
+        std::memcpy(p, t.bytes.data(), n * 8);
+    } else {
+      auto* p = reinterpret_cast<double*>(m.data());
+      parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
+        for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) p[i] = element_as_double(t.dtype, t.bytes.data(), i);
+      });
+    }
+    req["inputs"][t.name] = {{"file", f.string()}, {"int", is_int(t.dtype)}, {"shape", shape}};
+  }
+  for (const auto& sc : s_.scalars) {
+    if (is_int(sc.dtype)) req["scalars"][sc.name] = std::int64_t(sc.value);
+    else if (sc.dtype == DType::f32) req["scalars"][sc.name] = double(float(sc.value));  // the value the kernel gets
+    else req["scalars"][sc.name] = sc.value;
+  }
+  for (const auto& [n, v] : dims) req["axes"][n] = v;
+  for (const auto& td : s_.tensors) {
+    if (td.role != Role::output) continue;
+    json shape = json::array();
+    for (const auto& a : td.shape) shape.push_back(dims.at(a));
+    const fs::path f = dir_->path() / fmt::format("out_{}.bin", td.name);
+    files.push_back(f);
+    req["outputs"].push_back({{"name", td.name}, {"file", f.string()}, {"shape", shape}, {"int", is_int(dtypes.at(td.name))}});
+  }
+  const std::string reply = call(req.dump(), case_id);
+  json r = json::parse(reply, nullptr, false);
+  if (r.is_discarded()) fail(case_id, "unreadable answer: " + reply.substr(0, 500));
+  if (!r.value("ok", false)) fail(case_id, r.value("error", std::string("?")) + "\n" + r.value("trace", std::string()));
+  std::map<std::string, RefOutput> out;
+  std::size_t fi = 0;
+  for (const auto& td : s_.tensors) {
+    if (td.role != Role::output) continue;
+    std::size_t n = 1;
+    for (const auto& a : td.shape) n *= std::size_t(dims.at(a));
+    MappedFile m = MappedFile::open_read(files[fi++]);
+    if (m.size() != n * 8) fail(case_id, fmt::format("output '{}': {} bytes written, expected {}", td.name, m.size(), n * 8));
+    RefOutput& o = out[td.name];
+    if (is_int(dtypes.at(td.name))) {
+      o.i.resize(n);
+      std::memcpy(o.i.data(), m.data(), n * 8);
+    } else {
+      o.f.resize(n);
+      std::memcpy(o.f.data(), m.data(), n * 8);
+    }
+  }
+  for (const auto& f : files) fs::remove(f);
+  return out;
+}
+
+}  // namespace kqual::contract::declared
+
+namespace kqual::contract {
+
+std::string reference_python() {
+  static std::mutex mu;
+  static std::string chosen;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!chosen.empty()) return chosen;
+  std::vector<std::string> tries;
+  if (const char* e = std::getenv("KQUAL_PYTHON"); e && *e) tries.push_back(e);
+  else tries = {"python3", "/usr/bin/python3"};
+  std::vector<std::string> tried;
+  for (const auto& t : tries) {
+    const std::string exe = declared::which(t);
+    if (exe.empty()) {
+      tried.push_back(t + " (not found)");
+      continue;
+    }
+    ProcessResult r = run_process(exe, {"-c", "import numpy"}, {}, {}, 60);
+    if (r.exited && r.exit_code == 0) return chosen = exe;
+    tried.push_back(exe + " (no NumPy)");
+  }
+  throw_error(ErrorKind::input, fmt::format("declared contracts need Python 3 with NumPy for their reference (tried {}; "
+                                            "install python3-numpy, or set KQUAL_PYTHON)", fmt::join(tried, ", ")));
+}
+
+}  // namespace kqual::contract
