@@ -6,6 +6,7 @@ import numpy as np
 
 
 def residual_add_relu(x, r):
-    s = x + r
-    out = np.where(s > 0, s, 0.0)
-    return np.where(np.isnan(s), s, out)
+    s = np.add(x, r, out=x)          # x is this call's own copy
+    np.maximum(s, 0.0, out=s)        # NaN propagates; -Inf -> 0; -0 -> +-0 ...
+    s += 0.0                         # ... and -0 + 0 = +0
+    return s

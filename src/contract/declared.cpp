@@ -150,7 +150,7 @@ class DeclaredContract final : public Contract {
   }
   void build_domain();
   void check_nontrivial() const;
-  std::vector<Tensor> expected_from(const CaseData& data, const std::map<std::string, RefOutput>& ref,
+  std::vector<Tensor> expected_from(const CaseData& data, std::map<std::string, RefOutput> ref,
                                     const std::map<std::string, RefOutput>* magnitude) const;
 
   Spec s_;
@@ -213,8 +213,18 @@ void DeclaredContract::build_domain() {
     for (std::int64_t v = 1; v <= 64 && !d_.constraint_example; ++v) {
       Dims g = base;
       g[a.name] = v;
-      Dims c = s_.complete(g);
-      if (!d_.constraint(c).empty()) d_.constraint_example = c;
+      Dims c;
+      try {
+        c = s_.complete(g);
+      } catch (const Error&) {
+        continue;
+      }
+      // Only a request that nothing before the constraint check refuses (a derived axis at 0 is "empty").
+      const bool in_range = std::all_of(c.begin(), c.end(), [&](const auto& kv) {
+        const Axis* ax = s_.axis(kv.first);
+        return kv.second >= 1 && (!ax || ax->kind != Axis::variable || kv.second <= ax->max);
+      });
+      if (in_range && !d_.constraint(c).empty()) d_.constraint_example = c;
     }
   }
   if (!d_.constraint_example)
@@ -301,7 +311,7 @@ std::vector<CaseSpec> DeclaredContract::correctness_cases(const Supports& cand, 
   return cases;
 }
 
-std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, const std::map<std::string, RefOutput>& ref,
+std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::map<std::string, RefOutput> ref,
                                                     const std::map<std::string, RefOutput>* magnitude) const {
   std::vector<Tensor> out;
   for (const auto& td : s_.tensors) {
@@ -312,7 +322,7 @@ std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, const 
     e.elements = tensor_elements(td.name, data.dims);
     const std::size_t n = std::size_t(e.elements);
     e.bytes.resize(n * dtype_size(e.dtype));
-    const RefOutput& r = ref.at(td.name);
+    RefOutput& r = ref.at(td.name);
     if (is_int(e.dtype)) {
       for (std::size_t i = 0; i < n; ++i) {
         const std::int64_t v = r.i[i];
@@ -332,34 +342,38 @@ std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, const 
           throw_error(ErrorKind::input, fmt::format("contract {}: reference output '{}' on case {} is {} at element {}, and its policy "
                                                     "(nan = \"finite\") forbids it: a contract error, not a candidate failure",
                                                     s_.file.string(), td.name, data.spec.id, r.f[i], i));
+    const bool bounded = m.kind != ErrorModel::exact;
+    if (bounded) e.bound.resize(n);
+    const double u_out = unit_roundoff(e.dtype);
+    const double k = m.kind == ErrorModel::reduction ? double(data.dims.at(m.axis)) : 0;
+    const double eps = m.kind == ErrorModel::reduction ? 2 * unit_roundoff(m.eps_dtype.value_or(e.dtype)) : 0;
+    const std::vector<double>* mag = magnitude ? &magnitude->at(td.name).f : nullptr;
+    // One pass: the reference rounded to the output dtype, and the bound of the element.
     parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
-      for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) store_element(e.dtype, e.bytes.data(), i, r.f[i]);
-    });
-    if (m.kind != ErrorModel::exact) {
-      e.ref = r.f;
-      e.bound.resize(n);
-      const double u_out = unit_roundoff(e.dtype);
-      const double k = m.kind == ErrorModel::reduction ? double(data.dims.at(m.axis)) : 0;
-      const double eps = m.kind == ErrorModel::reduction ? 2 * unit_roundoff(m.eps_dtype.value_or(e.dtype)) : 0;
-      const std::vector<double>* mag = magnitude ? &magnitude->at(td.name).f : nullptr;
-      parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
-        for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) {
-          const double a = std::fabs(r.f[i]);
-          double b = 0;
-          switch (m.kind) {
-            case ErrorModel::ulp: b = m.ulps * ulp_at(e.dtype, r.f[i]); break;
-            case ErrorModel::allclose: b = m.atol + m.rtol * a + u_out * a; break;
-            case ErrorModel::reduction: {
-              const double g = m.magnitude == "reference" || !mag ? a : std::fabs((*mag)[i]);
-              b = m.c * eps * k * g + m.atol + u_out * a;
-              break;
-            }
-            case ErrorModel::exact: break;
-          }
-          e.bound[i] = b;
+      for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) {
+        if (e.dtype == DType::f32) {
+          const float v = float(r.f[i]);
+          std::memcpy(e.bytes.data() + 4 * i, &v, 4);
+        } else {
+          store_element(e.dtype, e.bytes.data(), i, r.f[i]);
         }
-      });
-    }
+        if (!bounded) continue;
+        const double a = std::fabs(r.f[i]);
+        double b = 0;
+        switch (m.kind) {
+          case ErrorModel::ulp: b = m.ulps * ulp_at(e.dtype, r.f[i]); break;
+          case ErrorModel::allclose: b = m.atol + m.rtol * a + u_out * a; break;
+          case ErrorModel::reduction: {
+            const double g = m.magnitude == "reference" || !mag ? a : std::fabs((*mag)[i]);
+            b = m.c * eps * k * g + m.atol + u_out * a;
+            break;
+          }
+          case ErrorModel::exact: break;
+        }
+        e.bound[i] = b;
+      }
+    });
+    if (bounded) e.ref = std::move(r.f);
     out.push_back(std::move(e));
   }
   return out;
@@ -414,13 +428,13 @@ void DeclaredContract::check_nontrivial() const {
 std::vector<Tensor> DeclaredContract::reference(const CaseData& data) const {
   std::call_once(nontrivial_once_, [&] { check_nontrivial(); });
   const auto dt = row(data.spec.dtype);
-  const auto ref = py_.evaluate(data.inputs, data.dims, false, data.spec.id, dt);
+  auto ref = py_.evaluate(data.inputs, data.dims, false, data.spec.id, dt);
   bool need_abs = false;
   for (const auto& t : s_.tensors)
     need_abs |= t.role == Role::output && t.error.kind == ErrorModel::reduction && t.error.magnitude == "abs_inputs";
-  if (!need_abs) return expected_from(data, ref, nullptr);
+  if (!need_abs) return expected_from(data, std::move(ref), nullptr);
   const auto mag = py_.evaluate(data.inputs, data.dims, true, data.spec.id + " (|inputs|)", dt);
-  return expected_from(data, ref, &mag);
+  return expected_from(data, std::move(ref), &mag);
 }
 
 Comparison DeclaredContract::compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <numeric>
 
@@ -55,7 +56,10 @@ for line in sys.stdin:
     try:
         kw = {}
         for name, t in r["inputs"].items():
-            a = np.fromfile(t["file"], dtype=np.int64 if t["int"] else np.float64).reshape(t["shape"])
+            a = np.fromfile(t["file"], dtype={"f4": np.float32, "f8": np.float64, "i8": np.int64}[t["dtype"]])
+            if a.dtype == np.float32:
+                a = a.astype(np.float64)
+            a = a.reshape(t["shape"])
             if r["abs"]:
                 a = np.abs(a)
             kw[name] = torch.from_numpy(a) if torch is not None else a
@@ -234,6 +238,8 @@ std::map<std::string, RefOutput> PythonReference::evaluate(const std::vector<Ten
                                                           const std::map<std::string, DType>& dtypes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (pid_ < 0) start();
+  using clk = std::chrono::steady_clock;
+  const auto t0 = clk::now();
   const std::uint64_t k = calls_++;
   json req{{"abs", abs_inputs}, {"inputs", json::object()}, {"scalars", json::object()}, {"axes", json::object()},
            {"outputs", json::array()}};
@@ -244,21 +250,32 @@ std::map<std::string, RefOutput> PythonReference::evaluate(const std::vector<Ten
     for (const auto& a : td->shape) shape.push_back(dims.at(a));
     const fs::path f = dir_->path() / fmt::format("in{}_{}.bin", k % 2, t.name);
     const std::size_t n = std::size_t(t.elements);
-    MappedFile m = MappedFile::create(f, n * 8);
-    if (is_int(t.dtype)) {
-      auto* p = reinterpret_cast<std::int64_t*>(m.data());
+    // Each input in a storage NumPy reads directly, exactly: f32 and f64 as they are, bf16 widened to
+    // f32 (exact), integers as int64; the driver widens floats to float64.
+    std::string kind = "f8";
+    if (t.dtype == DType::f32 || t.dtype == DType::f64) {
+      write_file(f, t.bytes.data(), t.bytes.size());
+      kind = t.dtype == DType::f32 ? "f4" : "f8";
+    } else if (t.dtype == DType::bf16) {
+      MappedFile m = MappedFile::create(f, n * 4);
+      auto* p = reinterpret_cast<float*>(m.data());
       parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
-        for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) p[i] = std::int64_t(element_as_double(t.dtype, t.bytes.data(), i));
+        for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) p[i] = float(element_as_double(t.dtype, t.bytes.data(), i));
       });
-      if (t.dtype == DType::i64)  // exact beyond 2^53
-        std::memcpy(p, t.bytes.data(), n * 8);
+      kind = "f4";
     } else {
-      auto* p = reinterpret_cast<double*>(m.data());
-      parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
-        for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) p[i] = element_as_double(t.dtype, t.bytes.data(), i);
-      });
+      MappedFile m = MappedFile::create(f, n * 8);
+      auto* p = reinterpret_cast<std::int64_t*>(m.data());
+      if (t.dtype == DType::i64) {
+        std::memcpy(p, t.bytes.data(), n * 8);  // exact beyond 2^53
+      } else {
+        parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
+          for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) p[i] = std::int64_t(element_as_double(t.dtype, t.bytes.data(), i));
+        });
+      }
+      kind = "i8";
     }
-    req["inputs"][t.name] = {{"file", f.string()}, {"int", is_int(t.dtype)}, {"shape", shape}};
+    req["inputs"][t.name] = {{"file", f.string()}, {"dtype", kind}, {"int", is_int(t.dtype)}, {"shape", shape}};
   }
   for (const auto& sc : s_.scalars) {
     if (is_int(sc.dtype)) req["scalars"][sc.name] = std::int64_t(sc.value);
@@ -274,7 +291,9 @@ std::map<std::string, RefOutput> PythonReference::evaluate(const std::vector<Ten
     files.push_back(f);
     req["outputs"].push_back({{"name", td.name}, {"file", f.string()}, {"shape", shape}, {"int", is_int(dtypes.at(td.name))}});
   }
+  const auto t1 = clk::now();
   const std::string reply = call(req.dump(), case_id);
+  const auto t2 = clk::now();
   json r = json::parse(reply, nullptr, false);
   if (r.is_discarded()) fail(case_id, "unreadable answer: " + reply.substr(0, 500));
   if (!r.value("ok", false)) fail(case_id, r.value("error", std::string("?")) + "\n" + r.value("trace", std::string()));
@@ -284,18 +303,39 @@ std::map<std::string, RefOutput> PythonReference::evaluate(const std::vector<Ten
     if (td.role != Role::output) continue;
     std::size_t n = 1;
     for (const auto& a : td.shape) n *= std::size_t(dims.at(a));
-    MappedFile m = MappedFile::open_read(files[fi++]);
-    if (m.size() != n * 8) fail(case_id, fmt::format("output '{}': {} bytes written, expected {}", td.name, m.size(), n * 8));
+    // read() straight into the vector: no mapping of the file, one pass over the memory.
+    const fs::path& file = files[fi++];
+    const bool integer = is_int(dtypes.at(td.name));
     RefOutput& o = out[td.name];
-    if (is_int(dtypes.at(td.name))) {
+    void* dst = nullptr;
+    if (integer) {
       o.i.resize(n);
-      std::memcpy(o.i.data(), m.data(), n * 8);
+      dst = o.i.data();
     } else {
       o.f.resize(n);
-      std::memcpy(o.f.data(), m.data(), n * 8);
+      dst = o.f.data();
     }
+    const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(case_id, fmt::format("output '{}' was not written", td.name));
+    std::size_t got = 0;
+    while (got < n * 8) {
+      ssize_t r2 = read(fd, static_cast<char*>(dst) + got, n * 8 - got);
+      if (r2 < 0 && errno == EINTR) continue;
+      if (r2 <= 0) break;
+      got += std::size_t(r2);
+    }
+    char extra;
+    const bool longer = got == n * 8 && read(fd, &extra, 1) == 1;
+    close(fd);
+    if (got != n * 8 || longer)
+      fail(case_id, fmt::format("output '{}': {} bytes written, expected {}", td.name, longer ? "more than " + std::to_string(got) : std::to_string(got), n * 8));
   }
   for (const auto& f : files) fs::remove(f);
+  if (std::getenv("KQUAL_REFERENCE_TRACE")) {
+    auto ms = [](clk::time_point a, clk::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+    fmt::print(stderr, "reference {}: inputs written {:.0f} ms, Python {:.0f} ms, outputs read {:.0f} ms\n", case_id, ms(t0, t1),
+               ms(t1, t2), ms(t2, clk::now()));
+  }
   return out;
 }
 

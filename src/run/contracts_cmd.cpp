@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 
@@ -21,7 +22,50 @@ namespace {
 struct ContractsOptions {
   std::vector<std::filesystem::path> dirs;
   bool verify = false;
+  std::int64_t time_elements = 0;  // --time-reference
 };
+
+// One case of about `elements` elements in its largest tensor (the base shape, its first given
+// axis grown), timed: inputs generated, reference evaluated (in its process), expected outputs built.
+json time_reference(const contract::Contract& c, std::int64_t elements) {
+  contract::Supports wide;
+  wide.dtypes = c.dtypes();
+  wide.min_alignment_bytes = 1;
+  wide.max_n = contract::kUnlimited;
+  auto largest = [&](const contract::Dims& d) {
+    std::int64_t m = 0;
+    for (const auto& t : c.tensors()) m = std::max(m, c.tensor_elements(t.name, c.complete_dims(d)));
+    return m;
+  };
+  // From the largest regular case (a realistic shape, not a one-column matrix) of the base family.
+  const auto all = c.correctness_cases(wide, 1, false);
+  contract::CaseSpec cs = all.front();
+  for (const auto& k : all)
+    if (k.offset_elements == 0 && k.dtype == cs.dtype && largest(k.dims) > largest(cs.dims)) cs = k;
+  contract::Dims given;
+  for (const auto& n : c.given_dims()) given[n] = cs.dims.at(n);
+  // Grow the given axes, outermost first, until the largest tensor reaches the target.
+  for (const auto& n : c.given_dims()) {
+    const std::int64_t have = largest(given);
+    if (have >= elements) break;
+    given[n] = given[n] * ((elements + have - 1) / have);
+    while (largest(given) > elements && given[n] > 1) --given[n];
+    if (largest(given) < elements) ++given[n];
+    if (!c.validate(c.request(cs.dtype, c.complete_dims(given)), wide)) break;
+  }
+  cs.dims = c.complete_dims(given);
+  cs.family = "base";
+  cs.id = fmt::format("{}/{}/base (timing)", to_string(cs.dtype), contract::format_dims(cs.dims));
+  using clk = std::chrono::steady_clock;
+  auto ms = [](clk::time_point a, clk::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  (void)c.reference(c.make_case(c.correctness_cases(wide, 1, false).front()));  // the process started, the check done
+  const auto t0 = clk::now();
+  contract::CaseData d = c.make_case(cs);
+  const auto t1 = clk::now();
+  auto want = c.reference(d);
+  const auto t2 = clk::now();
+  return {{"case", cs.id}, {"elements", largest(given)}, {"generate_ms", ms(t0, t1)}, {"reference_ms", ms(t1, t2)}};
+}
 
 json describe(const contract::Contract& c, const std::string& kind) {
   json dtypes = json::array();
@@ -49,6 +93,7 @@ int run_contracts(const ContractsOptions& o, const GlobalOptions& g) {
         (void)c.reference(c.make_case(cases.front()));  // the non-triviality check runs first
         j["verified"] = fmt::format("reference ran on {} ({} cases for the widest claims)", cases.front().id, cases.size());
       }
+      if (o.time_elements > 0) j["timing"] = time_reference(c, o.time_elements);
       out.push_back(j);
     } catch (const Error& e) {
       ++bad;
@@ -68,6 +113,10 @@ int run_contracts(const ContractsOptions& o, const GlobalOptions& g) {
                  fmt::join(j["dtypes"].get<std::vector<std::string>>(), ", "));
       if (j.contains("file")) fmt::print("{:<31}{}\n", "", j["file"].get<std::string>());
       if (j.contains("verified")) fmt::print("{:<31}{}\n", "", j["verified"].get<std::string>());
+      if (j.contains("timing"))
+        fmt::print("{:<31}{}: {} elements, inputs generated in {:.0f} ms, reference (Python process, float64) in {:.0f} ms\n", "",
+                   j["timing"]["case"].get<std::string>(), j["timing"]["elements"].get<std::int64_t>(),
+                   j["timing"]["generate_ms"].get<double>(), j["timing"]["reference_ms"].get<double>());
     }
   }
   return bad ? kExitInputError : kExitPass;
@@ -81,6 +130,8 @@ void add_contracts_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
                                                   "contracts/ folders, $KQUAL_CONTRACTS, --dir); exit 2 if a declared one is invalid");
   cmd->add_option("--dir", opts->dirs, "Also look in this folder for <name>/contract.toml and <name>.toml (repeatable)");
   cmd->add_flag("--verify", opts->verify, "Run each declared contract's reference on its first case (non-triviality check included)");
+  cmd->add_option("--time-reference", opts->time_elements,
+                  "Time each declared contract's inputs and reference on one case of about this many elements (bench/declared-reference.sh)");
   cmd->callback([opts, &g, exit_code] { *exit_code = run_contracts(*opts, g); });
 }
 

@@ -1,0 +1,341 @@
+// Declared contracts (issue 22): the format's errors, the reference process and its contract
+// errors, the non-triviality check, case generation and refusals, and the cross-check that the
+// declared residual_add_relu and softmax judge like the built-in ones — every emulated defect gets
+// the same verdict and the same failure class from both (CPU emulations of the bundled kernels'
+// arithmetic; the GPU test runs the bundled kernels themselves).
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+
+#include "kqual/contract/compare.hpp"
+#include "kqual/contract/declared.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+
+namespace kqual::contract {
+namespace {
+namespace fs = std::filesystem;
+
+bool have_numpy() {
+  try {
+    (void)reference_python();
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+#define NEED_NUMPY() \
+  if (!have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy (install python3-numpy)"
+
+const fs::path kRepo = KQUAL_SOURCE_DIR;
+
+// A contract folder written by a test: contract.toml + reference.py.
+struct Written {
+  ScratchDir dir{"kqual-declared-test"};
+  fs::path file;
+  Written(const std::string& toml, const std::string& py, const std::string& name = "c") {
+    fs::create_directories(dir.path() / name);
+    file = dir.path() / name / "contract.toml";
+    std::ofstream(file) << toml;
+    std::ofstream(dir.path() / name / "reference.py") << py;
+  }
+};
+
+const char* kMinimal = R"(
+[contract]
+name = "NAME"
+summary = "y = 2 x"
+[axes.n]
+range = [1, 1000000]
+hints = [32]
+base = 40
+[tensors.x]
+role = "input"
+shape = ["n"]
+[tensors.y]
+role = "output"
+shape = ["n"]
+error = { model = "ulps", ulps = 1 }
+[dtypes]
+all = ["f32"]
+[cost]
+flops = "n"
+[reference]
+python = "reference.py"
+function = "f"
+EXTRA
+)";
+
+std::string minimal(const std::string& name, const std::string& extra = "") {
+  std::string s = kMinimal;
+  s.replace(s.find("NAME"), 4, name);
+  s.replace(s.find("EXTRA"), 5, extra);
+  return s;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DeclaredContract, BadFilesNameFileKeyAndValue) {
+  auto load_err = [](const std::string& toml, const std::string& py = "def f(x):\n    return 2 * x\n") {
+    static int k = 0;
+    Written w(toml, py, "bad" + std::to_string(k++));
+    std::string e = error_of([&] { (void)load_declared_contract(w.file); });
+    EXPECT_NE(e.find(w.file.string()), std::string::npos) << e;
+    return e;
+  };
+  std::string e = load_err(minimal("bad_key", "[tensors.x.values]\ndist = \"normal\"\nsigma = 2\n"));
+  EXPECT_NE(e.find("tensors.x.values.sigma: unknown key"), std::string::npos) << e;
+  e = load_err(minimal("bad_expr", "[[constraints]]\nexpr = \"n % == 2\"\n"));
+  EXPECT_NE(e.find("constraints[0].expr"), std::string::npos) << e;
+  e = load_err(minimal("bad_axis", "[[constraints]]\nexpr = \"m > 2\"\n"));
+  EXPECT_NE(e.find("unknown name 'm'"), std::string::npos) << e;
+  e = load_err(R"([contract]
+name = "bad_row"
+summary = "s"
+[axes.n]
+range = [1, 10]
+[tensors.x]
+role = "input"
+shape = ["n"]
+[tensors.y]
+role = "output"
+shape = ["n"]
+error = { model = "exact" }
+[dtypes]
+rows = [{ x = "f32", y = "f32", z = "f32" }]
+[cost]
+flops = "n"
+[reference]
+python = "reference.py"
+function = "f"
+)");
+  EXPECT_NE(e.find("dtypes.rows[0].z: unknown tensor \"z\""), std::string::npos) << e;
+  e = load_err(minimal("bad_shape").replace(minimal("bad_shape").find("shape = [\"n\"]"), 13, "shape = [\"q\"]"));
+  EXPECT_NE(e.find("tensors.x.shape[0]: unknown axis \"q\""), std::string::npos) << e;
+  e = load_err(minimal("bad_ratio").replace(minimal("bad_ratio").find("{ model = \"ulps\", ulps = 1 }"), 28,
+                                            "{ model = \"allclose\", atol = 1e-6, match_ratio = 0.99 }"));
+  EXPECT_NE(e.find("tensors.y.error.cap"), std::string::npos) << e;  // a share may not be arbitrarily wrong
+  e = load_err(minimal("missing_ref").replace(minimal("missing_ref").find("reference.py"), 12, "nowhere.py"));
+  EXPECT_NE(e.find("reference.python: \"nowhere.py\": no such file"), std::string::npos) << e;
+  e = load_err(minimal("residual_add_relu"));
+  EXPECT_NE(e.find("is a built-in contract"), std::string::npos) << e;
+}
+
+TEST(DeclaredContract, ReferenceErrorsAreContractErrorsNamingFileAndCase) {
+  NEED_NUMPY();
+  struct Bad {
+    const char* name;
+    const char* py;
+    const char* says;
+  } bad[] = {
+      {"ref_raises", "def f(x):\n    raise ValueError('boom')\n", "ValueError: boom"},
+      {"ref_shape", "import numpy as np\ndef f(x):\n    return np.zeros(3)\n", "has shape (3,), expected"},
+      {"ref_import", "import no_such_module_here\ndef f(x):\n    return x\n", "cannot be imported"},
+      {"ref_constant", "import numpy as np\ndef f(x):\n    return np.ones_like(x)\n", "the same value at every element"},
+      {"ref_nan", "import numpy as np\ndef f(x):\n    return np.where(x > 1, np.nan, x)\n", "forbids it"},
+  };
+  for (const auto& b : bad) {
+    std::string toml = minimal(b.name);
+    if (std::string(b.name) == "ref_nan") toml.replace(toml.find("ulps = 1 }"), 10, "ulps = 1, nan = \"finite\" }");
+    Written w(toml, b.py, b.name);
+    const Contract& c = load_declared_contract(w.file);
+    Supports s;
+    s.dtypes = {DType::f32};
+    auto cases = c.correctness_cases(s, 1, false);
+    ASSERT_FALSE(cases.empty());
+    std::string e = error_of([&] {
+      for (const auto& cs : cases) (void)c.reference(c.make_case(cs));
+    });
+    EXPECT_NE(e.find(w.file.string()), std::string::npos) << b.name << ": " << e;
+    EXPECT_NE(e.find(b.says), std::string::npos) << b.name << ": " << e;
+  }
+  // An input the reference ignores: a kernel ignoring it would pass.
+  std::string two = minimal("ref_ignores");
+  two.replace(two.find("[tensors.y]"), 11, "[tensors.z]\nrole = \"input\"\nshape = [\"n\"]\n[tensors.y]");
+  Written w(two, "def f(x, z):\n    return 2 * x\n", "ref_ignores");
+  const Contract& c = load_declared_contract(w.file);
+  Supports s;
+  s.dtypes = {DType::f32};
+  std::string e = error_of([&] { (void)c.reference(c.make_case(c.correctness_cases(s, 1, false).front())); });
+  EXPECT_NE(e.find("when input 'z' changes"), std::string::npos) << e;
+}
+
+TEST(DeclaredContract, ConstraintsAreEvaluatedAndRefused) {
+  std::string toml = minimal("constrained", "[[constraints]]\nexpr = \"n % 2 == 0\"\nreason = \"n counts pairs\"\n");
+  toml.replace(toml.find("hints = [32]"), 12, "hints = [32]\nlarge = 4096");
+  Written w(toml, "def f(x):\n    return 2 * x\n", "constrained");
+  const Contract& c = load_declared_contract(w.file);
+  Supports s;
+  s.dtypes = {DType::f32};
+  for (const auto& cs : c.correctness_cases(s, 7, true)) EXPECT_EQ(cs.dims.at("n") % 2, 0) << cs.id;
+  auto r = c.validate(c.request(DType::f32, {{"n", 33}}), s);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->code, "constraint");
+  EXPECT_NE(r->reason.find("n counts pairs"), std::string::npos) << r->reason;
+  EXPECT_FALSE(c.validate(c.request(DType::f32, {{"n", 34}}), s));
+  bool has_example = false;
+  for (const auto& ex : c.refusal_examples()) {
+    auto got = c.validate(ex.request, ex.claims ? *ex.claims : Supports{c.dtypes(), 1, kUnlimited, true});
+    ASSERT_TRUE(got) << ex.code;
+    EXPECT_EQ(got->code, ex.code);
+    has_example |= ex.code == "constraint";
+  }
+  EXPECT_TRUE(has_example);
+}
+
+// ---- the cross-check: built-in vs declared, on emulated kernels --------------------------------
+
+using Kernel = std::function<std::vector<std::uint8_t>(const Contract&, const CaseData&, const Tensor& expected_y)>;
+
+// The first failing case's class over the contract's ordered cases ("" = accepted).
+std::string verdict(const Contract& c, const Kernel& k, const Supports& s) {
+  for (const auto& cs : c.correctness_cases(s, 11, false)) {
+    CaseData d = c.make_case(cs);
+    auto want = c.reference(d);
+    auto got = k(c, d, want.at(0));
+    Comparison cmp = c.compare(want.at(0), got.data(), 0xA5);
+    if (!cmp.ok) return cmp.code;
+  }
+  return "";
+}
+
+float f32_of(const Tensor& t, std::size_t i) { return float(element_as_double(t.dtype, t.bytes.data(), i)); }
+
+TEST(DeclaredContract, ResidualAddReluJudgesLikeTheBuiltIn) {
+  NEED_NUMPY();
+  const Contract& builtin = find_contract("residual_add_relu");
+  const Contract& declared = load_declared_contract(kRepo / "contracts/residual_add_relu_declared");
+  auto elementwise = [](std::function<float(float, float)> op, bool tail = true) -> Kernel {
+    return [op, tail](const Contract&, const CaseData& d, const Tensor& y) {
+      std::vector<std::uint8_t> out(y.bytes.size(), 0xA5);
+      const std::size_t n = std::size_t(y.elements), m = tail ? n : n - n % 4;
+      for (std::size_t i = 0; i < m; ++i) store_element(y.dtype, out.data(), i, op(f32_of(d.inputs[0], i), f32_of(d.inputs[1], i)));
+      return out;
+    };
+  };
+  auto relu = [](float s) { return std::isnan(s) ? s : s > 0 ? s : 0.0f; };
+  auto ftz = [](float v) { return std::fpclassify(v) == FP_SUBNORMAL ? 0.0f : v; };
+  const std::map<std::string, Kernel> kernels = {
+      {"good", elementwise([&](float x, float r) { return relu(x + r); })},
+      {"nan_swallowed", elementwise([](float x, float r) { return std::fmax(x + r, 0.0f); })},
+      {"denormals_flushed", elementwise([&](float x, float r) { return relu(ftz(ftz(x) + ftz(r))); })},
+      {"missing_tail", elementwise([&](float x, float r) { return relu(x + r); }, false)},
+      {"bf16_math", elementwise([&](float x, float r) { return relu(bf16_to_f32(f32_to_bf16_rne(x + r)) + 0.0f * r); })},
+      {"negative_zero_kept", elementwise([](float x, float r) { const float v = x + r; return v > 0 || std::isnan(v) || v == 0 ? v : 0.0f; })},
+  };
+  for (DType t : {DType::f32, DType::bf16}) {
+    Supports s;
+    s.dtypes = {t};
+    s.min_alignment_bytes = 4;
+    for (const auto& [name, k] : kernels) {
+      if (t == DType::bf16 && name == "bf16_math") continue;  // that is the bf16 contract itself
+      const std::string a = verdict(builtin, k, s), b = verdict(declared, k, s);
+      EXPECT_EQ(a, b) << name << " " << to_string(t) << ": built-in '" << a << "', declared '" << b << "'";
+      if (name == "good") {
+        EXPECT_EQ(a, "") << to_string(t);
+      } else if (t == DType::f32) {
+        EXPECT_NE(a, "") << name << " must be rejected";
+      }
+    }
+  }
+}
+
+TEST(DeclaredContract, SoftmaxJudgesLikeTheBuiltIn) {
+  NEED_NUMPY();
+  const Contract& builtin = find_contract("softmax");
+  const Contract& declared = load_declared_contract(kRepo / "contracts/softmax_declared");
+  enum Defect { none, no_max, tail, sum_bf16, row_max_first_half };
+  auto kernel = [](Defect defect) -> Kernel {
+    return [defect](const Contract&, const CaseData& d, const Tensor& y) {
+      std::vector<std::uint8_t> out(y.bytes.size(), 0xA5);
+      const std::int64_t rows = d.dims.at("rows"), cols = d.dims.at("cols");
+      for (std::int64_t r = 0; r < rows; ++r) {
+        float m = -INFINITY;
+        const std::int64_t mcols = defect == row_max_first_half ? std::max<std::int64_t>(1, cols / 2) : cols;
+        bool nan = false;
+        for (std::int64_t j = 0; j < mcols; ++j) {
+          float v = f32_of(d.inputs[0], std::size_t(r * cols + j));
+          nan |= std::isnan(v);
+          m = std::fmax(m, v);
+        }
+        if (nan) m = NAN;
+        if (defect == no_max) m = 0;
+        float sum = 0;
+        for (std::int64_t j = 0; j < cols; ++j) {
+          sum += std::exp(f32_of(d.inputs[0], std::size_t(r * cols + j)) - m);
+          if (defect == sum_bf16) sum = bf16_to_f32(f32_to_bf16_rne(sum));
+        }
+        const std::int64_t wcols = defect == tail ? cols - cols % 4 : cols;
+        for (std::int64_t j = 0; j < wcols; ++j)
+          store_element(y.dtype, out.data(), std::size_t(r * cols + j), std::exp(f32_of(d.inputs[0], std::size_t(r * cols + j)) - m) / sum);
+      }
+      return out;
+    };
+  };
+  Supports s;
+  s.dtypes = {DType::f32};
+  s.min_alignment_bytes = 4;
+  for (auto [name, defect] : {std::pair{"good", none}, {"no_max_subtraction", no_max}, {"missing_tail", tail},
+                              {"sum_in_bf16", sum_bf16}, {"wrong_row_max", row_max_first_half}}) {
+    const std::string a = verdict(builtin, kernel(defect), s), b = verdict(declared, kernel(defect), s);
+    EXPECT_EQ(a, b) << name << ": built-in '" << a << "', declared '" << b << "'";
+    if (defect == none) {
+      EXPECT_EQ(a, "");
+    } else {
+      EXPECT_NE(a, "") << name;
+    }
+  }
+}
+
+TEST(DeclaredContract, RmsnormCasesReferenceAndBounds) {
+  NEED_NUMPY();
+  const Contract& c = resolve_contract("rmsnorm", kRepo / "candidates/rmsnorm/good");
+  EXPECT_EQ(declared_file(c), fs::weakly_canonical(kRepo / "contracts/rmsnorm/contract.toml"));
+  ASSERT_EQ(c.scalars().size(), 1u);
+  EXPECT_EQ(c.scalars()[0].name, "eps");
+  EXPECT_EQ(c.tensor_dtype("w", DType::bf16), DType::f32);  // the bf16 row keeps the weight in f32
+  EXPECT_EQ(c.tensor_dtype("y", DType::bf16), DType::bf16);
+  Supports s;
+  s.dtypes = {DType::f32};
+  s.min_alignment_bytes = 4;
+  auto cases = c.correctness_cases(s, 3, false);
+  std::set<std::int64_t> cols;
+  for (const auto& cs : cases) cols.insert(cs.dims.at("cols"));
+  for (std::int64_t v : {1, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025}) EXPECT_TRUE(cols.count(v)) << v;
+  // An f32 emulation of the good kernel passes every case; without eps, the 'tiny' family fails.
+  auto run = [&](bool eps_on) {
+    for (const auto& cs : cases) {
+      CaseData d = c.make_case(cs);
+      auto want = c.reference(d);
+      const std::int64_t rows = d.dims.at("rows"), n = d.dims.at("cols");
+      std::vector<std::uint8_t> out(want[0].bytes.size(), 0xA5);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        float ss = 0;
+        for (std::int64_t j = 0; j < n; ++j) ss = std::fma(f32_of(d.inputs[0], std::size_t(r * n + j)), f32_of(d.inputs[0], std::size_t(r * n + j)), ss);
+        const float k = 1.0f / std::sqrt(ss / float(n) + (eps_on ? 1e-6f : 0.0f));
+        for (std::int64_t j = 0; j < n; ++j)
+          store_element(DType::f32, out.data(), std::size_t(r * n + j), f32_of(d.inputs[0], std::size_t(r * n + j)) * k * f32_of(d.inputs[1], std::size_t(j)));
+      }
+      Comparison cmp = c.compare(want[0], out.data(), 0xA5);
+      if (!cmp.ok) return cs.id + ": " + cmp.code + ": " + cmp.detail;
+    }
+    return std::string();
+  };
+  EXPECT_EQ(run(true), "");
+  const std::string no_eps = run(false);
+  EXPECT_NE(no_eps.find("wrong_result"), std::string::npos) << no_eps;
+}
+
+}  // namespace
+}  // namespace kqual::contract

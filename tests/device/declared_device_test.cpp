@@ -1,0 +1,129 @@
+// Issue 22, item 4 on the GPU: the declared forms of residual_add_relu and softmax
+// (contracts/*_declared) judge every bundled candidate of those contracts as the built-in ones do —
+// the same check verdict and the same failure class of the first failing case. Each candidate folder
+// is copied with its manifest pointed at the declared contract file; both checks run the bundled
+// kernels on this GPU. Also: the declared contracts' own candidates (rmsnorm, ...) through selftest.
+// Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "kqual/core/json.hpp"
+#include "kqual/cuda/driver.hpp"
+#include "test_util.hpp"
+
+namespace kqual {
+namespace {
+namespace fs = std::filesystem;
+
+class DeclaredDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda::driver_available()) GTEST_SKIP() << "no GPU: " << cuda::driver_unavailable_reason();
+  }
+};
+
+struct Outcome {
+  int exit_code = -1;
+  std::string verdict, first_code, output;
+};
+
+Outcome check(const fs::path& dir, const fs::path& out) {
+  fs::remove_all(out);
+  auto r = test::run(test::quote(test::kqual_exe()) + " check --quiet --no-large-cases " + test::quote(dir) + " --out " + test::quote(out));
+  Outcome o;
+  o.exit_code = r.exit_code;
+  o.output = r.output;
+  std::ifstream f(out / "results.json");
+  if (!f) return o;
+  json res = json::parse(f);
+  o.verdict = res["correctness"].value("verdict", std::string());
+  if (res["correctness"].contains("failing_cases") && !res["correctness"]["failing_cases"].empty())
+    o.first_code = res["correctness"]["failing_cases"][0].value("code", std::string());
+  return o;
+}
+
+// The folder, copied, with its manifest naming the declared contract's file and its source by
+// absolute path (known-broken variants may share a source with the good one).
+fs::path retarget(const fs::path& dir, const fs::path& contract_file, const fs::path& to) {
+  fs::remove_all(to);
+  fs::create_directories(to);
+  fs::copy(dir, to, fs::copy_options::recursive);
+  std::ifstream in(to / "kqual.toml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string t = ss.str();
+  t = std::regex_replace(t, std::regex("contract = \"[a-z_]+\""), "contract = \"" + contract_file.string() + "\"");
+  t = std::regex_replace(t, std::regex("source = \"([^\"]+)\""), "source = \"" + (dir / "$1").string() + "\"");
+  std::ofstream(to / "kqual.toml") << t;
+  return to;
+}
+
+TEST_F(DeclaredDeviceTest, DeclaredFormsJudgeEveryBundledCandidateLikeTheBuiltIns) {
+  const fs::path root = test::repo_root();
+  const fs::path tmp = fs::temp_directory_path() / "kqual-declared-cross";
+  int compared = 0;
+  std::string table;
+  for (const std::string c : {"residual_add_relu", "softmax"}) {
+    const fs::path file = root / "contracts" / (c + "_declared") / "contract.toml";
+    ASSERT_TRUE(fs::exists(file)) << file;
+    std::vector<fs::path> dirs = {root / "candidates" / c / "good"};
+    for (const auto& e : fs::directory_iterator(root / "candidates" / c / "broken")) dirs.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(root / "baselines" / c)) dirs.push_back(e.path());
+    std::sort(dirs.begin(), dirs.end());
+    for (const auto& d : dirs) {
+      if (!fs::exists(d / "kqual.toml")) continue;
+      const std::string name = c + "/" + d.filename().string();
+      Outcome a = check(d, tmp / "out-builtin");
+      Outcome b = check(retarget(d, file, tmp / "cand"), tmp / "out-declared");
+      table += name + ": built-in " + a.verdict + " " + a.first_code + " | declared " + b.verdict + " " + b.first_code + "\n";
+      ASSERT_FALSE(a.verdict.empty()) << name << ": " << a.output;
+      ASSERT_FALSE(b.verdict.empty()) << name << ": " << b.output;
+      ++compared;
+      // Known gap: the declared format has no cases past 2^31 elements yet (they need a device-side
+      // generator and reference for declared contracts); a 32-bit index is caught by the built-in only.
+      if (d.filename() == "int32_index") {
+        EXPECT_EQ(a.first_code, "index_overflow") << name;
+        continue;
+      }
+      EXPECT_EQ(a.verdict, b.verdict) << name << "\n" << b.output;
+      EXPECT_EQ(a.first_code, b.first_code) << name;
+    }
+  }
+  std::cout << table;
+  EXPECT_GE(compared, 20);
+  fs::remove_all(tmp);
+}
+
+TEST_F(DeclaredDeviceTest, SelftestOverTheDeclaredContracts) {
+  const fs::path root = test::repo_root();
+  std::string args;
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(root / "contracts")) {
+    const std::string name = e.path().filename().string();
+    if (name.ends_with("_declared") || !fs::is_directory(root / "candidates" / name)) continue;
+    args += " --contract " + name;
+    ++n;
+  }
+  ASSERT_GE(n, 1);
+  const fs::path out = fs::temp_directory_path() / "kqual-declared-selftest";
+  fs::remove_all(out);
+  auto r = test::run("cd " + test::quote(root) + " && " + test::quote(test::kqual_exe()) + " selftest --seeds 1" + args + " --out " +
+                     test::quote(out));
+  std::cout << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  json res = json::parse(std::ifstream(out / "results.json"));
+  int rows = 0;
+  for (const auto& row : res["candidates"]) {
+    ++rows;
+    EXPECT_TRUE(row.value("as_expected", false)) << row.dump(2);
+  }
+  EXPECT_GE(rows, n * 6);  // a good one, three known-broken ones and two baselines per operation
+  fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace kqual
