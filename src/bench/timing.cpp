@@ -21,6 +21,13 @@ namespace fs = std::filesystem;
 
 json TimingReport::to_json() const {
   json shapes_j = json::array();
+  // "Faster than the memory system allows": the contract's minimum bytes over the median time above
+  // the measured device copy bandwidth (x 1.10 for noise), at shapes at least half the size of the
+  // one the copy was measured at (smaller working sets may be served from L2). A candidate there
+  // skips work or reads inputs it was not given; the flag says so next to the series.
+  double ceiling = 0, ceiling_bytes = 0;
+  for (const auto& sh : shapes)
+    if (sh.copy_bytes_per_s > ceiling) ceiling = sh.copy_bytes_per_s, ceiling_bytes = sh.min_bytes;
   for (const auto& sh : shapes) {
     json ser = json::array();
     for (const auto& s : sh.series) {
@@ -30,6 +37,10 @@ json TimingReport::to_json() const {
         j["summary_ms"] = stats::to_json(s.summary);
         j["bytes_per_s"] = s.bytes_per_s;
         j["flops_per_s"] = s.flops_per_s;
+        if (ceiling > 0 && sh.min_bytes >= 0.5 * ceiling_bytes && s.bytes_per_s > 1.10 * ceiling)
+          j["beyond_memory_ceiling"] = fmt::format(
+              "{:.0f} GB/s of the contract's minimum bytes is {:.2f}x the measured copy bandwidth ({:.0f} GB/s): faster than the "
+              "memory system allows", s.bytes_per_s / 1e9, s.bytes_per_s / ceiling, ceiling / 1e9);
         j["samples_ms"] = s.samples_ms;
         j["warmup_ms"] = s.warmup_ms;
       }
