@@ -66,7 +66,10 @@ std::string model_text(const TensorDef& t) {
 
 class DeclaredContract final : public Contract {
  public:
-  explicit DeclaredContract(Spec s) : s_(std::move(s)), py_(s_) { build_domain(); }
+  explicit DeclaredContract(Spec s) : s_(std::move(s)), py_(s_) {
+    build_domain();
+    check_large_shape();
+  }
 
   const Spec& spec() const { return s_; }
   std::string name() const override { return s_.name; }
@@ -149,6 +152,7 @@ class DeclaredContract final : public Contract {
     }
   }
   void build_domain();
+  void check_large_shape() const;
   void check_nontrivial() const;
   std::vector<Tensor> expected_from(const CaseData& data, std::map<std::string, RefOutput> ref,
                                     const std::map<std::string, RefOutput>* magnitude) const;
@@ -158,6 +162,21 @@ class DeclaredContract final : public Contract {
   mutable PythonReference py_;
   mutable std::once_flag nontrivial_once_;
 };
+
+// The large shape must fit the CPU reference's cap: a large case left out without a word would
+// look like coverage that is not there.
+void DeclaredContract::check_large_shape() const {
+  Dims large;
+  bool any = false;
+  for (const auto& a : s_.axes)
+    if (a.kind == Axis::variable) large[a.name] = a.large ? (any = true, a.large) : a.base;
+  if (!any) return;
+  const Dims all = s_.complete(large);
+  if (const std::int64_t big = largest_tensor(all); big > s_.max_case_elements)
+    throw_error(ErrorKind::input, fmt::format("{}: axes.*.large: the large shape {} has a tensor of {} elements, over "
+                                              "contract.max_case_elements = {} (the CPU reference's cap): lower a large value "
+                                              "or raise the cap", s_.file.string(), format_dims(all), big, s_.max_case_elements));
+}
 
 void DeclaredContract::build_domain() {
   for (const auto& a : s_.axes)

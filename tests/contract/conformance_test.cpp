@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <limits>
 #include <set>
 #include <string>
 
 #include "kqual/contract/contract.hpp"
+#include "kqual/contract/declared.hpp"
 
 namespace kqual::contract {
 namespace {
@@ -188,7 +190,16 @@ TEST_P(Conformance, MinBytesIsEveryTensorOnce) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryContract, Conformance, ::testing::ValuesIn(contract_names()),
+// The built-in contracts and the declared ones bundled in contracts/ (issue 22: one pipeline, one
+// conformance bar for both kinds).
+std::vector<std::string> every_contract() {
+  std::vector<std::string> v = contract_names();
+  for (const auto& f : discover_declared_contracts({std::filesystem::path(KQUAL_SOURCE_DIR) / "contracts"}))
+    if (f.string().starts_with(KQUAL_SOURCE_DIR)) v.push_back(load_declared_contract(f).name());
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryContract, Conformance, ::testing::ValuesIn(every_contract()),
                          [](const auto& test_info) { return test_info.param; });
 
 }  // namespace
