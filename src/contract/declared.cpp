@@ -49,16 +49,16 @@ std::string model_text(const TensorDef& t) {
                     : e.nan == ErrorModel::finite ? "finite everywhere"
                                                   : "non-finite exactly where the reference is";
   switch (e.kind) {
-    case ErrorModel::exact: return fmt::format("{}: exact (the float64 reference rounded once to the output's dtype; integers never cast)", t.name);
-    case ErrorModel::ulp: return fmt::format("{}: within {:g} ulp of the output dtype at the reference; {}", t.name, e.ulps, nan);
+    case ErrorModel::exact: return fmt::format("{}: exact (the float64 reference rounded once to the output's dtype; integers never cast).", t.name);
+    case ErrorModel::ulp: return fmt::format("{}: within {:g} ulp of the output dtype at the reference; {}.", t.name, e.ulps, nan);
     case ErrorModel::allclose:
-      return fmt::format("{}: |y - ref| <= {:g} + {:g} |ref| + the output's rounding{}; {}", t.name, e.atol, e.rtol,
+      return fmt::format("{}: |y - ref| <= {:g} + {:g} |ref| + the output's rounding{}; {}.", t.name, e.atol, e.rtol,
                          e.match_ratio < 1 ? fmt::format(" for a share {:g} of elements, every element within {:g}", e.match_ratio, e.cap) : "",
                          nan);
     case ErrorModel::reduction:
-      return fmt::format("{}: |y - ref| <= {:g} eps({}) {} {} + {:g} + the output's rounding ({}); {}", t.name, e.c,
+      return fmt::format("{}: |y - ref| <= {:g} eps({}) {} {}{} + the output's rounding ({}); {}.", t.name, e.c,
                          e.eps_dtype ? std::string(to_string(*e.eps_dtype)) : "output", e.axis,
-                         e.magnitude == "abs_inputs" ? "ref(|inputs|)" : "|ref|", e.atol,
+                         e.magnitude == "abs_inputs" ? "ref(|inputs|)" : "|ref|", e.atol > 0 ? fmt::format(" + {:g}", e.atol) : "",
                          e.magnitude == "abs_inputs" ? "reduction-length-aware: the reference on the inputs' absolute values" : "relative", nan);
   }
   return "";
@@ -77,7 +77,7 @@ class DeclaredContract final : public Contract {
   const Domain& domain() const override { return d_; }
   std::string numerical_policy() const override {
     std::vector<std::string> parts;
-    if (!s_.policy.empty()) parts.push_back(s_.policy);
+    if (!s_.policy.empty()) parts.push_back(s_.policy.ends_with(".") ? s_.policy : s_.policy + ".");
     for (const auto& t : s_.tensors)
       if (t.role == Role::output) parts.push_back(model_text(t));
     parts.push_back(fmt::format("Reference: {}:{} ({}, float64) in its own process, declared in {}.", s_.reference.file.filename().string(),
