@@ -340,6 +340,8 @@ std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::m
     e.dtype = tensor_dtype(td.name, data.spec.dtype);
     e.elements = tensor_elements(td.name, data.dims);
     const std::size_t n = std::size_t(e.elements);
+    e.bytes.reserve(n * dtype_size(e.dtype));
+    advise_huge_pages(e.bytes.data(), n * dtype_size(e.dtype));
     e.bytes.resize(n * dtype_size(e.dtype));
     RefOutput& r = ref.at(td.name);
     if (is_int(e.dtype)) {
@@ -362,7 +364,11 @@ std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::m
                                                     "(nan = \"finite\") forbids it: a contract error, not a candidate failure",
                                                     s_.file.string(), td.name, data.spec.id, r.f[i], i));
     const bool bounded = m.kind != ErrorModel::exact;
-    if (bounded) e.bound.resize(n);
+    if (bounded) {
+      e.bound.reserve(n);
+      advise_huge_pages(e.bound.data(), n * 8);
+      e.bound.resize(n);
+    }
     const double u_out = unit_roundoff(e.dtype);
     const double k = m.kind == ErrorModel::reduction ? double(data.dims.at(m.axis)) : 0;
     const double eps = m.kind == ErrorModel::reduction ? 2 * unit_roundoff(m.eps_dtype.value_or(e.dtype)) : 0;

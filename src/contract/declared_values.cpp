@@ -14,6 +14,7 @@
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/random.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
 
 namespace kqual::contract::declared {
 namespace {
@@ -62,7 +63,10 @@ std::vector<Tensor> generate_inputs(const Spec& s, const CaseSpec& spec, const D
     const std::size_t row = std::size_t(dims.at(td.shape.back()));  // the innermost axis: a "row"
     std::uint64_t seed = mix_seed(spec.seed, name_hash(td.name));
     if (td.name == only_tensor) seed = mix_seed(other_seed, name_hash(td.name));
-    std::vector<double> vals(n);
+    std::vector<double> vals;
+    vals.reserve(n);
+    advise_huge_pages(vals.data(), n * 8);
+    vals.resize(n);
 
     if (v.dist == "offsets") {
       // Monotone offsets (CSR indptr): 0 first, the axis's value last, sorted draws between.
@@ -140,6 +144,8 @@ std::vector<Tensor> generate_inputs(const Spec& s, const CaseSpec& spec, const D
     tn.name = td.name;
     tn.dtype = t;
     tn.elements = n64;
+    tn.bytes.reserve(n * dtype_size(t));
+    advise_huge_pages(tn.bytes.data(), n * dtype_size(t));
     tn.bytes.resize(n * dtype_size(t));
     parallel_for((n + (1u << 16) - 1) / (1u << 16), [&](std::size_t c) {
       for (std::size_t i = c << 16; i < std::min(n, (c + 1) << 16); ++i) {

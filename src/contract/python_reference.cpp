@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -309,9 +310,13 @@ std::map<std::string, RefOutput> PythonReference::evaluate(const std::vector<Ten
     RefOutput& o = out[td.name];
     void* dst = nullptr;
     if (integer) {
+      o.i.reserve(n);
+      advise_huge_pages(o.i.data(), n * 8);
       o.i.resize(n);
       dst = o.i.data();
     } else {
+      o.f.reserve(n);
+      advise_huge_pages(o.f.data(), n * 8);
       o.f.resize(n);
       dst = o.f.data();
     }

@@ -148,3 +148,11 @@ std::uint64_t fast_hash64(const void* data, std::size_t bytes) {
 }
 
 }  // namespace kqual
+
+namespace kqual {
+void advise_huge_pages(void* p, std::size_t bytes) {
+  const std::uintptr_t b = (reinterpret_cast<std::uintptr_t>(p) + 0x1FFFFF) & ~std::uintptr_t(0x1FFFFF);
+  const std::uintptr_t e = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~std::uintptr_t(0x1FFFFF);
+  if (e > b) (void)madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);
+}
+}  // namespace kqual

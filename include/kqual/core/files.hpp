@@ -46,6 +46,11 @@ class ScratchDir {
   std::filesystem::path path_;
 };
 
+// Asks the kernel for transparent huge pages over [p, p + bytes) before it is first touched (the
+// 2 MiB-aligned part; no-op where unsupported): a 128 MiB buffer is 32768 page faults in 4 KiB pages,
+// 0.5 s on the CPU machine. Use as v.reserve(n); advise_huge_pages(v.data(), n * sizeof(T)); v.resize(n).
+void advise_huge_pages(void* p, std::size_t bytes);
+
 // Fast non-cryptographic 64-bit hash of a byte range (inputs before/after a launch).
 std::uint64_t fast_hash64(const void* data, std::size_t bytes);
 
