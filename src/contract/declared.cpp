@@ -124,6 +124,11 @@ class DeclaredContract final : public Contract {
     return d;
   }
   std::vector<Tensor> reference(const CaseData& data) const override;
+  bool prefers_gpu_reference(const Dims& dims) const override {
+    return s_.reference.cuda && largest_tensor(s_.complete(dims)) > s_.max_case_elements;
+  }
+  std::optional<GpuReference> gpu_reference(const CaseData& data) const override;
+  std::vector<Tensor> reference_from_gpu(const CaseData& data, const std::vector<Tensor>& raw) const override;
   Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const override;
 
  private:
@@ -137,6 +142,8 @@ class DeclaredContract final : public Contract {
     for (const auto& td : s_.tensors) v["size_" + td.name] = std::int64_t(dtype_size(tensor_dtype(td.name, t)));
     return v;
   }
+  // The largest case: the CPU reference's cap, or the CUDA reference's where one is declared.
+  std::int64_t case_cap() const { return s_.reference.cuda ? s_.reference.cuda->max_case_elements : s_.max_case_elements; }
   std::int64_t largest_tensor(const Dims& all) const {
     std::int64_t m = 0;
     for (const auto& t : s_.tensors) m = std::max(m, tensor_elements(t.name, all));
@@ -172,10 +179,12 @@ void DeclaredContract::check_large_shape() const {
     if (a.kind == Axis::variable) large[a.name] = a.large ? (any = true, a.large) : a.base;
   if (!any) return;
   const Dims all = s_.complete(large);
-  if (const std::int64_t big = largest_tensor(all); big > s_.max_case_elements)
-    throw_error(ErrorKind::input, fmt::format("{}: axes.*.large: the large shape {} has a tensor of {} elements, over "
-                                              "contract.max_case_elements = {} (the CPU reference's cap): lower a large value "
-                                              "or raise the cap", s_.file.string(), format_dims(all), big, s_.max_case_elements));
+  if (const std::int64_t big = largest_tensor(all); big > case_cap())
+    throw_error(ErrorKind::input, fmt::format("{}: axes.*.large: the large shape {} has a tensor of {} elements, over the "
+                                              "largest case a reference takes ({}: {}): lower a large value, raise the cap or "
+                                              "declare [reference.cuda]", s_.file.string(), format_dims(all), big,
+                                              s_.reference.cuda ? "reference.cuda.max_case_elements" : "contract.max_case_elements",
+                                              case_cap()));
 }
 
 void DeclaredContract::build_domain() {
@@ -288,12 +297,13 @@ std::vector<CaseSpec> DeclaredContract::correctness_cases(const Supports& cand, 
     }
     shapes.push_back(g);
   }
+  std::optional<Dims> large;
   if (include_large) {
     Dims g = base;
     bool any = false;
     for (const auto& a : s_.axes)
       if (a.kind == Axis::variable && a.large) g[a.name] = a.large, any = true;
-    if (any) shapes.push_back(g);
+    if (any) shapes.push_back(*(large = g));
   }
   std::vector<std::pair<std::int64_t, Dims>> kept;
   std::set<Dims> seen;
@@ -301,7 +311,9 @@ std::vector<CaseSpec> DeclaredContract::correctness_cases(const Supports& cand, 
     if (!admissible(g) || !seen.insert(g).second) continue;
     const Dims all = s_.complete(g);
     const std::int64_t big = largest_tensor(all);
-    if (big > s_.max_case_elements || big > cand.max_n) continue;
+    // Regular shapes stay within the CPU reference; the large one may go to the CUDA reference.
+    const bool is_large = large && g == *large;
+    if (big > (is_large ? case_cap() : s_.max_case_elements) || big > cand.max_n) continue;
     kept.push_back({big, all});
   }
   std::stable_sort(kept.begin(), kept.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -508,6 +520,74 @@ Comparison DeclaredContract::compare(const Tensor& expected, const std::uint8_t*
                            "{:g} ({:.0f} elements)", total, n, expected.name, m.atol, m.rtol, m.cap, 1 - m.match_ratio, allowed);
   }
   return c;
+}
+
+std::optional<GpuReference> DeclaredContract::gpu_reference(const CaseData& data) const {
+  if (!s_.reference.cuda) return std::nullopt;
+  const CudaReference& cr = *s_.reference.cuda;
+  GpuReference g;
+  g.source = cr.source;
+  const std::map<std::string, std::int64_t>& vars = data.dims;
+  for (const auto& l : cr.launches) {
+    GpuLaunch gl;
+    gl.kernel = l.kernel;  // "{dtype}" names the case's dtype row: rmsnorm_ref_{dtype} -> rmsnorm_ref_bf16
+    for (std::size_t p; (p = gl.kernel.find("{dtype}")) != std::string::npos;) gl.kernel.replace(p, 7, to_string(data.spec.dtype));
+    for (int k = 0; k < 3; ++k) {
+      gl.grid[k] = l.grid[std::size_t(k)].eval(vars);
+      gl.block[k] = l.block[std::size_t(k)].eval(vars);
+    }
+    for (const auto& a : l.args) {
+      const std::string name = a.substr(0, a.find(':'));
+      GpuLaunch::Arg arg;
+      if (data.dims.count(name)) {
+        arg.scalar = data.dims.at(name);
+        arg.scalar_bytes = a.ends_with(":i32") ? 4 : 8;
+      } else if (auto sc = std::find_if(s_.scalars.begin(), s_.scalars.end(), [&](const Scalar& x) { return x.name == name; });
+                 sc != s_.scalars.end()) {
+        if (sc->dtype == DType::f32) {
+          arg.scalar = std::int64_t(f32_bits(float(sc->value)));
+          arg.scalar_bytes = 4;
+        } else if (sc->dtype == DType::f64) {
+          std::memcpy(&arg.scalar, &sc->value, 8);
+        } else {
+          arg.scalar = std::int64_t(sc->value);
+          arg.scalar_bytes = sc->dtype == DType::i32 ? 4 : 8;
+        }
+      } else {
+        arg.tensor = name;
+      }
+      gl.args.push_back(arg);
+    }
+    g.launches.push_back(gl);
+  }
+  for (const auto& r : s_.raw_outputs()) {
+    const std::string out = r.ends_with("_magnitude") ? r.substr(0, r.size() - 10) : r;
+    Tensor t;
+    t.name = r;
+    t.dtype = is_int(tensor_dtype(out, data.spec.dtype)) ? DType::i64 : DType::f64;
+    t.elements = tensor_elements(out, data.dims);
+    g.raw_outputs.push_back(t);
+  }
+  return g;
+}
+
+std::vector<Tensor> DeclaredContract::reference_from_gpu(const CaseData& data, const std::vector<Tensor>& raw) const {
+  std::map<std::string, RefOutput> ref, mag;
+  for (const auto& t : raw) {
+    const bool m = t.name.ends_with("_magnitude");
+    RefOutput& o = (m ? mag : ref)[m ? t.name.substr(0, t.name.size() - 10) : t.name];
+    const std::size_t n = std::size_t(t.elements);
+    if (t.bytes.size() != n * 8)
+      throw_error(ErrorKind::internal, fmt::format("CUDA reference output '{}': {} bytes for {} elements", t.name, t.bytes.size(), n));
+    if (t.dtype == DType::i64) {
+      o.i.resize(n);
+      std::memcpy(o.i.data(), t.bytes.data(), n * 8);
+    } else {
+      o.f.resize(n);
+      std::memcpy(o.f.data(), t.bytes.data(), n * 8);
+    }
+  }
+  return expected_from(data, std::move(ref), mag.empty() ? nullptr : &mag);
 }
 
 // ---- registry -------------------------------------------------------------------------------

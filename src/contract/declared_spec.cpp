@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <fstream>
 #include <sstream>
 #include <toml++/toml.h>
 
@@ -18,6 +19,16 @@ const TensorDef* Spec::tensor(const std::string& n) const {
     if (t.name == n) return &t;
   return nullptr;
 }
+std::vector<std::string> Spec::raw_outputs() const {
+  std::vector<std::string> v;
+  for (const auto& t : tensors)
+    if (t.role == Role::output) {
+      v.push_back(t.name);
+      if (t.error.kind == ErrorModel::reduction && t.error.magnitude == "abs_inputs") v.push_back(t.name + "_magnitude");
+    }
+  return v;
+}
+
 const Axis* Spec::axis(const std::string& n) const {
   for (const auto& a : axes)
     if (a.name == n) return &a;
@@ -259,6 +270,62 @@ Dims parse_dims_text(const Ctx& cx, const std::string& key, const std::string& t
   for (const auto& a : s.axes)
     if (a.kind == Axis::variable && !d.count(a.name)) cx.fail(key, fmt::format("\"{}\": axis '{}' is missing", text, a.name));
   return d;
+}
+
+CudaReference read_cuda(const Ctx& cx, const toml::table& t, const Spec& s, const std::set<std::string>& axes) {
+  check_keys(cx, t, "reference.cuda", {"source", "launch", "max_case_elements"});
+  CudaReference c;
+  const std::string src = str(cx, t, "reference.cuda", "source", true);
+  c.file = fs::path(src).is_absolute() ? fs::path(src) : s.dir / src;
+  if (!fs::is_regular_file(c.file)) cx.fail("reference.cuda.source", fmt::format("\"{}\": no such file ({})", src, c.file.string()));
+  std::ifstream in(c.file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  c.source = ss.str();
+  c.max_case_elements = integer(cx, t, "reference.cuda", "max_case_elements", c.max_case_elements);
+  if (c.max_case_elements < s.max_case_elements)
+    cx.fail("reference.cuda.max_case_elements", fmt::format("{} is below contract.max_case_elements = {}", c.max_case_elements, s.max_case_elements));
+  const std::set<std::string>& names = axes;  // grids over the axes only: the reference does not size itself to a device
+  const auto* arr = t.get("launch") ? t.get("launch")->as_array() : nullptr;
+  if (!arr || arr->empty()) cx.fail("reference.cuda.launch", "missing: [[reference.cuda.launch]] tables (kernel, grid, block, args)");
+  const std::vector<std::string> raw = s.raw_outputs();
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    const std::string where = fmt::format("reference.cuda.launch[{}]", i);
+    const toml::table& lt = table_at(cx, arr->get(i), where);
+    check_keys(cx, lt, where, {"kernel", "grid", "block", "args"});
+    CudaReference::Launch l;
+    l.kernel = str(cx, lt, where, "kernel", true);
+    auto dim3 = [&](const char* key, std::array<Expr, 3>& out) {
+      const toml::node* n = lt.get(key);
+      if (!n) cx.fail(where + "." + key, "missing (required)");
+      if (const auto* a = n->as_array()) {
+        if (a->empty() || a->size() > 3) cx.fail(where + "." + key, "expected 1 to 3 entries");
+        for (std::size_t k = 0; k < a->size(); ++k) out[k] = expr_of(cx, fmt::format("{}.{}[{}]", where, key, k), *a->get(k), names);
+      } else {
+        out[0] = expr_of(cx, where + "." + key, *n, names);
+      }
+    };
+    dim3("grid", l.grid);
+    dim3("block", l.block);
+    const auto* args = lt.get("args") ? lt.get("args")->as_array() : nullptr;
+    if (!args) cx.fail(where + ".args", "missing: the kernel's parameters (tensors, raw outputs, axis:i64, scalars)");
+    for (std::size_t k = 0; k < args->size(); ++k) {
+      const std::string key = fmt::format("{}.args[{}]", where, k);
+      if (!args->get(k)->is_string()) cx.fail(key, fmt::format("expected a string, got {}", text_of(*args->get(k))));
+      const std::string a(*args->get(k)->value<std::string>());
+      const std::string name = a.substr(0, a.find(':'));
+      const bool input = s.tensor(name) && s.tensor(name)->role == Role::input;
+      const bool out = std::find(raw.begin(), raw.end(), name) != raw.end();
+      const bool scalar = std::any_of(s.scalars.begin(), s.scalars.end(), [&](const Scalar& x) { return x.name == name; });
+      const bool axis = axes.count(name) > 0;
+      if (axis && a != name + ":i64" && a != name + ":i32") cx.fail(key, fmt::format("\"{}\": an axis takes its type, {}:i64 or {}:i32", a, name, name));
+      if (!input && !out && !scalar && !axis)
+        cx.fail(key, fmt::format("\"{}\" is neither an input, a raw output ({}), a scalar nor an axis", a, fmt::join(raw, ", ")));
+      l.args.push_back(a);
+    }
+    c.launches.push_back(l);
+  }
+  return c;
 }
 
 }  // namespace
@@ -588,7 +655,7 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
 
   // ---- reference ----
   const toml::table& ref = table_at(cx, root.get("reference"), "reference");
-  check_keys(cx, ref, "reference", {"python", "function", "kind"});
+  check_keys(cx, ref, "reference", {"python", "function", "kind", "cuda"});
   const std::string py = str(cx, ref, "reference", "python", true);
   s.reference.file = fs::path(py).is_absolute() ? fs::path(py) : s.dir / py;
   if (!fs::is_regular_file(s.reference.file))
@@ -597,6 +664,7 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
   s.reference.kind = str(cx, ref, "reference", "kind", false, "numpy");
   if (s.reference.kind != "numpy" && s.reference.kind != "torch")
     cx.fail("reference.kind", fmt::format("\"{}\": expected \"numpy\" or \"torch\"", s.reference.kind));
+  if (const toml::node* cn = ref.get("cuda")) s.reference.cuda = read_cuda(cx, table_at(cx, cn, "reference.cuda"), s, known);
   return s;
 }
 

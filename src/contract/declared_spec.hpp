@@ -2,6 +2,7 @@
 // The parsed form of a contract.toml (docs/declared-contracts.md), shared by the parser
 // (declared_spec.cpp), the value generator (declared_values.cpp), the contract itself
 // (declared.cpp) and the reference process (python_reference.cpp).
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -76,10 +77,28 @@ struct Constraint {
   std::string reason;
 };
 
+// [reference.cuda]: a simple fp64 CUDA reference for cases too large for the CPU (above
+// max_case_elements, up to its own max_case_elements), compiled by NVRTC and run in the session's
+// reference worker. Its raw outputs are float64 (int64 for integer outputs) buffers named as the
+// outputs, plus "<output>_magnitude" for a reduction bound over |inputs|.
+struct CudaReference {
+  std::filesystem::path file;
+  std::string source;
+  struct Launch {
+    std::string kernel;
+    std::array<Expr, 3> grid{Expr::constant(1), Expr::constant(1), Expr::constant(1)};
+    std::array<Expr, 3> block{Expr::constant(1), Expr::constant(1), Expr::constant(1)};
+    std::vector<std::string> args;  // tensors, raw outputs, "axis:i64" / "axis:i32", scalars
+  };
+  std::vector<Launch> launches;
+  std::int64_t max_case_elements = std::int64_t(1) << 28;
+};
+
 struct Reference {
   std::filesystem::path file;   // a .py file
   std::string function;
   std::string kind = "numpy";   // numpy or torch
+  std::optional<CudaReference> cuda;
 };
 
 struct Spec {
@@ -103,6 +122,9 @@ struct Spec {
   Reference reference;
 
   const TensorDef* tensor(const std::string& n) const;
+  // The raw outputs a CUDA reference writes: every output, and "<output>_magnitude" for each
+  // reduction bound over |inputs|.
+  std::vector<std::string> raw_outputs() const;
   const Axis* axis(const std::string& n) const;
   // Every axis by value, derived and constant ones computed from the variable ones.
   Dims complete(const Dims& variable) const;

@@ -128,6 +128,12 @@ function = "f"
   EXPECT_NE(e.find("tensors.y.error.cap"), std::string::npos) << e;  // a share may not be arbitrarily wrong
   e = load_err(minimal("missing_ref").replace(minimal("missing_ref").find("reference.py"), 12, "nowhere.py"));
   EXPECT_NE(e.find("reference.python: \"nowhere.py\": no such file"), std::string::npos) << e;
+  e = load_err(minimal("bad_cuda_arg", "[reference.cuda]\nsource = \"reference.py\"\n[[reference.cuda.launch]]\nkernel = \"k\"\n"
+                                       "grid = \"n\"\nblock = 256\nargs = [\"x\", \"z\"]\n"));
+  EXPECT_NE(e.find("reference.cuda.launch[0].args[1]: \"z\" is neither an input"), std::string::npos) << e;
+  e = load_err(minimal("bad_cuda_grid", "[reference.cuda]\nsource = \"reference.py\"\n[[reference.cuda.launch]]\nkernel = \"k\"\n"
+                                        "grid = \"sms * 4\"\nblock = 256\nargs = [\"x\", \"y\"]\n"));
+  EXPECT_NE(e.find("reference.cuda.launch[0].grid"), std::string::npos) << e;
   e = load_err(minimal("residual_add_relu"));
   EXPECT_NE(e.find("is a built-in contract"), std::string::npos) << e;
 }

@@ -6,12 +6,17 @@
 // Skipped without a GPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
+#include "kqual/check/evaluate.hpp"
+#include "kqual/contract/compare.hpp"
+#include "kqual/contract/declared.hpp"
 #include "kqual/core/json.hpp"
+#include "kqual/worker/session.hpp"
 #include "kqual/cuda/driver.hpp"
 #include "test_util.hpp"
 
@@ -122,6 +127,62 @@ TEST_F(DeclaredDeviceTest, SelftestOverTheDeclaredContracts) {
     EXPECT_TRUE(row.value("as_expected", false)) << row.dump(2);
   }
   EXPECT_GE(rows, n * 6);  // a good one, three known-broken ones and two baselines per operation
+  fs::remove_all(out);
+}
+
+// The fp64 CUDA reference of a declared contract (contracts/rmsnorm/reference.cu, run in the
+// session's reference worker) agrees with its NumPy reference, and takes the case too large for the
+// CPU reference in a default check.
+TEST_F(DeclaredDeviceTest, CudaReferenceAgreesWithTheNumpyReference) {
+  const fs::path root = test::repo_root();
+  const contract::Contract& c = contract::resolve_contract("rmsnorm", root / "candidates/rmsnorm/good");
+  worker::SessionOptions so;
+  so.exe = test::kqual_exe().string();
+  worker::Session s(so);
+  int compared = 0;
+  for (DType t : {DType::f32, DType::bf16})
+    for (const char* family : {"base", "specials", "tiny"}) {
+      contract::CaseSpec cs;
+      cs.dtype = t;
+      cs.dims = c.complete_dims({{"rows", 67}, {"cols", 1031}});
+      cs.family = family;
+      cs.seed = 42;
+      cs.id = std::string(to_string(t)) + "/" + family;
+      const contract::CaseData d = c.make_case(cs);
+      const auto cpu = c.reference(d);
+      const auto gpu = check::gpu_reference(s, c, d);
+      ASSERT_EQ(cpu.size(), gpu.size());
+      for (std::size_t k = 0; k < cpu.size(); ++k) {
+        ASSERT_EQ(cpu[k].ref.size(), gpu[k].ref.size());
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < cpu[k].ref.size(); ++i) {
+          const double a = cpu[k].ref[i], b = gpu[k].ref[i];
+          if (std::isnan(a) || std::isnan(b)) {
+            EXPECT_TRUE(std::isnan(a) && std::isnan(b)) << cs.id << " element " << i << ": " << a << " vs " << b;
+            continue;
+          }
+          EXPECT_LE(std::fabs(a - b), 1e-12 * std::fabs(a) + 1e-300) << cs.id << " element " << i;
+          differ += cpu[k].bound[i] != gpu[k].bound[i] && std::fabs(cpu[k].bound[i] - gpu[k].bound[i]) > 1e-12 * cpu[k].bound[i];
+        }
+        EXPECT_EQ(differ, 0u) << cs.id;
+        // The outputs the candidate is held to, rounded to the dtype: the same bytes.
+        EXPECT_EQ(contract::compare_exact(cpu[k], gpu[k].bytes.data(), 0xA5).mismatches, 0) << cs.id;
+        ++compared;
+      }
+    }
+  EXPECT_EQ(compared, 6);
+
+  // A default check runs the 8192 x 8192 case (2^26 elements, over the CPU cap of 2^24) on the CUDA reference.
+  const fs::path out = fs::temp_directory_path() / "kqual-declared-large";
+  fs::remove_all(out);
+  auto r = test::run(test::quote(test::kqual_exe()) + " check --quiet " + test::quote(root / "candidates/rmsnorm/good") + " --out " +
+                     test::quote(out));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  json res = json::parse(std::ifstream(out / "results.json"));
+  EXPECT_EQ(res["correctness"]["verdict"], "accepted");
+  bool large = false;
+  for (const auto& x : res["correctness"]["slowest_cases"]) large |= x.value("id", std::string()).find("rows=8192") != std::string::npos;
+  EXPECT_TRUE(large) << res["correctness"]["slowest_cases"].dump();
   fs::remove_all(out);
 }
 
