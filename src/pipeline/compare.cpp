@@ -385,6 +385,20 @@ Judgement judge(const report::CompareResult& static_part, const Evidence& ev, co
   }
   if (both_wrong && new_timed_wrong)
     notes.push_back("both sides' timed outputs are wrong, as their correctness results predict: not held against NEW");
+  // A wrong timed output on OLD alone (issue 23): OLD's times are not a baseline NEW can be weighed against.
+  if (old_timed_wrong && !both_wrong) {
+    std::string where;
+    for (const WarmShape& ws : ev.warm)
+      if (!ws.side[0].verified) {
+        where = fmt::format("shape {}: {}", ws.shape, ws.side[0].verify_detail.empty() ? "re-check failed" : ws.side[0].verify_detail);
+        break;
+      }
+    verdict.reasons.push_back("OLD's timed output was wrong (re-checked after timing; " + where + ")");
+    not_run.push_back("decision: OLD's timed output was wrong, so its times are no baseline");
+    return finish(decision::ShipVerdict::incomplete, kExitIncomplete,
+                  "OLD's timed output was wrong although its correctness check passed; its times are no baseline to weigh NEW "
+                  "against.");
+  }
   if (jo.decision_index >= ev.warm.size() || ev.warm[jo.decision_index].side[0].medians.empty()) {
     not_run.push_back("decision: OLD could not be timed at the decision shape");
     return finish(decision::ShipVerdict::incomplete, kExitIncomplete, "OLD could not be timed; nothing to weigh NEW against.");
@@ -393,6 +407,26 @@ Judgement judge(const report::CompareResult& static_part, const Evidence& ev, co
     not_run.push_back("decision: no startup samples");
     return finish(decision::ShipVerdict::incomplete, kExitIncomplete, "No startup measurement on both sides; nothing to decide on.");
   }
+  // The profile's JIT cache mode was measured but failed on a side (issue 23): say so, never let
+  // another mode stand in for it.
+  if (!jo.profiles.empty())
+    for (const StartupMode& m : ev.startup) {
+      if (m.cache != jo.profiles.front().jit_cache || m.loading != ev.startup.front().loading) continue;
+      for (int k = 0; k < 2; ++k) {
+        const StartupSamples& sm = m.side[k];
+        if (!sm.kernel_first_use_ms.empty()) continue;
+        const std::string why = fmt::format(
+            "the startup probes of {} failed in the profile's JIT cache mode '{}' ({} failure(s){})", k == 0 ? "OLD" : "NEW",
+            decision::to_string(m.cache), sm.failures,
+            sm.failure_messages.empty() ? std::string() : ": " + sm.failure_messages.front());
+        verdict.reasons.push_back(why);
+        not_run.push_back("decision: " + why);
+        return finish(decision::ShipVerdict::incomplete, kExitIncomplete,
+                      fmt::format("No first-request measurement of {} in JIT cache mode '{}', the mode profile '{}' decides "
+                                  "in; no other mode stands in for it.",
+                                  k == 0 ? "OLD" : "NEW", decision::to_string(m.cache), jo.profiles.front().name));
+      }
+    }
   const auto& wa = ev.warm[jo.decision_index].side[0].medians;
   const auto& wb = ev.warm[jo.decision_index].side[1].medians;
   decision::DecisionInput in =
@@ -411,6 +445,30 @@ Judgement judge(const report::CompareResult& static_part, const Evidence& ev, co
   verdict.reasons.push_back(fmt::format("decided at shape {} with profile '{}'", ev.warm[jo.decision_index].shape,
                                            jo.profiles.front().name));
   for (const auto& x : ds.front().reasons) verdict.reasons.push_back(x);
+  // Every shape judged with the first profile (issue 23): the decision shape decides, and a shape
+  // whose verdict differs is named, so the memo never rests on one shape unsaid.
+  {
+    json per_shape = json::array();
+    for (std::size_t si = 0; si < ev.warm.size(); ++si) {
+      const auto& a = ev.warm[si].side[0].medians;
+      const auto& b = ev.warm[si].side[1].medians;
+      json row{{"shape", ev.warm[si].shape}, {"decision_shape", si == jo.decision_index}};
+      if (a.empty() || b.empty()) {
+        row["verdict"] = "not_compared";
+      } else {
+        const decision::Decision dd = decision::decide(
+            decision_input(pairs, a, b, jo.new_uses_ptx_jit, jo.arch, jo.cold_noise_floor_ms, jo.warm_margin), jo.profiles.front());
+        row["verdict"] = decision::to_string(dd.verdict);
+        if (si != jo.decision_index && dd.verdict != ds.front().verdict)
+          verdict.reasons.push_back(fmt::format("at shape {} the verdict for profile '{}' would be {} (the decision shape is {}; "
+                                                "--decision-shape picks it)",
+                                                ev.warm[si].shape, jo.profiles.front().name, decision::to_string(dd.verdict),
+                                                ev.warm[jo.decision_index].shape));
+      }
+      per_shape.push_back(row);
+    }
+    if (r.warm && r.warm->is_object()) (*r.warm)["verdict_per_shape"] = per_shape;
+  }
   for (std::size_t i = 1; i < ds.size(); ++i)
     verdict.reasons.push_back(
         fmt::format("for profile '{}': {}", jo.profiles[i].name, decision::describe(ds[i].verdict)));

@@ -240,3 +240,56 @@ TEST(CompareJudge, NoLaunchPlanIsIncompleteNotAnError) {
   EXPECT_EQ(j.exit_code, 3);
   EXPECT_NO_THROW(report::render_compare_memo(j.results));
 }
+
+// Issue 23, compare's rules: a wrong timed output on OLD alone leaves no baseline (incomplete, named);
+// a failed startup mode is named, never replaced by another; every shape is judged and a shape whose
+// verdict differs from the decision shape's is named.
+TEST(CompareJudge, WrongTimedOutputOnOldAloneIsReportedAndLeavesNoBaseline) {
+  test::TempDir t;
+  compare::Evidence ev = jit_evidence();
+  ev.warm[0].side[0].verified = false;
+  ev.warm[0].side[0].verify_detail = "y[17] expected 1.5, got 0";
+  const compare::Judgement j = compare::judge(static_part(t), ev, options());
+  EXPECT_EQ(j.exit_code, 3);
+  EXPECT_EQ(j.results.at("verdict").at("decision"), "incomplete");
+  const std::string reasons = j.results.at("verdict").at("reasons").dump();
+  EXPECT_NE(reasons.find("OLD's timed output was wrong"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("y[17] expected 1.5, got 0"), std::string::npos) << reasons;
+}
+
+TEST(CompareJudge, AFailedStartupModeIsNamedNotReplaced) {
+  test::TempDir t;
+  compare::Evidence ev = jit_evidence();
+  // The first profile (long-lived server) decides in one cache mode; NEW's probes all failed there.
+  const CacheMode mode = options().profiles.front().jit_cache;
+  for (auto& m : ev.startup)
+    if (m.cache == mode) {
+      m.side[1] = compare::StartupSamples{};
+      m.side[1].failures = 12;
+      m.side[1].failure_messages = {"probe exited with signal SIGSEGV"};
+    }
+  const compare::Judgement j = compare::judge(static_part(t), ev, options());
+  EXPECT_EQ(j.exit_code, 3);
+  const std::string reasons = j.results.at("verdict").at("reasons").dump();
+  EXPECT_NE(reasons.find("startup probes of NEW failed"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find(decision::to_string(mode)), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("SIGSEGV"), std::string::npos) << reasons;
+  EXPECT_EQ(reasons.find("stands in"), std::string::npos) << reasons;
+}
+
+TEST(CompareJudge, EveryShapeIsJudgedAndADissentingShapeIsNamed) {
+  test::TempDir t;
+  compare::Evidence ev = jit_evidence();
+  // At the small shape NEW is slower; the decision shape (the large one) ships.
+  ev.warm[0].side[1].medians = noisy(1.30, 0.004, 6, 3);
+  ev.warm[0].side[1].pooled = ev.warm[0].side[1].medians;
+  const compare::Judgement j = compare::judge(static_part(t), ev, options());
+  const json& per = j.results.at("warm").at("verdict_per_shape");
+  ASSERT_EQ(per.size(), 2u);
+  EXPECT_EQ(per.at(1).at("decision_shape"), true);
+  EXPECT_EQ(per.at(1).at("verdict"), j.results.at("verdict").at("decision"));
+  EXPECT_NE(per.at(0).at("verdict"), per.at(1).at("verdict")) << per.dump();
+  const std::string reasons = j.results.at("verdict").at("reasons").dump();
+  EXPECT_NE(reasons.find("at shape n=4096 the verdict"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("the decision shape is n=268435456"), std::string::npos) << reasons;
+}
