@@ -124,6 +124,8 @@ class DeclaredContract final : public Contract {
     return d;
   }
   std::vector<Tensor> reference(const CaseData& data) const override;
+  std::vector<CaseSpec> index_cases(const Supports& cand, std::uint64_t seed) const override;
+  std::vector<OutputWindow> index_case_windows(const CaseSpec& spec) const override;
   bool prefers_gpu_reference(const Dims& dims) const override {
     return s_.reference.cuda && largest_tensor(s_.complete(dims)) > s_.max_case_elements;
   }
@@ -588,6 +590,94 @@ std::vector<Tensor> DeclaredContract::reference_from_gpu(const CaseData& data, c
     }
   }
   return expected_from(data, std::move(ref), mag.empty() ? nullptr : &mag);
+}
+
+// Past 2^31 elements (and 2^32 in the narrowest dtype row when the claim reaches there): the
+// independent axis grown, every other axis at its base; inputs generated on the device.
+std::vector<CaseSpec> DeclaredContract::index_cases(const Supports& cand, std::uint64_t seed) const {
+  std::vector<CaseSpec> out;
+  if (s_.independent_axis.empty() || !claimed_range(cand).past_int32()) return out;
+  const std::string& ax = s_.independent_axis;
+  Dims unit;
+  for (const auto& a : s_.axes)
+    if (a.kind == Axis::variable) unit[a.name] = a.base;
+  unit[ax] = 1;
+  const std::int64_t per = largest_tensor(s_.complete(unit));  // elements of the largest tensor per unit of the axis
+  auto make = [&](DType t, std::int64_t target, const char* what) {
+    Dims g = unit;
+    g[ax] = (target + per - 1) / per;
+    // Past the axis's range: the axis at its largest, the next variable axis grown instead.
+    if (const Axis* a = s_.axis(ax); g[ax] > a->max) {
+      g[ax] = a->max;
+      for (const auto& b : s_.axes) {
+        if (b.kind != Axis::variable || b.name == ax || largest_tensor(s_.complete(g)) > target) continue;
+        Dims one = g;
+        one[b.name] = 1;
+        const std::int64_t per_b = std::max<std::int64_t>(1, largest_tensor(s_.complete(one)));
+        std::int64_t v = (target + per_b - 1) / per_b;
+        v = (v + b.multiple_of - 1) / b.multiple_of * b.multiple_of;
+        g[b.name] = std::min(std::max(v, g[b.name]), b.max);
+      }
+    }
+    if (!admissible(g) || largest_tensor(s_.complete(g)) <= (std::int64_t(1) << 31)) return;
+    const Dims all = s_.complete(g);
+    if (largest_tensor(all) > cand.max_n) return;
+    CaseSpec c;
+    c.dtype = t;
+    c.dims = all;
+    c.family = kGeneratedFamily;
+    c.seed = mix_seed(seed, std::uint64_t(g[ax]) * 977 + std::uint64_t(t));
+    c.id = fmt::format("{}/{}/{}", to_string(t), format_dims(all), what);
+    out.push_back(c);
+  };
+  std::optional<DType> narrowest;
+  std::size_t narrow_size = 0;
+  for (const auto& [key, row] : s_.rows) {
+    if (!cand.supports(key)) continue;
+    make(key, (std::int64_t(1) << 31) + (1 << 20) + 3, "past-2^31");
+    std::size_t es = 0;
+    for (const auto& [n, d] : row) es = std::max(es, dtype_size(d));
+    if (!narrowest || es < narrow_size) narrowest = key, narrow_size = es;
+  }
+  if (narrowest && cand.max_n > (std::int64_t(1) << 32)) make(*narrowest, (std::int64_t(1) << 32) + (1 << 20) + 5, "past-2^32");
+  return out;
+}
+
+// Windows of whole units of the independent axis: the first and last, those holding element 2^31 and
+// 2^32 of the largest tensor, and three seeded ones; each a sub-case of that many units whose
+// inputs are the same units of every input along the axis, and the whole of every other input.
+std::vector<OutputWindow> DeclaredContract::index_case_windows(const CaseSpec& spec) const {
+  std::vector<OutputWindow> out;
+  const std::string& ax = s_.independent_axis;
+  if (ax.empty()) return out;
+  const Dims all = s_.complete(spec.dims);
+  const std::int64_t units = all.at(ax);
+  auto per_unit = [&](const TensorDef& t) { return tensor_elements(t.name, all) / units; };
+  const std::int64_t per = largest_tensor(all) / units;
+  const std::int64_t len = std::max<std::int64_t>(1, (std::int64_t(1) << 16) / std::max<std::int64_t>(per, 1));
+  for (const auto& [u0, k] : row_windows(units, per, len, spec.seed, 3)) {
+    Dims sub_given;
+    for (const auto& a : s_.axes)
+      if (a.kind == Axis::variable) sub_given[a.name] = all.at(a.name);
+    sub_given[ax] = k;
+    const Dims sub = s_.complete(sub_given);
+    for (const auto& o : s_.tensors) {
+      if (o.role != Role::output) continue;
+      OutputWindow w;
+      w.tensor = o.name;
+      w.begin = u0 * per_unit(o);
+      w.count = k * per_unit(o);
+      w.sub_dims = sub;
+      for (const auto& in : s_.tensors) {
+        if (in.role != Role::input) continue;
+        const bool along = std::find(in.shape.begin(), in.shape.end(), ax) != in.shape.end();
+        w.gather[in.name] = {along ? std::pair{u0 * per_unit(in), k * per_unit(in)} : std::pair{std::int64_t(0), tensor_elements(in.name, all)}};
+      }
+      w.why = fmt::format("{} {}..{}", ax, u0, u0 + k);
+      out.push_back(std::move(w));
+    }
+  }
+  return out;
 }
 
 // ---- registry -------------------------------------------------------------------------------

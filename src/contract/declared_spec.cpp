@@ -343,7 +343,7 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
                                               e.description()));
   }
   check_keys(cx, root, "", {"contract", "axes", "scalars", "tensors", "dtypes", "constraints", "families", "cost", "bench",
-                            "reference"});
+                            "reference", "index_cases"});
   const toml::table& c = table_at(cx, root.get("contract"), "contract");
   check_keys(cx, c, "contract", {"name", "summary", "policy", "deterministic", "max_case_elements"});
   s.name = str(cx, c, "contract", "name", true);
@@ -665,6 +665,31 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
   if (s.reference.kind != "numpy" && s.reference.kind != "torch")
     cx.fail("reference.kind", fmt::format("\"{}\": expected \"numpy\" or \"torch\"", s.reference.kind));
   if (const toml::node* cn = ref.get("cuda")) s.reference.cuda = read_cuda(cx, table_at(cx, cn, "reference.cuda"), s, known);
+
+  // ---- index cases: past 2^31 elements, generated on the device, checked in windows of an axis ----
+  if (const toml::node* ic = root.get("index_cases")) {
+    const toml::table& t = table_at(cx, ic, "index_cases");
+    check_keys(cx, t, "index_cases", {"axis"});
+    s.independent_axis = str(cx, t, "index_cases", "axis", true);
+    const Axis* a = s.axis(s.independent_axis);
+    if (!a || a->kind != Axis::variable)
+      cx.fail("index_cases.axis", fmt::format("\"{}\" is not a variable axis", s.independent_axis));
+    for (const auto& td : s.tensors) {
+      const auto pos = std::find(td.shape.begin(), td.shape.end(), s.independent_axis);
+      if (pos != td.shape.end() && pos != td.shape.begin())
+        cx.fail("index_cases.axis", fmt::format("\"{}\" is not the outermost axis of tensor '{}' ([{}]): a window of it would not "
+                                                "be one stretch of memory", s.independent_axis, td.name, fmt::join(td.shape, ", ")));
+      if (td.role == Role::output && pos == td.shape.end())
+        cx.fail("index_cases.axis", fmt::format("output '{}' does not run along \"{}\"", td.name, s.independent_axis));
+      if (td.role == Role::input && td.values.dist != "normal" && td.values.dist != "uniform" && td.values.dist != "constant")
+        cx.fail("index_cases.axis", fmt::format("input '{}' draws {} values, which the device generator does not make (it draws "
+                                                "uniform values in [-1, 1))", td.name, td.values.dist));
+    }
+    for (const auto& [key, row] : s.rows)
+      for (const auto& [tn, d] : row)
+        if (s.tensor(tn)->role == Role::input && d != DType::f32 && d != DType::bf16 && d != DType::i32)
+          cx.fail("index_cases.axis", fmt::format("input '{}' is {} in a dtype row: the device generator makes f32, bf16 and i32", tn, to_string(d)));
+  }
   return s;
 }
 

@@ -120,6 +120,9 @@ struct Spec {
   std::int64_t max_case_elements = std::int64_t(1) << 24;  // the largest tensor of a CPU-referenced case
   bool deterministic = true;
   Reference reference;
+  // [index_cases] axis: outputs are independent across this axis (the outermost of every tensor
+  // holding it), so cases past 2^31 elements are generated on the device and checked in windows of it.
+  std::string independent_axis;
 
   const TensorDef* tensor(const std::string& n) const;
   // The raw outputs a CUDA reference writes: every output, and "<output>_magnitude" for each

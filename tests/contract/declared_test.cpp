@@ -345,3 +345,71 @@ TEST(DeclaredContract, RmsnormCasesReferenceAndBounds) {
 
 }  // namespace
 }  // namespace kqual::contract
+
+namespace kqual::contract {
+namespace {
+
+// [index_cases]: past 2^31 elements only where the claim reaches; windows of whole rows whose
+// sub-case reference equals the same rows of the whole case's reference.
+TEST(DeclaredContract, IndexCasesAndTheirWindows) {
+  NEED_NUMPY();
+  const Contract& c = resolve_contract("rmsnorm", kRepo / "candidates/rmsnorm/good");
+  Supports s;
+  s.dtypes = {DType::f32, DType::bf16};
+  EXPECT_TRUE(c.index_cases(s, 1).empty());  // the default claim stops below 2^31
+  s.max_n = kUnlimited;
+  const auto big = c.index_cases(s, 1);
+  ASSERT_EQ(big.size(), 3u);  // f32 and bf16 past 2^31, the narrowest row past 2^32
+  for (const auto& cs : big) {
+    EXPECT_EQ(cs.family, kGeneratedFamily);
+    const std::int64_t n = c.tensor_elements("x", cs.dims);
+    EXPECT_GT(n, std::int64_t(1) << 31) << cs.id;
+    bool across = false;
+    for (const auto& w : c.index_case_windows(cs)) {
+      EXPECT_EQ(w.gather.at("w"), (std::vector<std::pair<std::int64_t, std::int64_t>>{{0, cs.dims.at("cols")}}));
+      EXPECT_EQ(w.count, w.sub_dims.at("rows") * cs.dims.at("cols"));
+      across |= w.begin <= (std::int64_t(1) << 31) && (std::int64_t(1) << 31) < w.begin + w.count;
+    }
+    EXPECT_TRUE(across) << cs.id << ": no window holds element 2^31";
+  }
+  // Every bundled declared contract whose range passes 2^31 elements gets such cases.
+  for (const auto& f : discover_declared_contracts({kRepo / "contracts"})) {
+    const Contract& d = load_declared_contract(f);
+    Supports wide;
+    wide.dtypes = d.dtypes();
+    wide.min_alignment_bytes = 1;
+    wide.max_n = kUnlimited;
+    const auto cases = d.index_cases(wide, 3);
+    EXPECT_EQ(!cases.empty(), d.claimed_range(wide).past_int32()) << d.name();
+    for (const auto& cs : cases) {
+      std::int64_t largest = 0;
+      for (const auto& t : d.tensors()) largest = std::max(largest, d.tensor_elements(t.name, cs.dims));
+      EXPECT_GT(largest, std::int64_t(1) << 31) << cs.id;
+      EXPECT_FALSE(d.validate(d.request(cs.dtype, cs.dims), wide)) << cs.id;
+      EXPECT_FALSE(d.index_case_windows(cs).empty()) << cs.id;
+    }
+  }
+  // Small enough to evaluate whole: every window's reference is the whole reference's rows.
+  CaseSpec small = big.front();
+  small.dims = c.complete_dims({{"rows", 3000}, {"cols", 100}});
+  small.id = "f32/small/counter";
+  OutputWindow whole;
+  whole.tensor = "y";
+  whole.count = 300000;
+  whole.sub_dims = small.dims;
+  whole.gather = {{"x", {{0, 300000}}}, {"w", {{0, 100}}}};
+  whole.why = "whole";
+  const auto all = c.reference(generated_subcase(c, small, whole)).at(0);
+  const auto windows = c.index_case_windows(small);
+  ASSERT_GE(windows.size(), 3u);
+  for (const auto& w : windows) {
+    const auto part = c.window_reference(small, w).at(0);
+    ASSERT_EQ(part.elements, w.count);
+    for (std::int64_t i = 0; i < w.count; ++i)
+      ASSERT_NEAR(part.ref[std::size_t(i)], all.ref[std::size_t(w.begin + i)], 1e-14 * std::fabs(all.ref[std::size_t(w.begin + i)]))
+          << w.why << " element " << i;
+  }
+}
+
+}  // namespace
+}  // namespace kqual::contract
