@@ -52,7 +52,7 @@ std::string model_text(const TensorDef& t) {
     case ErrorModel::exact: return fmt::format("{}: exact (the float64 reference rounded once to the output's dtype; integers never cast).", t.name);
     case ErrorModel::ulp: return fmt::format("{}: within {:g} ulp of the output dtype at the reference; {}.", t.name, e.ulps, nan);
     case ErrorModel::allclose:
-      return fmt::format("{}: |y - ref| <= {:g} + {:g} |ref| + the output's rounding{}; {}.", t.name, e.atol, e.rtol,
+      return fmt::format("{}: |y - ref| <= {}({:g}, {:g} |ref|) + the output's rounding{}; {}.", t.name, e.either ? "max" : "sum", e.atol, e.rtol,
                          e.match_ratio < 1 ? fmt::format(" for a share {:g} of elements, every element within {:g}", e.match_ratio, e.cap) : "",
                          nan);
     case ErrorModel::reduction:
@@ -401,7 +401,7 @@ std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::m
         double b = 0;
         switch (m.kind) {
           case ErrorModel::ulp: b = m.ulps * ulp_at(e.dtype, r.f[i]); break;
-          case ErrorModel::allclose: b = m.atol + m.rtol * a + u_out * a; break;
+          case ErrorModel::allclose: b = (m.either ? std::max(m.atol, m.rtol * a) : m.atol + m.rtol * a) + u_out * a; break;
           case ErrorModel::reduction: {
             const double g = m.magnitude == "reference" || !mag ? a : std::fabs((*mag)[i]);
             b = m.c * eps * k * g + m.atol + u_out * a;

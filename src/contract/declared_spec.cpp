@@ -196,7 +196,7 @@ void read_values(const Ctx& cx, const toml::table& t, const std::string& where, 
 }
 
 ErrorModel read_error(const Ctx& cx, const toml::table& t, const std::string& where, const Spec& s) {
-  check_keys(cx, t, where, {"model", "ulps", "atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps", "nan"});
+  check_keys(cx, t, where, {"model", "ulps", "atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps", "nan", "combine"});
   ErrorModel e;
   const std::string m = str(cx, t, where, "model", false, "exact");
   if (m == "exact") e.kind = ErrorModel::exact;
@@ -216,11 +216,14 @@ ErrorModel read_error(const Ctx& cx, const toml::table& t, const std::string& wh
   e.c = num(cx, t, where, "c", 0);
   e.axis = str(cx, t, where, "axis", false);
   e.magnitude = str(cx, t, where, "magnitude", false, "abs_inputs");
+  const std::string combine = str(cx, t, where, "combine", false, "sum");
+  if (combine != "sum" && combine != "max") cx.fail(where + ".combine", fmt::format("\"{}\": expected \"sum\" or \"max\"", combine));
+  e.either = combine == "max";
   if (t.get("eps")) e.eps_dtype = dtype_of(cx, where + ".eps", str(cx, t, where, "eps", true), false);
   switch (e.kind) {
-    case ErrorModel::exact: only({"ulps", "atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps"}, "exact"); break;
+    case ErrorModel::exact: only({"ulps", "atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps", "combine"}, "exact"); break;
     case ErrorModel::ulp:
-      only({"atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps"}, "ulps");
+      only({"atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps", "combine"}, "ulps");
       if (!(e.ulps > 0)) cx.fail(where + ".ulps", "missing or not positive: the admitted distance in units in the last place");
       break;
     case ErrorModel::allclose:
@@ -234,7 +237,7 @@ ErrorModel read_error(const Ctx& cx, const toml::table& t, const std::string& wh
       if (e.match_ratio == 1 && t.get("cap")) cx.fail(where + ".cap", "only meaningful with match_ratio below 1");
       break;
     case ErrorModel::reduction:
-      only({"ulps", "match_ratio", "cap", "rtol"}, "reduction");
+      only({"ulps", "match_ratio", "cap", "rtol", "combine"}, "reduction");
       if (!(e.c > 0)) cx.fail(where + ".c", "missing or not positive: the constant of c * eps * K * magnitude");
       if (e.axis.empty()) cx.fail(where + ".axis", "missing: the reduction axis K");
       if (!s.axis(e.axis)) cx.fail(where + ".axis", fmt::format("unknown axis \"{}\"", e.axis));

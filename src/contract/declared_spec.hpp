@@ -48,6 +48,7 @@ struct ErrorModel {
   enum Kind { exact, ulp, allclose, reduction } kind = exact;
   double ulps = 0, atol = 0, rtol = 0, c = 0;
   double match_ratio = 1, cap = 0;  // allclose: a share (1 - match_ratio) may exceed the bound, none the cap
+  bool either = false;              // allclose: max(atol, rtol |ref|) (fail only past both, as flashinfer-bench) instead of the sum
   std::string axis;                 // reduction: K
   std::string magnitude = "abs_inputs";  // reduction: abs_inputs (reference on |inputs|) or reference (|ref|)
   std::optional<DType> eps_dtype;   // reduction: eps of this dtype (default: the output's)

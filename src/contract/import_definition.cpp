@@ -1,0 +1,328 @@
+// flashinfer-bench / SOL-ExecBench Definition → declared contract (import_definition.hpp).
+// The translation, term by term (docs/declared-contracts.md, "Importing a Definition"):
+//   axes: const → value; var → a variable axis, range [1, 2^31 - 1], the workloads' values as its
+//     base and hints (their t-1, t, t+1 become boundary cases); expr → a derived axis when kqual's
+//     integer expressions can evaluate it, refused otherwise.
+//   inputs/outputs: shape over the axes, one dtype row; a null shape is a scalar whose value comes
+//     from the workloads (the same in all of them, or refused).
+//   constraints: Python boolean expressions over the axes (and/or/not), evaluated before launch.
+//   reference: the `run` source, as reference.py with kind = "torch", in kqual's reference process.
+//   tolerance: an element fails only past both atol and rtol·|ref| (combine = "max"), as
+//     flashinfer-bench judges; SOL's required_matched_ratio with max_error_cap; across workloads the
+//     strictest of each. kqual's own bundled contracts are stricter (bounds from the arithmetic).
+#include "kqual/contract/import_definition.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "kqual/contract/declared.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/expr.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/core/json.hpp"
+
+namespace kqual::contract {
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void refuse(const fs::path& file, const std::string& key, const std::string& why) {
+  throw_error(ErrorKind::input, fmt::format("{}: {}: {}", file.string(), key, why));
+}
+
+std::string quoted(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += c;
+  }
+  return o + "\"";
+}
+
+std::string kqual_dtype(const fs::path& f, const std::string& key, const std::string& d) {
+  static const std::map<std::string, std::string> known = {{"float32", "f32"}, {"bfloat16", "bf16"}, {"float64", "f64"},
+                                                           {"int32", "i32"},   {"int64", "i64"},    {"uint32", "u32"}};
+  if (auto it = known.find(d); it != known.end()) return it->second;
+  refuse(f, key, fmt::format("dtype \"{}\" has no kqual storage type (kqual has f32, bf16, f64, i32, i64, u32; float16, fp8 and "
+                             "fp4 are not supported yet)", d));
+}
+
+// Python's boolean words to kqual's operators; the result must parse and use only axes.
+Expr constraint_expr(const fs::path& f, const std::string& key, std::string text, const std::set<std::string>& axes) {
+  auto swap = [&](const std::string& from, const std::string& to) {
+    for (std::size_t p; (p = text.find(from)) != std::string::npos;) text.replace(p, from.size(), to);
+  };
+  swap(" and ", " && ");
+  swap(" or ", " || ");
+  swap("not ", "!");
+  swap("//", "/");  // floor division of non-negative integers
+  Expr e;
+  try {
+    e = Expr::parse(text);
+  } catch (const Error& err) {
+    refuse(f, key, fmt::format("\"{}\" is not an integer expression kqual can evaluate ({})", text, err.what()));
+  }
+  for (const auto& v : e.variables())
+    if (!axes.count(v)) refuse(f, key, fmt::format("\"{}\" uses '{}', which is not an axis", text, v));
+  return e;
+}
+
+struct Tolerance {
+  std::optional<double> atol, rtol, ratio, cap;
+  bool allow_negative_inf = false;
+};
+
+void tighten(Tolerance& t, const json& j) {
+  auto min_into = [](std::optional<double>& into, double v) { into = into ? std::min(*into, v) : v; };
+  if (j.contains("atol")) min_into(t.atol, j["atol"].get<double>());
+  if (j.contains("rtol")) min_into(t.rtol, j["rtol"].get<double>());
+  if (j.contains("max_error_cap")) min_into(t.cap, j["max_error_cap"].get<double>());
+  if (j.contains("required_matched_ratio")) {
+    const double r = j["required_matched_ratio"].get<double>();
+    t.ratio = t.ratio ? std::max(*t.ratio, r) : r;
+  }
+  if (j.value("allow_negative_inf", false)) t.allow_negative_inf = true;
+}
+
+}  // namespace
+
+DefinitionImport import_definition(const DefinitionImportOptions& o) {
+  const fs::path& f = o.definition;
+  json def;
+  try {
+    def = json::parse(read_text_file(f));
+  } catch (const json::exception& e) {
+    throw_error(ErrorKind::input, fmt::format("{}: not JSON: {}", f.string(), e.what()));
+  }
+  if (!def.is_object()) refuse(f, "(top level)", "expected a JSON object (a Definition)");
+  for (const char* k : {"name", "axes", "inputs", "outputs", "reference"})
+    if (!def.contains(k)) refuse(f, k, "missing (a Definition has name, axes, inputs, outputs and reference)");
+  DefinitionImport r;
+  r.out = o.out;
+  std::string name = def["name"].get<std::string>();
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = "def_" + name;
+  r.name = name;
+
+  // ---- workloads: axis values, scalar values, tolerances ----
+  std::vector<json> workloads;
+  if (!o.workloads.empty()) {
+    std::ifstream in(o.workloads);
+    if (!in) throw_error(ErrorKind::input, fmt::format("{}: cannot read", o.workloads.string()));
+    int line_no = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++line_no;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      json w;
+      try {
+        w = json::parse(line);
+      } catch (const json::exception& e) {
+        throw_error(ErrorKind::input, fmt::format("{}:{}: not JSON: {}", o.workloads.string(), line_no, e.what()));
+      }
+      if (w.contains("definition") && w["definition"].is_string() && w["definition"] != def["name"]) continue;
+      workloads.push_back(w);
+    }
+    r.workloads = int(workloads.size());
+    if (workloads.empty()) refuse(o.workloads, "(lines)", fmt::format("no workload of definition \"{}\"", def["name"].get<std::string>()));
+  }
+  auto body = [](const json& w) -> const json& { return w.contains("workload") ? w["workload"] : w; };
+
+  // ---- axes ----
+  std::ostringstream t;
+  t << "# Imported by `kqual import-definition` from " << f.filename().string()
+    << (o.workloads.empty() ? "" : " and " + o.workloads.filename().string()) << ".\n"
+    << "# Translation notes: docs/declared-contracts.md, \"Importing a Definition\".\n";
+  t << "[contract]\nname = " << quoted(name) << "\nsummary = "
+    << quoted(def.value("description", std::string("imported Definition ") + def["name"].get<std::string>())) << "\n";
+  t << "policy = " << quoted("Imported from a flashinfer-bench/SOL-ExecBench Definition: the reference is its PyTorch run(); an element "
+                             "fails only past both atol and rtol |ref|, as flashinfer-bench judges.") << "\n\n";
+  std::set<std::string> axes;
+  std::vector<std::string> var_axes;
+  // Constants first, then variables, then expressions (a derived axis uses the others).
+  std::vector<std::pair<std::string, json>> ordered;
+  for (const auto& [an, a] : def["axes"].items()) ordered.push_back({an, a});
+  auto rank = [](const json& a) {
+    const std::string ty = a.value("type", "");
+    return ty == "var" ? 0 : ty == "const" ? 1 : 2;
+  };
+  std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) { return rank(a.second) < rank(b.second); });
+  for (const auto& [an, a] : ordered) {
+    const std::string key = "axes." + an;
+    const std::string ty = a.value("type", "");
+    t << "[axes." << an << "]\n";
+    if (ty == "const") {
+      if (!a.contains("value") || !a["value"].is_number_integer()) refuse(f, key + ".value", "a const axis needs an integer value");
+      t << "value = " << a["value"].get<std::int64_t>() << "\n";
+    } else if (ty == "var") {
+      std::vector<std::int64_t> seen;
+      for (const auto& w : workloads)
+        if (body(w).contains("axes") && body(w)["axes"].contains(an)) seen.push_back(body(w)["axes"][an].get<std::int64_t>());
+      std::vector<std::int64_t> hints = seen;
+      std::sort(hints.begin(), hints.end());
+      hints.erase(std::unique(hints.begin(), hints.end()), hints.end());
+      if (hints.size() > 6) hints.resize(6);
+      t << "range = [1, 2147483647]\n";
+      if (!hints.empty()) t << "hints = [" << fmt::format("{}", fmt::join(hints, ", ")) << "]   # the workloads' values\n";
+      t << "base = " << (seen.empty() ? 64 : seen.front()) << "\n";
+      var_axes.push_back(an);
+    } else if (ty == "expr") {
+      const std::string ex = a.value("expression", "");
+      (void)constraint_expr(f, key + ".expression", ex, axes);
+      t << "expr = " << quoted(ex) << "\n";
+    } else {
+      refuse(f, key + ".type", fmt::format("\"{}\": expected const, var or expr", ty));
+    }
+    axes.insert(an);
+    t << "\n";
+  }
+  if (var_axes.empty()) refuse(f, "axes", "no var axis: kqual needs at least one axis to vary");
+
+  // ---- scalars, tensors, the dtype row ----
+  std::map<std::string, std::string> row;
+  bool any_float_output = false;
+  auto tensor = [&](const std::string& tn, const json& spec, bool input) {
+    const std::string key = std::string(input ? "inputs." : "outputs.") + tn;
+    const std::string dt = kqual_dtype(f, key + ".dtype", spec.value("dtype", std::string("?")));
+    if (!spec.contains("shape") || spec["shape"].is_null()) {
+      if (!input) refuse(f, key + ".shape", "a scalar output is not supported");
+      std::optional<double> value;
+      for (const auto& w : workloads) {
+        const json& b = body(w);
+        if (!b.contains("inputs") || !b["inputs"].contains(tn) || !b["inputs"][tn].contains("value")) continue;
+        const double v = b["inputs"][tn]["value"].get<double>();
+        if (value && *value != v)
+          refuse(o.workloads, "inputs." + tn + ".value", fmt::format("the scalar takes {} and {} in different workloads; kqual's scalars are fixed per contract", *value, v));
+        value = v;
+      }
+      if (!value) refuse(f, key, "a scalar (null shape) needs its value: give the workloads (--workloads) that set it");
+      t << "[scalars." << tn << "]\ndtype = " << quoted(dt == "f64" ? "f64" : dt == "i32" || dt == "i64" ? dt : "f32") << "\nvalue = "
+        << fmt::format("{:.17g}", *value) << "\n\n";
+      return;
+    }
+    std::vector<std::string> shape;
+    for (const auto& s : spec["shape"]) {
+      const std::string ax = s.get<std::string>();
+      if (!axes.count(ax)) refuse(f, key + ".shape", fmt::format("unknown axis \"{}\"", ax));
+      shape.push_back(quoted(ax));
+    }
+    if (input && (dt == "i32" || dt == "i64" || dt == "u32"))
+      refuse(f, key + ".dtype", fmt::format("integer input '{}': what its values mean (indices into an axis, offsets, a mask) is not "
+                                            "in the Definition; import without it is not possible — declare its values by hand "
+                                            "(docs/declared-contracts.md, values)", tn));
+    row[tn] = dt;
+    t << "[tensors." << tn << "]\nrole = " << (input ? "\"input\"" : "\"output\"") << "\nshape = [" << fmt::format("{}", fmt::join(shape, ", "))
+      << "]\n";
+    if (input) {
+      t << "values = { dist = \"normal\" }\n\n";
+    } else if (dt == "i32" || dt == "i64" || dt == "u32") {
+      t << "error = { model = \"exact\" }\n\n";
+    } else {
+      any_float_output = true;
+      t << "error = ERROR_MODEL\n\n";
+    }
+  };
+  for (const auto& [tn, spec] : def["inputs"].items()) tensor(tn, spec, true);
+  for (const auto& [tn, spec] : def["outputs"].items()) tensor(tn, spec, false);
+  if (row.empty()) refuse(f, "inputs", "no tensor");
+  t << "[dtypes]\nrows = [{ ";
+  {
+    std::vector<std::string> parts;
+    for (const auto& [n, d] : row) parts.push_back(n + " = " + quoted(d));
+    t << fmt::format("{}", fmt::join(parts, ", "));
+  }
+  t << " }]\n\n";
+
+  // ---- constraints ----
+  if (def.contains("constraints"))
+    for (std::size_t i = 0; i < def["constraints"].size(); ++i) {
+      const std::string c = def["constraints"][i].get<std::string>();
+      (void)constraint_expr(f, fmt::format("constraints[{}]", i), c, axes);
+      std::string text = c;
+      for (auto [from, to] : {std::pair{" and ", " && "}, {" or ", " || "}, {"not ", "!"}, {"//", "/"}})
+        for (std::size_t p; (p = text.find(from)) != std::string::npos;) text.replace(p, std::string(from).size(), to);
+      t << "[[constraints]]\nexpr = " << quoted(text) << "\nreason = " << quoted("the Definition's constraint " + c) << "\n\n";
+    }
+
+  // ---- tolerance → the error model ----
+  Tolerance tol;
+  if (def.contains("tolerance")) tighten(tol, def["tolerance"]);
+  for (const auto& w : workloads) {
+    if (w.contains("tolerance")) tighten(tol, w["tolerance"]);
+    if (body(w).contains("tolerance")) tighten(tol, body(w)["tolerance"]);
+  }
+  const double atol = tol.atol.value_or(o.atol), rtol = tol.rtol.value_or(o.rtol);
+  std::string model = fmt::format("{{ model = \"allclose\", atol = {:g}, rtol = {:g}, combine = \"max\"", atol, rtol);
+  if (!tol.atol && !tol.rtol)
+    r.notes.push_back(fmt::format("no tolerance in the Definition or its workloads: atol = {:g}, rtol = {:g} (--atol, --rtol)", atol, rtol));
+  if (tol.ratio && *tol.ratio < 1) {
+    const std::optional<double> cap = tol.cap ? tol.cap : o.cap;
+    if (!cap)
+      refuse(o.workloads.empty() ? f : o.workloads, "tolerance.required_matched_ratio",
+             fmt::format("{:g} without max_error_cap: a share of elements could be arbitrarily wrong; kqual requires a hard cap (--cap)",
+                         *tol.ratio));
+    model += fmt::format(", match_ratio = {:g}, cap = {:g}", *tol.ratio, *cap);
+    r.notes.push_back(fmt::format("required_matched_ratio {:g} with every element within {:g} (the strictest across workloads)",
+                                  *tol.ratio, *cap));
+  }
+  if (tol.allow_negative_inf)
+    r.notes.push_back("allow_negative_inf: kqual's NaN/Inf policy 'propagate' admits -Inf exactly where the reference has it");
+  model += " }";
+  std::string text = t.str();
+  for (std::size_t p; (p = text.find("ERROR_MODEL")) != std::string::npos;) text.replace(p, 11, model);
+  if (!any_float_output) r.notes.push_back("every output is an integer: compared exactly");
+
+  // ---- cost, bench, reference ----
+  text += "[cost]\nflops = \"0\"   # not in the Definition: give the operation's count to place it on the FMA roofline\n\n";
+  std::vector<std::string> shapes;
+  for (const auto& w : workloads) {
+    std::vector<std::string> parts;
+    for (const auto& a : var_axes)
+      if (body(w).contains("axes") && body(w)["axes"].contains(a)) parts.push_back(fmt::format("{}={}", a, body(w)["axes"][a].get<std::int64_t>()));
+    if (parts.size() != var_axes.size()) continue;
+    const std::string sh = fmt::format("{}", fmt::join(parts, ","));
+    if (std::find(shapes.begin(), shapes.end(), sh) == shapes.end() && shapes.size() < 8) shapes.push_back(sh);
+  }
+  r.bench_shapes = shapes;
+  if (!shapes.empty()) {
+    std::vector<std::string> q;
+    for (const auto& s : shapes) q.push_back(quoted(s));
+    text += "[bench]\nshapes = [" + fmt::format("{}", fmt::join(q, ", ")) + "]   # the workloads\n\n";
+  }
+  text += "[reference]\npython = \"reference.py\"\nfunction = \"run\"\nkind = \"torch\"\n";
+  r.contract_toml = text;
+
+  // ---- written whole or not at all, and loaded back ----
+  std::error_code ec;
+  if (fs::exists(o.out, ec)) throw_error(ErrorKind::input, fmt::format("{} exists: give a new folder", o.out.string()));
+  const fs::path tmp = o.out.string() + ".kqual-tmp";
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp);
+  try {
+    write_file_atomic(tmp / "contract.toml", text);
+    write_file_atomic(tmp / "reference.py", "# The Definition's reference, as imported (kind = \"torch\": run in kqual's reference process).\n" +
+                                                def["reference"].get<std::string>() + "\n");
+    fs::rename(tmp, o.out);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  try {
+    (void)load_declared_contract(o.out);
+  } catch (const Error& e) {
+    fs::remove_all(o.out, ec);
+    throw_error(ErrorKind::internal, fmt::format("the imported contract does not load (a bug in the importer): {}", e.what()));
+  }
+  return r;
+}
+
+}  // namespace kqual::contract
