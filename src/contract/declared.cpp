@@ -492,8 +492,9 @@ Comparison DeclaredContract::compare(const Tensor& expected, const std::uint8_t*
       const double r = expected.ref[i], b = expected.bound[i];
       const double a = element_as_double(t, actual, i);
       if (!std::isfinite(r) || !std::isfinite(a)) {
-        bool ok = m.nan == ErrorModel::same_class ? !std::isfinite(r) && !std::isfinite(a)
-                                                  : (std::isnan(r) && std::isnan(a)) || (!std::isnan(r) && r == a);
+        bool ok = m.nan == ErrorModel::same_class
+                      ? !std::isfinite(r) && !std::isfinite(a)
+                      : (std::isnan(r) && std::isnan(a)) || (!std::isnan(r) && (r == a || (std::isinf(a) && rounded_to(t, r) == a)));
         if (ok) continue;
         if (is_poison(t, actual, i, poison_byte)) y.note(Mismatch::unwritten, i);
         else y.note(Mismatch::nan_policy, i);

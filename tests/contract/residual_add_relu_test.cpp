@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 
+#include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/cuda/nvrtc.hpp"
@@ -251,6 +252,42 @@ TEST(ResidualAddReluDeviceReference, LargeCasesAreGeneratedAndHaveACompilingRefe
     EXPECT_EQ(w->gather.at("x"), (std::vector<std::pair<std::int64_t, std::int64_t>>{{1 << 20, 1 << 20}}));
   }
   EXPECT_EQ(large, 3);  // 2^27+5 in f32 and bf16, 2^29+7 in f32
+}
+
+}  // namespace
+}  // namespace kqual::contract
+
+namespace kqual::contract {
+namespace {
+
+// A reference past the output dtype's largest finite value is matched by the infinity it rounds to
+// (a correctly rounded overflow), and only by it; a reference below the overflow threshold is not.
+TEST(CompareBounded, ACorrectlyRoundedOverflowIsNotWrong) {
+  for (DType t : {DType::f32, DType::bf16}) {
+    const double big = t == DType::f32 ? 3.5e38 : 3.4e38;  // both round to +Inf in their dtype
+    const double below = t == DType::f32 ? 3.0e38 : 3.3e38;
+    Tensor want;
+    want.name = "y";
+    want.dtype = t;
+    want.elements = 4;
+    want.ref = {big, -big, below, big};
+    want.bound = {1e37, 1e37, 1e37, 1e37};  // wide enough for a bf16 rounding at 3e38 (spacing 2^120 ~ 1.3e36)
+    std::vector<std::uint8_t> got(4 * dtype_size(t));
+    store_element(t, got.data(), 0, INFINITY);
+    store_element(t, got.data(), 1, -INFINITY);
+    store_element(t, got.data(), 2, below);
+    store_element(t, got.data(), 3, INFINITY);
+    EXPECT_EQ(rounded_to(t, big), INFINITY) << to_string(t);
+    Comparison ok = compare_bounded(want, got.data(), 0xA5);
+    EXPECT_TRUE(ok.ok) << to_string(t) << ": " << ok.detail;
+    store_element(t, got.data(), 2, INFINITY);  // +Inf where the reference is finite and below the threshold
+    Comparison bad = compare_bounded(want, got.data(), 0xA5);
+    EXPECT_EQ(bad.code, "wrong_result") << to_string(t);
+    EXPECT_EQ(bad.examples, (std::vector<std::int64_t>{2})) << to_string(t);
+    store_element(t, got.data(), 2, below);
+    store_element(t, got.data(), 1, INFINITY);  // the wrong sign
+    EXPECT_FALSE(compare_bounded(want, got.data(), 0xA5).ok) << to_string(t);
+  }
 }
 
 }  // namespace

@@ -65,8 +65,11 @@ ElementScan scan_elements(std::size_t n, const std::function<void(std::size_t, s
 
 // Bitwise equality; for floating dtypes any NaN matches any NaN.
 Comparison compare_exact(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte);
-// |actual - expected.ref[i]| <= expected.bound[i]; infinities must match exactly, NaN only NaN.
+// |actual - expected.ref[i]| <= expected.bound[i]; infinities must match exactly (a reference past the
+// dtype's largest finite value matches the infinity it rounds to), NaN only NaN.
 Comparison compare_bounded(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte);
+// v rounded to nearest even in dtype t (floating dtypes; ±Inf past the largest finite value).
+double rounded_to(DType t, double v);
 // Element i still holds the poison pattern the harness filled the output with.
 bool is_poison(DType t, const std::uint8_t* p, std::size_t i, std::uint8_t poison_byte);
 // Dispatch: bounded when expected.bound is present, exact otherwise.
