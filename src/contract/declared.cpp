@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -194,7 +195,7 @@ void DeclaredContract::build_domain() {
     d_.dims.push_back({.name = a.name, .max = a.kind == Axis::variable ? a.max : kUnlimited});
   for (const auto& t : s_.tensors)
     d_.tensors.push_back({.name = t.name, .role = t.role, .shape = t.shape, .description = t.description, .dtype = t.dtype,
-                          .layout = t.layout == "row_major" ? Layout::row_major : Layout::contiguous});
+                          .layout = t.layout == "row_major" ? Layout::row_major : Layout::contiguous, .alignment = t.alignment});
   std::vector<std::string> rows_text;
   for (const auto& [key, r] : s_.rows) {
     d_.dtypes.push_back(key);
@@ -324,8 +325,10 @@ std::vector<CaseSpec> DeclaredContract::correctness_cases(const Supports& cand, 
   for (const auto& [key, r] : s_.rows) {
     if (!cand.supports(key)) continue;
     bool offset_ok = true;
-    for (const auto& t : s_.tensors)
-      offset_ok &= std::int64_t(dtype_size(tensor_dtype(t.name, key))) % cand.min_alignment_bytes == 0;
+    for (const auto& t : s_.tensors) {
+      const std::int64_t es = std::int64_t(dtype_size(tensor_dtype(t.name, key)));
+      offset_ok &= es % cand.min_alignment_bytes == 0 && (t.alignment <= 0 || es % t.alignment == 0);
+    }
     auto add = [&](const Dims& all, const std::string& fam, std::int64_t off) {
       CaseSpec c;
       c.dtype = key;
@@ -433,7 +436,7 @@ void DeclaredContract::check_nontrivial() const {
   cs.id = fmt::format("{}/{}/base (non-triviality check)", to_string(key), format_dims(cs.dims));
   const auto dt = row(key);
   auto eval = [&](const std::string& only, std::uint64_t other) {
-    return py_.evaluate(generate_inputs(s_, cs, cs.dims, dt, only, other), cs.dims, false, cs.id, dt);
+    return py_.evaluate(generate_inputs(s_, cs, cs.dims, dt, only, other), cs.dims, false, cs.id, dt).values;
   };
   auto fail = [&](const std::string& why) {
     throw_error(ErrorKind::input, fmt::format("contract {}: the reference {}:{} {}: a zero, constant or input-ignoring kernel could "
@@ -467,13 +470,18 @@ void DeclaredContract::check_nontrivial() const {
 std::vector<Tensor> DeclaredContract::reference(const CaseData& data) const {
   std::call_once(nontrivial_once_, [&] { check_nontrivial(); });
   const auto dt = row(data.spec.dtype);
-  auto ref = py_.evaluate(data.inputs, data.dims, false, data.spec.id, dt);
   bool need_abs = false;
   for (const auto& t : s_.tensors)
     need_abs |= t.role == Role::output && t.error.kind == ErrorModel::reduction && t.error.magnitude == "abs_inputs";
-  if (!need_abs) return expected_from(data, std::move(ref), nullptr);
-  const auto mag = py_.evaluate(data.inputs, data.dims, true, data.spec.id + " (|inputs|)", dt);
-  return expected_from(data, std::move(ref), &mag);
+  const auto t0 = std::chrono::steady_clock::now();
+  Evaluation ev = py_.evaluate(data.inputs, data.dims, need_abs, data.spec.id, dt);
+  const auto t1 = std::chrono::steady_clock::now();
+  auto out = expected_from(data, std::move(ev.values), need_abs ? &ev.magnitude : nullptr);
+  if (std::getenv("KQUAL_REFERENCE_TRACE"))
+    fmt::print(stderr, "reference {}: evaluation {:.0f} ms, expected outputs and bounds {:.0f} ms\n", data.spec.id,
+               std::chrono::duration<double, std::milli>(t1 - t0).count(),
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
+  return out;
 }
 
 Comparison DeclaredContract::compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const {

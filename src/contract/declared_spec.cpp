@@ -443,7 +443,7 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
   for (const auto& [k, v] : in_file_order(tensors)) {
     const std::string where = "tensors." + k;
     const toml::table& t = table_at(cx, v, where);
-    check_keys(cx, t, where, {"role", "shape", "dtype", "layout", "aliases", "description", "values", "error"});
+    check_keys(cx, t, where, {"role", "shape", "dtype", "layout", "aliases", "alignment", "description", "values", "error"});
     TensorDef td;
     td.name = k;
     if (known.count(td.name)) cx.fail(where, fmt::format("'{}' is already an axis", td.name));
@@ -469,6 +469,9 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
     if (td.layout == "row_major" && td.shape.size() != 2) cx.fail(where + ".layout", "row_major is for 2-D tensors");
     td.description = str(cx, t, where, "description", false, fmt::format("{}, [{}]", role, fmt::join(td.shape, ", ")));
     td.aliases = str(cx, t, where, "aliases", false);
+    td.alignment = integer(cx, t, where, "alignment", 0);
+    if (td.alignment < 0 || (td.alignment & (td.alignment - 1)) || td.alignment > 4096)
+      cx.fail(where + ".alignment", fmt::format("{} is not a power of two up to 4096 bytes", td.alignment));
     if (td.role == Role::input) {
       if (!td.aliases.empty()) cx.fail(where + ".aliases", "only an output may alias an input");
       if (t.get("error")) cx.fail(where + ".error", "an input has no error model (outputs do)");

@@ -62,6 +62,7 @@ struct TensorDef {
   std::optional<DType> dtype;  // fixed (indices, scales); else from the dtype row
   std::string layout = "contiguous";
   std::string aliases;         // output: the input it may overwrite (in place)
+  std::int64_t alignment = 0;  // the start alignment the contract guarantees [bytes] (0: the element's)
   std::string description;
   Values values;               // inputs
   ErrorModel error;            // outputs

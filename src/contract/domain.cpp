@@ -292,6 +292,13 @@ std::optional<Refusal> check_request(const Domain& d, std::string_view contract,
   }
   if (req.offset_elements < 0)
     return refuse("negative_offset", fmt::format("start offset {} is negative", req.offset_elements));
+  for (const auto& t : d.tensors) {
+    if (t.alignment <= 0) continue;
+    const std::int64_t bytes = mul_sat(req.offset_elements, std::int64_t(dtype_size(tensor_dtype(d, t.name, req.dtype))));
+    if (bytes % t.alignment)
+      return refuse("misaligned", fmt::format("a start offset of {} element(s) ({} bytes) breaks the {} contract's alignment of {} bytes "
+                                              "for tensor '{}'", req.offset_elements, bytes, contract, t.alignment, t.name));
+  }
   if (cand.min_alignment_bytes > 0) {
     for (const auto& t : d.tensors) {
       const DType tt = tensor_dtype(d, t.name, req.dtype);
@@ -479,14 +486,28 @@ std::vector<RefusalExample> refusal_examples(const Domain& d) {
     s.max_n = claim_quantity(d, base) - 1;
     add(ok, "exceeds_claim", s);
   }
+  // The contract's own alignment: the smallest offset every tensor's alignment admits (in elements).
+  std::int64_t step = 1;
+  bool aligned_by_contract = false;
+  for (const auto& ts : d.tensors)
+    if (ts.alignment > 0) {
+      aligned_by_contract = true;
+      const std::int64_t es = std::int64_t(dtype_size(tensor_dtype(d, ts.name, t0)));
+      while ((step * es) % ts.alignment) step *= 2;
+    }
+  if (aligned_by_contract && step > 1) {
+    Request r = ok;
+    r.offset_elements = 1;
+    add(r, "misaligned");  // refused whatever the candidate claims
+  }
   {
     std::int64_t smallest = kUnlimited;
-    for (const auto& ts : d.tensors) smallest = std::min(smallest, std::int64_t(dtype_size(tensor_dtype(d, ts.name, t0))));
+    for (const auto& ts : d.tensors) smallest = std::min(smallest, step * std::int64_t(dtype_size(tensor_dtype(d, ts.name, t0))));
     Supports s = widest_claims(d);
     s.min_alignment_bytes = 1;
     while (s.min_alignment_bytes <= smallest) s.min_alignment_bytes *= 2;
     Request r = ok;
-    r.offset_elements = 1;
+    r.offset_elements = step;
     add(r, "misaligned", s);
   }
   if (d.in_place) {

@@ -52,62 +52,69 @@ try:
     reply({"ok": True, "numpy": np.__version__, "torch": torch.__version__ if torch else None})
 except BaseException as e:
     reply(failure(e)); sys.exit(0)
+def load_inputs(r):
+    arrays = {}
+    for name, t in r["inputs"].items():
+        a = np.fromfile(t["file"], dtype={"f4": np.float32, "f8": np.float64, "i8": np.int64}[t["dtype"]])
+        if a.dtype == np.float32:
+            a = a.astype(np.float64)
+        arrays[name] = a.reshape(t["shape"])
+    return arrays
+def call(arrays, r):
+    kw = {name: (torch.from_numpy(a) if torch is not None else a) for name, a in arrays.items()}
+    kw.update(r["scalars"])
+    kw.update(r["axes"])
+    if not var_kw:
+        missing = [p for p, v in params.items() if p not in kw and v.default is inspect.Parameter.empty
+                   and v.kind not in (v.VAR_POSITIONAL,)]
+        if missing:
+            raise TypeError("parameter(s) %s are neither an input, a scalar nor an axis (known: %s)"
+                            % (", ".join(missing), ", ".join(sorted(kw))))
+        kw = {k: v for k, v in kw.items() if k in params}
+    with np.errstate(all="ignore"):
+        out = fn(**kw)
+    names = [o["name"] for o in r["outputs"]]
+    if isinstance(out, dict):
+        extra = [k for k in out if k not in names]
+        lost = [k for k in names if k not in out]
+        if extra or lost:
+            raise ValueError("returned outputs %s, expected %s" % (sorted(out), names))
+        return out
+    if isinstance(out, (tuple, list)) and len(names) > 1:
+        if len(out) != len(names):
+            raise ValueError("returned %d outputs, expected %d (%s)" % (len(out), len(names), ", ".join(names)))
+        return dict(zip(names, out))
+    if len(names) != 1:
+        raise ValueError("returned one value, expected %d outputs (%s): return a dict" % (len(names), ", ".join(names)))
+    return {names[0]: out}
+def write(outs, r, suffix):
+    for o in r["outputs"]:
+        v = outs[o["name"]]
+        if torch is not None and isinstance(v, torch.Tensor):
+            v = v.detach().cpu().numpy()
+        v = np.asarray(v)
+        if tuple(v.shape) != tuple(o["shape"]):
+            raise ValueError("output '%s' has shape %s, expected %s" % (o["name"], tuple(v.shape), tuple(o["shape"])))
+        if v.dtype.kind not in "fiub":
+            raise TypeError("output '%s' has dtype %s, expected numbers" % (o["name"], v.dtype))
+        if o["int"]:
+            if v.dtype.kind == "f":
+                bad = ~np.isfinite(v) | (v != np.round(v))
+                if bad.any():
+                    i = int(np.flatnonzero(bad.ravel())[0])
+                    raise ValueError("integer output '%s' has the non-integral value %r at element %d" % (o["name"], float(v.ravel()[i]), i))
+            np.ascontiguousarray(v, dtype=np.int64).tofile(o["file"] + suffix)
+        else:
+            np.ascontiguousarray(v, dtype=np.float64).tofile(o["file"] + suffix)
 for line in sys.stdin:
     r = json.loads(line)
     try:
-        kw = {}
-        for name, t in r["inputs"].items():
-            a = np.fromfile(t["file"], dtype={"f4": np.float32, "f8": np.float64, "i8": np.int64}[t["dtype"]])
-            if a.dtype == np.float32:
-                a = a.astype(np.float64)
-            a = a.reshape(t["shape"])
-            if r["abs"]:
-                a = np.abs(a)
-            kw[name] = torch.from_numpy(a) if torch is not None else a
-        kw.update(r["scalars"])
-        kw.update(r["axes"])
-        if not var_kw:
-            missing = [p for p, v in params.items() if p not in kw and v.default is inspect.Parameter.empty
-                       and v.kind not in (v.VAR_POSITIONAL,)]
-            if missing:
-                raise TypeError("parameter(s) %s are neither an input, a scalar nor an axis (known: %s)"
-                                % (", ".join(missing), ", ".join(sorted(kw))))
-            kw = {k: v for k, v in kw.items() if k in params}
-        with np.errstate(all="ignore"):
-            out = fn(**kw)
-        names = [o["name"] for o in r["outputs"]]
-        if isinstance(out, dict):
-            extra = [k for k in out if k not in names]
-            lost = [k for k in names if k not in out]
-            if extra or lost:
-                raise ValueError("returned outputs %s, expected %s" % (sorted(out), names))
-            outs = out
-        elif isinstance(out, (tuple, list)) and len(names) > 1:
-            if len(out) != len(names):
-                raise ValueError("returned %d outputs, expected %d (%s)" % (len(out), len(names), ", ".join(names)))
-            outs = dict(zip(names, out))
-        else:
-            if len(names) != 1:
-                raise ValueError("returned one value, expected %d outputs (%s): return a dict" % (len(names), ", ".join(names)))
-            outs = {names[0]: out}
-        for o in r["outputs"]:
-            v = outs[o["name"]]
-            if torch is not None and isinstance(v, torch.Tensor):
-                v = v.detach().cpu().numpy()
-            v = np.asarray(v)
-            if tuple(v.shape) != tuple(o["shape"]):
-                raise ValueError("output '%s' has shape %s, expected %s" % (o["name"], tuple(v.shape), tuple(o["shape"])))
-            if v.dtype.kind not in "fiub":
-                raise TypeError("output '%s' has dtype %s, expected numbers" % (o["name"], v.dtype))
-            if o["int"]:
-                if v.dtype.kind == "f":
-                    bad = ~np.isfinite(v) | (v != np.round(v))
-                    if bad.any():
-                        i = int(np.flatnonzero(bad.ravel())[0])
-                        raise ValueError("integer output '%s' has the non-integral value %r at element %d" % (o["name"], float(v.ravel()[i]), i))
-                np.ascontiguousarray(v, dtype=np.int64).tofile(o["file"])
-            else:
-                np.ascontiguousarray(v, dtype=np.float64).tofile(o["file"])
+        arrays = load_inputs(r)
+        # |inputs| first: the reference may write into its arguments.
+        mags = {k: np.abs(a) for k, a in arrays.items()} if r.get("magnitude") else None
+        write(call(arrays, r), r, "")
+        if mags is not None:
+            write(call(mags, r), r, ".mag")
         reply({"ok": True})
     except BaseException as e:
         reply(failure(e))
@@ -234,15 +241,14 @@ std::string PythonReference::call(const std::string& line, const std::string& ca
   }
 }
 
-std::map<std::string, RefOutput> PythonReference::evaluate(const std::vector<Tensor>& inputs, const Dims& dims, bool abs_inputs,
-                                                          const std::string& case_id,
-                                                          const std::map<std::string, DType>& dtypes) {
+Evaluation PythonReference::evaluate(const std::vector<Tensor>& inputs, const Dims& dims, bool with_magnitude,
+                                     const std::string& case_id, const std::map<std::string, DType>& dtypes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (pid_ < 0) start();
   using clk = std::chrono::steady_clock;
   const auto t0 = clk::now();
   const std::uint64_t k = calls_++;
-  json req{{"abs", abs_inputs}, {"inputs", json::object()}, {"scalars", json::object()}, {"axes", json::object()},
+  json req{{"magnitude", with_magnitude}, {"inputs", json::object()}, {"scalars", json::object()}, {"axes", json::object()},
            {"outputs", json::array()}};
   std::vector<fs::path> files;
   for (const auto& t : inputs) {
@@ -298,16 +304,10 @@ std::map<std::string, RefOutput> PythonReference::evaluate(const std::vector<Ten
   json r = json::parse(reply, nullptr, false);
   if (r.is_discarded()) fail(case_id, "unreadable answer: " + reply.substr(0, 500));
   if (!r.value("ok", false)) fail(case_id, r.value("error", std::string("?")) + "\n" + r.value("trace", std::string()));
-  std::map<std::string, RefOutput> out;
-  std::size_t fi = 0;
-  for (const auto& td : s_.tensors) {
-    if (td.role != Role::output) continue;
-    std::size_t n = 1;
-    for (const auto& a : td.shape) n *= std::size_t(dims.at(a));
-    // read() straight into the vector: no mapping of the file, one pass over the memory.
-    const fs::path& file = files[fi++];
+  Evaluation out;
+  // One output file into its place: read() straight into the vector, no mapping of the file.
+  auto read_output = [&](const fs::path& file, const TensorDef& td, std::size_t n, RefOutput& o) {
     const bool integer = is_int(dtypes.at(td.name));
-    RefOutput& o = out[td.name];
     void* dst = nullptr;
     if (integer) {
       o.i.reserve(n);
@@ -332,10 +332,19 @@ std::map<std::string, RefOutput> PythonReference::evaluate(const std::vector<Ten
     char extra;
     const bool longer = got == n * 8 && read(fd, &extra, 1) == 1;
     close(fd);
+    fs::remove(file);
     if (got != n * 8 || longer)
       fail(case_id, fmt::format("output '{}': {} bytes written, expected {}", td.name, longer ? "more than " + std::to_string(got) : std::to_string(got), n * 8));
+  };
+  std::size_t fi = 0;
+  for (const auto& td : s_.tensors) {
+    if (td.role != Role::output) continue;
+    std::size_t n = 1;
+    for (const auto& a : td.shape) n *= std::size_t(dims.at(a));
+    const fs::path& file = files[fi++];
+    read_output(file, td, n, out.values[td.name]);
+    if (with_magnitude) read_output(file.string() + ".mag", td, n, out.magnitude[td.name]);
   }
-  for (const auto& f : files) fs::remove(f);
   if (std::getenv("KQUAL_REFERENCE_TRACE")) {
     auto ms = [](clk::time_point a, clk::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
     fmt::print(stderr, "reference {}: inputs written {:.0f} ms, Python {:.0f} ms, outputs read {:.0f} ms\n", case_id, ms(t0, t1),

@@ -20,6 +20,11 @@ struct RefOutput {
   std::vector<std::int64_t> i;  // integer outputs: exact
 };
 
+struct Evaluation {
+  std::map<std::string, RefOutput> values;     // per output
+  std::map<std::string, RefOutput> magnitude;  // per output: the reference on |inputs| (when asked for)
+};
+
 class PythonReference {
  public:
   explicit PythonReference(const Spec& s) : s_(s) {}
@@ -28,12 +33,13 @@ class PythonReference {
   PythonReference& operator=(const PythonReference&) = delete;
 
   // The outputs for these inputs (stored at their dtypes; widened exactly to float64, integers to
-  // int64) and axes; abs_inputs: the reference on |inputs| (the magnitude of a reduction bound).
+  // int64) and axes; with_magnitude: also the reference on |inputs| (the magnitude of a reduction
+  // bound), in the same call (the inputs are handed over once).
   // Throws Error(input) "contract <file>: reference <py>:<function> on case <id>: <why>" when the
   // function raises, returns the wrong shape or a non-numeric dtype, or an integer output that is
   // not integral; and when the process cannot be started or dies.
-  std::map<std::string, RefOutput> evaluate(const std::vector<Tensor>& inputs, const Dims& dims, bool abs_inputs,
-                                            const std::string& case_id, const std::map<std::string, DType>& dtypes);
+  Evaluation evaluate(const std::vector<Tensor>& inputs, const Dims& dims, bool with_magnitude, const std::string& case_id,
+                      const std::map<std::string, DType>& dtypes);
 
  private:
   void start();

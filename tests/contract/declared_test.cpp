@@ -413,3 +413,40 @@ TEST(DeclaredContract, IndexCasesAndTheirWindows) {
 
 }  // namespace
 }  // namespace kqual::contract
+
+namespace kqual::contract {
+namespace {
+
+// A tensor's declared alignment is the contract's: a request breaking it is refused whatever the
+// candidate claims, no case starts off it, and the refusal examples hold to it.
+TEST(DeclaredContract, DeclaredAlignmentIsTheContracts) {
+  std::string toml = minimal("aligned16");
+  toml.replace(toml.find("shape = [\"n\"]"), 13, "shape = [\"n\"]\nalignment = 16");
+  Written w(toml, "def f(x):\n    return 2 * x\n", "aligned16");
+  const Contract& c = load_declared_contract(w.file);
+  Supports s;
+  s.dtypes = {DType::f32};
+  s.min_alignment_bytes = 4;  // the candidate would take any element
+  auto r = c.validate(c.request(DType::f32, {{"n", 100}}, 1), s);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->code, "misaligned");
+  EXPECT_NE(r->reason.find("contract's alignment of 16 bytes for tensor 'x'"), std::string::npos) << r->reason;
+  EXPECT_FALSE(c.validate(c.request(DType::f32, {{"n", 100}}, 4), s));
+  for (const auto& cs : c.correctness_cases(s, 1, false)) EXPECT_EQ(cs.offset_elements, 0) << cs.id;
+  for (const auto& ex : c.refusal_examples()) {
+    auto got = c.validate(ex.request, ex.claims ? *ex.claims : Supports{c.dtypes(), 1, kUnlimited, true});
+    ASSERT_TRUE(got) << ex.code;
+    EXPECT_EQ(got->code, ex.code);
+    if (ex.claims) {
+      EXPECT_FALSE(c.validate(ex.request, Supports{c.dtypes(), 1, kUnlimited, true})) << ex.code << " must be claim-dependent";
+    }
+  }
+  std::string bad = minimal("aligned_bad");
+  bad.replace(bad.find("shape = [\"n\"]"), 13, "shape = [\"n\"]\nalignment = 12");
+  Written wb(bad, "def f(x):\n    return 2 * x\n", "aligned_bad");
+  EXPECT_NE(error_of([&] { (void)load_declared_contract(wb.file); }).find("tensors.x.alignment: 12 is not a power of two"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kqual::contract

@@ -111,6 +111,10 @@ struct TensorSpec {
   std::string description{};
   std::optional<DType> dtype{};       // nullopt: the request's dtype; set: always this one (accumulators, indices)
   Layout layout = Layout::contiguous;
+  // The start alignment the contract guarantees for this tensor [bytes] (0: none beyond the
+  // element): a request breaking it is refused as misaligned whatever the candidate claims, and a
+  // kernel may rely on it (declared contracts' `alignment`).
+  std::int64_t alignment = 0;
 };
 
 // The output that may alias an input (Request::in_place), if the candidate claims in_place.
