@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -139,6 +140,11 @@ struct Spec {
 
 // Parse and validate; throws Error(input) "<file>: <key>: <what>".
 Spec parse_spec(const std::string& toml_text, const std::filesystem::path& file);
+
+// The Contract over a spec (declared.cpp), and the spec of a declared contract (nullptr for a
+// built-in one); the registry (declared_registry.cpp) keeps the contracts.
+std::unique_ptr<Contract> make_contract(Spec s);
+const Spec* spec_of(const Contract& c);
 
 // Inputs for one case (values stored at the tensor's dtype); declared_values.cpp.
 std::vector<Tensor> generate_inputs(const Spec& s, const CaseSpec& spec, const Dims& dims,
