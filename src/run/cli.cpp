@@ -12,6 +12,11 @@
 
 namespace kqual::run {
 
+// run/import_kernelbench_cmd.cpp (declared here: the command list in cli.hpp belongs to the lead's current edits).
+void add_import_kernelbench_command(CLI::App& app, GlobalOptions& g, int* exit_code);
+// run/slurm_cmd.cpp: kqual slurm screen, a screening campaign as a Slurm job array (issue 26).
+void add_slurm_command(CLI::App& app, GlobalOptions& g, int* exit_code);
+
 CLI::Option* add_negatable_flag(CLI::App* cmd, const std::string& name, bool& value, const std::string& help) {
   // CLI11: a name prefixed with '!' stores false when given. The '!' belongs on --no-NAME.
   return cmd->add_flag(fmt::format("--{},!--no-{}", name, name), value,
@@ -46,6 +51,8 @@ std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
     add_report_command(*app, s.g, &s.exit_code);
     add_contracts_command(*app, s.g, &s.exit_code);
     add_import_definition_command(*app, s.g, &s.exit_code);
+    add_slurm_command(*app, s.g, &s.exit_code);
+    add_import_kernelbench_command(*app, s.g, &s.exit_code);
   }
   return app;
 }

@@ -1,0 +1,49 @@
+// `kqual import-kernelbench PROBLEM.py --out DIR`: a KernelBench problem module as a declared contract
+// folder whose reference is its Model.forward (include/kqual/contract/import_kernelbench.hpp).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "kqual/contract/import_kernelbench.hpp"
+#include "kqual/core/exit_codes.hpp"
+#include "kqual/core/json.hpp"
+#include "kqual/run/cli.hpp"
+
+namespace kqual::run {
+
+void add_import_kernelbench_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
+  auto o = std::make_shared<contract::KernelBenchImportOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "import-kernelbench",
+      "A KernelBench problem (class Model, get_inputs, get_init_inputs) as a declared contract folder: its forward as the "
+      "PyTorch reference, shapes and dtypes captured with PyTorch, module-level size constants as axes, the fixed shape as "
+      "the benchmark shape; refuses by name what kqual cannot express (a random forward, unsupported dtypes)");
+  cmd->add_option("problem", o->problem, "PROBLEM.py")->required();
+  cmd->add_option("--out", o->out, "The contract folder to write (must not exist)")->required();
+  cmd->add_option("--name", o->name, "The contract's name (default kb_<file stem>)");
+  cmd->add_option("--capture", o->capture,
+                  "A capture JSON written by tools/torch/kernelbench_capture.py on a machine with PyTorch (default: run it here)");
+  cmd->add_option("--max-elements", o->max_elements,
+                  "Largest tensor of the benchmark shape; KernelBench's fixed shape is scaled down along its size constants to fit")
+      ->capture_default_str();
+  cmd->add_option("--atol", o->atol, "Absolute tolerance of float outputs (default KernelBench's: 1e-4, 1e-2 for bf16)");
+  cmd->add_option("--rtol", o->rtol, "Relative tolerance of float outputs (default KernelBench's: 1e-4, 1e-2 for bf16)");
+  cmd->add_option("--torch-seed", o->seed, "torch.manual_seed before Model(*get_init_inputs()) in the reference")->capture_default_str();
+  cmd->callback([o, &g, exit_code] {
+    const contract::KernelBenchImport r = contract::import_kernelbench(*o);
+    if (g.json) {
+      json doc = schema_header("import-kernelbench");
+      doc.update(json{{"contract", r.name}, {"out", r.out.string()}, {"bench_shape", r.bench_shape}, {"notes", r.notes}});
+      fmt::print("{}\n", doc.dump(2));
+    } else {
+      fmt::print("imported KernelBench problem as contract {} into {} (contract.toml, reference.py, problem.py, capture.json)\n",
+                 r.name, r.out.string());
+      fmt::print("  benchmark shape: {}\n", r.bench_shape);
+      for (const auto& n : r.notes) fmt::print("  note: {}\n", n);
+      fmt::print("a candidate names it with contract = \"{}\" (found in a contracts/ folder or $KQUAL_CONTRACTS) or by the file's path\n",
+                 r.name);
+    }
+    *exit_code = kExitPass;
+  });
+}
+
+}  // namespace kqual::run

@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""Shapes, dtypes and values of a KernelBench problem module, as one JSON object on stdout.
+
+Run by `kqual import-kernelbench PROBLEM.py` (src/contract/import_kernelbench.cpp translates the JSON
+into a declared contract; docs/kernelbench.md). Usage: kernelbench_capture.py PROBLEM.py SAMPLE_CAP
+
+What it does, in order:
+  1. imports the module (torch seeded), finds Model, get_inputs, get_init_inputs and the module-level
+     integer constants;
+  2. on the meta device (no memory, no arithmetic): builds the model from get_init_inputs(), calls
+     get_inputs() and forward, and records every input, parameter, buffer and output shape and dtype;
+  3. perturbs each integer constant by +3 and +7 (again on meta) and records which dims move with it,
+     as dim = a * constant + b; a constant whose change breaks the module, or moves the structure,
+     is not an axis (and why);
+  4. on the CPU with real tensors, at sizes scaled down to at most SAMPLE_CAP elements per tensor
+     (the constants that are axes shrunk), samples the inputs' and parameters' values and calls
+     forward twice with different seeds: a forward that differs is random, and is refused.
+Errors are JSON too: {"ok": false, "code": ..., "error": ...}; codes: no_torch, import_failed,
+not_a_problem, meta_failed, values_failed.
+"""
+import importlib.util
+import inspect
+import json
+import math
+import sys
+import traceback
+
+
+def emit(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def fail(code, error):
+    emit({"ok": False, "code": code, "error": error})
+    sys.exit(0)
+
+
+def exc_text(e):
+    return "".join(traceback.format_exception_only(type(e), e)).strip()
+
+
+def main():
+    path, sample_cap = sys.argv[1], int(sys.argv[2])
+    try:
+        import torch
+    except Exception as e:  # ImportError, or a broken install
+        fail("no_torch", "PyTorch is not importable with %s (%s)" % (sys.executable, exc_text(e)))
+
+    torch.manual_seed(0)
+    try:
+        spec = importlib.util.spec_from_file_location("kqual_kernelbench_problem", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    except BaseException as e:
+        fail("import_failed", "%s cannot be imported: %s" % (path, exc_text(e)))
+    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not callable(getattr(mod, n, None))]
+    if missing:
+        fail("not_a_problem", "%s defines no %s (a KernelBench problem has class Model, get_inputs() and "
+                              "get_init_inputs())" % (path, ", ".join(missing)))
+    constants = {k: v for k, v in vars(mod).items()
+                 if type(v) is int and not k.startswith("_") and k.isidentifier()}
+    try:
+        forward_params = [p for p in inspect.signature(mod.Model.forward).parameters][1:]
+    except (TypeError, ValueError):
+        forward_params = []
+
+    def dtype_name(t):
+        return str(t.dtype).replace("torch.", "")
+
+    def run(overrides, device):
+        """Model, inputs, outputs with the constants overridden, on `device`."""
+        saved = {k: getattr(mod, k) for k in overrides}
+        try:
+            for k, v in overrides.items():
+                setattr(mod, k, v)
+            with torch.device(device):
+                torch.manual_seed(0)
+                init = list(mod.get_init_inputs())
+                model = mod.Model(*init)
+                inputs = list(mod.get_inputs())
+                out = model(*inputs)
+        finally:
+            for k, v in saved.items():
+                setattr(mod, k, v)
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        return init, model, inputs, outs
+
+    def layout(model, inputs, outs):
+        """Every tensor's (group, name, dtype, shape); non-tensor inputs as scalars."""
+        items = []
+        for i, x in enumerate(inputs):
+            if isinstance(x, torch.Tensor):
+                items.append(("input", str(i), dtype_name(x), list(x.shape)))
+            elif isinstance(x, (bool,)) or not isinstance(x, (int, float)):
+                items.append(("input", str(i), "unsupported:" + type(x).__name__, []))
+            else:
+                items.append(("input", str(i), "scalar", []))
+        for n, p in model.named_parameters():
+            items.append(("parameter", n, dtype_name(p), list(p.shape)))
+        for n, b in model.named_buffers():
+            items.append(("buffer", n, dtype_name(b), list(b.shape)))
+        for i, o in enumerate(outs):
+            if isinstance(o, torch.Tensor):
+                items.append(("output", str(i), dtype_name(o), list(o.shape)))
+            else:
+                items.append(("output", str(i), "unsupported:" + type(o).__name__, []))
+        return items
+
+    try:
+        init, model, inputs, outs = run({}, "meta")
+    except BaseException as e:
+        fail("meta_failed", "building Model(*get_init_inputs()), get_inputs() and forward on the meta device failed: %s "
+                            "(kqual reads shapes there, without memory or arithmetic)" % exc_text(e))
+    base = layout(model, inputs, outs)
+
+    # Which dims move with which constant: dim = a * c + b, from two perturbations.
+    deps = {}        # (index into base, dim) -> (constant, a, b)
+    multi = set()    # dims moved by more than one constant
+    not_axes = {}
+    axis_constants = {}
+    for c, v in constants.items():
+        if v < 1:
+            continue
+        shapes = []
+        try:
+            for k in (3, 7):
+                _, m2, i2, o2 = run({c: v + k}, "meta")
+                shapes.append(layout(m2, i2, o2))
+        except BaseException as e:
+            not_axes[c] = "changing it makes the module fail: %s" % exc_text(e).splitlines()[0][:200]
+            continue
+        if any(len(s) != len(base) or any((x[0], x[1], x[2], len(x[3])) != (y[0], y[1], y[2], len(y[3]))
+                                         for x, y in zip(s, base)) for s in shapes):
+            not_axes[c] = "changing it changes the number, names, dtypes or ranks of the tensors"
+            continue
+        moved = []
+        for ti, t in enumerate(base):
+            for di, d0 in enumerate(t[3]):
+                d1, d2 = shapes[0][ti][3][di], shapes[1][ti][3][di]
+                if d1 == d0 and d2 == d0:
+                    continue
+                if (d1 - d0) % 3 != 0 or (d1 - d0) // 3 * 7 != d2 - d0:
+                    multi.add((ti, di))  # not linear in the constant: held fixed
+                    continue
+                a = (d1 - d0) // 3
+                moved.append(((ti, di), (c, a, d0 - a * v)))
+        if not moved:
+            continue
+        # The smallest value the module takes (meta again): the axis's minimum.
+        lowest = v
+        for lo in sorted({1, 2, 8, 32, max(1, v // 2)}):
+            if lo >= v:
+                break
+            try:
+                run({c: lo}, "meta")
+                lowest = lo
+                break
+            except BaseException:
+                continue
+        axis_constants[c] = {"value": v, "min": lowest}
+        for key, dep in moved:
+            if key in deps:
+                multi.add(key)
+            deps[key] = dep
+    for key in multi:
+        deps.pop(key, None)
+
+    def dims_of(ti):
+        t = base[ti]
+        out = []
+        for di, d in enumerate(t[3]):
+            dep = deps.get((ti, di))
+            if dep:
+                out.append({"value": d, "const": dep[0], "a": dep[1], "b": dep[2]})
+            else:
+                out.append({"value": d, "fixed": True, "why": "moved by several constants or non-linearly"
+                            if (ti, di) in multi else "no module-level integer changes it"})
+        return out
+
+    # Values: real tensors on the CPU at sizes scaled down so no tensor exceeds sample_cap elements.
+    sizes = {c: a["value"] for c, a in axis_constants.items()}
+
+    def elements_at(sz):
+        worst = 0
+        for ti, t in enumerate(base):
+            n = 1
+            for di, d in enumerate(t[3]):
+                dep = deps.get((ti, di))
+                n *= (dep[1] * sz[dep[0]] + dep[2]) if dep else d
+            worst = max(worst, n)
+        return worst
+
+    while elements_at(sizes) > sample_cap:
+        shrinkable = [c for c in sizes if sizes[c] // 2 >= max(axis_constants[c]["min"], 1) and sizes[c] > 1]
+        if not shrinkable:
+            break
+        c = max(shrinkable, key=lambda k: sizes[k])
+        sizes[c] //= 2
+    notes = []
+    values = {}
+    random_forward = None
+    sampled = None
+    if elements_at(sizes) <= max(sample_cap, 1 << 22):
+        try:
+            overrides = {c: s for c, s in sizes.items() if s != axis_constants[c]["value"]}
+            _, rm, ri, ro = run(overrides, "cpu")
+            sampled = sizes
+
+            def stats(t):
+                x = t.detach().to(torch.float64).flatten()
+                if x.numel() == 0:
+                    return None
+                finite = torch.isfinite(x)
+                xf = x[finite]
+                s = {"n": int(x.numel()), "nonfinite": int((~finite).sum())}
+                if xf.numel():
+                    s.update({"min": float(xf.min()), "max": float(xf.max()), "mean": float(xf.mean()),
+                              "std": float(xf.std()) if xf.numel() > 1 else 0.0,
+                              "integral": bool((xf == torch.round(xf)).all())})
+                return s
+
+            for i, x in enumerate(ri):
+                if isinstance(x, torch.Tensor):
+                    values["input:%d" % i] = stats(x)
+            for n, p in rm.named_parameters():
+                values["parameter:" + n] = stats(p)
+            # Random forward: the same model state and inputs, two seeds.
+            import copy
+            m1, m2 = copy.deepcopy(rm), copy.deepcopy(rm)
+            torch.manual_seed(1)
+            a = m1(*ri)
+            torch.manual_seed(2)
+            b = m2(*ri)
+            a = list(a) if isinstance(a, (tuple, list)) else [a]
+            b = list(b) if isinstance(b, (tuple, list)) else [b]
+            random_forward = not all(torch.equal(torch.nan_to_num(x.double(), nan=1e300), torch.nan_to_num(y.double(), nan=1e300))
+                                     for x, y in zip(a, b) if isinstance(x, torch.Tensor))
+        except BaseException as e:
+            fail("values_failed", "running get_inputs() and forward on the CPU at the scaled-down sizes %s failed: %s"
+                 % (json.dumps(sizes), exc_text(e)))
+    else:
+        notes.append("values not sampled: no tensor could be scaled below %d elements (no module-level integer "
+                     "moves its shape)" % sample_cap)
+
+    tensors = []
+    for ti, t in enumerate(base):
+        group, name, dtype, shape = t
+        entry = {"group": group, "name": name, "dtype": dtype, "shape": shape, "dims": dims_of(ti)}
+        if group == "input":
+            i = int(name)
+            entry["param_name"] = forward_params[i] if i < len(forward_params) else None
+            if dtype == "scalar":
+                entry["value"] = inputs[i]
+            entry["values"] = values.get("input:%d" % i)
+        elif group == "parameter":
+            entry["values"] = values.get("parameter:" + name)
+        tensors.append(entry)
+
+    emit({"ok": True, "torch": torch.__version__, "file": path, "constants": constants,
+          "axis_constants": axis_constants, "not_axes": not_axes,
+          "init_inputs": [repr(x) for x in init], "tensors": tensors, "random_forward": random_forward,
+          "sampled_at": sampled, "sample_cap": sample_cap, "notes": notes})
+
+
+if __name__ == "__main__":
+    main()
