@@ -593,13 +593,17 @@ void add_explain_waves(CLI::App* explain, GlobalOptions& g, int*) {
 
 }  // namespace
 
+// `kqual model service` lives in model_service_cmd.cpp.
+void add_model_service_command(CLI::App* model, GlobalOptions& g, int* exit_code);
+
 void add_model_commands(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  CLI::App* model = subcommand(&app, "model", "Performance models: roofline, waves, amdahl, breakeven (CPU only)");
+  CLI::App* model = subcommand(&app, "model", "Performance models: roofline, waves, amdahl, breakeven, service (CPU only)");
   model->require_subcommand(1);
   add_roofline(model, g, exit_code);
   add_waves(model, g, exit_code);
   add_amdahl(model, g, exit_code);
   add_breakeven(model, g, exit_code);
+  add_model_service_command(model, g, exit_code);
 
   CLI::App* explain =
       subcommand(&app, "explain", "Step-by-step walkthroughs of work mappings: scan, transpose, softmax, waves");
