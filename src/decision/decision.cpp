@@ -9,6 +9,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/model/amdahl.hpp"
+#include "kqual/model/units.hpp"
 #include "kqual/stats/summary.hpp"
 
 namespace kqual::decision {
@@ -16,13 +17,20 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Seconds in the unit a reader expects for their size.
+// Seconds in the unit a reader expects for their size (min, h and days past a minute: a loss of
+// 2.21e+05 s reads as 61.4 h).
 std::string dur(double s) {
   const double a = std::fabs(s);
+  if (a >= 60.0) return model::format_seconds(s);
   if (a >= 1.0) return fmt::format("{:.3g} s", s);
   if (a >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
   if (a >= 1e-6) return fmt::format("{:.3g} µs", s * 1e6);
   return fmt::format("{:.3g} ns", s * 1e9);
+}
+// "61.389 h net (interval [61.380 h, 61.400 h])": one unit, decimals enough for the width to show.
+std::string net_text(double point, double lo, double hi) {
+  const model::SecondsTriple t = model::format_seconds_interval(point, lo, hi);
+  return fmt::format("{} net (interval [{}, {}])", t.point, t.lo, t.hi);
 }
 std::string calls_text(double c) {
   if (std::isinf(c)) return "never";
@@ -70,16 +78,15 @@ Core evaluate(const ColdStartDelta& cold, const WarmDelta& warm, const Deploymen
     c.why = "neither the first-request time nor the warm time per call differs beyond the equivalence margin";
   } else if (c.net_ci.hi < 0) {
     c.verdict = ShipVerdict::ship;
-    c.why = fmt::format("each process saves {} net (interval [{}, {}]) over {} calls", dur(-c.net), dur(-c.net_ci.hi),
-                        dur(-c.net_ci.lo), calls_text(n));
+    c.why = fmt::format("each process saves {} over {} calls", net_text(-c.net, -c.net_ci.hi, -c.net_ci.lo), calls_text(n));
   } else if (c.net_ci.lo > 0) {
     c.verdict = ShipVerdict::do_not_ship;
-    c.why = fmt::format("each process loses {} net (interval [{}, {}]) over {} calls", dur(c.net), dur(c.net_ci.lo),
-                        dur(c.net_ci.hi), calls_text(n));
+    c.why = fmt::format("each process loses {} over {} calls", net_text(c.net, c.net_ci.lo, c.net_ci.hi), calls_text(n));
   } else {
     c.verdict = ShipVerdict::inconclusive;
-    c.why = fmt::format("the net cost per process, {} with interval [{}, {}], could have either sign: measure more",
-                        dur(c.net), dur(c.net_ci.lo), dur(c.net_ci.hi));
+    const model::SecondsTriple t = model::format_seconds_interval(c.net, c.net_ci.lo, c.net_ci.hi);
+    c.why = fmt::format("the net cost per process, {} with interval [{}, {}], could have either sign: measure more", t.point,
+                        t.lo, t.hi);
   }
   return c;
 }
@@ -229,6 +236,8 @@ Decision decide(const DecisionInput& in, const DeploymentProfile& p) {
     d.would_reverse.push_back("no number of calls: without a warm gain the extra cold start is never repaid; only removing the extra cold cost (see mitigations) would");
   } else if (!pays_cold && saves_warm) {
     d.would_reverse.push_back("no number of calls: the new build costs nothing extra at start-up; only a warm regression or a first-request budget would");
+  } else if (d.warm_saving_per_call_s < 0) {
+    d.would_reverse.push_back("no number of calls: the new build is slower warm and no slower start makes up for it; only a warm gain would");
   }
   if (p.first_request_budget_ms && !core.budget_fired && cold->new_first_request_s > 0)
     d.would_reverse.push_back(fmt::format("a first-request budget below {} (the new build's median first request)", dur(cold->new_first_request_s)));
@@ -314,8 +323,12 @@ std::string to_markdown(const Decision& d) {
   std::string s = fmt::format("**Verdict: {}** — {}\n\n", describe(d.verdict), d.headline);
   s += "Reasons:\n";
   for (const auto& r : d.reasons) s += "- " + r + "\n";
-  s += fmt::format("\nBreak-even: {} calls per process (optimistic {}, conservative {}).\n",
-                   calls_text(d.breakeven_calls), calls_text(d.breakeven_calls_optimistic), calls_text(d.breakeven_calls_conservative));
+  if (std::isinf(d.breakeven_calls))
+    s += fmt::format("\nBreak-even: never — no number of calls per process repays the change ({}).\n",
+                     d.warm_saving_per_call_s < 0 ? "it is slower warm" : "it saves nothing warm");
+  else
+    s += fmt::format("\nBreak-even: {} calls per process (optimistic {}, conservative {}).\n", calls_text(d.breakeven_calls),
+                     calls_text(d.breakeven_calls_optimistic), calls_text(d.breakeven_calls_conservative));
   if (!d.would_reverse.empty()) {
     s += "\nWhat would reverse it:\n";
     for (const auto& r : d.would_reverse) s += "- " + r + "\n";

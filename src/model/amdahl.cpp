@@ -45,16 +45,27 @@ Breakeven breakeven_calls(double extra_cold_cost_s, double warm_saving_per_call_
       "not one sample) and the warm saving with device timing on the production shapes; it also assumes "
       "every process pays the cold cost once and that calls are evenly costed.";
   if (extra_cold_cost_s <= 0.0) {
-    b.calls = 0;
     if (warm_saving_per_call_s >= 0.0) {
+      b.calls = 0;
       b.explanation = fmt::format(
           "The change costs nothing extra at start ({} extra cold cost) and saves {} per warm call: it pays from "
           "the first call.",
           cold, warm);
+    } else if (extra_cold_cost_s == 0.0) {
+      // Slower warm and no faster at start: nothing is ever repaid (issue 25: this read "0 calls").
+      b.never = true;
+      b.calls = std::numeric_limits<double>::infinity();
+      b.explanation = fmt::format(
+          "The change starts no faster and loses {} on every warm call: it never pays back; every call costs more.",
+          format_seconds(-warm_saving_per_call_s));
     } else {
+      // Faster at start, slower warm: ahead early, then behind for good. The warm loss is never
+      // repaid, so there is no break-even after which the change pays; the crossover is stated.
+      b.never = true;
+      b.calls = std::numeric_limits<double>::infinity();
       b.explanation = fmt::format(
           "The change starts {} faster but loses {} on every warm call: it is ahead only for the first {} calls of "
-          "a process, then behind.",
+          "a process, then behind for good; the warm loss is never paid back.",
           format_seconds(-extra_cold_cost_s), format_seconds(-warm_saving_per_call_s),
           format_count(extra_cold_cost_s / warm_saving_per_call_s));
     }

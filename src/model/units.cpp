@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -147,14 +148,49 @@ std::vector<std::int64_t> parse_dims(std::string_view flag, std::string_view tex
   return v;
 }
 
+namespace {
+
+struct TimeUnit {
+  double seconds;  // [s] per unit
+  const char* name;
+};
+
+// The unit for a duration of this size [s].
+TimeUnit time_unit(double magnitude) {
+  if (magnitude >= 3 * 86400.0) return {86400.0, "days"};
+  if (magnitude >= 3600.0) return {3600.0, "h"};
+  if (magnitude >= 60.0) return {60.0, "min"};
+  if (magnitude >= 1.0) return {1.0, "s"};
+  if (magnitude >= 1e-3) return {1e-3, "ms"};
+  if (magnitude >= 1e-6) return {1e-6, "us"};
+  return {1e-9, "ns"};
+}
+
+}  // namespace
+
 std::string format_seconds(double s) {
   if (!std::isfinite(s)) return s > 0 ? "infinite" : "n/a";
   const double a = std::fabs(s);
   if (a == 0) return "0 s";
-  if (a >= 1) return fmt::format("{:.3g} s", s);
-  if (a >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
-  if (a >= 1e-6) return fmt::format("{:.3g} us", s * 1e6);
-  return fmt::format("{:.3g} ns", s * 1e9);
+  const TimeUnit u = time_unit(a);
+  const double v = s / u.seconds;
+  // Three significant digits, never in exponent notation (a count of days can exceed 999).
+  return std::fabs(v) >= 1000 ? fmt::format("{:.0f} {}", v, u.name) : fmt::format("{:.3g} {}", v, u.name);
+}
+
+SecondsTriple format_seconds_interval(double point, double lo, double hi) {
+  if (!std::isfinite(point) || !std::isfinite(lo) || !std::isfinite(hi))
+    return {format_seconds(point), format_seconds(lo), format_seconds(hi)};
+  const double mag = std::max({std::fabs(point), std::fabs(lo), std::fabs(hi)});
+  if (mag == 0) return {"0 s", "0 s", "0 s"};
+  const TimeUnit u = time_unit(mag);
+  const double m = mag / u.seconds, width = std::fabs(hi - lo) / u.seconds;
+  // Three significant digits of the largest value, more while the width would not show.
+  int decimals = std::max(0, 2 - int(std::floor(std::log10(m))));
+  if (width > 0) decimals = std::max(decimals, int(std::ceil(-std::log10(width))) + 1);
+  decimals = std::min(decimals, 6);
+  auto f = [&](double v) { return fmt::format("{:.{}f} {}", v / u.seconds, decimals, u.name); };
+  return {f(point), f(lo), f(hi)};
 }
 
 std::string format_si(double value, std::string_view unit, int digits) {

@@ -67,10 +67,15 @@ TEST(Breakeven, ZeroCallsWhenColdCostIsNotPositive) {
   const auto free_start = breakeven_calls(0.0, 5e-6);
   EXPECT_EQ(free_start.calls, 0.0);
   EXPECT_FALSE(free_start.never);
+  // Issue 25: slower warm is never repaid, whatever the start does ("0 calls" before).
   const auto faster_start = breakeven_calls(-0.010, -1e-6);  // starts faster, slower warm
-  EXPECT_EQ(faster_start.calls, 0.0);
-  EXPECT_FALSE(faster_start.never);
+  EXPECT_TRUE(faster_start.never);
+  EXPECT_TRUE(std::isinf(faster_start.calls));
   EXPECT_NE(faster_start.explanation.find("first 10,000 calls"), std::string::npos) << faster_start.explanation;
+  const auto same_start = breakeven_calls(0.0, -1e-6);  // no faster at start, slower warm
+  EXPECT_TRUE(same_start.never);
+  EXPECT_TRUE(std::isinf(same_start.calls));
+  EXPECT_NE(same_start.explanation.find("never pays back"), std::string::npos) << same_start.explanation;
   EXPECT_THROW(breakeven_calls(std::numeric_limits<double>::infinity(), 1e-6), Error);
 }
 

@@ -21,6 +21,26 @@ TEST(Units, DurationsQuantitiesAndFractions) {
   EXPECT_EQ(format_percent(0.6), "60.0 %");
 }
 
+// Issue 25: a loss of 2.21e+05 s printed as "2.21e+05 s net (interval [2.21e+05 s, 2.21e+05 s])".
+TEST(Units, DurationsInTheUnitAReaderExpects) {
+  EXPECT_EQ(format_seconds(0.0123), "12.3 ms");
+  EXPECT_EQ(format_seconds(42.0), "42 s");
+  EXPECT_EQ(format_seconds(90.0), "1.5 min");
+  EXPECT_EQ(format_seconds(221000.0), "61.4 h");
+  EXPECT_EQ(format_seconds(-221000.0), "-61.4 h");
+  EXPECT_EQ(format_seconds(9e7), "1042 days");
+  // The interval's real bounds: decimals until the width shows.
+  const SecondsTriple t = format_seconds_interval(221000.0, 220980.0, 221030.0);
+  EXPECT_EQ(t.point, "61.389 h");
+  EXPECT_EQ(t.lo, "61.383 h");
+  EXPECT_EQ(t.hi, "61.397 h");
+  EXPECT_NE(t.lo, t.hi);
+  const SecondsTriple w = format_seconds_interval(0.0123, 0.010, 0.015);
+  EXPECT_EQ(w.point, "12.3 ms");
+  EXPECT_EQ(w.lo, "10.0 ms");
+  EXPECT_EQ(w.hi, "15.0 ms");
+}
+
 TEST(Units, ErrorsNameTheFlagAndTheValue) {
   auto message = [](auto&& f) {
     try {

@@ -22,8 +22,10 @@ struct Breakeven {
   std::string explanation;   // plain language: what the number establishes, what still needs measuring
 };
 // Calls after which a warm gain repays an extra cold-start cost: extra_cold_cost_s /
-// warm_saving_per_call_s; never = true when the warm saving is <= 0 while the cold cost is > 0;
-// calls = 0 when the cold cost is <= 0. Throws Error(usage) for non-finite inputs.
+// warm_saving_per_call_s; never = true (calls = +infinity) when the warm saving is <= 0 while the
+// cold cost is > 0, and whenever the change is slower warm (a warm loss is never repaid, even when
+// the change starts faster: the explanation then names the calls it stays ahead for); calls = 0
+// when the cold cost is <= 0 and the warm saving >= 0. Throws Error(usage) for non-finite inputs.
 Breakeven breakeven_calls(double extra_cold_cost_s, double warm_saving_per_call_s);
 
 // The report behind `kqual model amdahl`: the ceiling and the speedup at each kernel speedup asked.

@@ -22,8 +22,15 @@ std::vector<double> parse_real_list(std::string_view flag, std::string_view text
 // "1536x1024x8192" or "1536,1024,8192" → exactly `count` positive integers.
 std::vector<std::int64_t> parse_dims(std::string_view flag, std::string_view text, std::size_t count);
 
-// Human formatting with units: "1.50 ms", "4.80 TB/s", "537 MFLOP", "12.6 MB".
+// Human formatting with units: "1.50 ms", "4.80 TB/s", "537 MFLOP", "12.6 MB". Durations take
+// the unit a reader expects for their size: ns, us, ms, s, then min, h and days (never "2.21e+05 s").
 std::string format_seconds(double s);
+// An estimate and its interval in one unit, with as many decimals as it takes for the interval's
+// width to show (at least two significant digits of it): {"61.39 h", "61.38 h", "61.40 h"}.
+struct SecondsTriple {
+  std::string point, lo, hi;
+};
+SecondsTriple format_seconds_interval(double point, double lo, double hi);
 std::string format_si(double value, std::string_view unit, int digits = 3);
 std::string format_percent(double fraction, int decimals = 1);  // 0.6 → "60.0 %"
 std::string format_count(double calls);                          // 5833.3 → "5,834" (rounded up)
