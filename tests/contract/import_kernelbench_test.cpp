@@ -1,0 +1,164 @@
+// kqual import-kernelbench (issue 24, item 2) on the CPU: the translation of captures (written by hand
+// in the format tools/torch/kernelbench_capture.py prints; fixtures/kernelbench/README.md) into
+// declared contracts — axes from the module's size constants, the benchmark shape scaled to
+// --max-elements, parameters as inputs, integer inputs and outputs kept integers, a scalar argument,
+// value distributions — and a refusal by name for each construct kqual cannot express. Without
+// PyTorch (this machine), the capture itself must fail saying so.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "kqual/contract/declared.hpp"
+#include "kqual/contract/import_kernelbench.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/core/process.hpp"
+
+namespace kqual::contract {
+namespace {
+namespace fs = std::filesystem;
+
+const fs::path kFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/kernelbench";
+
+json capture(const std::string& name) { return json::parse(read_text_file(kFixtures / (name + ".capture.json"))); }
+
+KernelBenchImportOptions options(const std::string& name, const fs::path& out) {
+  KernelBenchImportOptions o;
+  o.problem = kFixtures / (name + ".py");
+  o.capture = kFixtures / (name + ".capture.json");
+  o.out = out;
+  return o;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(ImportKernelBench, ElementwiseProblemScaledToTheCapWithConstantsAsAxes) {
+  ScratchDir dir("kqual-import-kb");
+  const KernelBenchImport r = import_kernelbench(options("leaky_relu_rows", dir.path() / "c"));
+  EXPECT_EQ(r.name, "kb_leaky_relu_rows");
+  // 4096 x 393216 is 1.6e9 elements: dim halved until the tensor fits 2^26, batch_size kept.
+  EXPECT_EQ(r.bench_shape, "batch_size=4096,dim=12288");
+  for (const char* f : {"contract.toml", "reference.py", "problem.py", "capture.json"}) EXPECT_TRUE(fs::exists(dir.path() / "c" / f)) << f;
+  const Contract& c = load_declared_contract(dir.path() / "c");
+  EXPECT_EQ(c.given_dims(), (std::vector<std::string>{"batch_size", "dim"}));
+  ASSERT_EQ(c.benchmark_shapes().size(), 1u);
+  EXPECT_EQ(c.benchmark_shapes()[0].at("dim"), 12288);
+  EXPECT_EQ(c.dtypes(), (std::vector<DType>{DType::f32}));
+  // torch.rand: uniform [0, 1) as KernelBench draws it, plus a signed family; KernelBench's tolerance.
+  EXPECT_TRUE(has(r.contract_toml, "values = { dist = \"uniform\", lo = 0, hi = 1 }")) << r.contract_toml;
+  EXPECT_TRUE(has(r.contract_toml, "[families.signed]\nx = { lo = -1 }")) << r.contract_toml;
+  EXPECT_TRUE(has(r.contract_toml, "error = { model = \"allclose\", atol = 0.0001, rtol = 0.0001 }")) << r.contract_toml;
+  EXPECT_TRUE(has(r.contract_toml, "max_case_elements = 50331648")) << r.contract_toml;
+  // Boundary cases along both axes: a warp and a block's t-1, t, t+1 with the other axis at its base.
+  Supports s;
+  s.dtypes = {DType::f32};
+  s.max_n = kUnlimited;
+  bool dim_257 = false, batch_33 = false, large = false;
+  for (const auto& cs : c.correctness_cases(s, 1, true)) {
+    dim_257 |= cs.dims.at("dim") == 257;
+    batch_33 |= cs.dims.at("batch_size") == 33;
+    large |= cs.dims.at("dim") == 12288 && cs.dims.at("batch_size") == 4096;
+  }
+  EXPECT_TRUE(dim_257);
+  EXPECT_TRUE(batch_33);
+  EXPECT_TRUE(large) << "the benchmark shape is checked too";
+  // The reference maps the contract's names to the module's.
+  EXPECT_TRUE(has(r.reference_py, R"("axes":{"batch_size":"batch_size","dim":"dim"})")) << r.reference_py;
+  EXPECT_TRUE(has(r.reference_py, "def forward(**kw):"));
+  EXPECT_THROW(import_kernelbench(options("leaky_relu_rows", dir.path() / "c")), Error) << "the folder exists";
+}
+
+TEST(ImportKernelBench, ParametersBecomeInputsAndBuffersStayModelState) {
+  const KernelBenchImport lin = translate_kernelbench(capture("linear_gelu"), options("linear_gelu", "unused"));
+  EXPECT_TRUE(has(lin.contract_toml, "[tensors.linear_weight]\ndescription = \"Model parameter linear.weight\"\nrole = \"input\"\n"
+                                     "shape = [\"out_features\", \"in_features\"]")) << lin.contract_toml;
+  EXPECT_TRUE(has(lin.reference_py, R"("parameters":{"linear_weight":"linear.weight","linear_bias":"linear.bias"})")) << lin.reference_py;
+  EXPECT_EQ(lin.bench_shape, "batch_size=128,in_features=1024,out_features=512");  // within the cap: KernelBench's own shape
+  // Weights initialised to a constant are drawn around it (a kernel ignoring them must fail); the
+  // running statistics are buffers, restored before every call, never inputs.
+  const KernelBenchImport bn = translate_kernelbench(capture("batch_norm_1d"), options("batch_norm_1d", "unused"));
+  EXPECT_TRUE(has(bn.contract_toml, "[tensors.bn_weight]")) << bn.contract_toml;
+  EXPECT_TRUE(has(bn.contract_toml, "values = { dist = \"uniform\", lo = 0.5, hi = 1.5 }")) << bn.contract_toml;
+  EXPECT_TRUE(has(bn.contract_toml, "values = { dist = \"uniform\", lo = -0.5, hi = 0.5 }")) << bn.contract_toml;
+  EXPECT_FALSE(has(bn.contract_toml, "running_mean")) << bn.contract_toml;
+  bool said = false;
+  for (const auto& n : bn.notes) said |= has(n, "buffer 'bn.running_mean'") && has(n, "restored before every call");
+  EXPECT_TRUE(said);
+  EXPECT_TRUE(has(bn.contract_toml, "range = [2, 2147483647]")) << "batch statistics need two rows: the capture's minimum";
+}
+
+TEST(ImportKernelBench, IntegersStayIntegersAndNumbersBecomeScalars) {
+  const KernelBenchImport g = translate_kernelbench(capture("gather_rows"), options("gather_rows", "unused"));
+  // torch.randint(0, num_classes): indices into that axis, an int64 tensor, never cast.
+  EXPECT_TRUE(has(g.contract_toml, "values = { dist = \"indices\", axis = \"num_classes\" }")) << g.contract_toml;
+  EXPECT_TRUE(has(g.contract_toml, "idx = \"i64\"")) << g.contract_toml;
+  const KernelBenchImport a = translate_kernelbench(capture("argmax_dim"), options("argmax_dim", "unused"));
+  EXPECT_TRUE(has(a.contract_toml, "[tensors.out]\nrole = \"output\"\nshape = [\"batch_size\", \"dim2\"]\nerror = { model = \"exact\" }"))
+      << a.contract_toml;
+  bool said = false;
+  for (const auto& n : a.notes) said |= has(n, "constant reduce_dim is not an axis");
+  EXPECT_TRUE(said);
+  const KernelBenchImport sc = translate_kernelbench(capture("scale_by_scalar"), options("scale_by_scalar", "unused"));
+  EXPECT_TRUE(has(sc.contract_toml, "[scalars.s]   # a number forward takes\ndtype = \"f64\"\nvalue = 3.5")) << sc.contract_toml;
+  EXPECT_TRUE(has(sc.reference_py, R"("args":["A","s"])")) << sc.reference_py;
+  ScratchDir dir("kqual-import-kb");
+  EXPECT_NO_THROW(import_kernelbench(options("scale_by_scalar", dir.path() / "s")));
+  EXPECT_NO_THROW(import_kernelbench(options("gather_rows", dir.path() / "g")));
+  EXPECT_NO_THROW(import_kernelbench(options("argmax_dim", dir.path() / "a")));
+}
+
+std::string refusal(const json& cap, KernelBenchImportOptions o) {
+  ScratchDir dir("kqual-import-kb-bad");
+  o.out = dir.path() / "out";
+  o.capture = dir.path() / "cap.json";
+  std::ofstream(o.capture) << cap.dump();
+  try {
+    (void)import_kernelbench(o);
+  } catch (const Error& e) {
+    EXPECT_FALSE(fs::exists(o.out)) << "nothing half-written";
+    EXPECT_FALSE(fs::exists(o.out.string() + ".kqual-tmp"));
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ImportKernelBench, RefusesByNameWhatCannotBeExpressed) {
+  EXPECT_TRUE(has(refusal(capture("dropout_random"), options("dropout_random", "")), "dropout_random.py: forward: is random"));
+  EXPECT_TRUE(has(refusal(capture("half_input"), options("half_input", "")), "forward input 0 (x): has dtype float16"));
+  EXPECT_TRUE(has(refusal(capture("mse_loss"), options("mse_loss", "")), "output 0: has 1 element"));
+  // A list argument; a shape whose dims no constant moves, over the cap.
+  json list = capture("scale_by_scalar");
+  list["tensors"][1]["dtype"] = "unsupported:list";
+  EXPECT_TRUE(has(refusal(list, options("scale_by_scalar", "")), "forward input 1 (s): is a Python list"));
+  json fixed = capture("scale_by_scalar");
+  fixed["axis_constants"] = json::object();
+  KernelBenchImportOptions small = options("scale_by_scalar", "");
+  small.max_elements = 1000;
+  EXPECT_TRUE(has(refusal(fixed, small), "tensor 'A': has 2097152 elements at the smallest benchmark shape kqual can reach, over "
+                                          "--max-elements 1000"));
+  // The capture's own failure is passed on with its code.
+  EXPECT_TRUE(has(refusal(json{{"ok", false}, {"code", "meta_failed"}, {"error", "forward on meta: boom"}}, options("half_input", "")),
+                  "capture failed (meta_failed): forward on meta: boom"));
+}
+
+TEST(ImportKernelBench, WithoutPyTorchTheCaptureSaysSo) {
+  // The capture runs with the reference interpreter; this machine's has NumPy and no PyTorch.
+  ProcessResult pr = run_process(reference_python(), {"-c", "import torch"}, {}, {}, 60);
+  if (pr.exited && pr.exit_code == 0) GTEST_SKIP() << "PyTorch is importable here: the no-torch error cannot be shown";
+  try {
+    (void)capture_kernelbench(kFixtures / "leaky_relu_rows.py");
+    FAIL() << "the capture succeeded without PyTorch";
+  } catch (const Error& e) {
+    EXPECT_TRUE(has(e.what(), "PyTorch is not importable")) << e.what();
+    EXPECT_TRUE(has(e.what(), "--capture")) << e.what();
+  }
+  ScratchDir dir("kqual-import-kb");
+  KernelBenchImportOptions o = options("leaky_relu_rows", dir.path() / "c");
+  o.capture.clear();
+  EXPECT_THROW(import_kernelbench(o), Error);
+  EXPECT_FALSE(fs::exists(o.out));
+}
+
+}  // namespace
+}  // namespace kqual::contract
