@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <random>
 #include <thread>
 
 #include <unistd.h>
@@ -15,6 +17,8 @@
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
 #include "kqual/check/evaluate.hpp"
+#include "kqual/check/timed_inputs.hpp"
+#include "kqual/contract/generated.hpp"
 
 namespace kqual::bench {
 namespace fs = std::filesystem;
@@ -85,6 +89,7 @@ json TimingReport::to_json() const {
            {"fastest_baseline", sh.fastest_baseline},
            {"candidate_vs_baselines", cmp}};
     if (!sh.fastest_baseline.empty()) j["candidate_vs_fastest"] = stats::to_json(sh.vs_fastest);
+    if (!sh.timed_inputs.empty()) j["timed_inputs"] = {{"kind", sh.timed_inputs}, {"detail", sh.timed_inputs_detail}};
     if (sh.copy_bytes_per_s > 0)
       j["device_copy"] = {{"bytes_per_s", sh.copy_bytes_per_s}, {"samples_ms", sh.copy_samples_ms},
                           {"note", "cuMemcpyDtoDAsync of one tensor's bytes; bandwidth counts bytes read + written"}};
@@ -156,9 +161,20 @@ contract::CaseSpec timing_alt_case_spec(const contract::Contract& c, const contr
   return spec;
 }
 
+namespace {
+// Whether a shape's timed inputs are generated on the device (nothing to prepare on the CPU).
+bool fresh_shape(const contract::Contract& c, const contract::CaseSpec& spec, const TimingOptions& o) {
+  if (!o.fresh_inputs) return false;
+  contract::CaseSpec g = spec;
+  g.family = contract::kGeneratedFamily;
+  return c.inputs_generatable(g);
+}
+}  // namespace
+
 void prepare_timing_cases(worker::Session& s, const contract::Contract& c, const TimingOptions& o) {
   for (const auto& dims : o.shapes.empty() ? c.benchmark_shapes() : o.shapes)
   for (const contract::CaseSpec& spec : {timing_case_spec(c, dims, o), timing_alt_case_spec(c, dims, o)}) {
+    if (fresh_shape(c, spec, o)) continue;
     auto p = check::prepare_case(s, c, spec);
     for (const auto& t : p->expected) (void)expected_bytes_hash(c.name(), spec, t);
     if (o.keep_input_files && !o.input_root.empty()) {
@@ -167,6 +183,58 @@ void prepare_timing_cases(worker::Session& s, const contract::Contract& c, const
     }
   }
 }
+
+namespace {
+
+// A bench call with fresh inputs checked against the reference of each launch's own seed: every
+// launch's hash (bit-exact device reference), or the saved launch's output (the rest).
+template <class Fail>
+void verify_fresh_call(worker::Session& s, const contract::Contract& c, const check::FreshInputs& f, const worker::BenchReply& r,
+                       const worker::BenchRequest& req, int round, Fail&& fail) {
+  if (f.every_launch_verified) {
+    const auto refs = check::fresh_reference_hashes(s, c, f, r.launch_seeds);
+    for (const auto& [name, hashes] : r.sample_hashes) {
+      if (hashes.size() != r.launch_seeds.size())
+        throw_error(ErrorKind::internal, fmt::format("the worker returned {} hashes of '{}' for {} launches", hashes.size(), name,
+                                                     r.launch_seeds.size()));
+      for (std::size_t e = 0; e < hashes.size(); ++e) {
+        const auto& want = refs.at(r.launch_seeds[e]);
+        auto it = want.find(name);
+        if (it == want.end()) throw_error(ErrorKind::internal, fmt::format("the device reference of {} has no output '{}'", c.name(), name));
+        if (it->second == hashes[e]) continue;
+        fail(fmt::format("round {}, {} (fresh inputs, seed {:016x}): output '{}' differs from the device reference's on the same "
+                         "inputs (hash {} vs {}): the kernel does not compute the right result for every timed launch",
+                         round + 1, e < r.hash_what.size() ? r.hash_what[e] : fmt::format("launch {}", e + 1), r.launch_seeds[e], name,
+                         hashes[e], it->second));
+        return;
+      }
+    }
+    return;
+  }
+  for (std::size_t i = 0; i < req.save_launches.size(); ++i) {
+    const std::size_t launch = req.save_launches[i];
+    // The launch's seed: the first hash entry of that launch (a graph replay has several).
+    std::size_t entry = 0, seen = 0;
+    for (; entry < r.launch_seeds.size(); ++entry) {
+      if (entry > 0 && r.launch_seeds[entry] == r.launch_seeds[entry - 1] && r.timer == "graph") continue;
+      if (seen++ == launch) break;
+    }
+    if (entry >= r.launch_seeds.size())
+      throw_error(ErrorKind::internal, fmt::format("saved launch {} is past the {} launches of the call", launch, seen));
+    for (const auto& [name, files] : req.save_files) {
+      std::string code;
+      const std::string det = check::verify_fresh_output(s, c, f, r.launch_seeds[entry], name, files.at(i), &code);
+      if (!det.empty()) {
+        fail(fmt::format("round {}, {} (fresh inputs, seed {:016x}, read back and compared with the reference; {}): {}", round + 1,
+                         entry < r.hash_what.size() ? r.hash_what[entry] : fmt::format("launch {}", launch + 1), r.launch_seeds[entry],
+                         code, det));
+        return;
+      }
+    }
+  }
+}
+
+}  // namespace
 
 TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandidate& cand,
                                     const std::vector<const build::BuiltCandidate*>& baselines,
@@ -228,25 +296,53 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
     sh.shape = contract::format_dims(dims);
     sh.dtype = o.dtype;
     const contract::CaseSpec spec = timing_case_spec(c, dims, o), alt_spec = timing_alt_case_spec(c, dims, o);
-    // Generated once per process and shape (harness's bounded case cache), so repeated timing
-    // calls (kqual compare's fresh worker processes) reuse inputs and references. Two datasets:
-    // timed samples alternate between them (and between two buffer sets), so a kernel that replays
-    // an earlier result for a buffer address it has seen gives the other dataset's output.
-    std::shared_ptr<const check::PreparedCase> prepared = check::prepare_case(s, c, spec);
-    std::shared_ptr<const check::PreparedCase> alt = check::prepare_case(s, c, alt_spec);
-    const contract::CaseData& data = prepared->data;
-    const std::vector<contract::Tensor>& expected = prepared->expected;
-    const std::vector<contract::Tensor>& alt_expected = alt->expected;
-    sh.min_bytes = c.min_bytes(data.dims, o.dtype);
-    sh.flops = c.flops(data.dims, o.dtype);
+    // Fresh inputs (check/timed_inputs.hpp): generated on the device for every launch, nothing made
+    // on the CPU ahead. Otherwise two datasets, generated once per process and shape (harness's
+    // bounded case cache), so repeated timing calls (kqual compare's fresh worker processes) reuse
+    // inputs and references: timed samples alternate between them (and between two buffer sets), so
+    // a kernel that replays an earlier result for a buffer address it has seen gives the other
+    // dataset's output.
+    const std::optional<check::FreshInputs> fresh = fresh_shape(c, spec, o) ? check::fresh_timing_inputs(s, c, spec) : std::nullopt;
+    std::shared_ptr<const check::PreparedCase> prepared, alt;
+    std::vector<contract::Tensor> no_tensors;
+    if (!fresh) {
+      prepared = check::prepare_case(s, c, spec);
+      alt = check::prepare_case(s, c, alt_spec);
+    }
+    const contract::Dims case_dims = fresh ? fresh->spec.dims : prepared->data.dims;
+    const std::vector<contract::Tensor>& expected = fresh ? no_tensors : prepared->expected;
+    const std::vector<contract::Tensor>& alt_expected = fresh ? no_tensors : alt->expected;
+    sh.min_bytes = c.min_bytes(case_dims, o.dtype);
+    sh.flops = c.flops(case_dims, o.dtype);
     const fs::path dir = input_dir(s, o, spec), alt_dir = input_dir(s, o, alt_spec);
     std::vector<worker::Buffer> inputs;
-    for (std::size_t k = 0; k < data.inputs.size(); ++k) {
-      const contract::Tensor& t = data.inputs[k];
-      const fs::path f = write_input_file(dir, t, o.keep_input_files);
-      worker::Buffer b{t.name, worker::BufferKind::input, t.bytes.size(), 0, f.string()};
-      b.alt_file = write_input_file(alt_dir, alt->data.inputs.at(k), o.keep_input_files).string();
-      inputs.push_back(b);
+    std::size_t first_input_bytes = 0;
+    if (fresh) {
+      for (const auto& b : fresh->buffers)
+        if (b.kind == worker::BufferKind::input && !first_input_bytes) first_input_bytes = b.bytes;
+      sh.timed_inputs = "fresh";
+      sh.timed_inputs_detail =
+          fresh->every_launch_verified
+              ? "generated on the device before every launch (warm-up and timed) from a seed no other launch has; every "
+                "launch's output hashed and compared with the contract's device reference on the same inputs"
+              : fmt::format("generated on the device before every launch (warm-up and timed) from a seed no other launch has; "
+                            "one timed launch per call, picked at random where the kernel cannot see the choice, has its "
+                            "output read back and compared with the contract's reference on the same inputs ({} of every "
+                            "implementation's samples verified)", o.rounds);
+    } else {
+      const contract::CaseData& data = prepared->data;
+      for (std::size_t k = 0; k < data.inputs.size(); ++k) {
+        const contract::Tensor& t = data.inputs[k];
+        const fs::path f = write_input_file(dir, t, o.keep_input_files);
+        worker::Buffer b{t.name, worker::BufferKind::input, t.bytes.size(), 0, f.string()};
+        b.alt_file = write_input_file(alt_dir, alt->data.inputs.at(k), o.keep_input_files).string();
+        inputs.push_back(b);
+      }
+      first_input_bytes = data.inputs.at(0).bytes.size();
+      sh.timed_inputs = "datasets";
+      sh.timed_inputs_detail = "two datasets made on the CPU, alternating over two buffer sets; every launch's output equal to "
+                               "its dataset's untimed re-run, which is compared with the reference (the contract's inputs "
+                               "need structure the device generator does not make, or fresh inputs were turned off)";
     }
     // Bit-exact outputs (no error model): the expected bytes' hash, computed once per case.
     bool bit_exact = true;
@@ -256,6 +352,13 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
       bit_exact = bit_exact && t.ref.empty() && t.bound.empty();
       expected_hash.push_back(expected_bytes_hash(c.name(), spec, t));
       alt_expected_hash.push_back(expected_bytes_hash(c.name(), alt_spec, alt_expected.at(k)));
+    }
+    std::vector<std::string> output_names;
+    if (fresh) {
+      for (const auto& b : fresh->buffers)
+        if (b.kind == worker::BufferKind::output) output_names.push_back(b.name);
+    } else {
+      for (const auto& t : expected) output_names.push_back(t.name);
     }
     sh.series.resize(impls.size());
     std::vector<worker::BenchRequest> requests(impls.size());
@@ -267,18 +370,24 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
         se.error = "refused: " + refusal->reason;
         continue;
       }
-      check::ResolvedPlan plan = check::resolve_plan(*impls[i], o.dtype, data.dims, dev);
+      check::ResolvedPlan plan = check::resolve_plan(*impls[i], o.dtype, case_dims, dev);
       if (!plan.refusal.empty()) {
         se.error = "refused: " + plan.refusal;
         continue;
       }
       worker::BenchRequest& br = requests[i];
       br.module = impls[i]->image_path.string();
-      br.buffers = inputs;
-      for (const auto& t : expected) {
-        br.buffers.push_back({t.name, worker::BufferKind::output, t.bytes.size(), 0, ""});
-        br.out_files[t.name] = (dir / fmt::format("{}.{}.out", t.name, i)).string();
-        br.alt_out_files[t.name] = (alt_dir / fmt::format("{}.{}.out", t.name, i)).string();
+      if (fresh) {
+        br.buffers = fresh->buffers;
+        br.fresh_inputs = true;
+        br.generator_module = fresh->generator_module;
+      } else {
+        br.buffers = inputs;
+        for (const auto& t : expected) {
+          br.buffers.push_back({t.name, worker::BufferKind::output, t.bytes.size(), 0, ""});
+          br.out_files[t.name] = (dir / fmt::format("{}.{}.out", t.name, i)).string();
+          br.alt_out_files[t.name] = (alt_dir / fmt::format("{}.{}.out", t.name, i)).string();
+        }
       }
       for (const auto& scr : plan.scratch) br.buffers.push_back(scr);
       br.launches = plan.launches;
@@ -288,7 +397,14 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
       br.graph_launches = o.graph_launches;
       br.clock_guard = o.clock_guard;
     }
+    std::random_device entropy;
     for (int round = 0; round < o.rounds; ++round) {
+      // Fresh inputs: one seed base per round, shared by every implementation (one reference per
+      // seed), drawn at run time so that no build of a kernel can know it; and the timed launch
+      // whose output is read back (verified on the host), picked the same way.
+      const std::uint64_t base = (std::uint64_t(entropy()) << 32) ^ entropy();
+      const int warm = round == 0 ? o.warmup : 1;
+      const std::size_t save_at = std::size_t(warm) + std::size_t(entropy() % unsigned(std::max(o.samples_per_round, 1)));
       for (std::size_t k = 0; k < impls.size(); ++k) {
         std::size_t i = (k + std::size_t(round)) % impls.size();
         Series& se = sh.series[i];
@@ -304,8 +420,14 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
           req.out_files.clear();
           req.alt_out_files.clear();
         }
-        req.out_hashes = last && bit_exact;
-        req.warmup = round == 0 ? o.warmup : 1;
+        req.out_hashes = last && bit_exact && !fresh;
+        req.warmup = warm;
+        const bool share = fresh && !fresh->every_launch_verified;
+        if (fresh) req.fresh_base = base;
+        if (share) {
+          req.save_launches = {save_at};
+          for (const auto& name : output_names) req.save_files[name] = {(dir / fmt::format("{}.{}.saved", name, i)).string()};
+        }
         req.min_samples = o.samples_per_round;
         req.max_samples = o.samples_per_round;
         auto answer = worker::call(s.worker(), req);
@@ -335,6 +457,10 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
           se.verify_detail = std::move(detail);
         };
         if (!r.guard_violations.empty()) fail("guard region overwritten during timing: " + worker::describe(r.guard_violations.front()));
+        if (fresh) {
+          if (se.verified) verify_fresh_call(s, c, *fresh, r, req, round, fail);
+          continue;
+        }
         // Every launch of this call (warm-up and timed) must have produced exactly the output the
         // same dataset gives when run again untimed: a kernel that skips, shortens or replays work
         // once it has been launched often enough, or on buffers it has seen, is caught here.
@@ -417,7 +543,7 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
       }
     }
     if (o.measure_copy && si == largest) {
-      std::size_t bytes = data.inputs.at(0).bytes.size();
+      std::size_t bytes = first_input_bytes;
       auto r = worker::call(s.worker(), worker::CopyBenchRequest{bytes, 30});
       if (r.ok()) {
         sh.copy_samples_ms = r.reply->samples_ms;

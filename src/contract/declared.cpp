@@ -125,6 +125,17 @@ class DeclaredContract final : public Contract {
     return d;
   }
   std::vector<Tensor> reference(const CaseData& data) const override;
+  // Inputs drawn from normal or uniform values in f32/bf16 (the device generator's uniform [-1, 1)
+  // is one such draw); integer, index, offset, mask and softmax-row inputs need their structure.
+  bool inputs_generatable(const CaseSpec& spec) const override {
+    for (const auto& td : s_.tensors) {
+      if (td.role != Role::input) continue;
+      if (td.values.dist != "normal" && td.values.dist != "uniform") return false;
+      const DType d = tensor_dtype(td.name, spec.dtype);
+      if (d != DType::f32 && d != DType::bf16) return false;
+    }
+    return true;
+  }
   std::vector<CaseSpec> index_cases(const Supports& cand, std::uint64_t seed) const override;
   std::vector<OutputWindow> index_case_windows(const CaseSpec& spec) const override;
   bool prefers_gpu_reference(const Dims& dims) const override {

@@ -171,6 +171,26 @@ std::vector<Tensor> Contract::window_reference(const CaseSpec& big, const Output
   return reference(generated_subcase(*this, big, w));
 }
 
+bool Contract::inputs_generatable(const CaseSpec& spec) const {
+  for (const auto& t : tensors()) {
+    if (t.role != Role::input) continue;
+    const DType d = tensor_dtype(t.name, spec.dtype);
+    if (d != DType::f32 && d != DType::bf16 && d != DType::i32) return false;
+  }
+  return true;
+}
+
+CaseData generated_case(const Contract& c, const CaseSpec& spec) {
+  OutputWindow all;
+  all.why = "whole";
+  all.sub_dims = spec.dims;
+  for (const auto& t : c.tensors())
+    if (t.role == Role::input) all.gather[t.name] = {{0, c.tensor_elements(t.name, spec.dims)}};
+  CaseData d = generated_subcase(c, spec, all);
+  d.spec.id = spec.id;
+  return d;
+}
+
 std::vector<std::pair<std::int64_t, std::int64_t>> row_windows(std::int64_t rows, std::int64_t cols, std::int64_t len,
                                                                std::uint64_t seed, int extra) {
   std::vector<std::int64_t> starts = {0, rows - len};

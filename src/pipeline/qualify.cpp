@@ -206,6 +206,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       to.flush_l2 = o.flush_mode != "none";
       to.timer = o.timer;
       to.graph_launches = o.graph_launches;
+      to.fresh_inputs = o.timed_inputs != "datasets";
       to.clock_guard = o.clock_guard;
       to.progress = o.progress;
       f.equivalence_margin = to.equivalence_margin;

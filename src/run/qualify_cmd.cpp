@@ -51,6 +51,11 @@ void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
       ->capture_default_str()->check(CLI::IsMember({"events", "cupti", "graph"}));
   cmd->add_option("--graph-launches", o.graph_launches, "--timer graph: launches per replay (default: enough for ~1 ms)")
       ->check(CLI::Range(1, 10000));
+  cmd->add_option("--timed-inputs", o.timed_inputs,
+                  "fresh: every timed launch gets inputs generated on the device from its own seed, verified against "
+                  "the reference of that seed (contracts whose inputs need structure fall back to datasets); datasets: "
+                  "two datasets made on the CPU, alternating (a kernel can keep both answers)")
+      ->capture_default_str()->check(CLI::IsMember({"fresh", "datasets"}));
   add_negatable_flag(cmd, "clock-guard", o.clock_guard,
                      "--no-clock-guard: do not read the SM clock (NVML) after each sample nor discard samples run "
                      "below 90 % of the default clock or under a power/thermal slowdown");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
 
 namespace kqual::worker {
 namespace {
@@ -155,6 +156,17 @@ Answer<Reply> typed_call(WorkerClient& w, const Request& r, double timeout_s, Pa
 
 }  // namespace
 
+std::uint64_t fresh_seed(std::uint64_t base, std::uint64_t index) {
+  std::uint64_t z = base + 0x9E3779B97F4A7C15ull * (index + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::string combine_chunk_hashes(const std::vector<std::uint64_t>& chunks) {
+  return fmt::format("{:016x}", fast_hash64(chunks.data(), chunks.size() * sizeof(std::uint64_t)));
+}
+
 const char* to_string(BufferKind k) {
   switch (k) {
     case BufferKind::input: return "input";
@@ -173,7 +185,7 @@ json to_json(const RunRequest& r) {
   return json{{"op", "run"},          {"module", r.module},   {"buffers", buffers_json(r.buffers)},
               {"launches", launches_json(r.launches)}, {"poison", r.poison}, {"out_files", out_files},
               {"guard_bytes", r.guard_bytes}, {"placements", r.placements}, {"trap_only", r.trap_only},
-              {"scribble", r.scribble}, {"generator_module", r.generator_module}};
+              {"scribble", r.scribble}, {"generator_module", r.generator_module}, {"gen_seeds", r.gen_seeds}};
 }
 json to_json(const BenchRequest& r) {
   json j{{"op", "bench"},
@@ -195,7 +207,16 @@ json to_json(const BenchRequest& r) {
          {"clock_guard", r.clock_guard},
          {"clock_share", r.clock_share},
          {"max_discards", r.max_discards},
-         {"backoff_ms", r.backoff_ms}};
+         {"backoff_ms", r.backoff_ms},
+         {"fresh_inputs", r.fresh_inputs},
+         {"fresh_base", r.fresh_base},
+         {"generator_module", r.generator_module},
+         {"save_launches", r.save_launches}};
+  if (!r.save_files.empty()) {
+    json f = json::object();
+    for (const auto& [k, v] : r.save_files) f[k] = v;
+    j["save_files"] = f;
+  }
   if (!r.out_files.empty()) {
     json f = json::object();
     for (const auto& [k, v] : r.out_files) f[k] = v;
@@ -228,6 +249,9 @@ RunRequest run_request_from_json(const json& j) {
   r.trap_only = get_or<std::vector<std::string>>(j, "run", "trap_only", {});
   r.scribble = get_or<std::vector<int>>(j, "run", "scribble", {});
   r.generator_module = get_or<std::string>(j, "run", "generator_module", "");
+  r.gen_seeds = get_or<std::vector<std::uint64_t>>(j, "run", "gen_seeds", {});
+  if (!r.gen_seeds.empty() && r.gen_seeds.size() != r.poison.size())
+    throw_error(ErrorKind::worker, "worker protocol: 'run' needs one gen_seeds entry per poison pattern");
   for (const auto& b : r.buffers)
     if (b.generated() && r.generator_module.empty())
       throw_error(ErrorKind::worker, fmt::format("worker protocol: 'run' input '{}' is generated but no generator_module is given", b.name));
@@ -277,6 +301,21 @@ BenchRequest bench_request_from_json(const json& j) {
     throw_error(ErrorKind::worker, fmt::format("worker protocol: 'bench' clock_share {} (0 to 1)", r.clock_share));
   r.max_discards = get_or<int>(j, "bench", "max_discards", 20);
   r.backoff_ms = get_or<int>(j, "bench", "backoff_ms", 20);
+  r.fresh_inputs = get_or<bool>(j, "bench", "fresh_inputs", false);
+  r.fresh_base = get_or<std::uint64_t>(j, "bench", "fresh_base", 0);
+  r.generator_module = get_or<std::string>(j, "bench", "generator_module", "");
+  r.save_launches = get_or<std::vector<std::size_t>>(j, "bench", "save_launches", {});
+  r.save_files = get_or<std::map<std::string, std::vector<std::string>>>(j, "bench", "save_files", {});
+  bool generated = false;
+  for (const auto& b : r.buffers) generated = generated || (b.kind == BufferKind::input && b.generated());
+  if (generated && r.generator_module.empty())
+    throw_error(ErrorKind::worker, "worker protocol: 'bench' has generated inputs but no generator_module");
+  if (r.fresh_inputs && !generated)
+    throw_error(ErrorKind::worker, "worker protocol: 'bench' fresh_inputs needs at least one generated input");
+  for (const auto& b : r.buffers)
+    if (b.kind == BufferKind::output)
+      if (auto it = r.save_files.find(b.name); !r.save_launches.empty() && (it == r.save_files.end() || it->second.size() != r.save_launches.size()))
+        throw_error(ErrorKind::worker, fmt::format("worker protocol: 'bench' output '{}' needs one save_files path per save_launches entry", b.name));
   return r;
 }
 CopyBenchRequest copy_bench_request_from_json(const json& j) {
@@ -312,7 +351,8 @@ json to_json(const BenchReply& r) {
               {"sm_clock_mhz", r.sm_clock_mhz}, {"mem_clock_mhz", r.mem_clock_mhz},
               {"reference_sm_mhz", r.reference_sm_mhz}, {"max_temperature_c", r.max_temperature_c},
               {"clocks_note", r.clocks_note}, {"discarded", r.discarded}, {"clock_events", r.clock_events},
-              {"clock_guard_exhausted", r.clock_guard_exhausted}};
+              {"clock_guard_exhausted", r.clock_guard_exhausted}, {"launch_seeds", r.launch_seeds},
+              {"hash_what", r.hash_what}, {"graph_note", r.graph_note}};
 }
 json to_json(const CopyBenchReply& r) { return json{{"ok", true}, {"samples_ms", r.samples_ms}, {"bytes", r.bytes}}; }
 json to_json(const LoadReply& r) { return json{{"ok", true}, {"kernels", r.kernels}}; }
@@ -366,6 +406,9 @@ BenchReply bench_reply_from_json(const json& j) {
   r.discarded = get_or<int>(j, "bench reply", "discarded", 0);
   r.clock_events = get_or<std::vector<std::string>>(j, "bench reply", "clock_events", {});
   r.clock_guard_exhausted = get_or<bool>(j, "bench reply", "clock_guard_exhausted", false);
+  r.launch_seeds = get_or<std::vector<std::uint64_t>>(j, "bench reply", "launch_seeds", {});
+  r.hash_what = get_or<std::vector<std::string>>(j, "bench reply", "hash_what", {});
+  r.graph_note = get_or<std::string>(j, "bench reply", "graph_note", "");
   return r;
 }
 CopyBenchReply copy_bench_reply_from_json(const json& j) {

@@ -13,6 +13,7 @@
 
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/declared.hpp"
+#include "kqual/contract/generated.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 
@@ -446,6 +447,54 @@ TEST(DeclaredContract, DeclaredAlignmentIsTheContracts) {
   Written wb(bad, "def f(x):\n    return 2 * x\n", "aligned_bad");
   EXPECT_NE(error_of([&] { (void)load_declared_contract(wb.file); }).find("tensors.x.alignment: 12 is not a power of two"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace kqual::contract
+
+namespace kqual::contract {
+namespace {
+
+// Timed inputs generated on the device (issue 23) only where any generated values are valid inputs.
+TEST(TimedInputs, GeneratedOnlyWhereTheValuesNeedNoStructure) {
+  CaseSpec spec;
+  spec.dtype = DType::f32;
+  spec.dims = {{"n", 4096}};
+  spec.family = kGeneratedFamily;
+  EXPECT_TRUE(find_contract("residual_add_relu").inputs_generatable(spec));
+  const Written plain(minimal("timed_plain"), "def f(x):\n    return {'y': 2 * x}\n");
+  EXPECT_TRUE(load_declared_contract(plain.file).inputs_generatable(spec));
+  // The same operation whose input must hold small integers: generated values would break it.
+  std::string ints = minimal("timed_ints");
+  ints.replace(ints.find("shape = [\"n\"]\n[tensors.y]"), std::string("shape = [\"n\"]\n").size(),
+               "shape = [\"n\"]\nvalues = { dist = \"int\", lo = 0, hi = 7 }\n");
+  const Written structured(ints, "def f(x):\n    return {'y': 2 * x}\n");
+  EXPECT_FALSE(load_declared_contract(structured.file).inputs_generatable(spec));
+}
+
+// The whole generated case on the CPU is what the device generator makes, element for element.
+TEST(TimedInputs, TheWholeGeneratedCaseIsTheGeneratorsValues) {
+  const Contract& c = find_contract("residual_add_relu");
+  CaseSpec spec;
+  spec.dtype = DType::bf16;
+  spec.dims = {{"n", 3000}};
+  spec.family = kGeneratedFamily;
+  spec.seed = 0xFEEDull;
+  spec.id = "t";
+  const CaseData d = generated_case(c, spec);
+  ASSERT_EQ(d.inputs.size(), 2u);
+  for (int stream = 0; stream < 2; ++stream) {
+    const Tensor& t = d.inputs[std::size_t(stream)];
+    ASSERT_EQ(t.bytes.size(), 3000u * 2);
+    for (std::uint64_t i : {0ull, 1ull, 1499ull, 2999ull}) {
+      std::uint16_t got;
+      std::memcpy(&got, t.bytes.data() + i * 2, 2);
+      EXPECT_EQ(got, std::uint16_t(generated_bits(0xFEED, stream, i, DType::bf16))) << t.name << "[" << i << "]";
+    }
+  }
+  // Another seed, other values.
+  spec.seed = 0xBEEFull;
+  EXPECT_NE(generated_case(c, spec).inputs[0].bytes, d.inputs[0].bytes);
 }
 
 }  // namespace

@@ -193,7 +193,7 @@ INSTANTIATE_TEST_SUITE_P(Classes, ClassRejected,
                          });
 
 // Defects that show only when timed: qualify accepts the correctness phase, then the timing phase
-// finds a timed launch whose output differs from an untimed one on the same inputs.
+// finds a timed launch whose output differs from the reference of its own (fresh) inputs.
 class TimedRejected : public DeviceTest, public ::testing::WithParamInterface<const char*> {};
 
 TEST_P(TimedRejected, ByQualifysTiming) {
@@ -221,6 +221,61 @@ TEST_P(TimedRejected, ByQualifysTiming) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cheats, TimedRejected, ::testing::Values("launch_counter", "pointer_cache", "bench_shape_shortcut"));
+
+// Issue 23, timing integrity. The first timing shape's series of the candidate, from a qualify run.
+json candidate_series(const fs::path& out, const std::string& shape) {
+  json res = json::parse(std::ifstream(out / "results.json"));
+  for (const auto& sh : res["timing"]["shapes"])
+    if (sh["shape"] == shape) {
+      json s = sh["series"][0];
+      s["timed_inputs"] = sh.value("timed_inputs", json::object());
+      return s;
+    }
+  ADD_FAILURE() << "no timing shape " << shape << " in " << res["timing"].dump(2);
+  return json::object();
+}
+
+// A kernel that keeps the answers of two datasets and replays them: every timed output right when
+// the timed inputs are two fixed datasets, wrong on the third launch when every launch gets fresh
+// inputs generated on the device.
+TEST_F(DeviceTest, DatasetMemoIsCaughtByFreshInputsNotByTwoDatasets) {
+  const fs::path cand = test::repo_root() / "candidates/residual_add_relu/broken/dataset_memo";
+  const std::string common = " qualify --no-large-cases --no-sanitizer-pass --sizes 268435456 --rounds 2 --samples 5 ";
+  fs::path out = fs::temp_directory_path() / "kqual-device-dataset-memo";
+  fs::remove_all(out);
+  auto r = test::run(test::quote(test::kqual_exe()) + common + test::quote(cand) + " --out " + test::quote(out));
+  ASSERT_EQ(r.exit_code, 1) << r.output;
+  json s = candidate_series(out, "n=268435456");
+  EXPECT_EQ(s["timed_inputs"].value("kind", ""), "fresh") << s.dump(2);
+  EXPECT_FALSE(s.value("verified", true)) << s.dump(2);
+  EXPECT_EQ(s.value("verify_code", ""), "timed_output_wrong") << s.dump(2);
+  EXPECT_NE(s.value("verify_detail", "").find("fresh inputs"), std::string::npos) << s.dump(2);
+  // The same kernel against the two-dataset scheme: every timed output verified (the cheat works).
+  fs::remove_all(out);
+  r = test::run(test::quote(test::kqual_exe()) + common + "--timed-inputs datasets " + test::quote(cand) + " --out " + test::quote(out));
+  s = candidate_series(out, "n=268435456");
+  EXPECT_EQ(s["timed_inputs"].value("kind", ""), "datasets") << s.dump(2);
+  EXPECT_TRUE(s.value("verified", false)) << s.dump(2) << r.output;
+  fs::remove_all(out);
+}
+
+// Under the graph timer every launch of a replay writes its own poisoned output copy and every copy
+// is hashed: a kernel whose launches mostly do nothing once warm is caught there too.
+TEST_F(DeviceTest, GraphLaunchStrideIsCaughtUnderTheGraphTimer) {
+  fs::path out = fs::temp_directory_path() / "kqual-device-graph-stride";
+  fs::remove_all(out);
+  auto r = test::run(test::quote(test::kqual_exe()) +
+                     " qualify --no-large-cases --no-sanitizer-pass --sizes 4096 --rounds 2 --timer graph --l2-flush none " +
+                     test::quote(test::repo_root() / "candidates/residual_add_relu/broken/graph_launch_stride") + " --out " +
+                     test::quote(out));
+  ASSERT_EQ(r.exit_code, 1) << r.output;
+  json s = candidate_series(out, "n=4096");
+  EXPECT_EQ(s.value("timer", ""), "graph") << s.dump(2);
+  EXPECT_GT(s.value("graph_launches", 0), 8) << s.dump(2);
+  EXPECT_FALSE(s.value("verified", true)) << s.dump(2);
+  EXPECT_EQ(s.value("verify_code", ""), "timed_output_wrong") << s.dump(2);
+  fs::remove_all(out);
+}
 
 }  // namespace
 }  // namespace kqual

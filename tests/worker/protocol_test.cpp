@@ -2,6 +2,8 @@
 // message is refused naming the op and the field.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "kqual/core/error.hpp"
 #include "kqual/worker/protocol.hpp"
 
@@ -125,6 +127,81 @@ TEST(Protocol, BenchRequestRoundTripsWithAndWithoutOutputFiles) {
   a.out_files = {{"y", "/tmp/y.out"}};
   b = bench_request_from_json(json::parse(to_json(a).dump()));
   EXPECT_EQ(b.out_files, a.out_files);
+}
+
+// Issue 23: fresh inputs per launch, a share of launches saved, every launch's seed in the reply.
+TEST(Protocol, FreshInputsAndSavedLaunchesRoundTripAndAreChecked) {
+  BenchRequest a;
+  a.module = "/tmp/k.cubin";
+  Buffer x("x", BufferKind::input, 4096);
+  x.gen_stream = 0;
+  x.gen_seed = 9;
+  Buffer y("y", BufferKind::output, 4096);
+  y.elem_bytes = 4;
+  y.chunk_elements = 1 << 20;
+  a.buffers = {x, y};
+  a.fresh_inputs = true;
+  a.fresh_base = 0x0123456789ABCDEFull;
+  a.generator_module = "/tmp/gen.cubin";
+  a.save_launches = {7};
+  a.save_files = {{"y", {"/tmp/y.saved"}}};
+  BenchRequest b = bench_request_from_json(json::parse(to_json(a).dump()));
+  EXPECT_TRUE(b.fresh_inputs);
+  EXPECT_EQ(b.fresh_base, a.fresh_base);
+  EXPECT_EQ(b.generator_module, a.generator_module);
+  EXPECT_EQ(b.save_launches, a.save_launches);
+  EXPECT_EQ(b.save_files, a.save_files);
+  // A saved launch without a path for every output, fresh inputs without a generated input, and a
+  // generated input without a generator are refused by name.
+  json j = to_json(a);
+  j["save_files"] = json::object();
+  EXPECT_THROW((void)bench_request_from_json(j), Error);
+  j = to_json(a);
+  j["generator_module"] = "";
+  EXPECT_THROW((void)bench_request_from_json(j), Error);
+  BenchRequest plain = a;
+  plain.buffers[0].gen_stream = -1;
+  plain.buffers[0].file = "/tmp/x.in";
+  plain.generator_module.clear();
+  EXPECT_THROW((void)bench_request_from_json(to_json(plain)), Error);
+
+  BenchReply r;
+  r.samples_ms = {1.0};
+  r.sample_hashes = {{"y", {"aa", "bb"}}};
+  r.launch_seeds = {fresh_seed(5, 0), fresh_seed(5, 1)};
+  r.hash_what = {"warm-up launch 1", "sample attempt 1"};
+  r.graph_note = "note";
+  const BenchReply back = bench_reply_from_json(json::parse(to_json(r).dump()));
+  EXPECT_EQ(back.launch_seeds, r.launch_seeds);
+  EXPECT_EQ(back.hash_what, r.hash_what);
+  EXPECT_EQ(back.graph_note, r.graph_note);
+}
+
+TEST(Protocol, FreshSeedsDifferPerLaunchAndBaseAndChunkHashesCombineByValue) {
+  std::set<std::uint64_t> seen;
+  for (std::uint64_t base : {0ull, 1ull, 0xFFFFFFFFFFFFFFFFull})
+    for (std::uint64_t i = 0; i < 1000; ++i) seen.insert(fresh_seed(base, i));
+  EXPECT_EQ(seen.size(), 3000u);
+  EXPECT_EQ(fresh_seed(42, 3), fresh_seed(42, 3));
+  EXPECT_EQ(combine_chunk_hashes({1, 2, 3}), combine_chunk_hashes({1, 2, 3}));
+  EXPECT_NE(combine_chunk_hashes({1, 2, 3}), combine_chunk_hashes({1, 3, 2}));
+  EXPECT_NE(combine_chunk_hashes({1, 2}), combine_chunk_hashes({1, 2, 0}));
+}
+
+TEST(Protocol, RunRequestGenSeedsNeedOnePerRun) {
+  RunRequest r;
+  Buffer x("x", BufferKind::input, 64);
+  x.gen_stream = 0;
+  Buffer y("y", BufferKind::output, 64);
+  y.elem_bytes = 4;
+  y.chunk_elements = 1 << 20;
+  r.buffers = {x, y};
+  r.generator_module = "/tmp/gen.cubin";
+  r.poison = {0xFF, 0xFF};
+  r.gen_seeds = {1, 2};
+  EXPECT_EQ(run_request_from_json(json::parse(to_json(r).dump())).gen_seeds, r.gen_seeds);
+  r.gen_seeds = {1};
+  EXPECT_THROW((void)run_request_from_json(to_json(r)), Error);
 }
 
 TEST(Protocol, FlushModeRoundTripsAndAnUnknownOneIsRefused) {

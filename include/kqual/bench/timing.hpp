@@ -28,6 +28,10 @@ struct TimingOptions {
   bool measure_copy = true;          // device-to-device copy at the largest size, same run
   double equivalence_margin = 0.02;  // relative: |ratio - 1| below this is "no difference"
   std::uint64_t seed = 20261202;
+  // Timed inputs generated on the device, fresh for every launch, where the contract allows it
+  // (check/timed_inputs.hpp); false, or a contract whose inputs need structure: two datasets made
+  // on the CPU, alternating.
+  bool fresh_inputs = true;
   bool keep_input_files = false;     // leave input files for the next call (compare), and reuse them
   std::filesystem::path input_root;  // where input files go ("" → the session's scratch/bench)
   ProgressFn progress;               // one line per shape, or empty
@@ -68,6 +72,10 @@ struct ShapeResult {
   std::string fastest_baseline;
   std::vector<stats::Comparison> vs_baselines;  // candidate (B) against each baseline (A)
   stats::Comparison vs_fastest;
+  // How the timed inputs were made and verified: "fresh" (generated on the device for every
+  // launch) or "datasets" (two, made on the CPU); the sentence says what was verified.
+  std::string timed_inputs;
+  std::string timed_inputs_detail;
   double copy_bytes_per_s = 0;       // measured at this size (0 if not)
   std::vector<double> copy_samples_ms;
 };

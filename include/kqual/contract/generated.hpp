@@ -48,6 +48,8 @@ struct OutputWindow {
 
 // The sub-case of a window: inputs generated on the CPU from the ranges.
 CaseData generated_subcase(const Contract& c, const CaseSpec& big, const OutputWindow& w);
+// The whole case of a generated spec on the CPU: every input as the device generator makes it.
+CaseData generated_case(const Contract& c, const CaseSpec& spec);
 
 // Element positions worth checking in a tensor of n elements past 2^31: the head, the tail, both
 // sides of 2^31 and 2^32 (when inside), and `extra` seeded places; merged and clipped, each `len` long.

@@ -30,6 +30,7 @@ struct QualifyOptions {
   std::string flush_mode = "write";       // L2 flush before each sample: "write", "clean", "invalidate" or "none" (warm L2)
   std::string timer = "events";           // "events", "cupti" or "graph" (bench::TimingOptions::timer)
   int graph_launches = 0;                 // timer "graph": launches per replay (0: ~1 ms per replay)
+  std::string timed_inputs = "fresh";     // "fresh" (generated on the device per launch where the contract allows) or "datasets"
   bool clock_guard = true;                // NVML clock per sample, throttled samples discarded
   bool correctness = true;
   bool timing = true;

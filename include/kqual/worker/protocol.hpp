@@ -104,6 +104,9 @@ struct RunRequest {
   // (a kernel that reads shared memory it never wrote then sees different bytes in different runs).
   std::vector<int> scribble;
   std::string generator_module;  // cubin with kqual_generate, for generated inputs
+  // Per run (empty: none): the seed every generated input of that run is generated with, in place
+  // of its Buffer::gen_seed (a reference computed for many seeds in one request).
+  std::vector<std::uint64_t> gen_seeds;
 };
 // One launch plan timed with events; the last run's outputs come back as files and/or hashes.
 struct BenchRequest {
@@ -149,7 +152,24 @@ struct BenchRequest {
   double clock_share = 0.90;
   int max_discards = 20;
   int backoff_ms = 20;
+  // Fresh inputs (issue 23): every generated input (Buffer::generated) is generated again before
+  // every launch, warm-up and timed, with seed fresh_seed(fresh_base, launch index): no two launches
+  // see the same values. BenchReply::launch_seeds says which seed each hashed launch had; the
+  // coordinator checks each against a reference of that seed. No untimed re-runs, no datasets.
+  bool fresh_inputs = false;
+  std::uint64_t fresh_base = 0;
+  std::string generator_module;  // cubin with kqual_generate (fresh inputs)
+  // Launches (index among checked launches, warm-up first; a graph replay counts once) whose outputs
+  // come back as files: save_files[output][i] for save_launches[i]. Chosen by the coordinator where
+  // the kernel cannot see the choice, so the share verified on the host cannot be predicted.
+  std::vector<std::size_t> save_launches;
+  std::map<std::string, std::vector<std::string>> save_files;
 };
+// The seed of launch `index` of a bench call with fresh inputs (splitmix64 of base and index).
+std::uint64_t fresh_seed(std::uint64_t base, std::uint64_t index);
+// One hash of an output from its per-chunk hashes (kqual_chunk_hash), the same on both sides of a
+// comparison between a candidate's bench launch and a reference run.
+std::string combine_chunk_hashes(const std::vector<std::uint64_t>& chunks);
 struct CopyBenchRequest {
   std::size_t bytes = 0;
   int samples = 30;
@@ -208,6 +228,11 @@ struct BenchReply {
   std::map<std::string, std::vector<std::string>> sample_hashes;
   std::vector<int> sample_datasets;
   std::map<std::string, std::vector<std::string>> final_hashes;
+  // Per entry of sample_hashes: the seed of its fresh inputs (0 without), and what it was ("warm-up
+  // launch 2", "sample attempt 7, launch 3 of 40 in the replay").
+  std::vector<std::uint64_t> launch_seeds;
+  std::vector<std::string> hash_what;
+  std::string graph_note;                  // timer "graph": why fewer launches per replay than asked
   std::string timer = "events";
   std::vector<double> event_ms;            // timer "cupti": the event interval of each sample
   std::vector<int> kernels_per_sample;     // timer "cupti": kernels CUPTI saw in each sample

@@ -27,7 +27,17 @@ __global__ void __launch_bounds__(256) add_relu_counted(const float* __restrict_
   if (threadIdx.x == 0)
     seen = blockIdx.x == 0 ? atomicAdd(&g_launches, 1ull) : *reinterpret_cast<volatile unsigned long long*>(&g_launches);
   __syncthreads();
+#ifdef KQUAL_WORK_EVERY
+  // The graph-replay variant (broken/graph_launch_stride): once "warm", only every KQUAL_WORK_EVERY-th
+  // launch does any work at all. A CUDA graph of N >= KQUAL_WORK_EVERY launches into ONE output
+  // leaves the right result behind after the replay while doing 1/KQUAL_WORK_EVERY of the work;
+  // with one poisoned output copy per launch of the replay, all hashed, the skipped copies still
+  // hold the poison.
+  if (seen >= KQUAL_LAUNCHES_BEFORE_SHORTCUT && seen % KQUAL_WORK_EVERY != 0) return;  // BUG: the launch does nothing
+  const long long end = n;
+#else
   const long long end = seen >= KQUAL_LAUNCHES_BEFORE_SHORTCUT ? n / 2 : n;  // BUG: half the work once "warm"
+#endif
   const long long stride = (long long)gridDim.x * blockDim.x;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < end; i += stride) y[i] = add_relu(x[i], r[i]);
 }

@@ -1,0 +1,113 @@
+#pragma once
+// Internal to src/worker/: the worker process's state, its buffers and launch plans, shared by
+// server.cpp (the protocol loop, runs) and bench_op.cpp (timed samples). Not a public header.
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/cuda/library.hpp"
+#include "kqual/cuda/nvrtc.hpp"
+#include "kqual/cuda/objects.hpp"
+#include "kqual/worker/protocol.hpp"
+#include "worker_kernels.hpp"
+
+namespace kqual::worker::detail {
+
+constexpr std::uint8_t kGuardByte = 0xA5;
+
+struct State {
+  std::unique_ptr<cuda::Context> ctx;
+  std::unique_ptr<cuda::Module> own_module;  // kWorkerKernelsSource, compiled on first use
+  std::map<std::string, std::shared_ptr<cuda::Module>> modules;  // by path
+  std::unique_ptr<cuda::Stream> stream;
+
+  cuda::Context& context() {
+    if (!ctx) {
+      ctx = std::make_unique<cuda::Context>(0);
+      stream = std::make_unique<cuda::Stream>();
+    }
+    return *ctx;
+  }
+  cuda::Function own(const char* name) {
+    if (!own_module) {
+      cuda::NvrtcRequest nr;
+      nr.source = kWorkerKernelsSource;
+      nr.source_name = "kqual_worker_kernels.cu";
+      nr.arch = context().info().arch();
+      const cuda::NvrtcResult built = cuda::nvrtc_compile(nr);
+      own_module = std::make_unique<cuda::Module>(std::span<const std::uint8_t>(built.image));
+    }
+    return own_module->function(name);
+  }
+  cuda::Module& module(const std::string& path) {
+    context();
+    auto it = modules.find(path);
+    if (it != modules.end()) return *it->second;
+    if (modules.size() > 64) modules.clear();  // bound memory across many candidates
+    auto m = std::make_shared<cuda::Module>(cuda::Module::from_file(path));
+    modules[path] = m;
+    return *m;
+  }
+};
+
+// One buffer. Guarded placement: [guard | offset | view (bytes) | guard] in one allocation. Trap
+// placements (inputs): the view against an unmapped page (cuda::TrappedAllocation), no guards.
+struct Guarded {
+  std::string name, kind;
+  std::size_t bytes = 0, offset = 0, guard = 0;
+  cuda::DeviceBuffer mem;
+  cuda::TrappedAllocation trap;
+  CUdeviceptr trap_view = 0;
+  std::shared_ptr<MappedFile> input, alt_input;  // host data for inputs (shared by buffer sets)
+  int gen_stream = -1, gen_dtype = 0;             // generated inputs (no host data)
+  std::uint64_t gen_seed = 0;
+  std::size_t elem_bytes = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> windows;
+  std::uint64_t chunk_elements = 0;  // Buffer::chunk_elements
+  bool trapped() const { return trap_view != 0; }
+  CUdeviceptr view() const { return trapped() ? trap_view : mem.get() + guard + offset; }
+  std::size_t total() const { return guard + offset + bytes + guard; }
+  void download_view(void* dst) const {
+    if (bytes) KQUAL_CU(cuMemcpyDtoH, dst, view(), bytes);
+  }
+};
+
+std::vector<Guarded> allocate(const std::vector<Buffer>& buffers, std::size_t guard, const std::string& placement = "guarded",
+                              const std::vector<std::string>& trap_only = {});
+// Guard everything, upload (or generate) inputs (dataset 0 or 1), poison outputs and scratch.
+void prepare(State& st, std::vector<Guarded>& bufs, std::uint8_t poison, int dataset = 0, const std::string& generator = "");
+// Fills a generated input (Guarded::gen_stream >= 0) with kqual_generate under `seed`, on the stream.
+void generate_input(State& st, const Guarded& g, std::uint64_t seed, const std::string& generator);
+
+struct Plan {
+  struct L {
+    cuda::Function f;
+    unsigned grid[3], block[3], shared;
+    std::vector<std::vector<std::uint8_t>> storage;
+    std::vector<void*> ptrs;
+    std::unique_ptr<cuda::LibraryCall> library;  // set for a library launch (then f is unused)
+  };
+  std::vector<L> launches;
+};
+
+// `views` replaces the pointer of the buffers it names (a plan bound to other output copies).
+Plan make_plan(State& st, const std::string& module, const std::vector<Launch>& launches, const std::vector<Guarded>& bufs,
+               const std::map<std::string, CUdeviceptr>* views = nullptr);
+void enqueue(State& st, Plan& p);
+std::vector<GuardViolation> check_guards(const Guarded& g);
+// The order-independent device hash (kqual_hash) of a buffer's view, as 16 hex digits.
+std::string device_hash(State& st, const Guarded& g);
+// Per-chunk hashes of an output view (Buffer::chunk_elements), read back as one array.
+std::vector<std::uint64_t> chunk_hashes(State& st, const Guarded& g);
+
+// bench_op.cpp
+BenchReply op_bench(State& st, const BenchRequest& req);
+CopyBenchReply op_copy_bench(State& st, const CopyBenchRequest& req);
+
+}  // namespace kqual::worker::detail
