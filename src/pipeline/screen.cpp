@@ -9,10 +9,9 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "kqual/build/candidate.hpp"
@@ -24,75 +23,23 @@
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
+#include "kqual/pipeline/screen_gpus.hpp"
+#include "kqual/pipeline/screen_journal.hpp"
+#include "kqual/pipeline/screen_shard.hpp"
 #include "kqual/pipeline/stages.hpp"
 #include "kqual/report/provenance.hpp"
+#include "kqual/worker/protocol.hpp"
 
 namespace kqual::pipeline {
 namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kJournalName = "kqual.screen-journal/1";
-
-std::string utc_now() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// One journal line: the whole line in one write() on an O_APPEND descriptor, then fsync, so a kill
-// at any moment leaves either the whole line or a torn tail that the next run drops.
-void append_line(int fd, const fs::path& file, const std::string& line) {
-  const std::string text = line + "\n";
-  ssize_t n;
-  do {
-    n = ::write(fd, text.data(), text.size());
-  } while (n < 0 && errno == EINTR);
-  if (n != ssize_t(text.size()))
-    throw_error(ErrorKind::io, fmt::format("{}: journal write failed ({})", file.string(),
-                                           n < 0 ? std::strerror(errno) : "short write"));
-  if (::fsync(fd) != 0) throw_error(ErrorKind::io, fmt::format("{}: fsync failed: {}", file.string(), std::strerror(errno)));
-}
-
-// The options that decide a verdict; a journal is resumed only under the same ones.
-json journal_options(const ScreenOptions& o, const std::string& arch) {
-  return json{{"contract", o.contract.empty() ? std::string("(each candidate's own)") : o.contract},
-              {"seed", o.seed},
-              {"large_cases", o.large_cases},
-              {"all_cases", o.all_cases},
-              {"sanitizer_pass", o.sanitizer_pass},
-              {"arch", arch}};
-}
-
-// "--seed: journal 1, this run 2; ..." — empty when the options agree.
-std::string option_differences(const json& journal, const json& now) {
-  std::vector<std::string> diffs;
-  for (const auto& [k, v] : now.items()) {
-    const json was = journal.contains(k) ? journal.at(k) : json();
-    if (was != v) {
-      std::string flag = k;
-      std::replace(flag.begin(), flag.end(), '_', '-');
-      diffs.push_back(fmt::format("--{}: journal {}, this run {}", flag, was.is_null() ? "(absent)" : was.dump(), v.dump()));
-    }
-  }
-  for (const auto& [k, v] : journal.items())
-    if (!now.contains(k)) diffs.push_back(fmt::format("{}: in the journal only ({})", k, v.dump()));
-  return fmt::format("{}", fmt::join(diffs, "; "));
-}
-
-std::string display_name(const fs::path& dir) {
-  std::string n = dir.filename().string();
-  return n.empty() ? dir.string() : n;
-}
-
-// What the builder threads hand to the GPU loop.
+// What the builder threads hand to the GPU lanes.
 struct BuildSlot {
   bool done = false;
   std::optional<build::BuiltCandidate> built;
@@ -110,121 +57,115 @@ ScreenVerdict refused(const std::string& kind, const std::string& why) {
   return v;
 }
 
-std::string first_line(const std::string& s, std::size_t max = 300) {
-  std::string t = s.substr(0, s.find('\n'));
-  if (t.size() > max) t = t.substr(0, max) + "...";
-  return t;
-}
+// The worker sessions GPU checks run in: one on the default device, or one per --gpus device.
+struct Lanes {
+  std::vector<std::unique_ptr<worker::Session>> sessions;  // one per lane (none without a GPU)
+  std::vector<HostGpu> gpus;                               // with --gpus: each lane's device
+  std::vector<json> devices;                               // each lane's "hello"
+  std::string arch, why_no_gpu, gpu_source;
+  json unavailable = json::array();                        // --gpus devices that did not answer
+  bool gpu() const { return !sessions.empty(); }
+};
 
-}  // namespace
-
-json ScreenVerdict::to_json() const {
-  json c = json::object();
-  for (const auto& [k, n] : codes) c[k] = n;
-  return json{{"candidate", candidate}, {"name", name},         {"manifest_sha256", manifest_sha256},
-              {"contract", contract},   {"verdict", verdict},   {"reason", reason},
-              {"codes", c},             {"detail", detail},     {"wall_ms", wall_ms},
-              {"compile_ms", compile_ms}, {"finished", finished}};
-}
-
-ScreenVerdict ScreenVerdict::from_json(const json& j) {
-  ScreenVerdict v;
-  try {
-    v.candidate = j.at("candidate").get<std::string>();
-    v.name = j.at("name").get<std::string>();
-    v.manifest_sha256 = j.at("manifest_sha256").get<std::string>();
-    v.contract = j.value("contract", std::string());
-    v.verdict = j.at("verdict").get<std::string>();
-    v.reason = j.value("reason", std::string());
-    for (const auto& [k, n] : j.at("codes").items()) v.codes[k] = n.get<int>();
-    v.detail = j.value("detail", std::string());
-    v.wall_ms = j.value("wall_ms", 0.0);
-    v.compile_ms = j.value("compile_ms", 0.0);
-    v.finished = j.value("finished", std::string());
-  } catch (const json::exception& e) {
-    throw_error(ErrorKind::input, std::string("a screen journal entry lacks a field: ") + e.what());
+Lanes open_lanes(const ScreenOptions& o) {
+  Lanes l;
+  if (o.gpus.empty()) {
+    Target tg = open_target({o.use_gpu, o.watchdog_seconds, o.arch});
+    l.arch = tg.arch;
+    l.why_no_gpu = tg.why_no_gpu;
+    if (tg.gpu()) {
+      l.devices.push_back(tg.device_json());
+      l.sessions.push_back(std::move(tg.session));
+    }
+    return l;
   }
+  if (!o.use_gpu)
+    throw_error(ErrorKind::usage, fmt::format("--gpus {} and --no-gpu contradict each other: drop one", o.gpus));
+  const HostGpus host = host_gpus(o.gpu_list_dir, std::getenv("CUDA_VISIBLE_DEVICES"));
+  l.gpu_source = host.source;
+  std::vector<std::string> silent;
+  for (const HostGpu& g : select_gpus(o.gpus, host)) {
+    worker::SessionOptions so;
+    so.watchdog_seconds = o.watchdog_seconds;
+    so.worker_env = pin_environment(g);
+    auto s = std::make_unique<worker::Session>(so);
+    const worker::DeviceFacts& d = s->device();
+    if (!d.present) {  // this GPU does not answer: screen on the others, and say so
+      silent.push_back(fmt::format("GPU {}: {}", g.ordinal, d.why_absent));
+      l.unavailable.push_back(json{{"ordinal", g.ordinal}, {"pci_bus_id", g.pci_bus_id}, {"why", d.why_absent}});
+      continue;
+    }
+    if (!l.arch.empty() && d.arch != l.arch)
+      throw_error(ErrorKind::usage, fmt::format("--gpus {}: GPU {} is {} but GPU {} is {}; every candidate is built for one "
+                                                "arch: screen each kind with its own --gpus LIST",
+                                                o.gpus, l.gpus.front().ordinal, l.arch, g.ordinal, d.arch));
+    l.arch = d.arch;
+    l.devices.push_back(d.device);
+    l.gpus.push_back(g);
+    l.sessions.push_back(std::move(s));
+  }
+  if (l.sessions.empty())
+    throw_error(ErrorKind::usage, fmt::format("--gpus {}: no selected GPU answered ({}); run with --no-gpu for the static "
+                                              "phases only",
+                                              o.gpus, fmt::join(silent, "; ")));
+  if (!o.arch.empty() && o.arch != l.arch)
+    throw_error(ErrorKind::usage, fmt::format("--arch {} given but the devices are {}", o.arch, l.arch));
+  return l;
+}
+
+// One candidate's GPU checks in session `s`; *fault when its worker broke down on the way.
+ScreenVerdict check_on_gpu(worker::Session& s, build::BuiltCandidate& b, const check::CheckOptions& co, bool* fault) {
+  ScreenVerdict v;
+  const int started = s.worker().processes_started();
+  try {
+    const std::string load_err = check::load_and_describe(s, b);
+    if (!load_err.empty()) {
+      v.verdict = "rejected";
+      v.reason = "load_failed";
+      v.codes["load_failed"] = 1;
+      v.detail = load_err;
+    } else {
+      const check::CorrectnessReport rep = check::check_correctness(s, b, co);
+      v.codes = rep.failure_codes;
+      if (rep.accepted()) {
+        v.verdict = "accepted";
+        v.reason = fmt::format("{} of {} cases passed, {} refused as the contract requires", rep.passed, rep.cases, rep.refused);
+      } else {
+        v.verdict = "rejected";
+        v.reason = rep.primary_code();
+        if (v.reason.empty()) {  // nothing failed, but nothing proved anything either
+          v.reason = "no_evidence";
+          v.codes["no_evidence"] = 1;
+          v.detail = "every passed case's expected output is degenerate (all zero or all equal)";
+        }
+        for (const auto& x : rep.results)
+          if (x.status == "fail") {
+            v.detail = x.detail;
+            break;
+          }
+      }
+    }
+  } catch (const Error& e) {
+    // A worker that broke down on this candidate is the candidate's verdict; anything else is kqual's.
+    if (e.kind() == ErrorKind::worker) {
+      v.verdict = "rejected";
+      v.reason = "worker_fault";
+      v.codes["worker_fault"] = 1;
+      *fault = true;
+    } else {
+      v.verdict = "error";
+      v.reason = std::string("internal error (") + to_string(e.kind()) + ")";
+    }
+    v.detail = e.what();
+  }
+  // A crash, hang or sticky error ends the worker (the client starts a fresh one on the next call):
+  // a ping that has to start one shows the candidate cost this lane its worker.
+  const worker::WorkerReply p = s.worker().call(json{{"op", "ping"}}, 30);
+  if (p.status != worker::WorkerReply::Status::ok || s.worker().processes_started() > started) *fault = true;
   return v;
 }
 
-ScreenJournal read_screen_journal(const fs::path& file) {
-  ScreenJournal jr;
-  if (!fs::exists(file)) return jr;
-  const std::string text = read_text_file(file);
-  std::size_t pos = 0;
-  int line_no = 0;
-  while (pos < text.size()) {
-    const std::size_t nl = text.find('\n', pos);
-    ++line_no;
-    if (nl == std::string::npos) {  // the last line never got its newline: a write cut short
-      jr.torn_tail = true;
-      break;
-    }
-    const std::string line = text.substr(pos, nl - pos);
-    json j;
-    bool parsed = true;
-    try {
-      j = json::parse(line);
-    } catch (const json::exception&) {
-      parsed = false;
-    }
-    if (!parsed) {
-      if (nl + 1 == text.size()) {  // a damaged last line is a torn write too
-        jr.torn_tail = true;
-        break;
-      }
-      throw_error(ErrorKind::input, fmt::format("{}: line {} is not JSON and is not the last line: the journal is damaged "
-                                                "(--restart starts a fresh one)", file.string(), line_no));
-    }
-    if (line_no == 1) {
-      if (!j.is_object() || j.value("journal", std::string()) != kJournalName)
-        throw_error(ErrorKind::input, fmt::format("{}: not a kqual screen journal (its first line does not name {}); "
-                                                  "use another --out or --restart", file.string(), kJournalName));
-      jr.header = j;
-    } else {
-      jr.entries.push_back(ScreenVerdict::from_json(j));
-    }
-    pos = nl + 1;
-    jr.good_bytes = pos;
-  }
-  return jr;
-}
-
-std::vector<fs::path> screen_candidates(const std::vector<fs::path>& inputs, std::vector<fs::path>* skipped) {
-  std::vector<fs::path> out;
-  std::set<fs::path> seen;
-  auto add = [&](const fs::path& dir) {
-    fs::path canon = fs::weakly_canonical(fs::absolute(dir));
-    if (seen.insert(canon).second) out.push_back(canon);
-  };
-  if (inputs.empty()) throw_error(ErrorKind::usage, "screen: no candidate folder given");
-  for (const auto& in : inputs) {
-    if (!fs::exists(in)) throw_error(ErrorKind::usage, fmt::format("{}: no such file or folder", in.string()));
-    if (fs::is_regular_file(in)) {
-      if (in.filename() != "kqual.toml")
-        throw_error(ErrorKind::usage, fmt::format("{}: expected a candidate folder (or its kqual.toml)", in.string()));
-      add(in.parent_path().empty() ? fs::path(".") : in.parent_path());
-      continue;
-    }
-    if (fs::exists(in / "kqual.toml")) {
-      add(in);
-      continue;
-    }
-    std::vector<fs::path> found, without;
-    for (const auto& e : fs::directory_iterator(in)) {
-      if (!e.is_directory()) continue;
-      (fs::exists(e.path() / "kqual.toml") ? found : without).push_back(e.path());
-    }
-    if (found.empty())
-      throw_error(ErrorKind::usage, fmt::format("{}: holds no kqual.toml and no candidate folder one level down", in.string()));
-    std::sort(found.begin(), found.end());
-    std::sort(without.begin(), without.end());
-    for (const auto& f : found) add(f);
-    if (skipped)
-      for (const auto& w : without) skipped->push_back(w);
-  }
-  return out;
-}
+}  // namespace
 
 ScreenOutcome screen(const ScreenOptions& o) {
   const auto t_start = std::chrono::steady_clock::now();
@@ -233,14 +174,24 @@ ScreenOutcome screen(const ScreenOptions& o) {
   };
   if (o.jobs < 1) throw_error(ErrorKind::usage, fmt::format("--jobs {}: must be at least 1", o.jobs));
   if (!o.contract.empty()) (void)contract::find_contract(o.contract);  // an unknown name: a clear error now
+  const std::optional<ShardSpec> shard = o.shard.empty() ? std::nullopt : std::optional<ShardSpec>(parse_shard(o.shard));
   std::vector<fs::path> skipped;
-  const std::vector<fs::path> cands = screen_candidates(o.inputs, &skipped);
+  std::vector<fs::path> cands = screen_candidates(o.inputs, &skipped);
   for (const auto& s : skipped) say(fmt::format("not a candidate (no kqual.toml): {}", s.string()));
+  std::optional<ShardRecord> shard_rec;
+  if (shard) {
+    std::vector<int> which;
+    shard_rec = plan_shards(*shard, cands, &which);
+    std::vector<fs::path> mine;
+    for (std::size_t i = 0; i < cands.size(); ++i)
+      if (which[i] == shard->index) mine.push_back(cands[i]);
+    say(fmt::format("shard {}: {} of {} candidate(s)", shard->text(), mine.size(), cands.size()));
+    cands = std::move(mine);
+  }
 
-  // ---- target: one session for every candidate ----
-  Target tg = open_target({o.use_gpu, o.watchdog_seconds, o.arch});
-  worker::Session& session = *tg.session;
-  const json options = journal_options(o, tg.arch);
+  // ---- target: one worker session, or one per GPU ----
+  Lanes lanes = open_lanes(o);
+  const json options = screen_verdict_options(o, lanes.arch, shard ? shard->text() : std::string());
 
   // ---- journal: resume under the same options, or start fresh ----
   ScreenOutcome out;
@@ -272,9 +223,9 @@ ScreenOutcome screen(const ScreenOptions& o) {
     ~FdCloser() { ::close(fd); }
   } closer{fd};
   if (jr.header.is_null())
-    append_line(fd, out.journal_path,
-                json{{"journal", kJournalName}, {"options", options}, {"started", utc_now()}, {"command_line", o.command_line}}
-                    .dump(-1, ' ', false, json::error_handler_t::replace));
+    append_journal_line(fd, out.journal_path,
+                        json{{"journal", kScreenJournalName}, {"options", options}, {"started", utc_now()}, {"command_line", o.command_line}}
+                            .dump(-1, ' ', false, json::error_handler_t::replace));
 
   // ---- which candidates the journal already answers (same folder, same manifest bytes) ----
   std::map<std::string, ScreenVerdict> journaled;  // the last line per folder wins
@@ -294,7 +245,7 @@ ScreenOutcome screen(const ScreenOptions& o) {
     }
     auto it = journaled.find(cands[i].string());
     const bool reuse = it != journaled.end() && !hashes[i].empty() && it->second.manifest_sha256 == hashes[i] &&
-                       it->second.verdict != "error" && !(it->second.verdict == "incomplete" && tg.gpu());
+                       it->second.verdict != "error" && !(it->second.verdict == "incomplete" && lanes.gpu());
     if (reuse) {
       verdicts[i] = it->second;
       verdicts[i].resumed = true;
@@ -304,9 +255,12 @@ ScreenOutcome screen(const ScreenOptions& o) {
   }
   const std::size_t resumed = n - todo.size();
   say(fmt::format("{} candidate(s): {} from the journal, {} to run; {} compile thread(s); {}", n, resumed, todo.size(), o.jobs,
-                  tg.gpu() ? "GPU checks in one worker session" : "no GPU (" + tg.why_no_gpu + "): static phases only"));
+                  !lanes.gpu()          ? "no GPU (" + lanes.why_no_gpu + "): static phases only"
+                  : lanes.gpus.empty() ? std::string("GPU checks in one worker session")
+                                       : fmt::format("GPU checks in {} worker session(s), one per GPU", lanes.sessions.size())));
 
-  // ---- build: a pool of NVRTC threads, ahead of the GPU loop ----
+  // ---- build: a pool of NVRTC threads, ahead of the GPU lanes ----
+  ScratchDir build_scratch("kqual-screen");
   std::vector<BuildSlot> slots(n);
   std::mutex mu;
   std::condition_variable cv;
@@ -334,9 +288,9 @@ ScreenOutcome screen(const ScreenOptions& o) {
           } else {
             try {
               // A folder per candidate: copies of one manifest share its name and image file name.
-              const fs::path dir = session.scratch() / fmt::format("c{}", i);
+              const fs::path dir = build_scratch.path() / fmt::format("c{}", i);
               fs::create_directories(dir);
-              slot.built = build::build_candidate(m, tg.arch, dir);
+              slot.built = build::build_candidate(m, lanes.arch, dir);
             } catch (const Error& e) {
               slot.verdict = refused("build_failed", e.what());
             }
@@ -359,7 +313,7 @@ ScreenOutcome screen(const ScreenOptions& o) {
     }
   };
   std::vector<std::jthread> pool;
-  struct PoolStopper {  // an exception in the GPU loop stops the builders before the pool joins
+  struct PoolStopper {  // an exception in the lanes stops the builders before the pool joins
     std::atomic<bool>& stop;
     std::vector<std::jthread>& pool;
     ~PoolStopper() {
@@ -370,109 +324,106 @@ ScreenOutcome screen(const ScreenOptions& o) {
   const int threads = int(std::min<std::size_t>(std::size_t(o.jobs), std::max<std::size_t>(todo.size(), 1)));
   for (int t = 0; t < threads; ++t) pool.emplace_back(builder);
 
-  // ---- check: one candidate at a time in the session's worker; journal each verdict ----
+  // ---- check: each lane takes the next candidate from one queue; every verdict journaled ----
   check::CheckOptions co;
   co.seed = o.seed;
   co.include_large = o.large_cases;
   co.all_cases = o.all_cases;
   co.sanitizer_pass = o.sanitizer_pass;
-  std::size_t shown = 0;  // progress lines count 1..n in candidate order
-  for (std::size_t i = 0; i < n; ++i) {
-    if (verdicts[i].resumed) {
+  std::size_t shown = 0;  // progress lines count 1..n
+  for (std::size_t i = 0; i < n; ++i)
+    if (verdicts[i].resumed)
       say(fmt::format("screen [{}/{}] {}: {} ({}; from the journal)", ++shown, n, display_name(cands[i]), verdicts[i].verdict,
                       verdicts[i].reason));
-      continue;
-    }
-    BuildSlot slot;
-    {
-      std::unique_lock<std::mutex> lk(mu);
-      cv.wait(lk, [&] { return slots[i].done; });
-      slot = std::move(slots[i]);
-    }
+  auto take_slot = [&](std::size_t i) {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return slots[i].done; });
+    return std::move(slots[i]);
+  };
+  LaneHooks hooks;
+  hooks.check = [&](std::size_t lane, std::size_t k, bool* fault) {
+    const std::size_t i = todo[k];
+    BuildSlot slot = take_slot(i);
     ScreenVerdict v;
     double check_ms = 0;
     if (slot.verdict) {
       v = *slot.verdict;
-    } else if (!tg.gpu()) {
+    } else if (!lanes.gpu()) {
       v.verdict = "incomplete";
       v.reason = "compiled; no GPU";
-      v.detail = tg.why_no_gpu + ": load and correctness not run";
+      v.detail = lanes.why_no_gpu + ": load and correctness not run";
     } else {
-      build::BuiltCandidate& b = *slot.built;
       const auto t0 = std::chrono::steady_clock::now();
-      try {
-        const std::string load_err = check::load_and_describe(session, b);
-        if (!load_err.empty()) {
-          v.verdict = "rejected";
-          v.reason = "load_failed";
-          v.codes["load_failed"] = 1;
-          v.detail = load_err;
-        } else {
-          const check::CorrectnessReport rep = check::check_correctness(session, b, co);
-          v.codes = rep.failure_codes;
-          if (rep.accepted()) {
-            v.verdict = "accepted";
-            v.reason = fmt::format("{} of {} cases passed, {} refused as the contract requires", rep.passed, rep.cases, rep.refused);
-          } else {
-            v.verdict = "rejected";
-            v.reason = rep.primary_code();
-            if (v.reason.empty()) {  // nothing failed, but nothing proved anything either
-              v.reason = "no_evidence";
-              v.codes["no_evidence"] = 1;
-              v.detail = "every passed case's expected output is degenerate (all zero or all equal)";
-            }
-            for (const auto& x : rep.results)
-              if (x.status == "fail") {
-                v.detail = x.detail;
-                break;
-              }
-          }
-        }
-      } catch (const Error& e) {
-        // A worker that broke down on this candidate is the candidate's verdict; anything else is kqual's.
-        if (e.kind() == ErrorKind::worker) {
-          v.verdict = "rejected";
-          v.reason = "worker_fault";
-          v.codes["worker_fault"] = 1;
-        } else {
-          v.verdict = "error";
-          v.reason = std::string("internal error (") + to_string(e.kind()) + ")";
-        }
-        v.detail = e.what();
-      }
+      v = check_on_gpu(*lanes.sessions[lane], *slot.built, co, fault);
       check_ms = ms_since(t0);
     }
-    v.candidate = cands[i].string();
-    v.name = display_name(cands[i]);
-    v.manifest_sha256 = hashes[i];
     v.contract = slot.contract;
     v.compile_ms = slot.built ? slot.built->compile_ms : 0;
     v.wall_ms = slot.build_ms + check_ms;
+    return v;
+  };
+  hooks.probe = [&](std::size_t lane) -> std::string {
+    const worker::WorkerReply r =
+        lanes.sessions[lane]->worker().call(to_json(worker::HelloRequest{}), std::max(o.watchdog_seconds, 120.0));
+    if (r.status == worker::WorkerReply::Status::ok) return "";
+    const std::string which = lanes.gpus.empty() ? std::string("the GPU") : fmt::format("GPU {}", lanes.gpus[lane].ordinal);
+    say(fmt::format("{} no longer answers a fresh worker ({}): its lane is retired", which, first_line(r.reason, 200)));
+    return r.reason;
+  };
+  hooks.record = [&](std::size_t lane, std::size_t k, ScreenVerdict v) {  // serialized by dispatch_lanes
+    const std::size_t i = todo[k];
+    v.candidate = cands[i].string();
+    v.name = display_name(cands[i]);
+    v.manifest_sha256 = hashes[i];
+    if (lane < lanes.gpus.size()) v.gpu = lanes.gpus[lane].ordinal;
     v.finished = utc_now();
-    append_line(fd, out.journal_path, v.to_json().dump(-1, ' ', false, json::error_handler_t::replace));
-    verdicts[i] = v;
+    append_journal_line(fd, out.journal_path, v.to_json().dump(-1, ' ', false, json::error_handler_t::replace));
     std::error_code ec;
-    fs::remove_all(session.scratch() / fmt::format("c{}", i), ec);  // scratch holds only what is still to run
-    say(fmt::format("screen [{}/{}] {}: {} ({})", ++shown, n, v.name, v.verdict, first_line(v.reason, 200)));
-  }
+    fs::remove_all(build_scratch.path() / fmt::format("c{}", i), ec);  // scratch holds only what is still to run
+    say(fmt::format("screen [{}/{}] {}: {} ({}){}", ++shown, n, v.name, v.verdict, first_line(v.reason, 200),
+                    v.gpu >= 0 ? fmt::format(" on GPU {}", v.gpu) : std::string()));
+    verdicts[i] = std::move(v);
+  };
+  // Without a GPU one lane records the static verdicts in candidate order.
+  const DispatchReport dispatched = dispatch_lanes(std::max<std::size_t>(lanes.sessions.size(), 1), todo.size(), hooks);
   const double wall_s = ms_since(t_start) / 1000.0;
 
   // ---- write: results.json and summary.md ----
-  std::map<std::string, int> counts{{"accepted", 0}, {"rejected", 0}, {"refused", 0}, {"incomplete", 0}, {"error", 0}};
+  std::map<std::string, int> counts = verdict_counts(verdicts);
   json rows = json::array();
   for (const auto& v : verdicts) {
-    ++counts[v.verdict];
     json j = v.to_json();
     j["resumed"] = v.resumed;
     rows.push_back(j);
   }
   const std::size_t ran = todo.size();
+  int workers_started = 0;
+  for (const auto& s : lanes.sessions) workers_started += s->worker().processes_started();
   json r = schema_header("screen");
-  r["provenance"] = report::provenance(o.command_line, tg.device_json());
+  r["provenance"] = report::provenance(o.command_line, lanes.devices.empty() ? json() : lanes.devices.front());
   r["options"] = options;
   r["journal"] = out.journal_path.string();
-  r["device_present"] = tg.gpu();
-  r["why_no_gpu"] = tg.why_no_gpu;
+  r["device_present"] = lanes.gpu();
+  r["why_no_gpu"] = lanes.why_no_gpu;
+  if (!o.gpus.empty()) {
+    // Ordinals are PCI bus order: each worker ran with CUDA_DEVICE_ORDER=PCI_BUS_ID and
+    // CUDA_VISIBLE_DEVICES=<visible>, the numbering nvidia-smi and Slurm use.
+    r["provenance"]["device_order"] = "PCI_BUS_ID";
+    r["provenance"]["gpu_source"] = lanes.gpu_source;
+    json g = json::array();
+    for (std::size_t l = 0; l < lanes.gpus.size(); ++l)
+      g.push_back(json{{"ordinal", lanes.gpus[l].ordinal},
+                       {"pci_bus_id", lanes.gpus[l].pci_bus_id},
+                       {"cuda_visible_devices", lanes.gpus[l].visible},
+                       {"device", lanes.devices[l]},
+                       {"judged", dispatched.judged[l]},
+                       {"worker_faults", dispatched.faults[l]},
+                       {"worker_processes_started", lanes.sessions[l]->worker().processes_started()},
+                       {"retired", dispatched.retired[l].empty() ? json() : json(dispatched.retired[l])}});
+    r["gpus"] = g;
+    r["gpus_unavailable"] = lanes.unavailable;
+  }
+  if (shard_rec) r["shard"] = shard_rec->to_json();
   r["candidates"] = n;
   r["resumed"] = resumed;
   r["run"] = ran;
@@ -481,9 +432,9 @@ ScreenOutcome screen(const ScreenOptions& o) {
   r["compile_threads"] = o.jobs;
   r["wall_s"] = wall_s;
   // Throughput of this invocation (resumed verdicts cost nothing here), by wall time: with a GPU,
-  // the time the GPU was held.
+  // the time the GPUs were held.
   r["candidates_per_hour"] = ran > 0 && wall_s > 0 ? json(double(ran) / (wall_s / 3600.0)) : json();
-  r["worker_processes_started"] = tg.gpu() ? session.worker().processes_started() : 0;
+  r["worker_processes_started"] = workers_started;
   json skipped_j = json::array();
   for (const auto& s : skipped) skipped_j.push_back(s.string());
   r["not_candidates"] = skipped_j;
@@ -494,31 +445,25 @@ ScreenOutcome screen(const ScreenOptions& o) {
                     "journal.\n\n",
                     n, counts["accepted"], counts["rejected"], counts["refused"], counts["incomplete"],
                     counts["error"] ? fmt::format(", kqual errors {}", counts["error"]) : std::string(), ran, wall_s, resumed);
-  md += tg.gpu() ? fmt::format("Device: {} ({}).\n\n", tg.device->device.value("name", std::string("?")), tg.arch)
-                 : fmt::format("No GPU ({}): only manifests and builds were checked, for {}.\n\n", tg.why_no_gpu, tg.arch);
-  md += "| # | candidate | contract | verdict | reason | wall [ms] | from journal |\n|---|---|---|---|---|---|---|\n";
-  auto cell = [](std::string s) {
-    s = first_line(s, 160);
-    for (std::size_t p = 0; (p = s.find('|', p)) != std::string::npos; p += 2) s.replace(p, 1, "\\|");
-    return s;
-  };
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& v = verdicts[i];
-    md += fmt::format("| {} | {} | {} | {} | {} | {:.0f} | {} |\n", i + 1, cell(v.name), cell(v.contract), v.verdict,
-                      cell(v.reason + (v.detail.empty() || v.verdict == "accepted" ? "" : ": " + v.detail)), v.wall_ms,
-                      v.resumed ? "yes" : "");
-  }
+  if (shard) md += fmt::format("Shard {} of a campaign of {} candidate(s).\n\n", shard->text(), shard_rec->total);
+  if (!lanes.gpu())
+    md += fmt::format("No GPU ({}): only manifests and builds were checked, for {}.\n\n", lanes.why_no_gpu, lanes.arch);
+  else if (lanes.gpus.empty())
+    md += fmt::format("Device: {} ({}).\n\n", lanes.devices.front().value("name", std::string("?")), lanes.arch);
+  else
+    for (std::size_t l = 0; l < lanes.gpus.size(); ++l)
+      md += fmt::format("GPU {} (PCI bus order{}): {} ({}), {} judged{}.\n\n", lanes.gpus[l].ordinal,
+                        lanes.gpus[l].pci_bus_id.empty() ? "" : ", " + lanes.gpus[l].pci_bus_id,
+                        lanes.devices[l].value("name", std::string("?")), lanes.arch, dispatched.judged[l],
+                        dispatched.retired[l].empty() ? "" : "; retired: " + first_line(dispatched.retired[l], 200));
+  md += screen_summary_table(verdicts);
   out.results_path = o.out_dir / "results.json";
   out.summary_path = o.out_dir / "summary.md";
   write_file_atomic(out.results_path, r.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   write_file_atomic(out.summary_path, md);
   out.results = r;
   out.verdicts = verdicts;
-  out.exit_code = counts["error"] ? kExitInternal
-                  : counts["rejected"] ? kExitFail
-                  : counts["refused"] ? kExitInputError
-                  : counts["incomplete"] ? kExitIncomplete
-                                         : kExitPass;
+  out.exit_code = screen_exit_code(counts);
   return out;
 }
 

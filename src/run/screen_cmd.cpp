@@ -1,25 +1,17 @@
-// kqual screen CAND... | DIR — thin CLI over pipeline/screen.cpp.
+// kqual screen CAND... | DIR, and kqual screen merge DIR... — thin CLI over pipeline/screen*.cpp.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <iostream>
+#include <memory>
 
 #include "kqual/pipeline/screen.hpp"
+#include "kqual/pipeline/screen_shard.hpp"
 #include "kqual/run/cli.hpp"
 
 namespace kqual::run {
 
-void add_screen_command(CLI::App& app, CliState& s, bool run_commands) {
-  GlobalOptions& g = s.g;
-  pipeline::ScreenOptions& o = s.screen;
-  int* exit_code = &s.exit_code;
-  auto* cmd = app.add_subcommand("screen", "Screen many candidates against their contract: a verdict per candidate (accepted, "
-                                           "rejected, refused, incomplete), journaled as each finishes so that an interrupted "
-                                           "run resumes; OUT/results.json and OUT/summary.md at the end (docs/screen.md)");
-  add_quiet_flag(cmd, g);
-  cmd->add_option("candidates", o.inputs, "Candidate folders (with kqual.toml), or a folder whose sub-folders are candidates")
-      ->required();
-  cmd->add_option("--out", o.out_dir, "Folder for journal.jsonl, results.json and summary.md")->capture_default_str();
+void add_screen_verdict_options(CLI::App* cmd, pipeline::ScreenOptions& o) {
   cmd->add_option("--contract", o.contract, "Screen against this contract: candidates of another one are refused "
                                             "(contract_mismatch) (default: each candidate's own)");
   cmd->add_option("--arch", o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")");
@@ -34,31 +26,103 @@ void add_screen_command(CLI::App& app, CliState& s, bool run_commands) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--watchdog", o.watchdog_seconds, "Seconds a worker may take per request before it is killed")
       ->capture_default_str()->check(CLI::PositiveNumber);
+}
+
+namespace {
+
+void print_screen(const pipeline::ScreenOutcome& out) {
+  const json& r = out.results;
+  const json& c = r["counts"];
+  fmt::print("kqual screen: {} candidate(s){}: accepted {}, rejected {}, refused {}, incomplete {}{}\n",
+             r["candidates"].get<std::size_t>(),
+             r.contains("shard") ? fmt::format(" (shard {})", r["shard"]["spec"].get<std::string>()) : std::string(),
+             c["accepted"].get<int>(), c["rejected"].get<int>(), c["refused"].get<int>(), c["incomplete"].get<int>(),
+             c["error"].get<int>() ? fmt::format(", kqual errors {}", c["error"].get<int>()) : "");
+  fmt::print("  {} run in {:.1f} s, {} from the journal{}\n", r["run"].get<std::size_t>(), r["wall_s"].get<double>(),
+             r["resumed"].get<std::size_t>(),
+             r["candidates_per_hour"].is_null() ? std::string()
+                                                : fmt::format("; {:.0f} candidates per hour", r["candidates_per_hour"].get<double>()));
+  if (!r["device_present"].get<bool>()) fmt::print("  no GPU ({}): static phases only\n", r["why_no_gpu"].get<std::string>());
+  if (r.contains("gpus"))
+    for (const auto& g : r["gpus"])
+      fmt::print("  GPU {} (PCI bus order): {} judged, {} worker fault(s){}\n", g["ordinal"].get<int>(), g["judged"].get<std::size_t>(),
+                 g["worker_faults"].get<int>(), g["retired"].is_null() ? "" : ", retired: " + g["retired"].get<std::string>());
+  for (const auto& v : out.verdicts)
+    if (v.verdict != "accepted" && v.verdict != "incomplete")
+      fmt::print("  {:<10} {}: {}{}\n", v.verdict, v.name, v.reason,
+                 v.detail.empty() ? "" : " — " + v.detail.substr(0, v.detail.find('\n')).substr(0, 200));
+  fmt::print("wrote {}, {} and {}\n", out.results_path.string(), out.summary_path.string(), out.journal_path.string());
+}
+
+void print_merge(const pipeline::MergeOutcome& out) {
+  const json& r = out.results;
+  const json& c = r["counts"];
+  const json& m = r["merged"];
+  fmt::print("kqual screen merge: {} candidate(s) of {} expected, from {} shard folder(s): accepted {}, rejected {}, refused {}, "
+             "incomplete {}{}\n",
+             r["candidates"].get<std::size_t>(), m["expected_candidates"].get<std::size_t>(), m["shards"].size(),
+             c["accepted"].get<int>(), c["rejected"].get<int>(), c["refused"].get<int>(), c["incomplete"].get<int>(),
+             c["error"].get<int>() ? fmt::format(", kqual errors {}", c["error"].get<int>()) : "");
+  fmt::print("  duplicates dropped {}{}, missing {}\n", out.duplicates,
+             m["conflicting_duplicates"].get<std::size_t>() ? fmt::format(" ({} disagreeing)", m["conflicting_duplicates"].get<std::size_t>())
+                                                            : std::string(),
+             out.missing);
+  for (const auto& s : m["missing_shards"])
+    fmt::print("  shard {} has no results: {} candidate(s) missing\n", s["shard"].get<std::string>(), s["candidates"].get<std::size_t>());
+  fmt::print("wrote {} and {}\n", out.results_path.string(), out.summary_path.string());
+}
+
+}  // namespace
+
+void add_screen_command(CLI::App& app, CliState& s, bool run_commands) {
+  GlobalOptions& g = s.g;
+  pipeline::ScreenOptions& o = s.screen;
+  int* exit_code = &s.exit_code;
+  auto* cmd = app.add_subcommand("screen", "Screen many candidates against their contract: a verdict per candidate (accepted, "
+                                           "rejected, refused, incomplete), journaled as each finishes so that an interrupted "
+                                           "run resumes; OUT/results.json and OUT/summary.md at the end (docs/screen.md). "
+                                           "`screen merge` combines the folders of sharded screens (docs/scale-out.md)");
+  add_quiet_flag(cmd, g);
+  // Not ->required(): `kqual screen merge DIR...` has none; the callback says when they are missing.
+  cmd->add_option("candidates", o.inputs, "Candidate folders (with kqual.toml), or a folder whose sub-folders are candidates");
+  cmd->add_option("--out", o.out_dir, "Folder for journal.jsonl, results.json and summary.md")->capture_default_str();
+  add_screen_verdict_options(cmd, o);
+  cmd->add_option("--gpus", o.gpus,
+                  "One worker per GPU, each pinned to its device and fed from one queue: all, a count N (the first N), or "
+                  "a list of ordinals (0,2); ordinals in PCI bus order (default: one worker on the default device)");
+  cmd->add_option("--shard", o.shard,
+                  "Screen only shard I of N (I/N, from 0): the candidates whose content hash falls in it, the same share "
+                  "on every run; give each shard its own --out, then `screen merge` (docs/scale-out.md)");
   cmd->add_flag("--restart", o.restart, "Start a fresh journal (default: resume OUT/journal.jsonl when its options match)");
+
+  auto merge_opts = std::make_shared<pipeline::MergeOptions>();
+  auto* merge = cmd->add_subcommand("merge", "Combine the --out folders of sharded screens (--shard I/N) into one results.json "
+                                             "and summary.md; refuses shards screened with other options, counts duplicate "
+                                             "and missing candidates (docs/scale-out.md)");
+  add_quiet_flag(merge, g);
+  merge->add_option("dirs", merge_opts->dirs, "The shards' --out folders")->required();
+  merge->add_option("--out", merge_opts->out_dir, "Folder for the merged results.json and summary.md")->capture_default_str();
   if (!run_commands) return;
-  cmd->callback([&g, &o, exit_code] {
+  merge->callback([&g, merge_opts, exit_code] {
+    merge_opts->command_line = g.command_line;
+    merge_opts->progress = progress_for(g, "screen merge").sink();
+    const pipeline::MergeOutcome out = pipeline::merge_screen(*merge_opts);
+    if (g.json)
+      std::cout << out.results.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+    else
+      print_merge(out);
+    *exit_code = out.exit_code;
+  });
+  cmd->callback([&g, &o, merge, exit_code] {
+    if (merge->parsed()) return;  // `screen merge` ran
+    if (o.inputs.empty()) throw CLI::RequiredError("candidates");
     o.command_line = g.command_line;
     o.progress = progress_for(g, "screen").sink();
     pipeline::ScreenOutcome out = pipeline::screen(o);
-    if (g.json) {
+    if (g.json)
       std::cout << out.results.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-    } else {
-      const json& r = out.results;
-      const json& c = r["counts"];
-      fmt::print("kqual screen: {} candidate(s): accepted {}, rejected {}, refused {}, incomplete {}{}\n",
-                 r["candidates"].get<std::size_t>(), c["accepted"].get<int>(), c["rejected"].get<int>(), c["refused"].get<int>(),
-                 c["incomplete"].get<int>(), c["error"].get<int>() ? fmt::format(", kqual errors {}", c["error"].get<int>()) : "");
-      fmt::print("  {} run in {:.1f} s, {} from the journal{}\n", r["run"].get<std::size_t>(), r["wall_s"].get<double>(),
-                 r["resumed"].get<std::size_t>(),
-                 r["candidates_per_hour"].is_null() ? std::string()
-                                                    : fmt::format("; {:.0f} candidates per hour", r["candidates_per_hour"].get<double>()));
-      if (!r["device_present"].get<bool>()) fmt::print("  no GPU ({}): static phases only\n", r["why_no_gpu"].get<std::string>());
-      for (const auto& v : out.verdicts)
-        if (v.verdict != "accepted" && v.verdict != "incomplete")
-          fmt::print("  {:<10} {}: {}{}\n", v.verdict, v.name, v.reason,
-                     v.detail.empty() ? "" : " — " + v.detail.substr(0, v.detail.find('\n')).substr(0, 200));
-      fmt::print("wrote {}, {} and {}\n", out.results_path.string(), out.summary_path.string(), out.journal_path.string());
-    }
+    else
+      print_screen(out);
     *exit_code = out.exit_code;
   });
 }

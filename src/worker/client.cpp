@@ -55,7 +55,15 @@ void WorkerClient::start() {
   posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
   posix_spawn_file_actions_addopen(&fa, 2, opts_.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   std::vector<std::string> env_store;
-  for (char** e = environ; *e; ++e) env_store.emplace_back(*e);
+  // A name in opts_.env replaces the inherited one (not appended after it: getenv returns the first
+  // match, so a parent's CUDA_VISIBLE_DEVICES=2,3 would win over a worker's pinned "3").
+  auto overridden = [&](const char* entry) {
+    for (const auto& kv : opts_.env)
+      if (std::strncmp(entry, kv.first.c_str(), kv.first.size()) == 0 && entry[kv.first.size()] == '=') return true;
+    return false;
+  };
+  for (char** e = environ; *e; ++e)
+    if (!overridden(*e)) env_store.emplace_back(*e);
   for (const auto& [k, v] : opts_.env) env_store.push_back(k + "=" + v);
   std::vector<char*> envp;
   for (auto& s : env_store) envp.push_back(s.data());

@@ -12,6 +12,7 @@ Session::Session(SessionOptions opts) : opts_(std::move(opts)), scratch_("kqual"
   w.watchdog_seconds = opts_.watchdog_seconds;
   w.stderr_path = (scratch_.path() / "worker-stderr.log").string();
   w.wrapper = opts_.worker_wrapper;
+  w.env = opts_.worker_env;
   worker_ = std::make_unique<WorkerClient>(w);
 }
 
@@ -21,6 +22,7 @@ WorkerClient& Session::reference_worker() {
     w.exe = opts_.exe;
     w.watchdog_seconds = std::max(opts_.watchdog_seconds, 120.0);
     w.stderr_path = (scratch_.path() / "reference-worker-stderr.log").string();
+    w.env = opts_.worker_env;  // the reference runs on the same device as the candidates
     reference_worker_ = std::make_unique<WorkerClient>(w);
   }
   return *reference_worker_;

@@ -1,8 +1,10 @@
 #pragma once
 // kqual screen: many candidates against one contract, with a journal so that an interrupted run
 // resumes (docs/screen.md). Builds (NVRTC) run on a pool of CPU threads while the GPU checks run one
-// candidate at a time in one persistent worker session; a candidate that crashes, hangs or faults
-// costs only its own verdict (the session starts a fresh worker for the next one).
+// candidate at a time per persistent worker session — one session, or one per GPU with --gpus
+// (screen_gpus.hpp); a candidate that crashes, hangs or faults costs only its own verdict (the
+// session starts a fresh worker for the next one). --shard I/N screens a deterministic share
+// (screen_shard.hpp; docs/scale-out.md).
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -29,6 +31,11 @@ struct ScreenOptions {
   bool sanitizer_pass = true;
   int jobs = 2;                  // NVRTC compile threads
   bool restart = false;          // ignore (and replace) an existing journal
+  // --gpus all|N|LIST: one worker session per GPU, each pinned to its device (PCI bus order); ""
+  // = one session on the default device.
+  std::string gpus;
+  std::filesystem::path gpu_list_dir = "/proc/driver/nvidia/gpus";  // where --gpus finds the GPUs (tests: a fake)
+  std::string shard;             // --shard I/N: "" = every candidate
   std::string command_line;
   ProgressFn progress;           // one line per candidate as it finishes, or empty
 };
@@ -47,6 +54,7 @@ struct ScreenVerdict {
   double compile_ms = 0;
   std::string finished;          // UTC time the verdict was journaled
   bool resumed = false;          // taken from the journal, not run by this invocation
+  int gpu = -1;                  // with --gpus: the GPU (ordinal in PCI bus order) whose worker judged it
   json to_json() const;
   static ScreenVerdict from_json(const json& j);  // Error(input) when a field is missing
 };
@@ -69,6 +77,12 @@ std::vector<std::filesystem::path> screen_candidates(const std::vector<std::file
 // if any was rejected, else 2 if any was refused, else 3 if any is incomplete (no GPU), else 0.
 // Error(usage) when the journal was made with other options (unless o.restart).
 ScreenOutcome screen(const ScreenOptions& o);
+
+// Shared by screen and screen merge: verdicts per kind (every kind present, zero or not), the exit
+// code they give (as screen()'s; `missing` candidates count as incomplete), and summary.md's table.
+std::map<std::string, int> verdict_counts(const std::vector<ScreenVerdict>& verdicts);
+int screen_exit_code(const std::map<std::string, int>& counts, std::size_t missing = 0);
+std::string screen_summary_table(const std::vector<ScreenVerdict>& verdicts);
 
 // The journal's file format (docs/screen.md): a header line naming the options that decide a
 // verdict, then one ScreenVerdict per line. Exposed for tests.

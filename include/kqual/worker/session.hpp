@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kqual/core/files.hpp"
@@ -29,6 +30,9 @@ struct SessionOptions {
   bool use_gpu = true;      // false: static phases only, never start a worker
   std::string exe;          // kqual binary for workers (default /proc/self/exe)
   std::vector<std::string> worker_wrapper;  // candidates' worker runs under this (e.g. compute-sanitizer)
+  // Extra environment for both workers (candidates' and references'): kqual screen --gpus pins a
+  // session to one device with CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID.
+  std::vector<std::pair<std::string, std::string>> worker_env;
 };
 
 class Session {

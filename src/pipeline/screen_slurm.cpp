@@ -1,0 +1,230 @@
+// kqual slurm screen: the batch scripts of a sharded screening campaign, and their submission through
+// sbatch. Slurm does the scheduling; kqual writes what each array task runs. docs/scale-out.md.
+#include "kqual/pipeline/screen_slurm.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <regex>
+#include <sstream>
+
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/core/process.hpp"
+#include "kqual/pipeline/screen_journal.hpp"
+
+namespace kqual::pipeline {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kSlurmDefaultMaxArraySize = 1001;  // slurm.conf(5): MaxArraySize's default
+
+// One word for bash: single-quoted, with ' written as '\''.
+std::string sh_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+bool has_space(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
+}
+
+// A value that goes into a #SBATCH line (which sbatch splits at white space).
+void directive_value(const std::string& option, const std::string& v) {
+  if (has_space(v))
+    throw_error(ErrorKind::usage, fmt::format("{} '{}': contains white space, which a #SBATCH line cannot hold", option, v));
+}
+
+std::string self_exe() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw_error(ErrorKind::io, "cannot find the kqual executable (/proc/self/exe); give --kqual");
+  return std::string(buf, std::size_t(n));
+}
+
+// The kqual screen options each shard runs with: the ones that decide verdicts, and the GPU choice.
+std::string screen_arguments(const ScreenOptions& s) {
+  std::vector<std::string> a;
+  if (!s.contract.empty()) a.push_back("--contract " + sh_quote(s.contract));
+  if (!s.arch.empty()) a.push_back("--arch " + sh_quote(s.arch));
+  a.push_back(fmt::format("--seed {}", s.seed));
+  if (!s.large_cases) a.push_back("--no-large-cases");
+  if (s.all_cases) a.push_back("--all-cases");
+  if (!s.sanitizer_pass) a.push_back("--no-sanitizer-pass");
+  a.push_back(fmt::format("--jobs {}", s.jobs));
+  a.push_back(fmt::format("--watchdog {}", s.watchdog_seconds));
+  // Every GPU of the task's allocation: Slurm sets CUDA_VISIBLE_DEVICES to them.
+  a.push_back(s.use_gpu ? "--gpus all" : "--no-gpu");
+  return fmt::format("{}", fmt::join(a, " "));
+}
+
+// "Submitted batch job 123" (or "... 123 on cluster c") -> "123".
+std::string submitted_job_id(const std::string& out) {
+  std::smatch m;
+  static const std::regex re("Submitted batch job ([0-9]+)");
+  return std::regex_search(out, m, re) ? m[1].str() : std::string();
+}
+
+}  // namespace
+
+std::string find_on_path(const std::string& name, const char* path_env) {
+  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+  std::stringstream ss(path_env ? path_env : "");
+  for (std::string dir; std::getline(ss, dir, ':');) {
+    const fs::path p = fs::path(dir.empty() ? "." : dir) / name;
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return "";
+}
+
+int read_max_array_size(std::string* why) {
+  const std::string scontrol = find_on_path("scontrol", std::getenv("PATH"));
+  if (scontrol.empty()) {
+    if (why) *why = "scontrol is not on PATH";
+    return 0;
+  }
+  ProcessResult r;
+  try {
+    r = run_process(scontrol, {"show", "config"}, {}, {}, 30);
+  } catch (const Error& e) {
+    if (why) *why = e.what();
+    return 0;
+  }
+  std::smatch m;
+  static const std::regex re("MaxArraySize\\s*=\\s*([0-9]+)");
+  if (!r.exited || r.exit_code != 0 || !std::regex_search(r.out, m, re)) {
+    if (why) *why = fmt::format("`scontrol show config` did not say ({})", first_line(r.err.empty() ? r.out : r.err));
+    return 0;
+  }
+  return std::stoi(m[1].str());
+}
+
+SlurmPlan plan_slurm_screen(const SlurmScreenOptions& o) {
+  if (o.shards < 1) throw_error(ErrorKind::usage, fmt::format("--tasks {}: must be at least 1", o.shards));
+  if (o.screen.use_gpu && o.gpus_per_task < 1)
+    throw_error(ErrorKind::usage, fmt::format("--gpus-per-task {}: must be at least 1 (--no-gpu for a campaign of static "
+                                              "phases only)",
+                                              o.gpus_per_task));
+  if (!o.screen.gpus.empty() || !o.screen.shard.empty())
+    throw_error(ErrorKind::usage, "kqual slurm screen chooses each task's shard and GPUs itself: give --tasks and --gpus-per-task");
+  if (o.screen.jobs < 1) throw_error(ErrorKind::usage, fmt::format("--jobs {}: must be at least 1", o.screen.jobs));
+  directive_value("--partition", o.partition);
+  directive_value("--time", o.time);
+  directive_value("--gres", o.gres);
+  directive_value("--job-name", o.job_name);
+  SlurmPlan p;
+  p.shards = o.shards;
+  if (o.max_array_size > 0) {
+    p.max_array_size = o.max_array_size;
+    p.max_array_source = "--max-array-size";
+  } else {
+    std::string why;
+    const int m = read_max_array_size(&why);
+    p.max_array_size = m > 0 ? m : kSlurmDefaultMaxArraySize;
+    p.max_array_source = m > 0 ? "scontrol show config" : fmt::format("Slurm's default ({})", why);
+  }
+  p.array_tasks = std::min(p.shards, p.max_array_size);
+  p.out_dir = fs::absolute(o.screen.out_dir).lexically_normal();
+  if (has_space(p.out_dir.string()))
+    throw_error(ErrorKind::usage, fmt::format("--out {}: the campaign folder's path contains white space, which a #SBATCH line "
+                                              "cannot hold",
+                                              p.out_dir.string()));
+  // The inputs as given, made absolute (tasks start in other folders, on other hosts): each task
+  // lists the candidates itself, as every shard must, and the script stays small for large campaigns.
+  p.candidates = screen_candidates(o.screen.inputs).size();  // an input that names none: an error now
+  std::vector<std::string> cands;
+  for (const auto& c : o.screen.inputs) cands.push_back(sh_quote(fs::absolute(c).lexically_normal().string()));
+  const std::string kqual = o.kqual_exe.empty() ? self_exe() : fs::absolute(o.kqual_exe).string();
+  const std::string slurm_dir = (p.out_dir / "slurm").string();
+
+  std::string h;  // the directives both scripts share
+  if (!o.partition.empty()) h += "#SBATCH --partition=" + o.partition + "\n";
+  if (!o.time.empty()) h += "#SBATCH --time=" + o.time + "\n";
+
+  std::string s = "#!/bin/bash\n";
+  s += fmt::format("# kqual slurm screen: {} candidate(s) in {} shard(s) over {} array task(s){} (docs/scale-out.md).\n",
+                   p.candidates, p.shards, p.array_tasks,
+                   p.array_tasks < p.shards ? fmt::format(", several shards per task (MaxArraySize {}, from {})",
+                                                          p.max_array_size, p.max_array_source)
+                                            : std::string());
+  s += "# Each shard has its own journal under its folder; a requeued or preempted task resumes from it.\n";
+  s += fmt::format("#SBATCH -J {}\n#SBATCH -a 0-{}\n#SBATCH -n 1\n#SBATCH -c {}\n", o.job_name, p.array_tasks - 1, o.screen.jobs);
+  s += fmt::format("#SBATCH -o {}/screen-%A_%a.out\n", slurm_dir);
+  if (o.requeue) s += "#SBATCH --requeue\n";
+  if (o.screen.use_gpu) s += fmt::format("#SBATCH --gres={}\n", o.gres.empty() ? fmt::format("gpu:{}", o.gpus_per_task) : o.gres);
+  s += h;
+  s += "set -u\n";
+  s += "# Number GPUs as Slurm and nvidia-smi do (PCI bus order), not fastest first.\n";
+  s += "export CUDA_DEVICE_ORDER=PCI_BUS_ID\n";
+  s += fmt::format("KQUAL={}\nOUT={}\nSHARDS={}\nTASKS={}\n", sh_quote(kqual), sh_quote(p.out_dir.string()), p.shards,
+                   p.array_tasks);
+  s += "task=${SLURM_ARRAY_TASK_ID:?not run as a Slurm array task}\n";
+  s += "status=0\n";
+  s += "for ((shard = task; shard < SHARDS; shard += TASKS)); do\n";
+  s += "  dir=\"$OUT/shard-$shard-of-$SHARDS\"\n";
+  s += "  rc=0\n";
+  s += fmt::format("  \"$KQUAL\" --quiet screen --shard \"$shard/$SHARDS\" --out \"$dir\" {} \\\n    -- {} || rc=$?\n",
+                   screen_arguments(o.screen), fmt::join(cands, " "));
+  s += "  # Exit codes 0-3 are verdicts (rejected, refused, incomplete); 4 is kqual's own failure, and no\n";
+  s += "  # results.json means the shard stopped before its end (a bad option, a journal of other options).\n";
+  s += "  if [ \"$rc\" -gt 3 ] || [ ! -f \"$dir/results.json\" ]; then\n";
+  s += "    echo \"kqual slurm: shard $shard/$SHARDS did not finish (exit $rc)\" >&2\n";
+  s += "    status=1\n  fi\ndone\nexit $status\n";
+  p.screen_script = s;
+
+  std::string m = "#!/bin/bash\n";
+  m += "# kqual slurm screen: the merge step, after every array task has ended (docs/scale-out.md).\n";
+  m += fmt::format("#SBATCH -J {}-merge\n#SBATCH -n 1\n#SBATCH -c 1\n#SBATCH -o {}/merge-%j.out\n", o.job_name, slurm_dir);
+  m += h;
+  m += "set -u\n";
+  m += fmt::format("KQUAL={}\nOUT={}\nSHARDS={}\n", sh_quote(kqual), sh_quote(p.out_dir.string()), p.shards);
+  m += "shopt -s nullglob\n";
+  m += "dirs=(\"$OUT\"/shard-*-of-\"$SHARDS\")\n";
+  m += "if [ ${#dirs[@]} -eq 0 ]; then echo \"kqual slurm: no shard folder under $OUT\" >&2; exit 1; fi\n";
+  m += "rc=0\n\"$KQUAL\" screen merge --out \"$OUT/merged\" \"${dirs[@]}\" || rc=$?\n";
+  m += "# 0-3: the campaign's verdicts (see merged/summary.md); 4 or no results: the merge failed.\n";
+  m += "if [ \"$rc\" -gt 3 ] || [ ! -f \"$OUT/merged/results.json\" ]; then exit 1; fi\nexit 0\n";
+  p.merge_script = m;
+  return p;
+}
+
+SlurmSubmission submit_slurm_screen(const SlurmPlan& plan) {
+  const std::string sbatch = find_on_path("sbatch", std::getenv("PATH"));
+  if (sbatch.empty())
+    throw_error(ErrorKind::usage, "sbatch is not on PATH: kqual slurm screen submits through Slurm's sbatch (run it where "
+                                  "Slurm's commands are installed, or give --dry-run to print the scripts without submitting)");
+  SlurmSubmission sub;
+  const fs::path dir = plan.out_dir / "slurm";
+  fs::create_directories(dir);
+  sub.screen_script_path = dir / "screen.sbatch";
+  sub.merge_script_path = dir / "merge.sbatch";
+  write_file_atomic(sub.screen_script_path, plan.screen_script);
+  write_file_atomic(sub.merge_script_path, plan.merge_script);
+  auto submit = [&](const std::vector<std::string>& args, const std::string& what) {
+    const ProcessResult r = run_process(sbatch, args, {}, {}, 120);
+    const std::string id = submitted_job_id(r.out);
+    if (!r.exited || r.exit_code != 0 || id.empty())
+      throw_error(ErrorKind::io, fmt::format("sbatch refused the {} ({}): {}", what,
+                                             r.timed_out ? "no answer within 120 s" : fmt::format("exit {}", r.exit_code),
+                                             first_line(r.err.empty() ? r.out : r.err)));
+    return id;
+  };
+  sub.screen_job = submit({sub.screen_script_path.string()}, "screen array " + sub.screen_script_path.string());
+  try {
+    // afterany: the merge runs once every task has ended, however it ended, and counts what is missing.
+    sub.merge_job = submit({"-d", "afterany:" + sub.screen_job, sub.merge_script_path.string()},
+                           "merge job " + sub.merge_script_path.string());
+  } catch (const Error& e) {
+    throw_error(ErrorKind::io, fmt::format("{}; the screen array is submitted as job {}: submit the merge after it with "
+                                           "sbatch -d afterany:{} {}",
+                                           e.what(), sub.screen_job, sub.screen_job, sub.merge_script_path.string()));
+  }
+  return sub;
+}
+
+}  // namespace kqual::pipeline

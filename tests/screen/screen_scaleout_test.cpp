@@ -1,0 +1,538 @@
+// kqual screen past one GPU, without a device (issue 26): GPU discovery and selection, the lane
+// dispatcher with fake lanes and with real worker processes that crash and hang (test hooks),
+// shards (--shard I/N) and their merge, and the Slurm scripts, run by bash as array tasks would be.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/pipeline/screen.hpp"
+#include "kqual/pipeline/screen_gpus.hpp"
+#include "kqual/pipeline/screen_shard.hpp"
+#include "kqual/pipeline/screen_slurm.hpp"
+#include "kqual/worker/session.hpp"
+#include "test_util.hpp"
+
+namespace kqual::pipeline {
+namespace {
+namespace fs = std::filesystem;
+
+void write_text(const fs::path& f, const std::string& text) {
+  fs::create_directories(f.parent_path());
+  std::ofstream(f, std::ios::binary) << text;
+}
+
+// The message of the Error that f throws ("" when it throws none).
+template <class F>
+std::string error_of(F f, ErrorKind* kind = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (kind) *kind = e.kind();
+    return e.what();
+  }
+  return "";
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// ---- GPU discovery and --gpus ----
+
+TEST(ScreenGpus, TheProcListIsReadInPciBusOrder) {
+  ScratchDir tmp("kqual-gpus-test");
+  for (const char* id : {"0000:3b:00.0", "0000:19:00.0", "0000:b1:00.0"}) fs::create_directories(tmp.path() / id);
+  const HostGpus h = host_gpus(tmp.path(), nullptr);
+  ASSERT_EQ(h.gpus.size(), 3u);
+  EXPECT_EQ(h.gpus[0].pci_bus_id, "0000:19:00.0");
+  EXPECT_EQ(h.gpus[1].pci_bus_id, "0000:3b:00.0");
+  EXPECT_EQ(h.gpus[2].pci_bus_id, "0000:b1:00.0");
+  EXPECT_EQ(h.gpus[2].visible, "2");
+  const auto env = pin_environment(h.gpus[1]);
+  EXPECT_EQ(env, (std::vector<std::pair<std::string, std::string>>{{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}, {"CUDA_VISIBLE_DEVICES", "1"}}));
+
+  EXPECT_EQ(select_gpus("all", h).size(), 3u);
+  EXPECT_EQ(select_gpus("2", h).size(), 2u);
+  const auto list = select_gpus("2,0", h);
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].ordinal, 2);
+  EXPECT_EQ(list[1].ordinal, 0);
+  ASSERT_EQ(select_gpus("1,", h).size(), 1u);
+  EXPECT_EQ(select_gpus("1,", h)[0].ordinal, 1);
+  for (const char* bad : {"4", "0", "x", "0,0", "0,5", "-1", "1.5", ""}) {
+    ErrorKind k{};
+    const std::string msg = error_of([&] { select_gpus(bad, h); }, &k);
+    EXPECT_EQ(k, ErrorKind::usage) << bad;
+    EXPECT_TRUE(has(msg, "--gpus")) << bad << ": " << msg;
+  }
+}
+
+TEST(ScreenGpus, AnAllocationsVisibleDevicesAreTheHost) {
+  const HostGpus h = host_gpus("/nonexistent", "2,3");
+  ASSERT_EQ(h.gpus.size(), 2u);
+  EXPECT_EQ(h.gpus[0].visible, "2");
+  EXPECT_EQ(h.gpus[1].visible, "3");
+  EXPECT_EQ(h.gpus[1].ordinal, 1);
+  EXPECT_TRUE(host_gpus("/nonexistent", "").gpus.empty());
+  EXPECT_TRUE(host_gpus("/nonexistent", "-1").gpus.empty());
+}
+
+TEST(ScreenGpus, WithoutAGpuGpusSaysSoAndNamesNoGpu) {
+  const HostGpus none = host_gpus("/nonexistent/proc/driver/nvidia/gpus", nullptr);
+  EXPECT_TRUE(none.gpus.empty());
+  const std::string msg = error_of([&] { select_gpus("all", none); });
+  EXPECT_TRUE(has(msg, "no GPU found")) << msg;
+  EXPECT_TRUE(has(msg, "--no-gpu")) << msg;
+}
+
+// ---- the dispatcher, with fake lanes ----
+
+struct Recorder {
+  std::mutex mu;
+  std::map<std::size_t, std::vector<ScreenVerdict>> by_item;
+  std::map<std::size_t, std::size_t> lane_of;
+  void record(std::size_t lane, std::size_t item, ScreenVerdict v) {
+    std::lock_guard<std::mutex> lk(mu);  // dispatch_lanes serializes; this guards against it not doing so
+    by_item[item].push_back(std::move(v));
+    lane_of[item] = lane;
+  }
+};
+
+TEST(ScreenDispatch, EveryItemIsRecordedOnceAndAFaultCostsOnlyItsItem) {
+  Recorder rec;
+  std::atomic<int> probes{0};
+  LaneHooks h;
+  h.check = [](std::size_t lane, std::size_t item, bool* fault) {
+    ScreenVerdict v;
+    v.verdict = "accepted";
+    if (lane == 1 && item % 4 == 0) {  // lane 1's worker breaks down on some candidates
+      *fault = true;
+      v.verdict = "rejected";
+      v.reason = "crash";
+    }
+    return v;
+  };
+  h.probe = [&](std::size_t) {
+    ++probes;
+    return std::string();
+  };
+  h.record = [&](std::size_t lane, std::size_t item, ScreenVerdict v) { rec.record(lane, item, std::move(v)); };
+  const DispatchReport rep = dispatch_lanes(3, 40, h);
+  ASSERT_EQ(rec.by_item.size(), 40u);
+  for (const auto& [item, vs] : rec.by_item) EXPECT_EQ(vs.size(), 1u) << "item " << item;
+  std::size_t judged = 0;
+  for (std::size_t l = 0; l < 3; ++l) {
+    judged += rep.judged[l];
+    EXPECT_TRUE(rep.retired[l].empty());
+  }
+  EXPECT_EQ(judged, 40u);
+  EXPECT_EQ(rep.unjudged, 0u);
+  EXPECT_EQ(probes.load(), rep.faults[1]);
+  EXPECT_EQ(rep.faults[0] + rep.faults[2], 0);
+  for (const auto& [item, vs] : rec.by_item) {
+    if (vs[0].verdict == "rejected") {
+      EXPECT_EQ(rec.lane_of[item], 1u);
+    }
+  }
+}
+
+TEST(ScreenDispatch, ALaneWhoseGpuNoLongerAnswersIsRetiredAndTheOthersFinish) {
+  Recorder rec;
+  LaneHooks h;
+  h.check = [](std::size_t lane, std::size_t, bool* fault) {
+    *fault = lane == 0;  // lane 0's first candidate faults, then its GPU is gone
+    ScreenVerdict v;
+    v.verdict = *fault ? "rejected" : "accepted";
+    return v;
+  };
+  h.probe = [](std::size_t lane) { return lane == 0 ? std::string("no CUDA-capable device is detected") : std::string(); };
+  h.record = [&](std::size_t lane, std::size_t item, ScreenVerdict v) { rec.record(lane, item, std::move(v)); };
+  const DispatchReport rep = dispatch_lanes(2, 25, h);
+  EXPECT_EQ(rep.judged[0], 1u);
+  EXPECT_EQ(rep.judged[1], 24u);
+  EXPECT_TRUE(has(rep.retired[0], "no CUDA-capable device"));
+  EXPECT_EQ(rec.by_item.size(), 25u);
+  for (const auto& [item, vs] : rec.by_item) EXPECT_EQ(vs.size(), 1u);
+}
+
+TEST(ScreenDispatch, WhenEveryLaneIsRetiredTheRestIsIncompleteNotLost) {
+  Recorder rec;
+  LaneHooks h;
+  h.check = [](std::size_t, std::size_t, bool* fault) {
+    *fault = true;
+    ScreenVerdict v;
+    v.verdict = "rejected";
+    return v;
+  };
+  h.probe = [](std::size_t) { return std::string("device lost"); };
+  h.record = [&](std::size_t lane, std::size_t item, ScreenVerdict v) { rec.record(lane, item, std::move(v)); };
+  const DispatchReport rep = dispatch_lanes(2, 10, h);
+  EXPECT_EQ(rep.unjudged, 8u);
+  ASSERT_EQ(rec.by_item.size(), 10u);
+  std::size_t incomplete = 0;
+  for (const auto& [item, vs] : rec.by_item) {
+    ASSERT_EQ(vs.size(), 1u);
+    if (vs[0].verdict == "incomplete") {
+      ++incomplete;
+      EXPECT_EQ(vs[0].reason, "no GPU left");
+      EXPECT_TRUE(has(vs[0].detail, "device lost")) << vs[0].detail;
+      EXPECT_EQ(rec.lane_of[item], std::size_t(-1));
+    }
+  }
+  EXPECT_EQ(incomplete, 8u);
+}
+
+TEST(ScreenDispatch, AHookThatThrowsStopsTheLanesAndIsRethrown) {
+  LaneHooks h;
+  h.check = [](std::size_t, std::size_t item, bool*) {
+    if (item == 3) throw_error(ErrorKind::io, "journal write failed");
+    return ScreenVerdict{};
+  };
+  h.record = [](std::size_t, std::size_t, ScreenVerdict) {};
+  EXPECT_TRUE(has(error_of([&] { dispatch_lanes(2, 50, h); }), "journal write failed"));
+}
+
+// ---- lanes of real worker processes (no GPU: crash and hang through the test hooks) ----
+
+std::map<std::string, std::string> environ_of(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::map<std::string, std::string> env;
+  for (std::size_t pos = 0; pos < all.size();) {
+    const std::size_t end = all.find('\0', pos);
+    const std::string kv = all.substr(pos, end - pos);
+    const std::size_t eq = kv.find('=');
+    if (eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+    pos = end == std::string::npos ? all.size() : end + 1;
+  }
+  return env;
+}
+
+TEST(ScreenDispatch, RealWorkersArePinnedAndACrashOrHangCostsOneVerdictAndOneWorker) {
+  // The parent's own restriction must not leak past the pin (getenv takes the first match).
+  ::setenv("CUDA_VISIBLE_DEVICES", "6,7", 1);
+  const HostGpus host = host_gpus("/nonexistent", std::getenv("CUDA_VISIBLE_DEVICES"));
+  std::vector<std::unique_ptr<worker::Session>> lanes;
+  for (const HostGpu& g : select_gpus("all", host)) {
+    worker::SessionOptions so;
+    so.exe = test::kqual_exe().string();
+    so.watchdog_seconds = 2;
+    so.worker_env = pin_environment(g);
+    so.worker_env.push_back({"KQUAL_WORKER_TEST_HOOKS", "1"});
+    lanes.push_back(std::make_unique<worker::Session>(so));
+  }
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  Recorder rec;
+  std::mutex env_mu;
+  std::vector<std::map<std::string, std::string>> seen_env(lanes.size());
+  LaneHooks h;
+  h.check = [&](std::size_t lane, std::size_t item, bool* fault) {
+    worker::WorkerClient& w = lanes[lane]->worker();
+    const int started = w.processes_started();
+    const worker::WorkerReply hello = w.call(json{{"op", "ping"}});
+    if (hello.status == worker::WorkerReply::Status::ok) {
+      std::lock_guard<std::mutex> lk(env_mu);
+      seen_env[lane] = environ_of(hello.body["pid"].get<int>());
+    }
+    ScreenVerdict v;
+    v.verdict = "accepted";
+    if (item == 2 || item == 5) {  // the candidate crashes its worker, or hangs it past the watchdog
+      const worker::WorkerReply r = w.call(json{{"op", item == 2 ? "crash" : "hang"}}, 1.0);
+      v.verdict = "rejected";
+      v.reason = worker::to_string(r.status);
+    }
+    const worker::WorkerReply p = w.call(json{{"op", "ping"}});  // as screen's check_on_gpu does
+    *fault = p.status != worker::WorkerReply::Status::ok || w.processes_started() > std::max(started, 1);
+    return v;
+  };
+  h.probe = [&](std::size_t lane) {
+    const worker::WorkerReply r = lanes[lane]->worker().call(json{{"op", "ping"}});
+    return r.status == worker::WorkerReply::Status::ok ? std::string() : r.reason;
+  };
+  h.record = [&](std::size_t lane, std::size_t item, ScreenVerdict v) { rec.record(lane, item, std::move(v)); };
+  const DispatchReport rep = dispatch_lanes(lanes.size(), 8, h);
+  ASSERT_EQ(rec.by_item.size(), 8u);
+  for (const auto& [item, vs] : rec.by_item) {
+    ASSERT_EQ(vs.size(), 1u);
+    EXPECT_EQ(vs[0].verdict, item == 2 || item == 5 ? "rejected" : "accepted") << item;
+  }
+  EXPECT_EQ(rec.by_item[2][0].reason, "crashed");
+  EXPECT_EQ(rec.by_item[5][0].reason, "hung");
+  EXPECT_EQ(rep.faults[0] + rep.faults[1], 2);
+  EXPECT_TRUE(rep.retired[0].empty() && rep.retired[1].empty());
+  // Each fault cost its lane one worker: a fresh process for the rest.
+  EXPECT_EQ(lanes[0]->worker().processes_started() + lanes[1]->worker().processes_started(), 2 + 2);
+  for (std::size_t l = 0; l < 2; ++l) {
+    EXPECT_EQ(seen_env[l]["CUDA_VISIBLE_DEVICES"], l == 0 ? "6" : "7");
+    EXPECT_EQ(seen_env[l]["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
+  }
+}
+
+// ---- shards and merge ----
+
+class ShardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tmp_ = std::make_unique<ScratchDir>("kqual-shard-test");
+    cands_ = tmp_->path() / "cands";
+    fs::create_directories(cands_);
+    // Two compilable candidates (incomplete without a GPU) and ten that are refused at once.
+    const fs::path good = test::repo_root() / "candidates/residual_add_relu/good";
+    for (const char* name : {"good0", "good1"}) {
+      fs::copy(good, cands_ / name, fs::copy_options::recursive);
+      write_text(cands_ / name / "kqual.toml", read_text_file(cands_ / name / "kqual.toml") + "# copy " + name + "\n");
+    }
+    for (int i = 0; i < 10; ++i)
+      write_text(cands_ / ("bad" + std::to_string(i)) / "kqual.toml",
+                 "[candidate]\nname = \"bad" + std::to_string(i) + "\"\ncontract = \"residual_add_relu\"\n");
+  }
+  ScreenOptions opts(const std::string& shard, const std::string& out) const {
+    ScreenOptions o;
+    o.inputs = {cands_};
+    o.out_dir = tmp_->path() / out;
+    o.use_gpu = false;
+    o.sanitizer_pass = false;
+    o.shard = shard;
+    o.jobs = 1;
+    return o;
+  }
+  std::unique_ptr<ScratchDir> tmp_;
+  fs::path cands_;
+};
+
+TEST(ScreenShard, SpecsAreCheckedByName) {
+  EXPECT_EQ(parse_shard("0/1").count, 1);
+  EXPECT_EQ(parse_shard("3/4").index, 3);
+  for (const char* bad : {"3/2", "2/2", "x/2", "1", "-1/2", "1/0", "1/", "/3", "1/2/3", " 1/2"}) {
+    ErrorKind k{};
+    const std::string msg = error_of([&] { parse_shard(bad); }, &k);
+    EXPECT_EQ(k, ErrorKind::usage) << bad;
+    EXPECT_TRUE(has(msg, std::string("--shard ") + bad)) << msg;
+  }
+  EXPECT_TRUE(has(error_of([] { parse_shard("3/2"); }), "not below the count"));
+}
+
+TEST_F(ShardTest, SharesPartitionTheCandidatesByContentWhateverTheirOrder) {
+  const std::vector<fs::path> all = screen_candidates({cands_});
+  std::vector<int> which, again;
+  const ShardRecord r = plan_shards(ShardSpec{0, 3}, all, &which);
+  EXPECT_EQ(r.total, all.size());
+  std::size_t sum = 0;
+  for (std::size_t s : r.share_sizes) sum += s;
+  EXPECT_EQ(sum, all.size());
+  // The same candidates in another order (and fewer of them) keep their shards.
+  std::vector<fs::path> rev(all.rbegin(), all.rend() - 1);
+  plan_shards(ShardSpec{0, 3}, rev, &again);
+  for (std::size_t i = 0; i < rev.size(); ++i) EXPECT_EQ(again[i], which[all.size() - 1 - i]) << rev[i];
+  // Content decides: a copy under another name shares its shard; an edit may move it.
+  fs::copy(cands_ / "bad3", tmp_->path() / "elsewhere", fs::copy_options::recursive);
+  EXPECT_EQ(candidate_content_sha256(tmp_->path() / "elsewhere"), candidate_content_sha256(cands_ / "bad3"));
+  write_text(tmp_->path() / "elsewhere" / "kqual.toml", "[candidate]\nname = \"edited\"\n");
+  EXPECT_NE(candidate_content_sha256(tmp_->path() / "elsewhere"), candidate_content_sha256(cands_ / "bad3"));
+}
+
+TEST_F(ShardTest, ShardsMergeIntoEveryCandidateExactlyOnce) {
+  std::set<std::string> judged;
+  std::vector<fs::path> dirs;
+  for (int s = 0; s < 3; ++s) {
+    const ScreenOutcome out = screen(opts(std::to_string(s) + "/3", "shard" + std::to_string(s)));
+    EXPECT_EQ(out.results["shard"]["spec"], std::to_string(s) + "/3");
+    EXPECT_EQ(out.results["options"]["shard"], std::to_string(s) + "/3");
+    for (const auto& v : out.verdicts) EXPECT_TRUE(judged.insert(v.candidate).second) << v.candidate << " in two shards";
+    dirs.push_back(tmp_->path() / ("shard" + std::to_string(s)));
+  }
+  EXPECT_EQ(judged.size(), 12u);
+  MergeOptions m;
+  m.dirs = dirs;
+  m.out_dir = tmp_->path() / "merged";
+  MergeOutcome out = merge_screen(m);
+  EXPECT_EQ(out.verdicts.size(), 12u);
+  EXPECT_EQ(out.duplicates, 0u);
+  EXPECT_EQ(out.missing, 0u);
+  EXPECT_EQ(out.results["counts"]["refused"], 10);
+  EXPECT_EQ(out.results["counts"]["incomplete"], 2);
+  EXPECT_EQ(out.exit_code, 2);  // refused outranks incomplete, as in screen
+  EXPECT_TRUE(fs::exists(tmp_->path() / "merged/summary.md"));
+  EXPECT_FALSE(out.results["options"].contains("shard"));
+
+  // A shard given twice under another folder: its verdicts are duplicates, counted and dropped.
+  fs::copy(dirs[1], tmp_->path() / "copy1", fs::copy_options::recursive);
+  m.dirs.push_back(tmp_->path() / "copy1");
+  out = merge_screen(m);
+  EXPECT_EQ(out.verdicts.size(), 12u);
+  EXPECT_EQ(out.duplicates, std::size_t(json::parse(read_text_file(dirs[1] / "results.json"))["candidates"].get<int>()));
+
+  // A shard that never finished: its candidates are missing, by count, and the exit code says so.
+  const std::size_t share2 = json::parse(read_text_file(dirs[2] / "results.json"))["candidates"].get<std::size_t>();
+  fs::remove(dirs[2] / "results.json");
+  m.dirs = dirs;
+  out = merge_screen(m);
+  EXPECT_EQ(out.missing, share2);
+  EXPECT_EQ(out.verdicts.size(), 12u - share2);
+  EXPECT_EQ(out.results["merged"]["missing_shards"].size(), 1u);
+  m.dirs = {dirs[0], dirs[1]};  // and one not given at all
+  EXPECT_EQ(merge_screen(m).missing, share2);
+}
+
+TEST_F(ShardTest, ARerunOfAShardResumesItsOwnJournal) {
+  screen(opts("1/3", "s1"));
+  const ScreenOutcome again = screen(opts("1/3", "s1"));
+  EXPECT_EQ(again.results["run"], 0);
+  // Another shard spec on the same journal is refused, by name.
+  const std::string msg = error_of([&] { screen(opts("2/3", "s1")); });
+  EXPECT_TRUE(has(msg, "--shard")) << msg;
+}
+
+TEST_F(ShardTest, MergeRefusesShardsOfOtherOptionsOrNoShardAtAll) {
+  screen(opts("0/2", "a"));
+  ScreenOptions o = opts("1/2", "b");
+  o.seed = 7;
+  screen(o);
+  MergeOptions m;
+  m.dirs = {tmp_->path() / "a", tmp_->path() / "b"};
+  m.out_dir = tmp_->path() / "merged";
+  ErrorKind k{};
+  std::string msg = error_of([&] { merge_screen(m); }, &k);
+  EXPECT_EQ(k, ErrorKind::usage);
+  EXPECT_TRUE(has(msg, "--seed")) << msg;
+  EXPECT_TRUE(has(msg, (tmp_->path() / "b").string())) << msg;
+  EXPECT_FALSE(fs::exists(tmp_->path() / "merged/results.json"));  // nothing half-written
+  // Other shard counts.
+  screen(opts("1/3", "c"));
+  m.dirs = {tmp_->path() / "a", tmp_->path() / "c"};
+  EXPECT_TRUE(has(error_of([&] { merge_screen(m); }), "--shard")) << msg;
+  // An unsharded screen, and a folder that is no screen at all.
+  ScreenOptions whole = opts("", "whole");
+  screen(whole);
+  m.dirs = {tmp_->path() / "a", tmp_->path() / "whole"};
+  EXPECT_TRUE(has(error_of([&] { merge_screen(m); }), "not a sharded screen"));
+  m.dirs = {tmp_->path() / "a", cands_};
+  EXPECT_TRUE(has(error_of([&] { merge_screen(m); }), "neither results.json nor journal.jsonl"));
+}
+
+TEST_F(ShardTest, GpusWithoutAGpuIsAClearErrorAndNoGpuStillWorks) {
+  ScreenOptions o = opts("", "g");
+  o.use_gpu = true;
+  o.gpus = "all";
+  o.gpu_list_dir = tmp_->path() / "no-such-proc";
+  ErrorKind k{};
+  std::string msg = error_of([&] { screen(o); }, &k);
+  EXPECT_EQ(k, ErrorKind::usage);
+  EXPECT_TRUE(has(msg, "no GPU found")) << msg;
+  EXPECT_TRUE(has(msg, "--no-gpu")) << msg;
+  // GPUs listed by the driver but none answering (no libcuda here): named, one by one.
+  for (const char* id : {"0000:19:00.0", "0000:3b:00.0"}) fs::create_directories(tmp_->path() / "proc" / id);
+  o.gpu_list_dir = tmp_->path() / "proc";
+  ::setenv("KQUAL_EXE", test::kqual_exe().c_str(), 1);
+  msg = error_of([&] { screen(o); });
+  ::unsetenv("KQUAL_EXE");
+  EXPECT_TRUE(has(msg, "no selected GPU answered")) << msg;
+  EXPECT_TRUE(has(msg, "GPU 0:") && has(msg, "GPU 1:")) << msg;
+  o.use_gpu = false;
+  EXPECT_TRUE(has(error_of([&] { screen(o); }), "--no-gpu contradict"));
+  o.gpus.clear();
+  EXPECT_EQ(screen(o).verdicts.size(), 12u);
+}
+
+// ---- Slurm scripts ----
+
+TEST_F(ShardTest, SlurmScriptsBatchShardsPastMaxArraySizeAndRunAsArrayTasks) {
+  SlurmScreenOptions so;
+  so.screen = opts("", "campaign");
+  so.shards = 5;
+  so.max_array_size = 2;
+  so.kqual_exe = test::kqual_exe().string();
+  so.partition = "debug";
+  so.time = "0:10:00";
+  const SlurmPlan p = plan_slurm_screen(so);
+  EXPECT_EQ(p.array_tasks, 2);
+  EXPECT_EQ(p.candidates, 12u);
+  EXPECT_TRUE(has(p.screen_script, "#SBATCH -a 0-1\n")) << p.screen_script;
+  EXPECT_TRUE(has(p.screen_script, "#SBATCH --partition=debug\n"));
+  EXPECT_TRUE(has(p.screen_script, "#SBATCH --time=0:10:00\n"));
+  EXPECT_TRUE(has(p.screen_script, "#SBATCH --requeue\n"));
+  EXPECT_FALSE(has(p.screen_script, "--gres"));  // --no-gpu asks for none
+  EXPECT_TRUE(has(p.screen_script, "--no-gpu"));
+  EXPECT_TRUE(has(p.merge_script, "screen merge"));
+  // Both scripts run by bash as Slurm would run them: task 0 takes shards 0, 2, 4; task 1 shards 1, 3.
+  const fs::path sdir = tmp_->path() / "scripts";
+  write_text(sdir / "screen.sbatch", p.screen_script);
+  write_text(sdir / "merge.sbatch", p.merge_script);
+  for (int t = 0; t < 2; ++t) {
+    const auto r = test::run("SLURM_ARRAY_TASK_ID=" + std::to_string(t) + " bash " + test::quote(sdir / "screen.sbatch"));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+  }
+  for (int s = 0; s < 5; ++s) EXPECT_TRUE(fs::exists(p.out_dir / ("shard-" + std::to_string(s) + "-of-5/journal.jsonl"))) << s;
+  const auto r = test::run("bash " + test::quote(sdir / "merge.sbatch"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const json merged = json::parse(read_text_file(p.out_dir / "merged/results.json"));
+  EXPECT_EQ(merged["candidates"], 12);
+  EXPECT_EQ(merged["merged"]["missing"], 0);
+  EXPECT_EQ(merged["merged"]["duplicates"], 0);
+
+  // With GPUs: a GRES line, and each task's screen takes its allocation's GPUs.
+  so.screen.use_gpu = true;
+  so.gpus_per_task = 2;
+  const SlurmPlan g = plan_slurm_screen(so);
+  EXPECT_TRUE(has(g.screen_script, "#SBATCH --gres=gpu:2\n"));
+  EXPECT_TRUE(has(g.screen_script, "--gpus all"));
+  EXPECT_TRUE(has(g.screen_script, "export CUDA_DEVICE_ORDER=PCI_BUS_ID"));
+}
+
+TEST_F(ShardTest, SlurmRefusesBadInputsByNameAndSubmitsNothingWithoutSbatch) {
+  SlurmScreenOptions so;
+  so.screen = opts("", "campaign");
+  so.max_array_size = 10;
+  so.kqual_exe = "/bin/true";
+  so.shards = 0;
+  EXPECT_TRUE(has(error_of([&] { plan_slurm_screen(so); }), "--tasks 0"));
+  so.shards = 4;
+  so.partition = "a b";
+  EXPECT_TRUE(has(error_of([&] { plan_slurm_screen(so); }), "--partition 'a b'"));
+  so.partition.clear();
+  so.screen.use_gpu = true;
+  so.gpus_per_task = 0;
+  EXPECT_TRUE(has(error_of([&] { plan_slurm_screen(so); }), "--gpus-per-task 0"));
+  so.gpus_per_task = 1;
+  const SlurmPlan p = plan_slurm_screen(so);
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", (tmp_->path() / "empty-bin").c_str(), 1);
+  ErrorKind k{};
+  const std::string msg = error_of([&] { submit_slurm_screen(p); }, &k);
+  ::setenv("PATH", old_path.c_str(), 1);
+  EXPECT_EQ(k, ErrorKind::usage);
+  EXPECT_TRUE(has(msg, "sbatch is not on PATH")) << msg;
+  EXPECT_TRUE(has(msg, "--dry-run")) << msg;
+  EXPECT_FALSE(fs::exists(p.out_dir / "slurm"));
+}
+
+TEST(ScreenCli, MergeAndSlurmAreCommandsWithClearErrors) {
+  const std::string k = test::quote(test::kqual_exe());
+  auto r = test::run(k + " screen");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r.output, "candidates is required")) << r.output;
+  r = test::run(k + " screen merge /nonexistent-shard-dir");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r.output, "/nonexistent-shard-dir")) << r.output;
+  r = test::run(k + " screen --shard 3/2 " + test::quote(test::repo_root() / "candidates/residual_add_relu/good"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r.output, "--shard 3/2")) << r.output;
+  r = test::run(k + " slurm screen --dry-run --no-gpu --tasks 2 --max-array-size 5 " +
+                test::quote(test::repo_root() / "candidates/residual_add_relu/good"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "#SBATCH -a 0-1")) << r.output;
+}
+
+}  // namespace
+}  // namespace kqual::pipeline
