@@ -117,6 +117,30 @@ void add_torch_series(ShapeResult& sh, Series s, const std::vector<double>& cand
   sh.series.push_back(std::move(s));
 }
 
+namespace {
+std::string median_text(const Series* s) {
+  if (!s) return "not run";
+  if (s->samples_ms.empty()) return "not timed (" + s->error + ")";
+  return fmt::format("{:.4g} ms{}", s->summary.median, s->verified ? "" : " (WRONG output: not a baseline)");
+}
+}  // namespace
+
+std::vector<std::string> torch_shape_lines(const TimingReport& tr) {
+  std::vector<std::string> lines;
+  for (const auto& sh : tr.shapes) {
+    const Series *cand = nullptr, *eager = nullptr, *compiled = nullptr;
+    for (const auto& s : sh.series) {
+      if (s.role == "candidate") cand = &s;
+      if (s.label == kTorchEager) eager = &s;
+      if (s.label == kTorchCompiled) compiled = &s;
+    }
+    if (!eager && !compiled) continue;
+    lines.push_back(fmt::format("{}: eager {}, compiled {}, custom {} (fastest baseline: {})", sh.shape, median_text(eager),
+                                median_text(compiled), median_text(cand), sh.fastest_baseline.empty() ? "none" : sh.fastest_baseline));
+  }
+  return lines;
+}
+
 std::string torch_largest_shape_verdict(const TimingReport& tr) {
   const ShapeResult* big = nullptr;
   for (const auto& sh : tr.shapes)
@@ -129,12 +153,8 @@ std::string torch_largest_shape_verdict(const TimingReport& tr) {
     if (s.label == kTorchCompiled) compiled = &s;
   }
   if (!eager && !compiled) return "";
-  auto ms = [](const Series* s) {
-    return !s ? std::string("not run") : s->samples_ms.empty() ? "not timed (" + s->error + ")"
-                                       : fmt::format("{:.4g} ms{}", s->summary.median, s->verified ? "" : " (WRONG output)");
-  };
-  std::string line = fmt::format("At the largest shape ({}): eager {}, compiled {}, custom {}.", big->shape, ms(eager), ms(compiled),
-                                 cand && !cand->samples_ms.empty() ? fmt::format("{:.4g} ms", cand->summary.median) : "not timed");
+  std::string line = fmt::format("At the largest shape ({}): eager {}, compiled {}, custom {}.", big->shape, median_text(eager),
+                                 median_text(compiled), median_text(cand));
   if (big->fastest_baseline == kTorchCompiled || big->fastest_baseline == kTorchEager) {
     const stats::Comparison& v = big->vs_fastest;
     const char* who = big->fastest_baseline == kTorchCompiled ? "torch.compile" : "PyTorch eager";

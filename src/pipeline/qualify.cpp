@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "kqual/bench/timing.hpp"
+#include "kqual/bench/torch_baseline.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/check/evaluate.hpp"
@@ -98,6 +99,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   const contract::Contract& c = contract::find_contract(m.contract);
   auto bench_dtype = parse_dtype(o.dtype);
   if (!bench_dtype) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", o.dtype));
+  (void)bench::parse_torch_baselines(o.torch_baselines);  // a bad --torch-baselines is a usage error before any GPU work
   std::vector<contract::Dims> shapes;
   for (const auto& text : o.shapes) shapes.push_back(contract::parse_shape(c, text));
   report::QualifyResult r;
@@ -133,6 +135,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
                          : baselines.empty() ? std::string("none found (baselines/") + m.contract + ")"
                                              : fmt::format("{} compiled", baselines.size()));
 
+  json torch_report;  // bench::TorchBaselineReport, when timing ran
   decision::QualifyFindings f;
   f.arch = tg.arch;
   f.gpu = tg.gpu();
@@ -214,6 +217,9 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       for (const auto& b : baselines) bptr.push_back(&b);
       bench::TimingReport tr = bench::time_against_baselines(s, cand, bptr, to);
       phases.set("timing", fmt::format("done: {} shapes, {} baselines", tr.shapes.size(), baselines.size()));
+      // PyTorch eager / compiled next to the native baselines, where the reference is PyTorch.
+      torch_report = bench::run_torch_baselines(s, cand, tr, to, bench::parse_torch_baselines(o.torch_baselines)).to_json();
+      phases.set("torch_baselines", torch_report.value("status", std::string()));
       for (const auto& sh : tr.shapes) {
         const auto& cs = sh.series.at(0);
         decision::QualifyShape q;
@@ -235,6 +241,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   r.verdict = v;
   r.provenance = report::provenance(o.command_line, tg.device_json());
   out.results = report::to_json(r);
+  if (!torch_report.is_null()) out.results["torch_baselines"] = torch_report;
   out.exit_code = decision::exit_code(v.verdict);
   const Written w = write_results(o.out_dir, out.results, report::render_qualify_memo(r));
   out.result = std::move(r);

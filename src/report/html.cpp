@@ -3,6 +3,7 @@
 // Everything is read through Node, which knows where in the document it is, so a field of the wrong
 // type is reported by its path instead of as an exception from deep inside the JSON library. A
 // section that is absent is not an error: the run did not produce it, and the page says why.
+#include "html_torch.hpp"
 #include "kqual/report/html.hpp"
 
 #include "kqual/report/memo.hpp"
@@ -640,6 +641,7 @@ std::string render_qualify(const Node& r, const std::string& schema, const std::
                           decision == "incomplete" ? "no decision was made, so nothing to reverse (see what was not run)"
                                                    : "the results state nothing that would reverse this verdict");
   body += qualify_speedup(r);
+  body += torch_baselines_html(r.raw());  // html_torch.cpp: eager / compiled / custom, where timed
   body += "<section id=\"startup\">\n<h2>Startup per JIT cache mode</h2>\n" +
           not_run("kqual " + command + " measures warm time only; `kqual startup ART` and `kqual compare OLD NEW` measure "
                   "startup in fresh processes") +

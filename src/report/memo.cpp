@@ -1,3 +1,4 @@
+#include "kqual/bench/torch_baseline.hpp"
 #include "kqual/report/memo.hpp"
 
 #include <fmt/format.h>
@@ -230,6 +231,14 @@ std::string render_qualify_memo(const QualifyResult& r) {
       }
     }
     m << "\n";
+    // PyTorch eager / compiled / custom per shape (bench/torch_baseline.hpp), when they were timed.
+    if (const auto lines = bench::torch_shape_lines(t); !lines.empty()) {
+      m << "### PyTorch baselines (eager, compiled, custom)\n\n";
+      for (const auto& l : lines) m << "- " << l << "\n";
+      m << "\n" << bench::torch_largest_shape_verdict(t) << "\n\nPhase: " << r.phases.get("torch_baselines") << "\n\n";
+    } else if (!r.phases.get("torch_baselines").empty()) {
+      m << "PyTorch baselines: " << r.phases.get("torch_baselines") << "\n\n";
+    }
   } else {
     m << r.phases.get("timing") << "\n\n";
   }

@@ -56,6 +56,9 @@ void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
                   "the reference of that seed (contracts whose inputs need structure fall back to datasets); datasets: "
                   "two datasets made on the CPU, alternating (a kernel can keep both answers)")
       ->capture_default_str()->check(CLI::IsMember({"fresh", "datasets"}));
+  cmd->add_option("--torch-baselines", o.torch_baselines,
+                  "PyTorch baselines for a contract whose reference is PyTorch: eager, compiled, eager,compiled or none "
+                  "(default: both when the reference is PyTorch and torch is importable; the phase says why not otherwise)");
   add_negatable_flag(cmd, "clock-guard", o.clock_guard,
                      "--no-clock-guard: do not read the SM clock (NVML) after each sample nor discard samples run "
                      "below 90 % of the default clock or under a power/thermal slowdown");

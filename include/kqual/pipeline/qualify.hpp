@@ -32,6 +32,7 @@ struct QualifyOptions {
   int graph_launches = 0;                 // timer "graph": launches per replay (0: ~1 ms per replay)
   std::string timed_inputs = "fresh";     // "fresh" (generated on the device per launch where the contract allows) or "datasets"
   bool clock_guard = true;                // NVML clock per sample, throttled samples discarded
+  std::string torch_baselines;            // "" (auto), "none", or "eager,compiled" (bench/torch_baseline.hpp)
   bool correctness = true;
   bool timing = true;
   std::string command_line;
