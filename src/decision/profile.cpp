@@ -55,6 +55,78 @@ std::string text(const std::string& src, const std::string& key, const toml::nod
   bad(src, key, fmt::format("must be a string, got {} {}", type_name(n), describe(n)));
 }
 
+bool boolean(const std::string& src, const std::string& key, const toml::node& n) {
+  if (auto b = n.as_boolean()) return b->get();
+  bad(src, key, fmt::format("must be true or false, got {} {}", type_name(n), describe(n)));
+}
+
+double positive(const std::string& src, const std::string& key, const toml::node& n) {
+  const double v = number(src, key, n);
+  if (v == 0) bad(src, key, "must be positive, got 0");
+  return v;
+}
+
+int count(const std::string& src, const std::string& key, const toml::node& n) {
+  const double v = positive(src, key, n);
+  if (v != std::floor(v) || v > 1e6) bad(src, key, fmt::format("must be a whole number from 1 to 1000000, got {}", describe(n)));
+  return int(v);
+}
+
+void parse_service(const std::string& src, const toml::node& node, ServiceProfile& s) {
+  const toml::table* t = node.as_table();
+  if (!t) bad(src, "service", fmt::format("must be a table ([service]), got {} {}", type_name(node), describe(node)));
+  for (const auto& [k, n] : *t) {
+    const std::string key = "service." + std::string(k.str());
+    const std::string_view name = k.str();
+    if (name == "arrival_rate") s.arrival_rate_per_s = positive(src, key, n);
+    else if (name == "burstiness") s.burstiness = positive(src, key, n);
+    else if (name == "replicas") s.replicas = count(src, key, n);
+    else if (name == "request_time_ms") s.request_time_ms = positive(src, key, n);
+    else if (name == "first_k") s.first_k = count(src, key, n);
+    else if (name == "timeout_ms") s.timeout_ms = positive(src, key, n);
+    else if (name == "other_startup_ms") s.other_startup_ms = number(src, key, n);
+    else if (name == "driver_upgrade") s.driver_upgrade = boolean(src, key, n);
+    else if (name == "preload") s.preload = boolean(src, key, n);
+    else
+      bad(src, key,
+          "unknown key (known: arrival_rate, burstiness, replicas, request_time_ms, first_k, timeout_ms, other_startup_ms, "
+          "driver_upgrade, preload)");
+  }
+}
+
+void parse_objectives(const std::string& src, const toml::node& node, std::vector<model::service::Objective>& out) {
+  const toml::array* a = node.as_array();
+  if (!a) bad(src, "objective", "must be an array of tables ([[objective]] entries)");
+  for (std::size_t i = 0; i < a->size(); ++i) {
+    const std::string where = fmt::format("objective[{}]", i);
+    const toml::table* t = a->get(i)->as_table();
+    if (!t) bad(src, where, "must be a table with population, percentile and max_ms");
+    model::service::Objective o;
+    bool have_pop = false, have_p = false, have_max = false;
+    for (const auto& [k, n] : *t) {
+      const std::string key = where + "." + std::string(k.str());
+      if (k.str() == "population") {
+        const std::string v = text(src, key, n);
+        const auto p = model::service::population_from_string(v);
+        if (!p) bad(src, key, fmt::format("must be \"first_request\", \"first_k\" or \"all\", got \"{}\"", v));
+        o.population = *p;
+        have_pop = true;
+      } else if (k.str() == "percentile") {
+        o.percentile = number(src, key, n);
+        if (!(o.percentile > 0 && o.percentile < 100)) bad(src, key, fmt::format("must lie in (0, 100), got {}", describe(n)));
+        have_p = true;
+      } else if (k.str() == "max_ms") {
+        o.max_s = positive(src, key, n) * 1e-3;
+        have_max = true;
+      } else {
+        bad(src, key, "unknown key (known: population, percentile, max_ms)");
+      }
+    }
+    if (!have_pop || !have_p || !have_max) bad(src, where, "needs population, percentile and max_ms");
+    out.push_back(o);
+  }
+}
+
 }  // namespace
 
 const char* to_string(CacheMode m) {
@@ -102,10 +174,14 @@ DeploymentProfile parse_profile(std::string_view toml_text, const std::string& s
       auto m = cache_mode_from_string(v);
       if (!m) bad(src, key, fmt::format("must be \"off\", \"cold\" or \"warm\", got \"{}\"", v));
       p.jit_cache = *m;
+    } else if (key == "service") {
+      parse_service(src, node, p.service);
+    } else if (key == "objective") {
+      parse_objectives(src, node, p.objectives);
     } else {
       bad(src, key,
           "unknown key (known: name, description, process_starts_per_day, calls_per_process, "
-          "first_request_budget_ms, kernel_share, jit_cache)");
+          "first_request_budget_ms, kernel_share, jit_cache, [service], [[objective]])");
     }
   }
   return p;
@@ -129,6 +205,23 @@ json to_json(const DeploymentProfile& p) {
          {"kernel_share", p.kernel_share},
          {"jit_cache", to_string(p.jit_cache)}};
   if (p.first_request_budget_ms) j["first_request_budget_ms"] = *p.first_request_budget_ms;
+  auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  const ServiceProfile& s = p.service;
+  j["service"] = {{"arrival_rate", opt(s.arrival_rate_per_s)},
+                  {"burstiness", s.burstiness},
+                  {"replicas", opt(s.replicas)},
+                  {"request_time_ms", opt(s.request_time_ms)},
+                  {"first_k", s.first_k},
+                  {"timeout_ms", opt(s.timeout_ms)},
+                  {"other_startup_ms", s.other_startup_ms},
+                  {"driver_upgrade", s.driver_upgrade},
+                  {"preload", s.preload}};
+  j["objectives"] = json::array();
+  for (const auto& o : p.objectives)
+    j["objectives"].push_back({{"population", model::service::to_string(o.population)},
+                               {"percentile", o.percentile},
+                               {"max_ms", o.max_s * 1e3},
+                               {"text", o.text()}});
   return j;
 }
 

@@ -250,7 +250,11 @@ SimResult simulate(const ServiceConfig& c) {
   };
   for (auto& r : reps) {
     schedule_restart(r, 0.0);
-    if (c.preload) {
+    if (!c.cold_fleet) {
+      r.fresh = false;
+      r.served = c.first_k;  // long past its first requests
+      r.first_process = false;
+    } else if (c.preload) {
       preload_start(r, 0.0);
     } else {
       ++out.starts;
@@ -319,6 +323,7 @@ SimResult simulate(const ServiceConfig& c) {
     const double finish = start + service;
     busy += service;
     wait_sum += start - t_arrival;
+    out.wait_s.push_back(start - t_arrival);
     r.free_at = finish;
     double latency = finish - t_arrival;
     if (failed) {
@@ -365,8 +370,12 @@ double pk_mean_wait_s(double lambda, double mean_s, double second_moment_s2) {
 }
 
 double percentile_of(std::vector<double> v, double p) {
-  if (v.empty()) return std::nan("");
   std::sort(v.begin(), v.end());
+  return percentile_of_sorted(v, p);
+}
+
+double percentile_of_sorted(const std::vector<double>& v, double p) {
+  if (v.empty()) return std::nan("");
   const double h = double(v.size() - 1) * p / 100.0;
   const std::size_t lo = std::size_t(std::floor(h));
   if (lo + 1 >= v.size()) return v.back();

@@ -20,7 +20,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr Population kPops[3] = {Population::first_request, Population::first_k, Population::all};
 
-const std::vector<double>& latencies(const SimResult& s, Population p) {
+std::vector<double>& latencies(SimResult& s, Population p) {
   switch (p) {
     case Population::first_request: return s.first_s;
     case Population::first_k: return s.first_k_s;
@@ -99,6 +99,25 @@ void search_max_rate(const ServiceConfig& c, const ReportOptions& o, Goodput& g)
                          (hi / lo - 1) * 100, s.requests);
 }
 
+// Start episodes (ReportOptions::min_starts): a rare start landing in the simulated steady state.
+bool use_episodes(const ServiceConfig& c, const ReportOptions& o, const SimResult& s) {
+  return o.min_starts > 0 && std::int64_t(s.first_s.size()) < o.min_starts && !s.wait_s.empty() &&
+         (c.startup.kind != Distribution::Kind::none || c.first_startup);
+}
+
+void episodes(const ServiceConfig& c, const ReportOptions& o, SimResult& s) {
+  Rng r(c.seed * 0x2545f4914f6cdd1dull + 0xe915);
+  s.first_s.clear();
+  for (std::int64_t i = 0; i < o.min_starts; ++i) {
+    const double wait = s.wait_s[r.index(s.wait_s.size())];
+    const double start = c.startup.draw(r), serve = c.service.draw(r);
+    const bool failed = c.start_failure_share > 0 && r.uniform() < c.start_failure_share;
+    double latency = c.preload ? wait + serve : wait + start + serve;
+    if (failed || (c.timeout_s && latency > *c.timeout_s)) latency = kInf;
+    s.first_s.push_back(latency);
+  }
+}
+
 }  // namespace
 
 const PopulationReport& population(const ServiceReport& r, Population p) {
@@ -111,6 +130,8 @@ ServiceReport analyse(const ServiceConfig& c, const ReportOptions& o) {
   ServiceReport r;
   r.config = c;
   SimResult base = simulate(c);
+  const bool by_episodes = use_episodes(c, o, base);
+  if (by_episodes) episodes(c, o, base);
   const auto want = wanted(o);
 
   // Replicates: each resamples the measured startup samples, with everything else drawn alike.
@@ -126,9 +147,13 @@ ServiceReport analyse(const ServiceConfig& c, const ReportOptions& o) {
       ServiceConfig x = c;
       x.startup = resampled(c.startup, rng);
       if (c.first_startup) x.first_startup = resampled(*c.first_startup, rng);
-      const SimResult s = simulate(x);
-      for (std::size_t i = 0; i < 3; ++i)
-        for (double p : want[i]) reps[b][i].push_back(percentile_of(latencies(s, kPops[i]), p));
+      SimResult s = simulate(x);
+      if (by_episodes) episodes(x, o, s);
+      for (std::size_t i = 0; i < 3; ++i) {
+        std::vector<double>& v = latencies(s, kPops[i]);
+        std::sort(v.begin(), v.end());
+        for (double p : want[i]) reps[b][i].push_back(percentile_of_sorted(v, p));
+      }
     };
     const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     const std::size_t threads = std::size_t(std::clamp(o.threads > 0 ? unsigned(o.threads) : std::min(hw, 8u), 1u, 64u));
@@ -152,7 +177,11 @@ ServiceReport analyse(const ServiceConfig& c, const ReportOptions& o) {
   for (std::size_t i = 0; i < 3; ++i) {
     PopulationReport& pr = r.populations[i];
     pr.population = kPops[i];
-    const auto& v = latencies(base, kPops[i]);
+    pr.episodes = by_episodes && kPops[i] == Population::first_request;
+    std::vector<double>& v = latencies(base, kPops[i]);
+    std::sort(v.begin(), v.end());
+    for (double q : {1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9})
+      if (!v.empty()) pr.distribution.emplace_back(q, percentile_of_sorted(v, q));
     pr.n = std::int64_t(v.size());
     double sum = 0;
     for (double x : v) (std::isinf(x) ? (void)++pr.misses : (void)(sum += x));
@@ -160,7 +189,7 @@ ServiceReport analyse(const ServiceConfig& c, const ReportOptions& o) {
     for (std::size_t k = 0; k < want[i].size(); ++k) {
       PercentileEstimate e;
       e.percentile = want[i][k];
-      e.value_s = percentile_of(v, e.percentile);
+      e.value_s = percentile_of_sorted(v, e.percentile);
       e.n = pr.n;
       e.needed = samples_needed(e.percentile);
       e.too_few = e.n < e.needed;
@@ -191,6 +220,11 @@ ServiceReport analyse(const ServiceConfig& c, const ReportOptions& o) {
             "draws a startup slower than the slowest one measured",
             e.percentile, to_string(pr.population), r.measured_startup_samples, e.needed));
     }
+  if (by_episodes)
+    r.warnings.push_back(fmt::format(
+        "the run saw {} process start(s): the first-request numbers come from {} start episodes in the simulated steady "
+        "state (waiting time resampled from the run, plus a startup and a service draw)",
+        base.starts, o.min_starts));
   if (base.busy_share > 0.95)
     r.warnings.push_back(fmt::format("the replicas are busy {:.0f} % of the time: near or over capacity, the queue and the "
                                      "percentiles grow with the length of the run",
@@ -251,6 +285,7 @@ ServiceReport analyse(const ServiceConfig& c, const ReportOptions& o) {
   base.all_s.clear();
   base.first_s.clear();
   base.first_k_s.clear();
+  base.wait_s.clear();
   r.counts = base;
   return r;
 }
@@ -267,6 +302,7 @@ json to_json(const ServiceReport& r) {
                  {"startup_mean_ms", c.startup.mean() * 1e3},
                  {"first_startup", c.first_startup ? json(c.first_startup->describe()) : json(nullptr)},
                  {"startup_paid", c.preload ? "before taking traffic (preload)" : "by the first request of each process"},
+                 {"fleet_at_start", c.cold_fleet ? "every replica a new process (a deploy)" : "warm"},
                  {"start_failure_share", c.start_failure_share},
                  {"replicas", c.replicas},
                  {"restart_rate_per_replica_per_h", c.restart_rate_per_s * 3600},
@@ -289,11 +325,15 @@ json to_json(const ServiceReport& r) {
                     {"n", e.n},
                     {"needed", e.needed},
                     {"too_few", e.too_few}});
+    json dist = json::array();
+    for (const auto& [q, v] : pr.distribution) dist.push_back(json::array({q, ms_or_null(v)}));
     j["populations"].push_back({{"population", to_string(pr.population)},
+                                {"from", pr.episodes ? "start episodes in the simulated steady state" : "the simulation"},
                                 {"n", pr.n},
                                 {"misses", pr.misses},
                                 {"mean_ms", ms_or_null(pr.mean_s)},
-                                {"percentiles", ps}});
+                                {"percentiles", ps},
+                                {"distribution_ms", dist}});
   }
   j["objectives"] = json::array();
   for (const auto& o : r.objectives)

@@ -435,8 +435,12 @@ Judgement judge(const report::CompareResult& static_part, const Evidence& ev, co
   std::vector<decision::Decision> ds;
   for (const auto& p : jo.profiles) {
     decision::Decision d = decision::decide(in, p);
-    decisions.push_back(
-        {{"profile", decision::to_json(p)}, {"decision", decision::to_json(d)}, {"markdown", decision::to_markdown(d)}});
+    // The service view may turn the verdict (an objective NEW misses and OLD meets): before d is written.
+    const json service = jo.service.enabled ? service_view(ev.startup, ev.warm[jo.decision_index], p, d, jo.service) : json();
+    decisions.push_back({{"profile", decision::to_json(p)},
+                         {"decision", decision::to_json(d)},
+                         {"markdown", decision::to_markdown(d)},
+                         {"service", service}});
     ds.push_back(std::move(d));
   }
   if (ds.empty()) throw_error(ErrorKind::usage, "no deployment profile to decide with");
@@ -931,6 +935,9 @@ CompareOutcome run_compare(const CompareOptions& o) {
   jo.resolve_ms = o.resolve_ms;
   jo.startup_max_runs = std::max(o.startup_max_runs, o.startup_runs);
   jo.startup_runs_requested = o.startup_runs;
+  jo.service.requests = 50000;  // the real run: longer simulations, more replicates (a few seconds of CPU)
+  jo.service.bootstrap = 200;
+  jo.service.seed = o.seed;
   Judgement j = judge(r, ev, jo);
   return write(std::move(j.result), j.exit_code);
 }

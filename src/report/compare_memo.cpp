@@ -1,6 +1,7 @@
 // The compare memo, rendered from results.json only (so the memo never says more than the data).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kqual/decision/decision.hpp"
@@ -42,6 +43,89 @@ std::string ratio_text(const json& c) {
   if (c.is_null()) return "—";
   return fmt::format("{:.3f} [{:.3f}, {:.3f}] → {}", c.at("estimate").get<double>(), ci_end(c, 0), ci_end(c, 1),
                      c.at("verdict").get<std::string>());
+}
+
+// A latency [ms] as the memo prints it; null is a miss (failed or timed-out requests).
+std::string lat(const json& v) {
+  if (v.is_null()) return "miss";
+  const double ms = v.get<double>();
+  return ms >= 1000 ? fmt::format("{:.3g} s", ms / 1000) : ms >= 1 ? fmt::format("{:.3g} ms", ms) : fmt::format("{:.3g} µs", ms * 1000);
+}
+
+std::string lat_ci(const json& e) {
+  std::string s = lat(e.at("value_ms"));
+  const json& ci = e.at("ci_ms");
+  if (ci.is_array() && ci.size() == 2) s += " [" + lat(ci.at(0)) + ", " + lat(ci.at(1)) + "]";
+  if (e.value("too_few", false)) s += fmt::format(" ⚠ {} of {}", e.at("n").get<long long>(), e.at("needed").get<long long>());
+  return s;
+}
+
+// The latency distributions of both sides as text: one row per percentile, a bar per side on a log
+// scale shared by the whole plot (o = OLD, n = NEW).
+std::string text_plot(const json& old_pop, const json& new_pop) {
+  const json& a = old_pop.at("distribution_ms");
+  const json& b = new_pop.at("distribution_ms");
+  double lo = 1e300, hi = 0;
+  for (const json* d : {&a, &b})
+    for (const auto& q : *d)
+      if (!q.at(1).is_null() && q.at(1).get<double>() > 0) lo = std::min(lo, q.at(1).get<double>()), hi = std::max(hi, q.at(1).get<double>());
+  if (!(hi > 0)) return "";
+  if (hi <= lo) hi = lo * 1.01;
+  constexpr int kWidth = 48;
+  auto bar = [&](const json& v, char c) {
+    if (v.is_null()) return std::string(kWidth, c) + " miss";
+    const double t = (std::log(std::max(v.get<double>(), lo)) - std::log(lo)) / (std::log(hi) - std::log(lo));
+    return std::string(std::size_t(1 + std::lround(t * (kWidth - 1))), c) + " " + lat(v);
+  };
+  std::string s;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const std::string p = fmt::format("p{:g}", a.at(i).at(0).get<double>());
+    s += fmt::format("{:>6} old |{}\n{:>6} new |{}\n", p, bar(a.at(i).at(1), 'o'), "", bar(b.at(i).at(1), 'n'));
+  }
+  return s + fmt::format("        (log scale, {} to {})\n", lat(json(lo)), lat(json(hi)));
+}
+
+std::string service_memo(const json& sv) {
+  std::string s = "\n#### Service view\n\n";
+  if (!sv.value("computed", false)) return s + "Not computed: " + str(sv, "reason") + "\n";
+  const json& in = sv.at("inputs");
+  s += fmt::format("Simulated: {:.4g} requests/s ({}), {} replica(s) ({}), {:.3g} process starts per replica per hour, {:.3g} "
+                   "kernel call(s) per request plus {} of the rest of the request, JIT cache {}; {} requests, {} bootstrap "
+                   "replicates over the measured startups.\n\n",
+                   in.at("arrival_rate_per_s").get<double>(), str(in, "arrival_rate_from"), in.at("replicas").get<int>(),
+                   str(in, "replicas_from"), in.at("restart_rate_per_replica_per_h").get<double>(),
+                   in.at("kernel_calls_per_request").get<double>(), lat(in.at("other_request_time_ms")), str(in, "jit_cache"),
+                   in.at("requests").get<long long>(), in.at("bootstrap").get<int>());
+  s += "| requests | percentile | OLD [95 % CI] | NEW [95 % CI] |\n|---|---|---|---|\n";
+  const json& po = sv.at("old").at("populations");
+  const json& pn = sv.at("new").at("populations");
+  for (std::size_t i = 0; i < po.size() && i < pn.size(); ++i) {
+    const json& a = po.at(i).at("percentiles");
+    const json& b = pn.at(i).at("percentiles");
+    for (std::size_t k = 0; k < a.size() && k < b.size(); ++k)
+      s += fmt::format("| {} (n {}{}) | p{:g} | {} | {} |\n", str(po.at(i), "population"), po.at(i).at("n").get<long long>(),
+                       po.at(i).value("misses", 0) + pn.at(i).value("misses", 0) > 0
+                           ? fmt::format(", misses {} / {}", po.at(i).value("misses", 0), pn.at(i).value("misses", 0))
+                           : std::string(),
+                       a.at(k).at("percentile").get<double>(), lat_ci(a.at(k)), lat_ci(b.at(k)));
+  }
+  for (const auto& o : sv.at("objectives")) s += "- objective: " + str(o, "verdict") + "\n";
+  for (const char* side : {"old", "new"}) {
+    const json& g = sv.at(side).at("goodput");
+    if (!g.value("computed", false)) continue;
+    s += fmt::format("- goodput {}: {:.4g} good requests/s of {:.4g} ({:.2f} % within {}); highest rate with {:.1f} % within it: "
+                     "{}\n",
+                     side, g.at("good_per_s").get<double>(), g.at("rate_per_s").get<double>(), g.at("good_share").get<double>() * 100,
+                     lat(g.at("bound_ms")), g.at("share").get<double>() * 100,
+                     g.at("max_rate_per_s").is_null() ? std::string("—") : fmt::format("{:.4g} requests/s", g.at("max_rate_per_s").get<double>()));
+  }
+  for (const auto& w : sv.at("warnings")) s += "- ⚠ " + w.get<std::string>() + "\n";
+  for (const auto& n : sv.at("notes")) s += "- " + n.get<std::string>() + "\n";
+  for (std::size_t i = 0; i < po.size() && i < pn.size(); ++i) {
+    const std::string plot = text_plot(po.at(i), pn.at(i));
+    if (!plot.empty()) s += fmt::format("\nLatency distribution, {} requests:\n\n```text\n{}```\n", str(po.at(i), "population"), plot);
+  }
+  return s;
 }
 
 }  // namespace
@@ -165,6 +249,7 @@ std::string render_compare_memo(const CompareResult& r) {
                        p.at("process_starts_per_day").dump(), p.at("calls_per_process").dump(),
                        p.value("first_request_budget_ms", json()).dump(), p.at("kernel_share").dump(), str(p, "jit_cache"));
       s += x.at("markdown").get<std::string>() + "\n";
+      if (x.contains("service") && x.at("service").is_object()) s += service_memo(x.at("service"));
     }
   }
 

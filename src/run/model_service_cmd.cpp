@@ -107,7 +107,8 @@ void add_model_service_command(CLI::App* model, GlobalOptions& g, int* /*exit_co
     std::int64_t requests = 200000;
     std::uint64_t seed = 1;
     double start_failures = 0, goodput_share = 0;
-    bool preload = false, no_search = false;
+    bool preload = false, no_search = false, warm_fleet = false;
+    std::int64_t episodes = 0;
     std::vector<double> percentiles{50, 99, 99.9};
   };
   auto o = std::make_shared<Opts>();
@@ -133,6 +134,11 @@ void add_model_service_command(CLI::App* model, GlobalOptions& g, int* /*exit_co
                 "Process starts per replica (restarts, scale-out), e.g. 6/h, 0.5/s, 20000/day (default 0: only the "
                 "initial start)");
   s->add_flag("--preload", o->preload, "Pay the startup before taking traffic instead of on the first request");
+  s->add_flag("--warm-fleet", o->warm_fleet,
+              "Start with every replica already warm (steady state) instead of a deploy of new processes at time 0");
+  s->add_option("--start-episodes", o->episodes,
+                "When the run sees fewer process starts than this, take the first-request numbers from this many start "
+                "episodes in the simulated steady state (default 0: never)");
   s->add_option("--start-failures", o->start_failures,
                 "Share of process starts that fail (0..1); the request it would serve is a miss");
   s->add_option("--timeout", o->timeout, "Requests slower than this are misses, e.g. 5s (default: none)");
@@ -161,6 +167,7 @@ void add_model_service_command(CLI::App* model, GlobalOptions& g, int* /*exit_co
     c.replicas = o->replicas;
     c.restart_rate_per_s = ms::parse_rate("--restart-rate", o->restart_rate);
     c.preload = o->preload;
+    c.cold_fleet = !o->warm_fleet;
     c.start_failure_share = o->start_failures;
     if (!o->timeout.empty()) c.timeout_s = model::parse_duration("--timeout", o->timeout);
     c.requests = o->requests;
@@ -181,6 +188,8 @@ void add_model_service_command(CLI::App* model, GlobalOptions& g, int* /*exit_co
     if (o->bootstrap < 0) throw_error(ErrorKind::usage, "--bootstrap must be >= 0");
     ro.bootstrap = o->bootstrap;
     ro.search_max_rate = !o->no_search;
+    if (o->episodes < 0) throw_error(ErrorKind::usage, "--start-episodes must be >= 0");
+    ro.min_starts = o->episodes;
     const ms::ServiceReport r = ms::analyse(c, ro);
     json result = ms::to_json(r);
     // The sojourn time of every request, the textbook quantity.

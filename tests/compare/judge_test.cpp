@@ -149,6 +149,10 @@ TEST(CompareJudge, GpuShapedEvidenceRendersTheMemo) {
   EXPECT_EQ(j.exit_code, 0);  // the first profile is the gate
   EXPECT_EQ(r.at("verdict").at("decision"), "ship");
   EXPECT_TRUE(r.contains("wall_s"));
+  // The service view per profile, from the same startup and warm samples (issue 25), in the memo too.
+  for (const auto& x : r.at("decisions")) ASSERT_TRUE(x.at("service").at("computed").get<bool>()) << x.at("service").dump();
+  EXPECT_NE(memo.find("#### Service view"), std::string::npos) << memo;
+  EXPECT_NE(memo.find("Latency distribution, first_request requests"), std::string::npos) << memo;
   // Exit codes are 0 or 1 on valid evidence, never 4.
   compare::JudgeOptions cold_first = options();
   std::swap(cold_first.profiles[0], cold_first.profiles[1]);

@@ -112,3 +112,55 @@ TEST(Profile, MissingFileIsNamed) {
     EXPECT_TRUE(contains(e.what(), "No such file")) << e.what();
   }
 }
+
+// Issue 25: the service view's keys and the latency objectives.
+TEST(Profile, ServiceTableAndObjectives) {
+  const DeploymentProfile p = parse_profile(R"(
+name = "svc"
+[service]
+arrival_rate = 120
+burstiness = 0.5
+replicas = 4
+first_k = 20
+timeout_ms = 5000
+other_startup_ms = 1500
+driver_upgrade = true
+preload = true
+[[objective]]
+population = "first_request"
+percentile = 99
+max_ms = 400
+[[objective]]
+population = "all"
+percentile = 99.9
+max_ms = 50
+)", "svc.toml");
+  EXPECT_EQ(*p.service.arrival_rate_per_s, 120);
+  EXPECT_EQ(p.service.burstiness, 0.5);
+  EXPECT_EQ(*p.service.replicas, 4);
+  EXPECT_EQ(p.service.first_k, 20);
+  EXPECT_EQ(*p.service.timeout_ms, 5000);
+  EXPECT_EQ(p.service.other_startup_ms, 1500);
+  EXPECT_TRUE(p.service.driver_upgrade);
+  EXPECT_TRUE(p.service.preload);
+  ASSERT_EQ(p.objectives.size(), 2u);
+  EXPECT_EQ(p.objectives[0].population, kqual::model::service::Population::first_request);
+  EXPECT_DOUBLE_EQ(p.objectives[1].percentile, 99.9);
+  EXPECT_DOUBLE_EQ(p.objectives[1].max_s, 0.050);
+  const kqual::json j = to_json(p);
+  EXPECT_EQ(j["objectives"][0]["text"], "p99 of first_request <= 400 ms");
+  EXPECT_EQ(j["service"]["replicas"], 4);
+  // The bundled profiles state objectives.
+  EXPECT_FALSE(load_profile(std::string(KQUAL_SOURCE_DIR) + "/profiles/cold-start-heavy.toml").objectives.empty());
+}
+
+TEST(Profile, ServiceAndObjectiveErrorsNameTheKey) {
+  EXPECT_TRUE(contains(error_of("[service]\nreplicas = 0\n"), "service.replicas"));
+  EXPECT_TRUE(contains(error_of("[service]\nreplicas = 2.5\n"), "whole number"));
+  EXPECT_TRUE(contains(error_of("[service]\nspeed = 1\n"), "unknown key"));
+  EXPECT_TRUE(contains(error_of("[service]\npreload = 1\n"), "true or false"));
+  EXPECT_TRUE(contains(error_of("[[objective]]\npopulation = \"some\"\npercentile = 99\nmax_ms = 1\n"), "objective[0].population"));
+  EXPECT_TRUE(contains(error_of("[[objective]]\npopulation = \"all\"\npercentile = 100\nmax_ms = 1\n"), "(0, 100)"));
+  EXPECT_TRUE(contains(error_of("[[objective]]\npopulation = \"all\"\npercentile = 99\n"), "needs population, percentile and max_ms"));
+  EXPECT_TRUE(contains(error_of("objective = 3\n"), "array of tables"));
+}

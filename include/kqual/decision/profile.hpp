@@ -5,8 +5,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kqual/core/json.hpp"
+#include "kqual/model/service.hpp"
 
 namespace kqual::decision {
 
@@ -19,6 +21,21 @@ enum class CacheMode {
 const char* to_string(CacheMode m);                 // "off", "cold", "warm"
 std::optional<CacheMode> cache_mode_from_string(std::string_view s);
 
+// How the service is simulated for the service view (docs/service-view.md, "Profiles"): the
+// `[service]` table. Every key is optional; what is left out is derived from the profile.
+struct ServiceProfile {
+  std::optional<double> arrival_rate_per_s;  // [requests/s] default: calls_per_process × process_starts_per_day
+                                             // / 86400 / kernel calls per request
+  double burstiness = 1;                     // gamma shape of inter-arrival times; 1 = Poisson
+  std::optional<int> replicas;               // default: enough for 70 % utilisation on OLD's numbers
+  std::optional<double> request_time_ms;     // [ms] warm request time on OLD; default: OLD's kernel time / kernel_share
+  int first_k = 10;                          // the first K requests of each process
+  std::optional<double> timeout_ms;          // [ms] slower requests are misses
+  double other_startup_ms = 0;               // [ms] the service's own start (framework, model load), added to every start
+  bool driver_upgrade = false;               // the JIT cache starts empty: each replica's first start is cold
+  bool preload = false;                      // startup paid before taking traffic, not by the first request
+};
+
 struct DeploymentProfile {
   std::string name = "default";
   std::string description;
@@ -28,11 +45,16 @@ struct DeploymentProfile {
   std::optional<double> first_request_budget_ms;  // [ms] limit on process start → first kernel result
   double kernel_share = 1.0;                   // [0..1] share of request time spent in this kernel
   CacheMode jit_cache = CacheMode::cold;       // cache state a fresh process of the service finds
+  ServiceProfile service;                      // [service]
+  // [[objective]] population = "first_request" | "first_k" | "all", percentile = 99, max_ms = 400:
+  // the service view says which side meets each, and NEW missing one OLD meets is do not ship.
+  std::vector<model::service::Objective> objectives;
 };
 
 // Parses a profile (TOML, flat keys; see profiles/*.toml). Every problem throws Error(input) naming
 // the file, the key and the value: unknown key, wrong type, negative or non-finite number,
-// kernel_share outside [0, 1], unknown jit_cache, TOML syntax (with line and column).
+// kernel_share outside [0, 1], unknown jit_cache, a bad [service] or [[objective]] entry, TOML
+// syntax (with line and column).
 DeploymentProfile parse_profile(std::string_view toml_text, const std::string& source_name);
 // Reads and parses a file; a missing or unreadable file throws Error(input) naming it.
 DeploymentProfile load_profile(const std::string& path);

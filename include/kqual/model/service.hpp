@@ -98,6 +98,8 @@ struct ServiceConfig {
   int replicas = 1;
   double restart_rate_per_s = 0;             // process starts per replica per second (restarts, scale-out)
   bool preload = false;                      // startup paid before taking traffic, not by the first request
+  bool cold_fleet = true;                    // every replica is a new process at time 0 (a deploy); false: the
+                                             // fleet is already warm, new processes come from the restart rate
   std::int64_t requests = 200000;
   int first_k = 10;
   std::optional<double> timeout_s;           // a request slower than this is a miss
@@ -110,6 +112,7 @@ void validate(const ServiceConfig& c);
 // every latency, so a percentile that reaches it is a miss, never left out.
 struct SimResult {
   std::vector<double> all_s, first_s, first_k_s;
+  std::vector<double> wait_s;  // queueing delay of every request (arrival to start of service)
   std::int64_t requests = 0, starts = 0, failed_starts = 0, failures = 0, timeouts = 0;
   double span_s = 0;        // [s] first to last arrival
   double mean_wait_s = 0;   // [s] mean queueing delay (arrival to start of service)
@@ -128,6 +131,7 @@ double pk_mean_wait_s(double lambda, double mean_s, double second_moment_s2);
 
 // Type-7 percentile (as stats::percentile) of a sample that may hold +infinity.
 double percentile_of(std::vector<double> v, double p);
+double percentile_of_sorted(const std::vector<double>& ascending, double p);
 // The fewest samples for which the sample maximum exceeds the true p-th percentile with 99 %
 // probability: ceil(ln 0.01 / ln(p / 100)). Fewer, and an interval for that percentile has no
 // upper bound inside the data (459 for p99, 4603 for p99.9).

@@ -6,6 +6,7 @@
 // percentile rests on fewer samples than it needs. Pure CPU code over model::service::simulate.
 #include <array>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ struct ReportOptions {
   bool search_max_rate = true;
   std::int64_t search_requests = 0;  // requests per search step (0: half the simulated requests)
   int threads = 0;                   // for the replicates (0: up to 8, as the machine has cores)
+  // Start episodes: when the run sees fewer process starts than this (rare restarts, e.g. a few a
+  // day), the first-request population is built from this many episodes instead — a start landing
+  // in the steady state the run simulated: a waiting time resampled from the run's requests, plus a
+  // startup draw, plus a service draw (a failed start or a timeout is a miss). Assumes starts are
+  // too rare to change the load. 0 = never.
+  std::int64_t min_starts = 0;
 };
 
 struct PercentileEstimate {
@@ -43,9 +50,11 @@ struct PercentileEstimate {
 
 struct PopulationReport {
   Population population = Population::all;
+  bool episodes = false;               // first_request: built from start episodes (ReportOptions::min_starts)
   std::int64_t n = 0, misses = 0;
   double mean_s = 0;                   // over the requests that did not miss
   std::vector<PercentileEstimate> percentiles;
+  std::vector<std::pair<double, double>> distribution;  // (percentile, latency [s]) at 1 5 10 25 50 75 90 95 99 99.9: the plot
 };
 
 struct ObjectiveResult {

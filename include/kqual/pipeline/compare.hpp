@@ -180,6 +180,15 @@ struct Resolution {
 };
 Resolution resolution(const std::vector<double>& old_ms, const std::vector<double>& new_ms, double target_ms);
 
+// The service view per profile (docs/service-view.md; src/pipeline/compare_service.cpp): sizes of
+// the simulations behind it. run_compare raises them; the defaults keep CPU tests quick.
+struct ServiceViewOptions {
+  bool enabled = true;
+  std::int64_t requests = 10000;     // per simulation
+  int bootstrap = 40;                // replicates over the measured startup samples
+  std::uint64_t seed = 1;            // one seed for both sides: the same arrivals and restarts
+};
+
 struct JudgeOptions {
   std::vector<decision::DeploymentProfile> profiles;  // the first decides the exit code
   std::size_t decision_index = 0;    // into Evidence::warm
@@ -190,6 +199,7 @@ struct JudgeOptions {
   double resolve_ms = 5.0;
   int startup_max_runs = 40;
   int startup_runs_requested = 8;
+  ServiceViewOptions service;
 };
 
 struct Judgement {
@@ -204,6 +214,13 @@ struct Judgement {
 Judgement judge(const report::CompareResult& static_part, const Evidence& ev, const JudgeOptions& jo);
 // The same from a static results document (report::compare_result_from_json of it).
 Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions& jo);
+
+// The service view of one profile: both sides simulated from their startup samples in the
+// profile's JIT cache mode and their warm samples at the decision shape; the profile's latency
+// objectives checked per side. NEW missing an objective OLD meets turns `d` into do not ship
+// (reasons and headline say so). {"computed": false, "reason": ...} when the evidence is missing.
+json service_view(const std::vector<StartupMode>& startup, const WarmShape& warm, const decision::DeploymentProfile& p,
+                  decision::Decision& d, const ServiceViewOptions& o);
 
 
 }  // namespace kqual::compare

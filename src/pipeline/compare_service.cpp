@@ -1,0 +1,224 @@
+// kqual compare's service view (docs/service-view.md): per deployment profile, OLD and NEW run
+// through the same simulated service — the same arrivals, restarts and fleet — each paying its own
+// measured startups (resampled) and serving with its own measured warm times, scaled to requests by
+// the profile's kernel share (Amdahl). The profile's latency objectives are checked per side.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kqual/model/service.hpp"
+#include "kqual/model/service_report.hpp"
+#include "kqual/model/units.hpp"
+#include "kqual/pipeline/compare.hpp"
+#include "kqual/stats/summary.hpp"
+
+namespace kqual::compare {
+namespace {
+
+namespace svc = model::service;
+using decision::CacheMode;
+
+constexpr double kTargetUtilisation = 0.7;  // fleet sized for this on OLD's numbers when the profile gives no replicas
+
+std::vector<double> seconds(const std::vector<double>& ms) {
+  std::vector<double> s;
+  s.reserve(ms.size());
+  for (double v : ms) s.push_back(v * 1e-3);
+  return s;
+}
+
+const StartupMode* find_mode(const std::vector<StartupMode>& modes, CacheMode cache) {
+  if (modes.empty()) return nullptr;
+  for (const auto& m : modes)
+    if (m.cache == cache && m.loading == modes.front().loading) return &m;
+  return nullptr;
+}
+
+json not_computed(const std::string& why) { return json{{"computed", false}, {"reason", why}}; }
+
+std::string value_text(const svc::ObjectiveResult& r) {
+  if (std::isinf(r.value_s)) return "a miss (failed or timed-out requests)";
+  std::string s = model::format_seconds(r.value_s);
+  if (r.ci_lo_s && r.ci_hi_s) {
+    const model::SecondsTriple t = model::format_seconds_interval(r.value_s, *r.ci_lo_s, *r.ci_hi_s);
+    if (std::isfinite(*r.ci_hi_s)) s = fmt::format("{} [{}, {}]", t.point, t.lo, t.hi);
+  }
+  return s;
+}
+
+std::string by_text(const svc::ObjectiveResult& r) {
+  if (std::isinf(r.by_s)) return "on failed or timed-out requests";
+  return r.meets ? fmt::format("{} to spare", model::format_seconds(-r.by_s))
+                 : fmt::format("over by {}", model::format_seconds(r.by_s));
+}
+
+}  // namespace
+
+json service_view(const std::vector<StartupMode>& startup, const WarmShape& warm, const decision::DeploymentProfile& p,
+                  decision::Decision& d, const ServiceViewOptions& o) {
+  const decision::ServiceProfile& sp = p.service;
+  const StartupMode* mode = find_mode(startup, p.jit_cache);
+  if (!mode)
+    return not_computed(fmt::format("no startup measurement in the profile's JIT cache mode '{}'", decision::to_string(p.jit_cache)));
+  std::vector<std::string> notes;
+  // ---- Startups per side: driver init + context + module load + lookup, resampled ----
+  svc::Distribution start[2];
+  std::optional<svc::Distribution> first_start[2];
+  double fail_share[2] = {0, 0};
+  const StartupMode* cold = find_mode(startup, CacheMode::cold);
+  for (int k = 0; k < 2; ++k) {
+    const StartupSamples& s = mode->side[k];
+    if (s.base_ms.empty())
+      return not_computed(fmt::format("{} has no successful startup in JIT cache mode '{}'", k == 0 ? "OLD" : "NEW",
+                                      decision::to_string(p.jit_cache)));
+    start[k] = svc::empirical(seconds(s.base_ms), fmt::format("{} measured starts, JIT cache {}", s.base_ms.size(),
+                                                              decision::to_string(p.jit_cache)));
+    start[k].offset_s = sp.other_startup_ms * 1e-3;
+    fail_share[k] = double(s.failures) / double(s.failures + s.base_ms.size());
+    if (sp.driver_upgrade && p.jit_cache == CacheMode::warm) {
+      if (cold && !cold->side[k].base_ms.empty()) {
+        first_start[k] = svc::empirical(seconds(cold->side[k].base_ms),
+                                        fmt::format("{} measured starts, JIT cache cold", cold->side[k].base_ms.size()));
+        first_start[k]->offset_s = start[k].offset_s;
+      } else if (k == 0) {
+        notes.push_back("driver_upgrade: no cold-cache measurement, so each replica's first start is drawn from the warm one");
+      }
+    }
+  }
+  if (sp.driver_upgrade && p.jit_cache != CacheMode::warm)
+    notes.push_back(fmt::format("driver_upgrade: with jit_cache '{}' every start already finds no usable cache",
+                                decision::to_string(p.jit_cache)));
+  if (fail_share[0] >= 1 || fail_share[1] >= 1) return not_computed("every measured start of a side failed");
+
+  // ---- Service time per request: the rest of the request + the kernel's calls (Amdahl) ----
+  const std::vector<double>& wa = warm.side[0].pooled.empty() ? warm.side[0].medians : warm.side[0].pooled;
+  const std::vector<double>& wb = warm.side[1].pooled.empty() ? warm.side[1].medians : warm.side[1].pooled;
+  if (wa.empty() || wb.empty()) return not_computed("no warm samples on both sides at the decision shape");
+  const double kernel_old_s = stats::median(wa) * 1e-3;
+  double calls_per_request = 1, rest_s = 0;
+  if (sp.request_time_ms) {
+    const double req_s = *sp.request_time_ms * 1e-3;
+    calls_per_request = req_s * p.kernel_share / kernel_old_s;
+    rest_s = req_s * (1 - p.kernel_share);
+  } else if (p.kernel_share > 0) {
+    rest_s = kernel_old_s * (1 - p.kernel_share) / p.kernel_share;
+  } else {
+    return not_computed("kernel_share is 0 and [service] request_time_ms is not given: no request time to simulate");
+  }
+  svc::Distribution serve[2];
+  for (int k = 0; k < 2; ++k) {
+    serve[k] = svc::empirical(seconds(k == 0 ? wa : wb), fmt::format("{} warm samples at {}", (k == 0 ? wa : wb).size(), warm.shape));
+    serve[k].scale = calls_per_request;
+    serve[k].offset_s = rest_s;
+  }
+
+  // ---- Load and fleet: from the profile, or derived from it ----
+  const double starts_per_s = p.process_starts_per_day / 86400.0;
+  const double rate = sp.arrival_rate_per_s.value_or(p.calls_per_process * starts_per_s / calls_per_request);
+  if (!(rate > 0))
+    return not_computed("no arrival rate: give [service] arrival_rate (the profile's process starts and calls give 0)");
+  int replicas = 1;
+  if (sp.replicas) {
+    replicas = *sp.replicas;
+  } else {
+    const double load = rate * serve[0].mean() + starts_per_s * start[0].mean();  // [busy replicas] on OLD's numbers
+    replicas = int(std::clamp(std::ceil(load / kTargetUtilisation), 1.0, 100000.0));
+  }
+  svc::ServiceConfig c;
+  c.arrivals.kind = sp.burstiness == 1 ? svc::Arrivals::Kind::poisson : svc::Arrivals::Kind::gamma;
+  c.arrivals.rate_per_s = rate;
+  c.arrivals.burstiness = sp.burstiness;
+  c.arrivals.source = sp.burstiness == 1 ? fmt::format("poisson:{:.6g}", rate) : fmt::format("gamma:{:.6g}:{:g}", rate, sp.burstiness);
+  c.replicas = replicas;
+  c.restart_rate_per_s = starts_per_s / double(replicas);
+  c.preload = sp.preload;
+  c.cold_fleet = false;  // steady state: new processes come from the profile's starts, not a deploy of the whole fleet
+  c.requests = o.requests;
+  c.first_k = sp.first_k;
+  if (sp.timeout_ms) c.timeout_s = *sp.timeout_ms * 1e-3;
+  c.seed = o.seed;
+  svc::ReportOptions ro;
+  ro.percentiles = {50, 90, 99, 99.9};
+  ro.bootstrap = o.bootstrap;
+  ro.objectives = p.objectives;
+  ro.search_requests = std::max<std::int64_t>(2000, o.requests / 2);
+  ro.min_starts = svc::samples_needed(99) + 41;  // 500: enough for a first-request p99 with an upper bound
+
+  svc::ServiceReport rep[2];
+  for (int k = 0; k < 2; ++k) {
+    svc::ServiceConfig x = c;
+    x.startup = start[k];
+    x.first_startup = first_start[k];
+    x.service = serve[k];
+    x.start_failure_share = fail_share[k];
+    rep[k] = svc::analyse(x, ro);
+  }
+
+  // ---- Objectives: which side meets each, and by how much ----
+  json objectives = json::array();
+  for (std::size_t i = 0; i < p.objectives.size(); ++i) {
+    const svc::ObjectiveResult& a = rep[0].objectives[i];
+    const svc::ObjectiveResult& b = rep[1].objectives[i];
+    const std::string obj = p.objectives[i].text();
+    std::string verdict;
+    if (a.meets && b.meets) {
+      verdict = fmt::format("both meet {}: OLD {} ({}), NEW {} ({})", obj, value_text(a), by_text(a), value_text(b), by_text(b));
+    } else if (a.meets && !b.meets) {
+      verdict = fmt::format("NEW misses {} that OLD meets: NEW {} ({}), OLD {} ({})", obj, value_text(b), by_text(b),
+                            value_text(a), by_text(a));
+      if (d.verdict != decision::ShipVerdict::do_not_ship) {
+        d.verdict = decision::ShipVerdict::do_not_ship;
+        d.headline = fmt::format("{} for profile '{}': NEW misses the latency objective {} that OLD meets (service view)",
+                                 decision::describe(d.verdict), p.name, obj);
+      }
+    } else if (!a.meets && b.meets) {
+      verdict = fmt::format("NEW meets {} that OLD misses: NEW {} ({}), OLD {} ({})", obj, value_text(b), by_text(b),
+                            value_text(a), by_text(a));
+    } else {
+      verdict = fmt::format("both miss {}: OLD {} ({}), NEW {} ({})", obj, value_text(a), by_text(a), value_text(b), by_text(b));
+    }
+    const bool uncertain = !a.certain || !b.certain;
+    if (uncertain && (a.ci_lo_s || b.ci_lo_s)) verdict += "; an interval reaches across the bound";
+    d.reasons.push_back("service view: " + verdict);
+    objectives.push_back({{"objective", obj}, {"old", svc::to_json(rep[0])["objectives"][i]},
+                          {"new", svc::to_json(rep[1])["objectives"][i]}, {"verdict", verdict}});
+  }
+  std::vector<std::string> warnings;
+  for (int k = 0; k < 2; ++k)
+    for (const auto& w : rep[k].warnings) warnings.push_back(fmt::format("{}: {}", k == 0 ? "OLD" : "NEW", w));
+
+  json inputs = {{"jit_cache", decision::to_string(p.jit_cache)},
+                 {"loading", startup::to_string(mode->loading)},
+                 {"arrival_rate_per_s", rate},
+                 {"arrival_rate_from", sp.arrival_rate_per_s ? "[service] arrival_rate"
+                                                             : "calls_per_process × process_starts_per_day / 86400 / kernel "
+                                                               "calls per request"},
+                 {"replicas", replicas},
+                 {"replicas_from", sp.replicas ? "[service] replicas"
+                                               : fmt::format("sized for {:.0f} % utilisation on OLD's numbers",
+                                                             kTargetUtilisation * 100)},
+                 {"restart_rate_per_replica_per_h", c.restart_rate_per_s * 3600},
+                 {"kernel_calls_per_request", calls_per_request},
+                 {"other_request_time_ms", rest_s * 1e3},
+                 {"kernel_share", p.kernel_share},
+                 {"decision_shape", warm.shape},
+                 {"requests", o.requests},
+                 {"bootstrap", o.bootstrap},
+                 {"seed", o.seed}};
+  return json{{"computed", true},
+              {"definition",
+               "a discrete-event simulation (docs/service-view.md): one FCFS queue, the replicas, process starts at the "
+               "profile's rate; each start pays a startup resampled from the side's measured ones (driver init + context + "
+               "module load + lookup) on its first request (or before traffic with preload); a request takes the rest of "
+               "the request plus kernel calls drawn from the side's warm samples; failed starts and timeouts are misses; "
+               "intervals: bootstrap over the measured startups"},
+              {"inputs", inputs},
+              {"old", svc::to_json(rep[0])},
+              {"new", svc::to_json(rep[1])},
+              {"objectives", objectives},
+              {"warnings", warnings},
+              {"notes", notes}};
+}
+
+}  // namespace kqual::compare
