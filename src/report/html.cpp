@@ -7,6 +7,7 @@
 #include "kqual/report/html.hpp"
 
 #include "kqual/report/memo.hpp"
+#include "html_service.hpp"
 
 #include <fmt/format.h>
 
@@ -853,6 +854,7 @@ std::string render_compare(const Node& r, const std::string& schema) {
           "</section>\n";
   body += compare_correctness(r);
   body += compare_decisions(r);
+  body += compare_service_html(r.raw());
   body += phases_section(r);
   std::vector<std::pair<std::string, std::string>> art;
   if (auto t = r.opt("target")) art.emplace_back("target", fmt::format("{} ({})", t->text("arch", "?"), t->text("source")));

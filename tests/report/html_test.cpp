@@ -132,7 +132,12 @@ TEST(Html, ComparePageShowsWarmStartupAndProfiles) {
   const std::string page = render_html(d);
   for (const char* id : {"verdict", "speedup", "startup", "roofline", "correctness", "decisions", "phases", "provenance"})
     EXPECT_FALSE(section(page, id).empty()) << id;
-  EXPECT_EQ(count(page, "<svg "), 2u);
+  // Speed-up and startup, then the service view (issue 25): first-request and all-request latency
+  // distributions of both sides per profile (two profiles).
+  EXPECT_EQ(count(page, "<svg "), 6u);
+  const std::string service = section(page, "service");
+  EXPECT_EQ(count(service, "<polyline "), 8u) << service;  // OLD and NEW in each of the four charts
+  EXPECT_NE(service.find("first_request (n "), std::string::npos);
   const std::string speed = chart(page, "speedup-chart");
   EXPECT_EQ(count(speed, "<rect class=\"bar "), d.at("warm").at("shapes").size());
   EXPECT_EQ(count(speed, "<line class=\"ci\""), d.at("warm").at("shapes").size());
