@@ -19,7 +19,7 @@ set(KQUAL_DEPS_build core artifact contract cuda)
 set(KQUAL_DEPS_check core contract cuda stats build worker)
 set(KQUAL_DEPS_bench core contract cuda stats build worker check)
 set(KQUAL_DEPS_report core cuda contract stats decision bench)
-set(KQUAL_DEPS_pipeline core artifact bench build check contract decision report startup stats worker)
+set(KQUAL_DEPS_pipeline core artifact bench build check contract decision model report startup stats worker)
 set(KQUAL_DEPS_run core stats model artifact contract cuda decision startup worker build check bench report pipeline)
 
 # kqual_add_modules(): the kqual_<module> targets, and kqual_lib (kqual::kqual) linking them all.

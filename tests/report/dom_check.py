@@ -42,6 +42,9 @@ class Counter(HTMLParser):
             self.current_svg = None
 
 
+REFS = {}  # chart id -> reference lines expected, where not one
+
+
 def expected(doc):
     schema = doc.get("schema", "")
     charts = {}
@@ -54,6 +57,14 @@ def expected(doc):
         n = sum(1 for m in st.get("modes", []) if m.get("first_request_delta_ms"))
         if n:
             charts["startup-chart"] = (n, n)
+        # The service view: first-request and all-request latency curves per profile (no bars).
+        for i, d in enumerate(doc.get("decisions") or []):
+            if (d.get("service") or {}).get("computed"):
+                for pop in ("first_request", "all"):
+                    charts[f"service-{i}-{pop}"] = (0, 0)
+                    # One dashed line per objective on that population instead of one reference line.
+                    REFS[f"service-{i}-{pop}"] = sum(
+                        1 for o in d["service"].get("objectives", []) if (o.get("old") or {}).get("population") == pop)
     else:
         shapes = (doc.get("timing") or {}).get("shapes", [])
         n = sum(len(s.get("candidate_vs_baselines") or []) for s in shapes)
@@ -87,7 +98,8 @@ def main(argv):
         got_cis = c.count.get((chart, "line", "ci"), 0)
         check(got_bars == bars, f"{chart}: {got_bars} <rect class=bar>, expected {bars}")
         check(got_cis == cis, f"{chart}: {got_cis} <line class=ci>, expected {cis}")
-        check(c.count.get((chart, "line", "ref"), 0) == 1, f"{chart}: one reference <line class=ref>")
+        refs = REFS.get(chart, 1)
+        check(c.count.get((chart, "line", "ref"), 0) == refs, f"{chart}: {refs} reference <line class=ref>")
     for tag in ("script", "img", "iframe", "object", "embed"):
         check(c.tags.get(tag, 0) == 0, f"no <{tag}> in the DOM (found {c.tags.get(tag, 0)})")
     check(c.tags.get("section", 0) >= 6, f"{c.tags.get('section', 0)} <section>s (verdict, speed-up, startup, roofline, "
