@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kqual/core/error.hpp"
+#include "html_text.hpp"
 
 namespace kqual::report {
 namespace {
@@ -127,21 +128,7 @@ Interval read_interval(const Node& c) {
 
 // ---- Writing HTML -------------------------------------------------------------------------------
 
-std::string esc(std::string_view s) {
-  std::string o;
-  o.reserve(s.size() + 16);
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+using detail::esc;
 
 // CSS class for a verdict word; a fixed set, so nothing from the document reaches an attribute raw.
 const char* verdict_class(std::string_view v) {

@@ -8,24 +8,12 @@
 #include <algorithm>
 #include <cmath>
 #include <string_view>
+#include "html_text.hpp"
 
 namespace kqual::report {
 namespace {
 
-std::string esc(std::string_view s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+using detail::esc;
 
 std::string lat(const json& v) {
   if (!v.is_number()) return "miss";

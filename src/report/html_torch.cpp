@@ -5,24 +5,13 @@
 #include <fmt/format.h>
 
 #include "kqual/bench/torch_baseline.hpp"
+#include "html_text.hpp"
 
 namespace kqual::report {
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+using detail::esc;
 
 std::string series_cell(const json* s) {
   if (!s) return "not run";
