@@ -281,25 +281,37 @@ void DeclaredContract::build_domain() {
 
 std::vector<CaseSpec> DeclaredContract::correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const {
   // Per variable axis: its minimum, each hint t as t-1, t, t+1, the base, a prime above the base;
-  // every other axis held at its base. Then one shape drawn from the seed (a size the candidate
-  // cannot predict) and the large shape.
+  // every other axis held at its base. Then every free axis at its prime at once, one shape drawn
+  // from the seed (a size the candidate cannot predict) and the large shape.
   Dims base;
   for (const auto& a : s_.axes)
     if (a.kind == Axis::variable) base[a.name] = a.base;
   std::vector<Dims> shapes = {base};
-  for (const auto& a : s_.axes) {
-    if (a.kind != Axis::variable) continue;
-    std::set<std::int64_t> vals = {a.min, a.min + 1, a.base};
-    for (std::int64_t t : a.hints)
-      for (std::int64_t v : {t - 1, t, t + 1, 2 * t + 1}) vals.insert(v);
+  auto prime_above_base = [](const Axis& a) {
     std::int64_t p = a.base + a.base / 2 + 1;
     while (!prime(p) && p < a.base * 4 + 64) ++p;
-    vals.insert(p);
+    return p;
+  };
+  for (const auto& a : s_.axes) {
+    if (a.kind != Axis::variable) continue;
+    std::set<std::int64_t> vals = {a.min, a.min + 1, a.base, prime_above_base(a)};
+    for (std::int64_t t : a.hints)
+      for (std::int64_t v : {t - 1, t, t + 1, 2 * t + 1}) vals.insert(v);
     for (std::int64_t v : vals) {
       Dims g = base;
       g[a.name] = v;
       shapes.push_back(g);
     }
+  }
+  {
+    // Every free axis at its prime at once. With one axis varied at a time, the others sit at bases
+    // that are often multiples of 4, so the flattened element count is too: a kernel that drops the
+    // tail of its last vector never meets a tail. A product of primes has no small factor.
+    Dims g = base;
+    int moved = 0;
+    for (const auto& a : s_.axes)
+      if (a.kind == Axis::variable && !a.power_of_two && a.multiple_of == 1) g[a.name] = prime_above_base(a), ++moved;
+    if (moved > 1) shapes.push_back(g);
   }
   {
     Rng pick(mix_seed(seed, 0x5151));

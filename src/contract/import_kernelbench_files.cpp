@@ -30,6 +30,8 @@ def _problem():
     if _module is None:
         spec = importlib.util.spec_from_file_location("kqual_kernelbench_problem", os.path.join(_here, "problem.py"))
         _module = importlib.util.module_from_spec(spec)
+        # Registered by name: torch.compile (dynamo) looks a traced function's module up in sys.modules.
+        sys.modules[spec.name] = _module
         spec.loader.exec_module(_module)
     return _module
 
@@ -83,7 +85,7 @@ std::string kernelbench_reference_py(const json& config, const std::string& prob
       "# (kind = \"torch\"). problem.py is the problem as imported; CONFIG maps the contract's names to it:\n"
       "#   args: forward's arguments in order; parameters: contract input -> Model parameter; axes: axis ->\n"
       "#   module-level constant; outputs: the declared shape of each output.\n"
-      "import importlib.util\nimport json\nimport os\n\nimport torch\n\nCONFIG = json.loads(r'''{}''')\n{}",
+      "import importlib.util\nimport json\nimport os\nimport sys\n\nimport torch\n\nCONFIG = json.loads(r'''{}''')\n{}",
       problem_name, config.dump(), kReferenceBody);
 }
 

@@ -499,3 +499,35 @@ TEST(TimedInputs, TheWholeGeneratedCaseIsTheGeneratorsValues) {
 
 }  // namespace
 }  // namespace kqual::contract
+
+namespace kqual::contract {
+namespace {
+
+// KernelBench's 19_ReLU imported as rows x cols with bases 64 and 48: varying one axis at a time
+// keeps rows * cols a multiple of 4, and a kernel dropping the last (n mod 4) elements was accepted
+// on the H200. One case moves every free axis to a prime at once.
+TEST(DeclaredContract, OneCaseHasEveryFreeAxisOffItsBaseAtOnce) {
+  std::string toml = minimal("two_axes");
+  toml.replace(toml.find("[axes.n]\nrange = [1, 1000000]\nhints = [32]\nbase = 40\n"),
+               std::string("[axes.n]\nrange = [1, 1000000]\nhints = [32]\nbase = 40\n").size(),
+               "[axes.rows]\nrange = [1, 100000]\nhints = [32]\nbase = 64\n[axes.cols]\nrange = [1, 100000]\nhints = [32]\nbase = 48\n");
+  for (const char* shape : {"shape = [\"n\"]\n[tensors.y]", "shape = [\"n\"]\nerror"}) {
+    const std::size_t at = toml.find(shape);
+    ASSERT_NE(at, std::string::npos) << shape;
+    toml.replace(at, std::string("shape = [\"n\"]").size(), "shape = [\"rows\", \"cols\"]");
+  }
+  toml.replace(toml.find("flops = \"n\""), std::string("flops = \"n\"").size(), "flops = \"rows * cols\"");
+  const Written w(toml, "def f(x):\n    return {'y': 2 * x}\n", "two_axes");
+  const Contract& c = load_declared_contract(w.file);
+  Supports s;
+  s.dtypes = {DType::f32};
+  bool odd = false;
+  for (const auto& cs : c.correctness_cases(s, 1, false)) {
+    const std::int64_t n = cs.dims.at("rows") * cs.dims.at("cols");
+    odd = odd || (cs.dims.at("rows") != 64 && cs.dims.at("cols") != 48 && n % 2 == 1);
+  }
+  EXPECT_TRUE(odd) << "no case moves both axes to odd sizes";
+}
+
+}  // namespace
+}  // namespace kqual::contract

@@ -51,6 +51,7 @@ def main():
     try:
         spec = importlib.util.spec_from_file_location("kqual_kernelbench_problem", path)
         mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod  # torch.compile (dynamo) looks the module up by name
         spec.loader.exec_module(mod)
     except BaseException as e:
         fail("import_failed", "%s cannot be imported: %s" % (path, exc_text(e)))
