@@ -25,6 +25,7 @@
 #include "kqual/core/expr.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
+#include "import_common.hpp"
 
 namespace kqual::contract {
 namespace fs = std::filesystem;
@@ -35,18 +36,7 @@ namespace {
   throw_error(ErrorKind::input, fmt::format("{}: {}: {}", file.string(), key, why));
 }
 
-std::string quoted(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (c == '\n') {
-      o += "\\n";
-      continue;
-    }
-    o += c;
-  }
-  return o + "\"";
-}
+using detail::toml_quoted;
 
 std::string kqual_dtype(const fs::path& f, const std::string& key, const std::string& d) {
   static const std::map<std::string, std::string> known = {{"float32", "f32"}, {"bfloat16", "bf16"}, {"float64", "f64"},
@@ -142,9 +132,9 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   t << "# Imported by `kqual import-definition` from " << f.filename().string()
     << (o.workloads.empty() ? "" : " and " + o.workloads.filename().string()) << ".\n"
     << "# Translation notes: docs/declared-contracts.md, \"Importing a Definition\".\n";
-  t << "[contract]\nname = " << quoted(name) << "\nsummary = "
-    << quoted(def.value("description", std::string("imported Definition ") + def["name"].get<std::string>())) << "\n";
-  t << "policy = " << quoted("Imported from a flashinfer-bench/SOL-ExecBench Definition: the reference is its PyTorch run(); an element "
+  t << "[contract]\nname = " << toml_quoted(name) << "\nsummary = "
+    << toml_quoted(def.value("description", std::string("imported Definition ") + def["name"].get<std::string>())) << "\n";
+  t << "policy = " << toml_quoted("Imported from a flashinfer-bench/SOL-ExecBench Definition: the reference is its PyTorch run(); an element "
                              "fails only past both atol and rtol |ref|, as flashinfer-bench judges.") << "\n\n";
   std::set<std::string> axes;
   std::vector<std::string> var_axes;
@@ -178,7 +168,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     } else if (ty == "expr") {
       const std::string ex = a.value("expression", "");
       (void)constraint_expr(f, key + ".expression", ex, axes);
-      t << "expr = " << quoted(ex) << "\n";
+      t << "expr = " << toml_quoted(ex) << "\n";
     } else {
       refuse(f, key + ".type", fmt::format("\"{}\": expected const, var or expr", ty));
     }
@@ -205,7 +195,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
         value = v;
       }
       if (!value) refuse(f, key, "a scalar (null shape) needs its value: give the workloads (--workloads) that set it");
-      t << "[scalars." << tn << "]\ndtype = " << quoted(dt == "f64" ? "f64" : dt == "i32" || dt == "i64" ? dt : "f32") << "\nvalue = "
+      t << "[scalars." << tn << "]\ndtype = " << toml_quoted(dt == "f64" ? "f64" : dt == "i32" || dt == "i64" ? dt : "f32") << "\nvalue = "
         << fmt::format("{:.17g}", *value) << "\n\n";
       return;
     }
@@ -213,7 +203,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     for (const auto& s : spec["shape"]) {
       const std::string ax = s.get<std::string>();
       if (!axes.count(ax)) refuse(f, key + ".shape", fmt::format("unknown axis \"{}\"", ax));
-      shape.push_back(quoted(ax));
+      shape.push_back(toml_quoted(ax));
     }
     if (input && (dt == "i32" || dt == "i64" || dt == "u32"))
       refuse(f, key + ".dtype", fmt::format("integer input '{}': what its values mean (indices into an axis, offsets, a mask) is not "
@@ -237,7 +227,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   t << "[dtypes]\nrows = [{ ";
   {
     std::vector<std::string> parts;
-    for (const auto& [n, d] : row) parts.push_back(n + " = " + quoted(d));
+    for (const auto& [n, d] : row) parts.push_back(n + " = " + toml_quoted(d));
     t << fmt::format("{}", fmt::join(parts, ", "));
   }
   t << " }]\n\n";
@@ -250,7 +240,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
       std::string text = c;
       for (auto [from, to] : {std::pair{" and ", " && "}, {" or ", " || "}, {"not ", "!"}, {"//", "/"}})
         for (std::size_t p; (p = text.find(from)) != std::string::npos;) text.replace(p, std::string(from).size(), to);
-      t << "[[constraints]]\nexpr = " << quoted(text) << "\nreason = " << quoted("the Definition's constraint " + c) << "\n\n";
+      t << "[[constraints]]\nexpr = " << toml_quoted(text) << "\nreason = " << toml_quoted("the Definition's constraint " + c) << "\n\n";
     }
 
   // ---- tolerance → the error model ----
@@ -295,33 +285,17 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   r.bench_shapes = shapes;
   if (!shapes.empty()) {
     std::vector<std::string> q;
-    for (const auto& s : shapes) q.push_back(quoted(s));
+    for (const auto& s : shapes) q.push_back(toml_quoted(s));
     text += "[bench]\nshapes = [" + fmt::format("{}", fmt::join(q, ", ")) + "]   # the workloads\n\n";
   }
   text += "[reference]\npython = \"reference.py\"\nfunction = \"run\"\nkind = \"torch\"\n";
   r.contract_toml = text;
 
   // ---- written whole or not at all, and loaded back ----
-  std::error_code ec;
-  if (fs::exists(o.out, ec)) throw_error(ErrorKind::input, fmt::format("{} exists: give a new folder", o.out.string()));
-  const fs::path tmp = o.out.string() + ".kqual-tmp";
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp);
-  try {
-    write_file_atomic(tmp / "contract.toml", text);
-    write_file_atomic(tmp / "reference.py", "# The Definition's reference, as imported (kind = \"torch\": run in kqual's reference process).\n" +
-                                                def["reference"].get<std::string>() + "\n");
-    fs::rename(tmp, o.out);
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    throw;
-  }
-  try {
-    (void)load_declared_contract(o.out);
-  } catch (const Error& e) {
-    fs::remove_all(o.out, ec);
-    throw_error(ErrorKind::internal, fmt::format("the imported contract does not load (a bug in the importer): {}", e.what()));
-  }
+  detail::write_imported_contract(
+      o.out, {{"contract.toml", text},
+              {"reference.py", "# The Definition's reference, as imported (kind = \"torch\": run in kqual's reference process).\n" +
+                                   def["reference"].get<std::string>() + "\n"}});
   return r;
 }
 

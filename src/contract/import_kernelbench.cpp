@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "kqual/core/error.hpp"
+#include "import_common.hpp"
 
 namespace kqual::contract {
 
@@ -53,18 +54,7 @@ std::string sanitize(std::string s) {
   return s;
 }
 
-std::string toml_str(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (c == '\n') {
-      o += "\\n";
-      continue;
-    }
-    o += c;
-  }
-  return o + "\"";
-}
+std::string toml_str(const std::string& s) { return detail::toml_quoted(s); }
 
 std::string num(double v) { return fmt::format("{:.6g}", v); }
 

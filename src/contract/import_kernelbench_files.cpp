@@ -8,6 +8,8 @@
 
 #include "kqual/contract/declared.hpp"
 #include "kqual/contract/import_kernelbench.hpp"
+
+#include "import_common.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/process.hpp"
@@ -151,25 +153,10 @@ KernelBenchImport import_kernelbench(const KernelBenchImportOptions& o) {
     cap = capture_kernelbench(o.problem);
   }
   KernelBenchImport r = translate_kernelbench(cap, o);
-  const fs::path tmp = o.out.string() + ".kqual-tmp";
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp);
-  try {
-    write_file_atomic(tmp / "contract.toml", r.contract_toml);
-    write_file_atomic(tmp / "reference.py", r.reference_py);
-    write_file_atomic(tmp / "problem.py", read_text_file(o.problem));
-    write_file_atomic(tmp / "capture.json", cap.dump(2) + "\n");
-    fs::rename(tmp, o.out);
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    throw;
-  }
-  try {
-    (void)load_declared_contract(o.out);
-  } catch (const Error& e) {
-    fs::remove_all(o.out, ec);
-    throw_error(ErrorKind::internal, fmt::format("the imported contract does not load (a bug in the importer): {}", e.what()));
-  }
+  detail::write_imported_contract(o.out, {{"contract.toml", r.contract_toml},
+                                          {"reference.py", r.reference_py},
+                                          {"problem.py", read_text_file(o.problem)},
+                                          {"capture.json", cap.dump(2) + "\n"}});
   return r;
 }
 

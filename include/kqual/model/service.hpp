@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kqual/core/xoshiro.hpp"
+
 namespace kqual::model::service {
 
 // A small portable generator (xoshiro256**, seeded through splitmix64): the standard library's
@@ -26,7 +28,7 @@ class Rng {
   std::size_t index(std::size_t n);         // uniform in [0, n), n > 0
 
  private:
-  std::uint64_t s_[4];
+  Xoshiro256 g_;
 };
 
 // A distribution of durations [s]: offset + scale × X, X constant, exponential or resampled from
