@@ -47,18 +47,6 @@ function(kqual_add_modules)
     KQUAL_VERSION="${PROJECT_VERSION}")
   add_dependencies(kqual_core kqual_gitrev)
 
-  # Precompiled headers (CI builds from scratch on 2 cores: parsing fmt and nlohmann/json took about
-  # 3 s of every translation unit). One PCH, built for kqual_core and reused by every module, which
-  # all compile with kqual_core's flags.
-  if(KQUAL_PCH)
-    target_precompile_headers(kqual_core PRIVATE <fmt/format.h> <kqual/core/json.hpp> <filesystem> <map> <string> <vector>)
-    foreach(m ${KQUAL_MODULES})
-      if(NOT m STREQUAL "core")
-        target_precompile_headers(kqual_${m} REUSE_FROM kqual_core)
-      endif()
-    endforeach()
-  endif()
-
   add_library(kqual_lib INTERFACE)
   add_library(kqual::kqual ALIAS kqual_lib)
   foreach(m ${KQUAL_MODULES})
