@@ -57,8 +57,9 @@ Dims parse_shape(const Contract& c, const std::string& text) {
     d[k] = number(item.substr(eq + 1));
     pos = end + 1;
   }
+  const auto optional = c.optional_dims();
   for (const auto& n : names)
-    if (!d.count(n)) bad("dim '" + n + "' missing");
+    if (!d.count(n) && std::find(optional.begin(), optional.end(), n) == optional.end()) bad("dim '" + n + "' missing");
   return c.complete_dims(d);
 }
 

@@ -1,6 +1,6 @@
-// A contract declared as data (declared.hpp): the Contract interface over a parsed contract.toml,
-// with its reference in a Python process, and the registry that finds declared contracts by name
-// or path. The harness treats it exactly as a built-in contract.
+// A contract declared as data (declared.hpp, declared_contract.hpp): the Contract interface over a
+// parsed contract.toml — its domain, its reference in a Python process (or a CUDA one), and the
+// comparison of outputs under its error models. Its cases: declared_cases.cpp.
 #include "kqual/contract/declared.hpp"
 
 #include <fmt/format.h>
@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 
+#include "declared_contract.hpp"
 #include "declared_spec.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/random.hpp"
@@ -37,12 +38,6 @@ double ulp_at(DType t, double r) {
   return std::ldexp(1.0, std::max(e, emin + 1) - p);
 }
 
-bool prime(std::int64_t v) {
-  if (v < 2) return false;
-  for (std::int64_t d = 2; d * d <= v; ++d)
-    if (v % d == 0) return false;
-  return true;
-}
 
 std::string model_text(const TensorDef& t) {
   const ErrorModel& e = t.error;
@@ -64,125 +59,35 @@ std::string model_text(const TensorDef& t) {
   }
   return "";
 }
+// Each input's dense view (a strided one without its padding), for the reference.
+std::vector<Tensor> dense_inputs(const std::vector<Tensor>& in, const Dims& all, const Spec& s) {
+  std::vector<Tensor> v;
+  v.reserve(in.size());
+  for (const auto& t : in) v.push_back(dense_view(s, t, all));
+  return v;
+}
 
-class DeclaredContract final : public Contract {
- public:
-  explicit DeclaredContract(Spec s) : s_(std::move(s)), py_(s_) {
-    build_domain();
-    check_large_shape();
-  }
+}  // namespace
 
-  const Spec& spec() const { return s_; }
-  std::string name() const override { return s_.name; }
-  std::string summary() const override { return s_.summary; }
-  const Domain& domain() const override { return d_; }
-  std::string numerical_policy() const override {
-    std::vector<std::string> parts;
-    if (!s_.policy.empty()) parts.push_back(s_.policy.ends_with(".") ? s_.policy : s_.policy + ".");
-    for (const auto& t : s_.tensors)
-      if (t.role == Role::output) parts.push_back(model_text(t));
-    parts.push_back(fmt::format("Reference: {}:{} ({}, float64) in its own process, declared in {}.", s_.reference.file.filename().string(),
-                                s_.reference.function, s_.reference.kind, s_.file.string()));
-    return fmt::format("{}", fmt::join(parts, " "));
-  }
-  std::vector<std::string> given_dims() const override {
-    std::vector<std::string> v;
-    for (const auto& a : s_.axes)
-      if (a.kind == Axis::variable) v.push_back(a.name);
-    return v;
-  }
-  Dims complete_dims(const Dims& given) const override {
-    Dims v;
-    for (const auto& a : s_.axes)
-      if (a.kind == Axis::variable && given.count(a.name)) v[a.name] = given.at(a.name);
-    return s_.complete(v);
-  }
-  std::vector<ScalarArg> scalars() const override {
-    std::vector<ScalarArg> v;
-    for (const auto& sc : s_.scalars) v.push_back({sc.name, sc.dtype, sc.value});
-    return v;
-  }
-  bool deterministic() const override { return s_.deterministic; }
-  std::string roofline_ceiling() const override { return s_.ceiling; }
-  std::string benchmark_family() const override { return s_.bench_family; }
-  std::vector<Dims> benchmark_shapes() const override {
-    std::vector<Dims> v;
-    for (const auto& d : s_.bench_shapes) v.push_back(s_.complete(d));
-    return v;
-  }
-  double flops(const Dims& dims, DType t) const override { return double(s_.flops.eval(cost_vars(dims, t))); }
-  double min_bytes(const Dims& dims, DType t) const override {
-    if (!s_.bytes) return Contract::min_bytes(dims, t);
-    return double(s_.bytes->eval(cost_vars(dims, t)));
-  }
+namespace declared {
 
-  std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override;
-  CaseData make_case(const CaseSpec& spec) const override {
-    CaseData d;
-    d.spec = spec;
-    d.dims = s_.complete(spec.dims);
-    d.inputs = generate_inputs(s_, spec, d.dims, row(spec.dtype));
-    return d;
-  }
-  std::vector<Tensor> reference(const CaseData& data) const override;
-  // Inputs drawn from normal or uniform values in f32/bf16 (the device generator's uniform [-1, 1)
-  // is one such draw); integer, index, offset, mask and softmax-row inputs need their structure.
-  bool inputs_generatable(const CaseSpec& spec) const override {
-    for (const auto& td : s_.tensors) {
-      if (td.role != Role::input) continue;
-      if (td.values.dist != "normal" && td.values.dist != "uniform") return false;
-      const DType d = tensor_dtype(td.name, spec.dtype);
-      if (d != DType::f32 && d != DType::bf16) return false;
-    }
-    return true;
-  }
-  std::vector<CaseSpec> index_cases(const Supports& cand, std::uint64_t seed) const override;
-  std::vector<OutputWindow> index_case_windows(const CaseSpec& spec) const override;
-  bool prefers_gpu_reference(const Dims& dims) const override {
-    return s_.reference.cuda && largest_tensor(s_.complete(dims)) > s_.max_case_elements;
-  }
-  std::optional<GpuReference> gpu_reference(const CaseData& data) const override;
-  std::vector<Tensor> reference_from_gpu(const CaseData& data, const std::vector<Tensor>& raw) const override;
-  Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const override;
+std::string DeclaredContract::numerical_policy() const {
+  std::vector<std::string> parts;
+  if (!s_.policy.empty()) parts.push_back(s_.policy.ends_with(".") ? s_.policy : s_.policy + ".");
+  for (const auto& t : s_.tensors)
+    if (t.role == Role::output) parts.push_back(model_text(t));
+  parts.push_back(fmt::format("Reference: {}:{} ({}, float64) in its own process, declared in {}.", s_.reference.file.filename().string(),
+                              s_.reference.function, s_.reference.kind, s_.file.string()));
+  return fmt::format("{}", fmt::join(parts, " "));
+}
 
- private:
-  std::map<std::string, DType> row(DType key) const {
-    std::map<std::string, DType> m;
-    for (const auto& t : s_.tensors) m[t.name] = tensor_dtype(t.name, key);
-    return m;
-  }
-  std::map<std::string, std::int64_t> cost_vars(const Dims& dims, DType t) const {
-    std::map<std::string, std::int64_t> v = s_.complete(dims);
-    for (const auto& td : s_.tensors) v["size_" + td.name] = std::int64_t(dtype_size(tensor_dtype(td.name, t)));
-    return v;
-  }
-  // The largest case: the CPU reference's cap, or the CUDA reference's where one is declared.
-  std::int64_t case_cap() const { return s_.reference.cuda ? s_.reference.cuda->max_case_elements : s_.max_case_elements; }
-  std::int64_t largest_tensor(const Dims& all) const {
-    std::int64_t m = 0;
-    for (const auto& t : s_.tensors) m = std::max(m, tensor_elements(t.name, all));
-    return m;
-  }
-  bool admissible(const Dims& v) const {
-    for (const auto& a : s_.axes)
-      if (a.kind == Axis::variable && (v.at(a.name) < a.min || v.at(a.name) > a.max)) return false;
-    try {
-      return s_.violated(s_.complete(v)).empty();
-    } catch (const Error&) {
-      return false;
-    }
-  }
-  void build_domain();
-  void check_large_shape() const;
-  void check_nontrivial() const;
-  std::vector<Tensor> expected_from(const CaseData& data, std::map<std::string, RefOutput> ref,
-                                    const std::map<std::string, RefOutput>* magnitude) const;
-
-  Spec s_;
-  Domain d_;
-  mutable PythonReference py_;
-  mutable std::once_flag nontrivial_once_;
-};
+double DeclaredContract::min_bytes(const Dims& dims, DType t) const {
+  if (s_.bytes) return double(s_.bytes->eval(cost_vars(dims, t)));
+  const Dims all = s_.complete(dims);
+  double b = 0;
+  for (const auto& td : s_.tensors) b += double(s_.dense_elements(td, all)) * double(dtype_size(tensor_dtype(td.name, t)));
+  return b;
+}
 
 // The large shape must fit the CPU reference's cap: a large case left out without a word would
 // look like coverage that is not there.
@@ -204,9 +109,18 @@ void DeclaredContract::check_large_shape() const {
 void DeclaredContract::build_domain() {
   for (const auto& a : s_.axes)
     d_.dims.push_back({.name = a.name, .max = a.kind == Axis::variable ? a.max : kUnlimited});
-  for (const auto& t : s_.tensors)
-    d_.tensors.push_back({.name = t.name, .role = t.role, .shape = t.shape, .description = t.description, .dtype = t.dtype,
-                          .layout = t.layout == "row_major" ? Layout::row_major : Layout::contiguous, .alignment = t.alignment});
+  for (const auto& t : s_.tensors) {
+    TensorSpec ts{.name = t.name, .role = t.role, .shape = t.shape, .description = t.description, .dtype = t.dtype,
+                  .layout = t.layout == "row_major" ? Layout::row_major : Layout::contiguous, .alignment = t.alignment};
+    if (t.layout == "strided") {
+      // The harness holds the storage (rows x stride); the view is rows x cols.
+      ts.shape = {t.shape[0], t.stride_axis};
+      ts.layout = Layout::strided;
+      ts.row_length = t.shape[1];
+      ts.stride_multiple = s_.axis(t.stride_axis)->multiple_of;
+    }
+    d_.tensors.push_back(ts);
+  }
   std::vector<std::string> rows_text;
   for (const auto& [key, r] : s_.rows) {
     d_.dtypes.push_back(key);
@@ -279,97 +193,6 @@ void DeclaredContract::build_domain() {
   if (!d_.constraint_example) d_.constraint = nullptr;  // constraints no small request breaks: none to refuse
 }
 
-std::vector<CaseSpec> DeclaredContract::correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const {
-  // Per variable axis: its minimum, each hint t as t-1, t, t+1, the base, a prime above the base;
-  // every other axis held at its base. Then every free axis at its prime at once, one shape drawn
-  // from the seed (a size the candidate cannot predict) and the large shape.
-  Dims base;
-  for (const auto& a : s_.axes)
-    if (a.kind == Axis::variable) base[a.name] = a.base;
-  std::vector<Dims> shapes = {base};
-  auto prime_above_base = [](const Axis& a) {
-    std::int64_t p = a.base + a.base / 2 + 1;
-    while (!prime(p) && p < a.base * 4 + 64) ++p;
-    return p;
-  };
-  for (const auto& a : s_.axes) {
-    if (a.kind != Axis::variable) continue;
-    std::set<std::int64_t> vals = {a.min, a.min + 1, a.base, prime_above_base(a)};
-    for (std::int64_t t : a.hints)
-      for (std::int64_t v : {t - 1, t, t + 1, 2 * t + 1}) vals.insert(v);
-    for (std::int64_t v : vals) {
-      Dims g = base;
-      g[a.name] = v;
-      shapes.push_back(g);
-    }
-  }
-  {
-    // Every free axis at its prime at once. With one axis varied at a time, the others sit at bases
-    // that are often multiples of 4, so the flattened element count is too: a kernel that drops the
-    // tail of its last vector never meets a tail. A product of primes has no small factor.
-    Dims g = base;
-    int moved = 0;
-    for (const auto& a : s_.axes)
-      if (a.kind == Axis::variable && !a.power_of_two && a.multiple_of == 1) g[a.name] = prime_above_base(a), ++moved;
-    if (moved > 1) shapes.push_back(g);
-  }
-  {
-    Rng pick(mix_seed(seed, 0x5151));
-    Dims g = base;
-    for (const auto& a : s_.axes) {
-      if (a.kind != Axis::variable || a.power_of_two) continue;
-      std::int64_t v = a.base + std::int64_t(pick.below(std::uint64_t(3 * a.base + 8)));
-      g[a.name] = (v + a.multiple_of - 1) / a.multiple_of * a.multiple_of;
-    }
-    shapes.push_back(g);
-  }
-  std::optional<Dims> large;
-  if (include_large) {
-    Dims g = base;
-    bool any = false;
-    for (const auto& a : s_.axes)
-      if (a.kind == Axis::variable && a.large) g[a.name] = a.large, any = true;
-    if (any) shapes.push_back(*(large = g));
-  }
-  std::vector<std::pair<std::int64_t, Dims>> kept;
-  std::set<Dims> seen;
-  for (const auto& g : shapes) {
-    if (!admissible(g) || !seen.insert(g).second) continue;
-    const Dims all = s_.complete(g);
-    const std::int64_t big = largest_tensor(all);
-    // Regular shapes stay within the CPU reference; the large one may go to the CUDA reference.
-    const bool is_large = large && g == *large;
-    if (big > (is_large ? case_cap() : s_.max_case_elements) || big > cand.max_n) continue;
-    kept.push_back({big, all});
-  }
-  std::stable_sort(kept.begin(), kept.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-
-  std::vector<CaseSpec> cases;
-  for (const auto& [key, r] : s_.rows) {
-    if (!cand.supports(key)) continue;
-    bool offset_ok = true;
-    for (const auto& t : s_.tensors) {
-      const std::int64_t es = std::int64_t(dtype_size(tensor_dtype(t.name, key)));
-      offset_ok &= es % cand.min_alignment_bytes == 0 && (t.alignment <= 0 || es % t.alignment == 0);
-    }
-    auto add = [&](const Dims& all, const std::string& fam, std::int64_t off) {
-      CaseSpec c;
-      c.dtype = key;
-      c.dims = all;
-      c.family = fam;
-      c.offset_elements = off;
-      c.seed = mix_seed(seed, std::hash<std::string>{}(format_dims(all) + "/" + fam) + std::uint64_t(key) * 7 + std::uint64_t(off));
-      c.id = fmt::format("{}/{}/{}{}", to_string(key), format_dims(all), fam, off ? "/offset=1" : "");
-      cases.push_back(c);
-    };
-    for (const auto& [big, all] : kept)
-      for (const auto& f : s_.families)
-        if (f.name == "base" || !f.small_only || big <= (std::int64_t(1) << 16)) add(all, f.name, 0);
-    if (offset_ok && !kept.empty()) add(s_.complete(base), "base", 1);
-  }
-  return cases;
-}
-
 std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::map<std::string, RefOutput> ref,
                                                     const std::map<std::string, RefOutput>* magnitude) const {
   std::vector<Tensor> out;
@@ -378,7 +201,7 @@ std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::m
     Tensor e;
     e.name = td.name;
     e.dtype = tensor_dtype(td.name, data.spec.dtype);
-    e.elements = tensor_elements(td.name, data.dims);
+    e.elements = s_.dense_elements(td, data.dims);  // the view; to_storage spreads a strided one below
     const std::size_t n = std::size_t(e.elements);
     e.bytes.reserve(n * dtype_size(e.dtype));
     advise_huge_pages(e.bytes.data(), n * dtype_size(e.dtype));
@@ -393,6 +216,7 @@ std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::m
                                                     s_.file.string(), td.name, data.spec.id, i, v, to_string(e.dtype)));
         std::memcpy(e.bytes.data() + i * dtype_size(e.dtype), &v, dtype_size(e.dtype));  // little-endian low bytes
       }
+      to_storage(s_, e, data.dims);
       out.push_back(std::move(e));
       continue;
     }
@@ -439,6 +263,7 @@ std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::m
       }
     });
     if (bounded) e.ref = std::move(r.f);
+    to_storage(s_, e, data.dims);
     out.push_back(std::move(e));
   }
   return out;
@@ -459,7 +284,7 @@ void DeclaredContract::check_nontrivial() const {
   cs.id = fmt::format("{}/{}/base (non-triviality check)", to_string(key), format_dims(cs.dims));
   const auto dt = row(key);
   auto eval = [&](const std::string& only, std::uint64_t other) {
-    return py_.evaluate(generate_inputs(s_, cs, cs.dims, dt, only, other), cs.dims, false, cs.id, dt).values;
+    return py_.evaluate(dense_inputs(generate_inputs(s_, cs, cs.dims, dt, only, other), cs.dims, s_), cs.dims, false, cs.id, dt).values;
   };
   auto fail = [&](const std::string& why) {
     throw_error(ErrorKind::input, fmt::format("contract {}: the reference {}:{} {}: a zero, constant or input-ignoring kernel could "
@@ -497,7 +322,9 @@ std::vector<Tensor> DeclaredContract::reference(const CaseData& data) const {
   for (const auto& t : s_.tensors)
     need_abs |= t.role == Role::output && t.error.kind == ErrorModel::reduction && t.error.magnitude == "abs_inputs";
   const auto t0 = std::chrono::steady_clock::now();
-  Evaluation ev = py_.evaluate(data.inputs, data.dims, need_abs, data.spec.id, dt);
+  // The reference sees every tensor dense: a strided input's rows without their padding.
+  Evaluation ev = s_.has_strided() ? py_.evaluate(dense_inputs(data.inputs, data.dims, s_), data.dims, need_abs, data.spec.id, dt)
+                                   : py_.evaluate(data.inputs, data.dims, need_abs, data.spec.id, dt);
   const auto t1 = std::chrono::steady_clock::now();
   auto out = expected_from(data, std::move(ev.values), need_abs ? &ev.magnitude : nullptr);
   if (std::getenv("KQUAL_REFERENCE_TRACE"))
@@ -508,6 +335,18 @@ std::vector<Tensor> DeclaredContract::reference(const CaseData& data) const {
 }
 
 Comparison DeclaredContract::compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const {
+  if (expected.row_stride > 0) {
+    // A strided output: its padding first (a write there is outside the output, as a guard's would
+    // be), then its rows as a dense output, indices into the view.
+    Comparison pad = check_padding(expected, actual, poison_byte);
+    if (!pad.ok) return pad;
+    const std::vector<std::uint8_t> rows = dense_bytes(expected, actual);
+    Comparison c = compare(dense_expected(expected), rows.data(), poison_byte);
+    if (!c.ok)
+      c.detail += fmt::format(" (indices into the {} x {} view: row = index / {}, column = index % {})",
+                              expected.elements / expected.row_stride, expected.row_length, expected.row_length, expected.row_length);
+    return c;
+  }
   const TensorDef* td = s_.tensor(expected.name);
   if (!td || expected.bound.empty()) return compare_exact(expected, actual, poison_byte);
   const ErrorModel& m = td->error;
@@ -599,7 +438,7 @@ std::optional<GpuReference> DeclaredContract::gpu_reference(const CaseData& data
     Tensor t;
     t.name = r;
     t.dtype = is_int(tensor_dtype(out, data.spec.dtype)) ? DType::i64 : DType::f64;
-    t.elements = tensor_elements(out, data.dims);
+    t.elements = s_.dense_elements(*s_.tensor(out), data.dims);  // dense, whatever the output's layout
     g.raw_outputs.push_back(t);
   }
   return g;
@@ -624,97 +463,6 @@ std::vector<Tensor> DeclaredContract::reference_from_gpu(const CaseData& data, c
   return expected_from(data, std::move(ref), mag.empty() ? nullptr : &mag);
 }
 
-// Past 2^31 elements (and 2^32 in the narrowest dtype row when the claim reaches there): the
-// independent axis grown, every other axis at its base; inputs generated on the device.
-std::vector<CaseSpec> DeclaredContract::index_cases(const Supports& cand, std::uint64_t seed) const {
-  std::vector<CaseSpec> out;
-  if (s_.independent_axis.empty() || !claimed_range(cand).past_int32()) return out;
-  const std::string& ax = s_.independent_axis;
-  Dims unit;
-  for (const auto& a : s_.axes)
-    if (a.kind == Axis::variable) unit[a.name] = a.base;
-  unit[ax] = 1;
-  const std::int64_t per = largest_tensor(s_.complete(unit));  // elements of the largest tensor per unit of the axis
-  auto make = [&](DType t, std::int64_t target, const char* what) {
-    Dims g = unit;
-    g[ax] = (target + per - 1) / per;
-    // Past the axis's range: the axis at its largest, the next variable axis grown instead.
-    if (const Axis* a = s_.axis(ax); g[ax] > a->max) {
-      g[ax] = a->max;
-      for (const auto& b : s_.axes) {
-        if (b.kind != Axis::variable || b.name == ax || largest_tensor(s_.complete(g)) > target) continue;
-        Dims one = g;
-        one[b.name] = 1;
-        const std::int64_t per_b = std::max<std::int64_t>(1, largest_tensor(s_.complete(one)));
-        std::int64_t v = (target + per_b - 1) / per_b;
-        v = (v + b.multiple_of - 1) / b.multiple_of * b.multiple_of;
-        g[b.name] = std::min(std::max(v, g[b.name]), b.max);
-      }
-    }
-    if (!admissible(g) || largest_tensor(s_.complete(g)) <= (std::int64_t(1) << 31)) return;
-    const Dims all = s_.complete(g);
-    if (largest_tensor(all) > cand.max_n) return;
-    CaseSpec c;
-    c.dtype = t;
-    c.dims = all;
-    c.family = kGeneratedFamily;
-    c.seed = mix_seed(seed, std::uint64_t(g[ax]) * 977 + std::uint64_t(t));
-    c.id = fmt::format("{}/{}/{}", to_string(t), format_dims(all), what);
-    out.push_back(c);
-  };
-  std::optional<DType> narrowest;
-  std::size_t narrow_size = 0;
-  for (const auto& [key, row] : s_.rows) {
-    if (!cand.supports(key)) continue;
-    make(key, (std::int64_t(1) << 31) + (1 << 20) + 3, "past-2^31");
-    std::size_t es = 0;
-    for (const auto& [n, d] : row) es = std::max(es, dtype_size(d));
-    if (!narrowest || es < narrow_size) narrowest = key, narrow_size = es;
-  }
-  if (narrowest && cand.max_n > (std::int64_t(1) << 32)) make(*narrowest, (std::int64_t(1) << 32) + (1 << 20) + 5, "past-2^32");
-  return out;
-}
-
-// Windows of whole units of the independent axis: the first and last, those holding element 2^31 and
-// 2^32 of the largest tensor, and three seeded ones; each a sub-case of that many units whose
-// inputs are the same units of every input along the axis, and the whole of every other input.
-std::vector<OutputWindow> DeclaredContract::index_case_windows(const CaseSpec& spec) const {
-  std::vector<OutputWindow> out;
-  const std::string& ax = s_.independent_axis;
-  if (ax.empty()) return out;
-  const Dims all = s_.complete(spec.dims);
-  const std::int64_t units = all.at(ax);
-  auto per_unit = [&](const TensorDef& t) { return tensor_elements(t.name, all) / units; };
-  const std::int64_t per = largest_tensor(all) / units;
-  const std::int64_t len = std::max<std::int64_t>(1, (std::int64_t(1) << 16) / std::max<std::int64_t>(per, 1));
-  for (const auto& [u0, k] : row_windows(units, per, len, spec.seed, 3)) {
-    Dims sub_given;
-    for (const auto& a : s_.axes)
-      if (a.kind == Axis::variable) sub_given[a.name] = all.at(a.name);
-    sub_given[ax] = k;
-    const Dims sub = s_.complete(sub_given);
-    for (const auto& o : s_.tensors) {
-      if (o.role != Role::output) continue;
-      OutputWindow w;
-      w.tensor = o.name;
-      w.begin = u0 * per_unit(o);
-      w.count = k * per_unit(o);
-      w.sub_dims = sub;
-      for (const auto& in : s_.tensors) {
-        if (in.role != Role::input) continue;
-        const bool along = std::find(in.shape.begin(), in.shape.end(), ax) != in.shape.end();
-        w.gather[in.name] = {along ? std::pair{u0 * per_unit(in), k * per_unit(in)} : std::pair{std::int64_t(0), tensor_elements(in.name, all)}};
-      }
-      w.why = fmt::format("{} {}..{}", ax, u0, u0 + k);
-      out.push_back(std::move(w));
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-namespace declared {
 std::unique_ptr<Contract> make_contract(Spec s) { return std::make_unique<DeclaredContract>(std::move(s)); }
 const Spec* spec_of(const Contract& c) {
   const auto* d = dynamic_cast<const DeclaredContract*>(&c);

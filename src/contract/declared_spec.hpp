@@ -17,7 +17,9 @@
 namespace kqual::contract::declared {
 
 struct Axis {
-  enum Kind { variable, constant, derived } kind = variable;
+  // stride: the row stride of strided tensors (`layout = "strided"`), in elements; a request may give
+  // it, else it is the row length `of` rounded up to multiple_of (Spec::complete).
+  enum Kind { variable, constant, derived, stride } kind = variable;
   std::string name;
   std::int64_t min = 1, max = (std::int64_t(1) << 31) - 1;  // variable: the claimed range
   std::vector<std::int64_t> hints;  // tile widths: t-1, t, t+1 are generated
@@ -26,6 +28,7 @@ struct Axis {
   std::int64_t multiple_of = 1;
   bool power_of_two = false;
   Expr expr;                        // derived: over other axes; constant: its value
+  std::string of;                   // stride: the row length axis (the tensors' inner axis)
 };
 
 struct Scalar {
@@ -61,7 +64,8 @@ struct TensorDef {
   Role role = Role::input;
   std::vector<std::string> shape;
   std::optional<DType> dtype;  // fixed (indices, scales); else from the dtype row
-  std::string layout = "contiguous";
+  std::string layout = "contiguous";  // contiguous, row_major or strided
+  std::string stride_axis;     // strided: the axis holding the row stride (default "stride_<tensor>")
   std::string aliases;         // output: the input it may overwrite (in place)
   std::int64_t alignment = 0;  // the start alignment the contract guarantees [bytes] (0: the element's)
   std::string description;
@@ -132,7 +136,13 @@ struct Spec {
   // reduction bound over |inputs|.
   std::vector<std::string> raw_outputs() const;
   const Axis* axis(const std::string& n) const;
-  // Every axis by value, derived and constant ones computed from the variable ones.
+  // Elements of the tensor's view (its shape's product; a strided tensor's storage is rows x stride).
+  std::int64_t dense_elements(const TensorDef& t, const Dims& all) const;
+  bool has_strided() const;
+  // Why `all` breaks a strided tensor's layout (stride below the row length, off its multiple); "".
+  std::string layout_violated(const Dims& all) const;
+  // Every axis by value, derived and constant ones computed from the variable ones, row strides
+  // not given set to their row length rounded up to their multiple.
   Dims complete(const Dims& variable) const;
   // The first failing constraint's reason ("" when every constraint holds).
   std::string violated(const Dims& all) const;
@@ -146,9 +156,28 @@ Spec parse_spec(const std::string& toml_text, const std::filesystem::path& file)
 std::unique_ptr<Contract> make_contract(Spec s);
 const Spec* spec_of(const Contract& c);
 
-// Inputs for one case (values stored at the tensor's dtype); declared_values.cpp.
+// Inputs for one case (values stored at the tensor's dtype; a strided tensor in its storage, the
+// padding poisoned: declared_strided.cpp); declared_values.cpp.
 std::vector<Tensor> generate_inputs(const Spec& s, const CaseSpec& spec, const Dims& dims,
                                     const std::map<std::string, DType>& dtypes, const std::string& only_tensor = "",
                                     std::uint64_t other_seed = 0);
+
+// Strided layouts (declared_strided.cpp): the view of a strided tensor as dense rows, and back.
+// A tensor's dense copy (rows of `cols` taken every `stride` elements); others returned as they are.
+Tensor dense_view(const Spec& s, const Tensor& t, const Dims& all);
+// Expands a dense output to the tensor's storage (padding filled with element 0's value, so that a
+// constant output still reads as constant), recording row_length and row_stride.
+void to_storage(const Spec& s, Tensor& t, const Dims& all);
+// Poisons the padding of a strided input in storage: NaN (odd seeds) or the byte 0x7F repeated
+// (about 3.4e38 in f32 and bf16; even seeds), so that a kernel computing with it goes wrong
+// whether or not its arithmetic swallows NaN.
+void poison_padding(const Spec& s, Tensor& t, const Dims& all, std::uint64_t seed);
+// A strided output's padding, checked before its values: the first element the kernel wrote
+// (no longer the poison byte), as a failed Comparison with code out_of_bounds_write; ok otherwise.
+Comparison check_padding(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte);
+// The dense part of a strided output's actual bytes (expected's rows), and the expected output's
+// own dense part (values, references and bounds): compared as any dense output, indices dense.
+std::vector<std::uint8_t> dense_bytes(const Tensor& expected, const std::uint8_t* actual);
+Tensor dense_expected(const Tensor& expected);
 
 }  // namespace kqual::contract::declared

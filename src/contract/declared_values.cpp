@@ -157,6 +157,11 @@ std::vector<Tensor> generate_inputs(const Spec& s, const CaseSpec& spec, const D
         store_element(t, tn.bytes.data(), i, x);
       }
     });
+    if (td.layout == "strided") {
+      // The same values in rows one stride apart, the padding poisoned (declared_strided.cpp).
+      to_storage(s, tn, dims);
+      poison_padding(s, tn, dims, spec.seed);
+    }
     out.push_back(std::move(tn));
   }
   return out;

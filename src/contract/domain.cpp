@@ -149,6 +149,14 @@ std::vector<std::string> declaration_problems(const Domain& d) {
     known_dims(t.shape, fmt::format("the shape of tensor '{}'", t.name));
     if (t.layout == Layout::row_major && t.shape.size() != 2)
       p.push_back(fmt::format("tensor '{}' is row_major but has {} dims, not 2", t.name, t.shape.size()));
+    if (t.layout == Layout::strided) {
+      if (t.shape.size() != 2) p.push_back(fmt::format("tensor '{}' is strided but has {} dims, not 2", t.name, t.shape.size()));
+      if (!dims.count(t.row_length))
+        p.push_back(fmt::format("tensor '{}' is strided with row length '{}', which is not a declared dim", t.name, t.row_length));
+      if (t.stride_multiple < 1) p.push_back(fmt::format("tensor '{}' has a stride multiple below 1", t.name));
+    } else if (!t.row_length.empty()) {
+      p.push_back(fmt::format("tensor '{}' has a row length but is not strided", t.name));
+    }
   }
   for (const auto& dim : d.dims) {
     if (dim.from_length_of.empty()) continue;
@@ -290,8 +298,24 @@ std::optional<Refusal> check_request(const Domain& d, std::string_view contract,
     return refuse("non_contiguous", fmt::format("tensor '{}' has stride {}; the {} contract covers contiguous {}tensors only", name,
                                                 stride, contract, matrix ? "row-major " : ""));
   }
+  for (const auto& t : d.tensors) {
+    if (t.layout != Layout::strided) continue;
+    const std::int64_t stride = dims.at(t.shape[1]), len = dims.at(t.row_length);
+    if (stride < len)
+      return refuse("non_contiguous", fmt::format("tensor '{}' has row stride {} = {}, below its row length {} = {}: its rows would "
+                                                  "overlap (the {} contract's strided layout needs {} >= {})", t.name, t.shape[1],
+                                                  stride, t.row_length, len, contract, t.shape[1], t.row_length));
+  }
   if (req.offset_elements < 0)
     return refuse("negative_offset", fmt::format("start offset {} is negative", req.offset_elements));
+  for (const auto& t : d.tensors) {
+    if (t.layout != Layout::strided || t.stride_multiple <= 1) continue;
+    const std::int64_t stride = dims.at(t.shape[1]);
+    if (stride % t.stride_multiple)
+      return refuse("misaligned", fmt::format("tensor '{}' has row stride {} = {}, not a multiple of {} elements: the {} contract "
+                                              "guarantees that stride (its stride_multiple_of)", t.name, t.shape[1], stride,
+                                              t.stride_multiple, contract));
+  }
   for (const auto& t : d.tensors) {
     if (t.alignment <= 0) continue;
     const std::int64_t bytes = mul_sat(req.offset_elements, std::int64_t(dtype_size(tensor_dtype(d, t.name, req.dtype))));
@@ -307,6 +331,17 @@ std::optional<Refusal> check_request(const Domain& d, std::string_view contract,
       return refuse("misaligned", fmt::format("a start offset of {} element(s) ({} bytes{}) breaks the candidate's claimed alignment "
                                               "of {} bytes", req.offset_elements, bytes,
                                               t.dtype ? fmt::format(" of {} tensor '{}'", to_string(tt), t.name) : "",
+                                              cand.min_alignment_bytes));
+    }
+    // A strided tensor's every row starts where its first does plus a multiple of the stride: the
+    // candidate's alignment holds for each row only when the stride keeps it.
+    for (const auto& t : d.tensors) {
+      if (t.layout != Layout::strided || dims.at(t.shape[0]) < 2) continue;
+      const std::int64_t stride = dims.at(t.shape[1]);
+      const std::int64_t bytes = mul_sat(stride, std::int64_t(dtype_size(tensor_dtype(d, t.name, req.dtype))));
+      if (bytes % cand.min_alignment_bytes == 0) continue;
+      return refuse("misaligned", fmt::format("tensor '{}' has row stride {} = {} elements ({} bytes): its second row starts off the "
+                                              "candidate's claimed alignment of {} bytes", t.name, t.shape[1], stride, bytes,
                                               cand.min_alignment_bytes));
     }
   }
@@ -458,6 +493,13 @@ std::vector<RefusalExample> refusal_examples(const Domain& d) {
     r.strides[ts.name] = two_rows ? 3 : 2;
     add(r, "non_contiguous");
   }
+  for (const auto& ts : d.tensors)
+    if (ts.layout == Layout::strided && base.at(ts.row_length) > 1) {
+      Dims z = base;
+      z[ts.shape[1]] = base.at(ts.row_length) - 1;
+      add(with_dims(z), "non_contiguous");  // rows overlapping
+      break;
+    }
   {
     Request r = ok;
     r.offset_elements = -1;
@@ -510,6 +552,24 @@ std::vector<RefusalExample> refusal_examples(const Domain& d) {
     r.offset_elements = step;
     add(r, "misaligned", s);
   }
+  for (const auto& ts : d.tensors) {
+    if (ts.layout != Layout::strided) continue;
+    const std::int64_t len = base.at(ts.row_length), m = ts.stride_multiple;
+    if (m > 1) {
+      Dims z = base;
+      z[ts.shape[1]] = (len + m - 1) / m * m + 1;
+      add(with_dims(z), "misaligned");  // the contract's stride claim, whatever the candidate claims
+    }
+    if (base.at(ts.shape[0]) > 1) {
+      // A stride the contract admits whose rows start off an alignment the candidate could claim.
+      Dims z = base;
+      z[ts.shape[1]] = (len + m - 1) / m * m + m;
+      const std::int64_t bytes = z[ts.shape[1]] * std::int64_t(dtype_size(tensor_dtype(d, ts.name, t0)));
+      Supports s = widest_claims(d);
+      s.min_alignment_bytes = (bytes & -bytes) * 2;
+      add(with_dims(z), "misaligned", s);
+    }
+  }
   if (d.in_place) {
     Supports s = widest_claims(d);
     s.in_place = false;
@@ -530,14 +590,20 @@ json domain_json(const Domain& d) {
   json limits = json::array();
   for (const auto& l : d.limits) limits.push_back({{"of", joined(l.dims, "*")}, {"max", l.max}});
   json tensors = json::array();
-  for (const auto& t : d.tensors)
+  for (const auto& t : d.tensors) {
     tensors.push_back({{"name", t.name},
                        {"role", t.role == Role::input ? "input" : "output"},
                        {"shape", t.shape},
                        {"elements", joined(t.shape, "*")},
                        {"dtype", t.dtype ? std::string(to_string(*t.dtype)) : std::string("request")},
-                       {"layout", t.layout == Layout::row_major ? "row_major" : "contiguous"},
+                       {"layout", t.layout == Layout::row_major ? "row_major" : t.layout == Layout::strided ? "strided" : "contiguous"},
                        {"description", t.description}});
+    if (t.layout == Layout::strided) {
+      tensors.back()["row_length"] = t.row_length;
+      tensors.back()["row_stride"] = t.shape[1];
+      tensors.back()["stride_multiple_of"] = t.stride_multiple;
+    }
+  }
   json dtypes = json::array();
   for (DType t : d.dtypes) dtypes.push_back(std::string(to_string(t)));
   json aliasing{{"in_place", d.in_place.has_value()}};

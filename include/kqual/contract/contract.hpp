@@ -35,6 +35,10 @@ struct Tensor {
   // largest admissible |actual - ref| per element. Empty for bit-exact outputs.
   std::vector<double> ref;
   std::vector<double> bound;
+  // A strided tensor (Layout::strided): `elements` is its storage, rows of row_length elements one
+  // every row_stride elements. The elements between are padding: poison in inputs; in an expected
+  // output, what the harness poisoned the buffer with must still be there. 0: dense.
+  std::int64_t row_length = 0, row_stride = 0;
 };
 
 struct CaseData {
@@ -112,6 +116,9 @@ class Contract {
   // (declared contracts' constant and derived axes). Built-in contracts: every dim, unchanged.
   virtual std::vector<std::string> given_dims() const { return dims(); }
   virtual Dims complete_dims(const Dims& given) const { return given; }
+  // Given dims a request may leave out, complete_dims filling them in (declared contracts' row
+  // strides: the row length rounded up to the stride multiple). None for built-in contracts.
+  virtual std::vector<std::string> optional_dims() const { return {}; }
   // Scalars passed to kernels by name in a manifest's args ("eps"); none for built-in contracts.
   virtual std::vector<ScalarArg> scalars() const { return {}; }
 

@@ -102,6 +102,12 @@ struct SizeLimit {
 enum class Layout {
   contiguous,  // stride 1
   row_major,   // 2-D, stride 1; its column-major form (stride = its row count > 1) is refused as transposed
+  // 2-D rows of TensorSpec::row_length elements, one every shape[1] elements (the row stride, a dim
+  // the request gives): shape is the storage {rows, stride}, the view {rows, row_length}. The gap
+  // after each row's last element belongs to nobody: a stride below the row length is refused as
+  // non_contiguous, one breaking the contract's stride_multiple or (past the first row) the
+  // candidate's alignment as misaligned.
+  strided,
 };
 
 struct TensorSpec {
@@ -115,6 +121,10 @@ struct TensorSpec {
   // element): a request breaking it is refused as misaligned whatever the candidate claims, and a
   // kernel may rely on it (declared contracts' `alignment`).
   std::int64_t alignment = 0;
+  // Layout::strided: the dim holding the row length (the view's columns), and the multiple of
+  // elements the contract guarantees every row stride is (1: any stride >= the row length).
+  std::string row_length{};
+  std::int64_t stride_multiple = 1;
 };
 
 // The output that may alias an input (Request::in_place), if the candidate claims in_place.
