@@ -46,15 +46,17 @@ std::string kqual_dtype(const fs::path& f, const std::string& key, const std::st
                              "fp4 are not supported yet)", d));
 }
 
-// Python's boolean words to kqual's operators; the result must parse and use only axes.
+// Python's boolean words and floor division to kqual's operators (SOL-ExecBench writes axis
+// expressions such as "attention_head_dim // 2"): the text written into contract.toml.
+std::string kqual_expr_text(std::string text) {
+  for (auto [from, to] : {std::pair{" and ", " && "}, {" or ", " || "}, {"not ", "!"}, {"//", "/"}})  // '/' floors non-negative integers
+    for (std::size_t p; (p = text.find(from)) != std::string::npos;) text.replace(p, std::string(from).size(), to);
+  return text;
+}
+
+// The translated expression must parse and use only axes.
 Expr constraint_expr(const fs::path& f, const std::string& key, std::string text, const std::set<std::string>& axes) {
-  auto swap = [&](const std::string& from, const std::string& to) {
-    for (std::size_t p; (p = text.find(from)) != std::string::npos;) text.replace(p, from.size(), to);
-  };
-  swap(" and ", " && ");
-  swap(" or ", " || ");
-  swap("not ", "!");
-  swap("//", "/");  // floor division of non-negative integers
+  text = kqual_expr_text(text);
   Expr e;
   try {
     e = Expr::parse(text);
@@ -135,9 +137,10 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   t << "[contract]\nname = " << toml_quoted(name) << "\nsummary = "
     << toml_quoted(def.value("description", std::string("imported Definition ") + def["name"].get<std::string>())) << "\n";
   t << "policy = " << toml_quoted("Imported from a flashinfer-bench/SOL-ExecBench Definition: the reference is its PyTorch run(); an element "
-                             "fails only past both atol and rtol |ref|, as flashinfer-bench judges.") << "\n\n";
+                             "fails only past both atol and rtol |ref|, as flashinfer-bench judges.") << "\nMAX_CASE_ELEMENTS\n";
   std::set<std::string> axes;
   std::vector<std::string> var_axes;
+  std::map<std::string, std::int64_t> axis_value;  // at the base shape: how large a case's tensors get
   // Constants first, then variables, then expressions (a derived axis uses the others).
   std::vector<std::pair<std::string, json>> ordered;
   for (const auto& [an, a] : def["axes"].items()) ordered.push_back({an, a});
@@ -152,7 +155,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     t << "[axes." << an << "]\n";
     if (ty == "const") {
       if (!a.contains("value") || !a["value"].is_number_integer()) refuse(f, key + ".value", "a const axis needs an integer value");
-      t << "value = " << a["value"].get<std::int64_t>() << "\n";
+      t << "value = " << (axis_value[an] = a["value"].get<std::int64_t>()) << "\n";
     } else if (ty == "var") {
       std::vector<std::int64_t> seen;
       for (const auto& w : workloads)
@@ -163,12 +166,17 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
       if (hints.size() > 6) hints.resize(6);
       t << "range = [1, 2147483647]\n";
       if (!hints.empty()) t << "hints = [" << fmt::format("{}", fmt::join(hints, ", ")) << "]   # the workloads' values\n";
-      t << "base = " << (seen.empty() ? 64 : seen.front()) << "\n";
+      t << "base = " << (axis_value[an] = seen.empty() ? 64 : seen.front()) << "\n";
       var_axes.push_back(an);
     } else if (ty == "expr") {
       const std::string ex = a.value("expression", "");
-      (void)constraint_expr(f, key + ".expression", ex, axes);
-      t << "expr = " << toml_quoted(ex) << "\n";
+      const Expr e = constraint_expr(f, key + ".expression", ex, axes);
+      try {
+        axis_value[an] = e.eval(axis_value);
+      } catch (const Error& err) {
+        refuse(f, key + ".expression", fmt::format("\"{}\" cannot be evaluated at the base shape ({})", ex, err.what()));
+      }
+      t << "expr = " << toml_quoted(kqual_expr_text(ex)) << "\n";
     } else {
       refuse(f, key + ".type", fmt::format("\"{}\": expected const, var or expr", ty));
     }
@@ -180,6 +188,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   // ---- scalars, tensors, the dtype row ----
   std::map<std::string, std::string> row;
   bool any_float_output = false;
+  std::pair<std::string, std::int64_t> base_largest{"", 0};  // the largest tensor at the base shape
   auto tensor = [&](const std::string& tn, const json& spec, bool input) {
     const std::string key = std::string(input ? "inputs." : "outputs.") + tn;
     const std::string dt = kqual_dtype(f, key + ".dtype", spec.value("dtype", std::string("?")));
@@ -200,11 +209,14 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
       return;
     }
     std::vector<std::string> shape;
+    std::int64_t elements = 1;
     for (const auto& s : spec["shape"]) {
       const std::string ax = s.get<std::string>();
       if (!axes.count(ax)) refuse(f, key + ".shape", fmt::format("unknown axis \"{}\"", ax));
       shape.push_back(toml_quoted(ax));
+      elements = axis_value[ax] > 0 && elements > (std::int64_t(1) << 40) / axis_value[ax] ? std::int64_t(1) << 40 : elements * axis_value[ax];
     }
+    if (elements > base_largest.second) base_largest = {tn, elements};
     if (input && (dt == "i32" || dt == "i64" || dt == "u32"))
       refuse(f, key + ".dtype", fmt::format("integer input '{}': what its values mean (indices into an axis, offsets, a mask) is not "
                                             "in the Definition; import without it is not possible — declare its values by hand "
@@ -237,10 +249,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     for (std::size_t i = 0; i < def["constraints"].size(); ++i) {
       const std::string c = def["constraints"][i].get<std::string>();
       (void)constraint_expr(f, fmt::format("constraints[{}]", i), c, axes);
-      std::string text = c;
-      for (auto [from, to] : {std::pair{" and ", " && "}, {" or ", " || "}, {"not ", "!"}, {"//", "/"}})
-        for (std::size_t p; (p = text.find(from)) != std::string::npos;) text.replace(p, std::string(from).size(), to);
-      t << "[[constraints]]\nexpr = " << toml_quoted(text) << "\nreason = " << toml_quoted("the Definition's constraint " + c) << "\n\n";
+      t << "[[constraints]]\nexpr = " << toml_quoted(kqual_expr_text(c)) << "\nreason = " << toml_quoted("the Definition's constraint " + c) << "\n\n";
     }
 
   // ---- tolerance → the error model ----
@@ -269,6 +278,21 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   model += " }";
   std::string text = t.str();
   for (std::size_t p; (p = text.find("ERROR_MODEL")) != std::string::npos;) text.replace(p, 11, model);
+  // Cases whose largest tensor is past contract.max_case_elements (2^24 by default) are left out
+  // (the reference runs on the CPU). Constant axes can make every case larger than that (Gemma 3's
+  // 24576 x 3072 projections): without this, the contract would have no case at all.
+  std::string cap_line;
+  constexpr std::int64_t kDefaultCap = std::int64_t(1) << 24, kMostCap = std::int64_t(1) << 28;
+  if (base_largest.second > kMostCap)
+    refuse(f, "inputs." + base_largest.first + ".shape",
+           fmt::format("{} elements at the base shape: past 2^28, the largest case kqual's CPU reference evaluates", base_largest.second));
+  if (base_largest.second > kDefaultCap) {
+    cap_line = fmt::format("max_case_elements = {}   # '{}' at the base shape: no case would fit the default 2^24\n", base_largest.second,
+                           base_largest.first);
+    r.notes.push_back(fmt::format("'{}' has {} elements at the base shape: max_case_elements raised to it (the reference runs on the "
+                                  "CPU in float64 for every case: slow)", base_largest.first, base_largest.second));
+  }
+  text.replace(text.find("MAX_CASE_ELEMENTS\n"), 18, cap_line + "\n");
   if (!any_float_output) r.notes.push_back("every output is an integer: compared exactly");
 
   // ---- cost, bench, reference ----

@@ -56,6 +56,24 @@ TEST(ImportDefinition, TranslatesAxesScalarsConstraintsWorkloadsAndTolerance) {
   EXPECT_THROW(import_definition(o), Error);
 }
 
+// SOL-ExecBench writes derived axes in Python ("attention_head_dim // 2", its flux_rope): the
+// expression is written in kqual's operators, and the derived axis is usable in shapes.
+TEST(ImportDefinition, TranslatesPythonFloorDivisionInAxisExpressions) {
+  ScratchDir dir("kqual-import-def");
+  DefinitionImportOptions o;
+  o.definition = kFixtures / "rope_pairs_d16.json";
+  o.workloads = kFixtures / "rope_pairs_d16.jsonl";
+  o.out = dir.path() / "rope";
+  const DefinitionImport r = import_definition(o);
+  EXPECT_NE(r.contract_toml.find("expr = \"head_dim / 2\""), std::string::npos) << r.contract_toml;
+  EXPECT_EQ(r.contract_toml.find("max_case_elements"), std::string::npos) << "small tensors keep the default cap";
+  const Contract& c = load_declared_contract(o.out);
+  const auto dims = c.complete_dims({{"batch_size", 2}, {"seq_len", 5}});
+  EXPECT_EQ(dims.at("half_dim"), 8);
+  EXPECT_EQ(c.tensor_elements("cos", dims), 5 * 8);
+  EXPECT_EQ(r.bench_shapes, (std::vector<std::string>{"batch_size=2,seq_len=5", "batch_size=1,seq_len=17"}));
+}
+
 std::string refusal(const std::string& def_json, const std::string& jsonl = "") {
   static int k = 0;
   ScratchDir dir("kqual-import-bad");
@@ -81,6 +99,29 @@ std::string def_with(const std::string& axes, const std::string& inputs, const s
          R"(, "outputs": {"y": {"shape": ["n"], "dtype": "float32"}}, "reference": "def run(x):\n    return x\n")" + extra + "}";
 }
 
+// Constant axes can make every case larger than the CPU reference's default 2^24 elements (SOL's
+// gemma3_swiglu: two 24576 x 3072 projections): the cap is raised to the base shape's largest
+// tensor, else every case would be left out and the contract would check nothing; past 2^28, refused.
+TEST(ImportDefinition, RaisesTheCaseCapToLargeConstantTensors) {
+  ScratchDir dir("kqual-import-def");
+  DefinitionImportOptions o;
+  o.definition = dir.path() / "proj.json";
+  std::ofstream(o.definition) << R"({"name": "proj", "axes": {"t": {"type": "var"}, "h": {"type": "const", "value": 3072},
+    "i": {"type": "const", "value": 24576}}, "inputs": {"x": {"shape": ["t", "h"], "dtype": "float32"},
+    "w": {"shape": ["i", "h"], "dtype": "float32"}}, "outputs": {"y": {"shape": ["t", "i"], "dtype": "float32"}},
+    "reference": "def run(x, w):\n    return x @ w.T\n"})";
+  o.out = dir.path() / "proj";
+  const DefinitionImport r = import_definition(o);
+  EXPECT_NE(r.contract_toml.find("max_case_elements = 75497472"), std::string::npos) << r.contract_toml;
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes.back().find("'w' has 75497472 elements"), std::string::npos) << r.notes.back();
+  const Contract& c = load_declared_contract(o.out);
+  Supports s;
+  s.dtypes = {DType::f32};
+  s.max_n = kUnlimited;
+  EXPECT_FALSE(c.correctness_cases(s, 1, false).empty());
+}
+
 TEST(ImportDefinition, RefusesByNameWhatCannotBeExpressed) {
   const std::string var = R"({"n": {"type": "var"}})";
   const std::string x = R"({"x": {"shape": ["n"], "dtype": "float32"}})";
@@ -97,6 +138,10 @@ TEST(ImportDefinition, RefusesByNameWhatCannotBeExpressed) {
             std::string::npos);
   const std::string ratio = R"({"definition": "d", "workload": {"axes": {"n": 5}, "inputs": {}}, "tolerance": {"atol": 0.01, "rtol": 0.01, "required_matched_ratio": 0.99}})";
   EXPECT_NE(refusal(def_with(var, x), ratio).find("required_matched_ratio: 0.99 without max_error_cap"), std::string::npos);
+  EXPECT_NE(refusal(def_with(R"({"n": {"type": "var"}, "h": {"type": "const", "value": 32768}, "i": {"type": "const", "value": 16384}})",
+                             R"({"x": {"shape": ["n"], "dtype": "float32"}, "w": {"shape": ["i", "h"], "dtype": "float32"}})"))
+                .find("inputs.w.shape: 536870912 elements at the base shape: past 2^28"),
+            std::string::npos);
   EXPECT_NE(refusal(R"({"name": "d"})").find("axes: missing"), std::string::npos);
   EXPECT_NE(refusal("{not json").find("not JSON"), std::string::npos);
 }
