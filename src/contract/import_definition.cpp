@@ -7,9 +7,11 @@
 //     from the workloads (the same in all of them, or refused).
 //   constraints: Python boolean expressions over the axes (and/or/not), evaluated before launch.
 //   reference: the `run` source, as reference.py with kind = "torch", in kqual's reference process.
-//   tolerance: an element fails only past both atol and rtol·|ref| (combine = "max"), as
-//     flashinfer-bench judges; SOL's required_matched_ratio with max_error_cap; across workloads the
-//     strictest of each. kqual's own bundled contracts are stricter (bounds from the arithmetic).
+//   tolerance: flashinfer-bench fails an element only past both atol and rtol·|ref| (combine =
+//     "max"); SOL-ExecBench (its max_atol/max_rtol keys, unwrapped workload lines) passes an element
+//     within atol + rtol·|ref| (combine = "sum", torch.allclose's form); SOL's required_matched_ratio
+//     with max_error_cap; across workloads the strictest of each. kqual's own bundled contracts are
+//     stricter (bounds from the arithmetic).
 #include "kqual/contract/import_definition.hpp"
 
 #include <fmt/format.h>
@@ -71,12 +73,16 @@ Expr constraint_expr(const fs::path& f, const std::string& key, std::string text
 struct Tolerance {
   std::optional<double> atol, rtol, ratio, cap;
   bool allow_negative_inf = false;
+  bool sol_keys = false;  // max_atol / max_rtol: SOL-ExecBench's ToleranceSpec
 };
 
 void tighten(Tolerance& t, const json& j) {
   auto min_into = [](std::optional<double>& into, double v) { into = into ? std::min(*into, v) : v; };
-  if (j.contains("atol")) min_into(t.atol, j["atol"].get<double>());
-  if (j.contains("rtol")) min_into(t.rtol, j["rtol"].get<double>());
+  for (const char* k : {"atol", "max_atol"})
+    if (j.contains(k)) min_into(t.atol, j[k].get<double>());
+  for (const char* k : {"rtol", "max_rtol"})
+    if (j.contains(k)) min_into(t.rtol, j[k].get<double>());
+  if (j.contains("max_atol") || j.contains("max_rtol")) t.sol_keys = true;
   if (j.contains("max_error_cap")) min_into(t.cap, j["max_error_cap"].get<double>());
   if (j.contains("required_matched_ratio")) {
     const double r = j["required_matched_ratio"].get<double>();
@@ -136,8 +142,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     << "# Translation notes: docs/declared-contracts.md, \"Importing a Definition\".\n";
   t << "[contract]\nname = " << toml_quoted(name) << "\nsummary = "
     << toml_quoted(def.value("description", std::string("imported Definition ") + def["name"].get<std::string>())) << "\n";
-  t << "policy = " << toml_quoted("Imported from a flashinfer-bench/SOL-ExecBench Definition: the reference is its PyTorch run(); an element "
-                             "fails only past both atol and rtol |ref|, as flashinfer-bench judges.") << "\nMAX_CASE_ELEMENTS\n";
+  t << "POLICY_TEXT\nMAX_CASE_ELEMENTS\n";
   std::set<std::string> axes;
   std::vector<std::string> var_axes;
   std::map<std::string, std::int64_t> axis_value;  // at the base shape: how large a case's tensors get
@@ -259,8 +264,18 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     if (w.contains("tolerance")) tighten(tol, w["tolerance"]);
     if (body(w).contains("tolerance")) tighten(tol, body(w)["tolerance"]);
   }
+  // Which judge the file was written for: SOL-ExecBench's workload lines are unwrapped ({"uuid",
+  // "axes", "inputs", "tolerance"}) with max_atol / max_rtol, and its Definitions carry
+  // custom_inputs_entrypoint; flashinfer-bench wraps lines as {"definition", "workload"}.
+  bool sol = tol.sol_keys || def.contains("custom_inputs_entrypoint");
+  for (const auto& w : workloads) sol |= !w.contains("workload") && w.contains("axes");
   const double atol = tol.atol.value_or(o.atol), rtol = tol.rtol.value_or(o.rtol);
-  std::string model = fmt::format("{{ model = \"allclose\", atol = {:g}, rtol = {:g}, combine = \"max\"", atol, rtol);
+  std::string model = fmt::format("{{ model = \"allclose\", atol = {:g}, rtol = {:g}, combine = \"{}\"", atol, rtol, sol ? "sum" : "max");
+  r.notes.push_back(sol ? "SOL-ExecBench's judge: an element passes within atol + rtol |ref| (combine = \"sum\")"
+                        : "flashinfer-bench's judge: an element fails only past both atol and rtol |ref| (combine = \"max\")");
+  if (sol && !tol.ratio && !workloads.empty())
+    r.notes.push_back("SOL-ExecBench's default required_matched_ratio 0.99 (no max_error_cap) not applied: every element must be "
+                      "within the bound");
   if (!tol.atol && !tol.rtol)
     r.notes.push_back(fmt::format("no tolerance in the Definition or its workloads: atol = {:g}, rtol = {:g} (--atol, --rtol)", atol, rtol));
   if (tol.ratio && *tol.ratio < 1) {
@@ -278,6 +293,11 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   model += " }";
   std::string text = t.str();
   for (std::size_t p; (p = text.find("ERROR_MODEL")) != std::string::npos;) text.replace(p, 11, model);
+  text.replace(text.find("POLICY_TEXT"), 11,
+               "policy = " + toml_quoted(std::string("Imported from a ") + (sol ? "SOL-ExecBench" : "flashinfer-bench") +
+                                         " Definition: the reference is its PyTorch run(); " +
+                                         (sol ? "an element passes within atol + rtol |ref|, as SOL-ExecBench judges."
+                                              : "an element fails only past both atol and rtol |ref|, as flashinfer-bench judges.")));
   // Cases whose largest tensor is past contract.max_case_elements (2^24 by default) are left out
   // (the reference runs on the CPU). Constant axes can make every case larger than that (Gemma 3's
   // 24576 x 3072 projections): without this, the contract would have no case at all.

@@ -49,6 +49,7 @@ TEST(ImportDefinition, TranslatesAxesScalarsConstraintsWorkloadsAndTolerance) {
   EXPECT_NE(r.contract_toml.find("atol = 0.008, rtol = 0.01, combine = \"max\", match_ratio = 0.999, cap = 0.5"), std::string::npos)
       << r.contract_toml;
   EXPECT_NE(r.contract_toml.find("hints = [1, 7, 512]"), std::string::npos) << r.contract_toml;
+  EXPECT_NE(r.contract_toml.find("as flashinfer-bench judges"), std::string::npos);
   bool has_512 = false;
   for (const auto& cs : c.correctness_cases(s, 1, false)) has_512 |= cs.dims.at("batch_size") == 513;
   EXPECT_TRUE(has_512);
@@ -72,6 +73,10 @@ TEST(ImportDefinition, TranslatesPythonFloorDivisionInAxisExpressions) {
   EXPECT_EQ(dims.at("half_dim"), 8);
   EXPECT_EQ(c.tensor_elements("cos", dims), 5 * 8);
   EXPECT_EQ(r.bench_shapes, (std::vector<std::string>{"batch_size=2,seq_len=5", "batch_size=1,seq_len=17"}));
+  // SOL-ExecBench's lines (unwrapped, max_atol / max_rtol): its judge is atol + rtol |ref| (the sum),
+  // not flashinfer-bench's "past both"; SOL's default matched ratio 0.99 is not taken over.
+  EXPECT_NE(r.contract_toml.find("atol = 0.005, rtol = 0.02, combine = \"sum\" }"), std::string::npos) << r.contract_toml;
+  EXPECT_NE(r.contract_toml.find("as SOL-ExecBench judges"), std::string::npos);
 }
 
 std::string refusal(const std::string& def_json, const std::string& jsonl = "") {
