@@ -139,7 +139,7 @@ void DeclaredContract::build_domain() {
     if (a.kind == Axis::variable && a.min > 1)
       all.push_back({Expr::parse(fmt::format("{} >= {}", a.name, a.min)), fmt::format("{} is at least {}", a.name, a.min)});
   for (const auto& a : s_.axes)
-    if (a.kind != Axis::variable)
+    if (a.kind == Axis::constant || a.kind == Axis::derived)
       all.push_back({Expr::parse(fmt::format("{} == {}", a.name, a.expr.text())), fmt::format("{} is {}", a.name, a.expr.text())});
   for (const auto& c : s_.constraints) all.push_back(c);
   if (all.empty()) return;
@@ -185,7 +185,7 @@ void DeclaredContract::build_domain() {
   }
   if (!d_.constraint_example)
     for (const auto& a : s_.axes)
-      if (a.kind != Axis::variable && !d_.constraint_example) {
+      if ((a.kind == Axis::constant || a.kind == Axis::derived) && !d_.constraint_example) {
         Dims c = *d_.example_dims;
         c[a.name] += 1;
         d_.constraint_example = c;

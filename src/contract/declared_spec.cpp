@@ -320,7 +320,7 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
     if (a.power_of_two) s.constraints.push_back({Expr::parse(fmt::format("is_pow2({})", a.name)), fmt::format("{} must be a power of two", a.name)});
   }
   for (const auto& a : s.axes)
-    if (a.kind != Axis::variable)
+    if (a.kind == Axis::constant || a.kind == Axis::derived)  // a row stride below 1 is refused as empty
       s.constraints.push_back({Expr::parse(fmt::format("{} >= 1", a.name)), fmt::format("{} (= {}) must be at least 1", a.name, a.expr.text())});
   if (const toml::node* cn = root.get("constraints")) {
     const auto* arr = cn->as_array();

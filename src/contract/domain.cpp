@@ -410,6 +410,9 @@ std::vector<RefusalExample> refusal_examples(const Domain& d) {
     size /= 2;
   }
   if (d.example_dims) base = *d.example_dims;  // a domain with constraints picks a request inside them
+  for (const auto& ts : d.tensors)  // a strided tensor's rows one row length apart, rounded up to the stride multiple
+    if (ts.layout == Layout::strided && base.at(ts.shape[1]) < base.at(ts.row_length))
+      base[ts.shape[1]] = (base.at(ts.row_length) + ts.stride_multiple - 1) / ts.stride_multiple * ts.stride_multiple;
   for (const auto& l : d.limits)
     while (product(l.dims, base) > l.max) {
       auto big = std::max_element(l.dims.begin(), l.dims.end(), [&](const auto& a, const auto& b) { return base[a] < base[b]; });
