@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -137,6 +138,9 @@ class CaseCache {
     order_.emplace_back(key, bytes);
     used_ += bytes;
   }
+  // Held while one case is prepared: lanes checking at once (selftest, screen) that meet the same
+  // case wait for the first one's reference instead of computing it again. Striped by key.
+  std::mutex& preparing(const std::string& key) { return stripes_[std::hash<std::string>{}(key) % stripes_.size()]; }
 
  private:
   static std::size_t limit() {
@@ -149,6 +153,7 @@ class CaseCache {
     }();
     return l;
   }
+  std::array<std::mutex, 64> stripes_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<const PreparedCase>> map_;
   std::deque<std::pair<std::string, std::size_t>> order_;
@@ -166,6 +171,8 @@ std::shared_ptr<const PreparedCase> prepare_case(Session& s, const contract::Con
   std::string key = fmt::format("{}|{}|{}|{}|{}|{}", c.name(), spec.id, to_string(spec.dtype), contract::format_dims(spec.dims),
                                 spec.family, spec.seed);
   if (auto hit = case_cache().find(key)) return hit;
+  std::lock_guard<std::mutex> preparing(case_cache().preparing(key));
+  if (auto hit = case_cache().find(key)) return hit;  // prepared by another lane while this one waited
   auto p = std::make_shared<PreparedCase>();
   p->data = c.make_case(spec);
   p->expected = compute_reference(s, c, p->data, &p->reference);

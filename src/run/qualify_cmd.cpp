@@ -116,6 +116,9 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
   std::filesystem::path& self_out = s.selftest_out;
   self->add_option("--out", self_out, "Also write the results as DIR/results.json");
   self->add_option("--contract", st.contracts, "Only this contract (repeatable)");
+  self->add_option("--lanes", st.lanes, "Worker sessions checking candidates at once on the GPU (default 0: one per four "
+                                        "host threads, at most 4)");
+  self->add_option("--jobs", st.jobs, "NVRTC compile threads, ahead of the GPU checks (default 0: one per host thread)");
   add_quiet_flag(self, g);
   add_negatable_flag(self, "baselines", st.include_baselines, "--no-baselines: leave out the bundled baselines (known-good too)");
   add_negatable_flag(self, "sanitizer-pass", st.sanitizer_pass,
@@ -139,11 +142,11 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
       if (!r.device_present)
         fmt::print("selftest: no GPU ({}): candidates compiled only, none run\n", r.why_no_device);
       else
-        fmt::print("selftest on {} — seeds {}\n",
+        fmt::print("selftest on {} — seeds {}, {} lane(s)\n",
                    r.provenance.contains("gpu") && r.provenance["gpu"].is_object()
                        ? r.provenance["gpu"].value("name", std::string("?"))
                        : std::string("?"),
-                   json(r.seeds).dump());
+                   json(r.seeds).dump(), out.results.value("lanes", 1));
       if (r.sanitizer)
         fmt::print("sanitizer: {} {}\n", r.sanitizer->tool, r.sanitizer->path.empty() ? r.sanitizer->note : r.sanitizer->path);
       for (const auto& pc : r.contracts) {

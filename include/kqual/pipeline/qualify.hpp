@@ -65,6 +65,8 @@ struct SelftestOptions {
   std::string sanitize;                // "", memcheck, racecheck, initcheck, synccheck
   bool sanitizer_pass = true;          // check's sanitizer pass (first seed only; off under --sanitize)
   ProgressFn progress;                 // one line per candidate as it finishes, or empty
+  int lanes = 0;                       // worker sessions checking at once on the GPU (0: automatic)
+  int jobs = 0;                        // NVRTC compile threads (0: one per host thread)
 };
 struct SelftestOutcome {
   report::SelftestResult result;  // the results as a type

@@ -1,0 +1,456 @@
+// kqual selftest: every bundled good, known-broken and baseline folder, judged as `kqual check` judges
+// a candidate. Candidates are compiled by a pool of NVRTC threads ahead of the GPU, and checked by
+// several worker sessions ("lanes") on the one device at once: a correctness check is mostly host
+// work (references, comparisons, worker round trips) and small kernels, so lanes overlap it.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "kqual/bench/timing.hpp"
+#include "kqual/build/candidate.hpp"
+#include "kqual/build/manifest.hpp"
+#include "kqual/check/evaluate.hpp"
+#include "kqual/contract/contract.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/exit_codes.hpp"
+#include "kqual/pipeline/qualify.hpp"
+#include "kqual/pipeline/stages.hpp"
+#include "kqual/report/provenance.hpp"
+#include "kqual/report/results.hpp"
+#include "kqual/worker/sanitizer.hpp"
+
+namespace kqual::pipeline {
+namespace fs = std::filesystem;
+
+namespace {
+
+struct SelftestEntry {
+  fs::path dir;
+  std::string kind;  // "good", "broken", "baseline"
+};
+
+// What the compile threads hand to the lanes.
+struct Built {
+  bool done = false;
+  bool skip = false;                    // another contract's folder (--contract)
+  std::optional<build::Manifest> manifest;
+  std::optional<build::BuiltCandidate> built;
+  std::string manifest_error, build_error;
+};
+
+// One folder's verdicts, folded into the tables in folder order once every lane is done.
+struct Judged {
+  bool skip = false;
+  report::SelftestCandidate row;
+  bool broken = false, counted = false;  // counted: in the per-contract table
+  int checks = 0, unexpected = 0;
+  bool rejected_any = false, intended_all = true, good_accepted = false;
+  std::string defect_class;             // broken: the stated reason
+  int class_checks = 0, class_ok = 0;
+};
+
+unsigned hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+int selftest_lanes(int asked, bool gpu) {
+  if (!gpu) return 1;
+  if (asked > 0) return asked;
+  // A lane is a worker process with its own context, its own references and comparisons on the
+  // host: one per four host threads, at most four (more contend for the GPU's time slices).
+  return int(std::clamp(hardware_threads() / 4, 1u, 4u));
+}
+
+}  // namespace
+
+SelftestOutcome selftest(const SelftestOptions& o) {
+  SelftestOutcome out;
+  fs::path root = o.root;
+  std::optional<fs::path> baselines_root;
+  if (root.empty()) {
+    auto c = find_bundled("candidates", fs::current_path());
+    if (!c) throw_error(ErrorKind::input, "cannot find the bundled candidates/ folder (set KQUAL_HOME)");
+    root = *c;
+    baselines_root = find_bundled("baselines", fs::current_path());
+  } else {
+    if (fs::is_directory(root / "baselines")) baselines_root = root / "baselines";
+    root /= "candidates";
+  }
+  if (!o.sanitize.empty() && o.sanitize != "memcheck" && o.sanitize != "racecheck" && o.sanitize != "initcheck" &&
+      o.sanitize != "synccheck")
+    throw_error(ErrorKind::usage, fmt::format("--sanitize {}: expected memcheck, racecheck, initcheck or synccheck", o.sanitize));
+  if (o.lanes < 0) throw_error(ErrorKind::usage, fmt::format("--lanes {}: must be at least 1 (0: automatic)", o.lanes));
+  if (o.jobs < 0) throw_error(ErrorKind::usage, fmt::format("--jobs {}: must be at least 1 (0: one per host thread)", o.jobs));
+  const std::vector<std::string>& only = o.contracts;
+  for (const auto& name : only) (void)contract::find_contract(name);  // unknown names: a clear error now
+  auto wanted = [&](const std::string& contract) {
+    return only.empty() || std::find(only.begin(), only.end(), contract) != only.end();
+  };
+
+  Target tg = open_target({true, o.watchdog_seconds, ""});
+  worker::Session& s = *tg.session;
+  const worker::DeviceFacts& dev = *tg.device;
+
+  std::optional<std::string> sanitizer;
+  std::string sanitizer_note;
+  if (!o.sanitize.empty()) {
+    sanitizer = worker::find_compute_sanitizer();
+    if (!sanitizer) sanitizer_note = "compute-sanitizer not found (PATH, /usr/local/cuda/bin; or set KQUAL_COMPUTE_SANITIZER)";
+  }
+
+  std::vector<SelftestEntry> entries;
+  for (const auto& op : fs::directory_iterator(root)) {
+    for (const char* kind : {"good", "broken"}) {
+      fs::path k = op.path() / kind;
+      if (!fs::is_directory(k)) continue;
+      if (fs::exists(k / "kqual.toml")) entries.push_back({k, kind});
+      for (const auto& e : fs::directory_iterator(k))
+        if (fs::exists(e.path() / "kqual.toml")) entries.push_back({e.path(), kind});
+    }
+  }
+  if (baselines_root && o.include_baselines)
+    for (const auto& op : fs::directory_iterator(*baselines_root))
+      if (op.is_directory())
+        for (const auto& e : fs::directory_iterator(op.path()))
+          if (fs::exists(e.path() / "kqual.toml")) entries.push_back({e.path(), "baseline"});
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.dir < b.dir; });
+  const std::size_t n = entries.size();
+  const int lanes = selftest_lanes(o.lanes, dev.present);
+  const int jobs = o.jobs > 0 ? o.jobs : int(hardware_threads());
+  std::mutex say_mu;
+  auto say = [&](const std::string& line) {
+    if (!o.progress) return;
+    std::lock_guard<std::mutex> lk(say_mu);
+    o.progress(line);
+  };
+  say(fmt::format("{} candidate folder(s) under {}; {} compile thread(s); {}", n, root.string(), jobs,
+                  dev.present ? fmt::format("{} lane(s) (worker sessions) on the GPU", lanes) : std::string("no GPU: compile only")));
+
+  // ---- compile: a pool of NVRTC threads, each folder into a scratch folder of its own ----
+  std::vector<Built> built(n);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::atomic<std::size_t> next_build{0};
+  std::atomic<bool> stop{false};
+  auto builder = [&] {
+    for (;;) {
+      const std::size_t i = next_build.fetch_add(1);
+      if (i >= n || stop.load()) return;
+      Built b;
+      try {
+        b.manifest = build::load_manifest(entries[i].dir);
+      } catch (const Error& e) {
+        b.manifest_error = e.what();
+        b.skip = !only.empty();  // another contract's folder, perhaps; not asked for
+      }
+      if (b.manifest && !wanted(b.manifest->contract)) b.skip = true;
+      if (b.manifest && !b.skip) {
+        try {
+          const fs::path dir = s.scratch() / fmt::format("selftest-{}", i);
+          fs::create_directories(dir);
+          b.built = build::build_candidate(*b.manifest, tg.arch, dir);
+        } catch (const Error& e) {
+          b.build_error = e.what();
+        }
+      }
+      b.done = true;
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        built[i] = std::move(b);
+      }
+      cv.notify_all();
+    }
+  };
+  std::vector<std::jthread> pool;
+  struct PoolStopper {  // an exception in a lane stops the builders before the pool joins
+    std::atomic<bool>& stop;
+    std::vector<std::jthread>& pool;
+    ~PoolStopper() {
+      stop.store(true);
+      pool.clear();
+    }
+  } stopper{stop, pool};
+  for (int t = 0; t < std::min<int>(jobs, int(std::max<std::size_t>(n, 1))); ++t) pool.emplace_back(builder);
+  auto take = [&](std::size_t i) {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return built[i].done || stop.load(); });
+    if (!built[i].done) {  // another lane failed: the builders stopped
+      Built b;
+      b.skip = true;
+      return b;
+    }
+    return std::move(built[i]);
+  };
+
+  // ---- judge one folder in a lane's session ----
+  auto judge = [&](worker::Session& lane, std::size_t i) -> Judged {
+    const SelftestEntry& entry = entries[i];
+    Built bt = take(i);
+    Judged j;
+    if (bt.skip) {
+      j.skip = true;
+      return j;
+    }
+    report::SelftestCandidate& row = j.row;
+    row.dir = entry.dir.string();
+    row.kind = entry.kind;
+    if (!bt.manifest) {
+      row.candidate = entry.dir.filename().string();
+      row.contract = (entry.kind == "broken" ? entry.dir.parent_path().parent_path() : entry.dir.parent_path()).filename().string();
+      row.expected = "a valid manifest";
+      row.outcome = "manifest invalid: " + bt.manifest_error;
+      row.as_expected = false;
+      j.unexpected = j.checks = 1;
+      return j;
+    }
+    const build::Manifest& m = *bt.manifest;
+    const bool broken = entry.kind == "broken";
+    j.broken = broken;
+    j.counted = true;
+    if (broken && !m.expect_rejected_for)
+      throw_error(ErrorKind::input, fmt::format("{}: a known-broken candidate must state [expect] rejected_for",
+                                                m.file.string()));
+    std::vector<std::string> expected_codes;
+    if (broken) {
+      expected_codes.push_back(*m.expect_rejected_for);
+      for (const auto& x : m.expect_also_rejected_for) expected_codes.push_back(x);
+      j.defect_class = expected_codes.front();
+    }
+    const std::string expected_text = broken ? "rejected: " + fmt::format("{}", fmt::join(expected_codes, " or ")) : std::string("accepted");
+    // A defect that shows only when timed: the candidate is also timed (small shapes, no baselines),
+    // in a worker of its own per seed (a launch counter in the module must start from zero).
+    const bool timed_class = std::find(expected_codes.begin(), expected_codes.end(), "timed_output_wrong") != expected_codes.end();
+    row.candidate = m.name;
+    row.contract = m.contract;
+    row.expected = expected_text;
+    if (!bt.built) {
+      row.outcome = "build failed: " + bt.build_error;
+      row.as_expected = false;
+      j.unexpected = j.checks = 1;
+      j.intended_all = !broken;
+      return j;
+    }
+    build::BuiltCandidate& b = *bt.built;
+    if (!dev.present) {
+      row.outcome = "compiled; not run (no GPU)";
+      return j;
+    }
+    // Under a sanitizer every candidate gets its own worker (and log); the sanitizer writes its
+    // summary when that worker exits.
+    std::unique_ptr<worker::Session> san_session;
+    worker::Session* run_in = &lane;
+    fs::path san_log;
+    if (sanitizer) {
+      worker::SessionOptions so2 = lane.options();
+      so2.watchdog_seconds = std::max(o.watchdog_seconds, 600.0);
+      san_log = lane.scratch() / fmt::format("sanitizer-{}-{}-{}.log", m.contract, m.name, i);
+      so2.worker_wrapper = {*sanitizer, "--tool", o.sanitize, "--log-file", san_log.string(), "--print-limit", "20"};
+      san_session = std::make_unique<worker::Session>(so2);
+      run_in = san_session.get();
+      if (!run_in->device().present) {
+        row.outcome = "the worker did not start under compute-sanitizer: " + run_in->device().why_absent;
+        row.as_expected = false;
+        j.unexpected = 1;
+        return j;
+      }
+    }
+    const std::string load_err = check::load_and_describe(*run_in, b);
+    std::vector<report::SelftestSeed> seeds;
+    bool as_expected = true;
+    for (std::size_t si = 0; si < o.seeds.size(); ++si) {
+      const std::uint64_t seed = o.seeds[si];
+      ++j.checks;
+      std::unique_ptr<worker::Session> own;
+      worker::Session* ses = run_in;
+      if (timed_class && !sanitizer) {
+        own = std::make_unique<worker::Session>(lane.options());
+        ses = own.get();
+      }
+      check::CheckOptions co;
+      co.seed = seed;
+      co.include_large = o.large_cases;
+      co.sanitizer_pass = o.sanitizer_pass && si == 0 && !sanitizer;
+      if (sanitizer) co.max_case_elements = std::int64_t(1) << 22;  // sanitizers run kernels 10-100x slower
+      check::CorrectnessReport rep;
+      if (load_err.empty()) rep = check::check_correctness(*ses, b, co);
+      std::map<std::string, int> codes = rep.failure_codes;
+      std::string timed_detail;
+      if (load_err.empty() && timed_class && rep.accepted() && !sanitizer) {
+        const contract::Contract& c = contract::find_contract(m.contract);
+        bench::TimingOptions to;
+        to.seed = seed;
+        to.rounds = 2;
+        to.samples_per_round = 10;
+        to.measure_copy = false;
+        for (const auto& d : c.benchmark_shapes()) {
+          std::int64_t elements = 0;
+          for (const auto& t : c.tensors()) elements += c.tensor_elements(t.name, d);
+          if (elements <= (std::int64_t(1) << 24)) to.shapes.push_back(d);
+        }
+        bench::TimingReport tr = bench::time_against_baselines(*ses, b, {}, to);
+        for (const auto& sh : tr.shapes) {
+          const auto& cs = sh.series.at(0);
+          if (!cs.verified && timed_detail.empty()) {
+            ++codes[cs.verify_code.empty() ? "timed_output_wrong" : cs.verify_code];
+            timed_detail = fmt::format("shape {}: {}", sh.shape, cs.verify_detail);
+          }
+        }
+      }
+      const bool rejected = !rep.accepted() || !timed_detail.empty();
+      bool ok;
+      std::string got;
+      const std::string primary = !rep.accepted() ? rep.primary_code() : timed_detail.empty() ? "" : "timed_output_wrong";
+      if (!load_err.empty()) {
+        got = "load failed: " + load_err;
+        ok = false;
+      } else if (broken) {
+        ok = rejected && std::any_of(expected_codes.begin(), expected_codes.end(), [&](const std::string& e) { return codes.count(e) > 0; });
+        got = rejected ? "rejected: " + primary : "accepted";
+      } else {
+        ok = rep.accepted();
+        got = rep.accepted() ? "accepted" : "rejected: " + rep.primary_code();
+      }
+      if (rejected) j.rejected_any = true;
+      if (broken && !ok) j.intended_all = false;
+      std::string detail;
+      for (const auto& x : rep.results)
+        if (x.status == "fail" && (!broken || std::find(expected_codes.begin(), expected_codes.end(), x.code) != expected_codes.end())) {
+          detail = x.detail;
+          break;
+        }
+      if (detail.empty()) detail = timed_detail;
+      if (detail.empty())
+        for (const auto& x : rep.results)
+          if (x.status == "fail") {
+            detail = x.detail;
+            break;
+          }
+      report::SelftestSeed sd;
+      sd.seed = seed;
+      sd.outcome = got;
+      sd.as_expected = ok;
+      sd.cases = rep.cases;
+      sd.passed = rep.passed;
+      sd.failed = rep.failed;
+      sd.evidence = rep.evidence;
+      sd.skipped = rep.skipped;
+      sd.failure_codes = codes;
+      sd.first_failure = detail;
+      sd.timed = timed_class;
+      sd.sanitizer_pass = rep.sanitizer.is_null() ? json("not run") : rep.sanitizer;
+      sd.wall_ms = rep.wall_ms;
+      sd.slowest_cases = rep.to_json(false).at("slowest_cases");
+      seeds.push_back(std::move(sd));
+      if (!ok) {
+        as_expected = false;
+        ++j.unexpected;
+      }
+      if (broken) {
+        ++j.class_checks;
+        if (ok) ++j.class_ok;
+      }
+    }
+    if (sanitizer) {
+      san_session.reset();  // the worker exits; the sanitizer writes its summary
+      json sj = worker::read_sanitizer_log(san_log).to_json();
+      sj["log"] = san_log.string();
+      sj["tool"] = o.sanitize;
+      row.sanitizer = sj;
+    }
+    {  // progress as it goes (a run stopped by a time limit still shows what it did)
+      std::string outcomes;
+      for (const auto& sd : seeds) outcomes += fmt::format(" {}{}", sd.as_expected ? "" : "UNEXPECTED ", sd.outcome);
+      say(fmt::format("{} {} {} (expected {}):{}", m.contract, entry.kind, m.name, expected_text, outcomes));
+    }
+    row.seeds = std::move(seeds);
+    row.as_expected = as_expected;
+    j.good_accepted = !broken && as_expected;
+    return j;
+  };
+
+  // ---- lanes: each takes the next folder; lane 0 is the target's session ----
+  std::vector<Judged> judged(n);
+  std::atomic<std::size_t> next_judge{0};
+  std::exception_ptr failure;
+  auto lane_loop = [&](int l) {
+    try {
+      std::unique_ptr<worker::Session> mine;
+      worker::Session* ses = &s;
+      if (l > 0) {
+        worker::SessionOptions so = s.options();
+        mine = std::make_unique<worker::Session>(so);
+        ses = mine.get();
+      }
+      for (;;) {
+        if (stop.load()) return;
+        const std::size_t i = next_judge.fetch_add(1);
+        if (i >= n) return;
+        Judged jd = judge(*ses, i);
+        std::lock_guard<std::mutex> lk(mu);
+        judged[i] = std::move(jd);
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(mu);
+      if (!failure) failure = std::current_exception();
+      stop.store(true);
+      cv.notify_all();
+    }
+  };
+  {
+    std::vector<std::jthread> lane_threads;
+    for (int l = 0; l < lanes; ++l) lane_threads.emplace_back(lane_loop, l);
+  }  // joined
+  if (failure) std::rethrow_exception(failure);
+
+  // ---- fold, in folder order ----
+  report::SelftestResult res;
+  int bad = 0, total = 0;
+  std::map<std::string, report::SelftestClassRow> by_class;  // per stated reason of the known-broken candidates
+  std::map<std::string, report::SelftestContractRow> per_contract;
+  for (auto& j : judged) {
+    if (j.skip) continue;
+    report::SelftestContractRow& pc = per_contract[j.row.contract];
+    pc.contract = j.row.contract;
+    total += j.checks;
+    bad += j.unexpected;
+    if (j.counted && (j.row.seeds || j.row.outcome.value_or("").rfind("build failed", 0) == 0)) {
+      if (j.broken) {
+        ++pc.broken;
+        if (j.rejected_any) ++pc.broken_rejected;
+        if (j.intended_all && j.row.seeds) ++pc.broken_for_intended_reason;
+      } else {
+        ++pc.good;
+        if (j.good_accepted) ++pc.good_accepted;
+      }
+    }
+    if (j.broken && j.class_checks > 0) {
+      report::SelftestClassRow& bc = by_class[j.defect_class];
+      bc.defect_class = j.defect_class;
+      bc.checks += j.class_checks;
+      bc.rejected_for_it += j.class_ok;
+      bc.candidates.push_back(j.row.contract + "/" + j.row.candidate);
+    }
+    res.candidates.push_back(std::move(j.row));
+  }
+  for (auto& [name, pc] : per_contract) res.contracts.push_back(pc);
+  for (auto& [name, bc] : by_class) res.classes.push_back(bc);
+  res.provenance = report::provenance(o.command_line, dev.present ? dev.device : json());
+  res.device_present = dev.present;
+  res.why_no_device = dev.why_absent;
+  res.seeds = o.seeds;
+  res.checks = total;
+  res.unexpected = bad;
+  if (!o.sanitize.empty()) res.sanitizer = report::SelftestSanitizer{o.sanitize, sanitizer ? *sanitizer : "", sanitizer_note};
+  out.results = report::to_json(res);
+  out.results["lanes"] = lanes;
+  out.results["compile_threads"] = jobs;
+  out.result = std::move(res);
+  out.exit_code = !dev.present ? kExitIncomplete : bad ? kExitFail : (!o.sanitize.empty() && !sanitizer) ? kExitIncomplete : kExitPass;
+  return out;
+}
+
+}  // namespace kqual::pipeline
