@@ -171,7 +171,16 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
       if (hints.size() > 6) hints.resize(6);
       t << "range = [1, 2147483647]\n";
       if (!hints.empty()) t << "hints = [" << fmt::format("{}", fmt::join(hints, ", ")) << "]   # the workloads' values\n";
-      t << "base = " << (axis_value[an] = seen.empty() ? 64 : seen.front()) << "\n";
+      // The base (where the other axes' cases hold this one, and every value family runs): the
+      // smallest workload value above 1. One row is a degenerate base: a transposed 1 x n matrix is
+      // the same bytes (SOL's softmax_h4096 lists batch_size 1 first).
+      std::int64_t base = seen.empty() ? 64 : seen.front();
+      for (std::int64_t v : hints)
+        if (v > 1) {
+          base = v;
+          break;
+        }
+      t << "base = " << (axis_value[an] = base) << "\n";
       var_axes.push_back(an);
     } else if (ty == "expr") {
       const std::string ex = a.value("expression", "");

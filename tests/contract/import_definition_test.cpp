@@ -50,6 +50,9 @@ TEST(ImportDefinition, TranslatesAxesScalarsConstraintsWorkloadsAndTolerance) {
       << r.contract_toml;
   EXPECT_NE(r.contract_toml.find("hints = [1, 7, 512]"), std::string::npos) << r.contract_toml;
   EXPECT_NE(r.contract_toml.find("as flashinfer-bench judges"), std::string::npos);
+  // The base is the smallest workload value above 1 (one row is degenerate: a transposed 1 x n
+  // matrix is the same bytes), not the first line's 1.
+  EXPECT_NE(r.contract_toml.find("base = 7\n"), std::string::npos) << r.contract_toml;
   bool has_512 = false;
   for (const auto& cs : c.correctness_cases(s, 1, false)) has_512 |= cs.dims.at("batch_size") == 513;
   EXPECT_TRUE(has_512);
