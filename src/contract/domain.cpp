@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 
 #include "kqual/contract/compare.hpp"
@@ -410,9 +411,14 @@ std::vector<RefusalExample> refusal_examples(const Domain& d) {
     size /= 2;
   }
   if (d.example_dims) base = *d.example_dims;  // a domain with constraints picks a request inside them
-  for (const auto& ts : d.tensors)  // a strided tensor's rows one row length apart, rounded up to the stride multiple
-    if (ts.layout == Layout::strided && base.at(ts.shape[1]) < base.at(ts.row_length))
-      base[ts.shape[1]] = (base.at(ts.row_length) + ts.stride_multiple - 1) / ts.stride_multiple * ts.stride_multiple;
+  // A strided tensor's rows at least a row length apart, the stride a multiple of its claim and of
+  // 256 elements: every row then starts on any alignment a candidate claims (up to 256 bytes), so the
+  // examples of claim-independent codes are refused for their own reason under every claim.
+  for (const auto& ts : d.tensors)
+    if (ts.layout == Layout::strided) {
+      const std::int64_t step = std::lcm(ts.stride_multiple, std::int64_t(256));
+      base[ts.shape[1]] = (std::max(base.at(ts.shape[1]), base.at(ts.row_length)) + step - 1) / step * step;
+    }
   for (const auto& l : d.limits)
     while (product(l.dims, base) > l.max) {
       auto big = std::max_element(l.dims.begin(), l.dims.end(), [&](const auto& a, const auto& b) { return base[a] < base[b]; });

@@ -172,7 +172,9 @@ TEST_P(Conformance, DomainJsonSaysWhatIsDeclared) {
     EXPECT_EQ(t.at("shape").get<std::vector<std::string>>(), d.tensors[i].shape);
     const Layout l = d.tensors[i].layout;
     EXPECT_EQ(t.at("layout"), l == Layout::row_major ? "row_major" : l == Layout::strided ? "strided" : "contiguous");
-    if (l == Layout::strided) EXPECT_EQ(t.at("row_length"), d.tensors[i].row_length);
+    if (l == Layout::strided) {
+      EXPECT_EQ(t.at("row_length"), d.tensors[i].row_length);
+    }
   }
   EXPECT_EQ(j.at("aliasing").at("in_place"), d.in_place.has_value());
   EXPECT_EQ(j.at("refusal_codes").get<std::vector<std::string>>(), refusal_codes(d));

@@ -381,7 +381,10 @@ TEST(DeclaredContract, IndexCasesAndTheirWindows) {
     wide.min_alignment_bytes = 1;
     wide.max_n = kUnlimited;
     const auto cases = d.index_cases(wide, 3);
-    EXPECT_EQ(!cases.empty(), d.claimed_range(wide).past_int32()) << d.name();
+    // Strided layouts get none (their windows would cross the padding; docs/declared-contracts.md).
+    bool strided = false;
+    for (const auto& t : d.domain().tensors) strided |= t.layout == Layout::strided;
+    EXPECT_EQ(!cases.empty(), d.claimed_range(wide).past_int32() && !strided) << d.name();
     for (const auto& cs : cases) {
       std::int64_t largest = 0;
       for (const auto& t : d.tensors()) largest = std::max(largest, d.tensor_elements(t.name, cs.dims));
