@@ -40,7 +40,9 @@ std::int64_t DeclaredContract::stride_step(const Axis& a, const Supports& cand) 
 }
 
 // `given` with every row stride at its row length rounded up to the step, plus `k` steps of
-// padding (k < 0: twice the rounded row).
+// padding (k < 0: twice the rounded row). The j-th stride axis gets 2j steps more (k > 0; k < 0: j
+// rows more): tensors with strides of their own never share one in a case, so a kernel that
+// indexes one with another's stride is caught.
 Dims DeclaredContract::with_strides(Dims given, const Supports& cand, std::int64_t k) const {
   Dims all;
   try {
@@ -48,10 +50,12 @@ Dims DeclaredContract::with_strides(Dims given, const Supports& cand, std::int64
   } catch (const Error&) {
     return given;  // not a shape the cases keep
   }
+  std::int64_t j = 0;
   for (const auto& a : s_.axes) {
     if (a.kind != Axis::stride) continue;
     const std::int64_t step = stride_step(a, cand), row = (all.at(a.of) + step - 1) / step * step;
-    given[a.name] = k < 0 ? 2 * row : row + k * step;
+    given[a.name] = k < 0 ? (2 + j) * row : k == 0 ? row : row + (k + 2 * j) * step;
+    ++j;
   }
   return given;
 }
