@@ -24,10 +24,9 @@ run() {  # run KIND NAME EXPECTED -- ARGS...
   rm -rf "$dir"
   local t0 t1 rc
   t0=$(date +%s.%N)
-  # Progress lines (elapsed seconds per phase) are kept in the log of the correct kernel's runs.
-  local quiet=--quiet
-  [ "$kind" = good ] && quiet=
-  timeout "$limit" "$kqual" $quiet "$@" --out "$dir" > "$dir.log" 2>&1
+  # Progress lines (elapsed seconds per phase) are kept in every run's log: the slowest runs'
+  # phases are printed at the end (where a verdict's seconds go).
+  timeout "$limit" "$kqual" "$@" --out "$dir" > "$dir.log" 2>&1
   rc=$?
   t1=$(date +%s.%N)
   python3 - "$dir/results.json" "$kind" "$name" "$expected" "$rc" "$t0" "$t1" "$rows" <<'PY'
@@ -84,3 +83,8 @@ for r in rows:
     if r[0] == "good": print(f"{r[1]}: {float(r[2]):.1f} s, exit {r[3]}")
 print("unexpected:", ", ".join(bad) if bad else "none")
 PY
+# Where the seconds of the three slowest broken runs went (their progress lines).
+sort -t$'\t' -k3 -g -r "$rows" | awk -F'\t' '$1 == "broken"' | head -3 | while IFS=$'\t' read -r kind name wall rc ok; do
+  echo "-- $name ($wall s):"
+  grep -h "^kqual" "$out/broken-$(echo "$name" | tr / -).log" 2>/dev/null | cut -c1-160 | tail -14
+done
