@@ -360,50 +360,12 @@ std::optional<Refusal> check_request(const Domain& d, std::string_view contract,
   return std::nullopt;
 }
 
-std::vector<std::string> refusal_codes(const Domain& d) {
-  std::set<std::string> on;
-  if (std::any_of(std::begin(kAllDTypes), std::end(kAllDTypes), [&](DType t) { return !has(d.dtypes, t); }))
-    on.insert("dtype_unsupported");
-  if (!d.dtypes.empty()) on.insert("dtype_not_claimed");
-  if (!d.tensors.empty()) {
-    on.insert("missing_tensor");
-    on.insert(d.mismatch_code);
-    on.insert("non_contiguous");
-  }
-  for (const auto& dim : d.dims) {
-    on.insert("empty");
-    if (dim.from_length_of.empty()) on.insert("missing_dim");
-    if (dim.max != kUnlimited) on.insert("dim_too_large");
-  }
-  const auto ceil = dim_maxima(d);
-  for (const auto& l : d.limits)
-    if (ceiling_product(l.dims, ceil) > l.max) on.insert("too_large");
-  if (d.constraint) on.insert("constraint");
-  on.insert("exceeds_claim");
-  for (const auto& t : d.tensors)
-    if (t.layout == Layout::row_major) on.insert("transposed");
-  on.insert("negative_offset");
-  on.insert("misaligned");
-  on.insert(d.in_place ? "aliasing_not_claimed" : "aliasing_unsupported");
-  std::vector<std::string> v;
-  for (const char* c : kRefusalCodes)
-    if (on.count(c)) v.emplace_back(c);
-  return v;
-}
+namespace {
 
-Supports widest_claims(const Domain& d) {
-  Supports s;
-  s.dtypes = d.dtypes;
-  s.min_alignment_bytes = 1;
-  s.max_n = kUnlimited;
-  s.in_place = d.in_place.has_value();
-  return s;
-}
-
-std::vector<RefusalExample> refusal_examples(const Domain& d) {
-  if (d.dtypes.empty()) throw_error(ErrorKind::internal, "a domain without dtypes has no request to refuse");
-  // A small request inside the domain: dims 64, 32, 16, ... (at least 2, so that a row count tells a
-  // transposed stride from stride 2), brought under the limits.
+// The dims the refusal examples start from: a small request inside the domain, dims 64, 32, 16, ...
+// (at least 2, so that a row count tells a transposed stride from stride 2), or the domain's own
+// example_dims, brought under the limits.
+Dims example_base(const Domain& d) {
   Dims base;
   std::int64_t size = 64;
   for (const auto& dim : d.dims) {
@@ -425,6 +387,87 @@ std::vector<RefusalExample> refusal_examples(const Domain& d) {
       if (base[*big] <= 1) break;
       base[*big] /= 2;
     }
+  return base;
+}
+
+// A row-major matrix given with its row count as stride, refused as "transposed" — only where it
+// has more than one row: a 1 x n matrix read transposed is the same bytes (stride 1), and that
+// request is accepted. The base may hold the rows at 1 (a declared contract's base, as SOL-ExecBench's
+// softmax_h4096 with batch_size 1 first had: `kqual check` then stopped, its refusal example
+// accepted), so each row-major tensor is tried at the base, then with its row axis at 2, 3, ... 64
+// where the domain accepts that request (constraints, limits); nullopt where no row count above one
+// is admissible (the rows a constant 1): then no operand of the domain can be transposed at all.
+std::optional<Request> transposed_example(const Domain& d, const Request& ok) {
+  const Supports widest = widest_claims(d);
+  for (const auto& ts : d.tensors) {
+    if (ts.layout != Layout::row_major || ts.shape.size() != 2) continue;
+    const std::string& rows = ts.shape[0];
+    std::vector<std::int64_t> tries{ok.dims.at(rows)};
+    for (std::int64_t n = 2; n <= 64; ++n) tries.push_back(n);
+    for (const std::int64_t n : tries) {
+      Request r = ok;
+      r.dims[rows] = n;
+      for (const auto& t : d.tensors) r.lengths[t.name] = product(t.shape, r.dims);
+      if (n <= 1 || check_request(d, "(domain)", r, widest)) continue;
+      r.strides[ts.name] = n;
+      return r;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::string> refusal_codes(const Domain& d) {
+  std::set<std::string> on;
+  if (std::any_of(std::begin(kAllDTypes), std::end(kAllDTypes), [&](DType t) { return !has(d.dtypes, t); }))
+    on.insert("dtype_unsupported");
+  if (!d.dtypes.empty()) on.insert("dtype_not_claimed");
+  if (!d.tensors.empty()) {
+    on.insert("missing_tensor");
+    on.insert(d.mismatch_code);
+    on.insert("non_contiguous");
+  }
+  for (const auto& dim : d.dims) {
+    on.insert("empty");
+    if (dim.from_length_of.empty()) on.insert("missing_dim");
+    if (dim.max != kUnlimited) on.insert("dim_too_large");
+  }
+  const auto ceil = dim_maxima(d);
+  for (const auto& l : d.limits)
+    if (ceiling_product(l.dims, ceil) > l.max) on.insert("too_large");
+  if (d.constraint) on.insert("constraint");
+  on.insert("exceeds_claim");
+  if (std::any_of(d.tensors.begin(), d.tensors.end(), [](const TensorSpec& t) { return t.layout == Layout::row_major; })) {
+    // Only where some row-major operand can have more than one row (transposed_example).
+    bool can = true;
+    if (!d.dtypes.empty()) {
+      const Request ok = make_request(d, d.dtypes.front(), example_base(d));
+      can = check_request(d, "(domain)", ok, widest_claims(d)) || transposed_example(d, ok);  // a domain refusing its own base: refusal_examples says so
+    }
+    if (can) on.insert("transposed");
+  }
+  on.insert("negative_offset");
+  on.insert("misaligned");
+  on.insert(d.in_place ? "aliasing_not_claimed" : "aliasing_unsupported");
+  std::vector<std::string> v;
+  for (const char* c : kRefusalCodes)
+    if (on.count(c)) v.emplace_back(c);
+  return v;
+}
+
+Supports widest_claims(const Domain& d) {
+  Supports s;
+  s.dtypes = d.dtypes;
+  s.min_alignment_bytes = 1;
+  s.max_n = kUnlimited;
+  s.in_place = d.in_place.has_value();
+  return s;
+}
+
+std::vector<RefusalExample> refusal_examples(const Domain& d) {
+  if (d.dtypes.empty()) throw_error(ErrorKind::internal, "a domain without dtypes has no request to refuse");
+  const Dims base = example_base(d);
   const DType t0 = d.dtypes.front();
   const Request ok = make_request(d, t0, base);
   if (auto r = check_request(d, "(domain)", ok, widest_claims(d)))
@@ -488,13 +531,7 @@ std::vector<RefusalExample> refusal_examples(const Domain& d) {
     r.lengths[d.tensors.back().name] -= 1;
     add(r, d.mismatch_code == "shape_mismatch" ? "shape_mismatch" : "length_mismatch");
   }
-  for (const auto& ts : d.tensors)
-    if (ts.layout == Layout::row_major && ts.shape.size() == 2) {
-      Request r = ok;
-      r.strides[ts.name] = base.at(ts.shape[0]);
-      add(r, "transposed");
-      break;
-    }
+  if (auto r = transposed_example(d, ok)) add(*r, "transposed");
   if (!d.tensors.empty()) {
     const TensorSpec& ts = d.tensors.front();
     Request r = ok;

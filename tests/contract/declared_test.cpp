@@ -5,6 +5,7 @@
 // arithmetic; the GPU test runs the bundled kernels themselves).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -530,6 +531,71 @@ TEST(DeclaredContract, OneCaseHasEveryFreeAxisOffItsBaseAtOnce) {
     odd = odd || (cs.dims.at("rows") != 64 && cs.dims.at("cols") != 48 && n % 2 == 1);
   }
   EXPECT_TRUE(odd) << "no case moves both axes to odd sizes";
+}
+
+// A 1 x n matrix read transposed is the same bytes: at one row its "transposed" stride is 1 and the
+// request is accepted. The refusal examples started from the base shape, so a declared contract whose
+// base holds its rows at 1 (SOL-ExecBench's softmax_h4096, batch_size 1 first) had a "transposed"
+// example that was accepted, and `kqual check` stopped with an internal error (qualify's refusal
+// check). The example now takes a row count where the refusal is real, and a contract whose rows can
+// never exceed one lists no such refusal at all.
+TEST(DeclaredContract, TransposedRefusalIsRealWhenTheBaseHasOneRow) {
+  const std::string body = R"(
+[contract]
+name = "NAME"
+summary = "y = 2 x, rows x cols"
+ROWS
+[tensors.x]
+role = "input"
+shape = ["rows", "cols"]
+[tensors.y]
+role = "output"
+shape = ["rows", "cols"]
+error = { model = "ulps", ulps = 1 }
+[dtypes]
+all = ["f32"]
+[cost]
+flops = "rows * cols"
+[reference]
+python = "reference.py"
+function = "f"
+)";
+  auto contract = [&](const std::string& name, const std::string& rows) {
+    std::string t = body;
+    t.replace(t.find("NAME"), 4, name);
+    t.replace(t.find("ROWS"), 4, rows);
+    return t;
+  };
+  // rows variable with a base of 1 (cols constant, so the base shape is the domain's example); rows a
+  // constant 1 (cols variable): no row-major operand can ever be transposed.
+  const Written one_row_base(contract("one_row_base", "[axes.rows]\nrange = [1, 4096]\nhints = [1, 32]\nbase = 1\n[axes.cols]\nvalue = 64\n"),
+                             "def f(x):\n    return 2 * x\n", "one_row_base");
+  const Written one_row_only(contract("one_row_only", "[axes.rows]\nvalue = 1\n[axes.cols]\nrange = [1, 4096]\nbase = 64\n"),
+                             "def f(x):\n    return 2 * x\n", "one_row_only");
+  for (const Written* w : {&one_row_base, &one_row_only}) {
+    const Contract& c = load_declared_contract(w->file);
+    const std::vector<std::string> codes = refusal_codes(c.domain());
+    const bool can_transpose = w == &one_row_base;
+    EXPECT_EQ(std::count(codes.begin(), codes.end(), "transposed"), can_transpose ? 1 : 0) << c.name();
+    bool transposed = false;
+    for (const auto& ex : c.refusal_examples()) {
+      auto got = c.validate(ex.request, ex.claims ? *ex.claims : widest_claims(c.domain()));
+      ASSERT_TRUE(got) << c.name() << ": the '" << ex.code << "' example is accepted";
+      EXPECT_EQ(got->code, ex.code) << c.name() << ": " << got->reason;
+      if (ex.code == "transposed") {
+        transposed = true;
+        EXPECT_GT(ex.request.dims.at("rows"), 1) << c.name();
+      }
+    }
+    EXPECT_EQ(transposed, can_transpose) << c.name();
+    // What `kqual check` runs before any GPU work (qualify's contract block): every claim-independent
+    // example refused with its own code.
+    for (const auto& [req, code] : c.unsupported_examples()) {
+      auto got = c.validate(req, widest_claims(c.domain()));
+      ASSERT_TRUE(got) << c.name() << ": " << code;
+      EXPECT_EQ(got->code, code) << c.name();
+    }
+  }
 }
 
 }  // namespace
