@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace kqual::contract::detail {
 
@@ -14,5 +15,31 @@ std::string toml_quoted(const std::string& s);
 // then loaded back as a declared contract; a folder that does not load is removed and reported as
 // the importer's bug. `out` must not exist.
 void write_imported_contract(const std::filesystem::path& out, const std::map<std::string, std::string>& files);
+
+// ---- value families for imported contracts (import_families.cpp) ----
+
+// An input the families may redraw: a floating tensor drawn from "normal" or "uniform" (integer
+// inputs, indices, offsets, masks, constants and scalars are never offered), with its axes.
+struct FamilyInput {
+  std::string name, dist;           // dist: "normal" or "uniform"
+  std::vector<std::string> shape;   // axis names, outermost first
+};
+
+struct FamilyText {
+  std::string tool;                 // "kqual import-definition": who wrote them, for the comment
+  double atol = 0;                  // the largest absolute tolerance over the floating outputs
+  bool any_small_case = true;       // some case has every tensor within 2^16 elements (small_only)
+  std::vector<std::string> kept;    // inputs that keep their values (weights, tables), for the comment
+};
+
+// The data inputs of an operation, which the families redraw: the offered inputs with an output's
+// shape (the tensors an output is computed element for element from); where none has one, the first
+// offered input (a GEMM's A). The others keep their values: scaling every factor of a product by
+// 1e-3 would move the output by 1e-6, where any tolerance swallows it.
+std::vector<FamilyInput> data_inputs(const std::vector<FamilyInput>& offered, const std::vector<std::vector<std::string>>& output_shapes);
+
+// `[families.small_scale]`, `[families.large_scale]` and `[families.nonzero_mean]` over `data`, with
+// comments saying why each exists and what the imported tolerance leaves of it; "" when data is empty.
+std::string value_families_toml(const std::vector<FamilyInput>& data, const FamilyText& how);
 
 }  // namespace kqual::contract::detail

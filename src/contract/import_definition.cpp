@@ -12,6 +12,9 @@
 //     within atol + rtol·|ref| (combine = "sum", torch.allclose's form); SOL's required_matched_ratio
 //     with max_error_cap; across workloads the strictest of each. kqual's own bundled contracts are
 //     stricter (bounds from the arithmetic).
+//   values: the Definition states none: every input N(0, 1), plus value families (small_scale,
+//     large_scale, nonzero_mean) over the data inputs, each with a comment saying why
+//     (import_families.cpp).
 #include "kqual/contract/import_definition.hpp"
 
 #include <fmt/format.h>
@@ -146,6 +149,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   std::set<std::string> axes;
   std::vector<std::string> var_axes;
   std::map<std::string, std::int64_t> axis_value;  // at the base shape: how large a case's tensors get
+  std::vector<std::pair<std::string, Expr>> derived;  // expr axes, in the order they are written
   // Constants first, then variables, then expressions (a derived axis uses the others).
   std::vector<std::pair<std::string, json>> ordered;
   for (const auto& [an, a] : def["axes"].items()) ordered.push_back({an, a});
@@ -172,8 +176,9 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
       t << "range = [1, 2147483647]\n";
       if (!hints.empty()) t << "hints = [" << fmt::format("{}", fmt::join(hints, ", ")) << "]   # the workloads' values\n";
       // The base (where the other axes' cases hold this one, and every value family runs): the
-      // smallest workload value above 1. One row is a degenerate base: a transposed 1 x n matrix is
-      // the same bytes (SOL's softmax_h4096 lists batch_size 1 first).
+      // smallest workload value above 1. One row is a degenerate base: every case of the other axes
+      // would have a single row, with no row-to-row indexing to get wrong (SOL's softmax_h4096 lists
+      // batch_size 1 first; the domain's refusal examples no longer depend on it: domain.cpp).
       std::int64_t base = seen.empty() ? 64 : seen.front();
       for (std::int64_t v : hints)
         if (v > 1) {
@@ -187,6 +192,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
       const Expr e = constraint_expr(f, key + ".expression", ex, axes);
       try {
         axis_value[an] = e.eval(axis_value);
+        derived.push_back({an, e});
       } catch (const Error& err) {
         refuse(f, key + ".expression", fmt::format("\"{}\" cannot be evaluated at the base shape ({})", ex, err.what()));
       }
@@ -203,6 +209,8 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   std::map<std::string, std::string> row;
   bool any_float_output = false;
   std::pair<std::string, std::int64_t> base_largest{"", 0};  // the largest tensor at the base shape
+  std::vector<detail::FamilyInput> offered;                  // the inputs value families may redraw
+  std::vector<std::vector<std::string>> output_shapes, tensor_shapes;
   auto tensor = [&](const std::string& tn, const json& spec, bool input) {
     const std::string key = std::string(input ? "inputs." : "outputs.") + tn;
     const std::string dt = kqual_dtype(f, key + ".dtype", spec.value("dtype", std::string("?")));
@@ -222,12 +230,13 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
         << fmt::format("{:.17g}", *value) << "\n\n";
       return;
     }
-    std::vector<std::string> shape;
+    std::vector<std::string> shape, axis_names;
     std::int64_t elements = 1;
     for (const auto& s : spec["shape"]) {
       const std::string ax = s.get<std::string>();
       if (!axes.count(ax)) refuse(f, key + ".shape", fmt::format("unknown axis \"{}\"", ax));
       shape.push_back(toml_quoted(ax));
+      axis_names.push_back(ax);
       elements = axis_value[ax] > 0 && elements > (std::int64_t(1) << 40) / axis_value[ax] ? std::int64_t(1) << 40 : elements * axis_value[ax];
     }
     if (elements > base_largest.second) base_largest = {tn, elements};
@@ -238,8 +247,11 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     row[tn] = dt;
     t << "[tensors." << tn << "]\nrole = " << (input ? "\"input\"" : "\"output\"") << "\nshape = [" << fmt::format("{}", fmt::join(shape, ", "))
       << "]\n";
+    tensor_shapes.push_back(axis_names);
+    if (!input) output_shapes.push_back(axis_names);
     if (input) {
       t << "values = { dist = \"normal\" }\n\n";
+      offered.push_back({tn, "normal", axis_names});  // integer inputs were refused above
     } else if (dt == "i32" || dt == "i64" || dt == "u32") {
       t << "error = { model = \"exact\" }\n\n";
     } else {
@@ -323,6 +335,41 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   }
   text.replace(text.find("MAX_CASE_ELEMENTS\n"), 18, cap_line + "\n");
   if (!any_float_output) r.notes.push_back("every output is an integer: compared exactly");
+
+  // ---- value families over the data inputs (import_families.cpp) ----
+  {
+    const auto data = detail::data_inputs(offered, output_shapes);
+    detail::FamilyText how;
+    how.tool = "kqual import-definition";
+    how.atol = atol;
+    for (const auto& in : offered)
+      if (std::none_of(data.begin(), data.end(), [&](const auto& d) { return d.name == in.name; })) how.kept.push_back(in.name);
+    // Families run on cases whose every tensor is within 2^16 elements; the smallest cases hold one
+    // var axis at 1 and the others at their base.
+    how.any_small_case = false;
+    for (const auto& a : var_axes) {
+      std::map<std::string, std::int64_t> v = axis_value;
+      v[a] = 1;
+      try {
+        for (const auto& [n, e] : derived) v[n] = e.eval(v);
+      } catch (const Error&) {
+        continue;
+      }
+      std::int64_t most = 0;
+      for (const auto& sh : tensor_shapes) {
+        std::int64_t n = 1;
+        for (const auto& ax : sh) n = v.at(ax) > 0 && n > (std::int64_t(1) << 40) / v.at(ax) ? std::int64_t(1) << 40 : n * v.at(ax);
+        most = std::max(most, n);
+      }
+      how.any_small_case |= most <= (std::int64_t(1) << 16);
+    }
+    text += detail::value_families_toml(data, how);
+    std::vector<std::string> names;
+    for (const auto& d : data) names.push_back(d.name);
+    if (!data.empty())
+      r.notes.push_back(fmt::format("value families small_scale, large_scale, nonzero_mean redraw {} on the small cases{}", fmt::join(names, ", "),
+                                    how.any_small_case ? "" : " (none here: every case has a tensor over 2^16 elements; see contract.toml)"));
+  }
 
   // ---- cost, bench, reference ----
   text += "[cost]\nflops = \"0\"   # not in the Definition: give the operation's count to place it on the FMA roofline\n\n";

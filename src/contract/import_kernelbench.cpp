@@ -10,7 +10,8 @@
 //   the fixed shape → the benchmark shape (scaled down along those axes to max_elements) and the
 //     large case; small cases around tile widths along each axis;
 //   sampled values → a value distribution per input (uniform [0, 1) for torch.rand, normal for
-//     torch.randn, indices for torch.randint into an axis), said in the contract.
+//     torch.randn, indices for torch.randint into an axis), said in the contract; value families
+//     (small_scale, large_scale, nonzero_mean) over forward's data inputs (import_families.cpp).
 #include "kqual/contract/import_kernelbench.hpp"
 
 #include <fmt/format.h>
@@ -292,6 +293,9 @@ KernelBenchImport translate_kernelbench(const json& cap, const KernelBenchImport
 
   std::map<std::string, std::string> row;
   std::vector<std::string> signed_family;
+  std::vector<detail::FamilyInput> offered;  // forward's float inputs value families may redraw
+  std::vector<std::vector<std::string>> output_shapes;
+  double widest_atol = 0;
   const json& sampled = cap.value("sampled_at", json());
   for (const auto& ti : tensors) {
     std::vector<std::string> shape;
@@ -308,6 +312,9 @@ KernelBenchImport translate_kernelbench(const json& cap, const KernelBenchImport
       } else {
         const double dflt = ti.dtype == "bf16" ? 1e-2 : 1e-4;
         const double atol = o.atol >= 0 ? o.atol : dflt, rtol = o.rtol >= 0 ? o.rtol : dflt;
+        widest_atol = std::max(widest_atol, atol);
+        output_shapes.push_back({});
+        for (const auto& d : ti.dims) output_shapes.back().push_back(final_axis(d.axis));
         t << "# KernelBench's tolerance (torch.allclose, atol = rtol = " << num(dflt) << " for " << ti.dtype << ") unless --atol/--rtol\n"
           << "error = { model = \"allclose\", atol = " << num(atol) << ", rtol = " << num(rtol) << " }\n\n";
       }
@@ -364,6 +371,14 @@ KernelBenchImport translate_kernelbench(const json& cap, const KernelBenchImport
       }
     }
     t << "values = " << values << "   # " << why << "\n\n";
+    // Forward's data (not the model's parameters, which keep their values) drawn from a normal or a
+    // uniform distribution; indices, integers and constants are never redrawn.
+    for (const char* dist : {"normal", "uniform"})
+      if (!is_int && ti.group == "input" && values.rfind(fmt::format("{{ dist = \"{}\"", dist), 0) == 0) {
+        std::vector<std::string> axes_of;
+        for (const auto& d : ti.dims) axes_of.push_back(final_axis(d.axis));
+        offered.push_back({ti.name, dist, axes_of});
+      }
   }
   t << "[dtypes]\nrows = [{ ";
   {
@@ -378,6 +393,30 @@ KernelBenchImport translate_kernelbench(const json& cap, const KernelBenchImport
     for (const auto& n : signed_family) t << n << " = { lo = -1 }\n";
     t << "\n";
     r.notes.push_back(fmt::format("{}: drawn from [0, 1) as KernelBench does; the family 'signed' adds [-1, 1)", fmt::join(signed_family, ", ")));
+  }
+  {
+    const auto data = detail::data_inputs(offered, output_shapes);
+    detail::FamilyText how;
+    how.tool = "kqual import-kernelbench";
+    how.atol = widest_atol;
+    for (const auto& ti : tensors)
+      if (ti.group != "output" && ti.dtype != "i32" && ti.dtype != "i64" && std::none_of(data.begin(), data.end(), [&](const auto& d) { return d.name == ti.name; }))
+        how.kept.push_back(ti.name);
+    // Families run on cases whose every tensor is within 2^16 elements; the smallest cases hold one
+    // axis at its minimum and the others at their base.
+    how.any_small_case = axes.empty() && largest(base).first <= (std::int64_t(1) << 16);
+    for (const auto& [c, ax] : axes) {
+      auto size = base;
+      size[c] = ax.min;
+      how.any_small_case |= largest(size).first <= (std::int64_t(1) << 16);
+    }
+    t << detail::value_families_toml(data, how);
+    std::vector<std::string> names;
+    for (const auto& d : data) names.push_back(d.name);
+    if (!data.empty())
+      r.notes.push_back(fmt::format("value families small_scale, large_scale, nonzero_mean redraw {} on the small cases{}",
+                                    fmt::join(names, ", "),
+                                    how.any_small_case ? "" : " (none here: every case has a tensor over 2^16 elements; see contract.toml)"));
   }
   t << "[cost]\nflops = \"0\"   # not in a KernelBench problem: give the operation's count to place it on the FMA roofline\n\n";
   t << "[bench]\nshapes = [" << toml_str(r.bench_shape) << "]   # KernelBench's fixed shape" << (scaled.empty() ? "" : ", scaled down")

@@ -5,8 +5,11 @@
 // reference is only written, not run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 
+#include "kqual/contract/compare.hpp"
 #include "kqual/contract/declared.hpp"
 #include "kqual/contract/import_definition.hpp"
 #include "kqual/core/error.hpp"
@@ -17,6 +20,32 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/definitions";
+
+// The text of one TOML table of the written contract, up to the next table.
+std::string table(const std::string& toml, const std::string& header) {
+  const std::size_t at = toml.find(header + "\n");
+  if (at == std::string::npos) return "";
+  const std::size_t end = toml.find("\n[", at + header.size());
+  std::string t = toml.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  return t;
+}
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A fixture's Definition and workloads copied into `dir` under another name: a process registers each
+// declared contract name once, and another test imports the fixture under its own.
+DefinitionImportOptions renamed_fixture(const fs::path& dir, const std::string& stem, const std::string& name) {
+  DefinitionImportOptions o;
+  o.definition = dir / (name + ".json");
+  o.workloads = dir / (name + ".jsonl");
+  o.out = dir / name;
+  for (const auto& [from, to] : {std::pair{kFixtures / (stem + ".json"), o.definition}, {kFixtures / (stem + ".jsonl"), o.workloads}}) {
+    std::string text = read_text_file(from);
+    for (std::size_t p; (p = text.find("\"" + stem + "\"")) != std::string::npos;) text.replace(p, stem.size() + 2, "\"" + name + "\"");
+    write_file_atomic(to, text);
+  }
+  return o;
+}
 
 TEST(ImportDefinition, TranslatesAxesScalarsConstraintsWorkloadsAndTolerance) {
   ScratchDir dir("kqual-import-def");
@@ -82,6 +111,121 @@ TEST(ImportDefinition, TranslatesPythonFloorDivisionInAxisExpressions) {
   EXPECT_NE(r.contract_toml.find("as SOL-ExecBench judges"), std::string::npos);
 }
 
+// A Definition says nothing about values: every input was N(0, 1), where an RMSNorm that drops eps
+// (1e-6 against a mean square near 1) passes. The import writes value-scale families over the data
+// inputs (those with an output's shape: x and residual), keeps the weight's values (scaling every
+// factor would move the output by the factor's power, under the tolerance) and the scalar eps, and
+// says in comments why each family exists and what the imported atol leaves of it.
+TEST(ImportDefinition, WritesValueScaleFamiliesForTheDataInputs) {
+  ScratchDir dir("kqual-import-def");
+  const DefinitionImportOptions o = renamed_fixture(dir.path(), "fused_add_rmsnorm_h1024", "fused_families");
+  const DefinitionImport r = import_definition(o);
+  const std::string& t = r.contract_toml;
+  const std::string small = table(t, "[families.small_scale]"), large = table(t, "[families.large_scale]"),
+                    shifted = table(t, "[families.nonzero_mean]");
+  EXPECT_TRUE(has(small, "\nx = { scale = 0.001 }") && has(small, "\nresidual = { scale = 0.001 }")) << t;
+  EXPECT_TRUE(has(large, "\nx = { scale = 1000 }") && has(large, "\nresidual = { scale = 1000 }")) << t;
+  EXPECT_TRUE(has(shifted, "\nx = { mean = 4, std = 0.5 }") && has(shifted, "\nresidual = { mean = 4, std = 0.5 }")) << t;
+  for (const std::string& f : {small, large, shifted}) {
+    EXPECT_FALSE(has(f, "\nweight =")) << "the weight keeps its values: " << f;
+    EXPECT_FALSE(has(f, "\neps =")) << "a scalar is not drawn: " << f;
+  }
+  // Why each family exists, and what the imported atol (0.008 here) leaves of small_scale.
+  EXPECT_TRUE(has(t, "# small_scale:") && has(t, "eps")) << t;
+  EXPECT_TRUE(has(t, "the imported atol = 0.008")) << t;
+  EXPECT_TRUE(has(t, "# large_scale:") && has(t, "# nonzero_mean:")) << t;
+  // The families parse and run on the small cases, in the contract's dtype row.
+  const Contract& c = load_declared_contract(o.out);
+  Supports s;
+  s.dtypes = {DType::bf16};
+  s.max_n = kUnlimited;
+  std::map<std::string, int> per_family;
+  for (const auto& cs : c.correctness_cases(s, 1, false)) ++per_family[cs.family];
+  for (const char* f : {"small_scale", "large_scale", "nonzero_mean"}) EXPECT_GT(per_family[f], 0) << f;
+  // small_scale's x is 1000 times smaller, the weight as in the base family.
+  for (const auto& cs : c.correctness_cases(s, 1, false)) {
+    if (cs.family != "small_scale") continue;
+    const CaseData d = c.make_case(cs);
+    for (const auto& in : d.inputs) {
+      double most = 0;
+      for (std::int64_t i = 0; i < in.elements; ++i) most = std::max(most, std::fabs(element_as_double(in.dtype, in.bytes.data(), std::size_t(i))));
+      if (in.name == "weight") EXPECT_GT(most, 1) << "weight is N(0, 1) as in the base family";
+      else EXPECT_LT(most, 0.01) << in.name;
+    }
+    break;
+  }
+}
+
+bool have_numpy() {
+  try {
+    (void)reference_python();
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// The defect the families exist for, end to end on the CPU: an RMSNorm Definition (eps 1e-6 as a
+// scalar input) imported from a fixture, its torch reference swapped for the same formula in NumPy
+// (no PyTorch here; the families are the importer's, untouched), and two CPU emulations of a kernel,
+// one right and one that drops eps. Under N(0, 1) rows the eps-dropping one passes every base case
+// (mean square ~1 against eps 1e-6); under small_scale (mean square ~1e-6) it is off by ~30 %.
+TEST(ImportDefinition, SmallScaleFamilyRejectsAnRmsnormThatDropsEps) {
+  if (!have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy (install python3-numpy)";
+  ScratchDir dir("kqual-import-def");
+  DefinitionImportOptions o;
+  o.definition = kFixtures / "rmsnorm_h512.json";
+  o.workloads = kFixtures / "rmsnorm_h512.jsonl";
+  o.out = dir.path() / "rmsnorm_h512";
+  (void)import_definition(o);
+  // The imported contract, registered under its name, is kept; the NumPy copy gets its own name.
+  std::string toml = read_text_file(o.out / "contract.toml");
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"kind = \"torch\"", "kind = \"numpy\""},
+                                 {"name = \"rmsnorm_h512\"", "name = \"rmsnorm_h512_numpy\""}}) {
+    ASSERT_TRUE(has(toml, from)) << toml;
+    toml.replace(toml.find(from), from.size(), to);
+  }
+  const fs::path numpy_copy = dir.path() / "rmsnorm_h512_numpy";
+  fs::create_directories(numpy_copy);
+  write_file_atomic(numpy_copy / "contract.toml", toml);
+  write_file_atomic(numpy_copy / "reference.py",
+                    "import numpy as np\n\ndef run(x, weight, eps):\n"
+                    "    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight[None, :]\n");
+  const Contract& c = load_declared_contract(numpy_copy);
+  auto rmsnorm = [](const CaseData& d, const Tensor& y, double eps) {
+    std::vector<std::uint8_t> out(y.bytes.size(), 0xA5);
+    const Tensor *x = nullptr, *w = nullptr;
+    for (const auto& in : d.inputs) (in.name == "x" ? x : w) = &in;
+    const std::int64_t rows = d.dims.at("batch_size"), cols = d.dims.at("hidden_size");
+    auto at = [](const Tensor* t, std::int64_t i) { return element_as_double(t->dtype, t->bytes.data(), std::size_t(i)); };
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double ms = 0;
+      for (std::int64_t j = 0; j < cols; ++j) ms += at(x, r * cols + j) * at(x, r * cols + j);
+      const double inv = 1 / std::sqrt(ms / double(cols) + eps);
+      for (std::int64_t j = 0; j < cols; ++j) store_element(y.dtype, out.data(), std::size_t(r * cols + j), at(x, r * cols + j) * inv * at(w, j));
+    }
+    return out;
+  };
+  Supports s;
+  s.dtypes = {DType::f32};
+  s.max_n = kUnlimited;
+  std::map<std::string, int> cases, good_failed, no_eps_failed;
+  std::string code;
+  for (const auto& cs : c.correctness_cases(s, 5, false)) {
+    const CaseData d = c.make_case(cs);
+    const std::vector<Tensor> want = c.reference(d);
+    ++cases[cs.family];
+    if (!c.compare(want.at(0), rmsnorm(d, want.at(0), 1e-6).data(), 0xA5).ok) ++good_failed[cs.family];
+    const Comparison cmp = c.compare(want.at(0), rmsnorm(d, want.at(0), 0).data(), 0xA5);
+    if (!cmp.ok) ++no_eps_failed[cs.family], code = cmp.code;
+  }
+  ASSERT_GT(cases["small_scale"], 0);
+  for (const auto& [f, n] : cases) EXPECT_EQ(good_failed[f], 0) << "the right kernel fails " << good_failed[f] << " of " << n << " " << f << " cases";
+  EXPECT_EQ(no_eps_failed["base"], 0) << "N(0, 1) rows cannot tell eps from none: why the family exists";
+  EXPECT_EQ(no_eps_failed["small_scale"], cases["small_scale"]) << "every small_scale case rejects the kernel without eps";
+  EXPECT_EQ(code, "wrong_result");
+}
+
 std::string refusal(const std::string& def_json, const std::string& jsonl = "") {
   static int k = 0;
   ScratchDir dir("kqual-import-bad");
@@ -121,8 +265,10 @@ TEST(ImportDefinition, RaisesTheCaseCapToLargeConstantTensors) {
   o.out = dir.path() / "proj";
   const DefinitionImport r = import_definition(o);
   EXPECT_NE(r.contract_toml.find("max_case_elements = 75497472"), std::string::npos) << r.contract_toml;
-  ASSERT_FALSE(r.notes.empty());
-  EXPECT_NE(r.notes.back().find("'w' has 75497472 elements"), std::string::npos) << r.notes.back();
+  EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) { return has(n, "'w' has 75497472 elements"); }));
+  // Every case has a 75 M-element weight: no case is small enough for the value families, and the
+  // contract says so instead of pretending they run.
+  EXPECT_TRUE(has(r.contract_toml, "these families run on no case")) << r.contract_toml;
   const Contract& c = load_declared_contract(o.out);
   Supports s;
   s.dtypes = {DType::f32};

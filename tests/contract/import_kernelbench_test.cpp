@@ -6,9 +6,11 @@
 // PyTorch (this machine), the capture itself must fail saying so.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 
+#include "kqual/contract/compare.hpp"
 #include "kqual/contract/declared.hpp"
 #include "kqual/contract/import_kernelbench.hpp"
 #include "kqual/core/error.hpp"
@@ -106,6 +108,72 @@ TEST(ImportKernelBench, IntegersStayIntegersAndNumbersBecomeScalars) {
   EXPECT_NO_THROW(import_kernelbench(options("scale_by_scalar", dir.path() / "s")));
   EXPECT_NO_THROW(import_kernelbench(options("gather_rows", dir.path() / "g")));
   EXPECT_NO_THROW(import_kernelbench(options("argmax_dim", dir.path() / "a")));
+}
+
+// The text of one TOML table of the written contract, up to the next table.
+std::string table(const std::string& toml, const std::string& header) {
+  const std::size_t at = toml.find(header + "\n");
+  if (at == std::string::npos) return "";
+  const std::size_t end = toml.find("\n[", at + header.size());
+  std::string t = toml.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  return t;
+}
+
+// KernelBench draws every input from one distribution (torch.rand or torch.randn). The import writes
+// value-scale families over the data inputs (forward's float inputs with an output's shape, else its
+// first one): torch.rand's [0, 1) scaled, never made negative; torch.randn's N(0, 1) scaled or shifted;
+// integer inputs (indices), parameters (weights) and scalars untouched.
+TEST(ImportKernelBench, WritesValueScaleFamiliesForTheDataInputs) {
+  // torch.rand: [0, 1) scaled (its sign kept), shifted to [3, 5]; the signed family stays.
+  const KernelBenchImport relu = translate_kernelbench(capture("leaky_relu_rows"), options("leaky_relu_rows", "unused"));
+  EXPECT_EQ(table(relu.contract_toml, "[families.small_scale]"), "[families.small_scale]\nx = { scale = 0.001 }") << relu.contract_toml;
+  EXPECT_EQ(table(relu.contract_toml, "[families.large_scale]"), "[families.large_scale]\nx = { scale = 1000 }") << relu.contract_toml;
+  EXPECT_EQ(table(relu.contract_toml, "[families.nonzero_mean]"), "[families.nonzero_mean]\nx = { lo = 3, hi = 5 }") << relu.contract_toml;
+  EXPECT_TRUE(has(relu.contract_toml, "[families.signed]\nx = { lo = -1 }")) << relu.contract_toml;
+  EXPECT_TRUE(has(relu.contract_toml, "the imported atol = 0.0001")) << relu.contract_toml;
+  // torch.randn: shifted by its mean; the parameters (nn.Linear's weight and bias) keep their values.
+  const KernelBenchImport lin = translate_kernelbench(capture("linear_gelu"), options("linear_gelu", "unused"));
+  EXPECT_EQ(table(lin.contract_toml, "[families.nonzero_mean]"), "[families.nonzero_mean]\nx = { mean = 4, std = 0.5 }") << lin.contract_toml;
+  for (const char* f : {"[families.small_scale]", "[families.large_scale]", "[families.nonzero_mean]"})
+    EXPECT_FALSE(has(table(lin.contract_toml, f), "linear_")) << f;
+  // An index input is never in a family; its values stay indices into the axis.
+  ScratchDir dir("kqual-import-kb");
+  KernelBenchImportOptions go = options("gather_rows", dir.path() / "g");
+  go.name = "kb_gather_rows_families";  // another test registers kb_gather_rows in this process
+  const KernelBenchImport g = import_kernelbench(go);
+  for (const char* f : {"[families.small_scale]", "[families.large_scale]", "[families.nonzero_mean]"}) {
+    EXPECT_TRUE(has(table(g.contract_toml, f), "\nx = {")) << f << "\n" << g.contract_toml;
+    EXPECT_FALSE(has(table(g.contract_toml, f), "idx")) << f;
+  }
+  const Contract& c = load_declared_contract(dir.path() / "g");
+  Supports s;
+  s.dtypes = {DType::f32};
+  s.max_n = kUnlimited;
+  std::map<std::string, int> seen;
+  for (const auto& cs : c.correctness_cases(s, 1, false)) {
+    if (cs.family == "base" || seen[cs.family]++) continue;
+    const CaseData d = c.make_case(cs);
+    for (const auto& in : d.inputs) {
+      double lo = INFINITY, hi = -INFINITY;
+      bool integral = true;
+      for (std::int64_t i = 0; i < in.elements; ++i) {
+        const double v = element_as_double(in.dtype, in.bytes.data(), std::size_t(i));
+        lo = std::min(lo, v), hi = std::max(hi, v), integral &= v == std::floor(v);
+      }
+      if (in.name == "idx") {
+        EXPECT_EQ(in.dtype, DType::i64);
+        EXPECT_TRUE(integral && lo >= 0 && hi < double(d.dims.at("num_classes"))) << cs.id << ": idx in [" << lo << ", " << hi << "]";
+      } else if (cs.family == "small_scale") {
+        EXPECT_LT(std::max(-lo, hi), 0.01) << cs.id;
+      } else if (cs.family == "large_scale") {
+        EXPECT_GT(std::max(-lo, hi), 1000) << cs.id;
+      } else if (cs.family == "nonzero_mean") {
+        EXPECT_GT(lo, 0) << cs.id;
+      }
+    }
+  }
+  for (const char* f : {"small_scale", "large_scale", "nonzero_mean"}) EXPECT_GT(seen[f], 0) << f;
 }
 
 std::string refusal(const json& cap, KernelBenchImportOptions o) {

@@ -1,0 +1,92 @@
+// Value families written into imported contracts (import_common.hpp). A Definition or a KernelBench
+// problem states one distribution per input (or none: N(0, 1)); on it, defects that only show at other
+// scales pass — an RMSNorm without eps (1e-6 against a mean square near 1), a softmax without its max
+// subtracted (exp of values below 5), a LayerNorm that never subtracts the mean (rows of mean ~0).
+// Three generic families redraw the operation's data inputs at other scales; the comments written with
+// them say why each exists and where the imported tolerance leaves little of it.
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "import_common.hpp"
+
+namespace kqual::contract::detail {
+
+namespace {
+
+constexpr double kSmall = 1e-3, kLarge = 1e3;  // the factors of small_scale and large_scale
+constexpr double kMean = 4, kStd = 0.5;        // nonzero_mean: normal inputs
+constexpr double kLo = 3, kHi = 5;             // nonzero_mean: uniform inputs (mean 4, positive)
+
+std::string names(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ", ")); }
+
+}  // namespace
+
+std::vector<FamilyInput> data_inputs(const std::vector<FamilyInput>& offered, const std::vector<std::vector<std::string>>& output_shapes) {
+  std::vector<FamilyInput> data;
+  for (const auto& in : offered)
+    for (const auto& shape : output_shapes)
+      if (in.shape == shape) {
+        data.push_back(in);
+        break;
+      }
+  if (data.empty() && !offered.empty()) data.push_back(offered.front());
+  return data;
+}
+
+std::string value_families_toml(const std::vector<FamilyInput>& data, const FamilyText& how) {
+  if (data.empty()) return "";
+  std::vector<std::string> scaled;
+  for (const auto& in : data) scaled.push_back(in.name);
+  std::ostringstream t;
+  t << "# ---- Value families, written by " << how.tool << " (the source states no value ranges) ----\n"
+    << "# The base family draws every input as its `values` say. Each family below redraws the data inputs\n"
+    << "# (" << names(scaled) << ": those with an output's shape, else the first input) on the small cases (every\n"
+    << "# tensor within 2^16 elements).";
+  if (!how.kept.empty())
+    t << " The other inputs (" << names(how.kept) << ") keep their values, so an output moves\n"
+      << "# by the family's factor once, not once per factor of a product (1e-3 x 1e-3 is under any tolerance).";
+  t << "\n# Integer inputs (indices, offsets, masks), constants and scalars are never redrawn.\n#\n";
+  t << "# small_scale: the data 1000 times smaller (normal: std 1e-3; uniform: its range scaled, so a\n"
+    << "#   non-negative input stays non-negative). Where the output keeps its size (RMSNorm, LayerNorm,\n"
+    << "#   softmax), additive terms decide it: eps (1e-6 to 1e-5) against a mean square of 1e-6 - a kernel\n"
+    << "#   that drops eps, or adds it outside the square root, is off by far more than the tolerance.\n"
+    << "#   Where the output shrinks with its input (elementwise operations, products, rotations) it is\n";
+  const double ratio = how.atol / kSmall;
+  if (ratio >= 1)
+    t << "#   ~1e-3 here, and the imported atol = " << fmt::format("{:g}", how.atol) << " is " << fmt::format("{:.3g}", ratio)
+      << " times such an output: for those operations this\n"
+      << "#   family checks little beyond every element being written and finite. That is the imported\n"
+      << "#   tolerance's limit (an absolute term sized for outputs of order 1), not a pass on the arithmetic.\n";
+  else
+    t << "#   ~1e-3 here, and the imported atol = " << fmt::format("{:g}", how.atol) << " is " << fmt::format("{:.3g}", 100 * ratio)
+      << " % of such an output: their error is\n"
+      << "#   checked only to about that share, on top of rtol.\n";
+  t << "# large_scale: the data 1000 times larger (far inside the range of f32 and bf16, 3.4e38): exp without\n"
+    << "#   the row maximum subtracted (softmax, log-softmax, log(1 + exp(x))) overflows to Inf or NaN, and a\n"
+    << "#   kernel assuming values of order 1 (a clamp, an approximation valid on a short range) goes wrong.\n"
+    << "#   An output the reference itself takes past the output dtype's range is expected as Inf, as the\n"
+    << "#   reference rounds to that dtype.\n"
+    << "# nonzero_mean: mean 4, std 0.5 (uniform inputs: [3, 5], positive either way). A kernel that assumes\n"
+    << "#   zero-mean data fails (a LayerNorm that never subtracts the mean passes N(0, 1) rows, whose mean is\n"
+    << "#   about 1/sqrt(row length)); a one-pass variance E[x^2] - E[x]^2 cancels 16.25 - 16 and loses ~6\n"
+    << "#   bits, visible when accumulated in bf16.\n";
+  if (!how.any_small_case)
+    t << "# NOTE: no case of this contract has every tensor within 2^16 elements (its constant axes make each\n"
+      << "#   case larger), so as written these families run on no case. `small_only = false` in a family runs\n"
+      << "#   it on every case (one more reference evaluation per case, on the CPU in float64: slow for large\n"
+      << "#   constant tensors).\n";
+  auto table = [&](const char* family, auto&& value) {
+    t << "[families." << family << "]\n";
+    for (const auto& in : data) t << in.name << " = " << value(in) << "\n";
+  };
+  table("small_scale", [](const FamilyInput&) { return fmt::format("{{ scale = {:g} }}", kSmall); });
+  table("large_scale", [](const FamilyInput&) { return fmt::format("{{ scale = {:g} }}", kLarge); });
+  table("nonzero_mean", [](const FamilyInput& in) {
+    return in.dist == "uniform" ? fmt::format("{{ lo = {:g}, hi = {:g} }}", kLo, kHi) : fmt::format("{{ mean = {:g}, std = {:g} }}", kMean, kStd);
+  });
+  t << "\n";
+  return t.str();
+}
+
+}  // namespace kqual::contract::detail
