@@ -48,9 +48,9 @@ std::string value_families_toml(const std::vector<FamilyInput>& data, const Fami
       << "# by the family's factor once, not once per factor of a product (1e-3 x 1e-3 is under any tolerance).";
   t << "\n# Integer inputs (indices, offsets, masks), constants and scalars are never redrawn.\n#\n";
   t << "# small_scale: the data 1000 times smaller (normal: std 1e-3; uniform: its range scaled, so a\n"
-    << "#   non-negative input stays non-negative). Where the output keeps its size (RMSNorm, LayerNorm,\n"
-    << "#   softmax), additive terms decide it: eps (1e-6 to 1e-5) against a mean square of 1e-6 - a kernel\n"
-    << "#   that drops eps, or adds it outside the square root, is off by far more than the tolerance.\n"
+    << "#   non-negative input stays non-negative). Where the output keeps its size (RMSNorm, LayerNorm),\n"
+    << "#   additive terms decide it: eps (1e-6 to 1e-5) against a mean square of 1e-6 - a kernel that\n"
+    << "#   drops eps, or adds it outside the square root, is off by far more than the tolerance.\n"
     << "#   Where the output shrinks with its input (elementwise operations, products, rotations) it is\n";
   const double ratio = how.atol / kSmall;
   if (ratio >= 1)
