@@ -1,5 +1,5 @@
 #pragma once
-// The compare page's service view section (src/report/html_service.cpp), called by html.cpp.
+// The compare page's service view section (src/report/html_service.cpp), called by html_compare.cpp.
 #include <string>
 
 #include "kqual/core/json.hpp"

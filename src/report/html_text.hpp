@@ -1,6 +1,6 @@
 #pragma once
-// Internal to src/report/: text escaped for HTML, shared by the page writers (html.cpp,
-// html_service.cpp, html_torch.cpp). Not a public header.
+// Internal to src/report/: text escaped for HTML, shared by the page writers (html_*.cpp). Not a
+// public header.
 #include <string>
 #include <string_view>
 

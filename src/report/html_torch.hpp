@@ -1,5 +1,5 @@
 #pragma once
-// The PyTorch baselines section of a qualify page (html.cpp calls it; bench/torch_baseline.hpp).
+// The PyTorch baselines section of a qualify page (html_qualify.cpp calls it; bench/torch_baseline.hpp).
 #include <string>
 
 #include "kqual/core/json.hpp"

@@ -1,6 +1,6 @@
-// `kqual model roofline|waves|amdahl|breakeven` and `kqual explain scan|transpose|softmax|waves`:
-// thin commands over kqual::model (CPU only; `roofline --measure` asks a GPU worker through
-// kqual::harness). Text by default, one JSON document with --json.
+// `kqual model roofline|waves|amdahl|breakeven` (`explain` in model_explain_cmd.cpp, `service` in
+// model_service_cmd.cpp): thin commands over kqual::model (CPU only; `roofline --measure` asks a GPU
+// worker through kqual::harness). Text by default, one JSON document with --json.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -17,20 +17,18 @@
 #include "kqual/core/json.hpp"
 #include "kqual/bench/ceilings.hpp"
 #include "kqual/model/amdahl.hpp"
-#include "kqual/model/explain.hpp"
 #include "kqual/model/roofline.hpp"
 #include "kqual/model/units.hpp"
 #include "kqual/model/waves.hpp"
 #include "kqual/run/cli.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/version.hpp"
+#include "model_cmd_internal.hpp"
 
 namespace kqual::run {
-namespace {
 
-using namespace kqual::model;
+namespace model_cli {
 
-// "model roofline --list-devices" → schema "kqual.model-roofline-list-devices/1".
 json envelope(const GlobalOptions& g, const std::string& command) {
   std::string name;
   for (char c : command)
@@ -51,83 +49,21 @@ CLI::App* subcommand(CLI::App* parent, const std::string& name, const std::strin
   return s;
 }
 
-// ---- slots: --slots directly, or SMs x blocks per SM from the occupancy arithmetic --------------
-struct SlotOptions {
-  std::int64_t slots = 0;
-  std::string device;
-  int sms = 0;
-  std::string arch;
-  int threads = 0, regs = 0;
-  std::string smem;
-  int blocks_per_sm = 0;
-
-  // Which flags were given (a given 0 is an error to report, not a default).
-  CLI::Option *o_slots = nullptr, *o_sms = nullptr, *o_threads = nullptr, *o_regs = nullptr, *o_bps = nullptr;
-
-  void add(CLI::App* s) {
-    o_slots = s->add_option("--slots", slots, "Execution slots (SMs x resident blocks per SM); overrides the occupancy model");
-    s->add_option("--device", device, "Known GPU for SM count and arch (h100, h200, a100, l40s, b200)");
-    o_sms = s->add_option("--sms", sms, "Number of SMs (overrides --device)");
-    s->add_option("--arch", arch, "Per-SM limits: sm_80, sm_86, sm_89, sm_90, sm_100 (default: the device's, else sm_90)");
-    o_threads = s->add_option("--threads", threads, "Threads per block (occupancy model; default 256)");
-    o_regs = s->add_option("--regs", regs, "Registers per thread (occupancy model; default 32)");
-    s->add_option("--smem", smem, "Shared memory per block in bytes, e.g. 49152 or 48Ki (occupancy model)");
-    o_bps = s->add_option("--blocks-per-sm", blocks_per_sm, "Resident blocks per SM, when known (skips the occupancy model)");
-  }
-  bool given(const CLI::Option* o) const { return o && o->count() > 0; }
-  bool occupancy_requested() const { return given(o_threads) || given(o_regs) || !smem.empty(); }
-  bool slots_given() const { return given(o_slots) || given(o_sms) || !device.empty(); }
-
-  struct Resolved {
-    std::int64_t slots = 0;
-    std::optional<Occupancy> occupancy;
-    std::optional<SmLimits> limits;
-    std::string how;
-    const DeviceSpec* device = nullptr;
-  };
-  Resolved resolve(const char* default_device) const {
-    Resolved r;
-    if (!device.empty()) r.device = &find_device(device);
-    if (given(o_slots) || slots != 0) {
-      if (slots < 1) throw_error(ErrorKind::usage, fmt::format("--slots {}: must be >= 1", slots));
-      r.slots = slots;
-      r.how = "given with --slots";
-      if (!r.device && default_device) r.device = &find_device(default_device);
-      return r;
-    }
-    if (!r.device && default_device) r.device = &find_device(default_device);
-    if (given(o_sms) && sms < 1) throw_error(ErrorKind::usage, fmt::format("--sms {}: must be >= 1", sms));
-    const int n_sms = given(o_sms) ? sms : r.device ? r.device->sms : 0;
-    if (n_sms <= 0)
-      throw_error(ErrorKind::usage,
-                  "give --slots, or --device/--sms (with --threads/--regs/--smem or --blocks-per-sm)");
-    int bps = 1;
-    if (given(o_bps)) {
-      if (blocks_per_sm < 1) throw_error(ErrorKind::usage, fmt::format("--blocks-per-sm {}: must be >= 1", blocks_per_sm));
-      bps = blocks_per_sm;
-      r.how = fmt::format("{} SMs x {} blocks per SM (--blocks-per-sm)", n_sms, bps);
-    } else if (occupancy_requested()) {
-      r.limits = sm_limits(!arch.empty() ? arch : r.device ? r.device->arch : std::string("sm_90"));
-      BlockResources b;
-      b.threads = given(o_threads) ? threads : 256;
-      b.registers_per_thread = given(o_regs) ? regs : 32;
-      b.shared_bytes = smem.empty() ? 0 : std::int64_t(parse_quantity("--smem", smem));
-      r.occupancy = occupancy(*r.limits, b);
-      bps = r.occupancy->blocks_per_sm;
-      r.how = fmt::format("{} SMs x {} blocks per SM (occupancy on {}, limited by {})", n_sms, bps, r.limits->arch,
-                          r.occupancy->limiter);
-    } else {
-      r.how = fmt::format("{} SMs x 1 block per SM (give --threads/--regs/--smem for the occupancy model)", n_sms);
-    }
-    r.slots = std::int64_t(n_sms) * bps;
-    return r;
-  }
-};
-
-void print_occupancy(const Occupancy& o) {
+void print_occupancy(const model::Occupancy& o) {
   fmt::print("Occupancy arithmetic:\n");
   for (const auto& s : o.steps) fmt::print("  {}\n", s);
 }
+
+}  // namespace model_cli
+
+namespace {
+
+using namespace kqual::model;
+using model_cli::emit_json;
+using model_cli::envelope;
+using model_cli::print_occupancy;
+using model_cli::SlotOptions;
+using model_cli::subcommand;
 
 // ---- model roofline ----------------------------------------------------------------------------
 void add_roofline(CLI::App* model, GlobalOptions& g, int* exit_code) {
@@ -421,176 +357,6 @@ void add_breakeven(CLI::App* model, GlobalOptions& g, int*) {
   });
 }
 
-
-// ---- explain -------------------------------------------------------------------------------------
-std::string join_ints(const std::vector<std::int64_t>& v) {
-  std::string s;
-  for (std::size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{:>3}", i ? " " : "", v[i]);
-  return "[" + s + "]";
-}
-
-std::vector<bool> variants(const std::string& flag_value, const char* broken_name) {
-  if (flag_value == "both") return {false, true};
-  if (flag_value == "correct") return {false};
-  if (flag_value == broken_name) return {true};
-  throw_error(ErrorKind::usage,
-              fmt::format("--variant '{}': use correct, {} or both", flag_value, broken_name));
-}
-
-void add_explain_scan(CLI::App* explain, GlobalOptions& g, int*) {
-  struct Opts {
-    std::string counts = "3,0,2,1,0,4", variant = "both";
-    std::int64_t block = 3;
-  };
-  auto o = std::make_shared<Opts>();
-  auto* s = subcommand(explain, "scan", "Exclusive scan over blocks: local offsets, block totals, carries, output ranges");
-  s->add_option("--counts", o->counts, "Per-element output counts (default 3,0,2,1,0,4)");
-  s->add_option("--block-size", o->block, "Elements per block (default 3: two blocks for the default counts)");
-  s->add_option("--variant", o->variant, "correct, missing-carry or both (default)");
-  s->callback([o, &g] {
-    const auto counts = parse_count_list("--counts", o->counts);
-    std::vector<ScanWalkthrough> ws;
-    for (bool broken : variants(o->variant, "missing-carry")) ws.push_back(explain_scan(counts, o->block, broken));
-    if (g.json) {
-      json j = envelope(g, "explain scan");
-      j["walkthroughs"] = json::array();
-      for (const auto& w : ws) j["walkthroughs"].push_back(to_json(w));
-      return emit_json(j);
-    }
-    for (const auto& w : ws) {
-      fmt::print("== exclusive scan, {} ==\n", w.missing_carry ? "BROKEN: missing carry" : "correct");
-      fmt::print("counts         {}\n", join_ints(w.counts));
-      fmt::print("block          {}\n", join_ints(w.block_of));
-      fmt::print("local offsets  {}   (exclusive scan inside each block)\n", join_ints(w.local_offsets));
-      fmt::print("block totals   {}\n", join_ints(w.block_totals));
-      fmt::print("carries        {}   ({})\n", join_ints(w.carries),
-                 w.missing_carry ? "never computed: every block starts at 0" : "exclusive scan of the block totals");
-      fmt::print("offsets        {}   (local offset + carry)\n", join_ints(w.offsets));
-      fmt::print("output length  {}\n", w.total);
-      for (const auto& r : w.ranges) fmt::print("  element {} writes [{}, {})\n", r.element, r.begin, r.end);
-      for (const auto& ov : w.overlaps)
-        fmt::print("  OVERLAP: elements {} and {} both write [{}, {})\n", ov.first, ov.second, ov.begin, ov.end);
-      for (const auto& u : w.unwritten) fmt::print("  UNWRITTEN: [{}, {})\n", u.first, u.second);
-      fmt::print("{}\n\n", w.explanation);
-    }
-  });
-}
-
-void add_explain_transpose(CLI::App* explain, GlobalOptions& g, int*) {
-  struct Opts {
-    std::int64_t rows = 32, cols = 64, show = 32;
-    int elem_bytes = 4, lanes = 32;
-  };
-  auto o = std::make_shared<Opts>();
-  auto* s = subcommand(explain, "transpose", "Transposed view over row-major storage: offsets and lane mapping");
-  s->add_option("--rows", o->rows, "Storage rows (default 32)");
-  s->add_option("--cols", o->cols, "Storage columns (default 64)");
-  s->add_option("--elem-bytes", o->elem_bytes, "Element size in bytes: 1, 2, 4 (default) or 8");
-  s->add_option("--lanes", o->lanes, "Lanes of the warp to map (1-32, default 32)");
-  s->add_option("--show", o->show, "View coordinates to list (default 32)");
-  s->callback([o, &g] {
-    const auto w = explain_transpose(o->rows, o->cols, o->elem_bytes, o->lanes, o->show);
-    if (g.json) {
-      json j = envelope(g, "explain transpose");
-      j["result"] = to_json(w);
-      return emit_json(j);
-    }
-    fmt::print("storage {} x {} row-major, strides {{{}, 1}}; view {} x {}, strides {{{}, {}}}\n", w.rows, w.cols,
-               w.cols, w.view_rows, w.view_cols, w.view_stride_row, w.view_stride_col);
-    fmt::print("offset(i, j) = i*{} + j*{}\n\nview coordinate -> storage element offset:\n", w.view_stride_row,
-               w.view_stride_col);
-    for (const auto& c : w.coords) fmt::print("  ({}, {}) -> {}\n", c.i, c.j, c.offset);
-    fmt::print("bijective (every element exactly once): {}\n\n", w.bijective ? "yes" : "NO");
-    fmt::print("warp 0, lane l handles view element l:\n  {:>4} {:>9} {:>8} {:>8} {:>11} {:>12}\n", "lane", "view",
-               "reads", "writes", "read sect.", "write sect.");
-    for (const auto& l : w.lanes)
-      fmt::print("  {:>4} {:>9} {:>8} {:>8} {:>11} {:>12}\n", l.lane, fmt::format("({},{})", l.i, l.j), l.read_offset,
-                 l.write_offset, l.read_sector, l.write_sector);
-    fmt::print("sectors per warp: read {}, write {}, ideal {}\n", w.read_sectors, w.write_sectors, w.ideal_sectors);
-    fmt::print("shared tile column read: {}-way bank conflict unpadded, {}-way padded\n\n{}\n",
-               w.bank_conflict_unpadded, w.bank_conflict_padded, w.explanation);
-  });
-}
-
-void add_explain_softmax(CLI::App* explain, GlobalOptions& g, int*) {
-  struct Opts {
-    std::string values = "1,2,3,4,5,6,7,8", variant = "both";
-    std::int64_t chunk = 4;
-  };
-  auto o = std::make_shared<Opts>();
-  auto* s = subcommand(explain, "softmax", "Online softmax: (max, sum) states per chunk and how they merge");
-  s->add_option("--values", o->values, "Input row (default 1,2,3,4,5,6,7,8)");
-  s->add_option("--chunk", o->chunk, "Values per chunk (default 4)");
-  s->add_option("--variant", o->variant, "correct, forget-rescale or both (default)");
-  s->callback([o, &g] {
-    const auto values = parse_real_list("--values", o->values);
-    std::vector<SoftmaxWalkthrough> ws;
-    for (bool broken : variants(o->variant, "forget-rescale")) ws.push_back(explain_softmax(values, o->chunk, broken));
-    if (g.json) {
-      json j = envelope(g, "explain softmax");
-      j["walkthroughs"] = json::array();
-      for (const auto& w : ws) j["walkthroughs"].push_back(to_json(w));
-      return emit_json(j);
-    }
-    for (const auto& w : ws) {
-      fmt::print("== online softmax, {} ==\n", w.forget_rescale ? "BROKEN: merge forgets to rescale" : "correct merge");
-      for (std::size_t c = 0; c < w.chunk_states.size(); ++c)
-        fmt::print("chunk {}: m = {:.6g}, s = {:.9g}\n", c, w.chunk_states[c].max, w.chunk_states[c].sum);
-      for (const auto& m : w.merges)
-        fmt::print("merge (m {:.6g}, s {:.9g}) + (m {:.6g}, s {:.9g}): scales {:.6g}, {:.6g} -> (m {:.6g}, s {:.9g})\n",
-                   m.left.max, m.left.sum, m.right.max, m.right.sum, m.left_scale, m.right_scale, m.merged.max,
-                   m.merged.sum);
-      fmt::print("final (m {:.6g}, s {:.9g}); reference (m {:.6g}, s {:.9g})\n", w.final_state.max, w.final_state.sum,
-                 w.reference.max, w.reference.sum);
-      fmt::print("probabilities:");
-      for (double p : w.probabilities) fmt::print(" {:.5f}", p);
-      fmt::print("\nreference:    ");
-      for (double p : w.reference_probabilities) fmt::print(" {:.5f}", p);
-      fmt::print("\nsum {:.9g}, max |error| {:.3g}: {}\n{}\n\n", w.probability_sum, w.max_abs_error,
-                 w.correct ? "correct" : "WRONG", w.explanation);
-    }
-  });
-}
-
-void add_explain_waves(CLI::App* explain, GlobalOptions& g, int*) {
-  struct Opts {
-    std::int64_t tiles = 96;
-    SlotOptions slots;
-  };
-  auto o = std::make_shared<Opts>();
-  auto* s = subcommand(explain, "waves", "Wave scheduling: which tiles run in which wave, and the idle tail");
-  s->add_option("--tiles", o->tiles, "Tiles (blocks) in the grid (default 96)");
-  o->slots.add(s);
-  s->callback([o, &g] {
-    if (!o->slots.slots_given()) o->slots.slots = 80;  // the seed case: 96 tiles on 80 slots
-    const auto sl = o->slots.resolve(nullptr);
-    const auto t = wave_timeline(o->tiles, sl.slots);
-    if (g.json) {
-      json j = envelope(g, "explain waves");
-      j["input"] = {{"tiles", o->tiles}, {"slots", sl.slots}, {"slots_from", sl.how}};
-      if (sl.occupancy) j["occupancy"] = to_json(*sl.occupancy);
-      j["result"] = to_json(t);
-      return emit_json(j);
-    }
-    if (sl.occupancy) print_occupancy(*sl.occupancy);
-    fmt::print("{} tiles on {} slots ({}): waves = ceil({} / {}) = {}\n", o->tiles, sl.slots, sl.how, o->tiles, sl.slots,
-               t.summary.waves);
-    constexpr int kBar = 40;
-    std::int64_t previous = -1;
-    for (const auto& r : t.rows) {
-      if (previous >= 0 && r.index != previous + 1)
-        fmt::print("  ... {} more full waves ...\n", r.index - previous - 1);
-      previous = r.index;
-      const int busy = int(std::lround(double(kBar) * double(r.busy_slots) / double(sl.slots)));
-      fmt::print("  wave {:>3}: tiles {:>6}-{:<6} |{}{}| {} busy, {} idle\n", r.index, r.first_tile, r.last_tile,
-                 std::string(std::size_t(busy), '#'), std::string(std::size_t(kBar - busy), '.'), r.busy_slots,
-                 r.idle_slots);
-    }
-    fmt::print("efficiency = tiles / (waves x slots) = {} / ({} x {}) = {}\n\n{}\n", t.summary.tiles, t.summary.waves,
-               t.summary.slots, format_percent(t.summary.efficiency), t.summary.explanation);
-  });
-}
-
 }  // namespace
 
 // `kqual model service` lives in model_service_cmd.cpp.
@@ -605,13 +371,7 @@ void add_model_commands(CLI::App& app, GlobalOptions& g, int* exit_code) {
   add_breakeven(model, g, exit_code);
   add_model_service_command(model, g, exit_code);
 
-  CLI::App* explain =
-      subcommand(&app, "explain", "Step-by-step walkthroughs of work mappings: scan, transpose, softmax, waves");
-  explain->require_subcommand(1);
-  add_explain_scan(explain, g, exit_code);
-  add_explain_transpose(explain, g, exit_code);
-  add_explain_softmax(explain, g, exit_code);
-  add_explain_waves(explain, g, exit_code);
+  model_cli::add_explain_commands(app, g, exit_code);
 }
 
 }  // namespace kqual::run

@@ -1,0 +1,191 @@
+// The qualify page (kqual.qualify/1, kqual.check/1, kqual.bench/1): speed-up against each baseline,
+// PyTorch baselines, roofline placement, correctness of candidate and baselines.
+#include "html_page.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "html_torch.hpp"
+#include "kqual/report/memo.hpp"
+
+namespace kqual::report::detail {
+
+namespace {
+
+// The baseline a comparison is against: named in newer documents, else by position among the
+// baselines that were timed (time_against_baselines compares those, in series order).
+std::vector<std::string> compared_baselines(const Node& shape) {
+  std::vector<std::string> names;
+  const auto series = shape.at("series").items();
+  bool cand_timed = false;
+  for (const Node& s : series)
+    if (s.text("role") == "candidate" && s.has("summary_ms")) cand_timed = true;
+  if (!cand_timed) return names;
+  for (const Node& s : series)
+    if (s.text("role") == "baseline" && s.has("summary_ms")) names.push_back(s.text("label", "?"));
+  return names;
+}
+
+std::string qualify_speedup(const Node& r) {
+  std::string s = "<section id=\"speedup\">\n<h2>Speed-up per shape against each baseline (95 % CI)</h2>\n";
+  auto t = r.opt("timing");
+  if (!t) return s + not_run(phase_text(r, "timing", "the results hold no timing")) + "</section>\n";
+  Chart c = speedup_chart("speed-up = baseline time / candidate time (log scale; > 1: the candidate is faster)");
+  std::optional<double> margin;
+  std::string table;
+  for (const Node& sh : t->at("shapes").items()) {
+    const std::string shape = sh.at("shape").str() + (sh.has("dtype") ? " " + sh.text("dtype") : "");
+    const auto names = compared_baselines(sh);
+    const auto cmps = sh.opt("candidate_vs_baselines") ? sh.at("candidate_vs_baselines").items() : std::vector<Node>{};
+    for (std::size_t i = 0; i < cmps.size(); ++i) {
+      const Node& cmp = cmps[i];
+      const Interval iv = read_interval(cmp);
+      if (!margin) margin = cmp.number("margin");
+      Row row;
+      row.group = shape;
+      row.label = cmp.text("baseline", i < names.size() ? names[i] : fmt::format("baseline {}", i + 1));
+      if (row.label == sh.text("fastest_baseline")) row.label += " (fastest)";
+      // The comparison is of time (candidate / baseline); speed-up is its inverse.
+      row.value = 1.0 / iv.estimate;
+      row.ci = std::make_pair(1.0 / iv.hi, 1.0 / iv.lo);
+      row.verdict = iv.verdict;
+      row.value_text = fmt::format("{} [{}, {}] {}", speedup_text(row.value), speedup_text(row.ci->first),
+                                   speedup_text(row.ci->second), iv.verdict);
+      row.tooltip = fmt::format("{} vs {}: {}", shape, row.label, iv.reason);
+      table += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td>{}</td><td>{}</td></tr>\n",
+                           esc(shape), esc(row.label), esc(speedup_text(row.value)), esc(speedup_text(row.ci->first)),
+                           esc(speedup_text(row.ci->second)), verdict_word(iv.verdict), esc(iv.reason));
+      c.rows.push_back(std::move(row));
+    }
+  }
+  if (margin && *margin > 0 && *margin < 1) {
+    c.band = std::make_pair(1.0 / (1.0 + *margin), 1.0 / (1.0 - *margin));
+    c.band_label = fmt::format("equivalence margin ±{:g} %: no difference", *margin * 100);
+  }
+  if (c.rows.empty()) return s + not_run("no shape has a candidate and a baseline both timed (see the timing phase: " +
+                                         phase_text(r, "timing", "?") + ")") + "</section>\n";
+  if (t->has("boundary")) s += "<p class=\"note\">Timed region: " + esc(t->text("boundary")) + "</p>\n";
+  s += svg_chart(c);
+  s += "<table>\n<tr><th>shape</th><th>baseline</th><th>speed-up</th><th>95 % CI</th><th>verdict</th><th>why</th></tr>\n" +
+       table + "</table>\n";
+  return s + "</section>\n";
+}
+
+std::string qualify_roofline(const Node& r) {
+  std::string s = "<section id=\"roofline\">\n<h2>Roofline placement (fraction of the measured ceiling)</h2>\n";
+  auto t = r.opt("timing");
+  if (!t) return s + not_run(phase_text(r, "timing", "the results hold no timing")) + "</section>\n";
+  const auto shapes = t->at("shapes").items();
+  std::optional<double> ceiling;
+  std::string ceiling_shape;
+  for (const Node& sh : shapes)
+    if (auto dc = sh.opt("device_copy"); dc && !ceiling) {
+      ceiling = dc->at("bytes_per_s").num();
+      ceiling_shape = sh.at("shape").str();
+    }
+  if (!ceiling || !(*ceiling > 0))
+    return s + not_run("this run measured no ceiling (the device-to-device copy is measured with timing, at the largest "
+                       "shape)") + "</section>\n";
+  Chart c;
+  c.id = "roofline-chart";
+  c.caption = "achieved bandwidth / measured copy bandwidth (1.0 = the ceiling)";
+  c.ref = 1.0;
+  c.base = 0.0;
+  c.ref_label = "1.0: the measured copy ceiling";
+  c.tick_text = [](double v) { return fmt::format("{:g}", v); };
+  std::string table;
+  for (const Node& sh : shapes) {
+    const std::string shape = sh.at("shape").str();
+    for (const Node& se : sh.at("series").items()) {
+      if (!se.has("summary_ms")) continue;
+      const double bps = se.number("bytes_per_s").value_or(0.0);
+      if (!(bps > 0)) continue;
+      Row row;
+      row.group = shape;
+      row.label = se.text("label", "?") + (se.text("role") == "candidate" ? " (candidate)" : "");
+      row.value = bps / *ceiling;
+      row.verdict = se.text("role") == "candidate" ? "faster" : "no difference";  // candidate green, baselines grey
+      row.value_text = fmt::format("{:.1f} % ({:.2f} TB/s)", 100 * row.value, bps / 1e12);
+      row.tooltip = fmt::format("{} {}: {:.2f} TB/s of {:.2f} TB/s", shape, row.label, bps / 1e12, *ceiling / 1e12);
+      const double flops = se.number("flops_per_s").value_or(0.0);
+      table += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{:.2f}</td><td class=\"num\">{:.1f} %</td><td class=\"num\">{}</td></tr>\n",
+                           esc(shape), esc(row.label), bps / 1e12, 100 * row.value,
+                           flops > 0 ? fmt::format("{:.1f}", flops / 1e9) : std::string("—"));
+      c.rows.push_back(std::move(row));
+    }
+  }
+  if (c.rows.empty()) return s + not_run("no implementation was timed") + "</section>\n";
+  s += fmt::format("<p>Ceiling: device-to-device copy measured in this run, <strong>{:.2f} TB/s</strong> (bytes read + "
+                   "written, at {}). Achieved bandwidth = the contract's minimum bytes / median time, so a fraction near 1 "
+                   "means the kernel moves its data as fast as a copy does. Compute-bound contracts (GEMM) are limited "
+                   "by arithmetic instead; their FLOP/s are listed.</p>\n",
+                   *ceiling / 1e12, esc(ceiling_shape));
+  s += svg_chart(c);
+  s += "<table>\n<tr><th>shape</th><th>implementation</th><th>achieved [TB/s]</th><th>of the ceiling</th><th>GFLOP/s</th></tr>\n" +
+       table + "</table>\n";
+  return s + "</section>\n";
+}
+
+std::string qualify_correctness(const Node& r) {
+  std::string s = "<section id=\"correctness\">\n<h2>Correctness against the contract</h2>\n";
+  auto k = r.opt("correctness");
+  if (!k) return s + not_run(phase_text(r, "correctness", "the results hold no correctness section")) + "</section>\n";
+  s += kCorrectnessHeader;
+  s += correctness_row(*k, k->text("candidate", "candidate") + " (candidate)");
+  std::string fails = failing_cases(*k, k->text("candidate", "candidate"));
+  if (auto bc = r.opt("baselines_correctness"))
+    for (const Node& b : bc->items()) {
+      s += correctness_row(b, b.text("candidate", "?") + " (baseline)");
+      fails += failing_cases(b, b.text("candidate", "?"));
+    }
+  s += "</table>\n";
+  if (!fails.empty())
+    s += "<h3>First failing cases</h3>\n<table>\n<tr><th>implementation</th><th>case</th><th>code</th><th>detail</th></tr>\n" +
+         fails + "</table>\n";
+  return s + "</section>\n";
+}
+
+}  // namespace
+
+std::string render_qualify(const Node& r, const std::string& schema, const std::string& command) {
+  const Node verdict = r.at("verdict");
+  const std::string decision = verdict.at("decision").str();
+  std::string headline = verdict_words(json(decision));
+  std::transform(headline.begin(), headline.end(), headline.begin(), [](char ch) { return char(std::toupper(static_cast<unsigned char>(ch))); });
+  std::string name = "?", contract = "?";
+  if (auto c = r.opt("candidate")) {
+    name = c->text("name", "?");
+    contract = c->text("contract", "?");
+  }
+  std::vector<std::string> reverse;
+  if (auto w = verdict.opt("would_reverse")) reverse = strings(*w);
+
+  std::string body;
+  body += verdict_section(verdict, headline, reverse,
+                          decision == "incomplete" ? "no decision was made, so nothing to reverse (see what was not run)"
+                                                   : "the results state nothing that would reverse this verdict");
+  body += qualify_speedup(r);
+  body += torch_baselines_html(r.raw());  // html_torch.cpp: eager / compiled / custom, where timed
+  body += "<section id=\"startup\">\n<h2>Startup per JIT cache mode</h2>\n" +
+          not_run("kqual " + command + " measures warm time only; `kqual startup ART` and `kqual compare OLD NEW` measure "
+                  "startup in fresh processes") +
+          "</section>\n";
+  body += qualify_roofline(r);
+  body += qualify_correctness(r);
+  body += phases_section(r);
+  std::vector<std::pair<std::string, std::string>> art;
+  if (auto a = r.opt("artifact")) {
+    std::string image;
+    if (auto im = a->opt("image"))
+      image = fmt::format(", {} of {} bytes, SHA-256 {}", im->text("kind", "image"), im->scalar("bytes", "?"), im->text("sha256", "?"));
+    art.emplace_back("candidate artifact", fmt::format("{} for {}{}", a->text("compiler", "?"), a->text("arch", "?"), image));
+  }
+  if (auto c = r.opt("contract")) art.emplace_back("contract", c->text("name", "?") + ": " + c->text("summary"));
+  body += provenance_section(r, art);
+  return page(fmt::format("kqual {}: {} ({})", command, name, contract),
+              fmt::format("{} — {}", headline, verdict.text("summary")), body, schema);
+}
+
+}  // namespace kqual::report::detail
