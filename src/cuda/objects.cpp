@@ -180,7 +180,13 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 }
 void DeviceBuffer::upload(const void* src, std::size_t bytes, std::size_t offset) const {
   if (offset + bytes > bytes_) throw_error(ErrorKind::internal, "upload past the end of a device buffer");
-  if (bytes) KQUAL_CU(cuMemcpyHtoD, p_ + offset, src, bytes);
+  if (bytes) {
+    KQUAL_CU(cuMemcpyHtoD, p_ + offset, src, bytes);
+    // From pageable memory the call returns once the bytes are staged, not landed, and on the
+    // legacy stream, which non-blocking streams do not wait for: wait here, so the next launch on
+    // any stream reads the uploaded bytes.
+    KQUAL_CU(cuCtxSynchronize);
+  }
 }
 void DeviceBuffer::download(void* dst, std::size_t bytes, std::size_t offset) const {
   if (offset + bytes > bytes_) throw_error(ErrorKind::internal, "download past the end of a device buffer");

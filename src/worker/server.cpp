@@ -145,6 +145,11 @@ void prepare(State& st, std::vector<Guarded>& bufs, std::uint8_t poison, int dat
     }
   }
   st.stream->synchronize();
+  // cuMemcpyHtoD from pageable memory returns once the bytes are staged, before the DMA has landed,
+  // and it runs on the legacy stream, which the candidate's non-blocking stream does not wait for:
+  // a kernel launched next could read the inputs before they arrive (seen on the H200 with several
+  // workers sharing the GPU: inputs read as zeros). The context waits for the copies here.
+  KQUAL_CU(cuCtxSynchronize);
 }
 
 // A library launch: arguments bound and temporary storage (CUB temp bytes, cuBLAS workspace)
