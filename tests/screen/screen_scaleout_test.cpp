@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -150,7 +151,12 @@ TEST(ScreenDispatch, EveryItemIsRecordedOnceAndAFaultCostsOnlyItsItem) {
 TEST(ScreenDispatch, ALaneWhoseGpuNoLongerAnswersIsRetiredAndTheOthersFinish) {
   Recorder rec;
   LaneHooks h;
-  h.check = [](std::size_t lane, std::size_t, bool* fault) {
+  // Lane 1 waits until lane 0 holds a candidate: otherwise lane 1's thread may take all 25 before
+  // lane 0's thread is scheduled (the test failed that way once under a loaded CI machine).
+  std::atomic<bool> lane0_took{false};
+  h.check = [&lane0_took](std::size_t lane, std::size_t, bool* fault) {
+    if (lane == 0) lane0_took = true;
+    while (lane != 0 && !lane0_took.load()) std::this_thread::yield();
     *fault = lane == 0;  // lane 0's first candidate faults, then its GPU is gone
     ScreenVerdict v;
     v.verdict = *fault ? "rejected" : "accepted";
