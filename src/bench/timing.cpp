@@ -396,6 +396,7 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
       br.timer = o.timer;
       br.graph_launches = o.graph_launches;
       br.clock_guard = o.clock_guard;
+      br.give_hash_slots = o.give_hash_slots && i == 0;
     }
     std::random_device entropy;
     for (int round = 0; round < o.rounds; ++round) {
@@ -450,12 +451,15 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
           if (se.clock_events.size() < 20) se.clock_events.push_back(fmt::format("round {}, {}", round + 1, e));
         se.clock_guard_exhausted = se.clock_guard_exhausted || r.clock_guard_exhausted;
         if (round == 0) se.warmup_ms.insert(se.warmup_ms.end(), r.warmup_ms.begin(), r.warmup_ms.end());
-        auto fail = [&](std::string detail) {
+        auto fail = [&](std::string detail, const char* code = "timed_output_wrong") {
           if (!se.verified) return;  // the first finding is kept
           se.verified = false;
-          se.verify_code = "timed_output_wrong";
+          se.verify_code = code;
           se.verify_detail = std::move(detail);
         };
+        // First: the candidate wrote into kqual's hash slots (the hashes judged were read back before
+        // it ran again, so they stand; the attempt is the finding).
+        if (!r.harness_memory_written.empty()) fail(fmt::format("round {}: {}", round + 1, r.harness_memory_written), "harness_memory_written");
         if (!r.guard_violations.empty()) fail("guard region overwritten during timing: " + worker::describe(r.guard_violations.front()));
         if (fresh) {
           if (se.verified) verify_fresh_call(s, c, *fresh, r, req, round, fail);

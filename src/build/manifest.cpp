@@ -450,7 +450,7 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
   if (const toml::node* e = root.get("expect")) {
     const auto* t = e->as_table();
     if (!t) cx.fail("expect", "expected a table");
-    check_keys(cx, *t, "expect", {"rejected_for", "or_rejected_for"});
+    check_keys(cx, *t, "expect", {"rejected_for", "or_rejected_for", "given_hash_slots"});
     m.expect_rejected_for = get_string(cx, *t, "expect", "rejected_for", true);
     // Codes the same defect may also surface as (e.g. a replay cache caught in correctness when
     // the allocator hands back an address it has seen, in timing otherwise).
@@ -462,6 +462,12 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
         if (!x) cx.fail(fmt::format("expect.or_rejected_for[{}]", i), "expected a string");
         m.expect_also_rejected_for.push_back(x->get());
       }
+    }
+    // kqual selftest hands this candidate the address of kqual's output hash slots (a stand-in for
+    // a kernel that found kqual's memory); only known-broken candidates may ask.
+    if (const toml::node* g = t->get("given_hash_slots")) {
+      if (!g->is_boolean()) cx.fail("expect.given_hash_slots", fmt::format("expected true or false, got {}", value_text(*g)));
+      m.expect_given_hash_slots = g->as_boolean()->get();
     }
   }
   return m;

@@ -139,6 +139,14 @@ Function Module::function(const std::string& name) const {
   return Function(f, name);
 }
 
+std::optional<Module::Global> Module::global(const std::string& name) const {
+  Global g;
+  CUresult r = driver().cuModuleGetGlobal(&g.address, &g.bytes, m_, name.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND) return std::nullopt;
+  check(r, ("cuModuleGetGlobal(" + name + ")").c_str(), __FILE__, __LINE__);
+  return g;
+}
+
 Stream::Stream() { KQUAL_CU(cuStreamCreate, &s_, CU_STREAM_NON_BLOCKING); }
 Stream::~Stream() {
   if (s_) check_noexcept(driver().cuStreamDestroy(s_), "cuStreamDestroy");

@@ -223,7 +223,9 @@ SelftestOutcome selftest(const SelftestOptions& o) {
     const std::string expected_text = broken ? "rejected: " + fmt::format("{}", fmt::join(expected_codes, " or ")) : std::string("accepted");
     // A defect that shows only when timed: the candidate is also timed (small shapes, no baselines),
     // in a worker of its own per seed (a launch counter in the module must start from zero).
-    const bool timed_class = std::find(expected_codes.begin(), expected_codes.end(), "timed_output_wrong") != expected_codes.end();
+    const bool timed_class = std::any_of(expected_codes.begin(), expected_codes.end(), [](const std::string& e) {
+      return e == "timed_output_wrong" || e == "harness_memory_written";
+    });
     row.candidate = m.name;
     row.contract = m.contract;
     row.expected = expected_text;
@@ -278,7 +280,7 @@ SelftestOutcome selftest(const SelftestOptions& o) {
       check::CorrectnessReport rep;
       if (load_err.empty()) rep = check::check_correctness(*ses, b, co);
       std::map<std::string, int> codes = rep.failure_codes;
-      std::string timed_detail;
+      std::string timed_detail, timed_code;
       if (load_err.empty() && timed_class && rep.accepted() && !sanitizer) {
         const contract::Contract& c = contract::find_contract(m.contract);
         bench::TimingOptions to;
@@ -286,6 +288,7 @@ SelftestOutcome selftest(const SelftestOptions& o) {
         to.rounds = 2;
         to.samples_per_round = 10;
         to.measure_copy = false;
+        to.give_hash_slots = m.expect_given_hash_slots;
         for (const auto& d : c.benchmark_shapes()) {
           std::int64_t elements = 0;
           for (const auto& t : c.tensors()) elements += c.tensor_elements(t.name, d);
@@ -297,7 +300,8 @@ SelftestOutcome selftest(const SelftestOptions& o) {
         for (const auto& sh : tr.shapes) {
           const auto& cs = sh.series.at(0);
           if (!cs.verified && timed_detail.empty()) {
-            ++codes[cs.verify_code.empty() ? "timed_output_wrong" : cs.verify_code];
+            timed_code = cs.verify_code.empty() ? "timed_output_wrong" : cs.verify_code;
+            ++codes[timed_code];
             timed_detail = fmt::format("shape {}: {}", sh.shape, cs.verify_detail);
           }
         }
@@ -305,7 +309,7 @@ SelftestOutcome selftest(const SelftestOptions& o) {
       const bool rejected = !rep.accepted() || !timed_detail.empty();
       bool ok;
       std::string got;
-      const std::string primary = !rep.accepted() ? rep.primary_code() : timed_detail.empty() ? "" : "timed_output_wrong";
+      const std::string primary = !rep.accepted() ? rep.primary_code() : timed_code;
       if (!load_err.empty()) {
         got = "load failed: " + load_err;
         ok = false;

@@ -26,15 +26,31 @@
 namespace kqual::worker::detail {
 namespace {
 
-// kqual_hash of outputs into slots of a device array, read back to the host after every sample.
+// Every launch's output hashes go into slots (64-bit words) of one device array and are read back
+// to the host after every sample: one slot per output (kqual_hash), or one per chunk for outputs
+// with chunk_elements (kqual_chunk_hash, combined on the host, comparable with a reference run's).
+// A slot keeps the value it was read back with until the next sample hashes into it; just before
+// that, its content is copied aside (a shadow word, read back with the new hashes): a slot that no
+// longer holds the value read back was written by something other than kqual's hash kernels -- the
+// candidate (issue 23: "harness_memory_written"). Read back after every sample, a rewritten slot
+// cannot change a hash the coordinator judges; the shadow names the attempt.
 struct OutputHasher {
   cuda::Function f;
-  cuda::DeviceBuffer slots;
+  cuda::DeviceBuffer slots;  // [capacity slots | capacity shadows], 8 bytes each
   std::size_t capacity = 0;
   unsigned blocks = 1;
-  void enqueue(CUstream s, CUdeviceptr view, std::size_t bytes, std::size_t slot) {
-    if (slot >= capacity) throw_error(ErrorKind::internal, "output hash slots exhausted");
-    CUdeviceptr out = slots.get() + slot * 8;
+  std::vector<std::uint64_t> read_back;  // each slot's value when last read (slots 0..size-1)
+  std::string written;                   // the first rewritten slot, described
+  CUdeviceptr slot(std::size_t i) const { return slots.get() + i * 8; }
+  // Before slots [first, first + n) are written again: their content copied to the shadows.
+  void shadow(CUstream s, std::size_t first, std::size_t n) {
+    if (first + n > capacity) throw_error(ErrorKind::internal, "output hash slots exhausted");
+    const std::size_t watched = first < read_back.size() ? std::min(n, read_back.size() - first) : 0;
+    if (watched) KQUAL_CU(cuMemcpyDtoDAsync, slot(capacity + first), slot(first), watched * 8, s);
+  }
+  void enqueue(CUstream s, CUdeviceptr view, std::size_t bytes, std::size_t at) {
+    shadow(s, at, 1);
+    CUdeviceptr out = slot(at);
     KQUAL_CU(cuMemsetD32Async, out, 0u, 2, s);
     // Whole 4-byte words covering the view (the partial words at its ends hold guard bytes).
     CUdeviceptr first = view & ~CUdeviceptr(3);
@@ -42,17 +58,27 @@ struct OutputHasher {
     void* args[] = {&first, &words, &out};
     cuda::launch(f, blocks, 1, 1, 256, 1, 1, 0, s, args);
   }
-  std::vector<std::string> read(std::size_t n) const {
-    std::vector<std::uint64_t> h(n);
-    if (n) KQUAL_CU(cuMemcpyDtoH, h.data(), slots.get(), n * 8);
-    std::vector<std::string> out;
-    for (auto x : h) out.push_back(fmt::format("{:016x}", x));
-    return out;
+  // The n slots of this sample; `what` names the sample for a rewritten slot's description.
+  std::vector<std::uint64_t> read(std::size_t n, const std::string& what) {
+    std::vector<std::uint64_t> h(n), shadows(std::min(n, read_back.size()));
+    if (n) KQUAL_CU(cuMemcpyDtoH, h.data(), slot(0), n * 8);
+    if (!shadows.empty()) KQUAL_CU(cuMemcpyDtoH, shadows.data(), slot(capacity), shadows.size() * 8);
+    for (std::size_t i = 0; i < shadows.size() && written.empty(); ++i)
+      if (shadows[i] != read_back[i])
+        written = fmt::format("kqual's output hash slot {} (device address 0x{:x}) held {:016x} when it was read back and {:016x} "
+                              "before the hash of {} was taken: a kernel of the candidate wrote into kqual's own device memory",
+                              i, slot(i), read_back[i], shadows[i], what);
+    if (read_back.size() < n) read_back.resize(n);
+    std::copy(h.begin(), h.end(), read_back.begin());
+    return h;
   }
 };
 
 // The most bytes of output copies a graph replay may hold (timer "graph": one copy per launch).
 constexpr std::size_t kGraphCopyBytes = std::size_t(2) << 30;
+
+// The global of a candidate's module that receives the hash slots' address (give_hash_slots).
+constexpr const char* kHashSlotsGlobal = "kqual_test_hash_slots";
 
 }  // namespace
 
@@ -139,40 +165,68 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
     if (!checked || per_sample <= hasher.capacity) return;
     hasher.f = st.own("kqual_hash");
     hasher.capacity = per_sample;
-    hasher.slots = cuda::DeviceBuffer(per_sample * 8);
+    hasher.slots = cuda::DeviceBuffer(per_sample * 16);
+    hasher.read_back.clear();
     hasher.blocks = unsigned(std::max(ctx.info().sms, 1)) * 4;
+    // kqual selftest only: hand the slots' address to a known-broken candidate that stands for a
+    // kernel which found kqual's memory ([expect] given_hash_slots; its module's u64 global).
+    if (req.give_hash_slots) {
+      const std::optional<cuda::Module::Global> g = st.module(req.module).global(kHashSlotsGlobal);
+      if (!g || g->bytes != 8)
+        throw_error(ErrorKind::input, fmt::format("give_hash_slots: the candidate's module has no 8-byte global '{}'", kHashSlotsGlobal));
+      const std::uint64_t address = hasher.slots.get();
+      KQUAL_CU(cuMemcpyHtoD, g->address, &address, 8);
+    }
   };
-  size_hasher(outputs.size());
+  // Slots per output copy: one per chunk for chunk-hashed outputs, else one.
+  std::size_t words_per_copy = 0;
+  for (const auto& g : sets[0])
+    if (g.kind == "output") words_per_copy += g.chunk_elements ? chunk_count(g) : 1;
+  size_hasher(words_per_copy);
   const std::set<std::size_t> save(req.save_launches.begin(), req.save_launches.end());
   std::map<std::size_t, std::size_t> save_slot;  // launch index -> position in save_files
   for (std::size_t i = 0; i < req.save_launches.size(); ++i) save_slot[req.save_launches[i]] = i;
   std::uint64_t next_id = 0, last_id = 0;
   std::size_t launches = 0;  // checked launches so far (a graph replay counts once)
-  // The hash of one output copy: chunk hashes combined (outputs with chunk_elements, comparable with
-  // a reference run's) or kqual_hash (into a slot, read after the sample).
+  // The hashes of one launch's output copies, in slots read back before the candidate runs again:
+  // chunk hashes combined (outputs with chunk_elements) or one kqual_hash.
   auto record_hashes = [&](std::size_t k, int d, std::uint64_t seed, const std::string& what) {
     const std::size_t n_copies = graph && !graphs.empty() ? std::size_t(per_replay) : 1;
-    std::vector<std::string> slot_names;
-    std::size_t slot = 0;
+    struct Entry {
+      std::string name;
+      std::size_t first, n;
+      bool chunked;
+    };
+    std::vector<Entry> entries;
+    std::size_t next_slot = 0;
     for (std::size_t c = 0; c < n_copies; ++c) {
       const std::vector<Guarded>& bufs = c == 0 ? sets[k] : copies[k][c - 1];
       for (const auto& g : bufs) {
         if (g.kind != "output") continue;
         if (g.chunk_elements) {
-          reply.sample_hashes[g.name].push_back(combine_chunk_hashes(chunk_hashes(st, g)));
+          const std::size_t n = chunk_count(g);
+          hasher.shadow(stream, next_slot, n);
+          enqueue_chunk_hashes(st, g, hasher.slot(next_slot));
+          entries.push_back({g.name, next_slot, n, true});
+          next_slot += n;
         } else {
-          hasher.enqueue(stream, g.view(), g.bytes, slot++);
-          slot_names.push_back(g.name);
+          hasher.enqueue(stream, g.view(), g.bytes, next_slot);
+          entries.push_back({g.name, next_slot, 1, false});
+          next_slot += 1;
         }
       }
       reply.sample_datasets.push_back(d);
       reply.launch_seeds.push_back(seed);
       reply.hash_what.push_back(n_copies > 1 ? fmt::format("{}, launch {} of {} in the replay", what, c + 1, n_copies) : what);
     }
-    if (slot) {
+    if (next_slot) {
       st.stream->synchronize();
-      const std::vector<std::string> h = hasher.read(slot);
-      for (std::size_t i = 0; i < h.size(); ++i) reply.sample_hashes[slot_names[i]].push_back(h[i]);
+      const std::vector<std::uint64_t> h = hasher.read(next_slot, what);
+      if (!hasher.written.empty() && reply.harness_memory_written.empty()) reply.harness_memory_written = hasher.written;
+      for (const auto& e : entries)
+        reply.sample_hashes[e.name].push_back(
+            e.chunked ? combine_chunk_hashes(std::vector<std::uint64_t>(h.begin() + std::ptrdiff_t(e.first), h.begin() + std::ptrdiff_t(e.first + e.n)))
+                      : fmt::format("{:016x}", h[e.first]));
     }
     if (save.count(launches)) {
       const std::size_t at = save_slot.at(launches);
@@ -260,7 +314,7 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
       }));
     }
     reply.graph_launches = per_replay;
-    size_hasher(outputs.size() * std::size_t(per_replay));
+    size_hasher(words_per_copy * std::size_t(per_replay));
   }
   std::vector<double> samples;
   std::vector<std::uint64_t> sample_ids;
@@ -364,6 +418,10 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
     for (auto& bufs : per_set)
       for (auto& g : bufs)
         for (auto& v : check_guards(g)) reply.guard_violations.push_back(v);
+  if (req.give_hash_slots) {  // the slots are freed with this call: the module keeps no stale address
+    const std::uint64_t none = 0;
+    KQUAL_CU(cuMemcpyHtoD, st.module(req.module).global(kHashSlotsGlobal)->address, &none, 8);
+  }
   reply.samples_ms = std::move(samples);
   reply.flush_bytes = flush ? flush_bytes : 0;
   reply.stop_reason = stop_reason;

@@ -211,7 +211,8 @@ json to_json(const BenchRequest& r) {
          {"fresh_inputs", r.fresh_inputs},
          {"fresh_base", r.fresh_base},
          {"generator_module", r.generator_module},
-         {"save_launches", r.save_launches}};
+         {"save_launches", r.save_launches},
+         {"give_hash_slots", r.give_hash_slots}};
   if (!r.save_files.empty()) {
     json f = json::object();
     for (const auto& [k, v] : r.save_files) f[k] = v;
@@ -306,6 +307,7 @@ BenchRequest bench_request_from_json(const json& j) {
   r.generator_module = get_or<std::string>(j, "bench", "generator_module", "");
   r.save_launches = get_or<std::vector<std::size_t>>(j, "bench", "save_launches", {});
   r.save_files = get_or<std::map<std::string, std::vector<std::string>>>(j, "bench", "save_files", {});
+  r.give_hash_slots = get_or<bool>(j, "bench", "give_hash_slots", false);
   bool generated = false;
   for (const auto& b : r.buffers) generated = generated || (b.kind == BufferKind::input && b.generated());
   if (generated && r.generator_module.empty())
@@ -352,7 +354,7 @@ json to_json(const BenchReply& r) {
               {"reference_sm_mhz", r.reference_sm_mhz}, {"max_temperature_c", r.max_temperature_c},
               {"clocks_note", r.clocks_note}, {"discarded", r.discarded}, {"clock_events", r.clock_events},
               {"clock_guard_exhausted", r.clock_guard_exhausted}, {"launch_seeds", r.launch_seeds},
-              {"hash_what", r.hash_what}, {"graph_note", r.graph_note}};
+              {"hash_what", r.hash_what}, {"graph_note", r.graph_note}, {"harness_memory_written", r.harness_memory_written}};
 }
 json to_json(const CopyBenchReply& r) { return json{{"ok", true}, {"samples_ms", r.samples_ms}, {"bytes", r.bytes}}; }
 json to_json(const LoadReply& r) { return json{{"ok", true}, {"kernels", r.kernels}}; }
@@ -409,6 +411,7 @@ BenchReply bench_reply_from_json(const json& j) {
   r.launch_seeds = get_or<std::vector<std::uint64_t>>(j, "bench reply", "launch_seeds", {});
   r.hash_what = get_or<std::vector<std::string>>(j, "bench reply", "hash_what", {});
   r.graph_note = get_or<std::string>(j, "bench reply", "graph_note", "");
+  r.harness_memory_written = get_or<std::string>(j, "bench reply", "harness_memory_written", "");
   return r;
 }
 CopyBenchReply copy_bench_reply_from_json(const json& j) {

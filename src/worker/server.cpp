@@ -258,21 +258,32 @@ std::string device_hash(State& st, const Guarded& g) {
 }
 
 // Per-chunk hashes of an output view (Buffer::chunk_elements), read back as one array.
-std::vector<std::uint64_t> chunk_hashes(State& st, const Guarded& g) {
+std::size_t chunk_count(const Guarded& g) {
   const std::uint64_t esize = std::max<std::size_t>(g.elem_bytes, 1), n = g.bytes / esize, chunk = g.chunk_elements;
   if (chunk == 0 || chunk % 32 != 0) throw_error(ErrorKind::worker, fmt::format("chunk_elements {} is not a multiple of 32", chunk));
+  return std::size_t((n + chunk - 1) / chunk);
+}
+
+void enqueue_chunk_hashes(State& st, const Guarded& g, CUdeviceptr out) {
+  const std::uint64_t esize = std::max<std::size_t>(g.elem_bytes, 1), n = g.bytes / esize, chunk = g.chunk_elements;
+  const std::size_t chunks = chunk_count(g);
   if (g.view() % esize != 0) throw_error(ErrorKind::worker, fmt::format("output '{}' view is not aligned to its elements", g.name));
-  const std::size_t chunks = std::size_t((n + chunk - 1) / chunk);
-  std::vector<std::uint64_t> h(chunks, 0);
-  if (!chunks) return h;
-  cuda::DeviceBuffer out(chunks * 8);
-  KQUAL_CU(cuMemsetD8Async, out.get(), 0, chunks * 8, st.stream->get());
-  CUdeviceptr v = g.view(), o = out.get();
+  if (!chunks) return;
+  KQUAL_CU(cuMemsetD8Async, out, 0, chunks * 8, st.stream->get());
+  CUdeviceptr v = g.view(), o = out;
   unsigned long long nn = n, cc = chunk;
   unsigned int es = unsigned(esize);
   void* args[] = {&v, &nn, &es, &cc, &o};
   cuda::launch(st.own("kqual_chunk_hash"), unsigned(std::max(st.context().info().sms, 1)) * 8, 1, 1, 256, 1, 1, 0,
                st.stream->get(), args);
+}
+
+std::vector<std::uint64_t> chunk_hashes(State& st, const Guarded& g) {
+  const std::size_t chunks = chunk_count(g);
+  std::vector<std::uint64_t> h(chunks, 0);
+  if (!chunks) return h;
+  cuda::DeviceBuffer out(chunks * 8);
+  enqueue_chunk_hashes(st, g, out.get());
   st.stream->synchronize();
   out.download(h.data(), chunks * 8);
   return h;

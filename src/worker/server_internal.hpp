@@ -105,6 +105,10 @@ std::vector<GuardViolation> check_guards(const Guarded& g);
 std::string device_hash(State& st, const Guarded& g);
 // Per-chunk hashes of an output view (Buffer::chunk_elements), read back as one array.
 std::vector<std::uint64_t> chunk_hashes(State& st, const Guarded& g);
+// The number of chunk hashes of an output with chunk_elements, and the kernel that writes them into
+// `out` (chunk_count words, zeroed first) on the worker's stream.
+std::size_t chunk_count(const Guarded& g);
+void enqueue_chunk_hashes(State& st, const Guarded& g, CUdeviceptr out);
 
 // bench_op.cpp
 BenchReply op_bench(State& st, const BenchRequest& req);

@@ -36,6 +36,27 @@ TEST(Compile, EveryBundledCandidateAndBaselineCompilesForSm90) {
   EXPECT_GE(n, 8);
 }
 
+// A candidate that asks selftest for kqual's hash-slot address ([expect] given_hash_slots) must
+// define the unmangled global the worker writes it into; the ones that do not ask, must not.
+TEST(Compile, CandidatesGivenHashSlotsDefineTheGlobalByItsPlainName) {
+  ScratchDir out("kqual-compile-hash-slots");
+  int given = 0;
+  for (const auto& e : fs::recursive_directory_iterator(test::repo_root() / "candidates")) {
+    if (e.path().filename() != "kqual.toml") continue;
+    Manifest m = load_manifest(e.path());
+    if (m.source.empty()) continue;
+    const std::string src = read_text_file(m.source);
+    if (!m.expect_given_hash_slots && src.find("kqual_test_hash_slots") == std::string::npos) continue;
+    BuiltCandidate b = build_candidate(m, "sm_90", out.path());
+    MappedFile img = MappedFile::open_read(b.image_path);
+    const std::string bytes(reinterpret_cast<const char*>(img.data()), img.size());
+    const bool has = bytes.find(std::string("kqual_test_hash_slots") + '\0') != std::string::npos;
+    EXPECT_EQ(has, m.expect_given_hash_slots) << e.path();
+    given += m.expect_given_hash_slots;
+  }
+  EXPECT_GE(given, 1);
+}
+
 TEST(Compile, CompileErrorsCarryTheLog) {
   cuda::NvrtcRequest r;
   r.source = "__global__ void k() { this is not cuda; }";

@@ -114,6 +114,20 @@ TEST_F(ManifestTest, LoadFromDirectoryAndMissingManifest) {
   }
 }
 
+// [expect] given_hash_slots: selftest hands a known-broken candidate kqual's hash-slot address.
+TEST_F(ManifestTest, ExpectGivenHashSlotsIsABooleanOfAKnownBrokenCandidate) {
+  EXPECT_FALSE(parse_manifest(good(), dir.path() / "kqual.toml").expect_given_hash_slots);
+  Manifest m = parse_manifest(good() + "[expect]\nrejected_for = \"harness_memory_written\"\ngiven_hash_slots = true\n",
+                              dir.path() / "kqual.toml");
+  EXPECT_TRUE(m.expect_given_hash_slots);
+  EXPECT_EQ(m.expect_rejected_for.value_or(""), "harness_memory_written");
+  const std::string e = error_of(good() + "[expect]\nrejected_for = \"harness_memory_written\"\ngiven_hash_slots = \"yes\"\n");
+  EXPECT_NE(e.find("expect.given_hash_slots"), std::string::npos) << e;
+  EXPECT_NE(e.find("true or false"), std::string::npos) << e;
+  // Without rejected_for the [expect] table is refused (only known-broken candidates have one).
+  EXPECT_NE(error_of(good() + "[expect]\ngiven_hash_slots = true\n").find("rejected_for"), std::string::npos);
+}
+
 TEST(BundledManifests, EveryBundledManifestParses) {
   int count = 0;
   for (const char* sub : {"candidates", "baselines"})

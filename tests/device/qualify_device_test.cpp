@@ -220,7 +220,37 @@ TEST_P(TimedRejected, ByQualifysTiming) {
   fs::remove_all(out);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cheats, TimedRejected, ::testing::Values("launch_counter", "pointer_cache", "bench_shape_shortcut"));
+INSTANTIATE_TEST_SUITE_P(Cheats, TimedRejected,
+                         ::testing::Values("launch_counter", "pointer_cache", "bench_shape_shortcut", "hash_slot_rewrite"));
+
+// Issue 23: a kernel that rewrites kqual's output hash slots. selftest hands broken/hash_slot_rewrite
+// the slots' address; every hash was read back before the kernel ran again, and the rewritten slot is
+// named (harness_memory_written), not just the skipped launches.
+TEST_F(DeviceTest, AKernelThatRewritesKqualsHashSlotsIsRejectedForIt) {
+  const fs::path root = fs::temp_directory_path() / "kqual-device-hash-slots";
+  fs::remove_all(root);
+  const fs::path broken = root / "candidates/residual_add_relu/broken";
+  fs::create_directories(broken);
+  for (const char* d : {"hash_slot_rewrite", "launch_counter"})
+    fs::copy(test::repo_root() / "candidates/residual_add_relu/broken" / d, broken / d, fs::copy_options::recursive);
+  fs::remove_all(broken / "launch_counter/kqual.toml");  // the kernel source only
+  const fs::path out = root / "out";
+  auto r = test::run(test::quote(test::kqual_exe()) + " selftest --seeds 1 --no-baselines --no-sanitizer-pass --contract residual_add_relu --root " +
+                     test::quote(root) + " --out " + test::quote(out));
+  std::cout << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  json res = json::parse(std::ifstream(out / "results.json"));
+  int rows = 0;
+  for (const auto& row : res["candidates"]) {
+    ++rows;
+    EXPECT_TRUE(row.value("as_expected", false)) << row.dump(2);
+    const std::string got = row.dump();
+    EXPECT_NE(got.find("harness_memory_written"), std::string::npos) << row.dump(2);
+    EXPECT_NE(got.find("hash slot"), std::string::npos) << row.dump(2);
+  }
+  EXPECT_EQ(rows, 1);
+  fs::remove_all(root);
+}
 
 // Issue 23, timing integrity. The first timing shape's series of the candidate, from a qualify run.
 json candidate_series(const fs::path& out, const std::string& shape) {

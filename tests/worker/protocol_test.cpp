@@ -171,10 +171,23 @@ TEST(Protocol, FreshInputsAndSavedLaunchesRoundTripAndAreChecked) {
   r.launch_seeds = {fresh_seed(5, 0), fresh_seed(5, 1)};
   r.hash_what = {"warm-up launch 1", "sample attempt 1"};
   r.graph_note = "note";
+  r.harness_memory_written = "kqual's output hash slot 0 ... was rewritten";
   const BenchReply back = bench_reply_from_json(json::parse(to_json(r).dump()));
   EXPECT_EQ(back.launch_seeds, r.launch_seeds);
   EXPECT_EQ(back.hash_what, r.hash_what);
   EXPECT_EQ(back.graph_note, r.graph_note);
+  EXPECT_EQ(back.harness_memory_written, r.harness_memory_written);
+  EXPECT_TRUE(bench_reply_from_json(json::parse(to_json(BenchReply{}).dump())).harness_memory_written.empty());
+}
+
+// selftest's stand-in for a kernel that found kqual's hash slots: off unless asked for.
+TEST(Protocol, GiveHashSlotsRoundTripsAndIsOffByDefault) {
+  BenchRequest a;
+  a.module = "/tmp/k.cubin";
+  a.buffers = {Buffer("y", BufferKind::output, 64)};
+  EXPECT_FALSE(bench_request_from_json(json::parse(to_json(a).dump())).give_hash_slots);
+  a.give_hash_slots = true;
+  EXPECT_TRUE(bench_request_from_json(json::parse(to_json(a).dump())).give_hash_slots);
 }
 
 TEST(Protocol, FreshSeedsDifferPerLaunchAndBaseAndChunkHashesCombineByValue) {

@@ -35,6 +35,9 @@ struct TimingOptions {
   bool keep_input_files = false;     // leave input files for the next call (compare), and reuse them
   std::filesystem::path input_root;  // where input files go ("" → the session's scratch/bench)
   ProgressFn progress;               // one line per shape, or empty
+  // kqual selftest only: the candidate (not the baselines) is handed the address of kqual's output
+  // hash slots ([expect] given_hash_slots; worker::BenchRequest::give_hash_slots).
+  bool give_hash_slots = false;
 };
 
 struct Series {

@@ -60,6 +60,7 @@ struct Manifest {
   std::vector<Launch> launches;
   std::optional<std::string> expect_rejected_for;  // known-broken candidates: the intended reason
   std::vector<std::string> expect_also_rejected_for;  // [expect] or_rejected_for: other codes the defect may take
+  bool expect_given_hash_slots = false;  // [expect] given_hash_slots: selftest hands it kqual's hash-slot address
 
   // Kernel names with {T} substituted for a dtype (library launches excluded).
   std::vector<std::string> kernel_names(DType t) const;

@@ -19,7 +19,7 @@ namespace kqual::cuda {
   X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount)         \
   X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)                     \
   X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize)   \
-  X(cuCtxGetLimit) X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)                   \
+  X(cuCtxGetLimit) X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction) X(cuModuleGetGlobal) \
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuFuncGetParamInfo) X(cuLaunchKernel)               \
   X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync)                   \
   X(cuMemsetD8) X(cuMemsetD32Async) X(cuMemsetD8Async) X(cuMemAllocHost) X(cuMemFreeHost)           \

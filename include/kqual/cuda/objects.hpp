@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -92,6 +93,12 @@ class Module {
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
   Function function(const std::string& name) const;
+  // A __device__ variable of the module by its (unmangled, extern "C") name; nullopt when absent.
+  struct Global {
+    CUdeviceptr address = 0;
+    std::size_t bytes = 0;
+  };
+  std::optional<Global> global(const std::string& name) const;
   CUmodule get() const { return m_; }
 
  private:

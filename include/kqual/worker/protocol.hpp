@@ -164,6 +164,10 @@ struct BenchRequest {
   // the kernel cannot see the choice, so the share verified on the host cannot be predicted.
   std::vector<std::size_t> save_launches;
   std::map<std::string, std::vector<std::string>> save_files;
+  // kqual selftest only: write the device address of the output hash slots into the module's u64
+  // global kqual_test_hash_slots, so a known-broken candidate can stand for a kernel that found
+  // kqual's memory ([expect] given_hash_slots, docs/contracts.md "Timing integrity").
+  bool give_hash_slots = false;
 };
 // The seed of launch `index` of a bench call with fresh inputs (splitmix64 of base and index).
 std::uint64_t fresh_seed(std::uint64_t base, std::uint64_t index);
@@ -244,6 +248,9 @@ struct BenchReply {
   int discarded = 0;                       // samples discarded by the clock guard
   std::vector<std::string> clock_events;   // "sample 12: SM 1410 MHz (71 % of 1980), sw_power_cap"
   bool clock_guard_exhausted = false;      // more than max_discards: later samples kept, flagged
+  // A hash slot that no longer held the value read back from it when the next sample's hash was
+  // about to be taken: something of the candidate wrote into kqual's device memory (the first one).
+  std::string harness_memory_written;
 };
 struct CopyBenchReply {
   std::vector<double> samples_ms;
