@@ -28,9 +28,17 @@ function(kqual_add_modules)
     file(GLOB srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${m}/*.cpp)
     if(m STREQUAL "core")
       list(APPEND srcs ${KQUAL_GITREV_SOURCE})
+      # The commit stamp changes with every commit, and fmt's compiled part defines what its
+      # headers only declare: each stays a translation unit of its own.
+      set_source_files_properties(${KQUAL_GITREV_SOURCE} ${PROJECT_SOURCE_DIR}/src/core/fmt_compiled.cpp
+                                  PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
     endif()
     add_library(kqual_${m} STATIC ${srcs})
     add_library(kqual::${m} ALIAS kqual_${m})
+    # Unity build (KQUAL_UNITY, on by default): a module's sources compiled in batches of 8, so the
+    # standard, json and fmt headers are parsed once per batch, not once per file (a clean build on
+    # CI's 2 cores is dominated by that). File-local names must therefore differ across a module.
+    set_target_properties(kqual_${m} PROPERTIES UNITY_BUILD ${KQUAL_UNITY} UNITY_BUILD_BATCH_SIZE 8)
     target_include_directories(kqual_${m} PUBLIC ${PROJECT_SOURCE_DIR}/include PRIVATE ${PROJECT_SOURCE_DIR}/src)
     target_link_libraries(kqual_${m} PRIVATE kqual::warnings)
     foreach(d ${KQUAL_DEPS_${m}})

@@ -52,4 +52,9 @@ inline CommandResult run(const std::string& cmd) {
 
 inline std::string quote(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
 
+// The kqual binary, quoted for a shell command line.
+inline std::string kq() { return quote(kqual_exe()); }
+
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 }  // namespace kqual::test

@@ -34,7 +34,7 @@
 namespace kqual::contract {
 namespace {
 
-constexpr std::int64_t kMaxDim = 16384;
+constexpr std::int64_t kMaxGemmDim = 16384;
 // Above this many multiply-adds a case's reference is computed by the fp64 GPU kernel.
 constexpr std::int64_t kCpuReferenceMaxMacs = std::int64_t(1) << 31;
 
@@ -124,7 +124,7 @@ class Gemm final : public Contract {
         // Mixed dtypes (bf16 in, f32 out) are a different operation.
         .dtype_note = "a, b and c share the dtype",
         // The contract's size limit, per dim (too_large, as it has always been called for gemm).
-        .limits = {{.dims = {"m"}, .max = kMaxDim}, {.dims = {"n"}, .max = kMaxDim}, {.dims = {"k"}, .max = kMaxDim}},
+        .limits = {{.dims = {"m"}, .max = kMaxGemmDim}, {.dims = {"n"}, .max = kMaxGemmDim}, {.dims = {"k"}, .max = kMaxGemmDim}},
         .claim = {},  // max_n bounds every tensor's element count
         .no_in_place_reason = "gemm reads every input element many times, so c may never alias a or b",
         .mismatch_code = "shape_mismatch",

@@ -36,7 +36,7 @@ double abs_floor() { return std::ldexp(1.0, -125); }
 
 namespace {
 
-constexpr std::int64_t kMaxDim = (std::int64_t(1) << 31) - 1;
+constexpr std::int64_t kMaxSoftmaxDim = (std::int64_t(1) << 31) - 1;
 
 class Softmax final : public Contract {
  public:
@@ -46,7 +46,7 @@ class Softmax final : public Contract {
   }
   const Domain& domain() const override {
     static const Domain d{
-        .dims = {{.name = "rows", .max = kMaxDim}, {.name = "cols", .max = kMaxDim}},
+        .dims = {{.name = "rows", .max = kMaxSoftmaxDim}, {.name = "cols", .max = kMaxSoftmaxDim}},
         .tensors = {{.name = "x", .role = Role::input, .shape = {"rows", "cols"}, .description = "logits, rows x cols, row-major"},
                     {.name = "y", .role = Role::output, .shape = {"rows", "cols"},
                      .description = "probabilities, rows x cols, row-major"}},

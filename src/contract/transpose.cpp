@@ -18,7 +18,7 @@
 namespace kqual::contract {
 namespace {
 
-constexpr std::int64_t kMaxDim = (std::int64_t(1) << 31) - 1;  // each of rows, cols fits an i32
+constexpr std::int64_t kMaxTransposeDim = (std::int64_t(1) << 31) - 1;  // each of rows, cols fits an i32
 
 bool is_float_type(DType t) { return t == DType::f32 || t == DType::bf16; }
 
@@ -36,7 +36,7 @@ class Transpose final : public Contract {
   }
   const Domain& domain() const override {
     static const Domain d{
-        .dims = {{.name = "rows", .max = kMaxDim}, {.name = "cols", .max = kMaxDim}},
+        .dims = {{.name = "rows", .max = kMaxTransposeDim}, {.name = "cols", .max = kMaxTransposeDim}},
         .tensors = {{.name = "x", .role = Role::input, .shape = {"rows", "cols"}, .description = "rows x cols, row-major"},
                     {.name = "y", .role = Role::output, .shape = {"cols", "rows"}, .description = "cols x rows, row-major"}},
         .dtypes = {DType::f32, DType::bf16, DType::i32},

@@ -6,6 +6,7 @@
 
 #include "kqual/decision/decision.hpp"
 #include "kqual/report/memo.hpp"
+#include "latency_text.hpp"
 
 namespace kqual::report {
 namespace {
@@ -45,17 +46,11 @@ std::string ratio_text(const json& c) {
                      c.at("verdict").get<std::string>());
 }
 
-// A latency [ms] as the memo prints it; null is a miss (failed or timed-out requests).
-std::string lat(const json& v) {
-  if (v.is_null()) return "miss";
-  const double ms = v.get<double>();
-  return ms >= 1000 ? fmt::format("{:.3g} s", ms / 1000) : ms >= 1 ? fmt::format("{:.3g} ms", ms) : fmt::format("{:.3g} µs", ms * 1000);
-}
 
 std::string lat_ci(const json& e) {
-  std::string s = lat(e.at("value_ms"));
+  std::string s = detail::latency_text(e.at("value_ms"));
   const json& ci = e.at("ci_ms");
-  if (ci.is_array() && ci.size() == 2) s += " [" + lat(ci.at(0)) + ", " + lat(ci.at(1)) + "]";
+  if (ci.is_array() && ci.size() == 2) s += " [" + detail::latency_text(ci.at(0)) + ", " + detail::latency_text(ci.at(1)) + "]";
   if (e.value("too_few", false)) s += fmt::format(" ⚠ {} of {}", e.at("n").get<long long>(), e.at("needed").get<long long>());
   return s;
 }
@@ -75,14 +70,14 @@ std::string text_plot(const json& old_pop, const json& new_pop) {
   auto bar = [&](const json& v, char c) {
     if (v.is_null()) return std::string(kWidth, c) + " miss";
     const double t = (std::log(std::max(v.get<double>(), lo)) - std::log(lo)) / (std::log(hi) - std::log(lo));
-    return std::string(std::size_t(1 + std::lround(t * (kWidth - 1))), c) + " " + lat(v);
+    return std::string(std::size_t(1 + std::lround(t * (kWidth - 1))), c) + " " + detail::latency_text(v);
   };
   std::string s;
   for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
     const std::string p = fmt::format("p{:g}", a.at(i).at(0).get<double>());
     s += fmt::format("{:>6} old |{}\n{:>6} new |{}\n", p, bar(a.at(i).at(1), 'o'), "", bar(b.at(i).at(1), 'n'));
   }
-  return s + fmt::format("        (log scale, {} to {})\n", lat(json(lo)), lat(json(hi)));
+  return s + fmt::format("        (log scale, {} to {})\n", detail::latency_text(json(lo)), detail::latency_text(json(hi)));
 }
 
 std::string service_memo(const json& sv) {
@@ -94,7 +89,7 @@ std::string service_memo(const json& sv) {
                    "replicates over the measured startups.\n\n",
                    in.at("arrival_rate_per_s").get<double>(), str(in, "arrival_rate_from"), in.at("replicas").get<int>(),
                    str(in, "replicas_from"), in.at("restart_rate_per_replica_per_h").get<double>(),
-                   in.at("kernel_calls_per_request").get<double>(), lat(in.at("other_request_time_ms")), str(in, "jit_cache"),
+                   in.at("kernel_calls_per_request").get<double>(), detail::latency_text(in.at("other_request_time_ms")), str(in, "jit_cache"),
                    in.at("requests").get<long long>(), in.at("bootstrap").get<int>());
   s += "| requests | percentile | OLD [95 % CI] | NEW [95 % CI] |\n|---|---|---|---|\n";
   const json& po = sv.at("old").at("populations");
@@ -116,7 +111,7 @@ std::string service_memo(const json& sv) {
     s += fmt::format("- goodput {}: {:.4g} good requests/s of {:.4g} ({:.2f} % within {}); highest rate with {:.1f} % within it: "
                      "{}\n",
                      side, g.at("good_per_s").get<double>(), g.at("rate_per_s").get<double>(), g.at("good_share").get<double>() * 100,
-                     lat(g.at("bound_ms")), g.at("share").get<double>() * 100,
+                     detail::latency_text(g.at("bound_ms")), g.at("share").get<double>() * 100,
                      g.at("max_rate_per_s").is_null() ? std::string("—") : fmt::format("{:.4g} requests/s", g.at("max_rate_per_s").get<double>()));
   }
   for (const auto& w : sv.at("warnings")) s += "- ⚠ " + w.get<std::string>() + "\n";

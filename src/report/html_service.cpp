@@ -9,17 +9,13 @@
 #include <cmath>
 #include <string_view>
 #include "html_text.hpp"
+#include "latency_text.hpp"
 
 namespace kqual::report {
 namespace {
 
 using detail::esc;
 
-std::string lat(const json& v) {
-  if (!v.is_number()) return "miss";
-  const double ms = v.get<double>();
-  return ms >= 1000 ? fmt::format("{:.3g} s", ms / 1000) : ms >= 1 ? fmt::format("{:.3g} ms", ms) : fmt::format("{:.3g} µs", ms * 1000);
-}
 
 const json* population(const json& side, std::string_view name) {
   if (!side.is_object() || !side.contains("populations") || !side.at("populations").is_array()) return nullptr;
@@ -65,7 +61,7 @@ std::string chart(const json& sv, std::string_view pop, const std::string& id) {
       if (v < lo || v > hi) continue;
       s += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"tick\" x=\"{:.1f}\" "
                        "y=\"{:.1f}\">{}</text>\n",
-                       x(v), kT, x(v), kB, x(v), kB + 14, esc(lat(json(v))));
+                       x(v), kT, x(v), kB, x(v), kB + 14, esc(detail::latency_text(json(v))));
     }
   for (const auto& [v, t] : bounds)
     s += fmt::format("<line class=\"ref\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"><title>{}</title></line>\n", x(v), kT,
@@ -99,9 +95,9 @@ std::string table(const json& sv) {
     const json& pb = b->value("percentiles", json::array());
     for (std::size_t i = 0; i < pa.size() && i < pb.size(); ++i) {
       auto cell = [](const json& e) {
-        std::string t = lat(e.value("value_ms", json()));
+        std::string t = detail::latency_text(e.value("value_ms", json()));
         const json ci = e.value("ci_ms", json());
-        if (ci.is_array() && ci.size() == 2) t += " [" + lat(ci.at(0)) + ", " + lat(ci.at(1)) + "]";
+        if (ci.is_array() && ci.size() == 2) t += " [" + detail::latency_text(ci.at(0)) + ", " + detail::latency_text(ci.at(1)) + "]";
         if (e.value("too_few", false)) t += " ⚠";
         return esc(t);
       };

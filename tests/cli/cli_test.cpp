@@ -13,23 +13,22 @@ namespace kqual {
 namespace {
 namespace fs = std::filesystem;
 
-std::string kq() { return test::quote(test::kqual_exe()); }
 
 TEST(Cli, HelpListsTheCommands) {
-  auto r = test::run(kq() + " --help");
+  auto r = test::run(test::kq() + " --help");
   EXPECT_EQ(r.exit_code, 0);
   for (const char* c : {"qualify", "check", "bench", "selftest"}) EXPECT_NE(r.output.find(c), std::string::npos) << c;
   EXPECT_EQ(r.output.find("worker"), std::string::npos) << "internal command shown in --help";
 }
 
 TEST(Cli, UnknownCommandIsAUsageError) {
-  auto r = test::run(kq() + " qualifyy x");
+  auto r = test::run(test::kq() + " qualifyy x");
   EXPECT_EQ(r.exit_code, 2) << r.output;
 }
 
 TEST(Cli, QualifyWithoutGpuRunsStaticPhasesAndExits3) {
   ScratchDir out("kqual-cli-test");
-  auto r = test::run(kq() + " qualify --no-gpu " + test::quote(test::repo_root() / "candidates/residual_add_relu/good") +
+  auto r = test::run(test::kq() + " qualify --no-gpu " + test::quote(test::repo_root() / "candidates/residual_add_relu/good") +
                      " --out " + test::quote(out.path()));
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("incomplete"), std::string::npos) << r.output;
@@ -51,7 +50,7 @@ TEST(Cli, QualifyWithoutGpuRunsStaticPhasesAndExits3) {
 TEST(Cli, QualifyWithoutGpuOnAPrebuiltImageRecordsTheArtifactAndExits3) {
   ScratchDir out("kqual-cli-test");
   const fs::path cand = test::repo_root() / "candidates/residual_add_relu/prebuilt";
-  auto r = test::run(kq() + " qualify --no-gpu --arch sm_90 " + test::quote(cand) + " --out " + test::quote(out.path()));
+  auto r = test::run(test::kq() + " qualify --no-gpu --arch sm_90 " + test::quote(cand) + " --out " + test::quote(out.path()));
   EXPECT_EQ(r.exit_code, 3) << r.output;
   json res = json::parse(std::ifstream(out.path() / "results.json"));
   EXPECT_EQ(res["verdict"]["decision"], "incomplete");
@@ -77,7 +76,7 @@ TEST(Cli, BrokenManifestIsAnInputErrorNamingFileAndKey) {
   std::ofstream(dir.path() / "kqual.toml") << "[candidate]\ncontract = \"residual_add_relu\"\nsource = \"k.cu\"\n"
                                                "[supports]\ndtypes = [\"f32\"]\n[[launch]]\nkernel = \"k\"\n"
                                                "grid = \"cdiv(n,\"\nblock = 256\nargs = [\"x\", \"r\", \"y\"]\n";
-  auto r = test::run(kq() + " qualify --no-gpu " + test::quote(dir.path()) + " --out " + test::quote(dir.path() / "out"));
+  auto r = test::run(test::kq() + " qualify --no-gpu " + test::quote(dir.path()) + " --out " + test::quote(dir.path() / "out"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("kqual.toml"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("launch[0].grid"), std::string::npos) << r.output;
@@ -90,13 +89,13 @@ TEST(Cli, CompileErrorIsAnInputError) {
   std::ofstream(dir.path() / "kqual.toml") << "[candidate]\ncontract = \"residual_add_relu\"\nsource = \"k.cu\"\n"
                                                "[supports]\ndtypes = [\"f32\"]\n[[launch]]\nkernel = \"k\"\n"
                                                "grid = 1\nblock = 256\nargs = [\"y\"]\n";
-  auto r = test::run(kq() + " check --no-gpu " + test::quote(dir.path()) + " --out " + test::quote(dir.path() / "out"));
+  auto r = test::run(test::kq() + " check --no-gpu " + test::quote(dir.path()) + " --out " + test::quote(dir.path() / "out"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("undefined_thing"), std::string::npos) << r.output;
 }
 
 TEST(Cli, SelftestWithoutGpuCompilesEverythingAndExits3) {
-  auto r = test::run(kq() + " --json selftest --root " + test::quote(test::repo_root()));
+  auto r = test::run(test::kq() + " --json selftest --root " + test::quote(test::repo_root()));
   if (r.exit_code == 0 || r.exit_code == 1) GTEST_SKIP() << "a GPU is present (covered by the gpu suite)";
   ASSERT_EQ(r.exit_code, 3) << r.output;
   json res = json::parse(r.output.substr(r.output.find('{')));

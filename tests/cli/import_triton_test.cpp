@@ -13,7 +13,6 @@ namespace kqual {
 namespace {
 namespace fs = std::filesystem;
 
-std::string kq() { return test::quote(test::kqual_exe()); }
 
 TEST(ImportTritonCli, ListsImportsAndTheResultIsRefusedByCheckUntilCompleted) {
   ScratchDir work("kqual-cli-triton-work"), cache("kqual-cli-triton-cache"), outs("kqual-cli-triton-out");
@@ -21,18 +20,18 @@ TEST(ImportTritonCli, ListsImportsAndTheResultIsRefusedByCheckUntilCompleted) {
   test::add_triton_entry(cache.path(), "AAA", "add_kernel", cubin, test::triton_metadata("add_kernel", 4, 0));
   test::add_triton_entry(cache.path(), "BBB", "scale_kernel", cubin, test::triton_metadata("scale_kernel", 8, 0));
 
-  auto r = test::run(kq() + " import-triton --list " + test::quote(cache.path()));
+  auto r = test::run(test::kq() + " import-triton --list " + test::quote(cache.path()));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("AAA/add_kernel"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("BBB/scale_kernel"), std::string::npos) << r.output;
 
   const fs::path out = outs.path() / "cand";
-  r = test::run(kq() + " import-triton " + test::quote(cache.path()) + " --out " + test::quote(out));
+  r = test::run(test::kq() + " import-triton " + test::quote(cache.path()) + " --out " + test::quote(out));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("pick one with --kernel"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(out));
 
-  r = test::run(kq() + " --json import-triton " + test::quote(cache.path()) + " --kernel add_kernel --out " + test::quote(out));
+  r = test::run(test::kq() + " --json import-triton " + test::quote(cache.path()) + " --kernel add_kernel --out " + test::quote(out));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json j = json::parse(r.output);
   EXPECT_EQ(j["schema"], "kqual.import-triton/1");
@@ -42,7 +41,7 @@ TEST(ImportTritonCli, ListsImportsAndTheResultIsRefusedByCheckUntilCompleted) {
   EXPECT_TRUE(fs::exists(out / "kqual.toml"));
   EXPECT_TRUE(fs::exists(out / "add_kernel.cubin"));
 
-  r = test::run(kq() + " check --no-gpu " + test::quote(out) + " --out " + test::quote(outs.path() / "check"));
+  r = test::run(test::kq() + " check --no-gpu " + test::quote(out) + " --out " + test::quote(outs.path() / "check"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   for (const char* w : {"incomplete manifest", "candidate.contract", "launch[0].grid", "launch[0].args[0]"})
     EXPECT_NE(r.output.find(w), std::string::npos) << w << " in: " << r.output;

@@ -19,8 +19,7 @@ using namespace kqual;
 
 namespace {
 
-const fs::path kRoot = test::repo_root();
-const fs::path kExample = kRoot / "examples/upgrade";
+const fs::path kExample = test::repo_root() / "examples/upgrade";
 const char* kNvcc = "/usr/local/cuda/bin/nvcc";
 
 // Builds once per test binary: sass.fatbin, ptx.fatbin, app (host exe: sm_80 SASS + compute_80 PTX).

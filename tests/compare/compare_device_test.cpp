@@ -17,7 +17,6 @@ using namespace kqual;
 
 namespace {
 
-const fs::path kRoot = test::repo_root();
 
 json run_compare(const std::string& args, const fs::path& out, int* exit_code) {
   auto r = test::run(test::quote(test::compare_kqual()) + " compare " + args + " --quiet --out " + test::quote(out));
@@ -46,10 +45,10 @@ class CompareDevice : public ::testing::Test {
 TEST_F(CompareDevice, PtxOnlyPaysTheJitColdNotWarmAndRunsTheSame) {
   test::TempDir t;
   int code = -1;
-  json r = run_compare(test::quote(kRoot / "candidates/residual_add_relu/good") +
+  json r = run_compare(test::quote(test::repo_root() / "candidates/residual_add_relu/good") +
                            " --old-mode sass --new-mode ptx --shapes '65536;16777216' --processes 6 --samples 10"
                            " --startup-runs 10 --no-large-cases --profile " +
-                           test::quote(kRoot / "profiles/long-lived-server.toml"),
+                           test::quote(test::repo_root() / "profiles/long-lived-server.toml"),
                        t.path, &code);
   ASSERT_FALSE(r.is_null()) << "no results.json (exit " << code << ")";
   EXPECT_EQ(r["sides"]["old"]["loading_path"], "native_sass");
@@ -82,11 +81,11 @@ TEST_F(CompareDevice, PtxOnlyPaysTheJitColdNotWarmAndRunsTheSame) {
 TEST_F(CompareDevice, FasterButPtxOnlyTwoProfilesTwoVerdicts) {
   test::TempDir t;
   int code = -1;
-  json r = run_compare(test::quote(kRoot / "tests/compare/fixtures/few_blocks") + " " +
-                           test::quote(kRoot / "candidates/residual_add_relu/good") +
+  json r = run_compare(test::quote(test::repo_root() / "tests/compare/fixtures/few_blocks") + " " +
+                           test::quote(test::repo_root() / "candidates/residual_add_relu/good") +
                            " --new-mode ptx --shapes 65536 --processes 6 --samples 10 --startup-runs 10 --modes cold,warm"
-                           " --no-large-cases --profile " + test::quote(kRoot / "profiles/long-lived-server.toml") +
-                           " --profile " + test::quote(kRoot / "profiles/cold-start-heavy.toml"),
+                           " --no-large-cases --profile " + test::quote(test::repo_root() / "profiles/long-lived-server.toml") +
+                           " --profile " + test::quote(test::repo_root() / "profiles/cold-start-heavy.toml"),
                        t.path, &code);
   ASSERT_FALSE(r.is_null()) << "no results.json (exit " << code << ")";
   EXPECT_EQ(r["sides"]["new"]["loading_path"], "ptx_jit");

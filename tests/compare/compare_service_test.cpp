@@ -40,7 +40,7 @@ compare::WarmShape warm() {
   return w;
 }
 
-decision::DeploymentProfile profile(const std::string& extra) {
+decision::DeploymentProfile service_profile(const std::string& extra) {
   return decision::parse_profile(R"(
 name = "svc"
 process_starts_per_day = 20000
@@ -63,7 +63,7 @@ const json& percentile(const json& side, const char* pop, double p) {
 }  // namespace
 
 TEST(CompareService, ObjectiveNewMissesAndOldMeetsIsDoNotShip) {
-  const auto p = profile(R"(
+  const auto p = service_profile(R"(
 [[objective]]
 population = "first_request"
 percentile = 50
@@ -107,7 +107,7 @@ max_ms = 280
 }
 
 TEST(CompareService, BothMeetLeavesTheVerdictAndGoodputIsReported) {
-  const auto p = profile(R"(
+  const auto p = service_profile(R"(
 [[objective]]
 population = "all"
 percentile = 99

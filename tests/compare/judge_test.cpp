@@ -22,7 +22,6 @@ using decision::CacheMode;
 
 namespace {
 
-const fs::path kRoot = test::repo_root();
 
 // center + small deterministic jitter.
 std::vector<double> noisy(double center, double spread, int n, int salt = 0) {
@@ -34,7 +33,7 @@ std::vector<double> noisy(double center, double spread, int n, int salt = 0) {
 // The static part as run_compare writes it (no GPU here: static phases only).
 json static_part(const test::TempDir& t) {
   compare::CompareOptions o;
-  o.old_side.input = (kRoot / "candidates/residual_add_relu/good").string();
+  o.old_side.input = (test::repo_root() / "candidates/residual_add_relu/good").string();
   o.new_side.input = o.old_side.input;
   o.new_side.recipe.mode = build::ImageMode::ptx;
   o.new_side.recipe_given = true;
@@ -119,8 +118,8 @@ compare::Evidence jit_evidence(int runs = 12) {
 
 compare::JudgeOptions options() {
   compare::JudgeOptions jo;
-  jo.profiles = {decision::load_profile((kRoot / "profiles/long-lived-server.toml").string()),
-                 decision::load_profile((kRoot / "profiles/cold-start-heavy.toml").string())};
+  jo.profiles = {decision::load_profile((test::repo_root() / "profiles/long-lived-server.toml").string()),
+                 decision::load_profile((test::repo_root() / "profiles/cold-start-heavy.toml").string())};
   jo.decision_index = 1;
   jo.new_uses_ptx_jit = true;
   jo.arch = "sm_90";

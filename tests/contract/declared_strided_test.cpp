@@ -15,6 +15,7 @@
 #include "kqual/contract/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
+#include "contract_test_util.hpp"
 
 namespace kqual::contract {
 namespace {
@@ -22,14 +23,7 @@ namespace fs = std::filesystem;
 
 const fs::path kRepo = KQUAL_SOURCE_DIR;
 
-bool have_numpy() {
-  try {
-    (void)reference_python();
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
+using test_util::have_numpy;
 #define NEED_NUMPY() \
   if (!have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy (install python3-numpy)"
 

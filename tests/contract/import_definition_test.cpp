@@ -14,23 +14,17 @@
 #include "kqual/contract/import_definition.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
+#include "contract_test_util.hpp"
+#include "test_util.hpp"
 
 namespace kqual::contract {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/definitions";
+const fs::path kDefinitionFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/definitions";
 
 // The text of one TOML table of the written contract, up to the next table.
-std::string table(const std::string& toml, const std::string& header) {
-  const std::size_t at = toml.find(header + "\n");
-  if (at == std::string::npos) return "";
-  const std::size_t end = toml.find("\n[", at + header.size());
-  std::string t = toml.substr(at, end == std::string::npos ? std::string::npos : end - at);
-  while (!t.empty() && t.back() == '\n') t.pop_back();
-  return t;
-}
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using test_util::toml_table;
 
 // A fixture's Definition and workloads copied into `dir` under another name: a process registers each
 // declared contract name once, and another test imports the fixture under its own.
@@ -39,7 +33,7 @@ DefinitionImportOptions renamed_fixture(const fs::path& dir, const std::string& 
   o.definition = dir / (name + ".json");
   o.workloads = dir / (name + ".jsonl");
   o.out = dir / name;
-  for (const auto& [from, to] : {std::pair{kFixtures / (stem + ".json"), o.definition}, {kFixtures / (stem + ".jsonl"), o.workloads}}) {
+  for (const auto& [from, to] : {std::pair{kDefinitionFixtures / (stem + ".json"), o.definition}, {kDefinitionFixtures / (stem + ".jsonl"), o.workloads}}) {
     std::string text = read_text_file(from);
     for (std::size_t p; (p = text.find("\"" + stem + "\"")) != std::string::npos;) text.replace(p, stem.size() + 2, "\"" + name + "\"");
     write_file_atomic(to, text);
@@ -50,8 +44,8 @@ DefinitionImportOptions renamed_fixture(const fs::path& dir, const std::string& 
 TEST(ImportDefinition, TranslatesAxesScalarsConstraintsWorkloadsAndTolerance) {
   ScratchDir dir("kqual-import-def");
   DefinitionImportOptions o;
-  o.definition = kFixtures / "fused_add_rmsnorm_h1024.json";
-  o.workloads = kFixtures / "fused_add_rmsnorm_h1024.jsonl";
+  o.definition = kDefinitionFixtures / "fused_add_rmsnorm_h1024.json";
+  o.workloads = kDefinitionFixtures / "fused_add_rmsnorm_h1024.jsonl";
   o.out = dir.path() / "fused_add_rmsnorm_h1024";
   const DefinitionImport r = import_definition(o);
   EXPECT_EQ(r.workloads, 3);  // the line of another definition is skipped
@@ -94,8 +88,8 @@ TEST(ImportDefinition, TranslatesAxesScalarsConstraintsWorkloadsAndTolerance) {
 TEST(ImportDefinition, TranslatesPythonFloorDivisionInAxisExpressions) {
   ScratchDir dir("kqual-import-def");
   DefinitionImportOptions o;
-  o.definition = kFixtures / "rope_pairs_d16.json";
-  o.workloads = kFixtures / "rope_pairs_d16.jsonl";
+  o.definition = kDefinitionFixtures / "rope_pairs_d16.json";
+  o.workloads = kDefinitionFixtures / "rope_pairs_d16.jsonl";
   o.out = dir.path() / "rope";
   const DefinitionImport r = import_definition(o);
   EXPECT_NE(r.contract_toml.find("expr = \"head_dim / 2\""), std::string::npos) << r.contract_toml;
@@ -121,19 +115,19 @@ TEST(ImportDefinition, WritesValueScaleFamiliesForTheDataInputs) {
   const DefinitionImportOptions o = renamed_fixture(dir.path(), "fused_add_rmsnorm_h1024", "fused_families");
   const DefinitionImport r = import_definition(o);
   const std::string& t = r.contract_toml;
-  const std::string small = table(t, "[families.small_scale]"), large = table(t, "[families.large_scale]"),
-                    shifted = table(t, "[families.nonzero_mean]");
-  EXPECT_TRUE(has(small, "\nx = { scale = 0.001 }") && has(small, "\nresidual = { scale = 0.001 }")) << t;
-  EXPECT_TRUE(has(large, "\nx = { scale = 1000 }") && has(large, "\nresidual = { scale = 1000 }")) << t;
-  EXPECT_TRUE(has(shifted, "\nx = { mean = 4, std = 0.5 }") && has(shifted, "\nresidual = { mean = 4, std = 0.5 }")) << t;
+  const std::string small = toml_table(t, "[families.small_scale]"), large = toml_table(t, "[families.large_scale]"),
+                    shifted = toml_table(t, "[families.nonzero_mean]");
+  EXPECT_TRUE(kqual::test::contains(small, "\nx = { scale = 0.001 }") && kqual::test::contains(small, "\nresidual = { scale = 0.001 }")) << t;
+  EXPECT_TRUE(kqual::test::contains(large, "\nx = { scale = 1000 }") && kqual::test::contains(large, "\nresidual = { scale = 1000 }")) << t;
+  EXPECT_TRUE(kqual::test::contains(shifted, "\nx = { mean = 4, std = 0.5 }") && kqual::test::contains(shifted, "\nresidual = { mean = 4, std = 0.5 }")) << t;
   for (const std::string& f : {small, large, shifted}) {
-    EXPECT_FALSE(has(f, "\nweight =")) << "the weight keeps its values: " << f;
-    EXPECT_FALSE(has(f, "\neps =")) << "a scalar is not drawn: " << f;
+    EXPECT_FALSE(kqual::test::contains(f, "\nweight =")) << "the weight keeps its values: " << f;
+    EXPECT_FALSE(kqual::test::contains(f, "\neps =")) << "a scalar is not drawn: " << f;
   }
   // Why each family exists, and what the imported atol (0.008 here) leaves of small_scale.
-  EXPECT_TRUE(has(t, "# small_scale:") && has(t, "eps")) << t;
-  EXPECT_TRUE(has(t, "the imported atol = 0.008")) << t;
-  EXPECT_TRUE(has(t, "# large_scale:") && has(t, "# nonzero_mean:")) << t;
+  EXPECT_TRUE(kqual::test::contains(t, "# small_scale:") && kqual::test::contains(t, "eps")) << t;
+  EXPECT_TRUE(kqual::test::contains(t, "the imported atol = 0.008")) << t;
+  EXPECT_TRUE(kqual::test::contains(t, "# large_scale:") && kqual::test::contains(t, "# nonzero_mean:")) << t;
   // The families parse and run on the small cases, in the contract's dtype row.
   const Contract& c = load_declared_contract(o.out);
   Supports s;
@@ -156,14 +150,7 @@ TEST(ImportDefinition, WritesValueScaleFamiliesForTheDataInputs) {
   }
 }
 
-bool have_numpy() {
-  try {
-    (void)reference_python();
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
+using test_util::have_numpy;
 
 // The defect the families exist for, end to end on the CPU: an RMSNorm Definition (eps 1e-6 as a
 // scalar input) imported from a fixture, its torch reference swapped for the same formula in NumPy
@@ -174,15 +161,15 @@ TEST(ImportDefinition, SmallScaleFamilyRejectsAnRmsnormThatDropsEps) {
   if (!have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy (install python3-numpy)";
   ScratchDir dir("kqual-import-def");
   DefinitionImportOptions o;
-  o.definition = kFixtures / "rmsnorm_h512.json";
-  o.workloads = kFixtures / "rmsnorm_h512.jsonl";
+  o.definition = kDefinitionFixtures / "rmsnorm_h512.json";
+  o.workloads = kDefinitionFixtures / "rmsnorm_h512.jsonl";
   o.out = dir.path() / "rmsnorm_h512";
   (void)import_definition(o);
   // The imported contract, registered under its name, is kept; the NumPy copy gets its own name.
   std::string toml = read_text_file(o.out / "contract.toml");
   for (const auto& [from, to] : {std::pair<std::string, std::string>{"kind = \"torch\"", "kind = \"numpy\""},
                                  {"name = \"rmsnorm_h512\"", "name = \"rmsnorm_h512_numpy\""}}) {
-    ASSERT_TRUE(has(toml, from)) << toml;
+    ASSERT_TRUE(kqual::test::contains(toml, from)) << toml;
     toml.replace(toml.find(from), from.size(), to);
   }
   const fs::path numpy_copy = dir.path() / "rmsnorm_h512_numpy";
@@ -265,10 +252,10 @@ TEST(ImportDefinition, RaisesTheCaseCapToLargeConstantTensors) {
   o.out = dir.path() / "proj";
   const DefinitionImport r = import_definition(o);
   EXPECT_NE(r.contract_toml.find("max_case_elements = 75497472"), std::string::npos) << r.contract_toml;
-  EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) { return has(n, "'w' has 75497472 elements"); }));
+  EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) { return kqual::test::contains(n, "'w' has 75497472 elements"); }));
   // Every case has a 75 M-element weight: no case is small enough for the value families, and the
   // contract says so instead of pretending they run.
-  EXPECT_TRUE(has(r.contract_toml, "these families run on no case")) << r.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(r.contract_toml, "these families run on no case")) << r.contract_toml;
   const Contract& c = load_declared_contract(o.out);
   Supports s;
   s.dtypes = {DType::f32};

@@ -16,24 +16,25 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/process.hpp"
+#include "contract_test_util.hpp"
+#include "test_util.hpp"
 
 namespace kqual::contract {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/kernelbench";
+const fs::path kKernelBenchFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/kernelbench";
 
-json capture(const std::string& name) { return json::parse(read_text_file(kFixtures / (name + ".capture.json"))); }
+json capture(const std::string& name) { return json::parse(read_text_file(kKernelBenchFixtures / (name + ".capture.json"))); }
 
 KernelBenchImportOptions options(const std::string& name, const fs::path& out) {
   KernelBenchImportOptions o;
-  o.problem = kFixtures / (name + ".py");
-  o.capture = kFixtures / (name + ".capture.json");
+  o.problem = kKernelBenchFixtures / (name + ".py");
+  o.capture = kKernelBenchFixtures / (name + ".capture.json");
   o.out = out;
   return o;
 }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(ImportKernelBench, ElementwiseProblemScaledToTheCapWithConstantsAsAxes) {
   ScratchDir dir("kqual-import-kb");
@@ -48,10 +49,10 @@ TEST(ImportKernelBench, ElementwiseProblemScaledToTheCapWithConstantsAsAxes) {
   EXPECT_EQ(c.benchmark_shapes()[0].at("dim"), 12288);
   EXPECT_EQ(c.dtypes(), (std::vector<DType>{DType::f32}));
   // torch.rand: uniform [0, 1) as KernelBench draws it, plus a signed family; KernelBench's tolerance.
-  EXPECT_TRUE(has(r.contract_toml, "values = { dist = \"uniform\", lo = 0, hi = 1 }")) << r.contract_toml;
-  EXPECT_TRUE(has(r.contract_toml, "[families.signed]\nx = { lo = -1 }")) << r.contract_toml;
-  EXPECT_TRUE(has(r.contract_toml, "error = { model = \"allclose\", atol = 0.0001, rtol = 0.0001 }")) << r.contract_toml;
-  EXPECT_TRUE(has(r.contract_toml, "max_case_elements = 50331648")) << r.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(r.contract_toml, "values = { dist = \"uniform\", lo = 0, hi = 1 }")) << r.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(r.contract_toml, "[families.signed]\nx = { lo = -1 }")) << r.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(r.contract_toml, "error = { model = \"allclose\", atol = 0.0001, rtol = 0.0001 }")) << r.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(r.contract_toml, "max_case_elements = 50331648")) << r.contract_toml;
   // Boundary cases along both axes: a warp and a block's t-1, t, t+1 with the other axis at its base.
   Supports s;
   s.dtypes = {DType::f32};
@@ -66,44 +67,44 @@ TEST(ImportKernelBench, ElementwiseProblemScaledToTheCapWithConstantsAsAxes) {
   EXPECT_TRUE(batch_33);
   EXPECT_TRUE(large) << "the benchmark shape is checked too";
   // The reference maps the contract's names to the module's.
-  EXPECT_TRUE(has(r.reference_py, R"("axes":{"batch_size":"batch_size","dim":"dim"})")) << r.reference_py;
-  EXPECT_TRUE(has(r.reference_py, "def forward(**kw):"));
+  EXPECT_TRUE(kqual::test::contains(r.reference_py, R"("axes":{"batch_size":"batch_size","dim":"dim"})")) << r.reference_py;
+  EXPECT_TRUE(kqual::test::contains(r.reference_py, "def forward(**kw):"));
   EXPECT_THROW(import_kernelbench(options("leaky_relu_rows", dir.path() / "c")), Error) << "the folder exists";
 }
 
 TEST(ImportKernelBench, ParametersBecomeInputsAndBuffersStayModelState) {
   const KernelBenchImport lin = translate_kernelbench(capture("linear_gelu"), options("linear_gelu", "unused"));
-  EXPECT_TRUE(has(lin.contract_toml, "[tensors.linear_weight]\ndescription = \"Model parameter linear.weight\"\nrole = \"input\"\n"
+  EXPECT_TRUE(kqual::test::contains(lin.contract_toml, "[tensors.linear_weight]\ndescription = \"Model parameter linear.weight\"\nrole = \"input\"\n"
                                      "shape = [\"out_features\", \"in_features\"]")) << lin.contract_toml;
-  EXPECT_TRUE(has(lin.reference_py, R"("parameters":{"linear_weight":"linear.weight","linear_bias":"linear.bias"})")) << lin.reference_py;
+  EXPECT_TRUE(kqual::test::contains(lin.reference_py, R"("parameters":{"linear_weight":"linear.weight","linear_bias":"linear.bias"})")) << lin.reference_py;
   EXPECT_EQ(lin.bench_shape, "batch_size=128,in_features=1024,out_features=512");  // within the cap: KernelBench's own shape
   // Weights initialised to a constant are drawn around it (a kernel ignoring them must fail); the
   // running statistics are buffers, restored before every call, never inputs.
   const KernelBenchImport bn = translate_kernelbench(capture("batch_norm_1d"), options("batch_norm_1d", "unused"));
-  EXPECT_TRUE(has(bn.contract_toml, "[tensors.bn_weight]")) << bn.contract_toml;
-  EXPECT_TRUE(has(bn.contract_toml, "values = { dist = \"uniform\", lo = 0.5, hi = 1.5 }")) << bn.contract_toml;
-  EXPECT_TRUE(has(bn.contract_toml, "values = { dist = \"uniform\", lo = -0.5, hi = 0.5 }")) << bn.contract_toml;
-  EXPECT_FALSE(has(bn.contract_toml, "running_mean")) << bn.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(bn.contract_toml, "[tensors.bn_weight]")) << bn.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(bn.contract_toml, "values = { dist = \"uniform\", lo = 0.5, hi = 1.5 }")) << bn.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(bn.contract_toml, "values = { dist = \"uniform\", lo = -0.5, hi = 0.5 }")) << bn.contract_toml;
+  EXPECT_FALSE(kqual::test::contains(bn.contract_toml, "running_mean")) << bn.contract_toml;
   bool said = false;
-  for (const auto& n : bn.notes) said |= has(n, "buffer 'bn.running_mean'") && has(n, "restored before every call");
+  for (const auto& n : bn.notes) said |= kqual::test::contains(n, "buffer 'bn.running_mean'") && kqual::test::contains(n, "restored before every call");
   EXPECT_TRUE(said);
-  EXPECT_TRUE(has(bn.contract_toml, "range = [2, 2147483647]")) << "batch statistics need two rows: the capture's minimum";
+  EXPECT_TRUE(kqual::test::contains(bn.contract_toml, "range = [2, 2147483647]")) << "batch statistics need two rows: the capture's minimum";
 }
 
 TEST(ImportKernelBench, IntegersStayIntegersAndNumbersBecomeScalars) {
   const KernelBenchImport g = translate_kernelbench(capture("gather_rows"), options("gather_rows", "unused"));
   // torch.randint(0, num_classes): indices into that axis, an int64 tensor, never cast.
-  EXPECT_TRUE(has(g.contract_toml, "values = { dist = \"indices\", axis = \"num_classes\" }")) << g.contract_toml;
-  EXPECT_TRUE(has(g.contract_toml, "idx = \"i64\"")) << g.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(g.contract_toml, "values = { dist = \"indices\", axis = \"num_classes\" }")) << g.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(g.contract_toml, "idx = \"i64\"")) << g.contract_toml;
   const KernelBenchImport a = translate_kernelbench(capture("argmax_dim"), options("argmax_dim", "unused"));
-  EXPECT_TRUE(has(a.contract_toml, "[tensors.out]\nrole = \"output\"\nshape = [\"batch_size\", \"dim2\"]\nerror = { model = \"exact\" }"))
+  EXPECT_TRUE(kqual::test::contains(a.contract_toml, "[tensors.out]\nrole = \"output\"\nshape = [\"batch_size\", \"dim2\"]\nerror = { model = \"exact\" }"))
       << a.contract_toml;
   bool said = false;
-  for (const auto& n : a.notes) said |= has(n, "constant reduce_dim is not an axis");
+  for (const auto& n : a.notes) said |= kqual::test::contains(n, "constant reduce_dim is not an axis");
   EXPECT_TRUE(said);
   const KernelBenchImport sc = translate_kernelbench(capture("scale_by_scalar"), options("scale_by_scalar", "unused"));
-  EXPECT_TRUE(has(sc.contract_toml, "[scalars.s]   # a number forward takes\ndtype = \"f64\"\nvalue = 3.5")) << sc.contract_toml;
-  EXPECT_TRUE(has(sc.reference_py, R"("args":["A","s"])")) << sc.reference_py;
+  EXPECT_TRUE(kqual::test::contains(sc.contract_toml, "[scalars.s]   # a number forward takes\ndtype = \"f64\"\nvalue = 3.5")) << sc.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(sc.reference_py, R"("args":["A","s"])")) << sc.reference_py;
   ScratchDir dir("kqual-import-kb");
   EXPECT_NO_THROW(import_kernelbench(options("scale_by_scalar", dir.path() / "s")));
   EXPECT_NO_THROW(import_kernelbench(options("gather_rows", dir.path() / "g")));
@@ -111,14 +112,7 @@ TEST(ImportKernelBench, IntegersStayIntegersAndNumbersBecomeScalars) {
 }
 
 // The text of one TOML table of the written contract, up to the next table.
-std::string table(const std::string& toml, const std::string& header) {
-  const std::size_t at = toml.find(header + "\n");
-  if (at == std::string::npos) return "";
-  const std::size_t end = toml.find("\n[", at + header.size());
-  std::string t = toml.substr(at, end == std::string::npos ? std::string::npos : end - at);
-  while (!t.empty() && t.back() == '\n') t.pop_back();
-  return t;
-}
+using test_util::toml_table;
 
 // KernelBench draws every input from one distribution (torch.rand or torch.randn). The import writes
 // value-scale families over the data inputs (forward's float inputs with an output's shape, else its
@@ -127,24 +121,24 @@ std::string table(const std::string& toml, const std::string& header) {
 TEST(ImportKernelBench, WritesValueScaleFamiliesForTheDataInputs) {
   // torch.rand: [0, 1) scaled (its sign kept), shifted to [3, 5]; the signed family stays.
   const KernelBenchImport relu = translate_kernelbench(capture("leaky_relu_rows"), options("leaky_relu_rows", "unused"));
-  EXPECT_EQ(table(relu.contract_toml, "[families.small_scale]"), "[families.small_scale]\nx = { scale = 0.001 }") << relu.contract_toml;
-  EXPECT_EQ(table(relu.contract_toml, "[families.large_scale]"), "[families.large_scale]\nx = { scale = 1000 }") << relu.contract_toml;
-  EXPECT_EQ(table(relu.contract_toml, "[families.nonzero_mean]"), "[families.nonzero_mean]\nx = { lo = 3, hi = 5 }") << relu.contract_toml;
-  EXPECT_TRUE(has(relu.contract_toml, "[families.signed]\nx = { lo = -1 }")) << relu.contract_toml;
-  EXPECT_TRUE(has(relu.contract_toml, "the imported atol = 0.0001")) << relu.contract_toml;
+  EXPECT_EQ(toml_table(relu.contract_toml, "[families.small_scale]"), "[families.small_scale]\nx = { scale = 0.001 }") << relu.contract_toml;
+  EXPECT_EQ(toml_table(relu.contract_toml, "[families.large_scale]"), "[families.large_scale]\nx = { scale = 1000 }") << relu.contract_toml;
+  EXPECT_EQ(toml_table(relu.contract_toml, "[families.nonzero_mean]"), "[families.nonzero_mean]\nx = { lo = 3, hi = 5 }") << relu.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(relu.contract_toml, "[families.signed]\nx = { lo = -1 }")) << relu.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(relu.contract_toml, "the imported atol = 0.0001")) << relu.contract_toml;
   // torch.randn: shifted by its mean; the parameters (nn.Linear's weight and bias) keep their values.
   const KernelBenchImport lin = translate_kernelbench(capture("linear_gelu"), options("linear_gelu", "unused"));
-  EXPECT_EQ(table(lin.contract_toml, "[families.nonzero_mean]"), "[families.nonzero_mean]\nx = { mean = 4, std = 0.5 }") << lin.contract_toml;
+  EXPECT_EQ(toml_table(lin.contract_toml, "[families.nonzero_mean]"), "[families.nonzero_mean]\nx = { mean = 4, std = 0.5 }") << lin.contract_toml;
   for (const char* f : {"[families.small_scale]", "[families.large_scale]", "[families.nonzero_mean]"})
-    EXPECT_FALSE(has(table(lin.contract_toml, f), "linear_")) << f;
+    EXPECT_FALSE(kqual::test::contains(toml_table(lin.contract_toml, f), "linear_")) << f;
   // An index input is never in a family; its values stay indices into the axis.
   ScratchDir dir("kqual-import-kb");
   KernelBenchImportOptions go = options("gather_rows", dir.path() / "g");
   go.name = "kb_gather_rows_families";  // another test registers kb_gather_rows in this process
   const KernelBenchImport g = import_kernelbench(go);
   for (const char* f : {"[families.small_scale]", "[families.large_scale]", "[families.nonzero_mean]"}) {
-    EXPECT_TRUE(has(table(g.contract_toml, f), "\nx = {")) << f << "\n" << g.contract_toml;
-    EXPECT_FALSE(has(table(g.contract_toml, f), "idx")) << f;
+    EXPECT_TRUE(kqual::test::contains(toml_table(g.contract_toml, f), "\nx = {")) << f << "\n" << g.contract_toml;
+    EXPECT_FALSE(kqual::test::contains(toml_table(g.contract_toml, f), "idx")) << f;
   }
   const Contract& c = load_declared_contract(dir.path() / "g");
   Supports s;
@@ -192,21 +186,21 @@ std::string refusal(const json& cap, KernelBenchImportOptions o) {
 }
 
 TEST(ImportKernelBench, RefusesByNameWhatCannotBeExpressed) {
-  EXPECT_TRUE(has(refusal(capture("dropout_random"), options("dropout_random", "")), "dropout_random.py: forward: is random"));
-  EXPECT_TRUE(has(refusal(capture("half_input"), options("half_input", "")), "forward input 0 (x): has dtype float16"));
-  EXPECT_TRUE(has(refusal(capture("mse_loss"), options("mse_loss", "")), "output 0: has 1 element"));
+  EXPECT_TRUE(kqual::test::contains(refusal(capture("dropout_random"), options("dropout_random", "")), "dropout_random.py: forward: is random"));
+  EXPECT_TRUE(kqual::test::contains(refusal(capture("half_input"), options("half_input", "")), "forward input 0 (x): has dtype float16"));
+  EXPECT_TRUE(kqual::test::contains(refusal(capture("mse_loss"), options("mse_loss", "")), "output 0: has 1 element"));
   // A list argument; a shape whose dims no constant moves, over the cap.
   json list = capture("scale_by_scalar");
   list["tensors"][1]["dtype"] = "unsupported:list";
-  EXPECT_TRUE(has(refusal(list, options("scale_by_scalar", "")), "forward input 1 (s): is a Python list"));
+  EXPECT_TRUE(kqual::test::contains(refusal(list, options("scale_by_scalar", "")), "forward input 1 (s): is a Python list"));
   json fixed = capture("scale_by_scalar");
   fixed["axis_constants"] = json::object();
   KernelBenchImportOptions small = options("scale_by_scalar", "");
   small.max_elements = 1000;
-  EXPECT_TRUE(has(refusal(fixed, small), "tensor 'A': has 2097152 elements at the smallest benchmark shape kqual can reach, over "
+  EXPECT_TRUE(kqual::test::contains(refusal(fixed, small), "tensor 'A': has 2097152 elements at the smallest benchmark shape kqual can reach, over "
                                           "--max-elements 1000"));
   // The capture's own failure is passed on with its code.
-  EXPECT_TRUE(has(refusal(json{{"ok", false}, {"code", "meta_failed"}, {"error", "forward on meta: boom"}}, options("half_input", "")),
+  EXPECT_TRUE(kqual::test::contains(refusal(json{{"ok", false}, {"code", "meta_failed"}, {"error", "forward on meta: boom"}}, options("half_input", "")),
                   "capture failed (meta_failed): forward on meta: boom"));
 }
 
@@ -215,11 +209,11 @@ TEST(ImportKernelBench, WithoutPyTorchTheCaptureSaysSo) {
   ProcessResult pr = run_process(reference_python(), {"-c", "import torch"}, {}, {}, 60);
   if (pr.exited && pr.exit_code == 0) GTEST_SKIP() << "PyTorch is importable here: the no-torch error cannot be shown";
   try {
-    (void)capture_kernelbench(kFixtures / "leaky_relu_rows.py");
+    (void)capture_kernelbench(kKernelBenchFixtures / "leaky_relu_rows.py");
     FAIL() << "the capture succeeded without PyTorch";
   } catch (const Error& e) {
-    EXPECT_TRUE(has(e.what(), "PyTorch is not importable")) << e.what();
-    EXPECT_TRUE(has(e.what(), "--capture")) << e.what();
+    EXPECT_TRUE(kqual::test::contains(e.what(), "PyTorch is not importable")) << e.what();
+    EXPECT_TRUE(kqual::test::contains(e.what(), "--capture")) << e.what();
   }
   ScratchDir dir("kqual-import-kb");
   KernelBenchImportOptions o = options("leaky_relu_rows", dir.path() / "c");

@@ -87,7 +87,6 @@ class StartupDevice : public ::testing::Test {
   fs::path dir_;
 };
 
-}  // namespace
 
 TEST_F(StartupDevice, PtxOnlyPaysJitColdButNotWarm) {
   const auto sass = measure(build(dir_, "sm_90", 1000), dir_ / "tmp");
@@ -148,3 +147,5 @@ TEST_F(StartupDevice, FasterButPtxOnlyShipsForServerNotForColdStartHeavy) {
   EXPECT_EQ(ds.verdict, decision::ShipVerdict::ship);
   EXPECT_EQ(db.verdict, decision::ShipVerdict::do_not_ship);
 }
+
+}  // namespace

@@ -27,7 +27,7 @@ struct Scratch {
 };
 
 // Built once per suite: each one compiles the bundled candidate with NVRTC.
-const json& doc(const std::string& which) {
+const json& html_doc(const std::string& which) {
   static Scratch s;
   static std::map<std::string, json> cache;
   auto it = cache.find(which);
@@ -73,7 +73,7 @@ std::string error_of(const json& d) {
 }
 
 TEST(Html, QualifyPageHasEverySection) {
-  const json& d = doc("qualify");
+  const json& d = html_doc("qualify");
   ASSERT_EQ(d.at("schema"), "kqual.qualify/1");
   const std::string page = render_html(d);
   EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
@@ -99,7 +99,7 @@ TEST(Html, QualifyPageHasEverySection) {
 }
 
 TEST(Html, OneBarAndIntervalPerShapeAndBaseline) {
-  const json& d = doc("qualify");
+  const json& d = html_doc("qualify");
   const std::string page = render_html(d);
   std::size_t comparisons = 0, timed = 0;
   for (const auto& sh : d.at("timing").at("shapes")) {
@@ -127,7 +127,7 @@ TEST(Html, OneBarAndIntervalPerShapeAndBaseline) {
 }
 
 TEST(Html, ComparePageShowsWarmStartupAndProfiles) {
-  const json& d = doc("compare");
+  const json& d = html_doc("compare");
   ASSERT_EQ(d.at("schema"), "kqual.compare/1");
   const std::string page = render_html(d);
   for (const char* id : {"verdict", "speedup", "startup", "roofline", "correctness", "decisions", "phases", "provenance"})
@@ -162,7 +162,7 @@ TEST(Html, ComparePageShowsWarmStartupAndProfiles) {
 
 TEST(Html, RunsWithoutAGpuSayWhatWasNotRun) {
   for (const char* which : {"qualify-nogpu", "check"}) {
-    const std::string page = render_html(doc(which));
+    const std::string page = render_html(html_doc(which));
     EXPECT_EQ(count(page, "<svg"), 0u) << which;
     for (const char* id : {"speedup", "roofline", "correctness"}) {
       const std::string s = section(page, id);
@@ -171,15 +171,15 @@ TEST(Html, RunsWithoutAGpuSayWhatWasNotRun) {
     EXPECT_NE(section(page, "verdict").find("INCOMPLETE"), std::string::npos);
     EXPECT_NE(section(page, "provenance").find("none: no GPU was used by this run"), std::string::npos);
   }
-  EXPECT_NE(render_html(doc("check")).find("<h1>kqual check:"), std::string::npos);
-  const std::string page = render_html(doc("compare-nogpu"));
+  EXPECT_NE(render_html(html_doc("check")).find("<h1>kqual check:"), std::string::npos);
+  const std::string page = render_html(html_doc("compare-nogpu"));
   EXPECT_EQ(count(page, "<svg"), 0u);
   for (const char* id : {"speedup", "startup", "correctness", "decisions"})
     EXPECT_NE(section(page, id).find("not run: needs a GPU"), std::string::npos) << id << "\n" << section(page, id);
 }
 
 TEST(Html, RejectedCandidateShowsFailuresByCode) {
-  const std::string page = render_html(doc("rejected"));
+  const std::string page = render_html(html_doc("rejected"));
   const std::string corr = section(page, "correctness");
   EXPECT_NE(corr.find("<code>wrong_value</code> × 2"), std::string::npos) << corr;
   EXPECT_NE(corr.find("<code>unwritten_output</code> × 1"), std::string::npos) << corr;
@@ -191,7 +191,7 @@ TEST(Html, RejectedCandidateShowsFailuresByCode) {
 }
 
 TEST(Html, EveryTextFromTheDocumentIsEscaped) {
-  json d = doc("qualify");
+  json d = html_doc("qualify");
   d["candidate"]["name"] = "<script>alert('x')</script>";
   d["timing"]["shapes"][0]["candidate_vs_baselines"][0]["baseline"] = "</svg><b>&";
   d["timing"]["shapes"][1]["shape"] = "n=\"><img src=x onerror=alert(1)>";
@@ -210,8 +210,8 @@ TEST(Html, EveryTextFromTheDocumentIsEscaped) {
 }
 
 TEST(Html, SelfContainedAndDeterministic) {
-  const std::string page = render_html(doc("compare"));
-  EXPECT_EQ(page, render_html(doc("compare")));
+  const std::string page = render_html(html_doc("compare"));
+  EXPECT_EQ(page, render_html(html_doc("compare")));
   for (const char* s : {"<script", "<link", "src=", "href=", "@import", "url("}) EXPECT_EQ(page.find(s), std::string::npos) << s;
   // The only URL is the SVG namespace name, which is never fetched.
   std::regex url("https?://[^\"' <]+");
@@ -229,22 +229,22 @@ TEST(Html, DocumentsItCannotRenderAreInputErrorsNamingWhy) {
   EXPECT_NE(error_of(json{{"schema", 7}}).find("schema: expected a string, found number"), std::string::npos);
   EXPECT_NE(error_of(json{{"schema", "kqual.compare/1"}}).find("no 'verdict'"), std::string::npos);
 
-  json d = doc("qualify");
+  json d = html_doc("qualify");
   d["timing"]["shapes"][1]["candidate_vs_baselines"][0]["ci"] = "wide";
   EXPECT_NE(error_of(d).find("timing.shapes[1].candidate_vs_baselines[0].ci: expected an array, found string"), std::string::npos)
       << error_of(d);
-  d = doc("qualify");
+  d = html_doc("qualify");
   d["timing"]["shapes"][2]["candidate_vs_baselines"][1]["ci"] = json::array({0.5});
   EXPECT_NE(error_of(d).find("timing.shapes[2].candidate_vs_baselines[1].ci: expected [lo, hi], found 1 element(s)"),
             std::string::npos);
-  d = doc("qualify");
+  d = html_doc("qualify");
   d["timing"]["shapes"] = json::object();
   EXPECT_NE(error_of(d).find("timing.shapes: expected an array, found object"), std::string::npos);
-  d = doc("compare");
+  d = html_doc("compare");
   d["startup"]["modes"][0]["first_request_delta_ms"]["estimate"] = "80";
   EXPECT_NE(error_of(d).find("startup.modes[0].first_request_delta_ms.estimate: expected a number, found string"),
             std::string::npos);
-  d = doc("compare");
+  d = html_doc("compare");
   d["verdict"]["decision"] = nullptr;
   EXPECT_NE(error_of(d).find("verdict: no 'decision'"), std::string::npos);
 }
@@ -255,7 +255,7 @@ TEST(Html, ResultsKindFollowsTheSchema) {
   EXPECT_EQ(results_kind(json{{"schema", "kqual.compare/1"}}), ResultsKind::compare);
   // Written before the one naming scheme: still read.
   EXPECT_EQ(results_kind(json{{"schema", "kqual.qualify"}}), ResultsKind::qualify);
-  json old = doc("qualify");
+  json old = html_doc("qualify");
   old["schema"] = "kqual.qualify";
   EXPECT_EQ(count(render_html(old), "<svg "), 2u);
 }

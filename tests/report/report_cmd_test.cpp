@@ -12,7 +12,6 @@ namespace kqual {
 namespace {
 namespace fs = std::filesystem;
 
-std::string kq() { return test::quote(test::kqual_exe()); }
 
 struct Dir {
   fs::path path;
@@ -35,7 +34,7 @@ bool leftovers(const fs::path& dir) {
 TEST(ReportCmd, WritesThePageAndTheMemo) {
   Dir d;
   write_file_atomic(d.path / "results.json", test::fixtures::qualify_gpu(d.path / "run").dump(2));
-  auto r = test::run(kq() + " report " + test::quote(d.path / "results.json") + " --html " + test::quote(d.path / "out/page.html") +
+  auto r = test::run(test::kq() + " report " + test::quote(d.path / "results.json") + " --html " + test::quote(d.path / "out/page.html") +
                      " --md " + test::quote(d.path / "out/memo.md"));
   ASSERT_EQ(r.exit_code, kExitPass) << r.output;
   EXPECT_NE(r.output.find("kqual.qualify/1"), std::string::npos) << r.output;
@@ -44,7 +43,7 @@ TEST(ReportCmd, WritesThePageAndTheMemo) {
   EXPECT_NE(read_text_file(d.path / "out/memo.md").find("**Verdict: SHIP**"), std::string::npos);
   EXPECT_FALSE(leftovers(d.path / "out"));
   // Without an output, the memo goes to stdout.
-  r = test::run(kq() + " report " + test::quote(d.path / "results.json"));
+  r = test::run(test::kq() + " report " + test::quote(d.path / "results.json"));
   EXPECT_EQ(r.exit_code, kExitPass);
   EXPECT_NE(r.output.find("# kqual qualification memo"), std::string::npos) << r.output;
 }
@@ -52,7 +51,7 @@ TEST(ReportCmd, WritesThePageAndTheMemo) {
 TEST(ReportCmd, RendersACompareResultsFile) {
   Dir d;
   write_file_atomic(d.path / "results.json", test::fixtures::compare_gpu(d.path / "run").dump(2));
-  auto r = test::run(kq() + " --json report " + test::quote(d.path / "results.json") + " --html " + test::quote(d.path / "c.html"));
+  auto r = test::run(test::kq() + " --json report " + test::quote(d.path / "results.json") + " --html " + test::quote(d.path / "c.html"));
   ASSERT_EQ(r.exit_code, kExitPass) << r.output;
   const json j = json::parse(r.output);
   EXPECT_EQ(j.at("schema"), "kqual.report/1");
@@ -74,7 +73,7 @@ TEST(ReportCmd, BadInputIsExit2AndWritesNothing) {
       {"missing.json", "no such file"}};
   for (const auto& [file, message] : cases) {
     const fs::path out = d.path / (file + ".html");
-    auto r = test::run(kq() + " report " + test::quote(d.path / file) + " --html " + test::quote(out));
+    auto r = test::run(test::kq() + " report " + test::quote(d.path / file) + " --html " + test::quote(out));
     EXPECT_EQ(r.exit_code, kExitInputError) << file << ": " << r.output;
     EXPECT_NE(r.output.find(message), std::string::npos) << file << ": " << r.output;
     EXPECT_NE(r.output.find(file), std::string::npos) << "the message names the file: " << r.output;

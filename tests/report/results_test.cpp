@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 namespace fx = test::fixtures;
 
 // Built once per suite: each one compiles the bundled candidate with NVRTC.
-const json& doc(const std::string& which) {
+const json& results_doc(const std::string& which) {
   static ScratchDir scratch("kqual-results-test");
   const fs::path& dir = scratch.path();
   static std::map<std::string, json> cache;
@@ -47,7 +47,7 @@ void expect_same(const json& want, const json& got, const std::string& what) {
 
 TEST(Results, QualifyFamilyRoundTrips) {
   for (const char* which : {"qualify", "qualify-rejected", "qualify-nogpu", "check-nogpu", "bench-nogpu"}) {
-    const json& d = doc(which);
+    const json& d = results_doc(which);
     expect_same(d, to_json(qualify_result_from_json(d)), which);
     const json text = reparsed(d);
     expect_same(text, to_json(qualify_result_from_json(text)), std::string(which) + " (from text)");
@@ -55,7 +55,7 @@ TEST(Results, QualifyFamilyRoundTrips) {
 }
 
 TEST(Results, TimingStaysTyped) {
-  const QualifyResult r = qualify_result_from_json(reparsed(doc("qualify")));
+  const QualifyResult r = qualify_result_from_json(reparsed(results_doc("qualify")));
   ASSERT_TRUE(r.timing);
   ASSERT_EQ(r.timing->shapes.size(), 3u);
   const bench::ShapeResult& sh = r.timing->shapes.back();
@@ -73,7 +73,7 @@ TEST(Results, TimingStaysTyped) {
 
 TEST(Results, CompareRoundTrips) {
   for (const char* which : {"compare", "compare-nogpu"}) {
-    const json& d = doc(which);
+    const json& d = results_doc(which);
     const CompareResult r = compare_result_from_json(d);
     EXPECT_EQ(r.measured, std::string(which) == "compare") << which;
     expect_same(d, to_json(r), which);
@@ -83,7 +83,7 @@ TEST(Results, CompareRoundTrips) {
 }
 
 TEST(Results, JudgeFillsTheSameResultItWrites) {
-  const json& d = doc("compare");
+  const json& d = results_doc("compare");
   const CompareResult r = compare_result_from_json(d);
   EXPECT_EQ(r.verdict.exit_code, d.at("verdict").at("exit_code").get<int>());
   ASSERT_TRUE(r.verdict.profile);
@@ -201,7 +201,7 @@ TEST(Results, PipelineOutputKeepsEveryKey) {
   for (const char* which : {"qualify", "qualify-rejected", "qualify-nogpu", "compare", "compare-nogpu"}) {
     const std::vector<std::string> want = read_keys(which);
     ASSERT_FALSE(want.empty()) << which;
-    const std::vector<std::string> got = key_paths(doc(which));
+    const std::vector<std::string> got = key_paths(results_doc(which));
     std::string missing, added;
     for (const auto& k : want)
       if (std::find(got.begin(), got.end(), k) == got.end()) missing += " " + k;
@@ -218,15 +218,15 @@ TEST(Results, PipelineOutputKeepsEveryKey) {
 
 TEST(Results, MemoFromTypedEqualsMemoFromDocument) {
   for (const char* which : {"qualify", "qualify-rejected", "qualify-nogpu"}) {
-    const json text = reparsed(doc(which));
-    EXPECT_EQ(render_qualify_memo(doc(which)), render_qualify_memo(qualify_result_from_json(text))) << which;
+    const json text = reparsed(results_doc(which));
+    EXPECT_EQ(render_qualify_memo(results_doc(which)), render_qualify_memo(qualify_result_from_json(text))) << which;
   }
   for (const char* which : {"compare", "compare-nogpu"})
-    EXPECT_EQ(render_compare_memo(doc(which)), render_compare_memo(compare_result_from_json(reparsed(doc(which))))) << which;
+    EXPECT_EQ(render_compare_memo(results_doc(which)), render_compare_memo(compare_result_from_json(reparsed(results_doc(which))))) << which;
 }
 
 TEST(Results, WrongShapesAreNamed) {
-  json d = reparsed(doc("qualify"));
+  json d = reparsed(results_doc("qualify"));
   d["timing"]["shapes"][1]["series"][0]["summary_ms"]["median"] = "fast";
   try {
     (void)qualify_result_from_json(d);
@@ -237,11 +237,11 @@ TEST(Results, WrongShapesAreNamed) {
               std::string::npos)
         << e.what();
   }
-  json c = reparsed(doc("compare"));
+  json c = reparsed(results_doc("compare"));
   c["verdict"]["decision"] = "maybe";
   EXPECT_THROW((void)compare_result_from_json(c), Error);
-  EXPECT_THROW((void)qualify_result_from_json(doc("compare")), Error);  // another command's document
-  EXPECT_THROW((void)compare_result_from_json(doc("qualify")), Error);
+  EXPECT_THROW((void)qualify_result_from_json(results_doc("compare")), Error);  // another command's document
+  EXPECT_THROW((void)compare_result_from_json(results_doc("qualify")), Error);
 }
 
 }  // namespace

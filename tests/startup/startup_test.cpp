@@ -58,7 +58,6 @@ class StartupCpu : public ::testing::Test {
   std::string ptx_;
 };
 
-}  // namespace
 
 TEST(PtxEntries, InOrder) {
   const auto e = ptx_entries(kPtx);
@@ -181,3 +180,5 @@ TEST_F(StartupCpu, BadInputsAreRefusedWithTheirReason) {
   c.artifact = (dir_ / "missing.ptx").string();
   EXPECT_THROW(measure_startup(c), kqual::Error);
 }
+
+}  // namespace

@@ -1,0 +1,30 @@
+#pragma once
+// Helpers shared by the contract tests (declared contracts and the importers).
+#include <string>
+
+#include "kqual/contract/declared.hpp"
+#include "kqual/core/error.hpp"
+
+namespace kqual::contract::test_util {
+
+// Whether the reference interpreter (Python 3 with NumPy) is here: declared references need it.
+inline bool have_numpy() {
+  try {
+    (void)reference_python();
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// The text of one TOML table of a written contract, from its header up to the next table.
+inline std::string toml_table(const std::string& toml, const std::string& header) {
+  const std::size_t at = toml.find(header + "\n");
+  if (at == std::string::npos) return "";
+  const std::size_t end = toml.find("\n[", at + header.size());
+  std::string t = toml.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  return t;
+}
+
+}  // namespace kqual::contract::test_util
