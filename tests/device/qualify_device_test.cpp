@@ -25,14 +25,20 @@ TEST_F(DeviceTest, GoodCandidateQualifies) {
   fs::remove_all(out);
   auto r = test::run(test::quote(test::kqual_exe()) + " qualify --no-large-cases " +
                      test::quote(test::repo_root() / "candidates/residual_add_relu/good") + " --out " + test::quote(out));
-  // ship when faster than the fastest baseline on a shape, no_difference when no shape is, and
-  // inconclusive (exit 1) when a shape's interval straddles the margin (issue 23: an inconclusive
-  // shape no longer ships; at n=4096 three rounds of ten samples often do not settle it).
+  // The speed verdict is measured, not a property of a correct kernel: ship when faster than the
+  // fastest baseline on a shape, no_difference when no shape is, inconclusive (exit 1) when a shape's
+  // interval straddles the margin (issue 23: an inconclusive shape no longer ships; at n=4096 three
+  // rounds of ten samples often do not settle it), do_not_ship (exit 1) when a shape is reliably
+  // slower -- at n=4096 this kernel is within a few per cent of the fused baseline, either side
+  // (H200, ninth session: CI [1.004, 1.054] once). Never a rejection for correctness.
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.output;
   json res = json::parse(std::ifstream(out / "results.json"));
   const std::string decision = res["verdict"]["decision"];
-  EXPECT_TRUE(decision == "ship" || decision == "no_difference" || decision == "inconclusive") << res["verdict"].dump(2);
-  EXPECT_EQ(r.exit_code == 0, decision != "inconclusive");
+  EXPECT_TRUE(decision == "ship" || decision == "no_difference" || decision == "inconclusive" || decision == "do_not_ship")
+      << res["verdict"].dump(2);
+  EXPECT_EQ(r.exit_code == 0, decision == "ship" || decision == "no_difference") << res["verdict"].dump(2);
+  if (decision == "do_not_ship")
+    EXPECT_NE(res["verdict"]["summary"].get<std::string>().find("slower than a baseline"), std::string::npos) << res["verdict"].dump(2);
   EXPECT_EQ(res["correctness"]["verdict"], "accepted");
   EXPECT_GT(res["correctness"]["passed"].get<int>(), 100);
   EXPECT_EQ(res["correctness"]["failed"].get<int>(), 0);
