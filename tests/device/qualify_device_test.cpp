@@ -37,8 +37,9 @@ TEST_F(DeviceTest, GoodCandidateQualifies) {
   EXPECT_TRUE(decision == "ship" || decision == "no_difference" || decision == "inconclusive" || decision == "do_not_ship")
       << res["verdict"].dump(2);
   EXPECT_EQ(r.exit_code == 0, decision == "ship" || decision == "no_difference") << res["verdict"].dump(2);
-  if (decision == "do_not_ship")
+  if (decision == "do_not_ship") {
     EXPECT_NE(res["verdict"]["summary"].get<std::string>().find("slower than a baseline"), std::string::npos) << res["verdict"].dump(2);
+  }
   EXPECT_EQ(res["correctness"]["verdict"], "accepted");
   EXPECT_GT(res["correctness"]["passed"].get<int>(), 100);
   EXPECT_EQ(res["correctness"]["failed"].get<int>(), 0);
