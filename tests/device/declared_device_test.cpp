@@ -18,6 +18,7 @@
 #include "kqual/core/json.hpp"
 #include "kqual/worker/session.hpp"
 #include "kqual/cuda/driver.hpp"
+#include "selftest_util.hpp"
 #include "test_util.hpp"
 
 namespace kqual {
@@ -113,16 +114,7 @@ TEST_F(DeclaredDeviceTest, SelftestOverTheDeclaredContracts) {
   ASSERT_GE(n, 1);
   const fs::path out = fs::temp_directory_path() / "kqual-declared-selftest";
   fs::remove_all(out);
-  auto r = test::run("cd " + test::quote(root) + " && " + test::quote(test::kqual_exe()) + " selftest --seeds 1" + args + " --out " +
-                     test::quote(out));
-  std::cout << r.output;
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  json res = json::parse(std::ifstream(out / "results.json"));
-  int rows = 0;
-  for (const auto& row : res["candidates"]) {
-    ++rows;
-    EXPECT_TRUE(row.value("as_expected", false)) << row.dump(2);
-  }
+  const int rows = int(test::selftest_rows("--seeds 1" + args, out, root).size());
   EXPECT_EQ(rows, folders);      // every folder checked (rmsnorm_strided has no baselines: not n * 6)
   EXPECT_GE(rows, n * 4);        // at least a good one and three known-broken ones per operation
   fs::remove_all(out);

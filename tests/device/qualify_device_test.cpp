@@ -7,6 +7,7 @@
 
 #include "kqual/core/json.hpp"
 #include "kqual/cuda/driver.hpp"
+#include "selftest_util.hpp"
 #include "test_util.hpp"
 
 namespace kqual {
@@ -242,20 +243,13 @@ TEST_F(DeviceTest, AKernelThatRewritesKqualsHashSlotsIsRejectedForIt) {
     fs::copy(test::repo_root() / "candidates/residual_add_relu/broken" / d, broken / d, fs::copy_options::recursive);
   fs::remove_all(broken / "launch_counter/kqual.toml");  // the kernel source only
   const fs::path out = root / "out";
-  auto r = test::run(test::quote(test::kqual_exe()) + " selftest --seeds 1 --no-baselines --no-sanitizer-pass --contract residual_add_relu --root " +
-                     test::quote(root) + " --out " + test::quote(out));
-  std::cout << r.output;
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  json res = json::parse(std::ifstream(out / "results.json"));
-  int rows = 0;
-  for (const auto& row : res["candidates"]) {
-    ++rows;
-    EXPECT_TRUE(row.value("as_expected", false)) << row.dump(2);
+  const json rows = test::selftest_rows("--seeds 1 --no-baselines --no-sanitizer-pass --contract residual_add_relu --root " + test::quote(root), out);
+  for (const auto& row : rows) {
     const std::string got = row.dump();
     EXPECT_NE(got.find("harness_memory_written"), std::string::npos) << row.dump(2);
     EXPECT_NE(got.find("hash slot"), std::string::npos) << row.dump(2);
   }
-  EXPECT_EQ(rows, 1);
+  EXPECT_EQ(rows.size(), 1u);
   fs::remove_all(root);
 }
 
