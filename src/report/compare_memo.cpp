@@ -46,7 +46,6 @@ std::string ratio_text(const json& c) {
                      c.at("verdict").get<std::string>());
 }
 
-
 std::string lat_ci(const json& e) {
   std::string s = detail::latency_text(e.at("value_ms"));
   const json& ci = e.at("ci_ms");

@@ -16,7 +16,6 @@ namespace {
 
 using detail::esc;
 
-
 const json* population(const json& side, std::string_view name) {
   if (!side.is_object() || !side.contains("populations") || !side.at("populations").is_array()) return nullptr;
   for (const auto& p : side.at("populations"))

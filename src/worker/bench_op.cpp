@@ -160,6 +160,15 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
   } else {
     reply.clocks_note = "clocks not read: clock guard off";
   }
+  // kqual selftest only: where to hand the slots' address to a known-broken candidate that stands
+  // for a kernel which found kqual's memory ([expect] given_hash_slots; its module's u64 global).
+  CUdeviceptr slots_global = 0;
+  if (req.give_hash_slots) {
+    const std::optional<cuda::Module::Global> g = st.module(req.module).global(kHashSlotsGlobal);
+    if (!g || g->bytes != 8)
+      throw_error(ErrorKind::input, fmt::format("give_hash_slots: the candidate's module has no 8-byte global '{}'", kHashSlotsGlobal));
+    slots_global = g->address;
+  }
   OutputHasher hasher;
   auto size_hasher = [&](std::size_t per_sample) {
     if (!checked || per_sample <= hasher.capacity) return;
@@ -168,14 +177,9 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
     hasher.slots = cuda::DeviceBuffer(per_sample * 16);
     hasher.read_back.clear();
     hasher.blocks = unsigned(std::max(ctx.info().sms, 1)) * 4;
-    // kqual selftest only: hand the slots' address to a known-broken candidate that stands for a
-    // kernel which found kqual's memory ([expect] given_hash_slots; its module's u64 global).
-    if (req.give_hash_slots) {
-      const std::optional<cuda::Module::Global> g = st.module(req.module).global(kHashSlotsGlobal);
-      if (!g || g->bytes != 8)
-        throw_error(ErrorKind::input, fmt::format("give_hash_slots: the candidate's module has no 8-byte global '{}'", kHashSlotsGlobal));
+    if (slots_global) {
       const std::uint64_t address = hasher.slots.get();
-      KQUAL_CU(cuMemcpyHtoD, g->address, &address, 8);
+      KQUAL_CU(cuMemcpyHtoD, slots_global, &address, 8);
     }
   };
   // Slots per output copy: one per chunk for chunk-hashed outputs, else one.
@@ -418,9 +422,9 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
     for (auto& bufs : per_set)
       for (auto& g : bufs)
         for (auto& v : check_guards(g)) reply.guard_violations.push_back(v);
-  if (req.give_hash_slots) {  // the slots are freed with this call: the module keeps no stale address
+  if (slots_global) {  // the slots are freed with this call: the module keeps no stale address
     const std::uint64_t none = 0;
-    KQUAL_CU(cuMemcpyHtoD, st.module(req.module).global(kHashSlotsGlobal)->address, &none, 8);
+    KQUAL_CU(cuMemcpyHtoD, slots_global, &none, 8);
   }
   reply.samples_ms = std::move(samples);
   reply.flush_bytes = flush ? flush_bytes : 0;

@@ -257,7 +257,7 @@ std::string device_hash(State& st, const Guarded& g) {
   return fmt::format("{:016x}", h);
 }
 
-// Per-chunk hashes of an output view (Buffer::chunk_elements), read back as one array.
+// The number of chunk hashes of an output view (Buffer::chunk_elements).
 std::size_t chunk_count(const Guarded& g) {
   const std::uint64_t esize = std::max<std::size_t>(g.elem_bytes, 1), n = g.bytes / esize, chunk = g.chunk_elements;
   if (chunk == 0 || chunk % 32 != 0) throw_error(ErrorKind::worker, fmt::format("chunk_elements {} is not a multiple of 32", chunk));
@@ -278,6 +278,7 @@ void enqueue_chunk_hashes(State& st, const Guarded& g, CUdeviceptr out) {
                st.stream->get(), args);
 }
 
+// Per-chunk hashes of an output view, read back as one array.
 std::vector<std::uint64_t> chunk_hashes(State& st, const Guarded& g) {
   const std::size_t chunks = chunk_count(g);
   std::vector<std::uint64_t> h(chunks, 0);
