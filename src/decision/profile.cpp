@@ -127,6 +127,54 @@ void parse_objectives(const std::string& src, const toml::node& node, std::vecto
   }
 }
 
+void parse_shapes(const std::string& src, const toml::node& node, DeploymentProfile& p) {
+  const toml::array* a = node.as_array();
+  if (!a) bad(src, "shape", "must be an array of tables ([[shape]] entries with shape and calls)");
+  for (std::size_t i = 0; i < a->size(); ++i) {
+    const std::string where = fmt::format("shape[{}]", i);
+    const toml::table* t = a->get(i)->as_table();
+    if (!t) bad(src, where, "must be a table with shape and calls");
+    std::optional<std::string> shape;
+    std::optional<double> calls;
+    for (const auto& [k, n] : *t) {
+      const std::string key = where + "." + std::string(k.str());
+      if (k.str() == "shape") {
+        shape = text(src, key, n);
+        if (shape->empty()) bad(src, key, "must name a shape, e.g. \"n=4096\" or \"rows=4096,cols=1024\"");
+      } else if (k.str() == "calls") {
+        calls = number(src, key, n);
+      } else {
+        bad(src, key, "unknown key (known: shape, calls)");
+      }
+    }
+    if (!shape || !calls) bad(src, where, "needs shape and calls");
+    for (const auto& [other, c] : p.shape_calls)
+      if (other == *shape) bad(src, where + ".shape", fmt::format("\"{}\" is listed twice", *shape));
+    p.shape_calls.emplace_back(*shape, *calls);
+  }
+  double total = 0;
+  for (const auto& [s, c] : p.shape_calls) total += c;
+  if (!p.shape_calls.empty() && total <= 0) bad(src, "shape", "every listed shape has 0 calls: nothing to weigh");
+}
+
+void parse_decision(const std::string& src, const toml::node& node, DeploymentProfile& p) {
+  const toml::table* t = node.as_table();
+  if (!t) bad(src, "decision", fmt::format("must be a table ([decision]), got {} {}", type_name(node), describe(node)));
+  for (const auto& [k, n] : *t) {
+    const std::string key = "decision." + std::string(k.str());
+    const std::string_view name = k.str();
+    auto fraction = [&] {
+      const double v = number(src, key, n);
+      if (v >= 1) bad(src, key, fmt::format("is a fraction and must lie in [0, 1), got {} (write 0.03 for 3 %)", describe(n)));
+      return v;
+    };
+    if (name == "margin") p.margin_relative = fraction();
+    else if (name == "margin_us") p.margin_absolute_us = number(src, key, n);
+    else if (name == "regression_limit") p.regression_limit = fraction();
+    else bad(src, key, "unknown key (known: margin, margin_us, regression_limit)");
+  }
+}
+
 }  // namespace
 
 const char* to_string(CacheMode m) {
@@ -178,10 +226,14 @@ DeploymentProfile parse_profile(std::string_view toml_text, const std::string& s
       parse_service(src, node, p.service);
     } else if (key == "objective") {
       parse_objectives(src, node, p.objectives);
+    } else if (key == "shape") {
+      parse_shapes(src, node, p);
+    } else if (key == "decision") {
+      parse_decision(src, node, p);
     } else {
       bad(src, key,
           "unknown key (known: name, description, process_starts_per_day, calls_per_process, "
-          "first_request_budget_ms, kernel_share, jit_cache, [service], [[objective]])");
+          "first_request_budget_ms, kernel_share, jit_cache, [service], [[objective]], [[shape]], [decision])");
     }
   }
   return p;
@@ -222,7 +274,68 @@ json to_json(const DeploymentProfile& p) {
                                {"percentile", o.percentile},
                                {"max_ms", o.max_s * 1e3},
                                {"text", o.text()}});
+  j["shapes"] = json::array();
+  for (const auto& [shape, calls] : p.shape_calls) j["shapes"].push_back({{"shape", shape}, {"calls", calls}});
+  j["decision"] = {{"margin", opt(p.margin_relative)},
+                   {"margin_us", opt(p.margin_absolute_us)},
+                   {"regression_limit", opt(p.regression_limit)}};
   return j;
+}
+
+DeploymentProfile profile_from_json(const json& j) {
+  auto fail = [](const std::string& what) { throw_error(ErrorKind::input, "recorded profile: " + what); };
+  if (!j.is_object()) fail("not an object");
+  auto num = [&](const json& o, const char* k, double def) {
+    if (!o.contains(k) || o.at(k).is_null()) return def;
+    if (!o.at(k).is_number()) fail(std::string(k) + ": expected a number");
+    return o.at(k).get<double>();
+  };
+  auto opt = [&](const json& o, const char* k) -> std::optional<double> {
+    if (!o.contains(k) || o.at(k).is_null()) return std::nullopt;
+    return num(o, k, 0);
+  };
+  DeploymentProfile p;
+  p.name = j.value("name", p.name);
+  p.description = j.value("description", std::string());
+  p.source = j.value("source", std::string());
+  p.process_starts_per_day = num(j, "process_starts_per_day", p.process_starts_per_day);
+  p.calls_per_process = num(j, "calls_per_process", p.calls_per_process);
+  p.first_request_budget_ms = opt(j, "first_request_budget_ms");
+  p.kernel_share = num(j, "kernel_share", p.kernel_share);
+  if (auto m = cache_mode_from_string(j.value("jit_cache", std::string("cold")))) p.jit_cache = *m;
+  else fail("jit_cache: unknown mode");
+  if (j.contains("service") && j.at("service").is_object()) {
+    const json& s = j.at("service");
+    ServiceProfile& sp = p.service;
+    sp.arrival_rate_per_s = opt(s, "arrival_rate");
+    sp.burstiness = num(s, "burstiness", sp.burstiness);
+    if (auto r = opt(s, "replicas")) sp.replicas = int(*r);
+    sp.request_time_ms = opt(s, "request_time_ms");
+    sp.first_k = int(num(s, "first_k", sp.first_k));
+    sp.timeout_ms = opt(s, "timeout_ms");
+    sp.other_startup_ms = num(s, "other_startup_ms", 0);
+    sp.driver_upgrade = s.value("driver_upgrade", false);
+    sp.preload = s.value("preload", false);
+  }
+  if (j.contains("objectives") && j.at("objectives").is_array())
+    for (const auto& o : j.at("objectives")) {
+      model::service::Objective x;
+      const auto pop = model::service::population_from_string(o.value("population", std::string()));
+      if (!pop) fail("objectives[].population: unknown population");
+      x.population = *pop;
+      x.percentile = num(o, "percentile", 99);
+      x.max_s = num(o, "max_ms", 0) * 1e-3;
+      p.objectives.push_back(x);
+    }
+  if (j.contains("shapes") && j.at("shapes").is_array())
+    for (const auto& s : j.at("shapes")) p.shape_calls.emplace_back(s.value("shape", std::string()), num(s, "calls", 0));
+  if (j.contains("decision") && j.at("decision").is_object()) {
+    const json& d = j.at("decision");
+    p.margin_relative = opt(d, "margin");
+    p.margin_absolute_us = opt(d, "margin_us");
+    p.regression_limit = opt(d, "regression_limit");
+  }
+  return p;
 }
 
 }  // namespace kqual::decision

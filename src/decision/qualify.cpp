@@ -44,64 +44,50 @@ QualifyVerdict decide_qualify(const QualifyFindings& f) {
     v.reasons.push_back(fmt::format("correct on all {} cases run ({} refused as outside its claimed domain)", f.passed,
                                     f.refused));
   }
-  const std::string correct_words = f.correctness_run ? "Correct on every case" : "Correctness not checked by this command";
   if (!f.timing_run) {
     v.verdict = f.correct ? ShipVerdict::ship : ShipVerdict::do_not_ship;
     v.summary = "Correctness only; no performance claim was checked.";
     return v;
   }
-  bool slower = false, broken_timed = false, inconclusive = false, faster = false;
-  std::vector<std::string> not_compared;
+  // Without baselines asked for, a shape has nothing to be compared with: reported, not judged.
+  std::vector<ShapeSamples> shapes;
+  std::vector<std::string> unjudged;
   for (const auto& sh : f.shapes) {
-    if (!sh.failure.empty()) {
-      broken_timed = true;
-      v.reasons.push_back(fmt::format("{}: {}", sh.shape, sh.failure));
-      continue;
-    }
-    if (sh.fastest_baseline.empty() || !sh.vs_fastest) {
-      not_compared.push_back(sh.shape);
-      continue;
-    }
-    const stats::Comparison& c = *sh.vs_fastest;
-    v.reasons.push_back(fmt::format("{}: {:.2f}x the fastest baseline ({}), time ratio 95 % CI [{:.3f}, {:.3f}] → {}", sh.shape,
-                                    1.0 / c.estimate, sh.fastest_baseline, c.ci.lo, c.ci.hi, stats::to_string(c.verdict)));
-    if (c.verdict == stats::Verdict::slower) slower = true;
-    if (c.verdict == stats::Verdict::inconclusive) inconclusive = true;
-    if (c.verdict == stats::Verdict::faster) faster = true;
-    v.would_reverse.push_back(fmt::format("{}: a candidate/baseline time ratio above {:.3f} (now {:.3f}) would make it slower "
-                                          "than {}",
-                                          sh.shape, 1.0 + f.equivalence_margin, c.estimate, sh.fastest_baseline));
+    if (!f.baselines_expected && sh.failure.empty() && sh.baseline.empty()) unjudged.push_back(sh.shape);
+    else shapes.push_back(sh);
   }
-  if (!not_compared.empty())
-    v.reasons.push_back(fmt::format("not compared (no baseline that passed its own check was timed): {}", fmt::join(not_compared, ", ")));
+  if (!unjudged.empty())
+    v.reasons.push_back(fmt::format("timed without baselines (none asked for): {}", fmt::join(unjudged, ", ")));
+  if (shapes.empty()) {
+    v.verdict = f.correctness_run ? ShipVerdict::no_difference : ShipVerdict::incomplete;
+    v.summary = f.correctness_run ? "Correct on every case; timed without baselines, so no speed claim."
+                                  : "Timed without baselines and without a correctness check: no decision.";
+    return v;
+  }
+  SpeedJudgement sj = judge_speed(shapes, f.mix, f.policy);
+  for (const auto& s : sj.shapes) v.reasons.push_back(fmt::format("{}: {}", s.shape, s.sentence));
+  for (const auto& n : sj.notes) v.reasons.push_back(n);
+  v.would_reverse = sj.would_reverse;
   v.would_reverse.push_back("a correctness failure on inputs outside the tested set (other sizes, dtypes, offsets)");
-  if (broken_timed) {
-    v.verdict = ShipVerdict::do_not_ship;
-    v.summary = "The candidate failed while being timed.";
-  } else if (slower) {
-    v.verdict = ShipVerdict::do_not_ship;
-    v.summary = "Correct, but slower than a baseline on at least one shape.";
-  } else if (!not_compared.empty() && f.baselines_expected) {
+  const auto speed = ship_verdict_from_string(sj.verdict);
+  v.verdict = speed.value_or(ShipVerdict::inconclusive);
+  v.summary = (f.correctness_run ? "Correct on every case. " : "") + sj.deciding;
+  if (!f.correctness_run && (v.verdict == ShipVerdict::ship || v.verdict == ShipVerdict::no_difference)) {
+    // `kqual bench` times without checking: speed alone never ships.
     v.verdict = ShipVerdict::incomplete;
-    v.summary = fmt::format("{}, but {} of {} shape(s) were not compared with a valid baseline: no speed claim can be made "
-                            "for them.",
-                            correct_words, not_compared.size(), f.shapes.size());
-  } else if (inconclusive) {
-    v.verdict = ShipVerdict::inconclusive;
-    v.summary = correct_words + ", but the timing is inconclusive on at least one shape (more rounds may settle it).";
-  } else if (!faster) {
-    v.verdict = ShipVerdict::no_difference;
-    v.summary = correct_words + "; no shape is faster than the fastest baseline (no reliable difference): no speed claim.";
-  } else {
-    v.verdict = ShipVerdict::ship;
-    v.summary = correct_words + "; faster than the fastest baseline on at least one shape and slower on none.";
+    v.summary = fmt::format("Speed only ({}): {} Correctness was not checked by this command, so there is no ship decision "
+                            "(kqual qualify makes one).",
+                            sj.verdict == "ship" ? "faster" : "no difference", sj.deciding);
   }
+  v.speed = std::move(sj);
   return v;
 }
 
 json to_json(const QualifyVerdict& v) {
-  return json{{"decision", to_string(v.verdict)}, {"exit_code", exit_code(v.verdict)}, {"summary", v.summary},
-              {"reasons", v.reasons},           {"would_reverse", v.would_reverse}};
+  json j{{"decision", to_string(v.verdict)}, {"exit_code", exit_code(v.verdict)}, {"summary", v.summary},
+         {"reasons", v.reasons},           {"would_reverse", v.would_reverse}};
+  if (v.speed) j["speed"] = to_json(*v.speed);
+  return j;
 }
 
 }  // namespace kqual::decision

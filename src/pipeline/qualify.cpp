@@ -12,6 +12,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/check/evaluate.hpp"
+#include "kqual/decision/profile.hpp"
 #include "kqual/decision/qualify.hpp"
 #include "kqual/pipeline/stages.hpp"
 #include "kqual/report/memo.hpp"
@@ -99,8 +100,15 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   auto bench_dtype = parse_dtype(o.dtype);
   if (!bench_dtype) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", o.dtype));
   (void)bench::parse_torch_baselines(o.torch_baselines);  // a bad --torch-baselines is a usage error before any GPU work
+  // The decision's policy and shape mix, checked before any GPU work (a bad profile or margin is an
+  // input error, not a lost run).
+  const decision::DeploymentProfile profile = o.profile.empty() ? decision::DeploymentProfile{} : decision::load_profile(o.profile);
+  const decision::SpeedPolicy policy = decision::speed_policy(profile, o.margin, o.regression_limit);
   std::vector<contract::Dims> shapes;
   for (const auto& text : o.shapes) shapes.push_back(contract::parse_shape(c, text));
+  // A profile's shape mix names the shapes to time when none are asked for.
+  if (o.shapes.empty())
+    for (const auto& [text, calls] : profile.shape_calls) shapes.push_back(contract::parse_shape(c, text));
   report::QualifyResult r;
   r.command = o.command;
   report::PhaseList& phases = r.phases;
@@ -211,7 +219,8 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       to.fresh_inputs = o.timed_inputs != "datasets";
       to.clock_guard = o.clock_guard;
       to.progress = o.progress;
-      f.equivalence_margin = to.equivalence_margin;
+      f.policy = policy;
+      f.mix = decision::shape_mix_of(profile);
       std::vector<const build::BuiltCandidate*> bptr;
       for (const auto& b : baselines) bptr.push_back(&b);
       bench::TimingReport tr = bench::time_against_baselines(s, cand, bptr, to);
@@ -221,11 +230,13 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       phases.set("torch_baselines", torch_report.value("status", std::string()));
       for (const auto& sh : tr.shapes) {
         const auto& cs = sh.series.at(0);
-        decision::QualifyShape q;
+        decision::ShapeSamples q;
         q.shape = sh.shape;
         if (!cs.error.empty() || !cs.verified) q.failure = cs.error.empty() ? cs.verify_detail : cs.error;
-        q.fastest_baseline = sh.fastest_baseline;
-        if (!sh.fastest_baseline.empty()) q.vs_fastest = sh.vs_fastest;
+        q.baseline = sh.fastest_baseline;
+        q.candidate_ms = cs.samples_ms;
+        for (const auto& b : sh.series)
+          if (!sh.fastest_baseline.empty() && b.label == sh.fastest_baseline) q.baseline_ms = b.samples_ms;
         f.shapes.push_back(std::move(q));
       }
       r.timing = std::move(tr);

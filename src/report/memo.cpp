@@ -212,23 +212,17 @@ std::string render_qualify_memo(const QualifyResult& r) {
         m << line << "\n";
       }
     m << "\n";
-    m << "### Result by shape (candidate against the fastest baseline)\n\n";
+    m << "### Result by shape (candidate against the fastest baseline), and the decision\n\n";
+    if (verdict.speed) m << decision::speed_table_markdown(*verdict.speed) << "\n";
     for (const auto& sh : t.shapes) {
-      if (sh.fastest_baseline.empty()) continue;  // no comparison at this shape
-      const stats::Comparison& v = sh.vs_fastest;
-      const double ratio = v.estimate;
-      m << fmt::format("- {}: fastest baseline `{}`; candidate time ratio {:.3f} (95 % CI {:.3f}–{:.3f}), i.e. {:.2f}x "
-                       "speed-up → **{}**. {}\n",
-                       sh.shape, sh.fastest_baseline, ratio, v.ci.lo, v.ci.hi, 1.0 / ratio, stats::to_string(v.verdict), v.reason);
-      if (sh.copy_bytes_per_s > 0) {
-        const double copy = sh.copy_bytes_per_s;
-        double cand_bw = 0;
-        for (const auto& s : sh.series)
-          if (s.role == "candidate") cand_bw = s.bytes_per_s;
-        m << fmt::format("  Device-to-device copy measured in the same run: {} (bytes read + written); the candidate "
-                         "moves {} = {:.1f} % of it.\n",
-                         tbps(copy), tbps(cand_bw), 100.0 * cand_bw / copy);
-      }
+      if (sh.fastest_baseline.empty() || sh.copy_bytes_per_s <= 0) continue;
+      const double copy = sh.copy_bytes_per_s;
+      double cand_bw = 0;
+      for (const auto& s : sh.series)
+        if (s.role == "candidate") cand_bw = s.bytes_per_s;
+      m << fmt::format("- {}: device-to-device copy measured in the same run: {} (bytes read + written); the candidate "
+                       "moves {} = {:.1f} % of it.\n",
+                       sh.shape, tbps(copy), tbps(cand_bw), 100.0 * cand_bw / copy);
     }
     m << "\n";
     // PyTorch eager / compiled / custom per shape (bench/torch_baseline.hpp), when they were timed.

@@ -377,6 +377,7 @@ QualifyResult qualify_result_from_json(const json& doc) {
   r.verdict.summary = get_str(v, "verdict", "summary");
   r.verdict.reasons = get_strings(v, "verdict", "reasons");
   r.verdict.would_reverse = get_strings(v, "verdict", "would_reverse");
+  if (const json* sp = member(v, "verdict", "speed")) r.verdict.speed = decision::speed_judgement_from_json(*sp);
   return r;
 }
 

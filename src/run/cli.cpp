@@ -49,6 +49,7 @@ std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
     add_model_commands(*app, s.g, &s.exit_code);
     add_startup_command(*app, s.g, &s.exit_code);
     add_report_command(*app, s.g, &s.exit_code);
+    add_decide_command(*app, s.g, &s.exit_code);
     add_contracts_command(*app, s.g, &s.exit_code);
     add_import_definition_command(*app, s.g, &s.exit_code);
     add_slurm_command(*app, s.g, &s.exit_code);

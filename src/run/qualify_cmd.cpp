@@ -59,6 +59,15 @@ void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
   cmd->add_option("--torch-baselines", o.torch_baselines,
                   "PyTorch baselines for a contract whose reference is PyTorch: eager, compiled, eager,compiled or none "
                   "(default: both when the reference is PyTorch and torch is importable; the phase says why not otherwise)");
+  cmd->add_option("--profile", o.profile,
+                  "Deployment profile (TOML, profiles/): its [[shape]] mix weighs the shapes in the decision (and names the "
+                  "shapes timed when no --shape is given), its [decision] table sets margins (default: every shape called "
+                  "equally often; docs/decision.md)");
+  cmd->add_option("--margin", o.margin,
+                  "Practical margin REL[,ABS]: a difference counts only beyond max(REL, ABS / baseline time), e.g. 3%,0.5us "
+                  "(default: the profile's, else 3%,0.5us)");
+  cmd->add_option("--regression-limit", o.regression_limit,
+                  "No shape of the mix may be slower than this (or ABS), whatever the average says, e.g. 10% (default 10%)");
   add_negatable_flag(cmd, "clock-guard", o.clock_guard,
                      "--no-clock-guard: do not read the SM clock (NVML) after each sample nor discard samples run "
                      "below 90 % of the default clock or under a power/thermal slowdown");
@@ -103,7 +112,8 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
   add("qualify", "Compile, load, check against the contract, time against baselines, write results.json + memo.md",
       s.qualify, true, true);
   add("check", "Correctness only: compile, load, run the contract's cases", s.check, true, false);
-  add("bench", "Timing only (no correctness phase) against the bundled baselines", s.bench, false, true);
+  add("bench", "Timing only (no correctness phase) against the bundled baselines: a speed verdict, never ship (correctness "
+               "is not checked)", s.bench, false, true);
 
   SelftestOptions& st = s.selftest;
   std::vector<std::uint64_t>& seeds = s.selftest_seeds;

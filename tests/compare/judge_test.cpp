@@ -11,6 +11,7 @@
 
 #include "compare_util.hpp"
 #include "kqual/pipeline/compare.hpp"
+#include "kqual/pipeline/decide.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/decision/profile.hpp"
 #include "kqual/report/memo.hpp"
@@ -295,4 +296,27 @@ TEST(CompareJudge, EveryShapeIsJudgedAndADissentingShapeIsNamed) {
   const std::string reasons = j.results.at("verdict").at("reasons").dump();
   EXPECT_NE(reasons.find("at shape n=4096 the verdict"), std::string::npos) << reasons;
   EXPECT_NE(reasons.find("the decision shape is n=268435456"), std::string::npos) << reasons;
+}
+
+// kqual decide on a compare result: the recorded profiles give the recorded verdicts; another
+// profile is answered from the same samples, offline.
+TEST(CompareJudge, DecideReJudgesTheRecordedSamplesPerProfile) {
+  test::TempDir t;
+  const json r = compare::judge(static_part(t), jit_evidence(), options()).results;
+  const pipeline::DecideOutcome same = pipeline::decide_results(r, {});
+  EXPECT_EQ(same.recorded, "ship");
+  EXPECT_EQ(same.verdict, "ship") << same.text;
+  ASSERT_EQ(same.verdict_json.at("profiles").size(), 2u);
+  EXPECT_EQ(same.verdict_json.at("profiles").at(1).at("decision").at("verdict"), "do_not_ship");
+  // Each profile's decision as judge() recorded it (judge() then appends the service view's reasons,
+  // which decide does not re-simulate).
+  for (std::size_t i = 0; i < 2; ++i)
+    for (const char* k : {"verdict", "headline", "net_cost_per_process_s", "net_cost_per_process_ci_s", "breakeven_calls"})
+      EXPECT_EQ(same.verdict_json.at("profiles").at(i).at("decision").at(k).dump(), r.at("decisions").at(i).at("decision").at(k).dump())
+          << k;
+  pipeline::DecideOptions o;
+  o.profiles = {(test::repo_root() / "profiles/cold-start-heavy.toml").string()};
+  const pipeline::DecideOutcome other = pipeline::decide_results(r, o);
+  EXPECT_EQ(other.verdict, "do_not_ship");
+  EXPECT_EQ(other.exit_code, 1);
 }

@@ -49,6 +49,15 @@ struct DeploymentProfile {
   // [[objective]] population = "first_request" | "first_k" | "all", percentile = 99, max_ms = 400:
   // the service view says which side meets each, and NEW missing one OLD meets is do not ship.
   std::vector<model::service::Objective> objectives;
+  // [[shape]] shape = "n=4096", calls = 5e5: the deployment's shape mix, calls per shape (only their
+  // ratios matter). Empty: every timed shape is called equally often (docs/decision.md).
+  std::vector<std::pair<std::string, double>> shape_calls;
+  // [decision] margin = 0.03, margin_us = 0.5, regression_limit = 0.10: the speed rule's practical
+  // margin and regression limit for this deployment (the command line's --margin and
+  // --regression-limit override them; unset: kqual's defaults).
+  std::optional<double> margin_relative;
+  std::optional<double> margin_absolute_us;
+  std::optional<double> regression_limit;
 };
 
 // Parses a profile (TOML, flat keys; see profiles/*.toml). Every problem throws Error(input) naming
@@ -60,5 +69,7 @@ DeploymentProfile parse_profile(std::string_view toml_text, const std::string& s
 DeploymentProfile load_profile(const std::string& path);
 
 json to_json(const DeploymentProfile& p);
+// Reads what to_json wrote (a profile recorded in a results document); Error(input) naming the field.
+DeploymentProfile profile_from_json(const json& j);
 
 }  // namespace kqual::decision

@@ -7,17 +7,10 @@
 
 #include "kqual/core/json.hpp"
 #include "kqual/decision/decision.hpp"
+#include "kqual/decision/speed.hpp"
 #include "kqual/stats/compare.hpp"
 
 namespace kqual::decision {
-
-// One timed shape, as the timing phase left it.
-struct QualifyShape {
-  std::string shape;                       // "n=268435456"
-  std::string failure;                     // the candidate failed or was wrong while timed ("" = fine)
-  std::string fastest_baseline;            // "" when no baseline ran at this shape
-  std::optional<stats::Comparison> vs_fastest;  // candidate / fastest baseline time ratio
-};
 
 struct QualifyFindings {
   std::string arch;                        // the target the candidate was built for
@@ -30,8 +23,9 @@ struct QualifyFindings {
   bool baselines_expected = true;          // false: the user asked for no baselines (no shape is then "not compared")
   int settled_not_run = 0;                 // cases not run: the first failing case had settled the verdict
   bool timing_run = true;
-  std::vector<QualifyShape> shapes;
-  double equivalence_margin = 0.02;        // relative: ratios within 1 ± this are "no difference"
+  std::vector<ShapeSamples> shapes;        // the candidate and its fastest valid baseline, per timed shape
+  SpeedPolicy policy;                      // margins and regression limit
+  ShapeMix mix;                            // how the deployment weighs the shapes
 };
 
 struct QualifyVerdict {
@@ -39,19 +33,18 @@ struct QualifyVerdict {
   std::string summary;                     // one sentence
   std::vector<std::string> reasons;
   std::vector<std::string> would_reverse;
+  std::optional<SpeedJudgement> speed;     // the per-shape table and overall effect, when timing ran
 };
 
-// First match wins (docs/statistics.md, "qualify's verdict rules"):
+// First match wins (docs/decision.md):
 //   1. no GPU                                   → incomplete (static phases only);
 //   2. rejected by the contract                 → do not ship ("no evidence" when no case failed but
 //                                                 none proved anything: every case refused or degenerate);
 //   3. timing not run                           → ship if correct (no performance claim), else do not ship;
-//   4. any shape failed or was wrong when timed → do not ship;
-//   5. any shape slower than its fastest baseline (time-ratio CI above 1 + margin) → do not ship;
-//   6. any shape without a valid baseline       → incomplete ("not compared"), unless no baselines were asked for;
-//   7. any shape inconclusive                   → inconclusive;
-//   8. no shape faster (all "no difference")    → no difference: correct, no speed claim;
-//   9. otherwise (every shape faster or equal, at least one faster) → ship.
+//   4. otherwise the speed rule (speed.hpp, judge_speed) on every timed shape, except that without
+//      baselines asked for (baselines_expected false) a shape not compared is only reported;
+//   5. correctness not checked (`kqual bench`)  → never ship: a speed win or tie is incomplete ("correctness
+//                                                 not checked"), a loss stays do not ship.
 QualifyVerdict decide_qualify(const QualifyFindings& f);
 
 // {"decision", "exit_code", "summary", "reasons", "would_reverse"} as results.json carries it.

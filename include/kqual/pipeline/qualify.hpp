@@ -35,6 +35,12 @@ struct QualifyOptions {
   std::string torch_baselines;            // "" (auto), "none", or "eager,compiled" (bench/torch_baseline.hpp)
   bool correctness = true;
   bool timing = true;
+  // The decision (docs/decision.md): a deployment profile (its [[shape]] mix weighs the shapes and,
+  // when no --shape is given, names the shapes timed; "" → the default profile), --margin
+  // ("3%,0.5us") and --regression-limit ("10%"); "" → the profile's, else kqual's defaults.
+  std::string profile;
+  std::string margin;
+  std::string regression_limit;
   std::string command_line;
   std::string command = "qualify";        // qualify, check or bench: names the results' schema
   ProgressFn progress;                    // one line per phase, or empty

@@ -76,6 +76,7 @@ void add_import_triton_command(CLI::App& app, GlobalOptions& g, int* exit_code);
 void add_model_commands(CLI::App& app, GlobalOptions& g, int* exit_code);     // model, explain
 void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // startup (+ hidden probe)
 void add_report_command(CLI::App& app, GlobalOptions& g, int* exit_code);
+void add_decide_command(CLI::App& app, GlobalOptions& g, int* exit_code);     // decide RESULTS.json (offline)
 void add_contracts_command(CLI::App& app, GlobalOptions& g, int* exit_code);  // contracts: built-in and declared
 void add_import_definition_command(CLI::App& app, GlobalOptions& g, int* exit_code);  // Definition JSON -> declared contract     // report RESULTS.json (HTML, memo)
 

@@ -1,0 +1,176 @@
+// kqual decide: a recorded result judged again from its samples (include/kqual/pipeline/decide.hpp).
+#include "kqual/pipeline/decide.hpp"
+
+#include <fmt/format.h>
+
+#include "kqual/core/error.hpp"
+#include "kqual/decision/profile.hpp"
+#include "kqual/decision/qualify.hpp"
+#include "kqual/pipeline/compare.hpp"
+#include "kqual/report/html.hpp"
+#include "kqual/report/results.hpp"
+
+namespace kqual::pipeline {
+namespace {
+
+[[noreturn]] void missing(const std::string& what) { throw_error(ErrorKind::input, what); }
+
+std::vector<double> doubles(const json& j, const std::string& path) {
+  if (!j.is_array()) missing(path + ": expected an array of numbers");
+  std::vector<double> v;
+  for (const auto& x : j) {
+    if (!x.is_number()) missing(path + ": expected an array of numbers");
+    v.push_back(x.get<double>());
+  }
+  return v;
+}
+
+// The findings a qualify-family run had, read back from its document.
+decision::QualifyFindings findings_of(const report::QualifyResult& r) {
+  decision::QualifyFindings f;
+  f.arch = r.artifact.is_object() ? r.artifact.value("arch", std::string("?")) : "?";
+  f.correctness_run = r.correctness.has_value();
+  f.timing_run = r.timing.has_value();
+  f.gpu = f.correctness_run || f.timing_run;
+  if (!f.gpu) f.why_no_gpu = r.verdict.summary;
+  if (r.correctness) {
+    const json& c = *r.correctness;
+    f.correct = c.value("verdict", std::string()) == "accepted";
+    f.cases = c.value("cases", 0);
+    f.passed = c.value("passed", 0);
+    f.failed = c.value("failed", 0);
+    f.refused = c.value("refused", 0);
+    f.primary_code = c.value("primary_reason", std::string());
+    if (c.contains("settled_not_run") && c.at("settled_not_run").is_array()) f.settled_not_run = int(c.at("settled_not_run").size());
+    for (const char* key : {"failing_cases", "case_results"})
+      if (c.contains(key) && c.at(key).is_array())
+        for (const auto& x : c.at(key))
+          if (x.value("status", std::string()) == "fail" && f.first_failure.empty()) f.first_failure = x.value("detail", std::string());
+  }
+  // A qualify whose candidate was wrong never timed it; the rule stops at correctness either way.
+  if (r.timing)
+    for (const auto& sh : r.timing->shapes) {
+      decision::ShapeSamples q;
+      q.shape = sh.shape;
+      if (sh.series.empty()) continue;
+      const auto& cs = sh.series.front();
+      if (!cs.error.empty() || !cs.verified) q.failure = cs.error.empty() ? cs.verify_detail : cs.error;
+      q.candidate_ms = cs.samples_ms;
+      q.baseline = sh.fastest_baseline;
+      for (const auto& b : sh.series)
+        if (!sh.fastest_baseline.empty() && b.label == sh.fastest_baseline) q.baseline_ms = b.samples_ms;
+      f.shapes.push_back(std::move(q));
+    }
+  return f;
+}
+
+DecideOutcome decide_qualify_doc(const json& doc, const DecideOptions& o) {
+  const report::QualifyResult r = report::qualify_result_from_json(doc);
+  if (o.profiles.size() > 1) throw_error(ErrorKind::usage, "decide: a qualify, check or bench result takes one --profile");
+  const decision::DeploymentProfile profile = o.profiles.empty() ? decision::DeploymentProfile{} : decision::load_profile(o.profiles[0]);
+  decision::QualifyFindings f = findings_of(r);
+  f.policy = decision::speed_policy(profile, o.margin, o.regression_limit);
+  f.mix = decision::shape_mix_of(profile);
+  const decision::QualifyVerdict v = decision::decide_qualify(f);
+  DecideOutcome out;
+  out.input_schema = doc.value("schema", std::string());
+  out.recorded = decision::to_string(r.verdict.verdict);
+  out.verdict = decision::to_string(v.verdict);
+  out.summary = v.summary;
+  out.verdict_json = decision::to_json(v);
+  out.exit_code = decision::exit_code(v.verdict);
+  if (r.timing && !r.verdict.speed)
+    out.notes.push_back("recorded before the speed rule (no verdict.speed): its verdict was the earlier per-shape rule; judged "
+                        "again here from the recorded samples");
+  std::string& t = out.text;
+  t += fmt::format("# kqual decide: {} ({})\n\n", r.candidate.name, out.input_schema);
+  t += fmt::format("Recorded verdict: **{}**. Judged again: **{}** (exit {}).\n\n{}\n\n", out.recorded, out.verdict,
+                   out.exit_code, v.summary);
+  if (v.speed) t += decision::speed_table_markdown(*v.speed) + "\n";
+  for (const auto& w : v.would_reverse) t += "- Would reverse: " + w + "\n";
+  return out;
+}
+
+// Compare: the ship rule per profile (decision::decide) from the recorded startup samples and the
+// decision shape's per-process warm medians.
+DecideOutcome decide_compare_doc(const json& doc, const DecideOptions& o) {
+  const report::CompareResult r = report::compare_result_from_json(doc);
+  DecideOutcome out;
+  out.input_schema = doc.value("schema", std::string());
+  out.recorded = decision::to_string(r.verdict.decision);
+  std::vector<decision::DeploymentProfile> profiles;
+  for (const auto& p : o.profiles) profiles.push_back(decision::load_profile(p));
+  if (profiles.empty() && r.decisions && r.decisions->is_array())
+    for (const auto& d : *r.decisions) profiles.push_back(decision::profile_from_json(d.at("profile")));
+  // A verdict settled before any profile (NEW wrong, not timed, no startup) is not the profile's to change.
+  if (!r.decisions || !r.decisions->is_array() || r.decisions->empty() || !r.warm || !r.startup) {
+    out.verdict = out.recorded;
+    out.summary = r.verdict.summary;
+    out.exit_code = r.verdict.exit_code;
+    out.notes.push_back("the recorded verdict was settled before any deployment profile was applied; no profile or margin "
+                        "changes it");
+    out.text = fmt::format("# kqual decide ({})\n\nRecorded verdict: **{}**, settled before any profile: {}\n", out.input_schema,
+                           out.recorded, out.summary);
+    out.verdict_json = json{{"decision", out.verdict}, {"summary", out.summary}, {"exit_code", out.exit_code}};
+    return out;
+  }
+  const json& warm = *r.warm;
+  const json& st = *r.startup;
+  std::vector<compare::StartupPair> pairs;
+  for (const auto& m : st.at("modes")) {
+    compare::StartupPair p;
+    const auto cache = decision::cache_mode_from_string(m.value("cache", std::string()));
+    const std::string loading = m.value("loading", std::string());
+    if (!cache || (loading != "LAZY" && loading != "EAGER")) missing("startup.modes[]: unknown cache or loading mode");
+    p.cache = *cache;
+    p.loading = loading == "LAZY" ? startup::LoadingMode::lazy : startup::LoadingMode::eager;
+    p.old_side.kernel_first_use_ms = doubles(m.at("old").at("kernel_first_use_ms"), "startup.modes[].old.kernel_first_use_ms");
+    p.old_side.first_request_ms = doubles(m.at("old").at("first_request_ms"), "startup.modes[].old.first_request_ms");
+    p.new_side.kernel_first_use_ms = doubles(m.at("new").at("kernel_first_use_ms"), "startup.modes[].new.kernel_first_use_ms");
+    p.new_side.first_request_ms = doubles(m.at("new").at("first_request_ms"), "startup.modes[].new.first_request_ms");
+    pairs.push_back(std::move(p));
+  }
+  const json* shape = nullptr;
+  for (const auto& s : warm.at("shapes"))
+    if (s.value("decision_shape", false)) shape = &s;
+  if (!shape) missing("warm.shapes: no decision shape recorded");
+  const auto wa = doubles(shape->at("old").at("per_process_median_ms"), "warm.shapes[].old.per_process_median_ms");
+  const auto wb = doubles(shape->at("new").at("per_process_median_ms"), "warm.shapes[].new.per_process_median_ms");
+  const json& newside = r.sides.is_object() && r.sides.contains("new") ? r.sides.at("new") : json::object();
+  std::optional<bool> jit;
+  if (newside.contains("loading_path")) jit = newside.at("loading_path").get<std::string>() == "ptx_jit";
+  const double floor_ms = st.value("noise_floor_ms", 1.0);
+  const double margin = warm.value("margin_relative", 0.02);
+  const decision::DecisionInput in = compare::decision_input(pairs, wa, wb, jit, r.target.arch, floor_ms, margin);
+  json per = json::array();
+  out.text = fmt::format("# kqual decide ({})\n\nRecorded verdict: **{}** (profile '{}'). Decided at shape {}.\n\n",
+                         out.input_schema, out.recorded, r.verdict.profile.value_or("?"), shape->value("shape", std::string("?")));
+  for (std::size_t i = 0; i < profiles.size(); ++i) {
+    const decision::Decision d = decision::decide(in, profiles[i]);
+    per.push_back({{"profile", profiles[i].name}, {"decision", decision::to_json(d)}});
+    out.text += fmt::format("## Profile '{}'\n\n{}\n", profiles[i].name, decision::to_markdown(d));
+    if (i == 0) {
+      out.verdict = decision::to_string(d.verdict);
+      out.summary = d.headline;
+      out.exit_code = decision::exit_code(d.verdict);
+    }
+  }
+  if (profiles.empty()) missing("no deployment profile recorded or given (--profile)");
+  // The recorded first verdict may also have been turned by the service view, which is a simulation
+  // of the run's raw startups: that part is not re-simulated here.
+  if (r.decisions->at(0).contains("service") && r.decisions->at(0).at("service").is_object())
+    out.notes.push_back("the service view (simulated objectives) is not re-simulated offline; `kqual compare --profile` runs it");
+  out.verdict_json = json{{"decision", out.verdict}, {"summary", out.summary}, {"exit_code", out.exit_code}, {"profiles", per}};
+  return out;
+}
+
+}  // namespace
+
+DecideOutcome decide_results(const json& doc, const DecideOptions& o) {
+  switch (report::results_kind(doc)) {
+    case report::ResultsKind::compare: return decide_compare_doc(doc, o);
+    default: return decide_qualify_doc(doc, o);
+  }
+}
+
+}  // namespace kqual::pipeline
