@@ -157,6 +157,8 @@ void validate(const ServiceConfig& c) {
   if (!(c.start_failure_share >= 0 && c.start_failure_share < 1))
     bad(fmt::format("the share of failed starts must lie in [0, 1), got {}", c.start_failure_share));
   if (c.timeout_s && !(*c.timeout_s > 0)) bad("the timeout must be positive");
+  if (c.idle_stop_s && !(*c.idle_stop_s >= 0 && std::isfinite(*c.idle_stop_s)))
+    bad("the idle time before a replica stops must be finite and >= 0");
   if (c.service.kind == Distribution::Kind::none) bad("a service time distribution is required");
   for (const Distribution* d : {&c.service, &c.startup, c.first_startup ? &*c.first_startup : nullptr}) {
     if (!d) continue;
@@ -179,7 +181,8 @@ struct Replica {
   double free_at = 0;         // [s] done with its last request (or, preloading, with its startup)
   double next_restart = kInf; // [s] the next process start event of this replica
   bool fresh = true;          // the process has served nothing yet
-  bool first_process = true;  // the replica's first process (first_startup applies)
+  bool first_process = true;  // the replica's first process start of the run (first_startup applies)
+  bool on_demand = false;     // stopped when idle: the next request waits for the startup, even with preload
   std::int64_t served = 0;    // by the current process
 };
 
@@ -224,14 +227,18 @@ SimResult simulate(const ServiceConfig& c) {
     }
     r.free_at = t;
     r.fresh = true;
+    r.on_demand = false;
     r.served = 0;
   };
+  // A process runs once it has started: preloaded, or (lazy) once it has served its first request.
+  auto running = [&](const Replica& r) { return c.preload ? !r.on_demand : !(r.fresh && r.served == 0); };
   for (auto& r : reps) {
     schedule_restart(r, 0.0);
     if (!c.cold_fleet) {
+      // Long past its first requests. Its process predates the run, so first_startup (an empty JIT
+      // cache after a driver upgrade) falls on the replica's first restart.
       r.fresh = false;
-      r.served = c.first_k;  // long past its first requests
-      r.first_process = false;
+      r.served = c.first_k;
     } else if (c.preload) {
       preload_start(r, 0.0);
     } else {
@@ -282,9 +289,16 @@ SimResult simulate(const ServiceConfig& c) {
       break;
     }
     Replica& r = reps[k];
+    if (c.idle_stop_s && running(r) && t_arrival > r.free_at + *c.idle_stop_s) {
+      // Scaled to zero: the process stopped idle_stop_s after its last request; this one starts a new one.
+      ++out.starts;
+      r.fresh = true;
+      r.served = 0;
+      r.on_demand = true;
+    }
     double service = c.service.draw(rng.service);
     bool failed = false;
-    if (!c.preload && r.fresh && r.served == 0) {
+    if ((!c.preload || r.on_demand) && r.fresh && r.served == 0) {
       // The first request of a new process pays its startup on the request path.
       const double s = draw_startup(r);
       if (start_fails()) {
@@ -316,6 +330,7 @@ SimResult simulate(const ServiceConfig& c) {
       if (r.served < c.first_k) out.first_k_s.push_back(latency);
       ++r.served;
       r.fresh = false;
+      r.on_demand = false;
     } else {
       out.first_s.push_back(kInf);
       out.first_k_s.push_back(kInf);
@@ -345,6 +360,17 @@ double pk_mean_wait_s(double lambda, double mean_s, double second_moment_s2) {
   const double rho = lambda * mean_s;
   if (!(lambda > 0 && rho < 1)) throw_error(ErrorKind::usage, "Pollaczek-Khinchine needs lambda > 0 and rho = lambda E[S] < 1");
   return lambda * second_moment_s2 / (2.0 * (1.0 - rho));
+}
+
+double setup_mean_wait_s(double lambda, double mean_b_s, double second_moment_b_s2, double mean_setup_s,
+                         double second_moment_setup_s2) {
+  if (!(mean_setup_s >= 0 && second_moment_setup_s2 >= mean_setup_s * mean_setup_s))
+    throw_error(ErrorKind::usage, "a setup time needs E[S] >= 0 and E[S²] >= E[S]²");
+  // The M/G/1 wait of the requests queued behind a service, plus what the setups add: an arrival
+  // finds the server idle with probability (1 - rho) / (1 + lambda E[S]) and waits a whole setup, or
+  // in setup with probability (1 - rho) lambda E[S] / (1 + lambda E[S]) and waits its residual.
+  const double setup = (2.0 * mean_setup_s + lambda * second_moment_setup_s2) / (2.0 * (1.0 + lambda * mean_setup_s));
+  return pk_mean_wait_s(lambda, mean_b_s, second_moment_b_s2) + setup;
 }
 
 double percentile_of(std::vector<double> v, double p) {

@@ -57,6 +57,39 @@ bool startup_measured(const ServiceConfig& c) {
 
 std::string ms(double s) { return std::isinf(s) ? std::string("a miss") : format_seconds(s); }
 
+// A bare number of milliseconds for "CI [380, 420] ms"; "a miss" for +infinity.
+std::string bare_ms(double s) { return std::isinf(s) ? std::string("a miss") : fmt::format("{:.4g}", s * 1e3); }
+
+const char* population_words(Population p) {
+  switch (p) {
+    case Population::first_request: return "first-request";
+    case Population::first_k: return "first-K";
+    case Population::all: return "all-request";
+  }
+  return "?";
+}
+
+// The interval rule (docs/service-view.md, "Objectives"): the point estimate alone never decides.
+void judge_on_interval(ObjectiveResult& res, std::int64_t n) {
+  const Objective& ob = res.objective;
+  const std::string what = fmt::format("the p{:g} {}", ob.percentile, population_words(ob.population));
+  const std::string bound = fmt::format("the {} ms objective", bare_ms(ob.max_s));
+  res.standing = Standing::inconclusive;
+  if (n == 0) {
+    res.standing_text = fmt::format("{} was not simulated (no request in the population)", what);
+  } else if (!res.ci_lo_s || !res.ci_hi_s) {
+    res.standing_text = fmt::format("{} has no interval (no replicates over measured startups) to judge {} on", what, bound);
+  } else if (*res.ci_hi_s <= ob.max_s) {
+    res.standing = Standing::meets;
+    res.standing_text = fmt::format("{} CI [{}, {}] ms lies within {}", what, bare_ms(*res.ci_lo_s), bare_ms(*res.ci_hi_s), bound);
+  } else if (*res.ci_lo_s > ob.max_s) {
+    res.standing = Standing::misses;
+    res.standing_text = fmt::format("{} CI [{}, {}] ms lies above {}", what, bare_ms(*res.ci_lo_s), bare_ms(*res.ci_hi_s), bound);
+  } else {
+    res.standing_text = fmt::format("{} CI [{}, {}] ms contains {}", what, bare_ms(*res.ci_lo_s), bare_ms(*res.ci_hi_s), bound);
+  }
+}
+
 json ms_or_null(double s) { return std::isfinite(s) ? json(s * 1e3) : json(nullptr); }
 
 double share_within(const std::vector<double>& v, double bound) {
@@ -105,12 +138,25 @@ bool use_episodes(const ServiceConfig& c, const ReportOptions& o, const SimResul
          (c.startup.kind != Distribution::Kind::none || c.first_startup);
 }
 
+// The share of the run's process starts that are a replica's first one (first_startup applies), as
+// expected over the run's span: per replica x = restart rate × span restarts; a cold fleet adds the
+// start at time 0 (1 first of 1 + x starts), a warm fleet's first start is its first restart
+// (1 - e^-x of x). A short run after a driver upgrade sees only first starts: 1.
+double first_start_share(const ServiceConfig& c, double span_s) {
+  const double x = c.restart_rate_per_s * span_s;
+  if (c.cold_fleet) return 1.0 / (1.0 + x);
+  return x > 1e-12 ? -std::expm1(-x) / x : 1.0;
+}
+
 void episodes(const ServiceConfig& c, const ReportOptions& o, SimResult& s) {
   Rng r(c.seed * 0x2545f4914f6cdd1dull + 0xe915);
   s.first_s.clear();
+  const double first_share = c.first_startup ? first_start_share(c, s.span_s) : 0.0;
   for (std::int64_t i = 0; i < o.min_starts; ++i) {
     const double wait = s.wait_s[r.index(s.wait_s.size())];
-    const double start = c.startup.draw(r), serve = c.service.draw(r);
+    // A uniform only where there is a choice, so that runs without first_startup draw as before.
+    const bool first = c.first_startup && r.uniform() < first_share;
+    const double start = (first ? *c.first_startup : c.startup).draw(r), serve = c.service.draw(r);
     const bool failed = c.start_failure_share > 0 && r.uniform() < c.start_failure_share;
     double latency = c.preload ? wait + serve : wait + start + serve;
     if (failed || (c.timeout_s && latency > *c.timeout_s)) latency = kInf;
@@ -118,7 +164,47 @@ void episodes(const ServiceConfig& c, const ReportOptions& o, SimResult& s) {
   }
 }
 
+// An objective against its population's percentile: the point estimate, by how much, and the
+// standing on the interval.
+ObjectiveResult objective_result(const Objective& ob, const PopulationReport& pr) {
+  ObjectiveResult res;
+  res.objective = ob;
+  for (const auto& e : pr.percentiles)
+    if (e.percentile == ob.percentile) {
+      res.value_s = e.value_s;
+      res.ci_lo_s = e.ci_lo_s;
+      res.ci_hi_s = e.ci_hi_s;
+    }
+  res.meets = res.value_s <= ob.max_s;
+  res.by_s = res.value_s - ob.max_s;
+  res.certain = res.ci_lo_s && res.ci_hi_s ? (res.meets ? *res.ci_hi_s <= ob.max_s : *res.ci_lo_s > ob.max_s) : false;
+  judge_on_interval(res, pr.n);
+  const std::string ci = res.ci_lo_s ? fmt::format(" [{}, {}]", ms(*res.ci_lo_s), ms(*res.ci_hi_s)) : std::string();
+  if (pr.n == 0) {
+    res.meets = false;
+    res.text = fmt::format("not evaluated: no request in {} was simulated", to_string(ob.population));
+  } else if (res.meets) {
+    res.text = fmt::format("meets {}: {}{} ({} to spare{})", ob.text(), ms(res.value_s), ci, format_seconds(-res.by_s),
+                           res.ci_hi_s && !res.certain ? "; the interval reaches past the bound" : "");
+  } else {
+    res.text = fmt::format("misses {}: {}{} ({}{})", ob.text(), ms(res.value_s), ci,
+                           std::isinf(res.by_s) ? std::string("the percentile falls on failed or timed-out requests")
+                                                : "over by " + format_seconds(res.by_s),
+                           res.ci_lo_s && !res.certain ? "; the interval reaches below the bound" : "");
+  }
+  return res;
+}
+
 }  // namespace
+
+const char* to_string(Standing s) {
+  switch (s) {
+    case Standing::meets: return "meets";
+    case Standing::misses: return "misses";
+    case Standing::inconclusive: return "inconclusive";
+  }
+  return "?";
+}
 
 const PopulationReport& population(const ServiceReport& r, Population p) {
   for (const auto& x : r.populations)
@@ -223,8 +309,11 @@ ServiceReport analyse(const ServiceConfig& c, const ReportOptions& o) {
   if (by_episodes)
     r.warnings.push_back(fmt::format(
         "the run saw {} process start(s): the first-request numbers come from {} start episodes in the simulated steady "
-        "state (waiting time resampled from the run, plus a startup and a service draw)",
-        base.starts, o.min_starts));
+        "state (waiting time resampled from the run, plus a startup and a service draw{})",
+        base.starts, o.min_starts,
+        c.first_startup ? fmt::format("; {:.3g} % of them a replica's first start, drawn from the first-start distribution",
+                                      first_start_share(c, base.span_s) * 100)
+                        : std::string()));
   if (base.busy_share > 0.95)
     r.warnings.push_back(fmt::format("the replicas are busy {:.0f} % of the time: near or over capacity, the queue and the "
                                      "percentiles grow with the length of the run",
@@ -233,34 +322,7 @@ ServiceReport analyse(const ServiceConfig& c, const ReportOptions& o) {
     r.warnings.push_back(fmt::format("the arrival trace holds {} requests: {} asked for", base.requests, c.requests));
 
   // Objectives.
-  for (const Objective& ob : o.objectives) {
-    const PopulationReport& pr = r.populations[std::size_t(ob.population)];
-    ObjectiveResult res;
-    res.objective = ob;
-    for (const auto& e : pr.percentiles)
-      if (e.percentile == ob.percentile) {
-        res.value_s = e.value_s;
-        res.ci_lo_s = e.ci_lo_s;
-        res.ci_hi_s = e.ci_hi_s;
-      }
-    res.meets = res.value_s <= ob.max_s;
-    res.by_s = res.value_s - ob.max_s;
-    res.certain = res.ci_lo_s && res.ci_hi_s ? (res.meets ? *res.ci_hi_s <= ob.max_s : *res.ci_lo_s > ob.max_s) : false;
-    const std::string ci = res.ci_lo_s ? fmt::format(" [{}, {}]", ms(*res.ci_lo_s), ms(*res.ci_hi_s)) : std::string();
-    if (pr.n == 0) {
-      res.meets = false;
-      res.text = fmt::format("not evaluated: no request in {} was simulated", to_string(ob.population));
-    } else if (res.meets) {
-      res.text = fmt::format("meets {}: {}{} ({} to spare{})", ob.text(), ms(res.value_s), ci, format_seconds(-res.by_s),
-                             res.ci_hi_s && !res.certain ? "; the interval reaches past the bound" : "");
-    } else {
-      res.text = fmt::format("misses {}: {}{} ({}{})", ob.text(), ms(res.value_s), ci,
-                             std::isinf(res.by_s) ? std::string("the percentile falls on failed or timed-out requests")
-                                                  : "over by " + format_seconds(res.by_s),
-                             res.ci_lo_s && !res.certain ? "; the interval reaches below the bound" : "");
-    }
-    r.objectives.push_back(res);
-  }
+  for (const Objective& ob : o.objectives) r.objectives.push_back(objective_result(ob, r.populations[std::size_t(ob.population)]));
 
   // Goodput in both definitions.
   Goodput& g = r.goodput;
@@ -345,6 +407,8 @@ json to_json(const ServiceReport& r) {
                                {"ci_ms", o.ci_lo_s ? json::array({ms_or_null(*o.ci_lo_s), ms_or_null(*o.ci_hi_s)}) : json(nullptr)},
                                {"meets", o.meets},
                                {"certain", o.certain},
+                               {"standing", to_string(o.standing)},
+                               {"standing_text", o.standing_text},
                                {"by_ms", ms_or_null(o.by_s)},
                                {"text", o.text}});
   const Goodput& g = r.goodput;

@@ -331,9 +331,12 @@ Judgement judge(const report::CompareResult& static_part, const Evidence& ev, co
       decision_input(pairs, wa, wb, jo.new_uses_ptx_jit, jo.arch, jo.cold_noise_floor_ms, jo.warm_margin);
   json decisions = json::array();
   std::vector<decision::Decision> ds;
+  std::optional<decision::ShipVerdict> speed_verdict;  // the first profile's, before the service view turns it
   for (const auto& p : jo.profiles) {
     decision::Decision d = decision::decide(in, p);
-    // The service view may turn the verdict (an objective NEW misses and OLD meets): before d is written.
+    if (!speed_verdict) speed_verdict = d.verdict;
+    // The service view may turn the verdict (an objective NEW certainly misses and OLD certainly meets:
+    // do not ship; one the intervals leave open: inconclusive): before d is written.
     const json service = jo.service.enabled ? service_view(ev.startup, ev.warm[jo.decision_index], p, d, jo.service) : json();
     decisions.push_back({{"profile", decision::to_json(p)},
                          {"decision", decision::to_json(d)},
@@ -348,7 +351,9 @@ Judgement judge(const report::CompareResult& static_part, const Evidence& ev, co
                                            jo.profiles.front().name));
   for (const auto& x : ds.front().reasons) verdict.reasons.push_back(x);
   // Every shape judged with the first profile (issue 23): the decision shape decides, and a shape
-  // whose verdict differs is named, so the memo never rests on one shape unsaid.
+  // whose verdict differs is named, so the memo never rests on one shape unsaid. Compared with the
+  // decision shape's verdict before the service view (simulated at the decision shape only), so that
+  // a verdict the service view turned does not make every other shape look different.
   {
     json per_shape = json::array();
     for (std::size_t si = 0; si < ev.warm.size(); ++si) {
@@ -361,7 +366,7 @@ Judgement judge(const report::CompareResult& static_part, const Evidence& ev, co
         const decision::Decision dd = decision::decide(
             decision_input(pairs, a, b, jo.new_uses_ptx_jit, jo.arch, jo.cold_noise_floor_ms, jo.warm_margin), jo.profiles.front());
         row["verdict"] = decision::to_string(dd.verdict);
-        if (si != jo.decision_index && dd.verdict != ds.front().verdict)
+        if (si != jo.decision_index && dd.verdict != *speed_verdict)
           verdict.reasons.push_back(fmt::format("at shape {} the verdict for profile '{}' would be {} (the decision shape is {}; "
                                                 "--decision-shape picks it)",
                                                 ev.warm[si].shape, jo.profiles.front().name, decision::to_string(dd.verdict),

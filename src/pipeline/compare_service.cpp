@@ -1,11 +1,16 @@
 // kqual compare's service view (docs/service-view.md): per deployment profile, OLD and NEW run
 // through the same simulated service — the same arrivals, restarts and fleet — each paying its own
 // measured startups (resampled) and serving with its own measured warm times, scaled to requests by
-// the profile's kernel share (Amdahl). The profile's latency objectives are checked per side.
+// the profile's kernel share (Amdahl). The profile's latency objectives are checked per side, on the
+// intervals of the simulated percentiles, and may turn the profile's verdict.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "kqual/model/service.hpp"
 #include "kqual/model/service_report.hpp"
@@ -53,6 +58,87 @@ std::string by_text(const svc::ObjectiveResult& r) {
                  : fmt::format("over by {}", model::format_seconds(r.by_s));
 }
 
+// What one objective does to the profile's verdict.
+enum class Effect { none, inconclusive, do_not_ship };
+
+const char* to_string(Effect e) {
+  switch (e) {
+    case Effect::none: return "none";
+    case Effect::inconclusive: return "inconclusive";
+    case Effect::do_not_ship: return "do_not_ship";
+  }
+  return "?";
+}
+
+struct ObjectiveCall {
+  std::string verdict;  // the sentence for the reasons, the memo and the page
+  std::string why;      // the interval(s) the effect rests on
+  Effect effect = Effect::none;
+};
+
+// The interval rule: a side meets an objective only when the whole CI of its percentile lies within
+// the bound and misses it only when the whole CI lies above. NEW missing an objective OLD meets turns
+// the verdict to do not ship; where the intervals leave that open (NEW may miss, OLD may meet), the
+// verdict is inconclusive. Every other combination is stated without turning anything.
+ObjectiveCall judge_objective(const std::string& obj, const svc::ObjectiveResult& a, const svc::ObjectiveResult& b) {
+  using S = svc::Standing;
+  const std::string values = fmt::format("NEW {} ({}), OLD {} ({})", value_text(b), by_text(b), value_text(a), by_text(a));
+  ObjectiveCall c;
+  if (a.standing == S::meets && b.standing == S::misses) {
+    c.effect = Effect::do_not_ship;
+    c.why = b.standing_text;
+    c.verdict = fmt::format("NEW misses {} that OLD meets ({}): {}", obj, b.standing_text, values);
+  } else if (a.standing != S::misses && b.standing != S::meets) {
+    c.effect = Effect::inconclusive;
+    std::vector<std::string> open;
+    if (b.standing == S::inconclusive) open.push_back("NEW: " + b.standing_text);
+    if (a.standing == S::inconclusive) open.push_back("OLD: " + a.standing_text);
+    for (const auto& x : open) c.why += (c.why.empty() ? "" : "; ") + x;
+    c.verdict = fmt::format("inconclusive whether NEW misses {} that OLD meets ({}): {}", obj, c.why, values);
+  } else if (a.standing == S::misses && b.standing == S::meets) {
+    c.verdict = fmt::format("NEW meets {} that OLD misses: {}", obj, values);
+  } else if (a.standing == S::meets && b.standing == S::meets) {
+    c.verdict = fmt::format("both meet {}: {}", obj, values);
+  } else if (a.standing == S::misses && b.standing == S::misses) {
+    c.verdict = fmt::format("both miss {}: {}", obj, values);
+  } else if (a.standing == S::misses) {  // NEW inconclusive: no worse than OLD whichever way it falls
+    c.verdict = fmt::format("OLD misses {}; NEW may or may not meet it ({}): {}", obj, b.standing_text, values);
+  } else {  // NEW meets, OLD inconclusive: no worse than OLD whichever way OLD falls
+    c.verdict = fmt::format("NEW meets {}; OLD may or may not ({}): {}", obj, a.standing_text, values);
+  }
+  return c;
+}
+
+// Per objective: the call, into the reasons and the JSON; then the verdict turned where an objective
+// says so (a certain miss outweighs an open one; an open one makes ship or no difference inconclusive).
+json judge_objectives(const std::vector<svc::Objective>& objectives, const svc::ServiceReport (&rep)[2],
+                      const decision::DeploymentProfile& p, decision::Decision& d) {
+  json out = json::array();
+  const json side_json[2] = {svc::to_json(rep[0]), svc::to_json(rep[1])};
+  std::optional<std::pair<std::string, ObjectiveCall>> first_miss, first_open;
+  for (std::size_t i = 0; i < objectives.size(); ++i) {
+    const std::string obj = objectives[i].text();
+    const ObjectiveCall call = judge_objective(obj, rep[0].objectives[i], rep[1].objectives[i]);
+    if (call.effect == Effect::do_not_ship && !first_miss) first_miss.emplace(obj, call);
+    if (call.effect == Effect::inconclusive && !first_open) first_open.emplace(obj, call);
+    d.reasons.push_back("service view: " + call.verdict);
+    out.push_back({{"objective", obj}, {"old", side_json[0]["objectives"][i]}, {"new", side_json[1]["objectives"][i]},
+                   {"verdict", call.verdict}, {"effect", to_string(call.effect)}});
+  }
+  using V = decision::ShipVerdict;
+  if (first_miss && d.verdict != V::do_not_ship) {
+    d.verdict = V::do_not_ship;
+    d.headline = fmt::format("{} for profile '{}': NEW misses the latency objective {} that OLD meets (service view: {})",
+                             decision::describe(d.verdict), p.name, first_miss->first, first_miss->second.why);
+  } else if (!first_miss && first_open && (d.verdict == V::ship || d.verdict == V::no_difference)) {
+    d.verdict = V::inconclusive;
+    d.headline = fmt::format("{} for profile '{}': the service view cannot tell whether NEW misses the latency objective {} "
+                             "that OLD meets ({}); more measured process starts narrow the interval",
+                             decision::describe(d.verdict), p.name, first_open->first, first_open->second.why);
+  }
+  return out;
+}
+
 }  // namespace
 
 json service_view(const std::vector<StartupMode>& startup, const WarmShape& warm, const decision::DeploymentProfile& p,
@@ -86,6 +172,12 @@ json service_view(const std::vector<StartupMode>& startup, const WarmShape& warm
       }
     }
   }
+  if (first_start[0] || first_start[1])
+    notes.push_back(fmt::format(
+        "driver_upgrade: the JIT cache is empty after the upgrade, so each replica's first start (its first restart in "
+        "the simulated run; in start episodes, that share of the starts) is drawn from the cold-cache measurement; later "
+        "starts from the '{}' one",
+        decision::to_string(p.jit_cache)));
   if (sp.driver_upgrade && p.jit_cache != CacheMode::warm)
     notes.push_back(fmt::format("driver_upgrade: with jit_cache '{}' every start already finds no usable cache",
                                 decision::to_string(p.jit_cache)));
@@ -155,35 +247,8 @@ json service_view(const std::vector<StartupMode>& startup, const WarmShape& warm
     rep[k] = svc::analyse(x, ro);
   }
 
-  // ---- Objectives: which side meets each, and by how much ----
-  json objectives = json::array();
-  for (std::size_t i = 0; i < p.objectives.size(); ++i) {
-    const svc::ObjectiveResult& a = rep[0].objectives[i];
-    const svc::ObjectiveResult& b = rep[1].objectives[i];
-    const std::string obj = p.objectives[i].text();
-    std::string verdict;
-    if (a.meets && b.meets) {
-      verdict = fmt::format("both meet {}: OLD {} ({}), NEW {} ({})", obj, value_text(a), by_text(a), value_text(b), by_text(b));
-    } else if (a.meets && !b.meets) {
-      verdict = fmt::format("NEW misses {} that OLD meets: NEW {} ({}), OLD {} ({})", obj, value_text(b), by_text(b),
-                            value_text(a), by_text(a));
-      if (d.verdict != decision::ShipVerdict::do_not_ship) {
-        d.verdict = decision::ShipVerdict::do_not_ship;
-        d.headline = fmt::format("{} for profile '{}': NEW misses the latency objective {} that OLD meets (service view)",
-                                 decision::describe(d.verdict), p.name, obj);
-      }
-    } else if (!a.meets && b.meets) {
-      verdict = fmt::format("NEW meets {} that OLD misses: NEW {} ({}), OLD {} ({})", obj, value_text(b), by_text(b),
-                            value_text(a), by_text(a));
-    } else {
-      verdict = fmt::format("both miss {}: OLD {} ({}), NEW {} ({})", obj, value_text(a), by_text(a), value_text(b), by_text(b));
-    }
-    const bool uncertain = !a.certain || !b.certain;
-    if (uncertain && (a.ci_lo_s || b.ci_lo_s)) verdict += "; an interval reaches across the bound";
-    d.reasons.push_back("service view: " + verdict);
-    objectives.push_back({{"objective", obj}, {"old", svc::to_json(rep[0])["objectives"][i]},
-                          {"new", svc::to_json(rep[1])["objectives"][i]}, {"verdict", verdict}});
-  }
+  // ---- Objectives: which side meets each, judged on the intervals; the verdict they turn ----
+  const json objectives = judge_objectives(p.objectives, rep, p, d);
   std::vector<std::string> warnings;
   for (int k = 0; k < 2; ++k)
     for (const auto& w : rep[k].warnings) warnings.push_back(fmt::format("{}: {}", k == 0 ? "OLD" : "NEW", w));

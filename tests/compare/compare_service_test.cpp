@@ -1,9 +1,12 @@
 // The service view of kqual compare (docs/service-view.md): both sides through the same simulated
-// service from their measured startups and warm samples; objectives per side; NEW missing an
-// objective OLD meets is do not ship. Small simulations: CPU only, well under a second each.
+// service from their measured startups and warm samples; objectives per side, judged on their
+// intervals: NEW certainly missing an objective OLD certainly meets is do not ship, an interval that
+// contains the bound makes the verdict inconclusive. Small simulations: CPU only, about a second each.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "kqual/decision/decision.hpp"
 #include "kqual/decision/profile.hpp"
@@ -160,4 +163,195 @@ driver_upgrade = true
   const json none = compare::service_view(only_off, warm(), p, d, o);
   EXPECT_FALSE(none.at("computed").get<bool>());
   EXPECT_NE(none.at("reason").get<std::string>().find("'warm'"), std::string::npos);
+}
+
+namespace {
+
+// Warm-cache starts as startups() has them (OLD ~230 ms, NEW ~230 ms), cold-cache ones 10 times as long.
+std::vector<compare::StartupMode> cold_ten_times(double factor = 10) {
+  auto modes = startups();
+  for (auto& m : modes)
+    if (m.cache == CacheMode::cold)
+      for (int k = 0; k < 2; ++k) m.side[k].base_ms = spread(230 * factor, 20 * factor, 30);
+  return modes;
+}
+
+double first_p99(const std::vector<compare::StartupMode>& modes, const std::string& profile, const compare::ServiceViewOptions& o,
+                 const char* side = "new") {
+  decision::Decision d;
+  const json sv = compare::service_view(modes, warm(), decision::parse_profile(profile, "upgrade.toml"), d, o);
+  EXPECT_TRUE(sv.at("computed").get<bool>()) << sv.dump(2);
+  return percentile(sv.at(side), "first_request", 99).at("value_ms").get<double>();
+}
+
+}  // namespace
+
+// driver_upgrade = true: each replica's first start after the upgrade pays the cold-cache startup
+// (2.3 s here, 10 times the warm one), later starts the profile's warm cache. With 20 replicas
+// restarting ~30 times each over the run, 20 of ~600 first requests are cold (3 %): the first-request
+// p99 moves from ~0.24 s to the cold startup; with driver_upgrade = false the cold samples are unused.
+TEST(CompareService, DriverUpgradeMovesTheFirstRequestP99) {
+  const std::string base = R"(
+name = "upgrade"
+process_starts_per_day = 129600
+calls_per_process = 50
+kernel_share = 0.5
+jit_cache = "warm"
+[service]
+arrival_rate = 50
+replicas = 20
+)";
+  compare::ServiceViewOptions o;
+  o.requests = 20000;  // 400 s: 1.5 starts/s, 600 starts, no start episodes
+  o.bootstrap = 10;
+  const double off = first_p99(cold_ten_times(), base + "driver_upgrade = false\n", o);
+  const double off_same = first_p99(cold_ten_times(1), base + "driver_upgrade = false\n", o);
+  const double on = first_p99(cold_ten_times(), base + "driver_upgrade = true\n", o);
+  EXPECT_EQ(off, off_same);  // the cold-cache samples play no part without the upgrade
+  EXPECT_LT(off, 300);
+  EXPECT_GT(on, 2000);
+  EXPECT_GT(first_p99(cold_ten_times(), base + "driver_upgrade = true\n", o, "old"), 2000);
+}
+
+// The same through start episodes (restarts too rare for the run: 20 expected, 500 episodes): the
+// episodes draw the cold startup in the share the run would see — x = 5 restarts per replica, (1 -
+// e^-5) / 5 = 20 % of the starts a replica's first — so the p99 moves here too.
+TEST(CompareService, DriverUpgradeReachesStartEpisodes) {
+  const std::string base = R"(
+name = "upgrade"
+process_starts_per_day = 1728
+calls_per_process = 50
+kernel_share = 0.5
+jit_cache = "warm"
+[service]
+arrival_rate = 20
+replicas = 4
+)";
+  compare::ServiceViewOptions o;
+  o.requests = 20000;  // 1,000 s
+  o.bootstrap = 10;
+  const double off = first_p99(cold_ten_times(), base + "driver_upgrade = false\n", o);
+  const double on = first_p99(cold_ten_times(), base + "driver_upgrade = true\n", o);
+  EXPECT_EQ(off, first_p99(cold_ten_times(1), base + "driver_upgrade = false\n", o));
+  EXPECT_LT(off, 300);
+  EXPECT_GT(on, 2000);
+}
+
+namespace {
+
+struct Judged {
+  json sv;
+  decision::Decision d;
+};
+
+// The profile's first-request p50 objective at max_ms, the verdict before the service view `before`.
+Judged judged(const std::vector<compare::StartupMode>& modes, double max_ms,
+              decision::ShipVerdict before = decision::ShipVerdict::ship) {
+  Judged j;
+  j.d.verdict = before;
+  j.d.headline = "speed rule";
+  compare::ServiceViewOptions o;
+  o.requests = 20000;
+  o.bootstrap = 30;
+  const auto p = service_profile(fmt::format("[[objective]]\npopulation = \"first_request\"\npercentile = 50\nmax_ms = {}\n", max_ms));
+  j.sv = compare::service_view(modes, warm(), p, j.d, o);
+  EXPECT_TRUE(j.sv.at("computed").get<bool>()) << j.sv.dump(2);
+  return j;
+}
+
+std::pair<double, double> ci(const json& sv, const char* side) {
+  const json& e = percentile(sv.at(side), "first_request", 50).at("ci_ms");
+  return {e.at(0).get<double>(), e.at(1).get<double>()};
+}
+
+bool said(const decision::Decision& d, const std::string& text) {
+  for (const auto& r : d.reasons)
+    if (r.find(text) != std::string::npos) return true;
+  return false;
+}
+
+// OLD and NEW swapped: OLD ~310 ms, NEW ~230 ms in the cold cache.
+std::vector<compare::StartupMode> swapped() {
+  auto modes = startups();
+  for (auto& m : modes) std::swap(m.side[0], m.side[1]);
+  return modes;
+}
+
+}  // namespace
+
+// The interval rule, NEW's side: a bound inside NEW's CI (OLD's wholly below it) is inconclusive
+// with the reason, not do not ship; a bound below NEW's whole CI is do not ship; above it, both meet.
+TEST(CompareService, AnObjectiveInsideNewsIntervalIsInconclusive) {
+  const auto [lo, hi] = ci(judged(startups(), 1000).sv, "new");
+  ASSERT_LT(lo, hi);
+  ASSERT_GT(lo, 260);  // OLD's whole interval (~232 ms) lies below every bound tried here
+  const double mid = std::round((lo + hi) / 2 * 10) / 10;
+  ASSERT_GT(mid, lo);
+  ASSERT_LT(mid, hi);
+
+  const Judged open = judged(startups(), mid);
+  EXPECT_EQ(open.d.verdict, decision::ShipVerdict::inconclusive) << open.d.headline;
+  const std::string contains = fmt::format("contains the {:.4g} ms objective", mid);
+  EXPECT_NE(open.d.headline.find(contains), std::string::npos) << open.d.headline;
+  EXPECT_NE(open.d.headline.find("the p50 first-request CI ["), std::string::npos) << open.d.headline;
+  EXPECT_TRUE(said(open.d, "inconclusive whether NEW misses p50 of first_request")) << open.d.reasons.back();
+  const json& ob = open.sv.at("objectives").at(0);
+  EXPECT_EQ(ob.at("effect"), "inconclusive");
+  EXPECT_EQ(ob.at("new").at("standing"), "inconclusive");
+  EXPECT_EQ(ob.at("old").at("standing"), "meets");
+  // The point estimate alone would have said "misses" or "meets"; it is not what decides.
+  EXPECT_NE(ob.at("new").at("standing_text").get<std::string>().find(contains), std::string::npos);
+
+  const Judged miss = judged(startups(), std::floor(lo) - 1);
+  EXPECT_EQ(miss.d.verdict, decision::ShipVerdict::do_not_ship);
+  EXPECT_NE(miss.d.headline.find("lies above the"), std::string::npos) << miss.d.headline;
+  EXPECT_EQ(miss.sv.at("objectives").at(0).at("effect"), "do_not_ship");
+
+  const Judged meet = judged(startups(), std::ceil(hi) + 1);
+  EXPECT_EQ(meet.d.verdict, decision::ShipVerdict::ship);
+  EXPECT_EQ(meet.d.headline, "speed rule");
+  EXPECT_TRUE(said(meet.d, "both meet p50 of first_request"));
+  EXPECT_EQ(meet.sv.at("objectives").at(0).at("effect"), "none");
+
+  // An open objective does not soften a do-not-ship the speed rule reached; it is stated.
+  const Judged already = judged(startups(), mid, decision::ShipVerdict::do_not_ship);
+  EXPECT_EQ(already.d.verdict, decision::ShipVerdict::do_not_ship);
+  EXPECT_EQ(already.d.headline, "speed rule");
+  // No difference in speed, but an objective that may now be missed: inconclusive.
+  EXPECT_EQ(judged(startups(), mid, decision::ShipVerdict::no_difference).d.verdict, decision::ShipVerdict::inconclusive);
+}
+
+// The interval rule, OLD's side: NEW meets an objective OLD misses only when both intervals say so;
+// OLD's interval containing the bound leaves NEW (wholly below it) meeting it with no turn, and NEW
+// (wholly above it) possibly missing one OLD may meet: inconclusive.
+TEST(CompareService, AnObjectiveInsideOldsIntervalTurnsOnlyWhereNewMayMiss) {
+  const auto [lo, hi] = ci(judged(swapped(), 1000).sv, "old");  // OLD ~310 ms now
+  const double mid = std::round((lo + hi) / 2 * 10) / 10;
+  ASSERT_GT(mid, lo);
+  ASSERT_LT(mid, hi);
+
+  const Judged better = judged(swapped(), std::floor(lo) - 1);
+  EXPECT_EQ(better.d.verdict, decision::ShipVerdict::ship);
+  EXPECT_TRUE(said(better.d, "NEW meets p50 of first_request <= ")) << better.d.reasons.back();
+  EXPECT_TRUE(said(better.d, "that OLD misses"));
+  EXPECT_EQ(better.sv.at("objectives").at(0).at("old").at("standing"), "misses");
+
+  const Judged open_old = judged(swapped(), mid);
+  EXPECT_EQ(open_old.d.verdict, decision::ShipVerdict::ship);
+  EXPECT_TRUE(said(open_old.d, "NEW meets p50 of first_request")) << open_old.d.reasons.back();
+  EXPECT_TRUE(said(open_old.d, "OLD may or may not"));
+  EXPECT_EQ(open_old.sv.at("objectives").at(0).at("effect"), "none");
+
+  // Both sides near 310 ms (OLD's starts for NEW too): NEW's interval may lie above a bound OLD's
+  // contains — OLD may meet it, so NEW may be worse: inconclusive, OLD's interval named.
+  auto both_slow = swapped();
+  for (auto& m : both_slow) m.side[1].base_ms = spread(330, 20, 30);
+  const auto [nlo, nhi] = ci(judged(both_slow, 1000).sv, "new");
+  const auto [olo, ohi] = ci(judged(both_slow, 1000).sv, "old");
+  ASSERT_LT(ohi, nlo);
+  const Judged worse = judged(both_slow, std::round((olo + ohi) / 2 * 10) / 10);
+  EXPECT_EQ(worse.d.verdict, decision::ShipVerdict::inconclusive) << worse.d.headline;
+  EXPECT_NE(worse.d.headline.find("OLD: the p50 first-request CI"), std::string::npos) << worse.d.headline;
+  EXPECT_EQ(worse.sv.at("objectives").at(0).at("new").at("standing"), "misses");
+  (void)nhi;
 }

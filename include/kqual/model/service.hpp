@@ -93,8 +93,9 @@ struct ServiceConfig {
   Arrivals arrivals;
   Distribution service;                      // warm service time of one request
   Distribution startup;                      // paid by every process start
-  std::optional<Distribution> first_startup; // each replica's first process instead (e.g. after a
-                                             // driver upgrade emptied the JIT cache)
+  std::optional<Distribution> first_startup; // each replica's first process start of the run instead (after
+                                             // a driver upgrade emptied the JIT cache): in a cold fleet the
+                                             // one at time 0, in a warm fleet the replica's first restart
   double start_failure_share = 0;            // [0, 1) share of process starts that fail: the request
                                              // it would serve fails (a miss), the process starts again
   int replicas = 1;
@@ -105,6 +106,10 @@ struct ServiceConfig {
   std::int64_t requests = 200000;
   int first_k = 10;
   std::optional<double> timeout_s;           // a request slower than this is a miss
+  std::optional<double> idle_stop_s;         // [s] scale to zero: a replica idle longer than this stops its
+                                             // process, and the next request it takes starts a new one and
+                                             // waits for that startup (with preload too: nothing runs to
+                                             // preload). 0: a startup at the start of every busy period
   std::uint64_t seed = 1;
 };
 // Throws Error(usage) naming the problem for a config the simulation cannot run.
@@ -130,6 +135,13 @@ double mm1_sojourn_percentile_s(double lambda, double mu, double percentile);
 // M/G/1 mean waiting time by Pollaczek-Khinchine: lambda E[S²] / (2 (1 - rho)), rho = lambda E[S];
 // for M/D/1 (constant S) this is rho S / (2 (1 - rho)).
 double pk_mean_wait_s(double lambda, double mean_s, double second_moment_s2);
+
+// M/G/1 with a setup time S at the start of every busy period (a server that stops when it runs out
+// of work and starts again for the next arrival: idle_stop_s = 0; Welch 1964, exceptional first
+// service). Mean wait, the setup counted as waiting: lambda E[B²] / (2 (1 - rho)) + (2 E[S] +
+// lambda E[S²]) / (2 (1 + lambda E[S])), rho = lambda E[B] < 1. Derived in docs/service-view.md.
+double setup_mean_wait_s(double lambda, double mean_b_s, double second_moment_b_s2, double mean_setup_s,
+                         double second_moment_setup_s2);
 
 // Type-7 percentile (as stats::percentile) of a sample that may hold +infinity.
 double percentile_of(std::vector<double> v, double p);

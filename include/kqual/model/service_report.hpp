@@ -57,12 +57,20 @@ struct PopulationReport {
   std::vector<std::pair<double, double>> distribution;  // (percentile, latency [s]) at 1 5 10 25 50 75 90 95 99 99.9: the plot
 };
 
+// An objective judged on the interval of its percentile: meets only when the whole interval lies at
+// or below the bound, misses only when it lies wholly above it; otherwise (or without an interval)
+// the evidence cannot tell.
+enum class Standing { meets, misses, inconclusive };
+const char* to_string(Standing s);  // "meets", "misses", "inconclusive"
+
 struct ObjectiveResult {
   Objective objective;
   double value_s = 0;                  // the simulated percentile
   std::optional<double> ci_lo_s, ci_hi_s;
-  bool meets = false;                  // value <= bound
+  bool meets = false;                  // value <= bound (the point estimate)
   bool certain = false;                // the whole interval is on the same side of the bound
+  Standing standing = Standing::inconclusive;  // judged on the interval: what a verdict may turn on
+  std::string standing_text;           // why, e.g. "the p99 first-request CI [380, 420] ms contains the 400 ms objective"
   double by_s = 0;                     // value - bound: > 0 misses by this much, < 0 meets with this margin
   std::string text;                    // "meets: p99 of first_request 312 ms [290 ms, 340 ms] <= 400 ms (88 ms to spare)"
 };
