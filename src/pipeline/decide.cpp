@@ -32,7 +32,11 @@ decision::QualifyFindings findings_of(const report::QualifyResult& r) {
   f.correctness_run = r.correctness.has_value();
   f.timing_run = r.timing.has_value();
   f.gpu = f.correctness_run || f.timing_run;
-  if (!f.gpu) f.why_no_gpu = r.verdict.summary;
+  if (!f.gpu) {
+    // decide_qualify writes "No GPU: only the static phases ran. <why>": keep <why> only.
+    const std::string lead = "No GPU: only the static phases ran. ";
+    f.why_no_gpu = r.verdict.summary.rfind(lead, 0) == 0 ? r.verdict.summary.substr(lead.size()) : r.verdict.summary;
+  }
   if (r.correctness) {
     const json& c = *r.correctness;
     f.correct = c.value("verdict", std::string()) == "accepted";

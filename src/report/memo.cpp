@@ -213,7 +213,20 @@ std::string render_qualify_memo(const QualifyResult& r) {
       }
     m << "\n";
     m << "### Result by shape (candidate against the fastest baseline), and the decision\n\n";
-    if (verdict.speed) m << decision::speed_table_markdown(*verdict.speed) << "\n";
+    if (verdict.speed) {
+      m << decision::speed_table_markdown(*verdict.speed) << "\n";
+    } else {
+      // A document written before the speed rule: its per-shape comparisons as recorded
+      // (`kqual decide` judges it by the current rule).
+      for (const auto& sh : t.shapes) {
+        if (sh.fastest_baseline.empty()) continue;
+        const stats::Comparison& v = sh.vs_fastest;
+        m << fmt::format("- {}: fastest baseline `{}`; candidate time ratio {:.3f} (95 % CI {:.3f}–{:.3f}), i.e. {:.2f}x "
+                         "speed-up → **{}**. {}\n",
+                         sh.shape, sh.fastest_baseline, v.estimate, v.ci.lo, v.ci.hi, 1.0 / v.estimate,
+                         stats::to_string(v.verdict), v.reason);
+      }
+    }
     for (const auto& sh : t.shapes) {
       if (sh.fastest_baseline.empty() || sh.copy_bytes_per_s <= 0) continue;
       const double copy = sh.copy_bytes_per_s;

@@ -24,4 +24,19 @@ inline json selftest_rows(const std::string& args, const std::filesystem::path& 
   return res["candidates"];
 }
 
+// `kqual decide` on a results.json a GPU run just wrote must give back the verdict the run recorded:
+// the decision is a function of the recorded samples (docs/decision.md, "Re-judging a result").
+inline void expect_decide_agrees(const std::filesystem::path& results) {
+  auto r = run(kq() + " --json decide " + quote(results));
+  json d;
+  try {
+    d = json::parse(r.output.substr(r.output.find('{')));
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "kqual decide " << results << ": no JSON (" << e.what() << "): " << r.output;
+    return;
+  }
+  EXPECT_TRUE(d.value("agrees_with_recorded", false)) << "recorded " << d.value("recorded", std::string("?")) << ", decide says "
+                                                      << d["verdict"].value("decision", std::string("?")) << ": " << d.dump(2);
+}
+
 }  // namespace kqual::test
