@@ -1,23 +1,14 @@
-// PyTorch eager / compiled baselines (include/kqual/bench/torch_baseline.hpp).
+// PyTorch eager / compiled baselines (include/kqual/bench/torch_baseline.hpp): the option, the
+// reference of a declared contract, the report, and how a PyTorch series joins a shape.
 #include "kqual/bench/torch_baseline.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <toml++/toml.h>
 
 #include "kqual/contract/declared.hpp"
-#include "kqual/contract/import_kernelbench.hpp"
 #include "kqual/core/error.hpp"
-#include "kqual/core/files.hpp"
-#include "kqual/core/sha256.hpp"
 
 namespace kqual::bench {
 namespace fs = std::filesystem;
@@ -69,11 +60,27 @@ std::string torch_timing_blocker(const TimingOptions& o) {
   return "";
 }
 
+namespace {
+json torch_overhead_json(const std::vector<TorchOverhead>& v) {
+  json a = json::array();
+  for (const auto& x : v)
+    a.push_back({{"impl", x.impl},
+                 {"direct_call_ms", x.direct_ms},
+                 {"graph_replay_ms", x.graph_ms},
+                 {"overhead_ms", x.overhead_ms},
+                 {"direct_call_host_us", x.direct_host_us},
+                 {"graph_replay_host_us", x.replay_host_us},
+                 {"overhead_host_us", x.overhead_host_us}});
+  return a;
+}
+}  // namespace
+
 json TorchBaselineReport::to_json() const {
   json st = json::array();
   for (const auto& s : startup) {
-    json j{{"shape", s.shape}};
+    json j{{"shape", s.shape}, {"window", s.window}};
     if (s.compile_s >= 0) j["torch_compile_s"] = s.compile_s;
+    if (!s.overhead.empty()) j["python_overhead"] = torch_overhead_json(s.overhead);
     st.push_back(j);
   }
   return json{{"ran", ran},
@@ -81,10 +88,32 @@ json TorchBaselineReport::to_json() const {
               {"torch", torch_version},
               {"device", device},
               {"clocks", clocks},
+              {"operation", operation},
+              {"compile_mode", compile_mode},
+              {"precision", precision},
               {"startup", st},
               {"notes", notes},
-              {"order", "blocks A B B A per shape: A the candidate in kqual's worker, B the PyTorch worker (eager and compiled, "
-                        "order swapped between the two B blocks)"}};
+              {"window", "one replay of a CUDA graph holding only the operation's kernels (captured once per shape and dataset, "
+                         "inputs and outputs static), timed by CUDA events recorded inside the graph around the kernels: Python "
+                         "dispatch, output allocation and the graph launch are outside the samples, the Python overhead reported "
+                         "apart per shape (startup[].python_overhead); a call that cannot be captured is timed eagerly, with "
+                         "dispatch and allocation in the window (startup[].window says which)"},
+              {"order", "blocks A B B A per shape: A the candidate in kqual's worker on the same two datasets, B the PyTorch "
+                        "worker (eager and compiled, order swapped between the two B blocks)"}};
+}
+
+json TorchFidelityReport::to_json() const {
+  json sh = json::array();
+  for (const auto& s : shapes) {
+    json j{{"shape", s.shape}, {"window", s.window}, {"outputs_verified", s.outputs_verified}};
+    if (!s.error.empty()) j["error"] = s.error;
+    if (!s.torch_path_ms.empty()) j["torch_path_ms"] = s.torch_path_ms;
+    if (!s.kqual_path_ms.empty()) j["kqual_path_ms"] = s.kqual_path_ms;
+    if (s.error.empty()) j["torch_vs_kqual"] = stats::to_json(s.torch_vs_kqual);
+    if (!s.overhead.empty()) j["python_overhead"] = torch_overhead_json(s.overhead);
+    sh.push_back(j);
+  }
+  return json{{"status", status}, {"torch", torch_version}, {"device", device}, {"shapes", sh}};
 }
 
 void add_torch_series(ShapeResult& sh, Series s, const std::vector<double>& candidate_samples, double equivalence_margin) {

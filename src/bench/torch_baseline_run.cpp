@@ -1,119 +1,228 @@
-// The PyTorch baseline phase (torch_baseline.hpp): the timing worker process, the input files, the
-// A B B A blocks and the check of the baselines' outputs against the contract's reference.
-#include <fcntl.h>
+// The PyTorch baseline phase and the fidelity path (torch_baseline.hpp): the timing worker, the
+// dataset files, the A B B A blocks and the check of PyTorch's outputs against the contract's
+// reference. One shape's blocks (ShapeBlocks) serve both: the baselines ("eager", "compiled") and the
+// candidate's own cubin ("cubin") are the same request with another impl.
 #include <fmt/format.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
+#include <algorithm>
+#include <memory>
 
 #include "kqual/bench/torch_baseline.hpp"
 #include "kqual/build/candidate.hpp"
 #include "kqual/check/evaluate.hpp"
+#include "kqual/check/plan.hpp"
 #include "kqual/contract/declared.hpp"
 #include "kqual/contract/import_kernelbench.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/worker/session.hpp"
+#include "torch_baseline_worker.hpp"
 
 namespace kqual::bench {
 namespace fs = std::filesystem;
 
 namespace {
 
-// tools/torch/timing_worker.py as a child process answering one JSON line per JSON line.
-class TorchWorker {
- public:
-  TorchWorker(const std::string& python, const fs::path& script, const json& cfg, const fs::path& err_file) : err_file_(err_file) {
-    int in_pipe[2], out_pipe[2];
-    if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0)
-      throw_error(ErrorKind::io, std::string("pipe: ") + std::strerror(errno));
-    signal(SIGPIPE, SIG_IGN);
-    std::vector<std::string> args = {python, script.string(), cfg.dump()};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = fork();
-    if (pid_ < 0) throw_error(ErrorKind::io, std::string("fork: ") + std::strerror(errno));
-    if (pid_ == 0) {
-      dup2(in_pipe[0], STDIN_FILENO);
-      dup2(out_pipe[1], STDOUT_FILENO);
-      const int ef = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      if (ef >= 0) dup2(ef, STDERR_FILENO);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(in_pipe[0]);
-    close(out_pipe[1]);
-    to_ = in_pipe[1];
-    from_ = out_pipe[0];
-  }
-  ~TorchWorker() {
-    if (to_ >= 0) close(to_);
-    if (from_ >= 0) close(from_);
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      int st = 0;
-      waitpid(pid_, &st, 0);
-    }
-  }
-  TorchWorker(const TorchWorker&) = delete;
-  TorchWorker& operator=(const TorchWorker&) = delete;
+constexpr double kTorchHelloTimeout = 300;      // [s] import torch, CUDA context, NVML
+constexpr double kTorchCallTimeout = 600;       // [s] one block of one implementation
+constexpr double kTorchCompileTimeout = 1800;   // [s] a first block that compiles (max-autotune-no-cudagraphs autotunes)
 
-  // One reply; {"ok": false, "code": "worker_died" | "timeout", ...} when there is none.
-  json call(const json* request, double timeout_s) {
-    if (request) {
-      const std::string l = request->dump() + "\n";
-      for (std::size_t off = 0; off < l.size();) {
-        const ssize_t w = write(to_, l.data() + off, l.size() - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return died();
-        off += std::size_t(w);
-      }
+fs::path torch_write_tensor(const fs::path& dir, const contract::Tensor& t, const char* ext) {
+  const fs::path f = dir / (t.name + ext);
+  write_file(f, t.bytes.data(), t.bytes.size());
+  return f;
+}
+
+// The worker, started and greeted; `blocker` is "" when it can time, else the phase's status.
+struct TorchStart {
+  std::unique_ptr<TorchWorker> w;
+  json hello;
+  std::string blocker;
+};
+
+TorchStart start_torch_worker(worker::Session& s, const TorchOperation& op, const std::string& compile_mode, bool with_reference) {
+  TorchStart ts;
+  std::string python;
+  fs::path script;
+  try {
+    python = contract::reference_python();
+    script = contract::torch_tool("timing_worker.py");
+  } catch (const Error& e) {
+    ts.blocker = std::string("not run: ") + e.what();
+    return ts;
+  }
+  const fs::path root = s.scratch() / "torch";
+  fs::create_directories(root);
+  json cfg{{"compile_mode", compile_mode}};
+  if (with_reference && op.reference) {
+    cfg["file"] = fs::absolute(op.reference->file).string();
+    cfg["function"] = op.reference->function;
+  }
+  ts.w = std::make_unique<TorchWorker>(python, script, cfg, root / "worker-stderr.txt");
+  ts.hello = ts.w->call(nullptr, kTorchHelloTimeout);
+  ts.blocker = torch_hello_blocker(ts.hello, op);
+  return ts;
+}
+
+// What one shape's blocks gave: the candidate's samples (kqual's worker, the same two datasets) and
+// one series per PyTorch implementation.
+struct TorchShapeRun {
+  std::vector<double> cand_samples;
+  std::vector<Series> series;  // in `kinds` order; label and role set by the caller
+  TorchShapeStartup st;
+  std::map<std::string, std::string> expression;  // impl → what the worker ran
+  std::vector<std::string> notes;
+};
+
+class ShapeBlocks {
+ public:
+  ShapeBlocks(worker::Session& s, const build::BuiltCandidate& cand, const contract::Contract& c, const TorchOperation& op, TorchWorker& w,
+              const contract::Dims& dims, const TimingOptions& o, std::vector<std::string> kinds, const fs::path& dir)
+      : s_(s), cand_(cand), c_(c), w_(w), dims_(dims), o_(o), kinds_(std::move(kinds)), dir_(dir) {
+    prepared_ = check::prepare_case(s, c, timing_case_spec(c, dims, o));
+    alt_ = check::prepare_case(s, c, timing_alt_case_spec(c, dims, o));
+    fs::create_directories(dir / "A");
+    fs::create_directories(dir / "B");
+    std::vector<TorchTensorFiles> in, out;
+    for (std::size_t k = 0; k < prepared_->data.inputs.size(); ++k) {
+      const contract::Tensor& t = prepared_->data.inputs[k];
+      in.push_back({t.name, torch_write_tensor(dir / "A", t, ".in"), torch_write_tensor(dir / "B", alt_->data.inputs.at(k), ".in")});
     }
-    for (;;) {
-      if (auto nl = pending_.find('\n'); nl != std::string::npos) {
-        const std::string line = pending_.substr(0, nl);
-        pending_.erase(0, nl + 1);
-        json j = json::parse(line, nullptr, false);
-        if (j.is_discarded()) return json{{"ok", false}, {"code", "protocol"}, {"error", "unreadable reply: " + line.substr(0, 300)}};
-        return j;
-      }
-      pollfd p{from_, POLLIN, 0};
-      const int r = poll(&p, 1, int(timeout_s * 1000));
-      if (r == 0) return json{{"ok", false}, {"code", "timeout"}, {"error", fmt::format("no reply in {:.0f} s", timeout_s)}};
-      if (r < 0 && errno == EINTR) continue;
-      char buf[65536];
-      const ssize_t n = read(from_, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return died();
-      pending_.append(buf, std::size_t(n));
+    for (const auto& t : prepared_->expected) out.push_back({t.name, dir / "A" / (t.name + ".out"), dir / "B" / (t.name + ".out")});
+    req_ = torch_shape_request(c, op, prepared_->data.dims, o.dtype, in, out, o);
+    run_.series.resize(kinds_.size());
+    run_.st.shape = contract::format_dims(dims);
+  }
+  const contract::Dims& case_dims() const { return prepared_->data.dims; }
+  void add_to_requests(const json& extra) { req_.update(extra); }
+
+  TorchShapeRun run() {
+    const int pairs = std::max(1, (o_.rounds + 1) / 2);
+    for (int p = 0; p < pairs; ++p) {
+      candidate_block(p == 0);
+      torch_block(2 * p, false, false);
+      torch_block(2 * p + 1, true, p + 1 == pairs);
+      candidate_block(false);
     }
+    return std::move(run_);
   }
 
  private:
-  json died() {
-    std::string err;
-    try {
-      err = read_text_file(err_file_);
-    } catch (const Error&) {
-    }
-    if (err.size() > 1500) err = "..." + err.substr(err.size() - 1500);
-    return json{{"ok", false}, {"code", "worker_died"}, {"error", "the PyTorch timing worker exited" + (err.empty() ? "" : ": " + err)}};
+  // The candidate in kqual's worker on the same two datasets the PyTorch worker reads (never fresh
+  // device inputs here: the comparison is on the same values), files kept across the blocks.
+  void candidate_block(bool first) {
+    TimingOptions one = o_;
+    one.shapes = {dims_};
+    one.rounds = 1;
+    one.warmup = first ? o_.warmup : 1;
+    one.measure_copy = false;
+    one.progress = {};
+    one.fresh_inputs = false;
+    one.give_hash_slots = false;
+    one.keep_input_files = true;
+    one.input_root = dir_ / "kqual";
+    TimingReport r1 = time_against_baselines(s_, cand_, {}, one);
+    const Series& cs = r1.shapes.at(0).series.at(0);
+    if (cs.error.empty() && cs.verified) run_.cand_samples.insert(run_.cand_samples.end(), cs.samples_ms.begin(), cs.samples_ms.end());
+    else run_.notes.push_back(fmt::format("{}: a candidate block failed: {}", run_.st.shape, cs.error.empty() ? cs.verify_detail : cs.error));
   }
-  fs::path err_file_;
-  pid_t pid_ = -1;
-  int to_ = -1, from_ = -1;
-  std::string pending_;
+
+  void torch_block(int block, bool reversed, bool last) {
+    for (std::size_t j = 0; j < kinds_.size(); ++j) {
+      const std::size_t i = reversed ? kinds_.size() - 1 - j : j;
+      Series& se = run_.series[i];
+      if (!se.error.empty()) continue;
+      json r = req_;
+      r["impl"] = kinds_[i];
+      r["warmup"] = block == 0 ? o_.warmup : 1;
+      r["write_outputs"] = last;
+      r["measure_direct"] = block == 0;  // the Python overhead, once per shape
+      const json a = w_.call(&r, block == 0 && kinds_[i] == "compiled" ? kTorchCompileTimeout : kTorchCallTimeout);
+      if (!a.value("ok", false)) {
+        se.error = fmt::format("{}: {}", a.value("code", std::string("?")), a.value("error", std::string()));
+        continue;
+      }
+      take_reply(a, block, kinds_[i], se);
+      if (last) verify_outputs(kinds_[i], se);
+    }
+  }
+
+  void take_reply(const json& a, int block, const std::string& kind, Series& se) {
+    auto add = [&](const char* key, std::vector<double>& into) {
+      for (const auto& x : a.value(key, json::array())) into.push_back(x.get<double>());
+    };
+    add("samples_ms", se.samples_ms);
+    if (block == 0) add("warmup_ms", se.warmup_ms);
+    add("sm_mhz", se.sm_clock_mhz);
+    add("mem_mhz", se.mem_clock_mhz);
+    se.reference_sm_mhz = a.value("reference_sm_mhz", 0u);
+    se.max_temperature_c = std::max(se.max_temperature_c, a.value("max_temperature_c", 0u));
+    se.clocks_note = a.value("clocks_note", std::string());
+    se.discarded += a.value("discarded", 0);
+    for (const auto& e : a.value("clock_events", json::array()))
+      if (se.clock_events.size() < 20) se.clock_events.push_back(fmt::format("block {}, {}", block + 1, e.get<std::string>()));
+    se.clock_guard_exhausted = se.clock_guard_exhausted || a.value("guard_exhausted", false);
+    if (a.contains("compile_s") && a["compile_s"].is_number() && kind == "compiled") run_.st.compile_s = a["compile_s"].get<double>();
+    if (block != 0) return;
+    run_.expression[kind] = a.value("expression", std::string());
+    std::vector<std::string> notes;
+    for (const auto& n : a.value("notes", json::array())) notes.push_back(n.get<std::string>());
+    const std::string window = a.value("window", std::string("?"));
+    run_.st.window[kind] = notes.empty() ? window : fmt::format("{}: {}", window, fmt::join(notes, "; "));
+    for (const auto& n : notes) run_.notes.push_back(fmt::format("{}: {}: {}", run_.st.shape, kind, n));
+    if (a.contains("overhead_ms") && a["overhead_ms"].is_number()) {
+      TorchOverhead ov;
+      ov.impl = kind;
+      auto med = [&](const char* key) {
+        std::vector<double> v;
+        add(key, v);
+        return v.empty() ? 0.0 : stats::median(v);
+      };
+      ov.direct_ms = med("direct_ms");
+      ov.graph_ms = med("graph_ms");
+      ov.overhead_ms = a["overhead_ms"].get<double>();
+      ov.direct_host_us = med("direct_host_us");
+      ov.replay_host_us = med("replay_host_us");
+      ov.overhead_host_us = a.value("overhead_host_us", 0.0);
+      run_.st.overhead.push_back(ov);
+    }
+  }
+
+  // The outputs of the last block, both datasets, against the reference (a wrong baseline is never the fastest).
+  void verify_outputs(const std::string& kind, Series& se) {
+    for (int d = 0; d < 2 && se.verified; ++d)
+      for (const auto& t : d == 0 ? prepared_->expected : alt_->expected) {
+        std::string code;
+        const std::string det = check::verify_output_file(c_, t, dir_ / (d == 0 ? "A" : "B") / (t.name + ".out"), 0xFF, &code);
+        if (det.empty()) continue;
+        se.verified = false;
+        se.verify_code = "timed_output_wrong";
+        se.verify_detail = fmt::format("PyTorch {} output '{}' on dataset {} ({}): {}", kind, t.name, d == 0 ? "A" : "B", code, det);
+        break;
+      }
+  }
+
+  worker::Session& s_;
+  const build::BuiltCandidate& cand_;
+  const contract::Contract& c_;
+  TorchWorker& w_;
+  contract::Dims dims_;
+  const TimingOptions& o_;
+  std::vector<std::string> kinds_;
+  fs::path dir_;
+  std::shared_ptr<const check::PreparedCase> prepared_, alt_;
+  json req_;
+  TorchShapeRun run_;
 };
 
-fs::path write_tensor(const fs::path& dir, const contract::Tensor& t) {
-  const fs::path f = dir / (t.name + ".in");
-  write_file(f, t.bytes.data(), t.bytes.size());
-  return f;
+std::string overhead_text(const TorchBaselineReport& rep) {
+  std::vector<std::string> parts;
+  for (const auto& st : rep.startup)
+    for (const auto& ov : st.overhead)
+      parts.push_back(fmt::format("{} {} {:+.4f} ms ({:+.1f} us host)", st.shape, ov.impl, ov.overhead_ms, ov.overhead_host_us));
+  if (parts.empty()) return "";
+  return fmt::format("; Python overhead per call, outside the samples (call without a graph minus graph replay, events): {}",
+                     fmt::join(parts, ", "));
 }
 
 }  // namespace
@@ -122,44 +231,22 @@ TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCa
                                         const std::optional<std::vector<std::string>>& requested) {
   TorchBaselineReport rep;
   const contract::Contract& c = contract::find_contract(cand.manifest.contract);
-  const std::optional<TorchReference> ref = torch_reference_of(c);
-  if (requested && requested->empty()) {
-    rep.status = "not run: --torch-baselines none";
+  if (const std::string why = torch_phase_blocker(c, o, requested); !why.empty()) {
+    rep.status = why;
     return rep;
   }
-  if (!ref) {
-    rep.status = fmt::format("not run: the contract's reference is not PyTorch ({})",
-                             contract::declared_file(c).empty() ? "a built-in contract" : "[reference] kind is not \"torch\"");
-    return rep;
-  }
-  if (const std::string why = torch_timing_blocker(o); !why.empty()) {
-    rep.status = "not run: " + why;
-    return rep;
-  }
+  const TorchOperation op = *torch_operation_of(c);
+  rep.compile_mode = torch_compile_mode();
   const std::vector<std::string> kinds = requested ? *requested : std::vector<std::string>{"eager", "compiled"};
-  std::string python;
-  fs::path script;
-  try {
-    python = contract::reference_python();
-    script = contract::torch_tool("timing_worker.py");
-  } catch (const Error& e) {
-    rep.status = std::string("not run: ") + e.what();
+  TorchStart ts = start_torch_worker(s, op, rep.compile_mode, true);
+  if (!ts.blocker.empty()) {
+    rep.status = ts.blocker;
     return rep;
   }
-  const fs::path root = s.scratch() / "torch";
-  fs::create_directories(root);
-  TorchWorker w(python, script, json{{"file", fs::absolute(ref->file).string()}, {"function", ref->function}}, root / "worker-stderr.txt");
-  const json hello = w.call(nullptr, 300);
-  if (!hello.value("ok", false)) {
-    const std::string code = hello.value("code", std::string());
-    rep.status = fmt::format("not run: {}", code == "no_torch" ? "torch not importable (" + hello.value("error", std::string()) + ")"
-                                                               : hello.value("error", std::string("the PyTorch worker did not start")));
-    return rep;
-  }
-  rep.torch_version = hello.value("torch", std::string());
-  rep.device = hello.value("device", std::string());
-  rep.clocks = hello.value("clocks", std::string());
-  const int pairs = std::max(1, (o.rounds + 1) / 2);
+  rep.torch_version = ts.hello.value("torch", std::string());
+  rep.device = ts.hello.value("device", std::string());
+  rep.clocks = ts.hello.value("clocks", std::string());
+  rep.precision = ts.hello.value("precision", std::string());
   std::vector<std::string> timed;
   for (std::size_t si = 0; si < tr.shapes.size(); ++si) {
     ShapeResult& sh = tr.shapes[si];
@@ -167,108 +254,22 @@ TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCa
       rep.notes.push_back(fmt::format("{}: not timed against PyTorch: the candidate has no verified samples there", sh.shape));
       continue;
     }
+    const int pairs = std::max(1, (o.rounds + 1) / 2);
     if (o.progress) o.progress(fmt::format("timing: PyTorch {} at {} (A B B A x {})", fmt::join(kinds, ", "), sh.shape, pairs));
-    const contract::CaseSpec spec = timing_case_spec(c, sh.dims, o), alt_spec = timing_alt_case_spec(c, sh.dims, o);
-    auto prepared = check::prepare_case(s, c, spec);
-    auto alt = check::prepare_case(s, c, alt_spec);
-    const fs::path dir = root / fmt::format("shape{}", si);
-    fs::create_directories(dir / "A");
-    fs::create_directories(dir / "B");
-    json req{{"inputs", json::object()}, {"scalars", json::object()}, {"axes", json::object()}, {"outputs", json::array()},
-             {"flush", o.flush_l2 ? o.flush_mode : "none"}, {"clock_guard", o.clock_guard}, {"samples", o.samples_per_round}};
-    auto shape_of = [&](const std::string& tensor) {
-      json shape = json::array();
-      if (auto it = ref->shapes.find(tensor); it != ref->shapes.end())
-        for (const auto& a : it->second) shape.push_back(prepared->data.dims.at(a));
-      return shape;
-    };
-    for (std::size_t k = 0; k < prepared->data.inputs.size(); ++k) {
-      const contract::Tensor& t = prepared->data.inputs[k];
-      req["inputs"][t.name] = {{"files", {write_tensor(dir / "A", t).string(), write_tensor(dir / "B", alt->data.inputs.at(k)).string()}},
-                               {"dtype", to_string(t.dtype)}, {"shape", shape_of(t.name)}};
-    }
-    for (const auto& sc : c.scalars()) {
-      if (sc.dtype == DType::i32 || sc.dtype == DType::i64 || sc.dtype == DType::u32) req["scalars"][sc.name] = std::int64_t(sc.value);
-      else if (sc.dtype == DType::f32) req["scalars"][sc.name] = double(float(sc.value));
-      else req["scalars"][sc.name] = sc.value;
-    }
-    for (const auto& [n, v] : prepared->data.dims) req["axes"][n] = v;
-    for (const auto& t : prepared->expected)
-      req["outputs"].push_back({{"name", t.name}, {"dtype", to_string(t.dtype)}, {"shape", shape_of(t.name)},
-                                {"files", {(dir / "A" / (t.name + ".out")).string(), (dir / "B" / (t.name + ".out")).string()}}});
-
-    std::vector<double> cand_samples;
-    std::vector<Series> series(kinds.size());
-    TorchShapeStartup st{sh.shape, -1};
-    auto candidate_block = [&](bool first) {
-      TimingOptions one = o;
-      one.shapes = {sh.dims};
-      one.rounds = 1;
-      one.warmup = first ? o.warmup : 1;
-      one.measure_copy = false;
-      one.progress = {};
-      TimingReport r1 = time_against_baselines(s, cand, {}, one);
-      const Series& cs = r1.shapes.at(0).series.at(0);
-      if (cs.error.empty() && cs.verified) cand_samples.insert(cand_samples.end(), cs.samples_ms.begin(), cs.samples_ms.end());
-      else rep.notes.push_back(fmt::format("{}: a candidate block failed: {}", sh.shape, cs.error.empty() ? cs.verify_detail : cs.error));
-    };
-    auto torch_block = [&](int block, bool reversed, bool last) {
-      for (std::size_t j = 0; j < kinds.size(); ++j) {
-        const std::size_t i = reversed ? kinds.size() - 1 - j : j;
-        Series& se = series[i];
-        if (!se.error.empty()) continue;
-        json r = req;
-        r["impl"] = kinds[i];
-        r["warmup"] = block == 0 ? o.warmup : 1;
-        r["write_outputs"] = last;
-        const json a = w.call(&r, 600);
-        if (!a.value("ok", false)) {
-          se.error = fmt::format("{}: {}", a.value("code", std::string("?")), a.value("error", std::string()));
-          continue;
-        }
-        auto add = [&](const char* key, std::vector<double>& into) {
-          for (const auto& x : a.value(key, json::array())) into.push_back(x.get<double>());
-        };
-        add("samples_ms", se.samples_ms);
-        if (block == 0) add("warmup_ms", se.warmup_ms);
-        add("sm_mhz", se.sm_clock_mhz);
-        add("mem_mhz", se.mem_clock_mhz);
-        se.reference_sm_mhz = a.value("reference_sm_mhz", 0u);
-        se.max_temperature_c = std::max(se.max_temperature_c, a.value("max_temperature_c", 0u));
-        se.clocks_note = a.value("clocks_note", std::string());
-        se.discarded += a.value("discarded", 0);
-        for (const auto& e : a.value("clock_events", json::array()))
-          if (se.clock_events.size() < 20) se.clock_events.push_back(fmt::format("block {}, {}", block + 1, e.get<std::string>()));
-        se.clock_guard_exhausted = se.clock_guard_exhausted || a.value("guard_exhausted", false);
-        if (a.contains("compile_s") && kinds[i] == "compiled") st.compile_s = a["compile_s"].get<double>();
-        if (!last) continue;
-        // The outputs of the last block, both datasets, against the reference (a wrong baseline is never the fastest).
-        for (int d = 0; d < 2 && se.verified; ++d)
-          for (const auto& t : d == 0 ? prepared->expected : alt->expected) {
-            std::string code;
-            const std::string det = check::verify_output_file(c, t, dir / (d == 0 ? "A" : "B") / (t.name + ".out"), 0xFF, &code);
-            if (det.empty()) continue;
-            se.verified = false;
-            se.verify_code = "timed_output_wrong";
-            se.verify_detail = fmt::format("PyTorch {} output '{}' on dataset {} ({}): {}", kinds[i], t.name, d == 0 ? "A" : "B", code, det);
-            break;
-          }
-      }
-    };
-    for (int p = 0; p < pairs; ++p) {
-      candidate_block(p == 0);
-      torch_block(2 * p, false, false);
-      torch_block(2 * p + 1, true, p + 1 == pairs);
-      candidate_block(false);
-    }
+    const fs::path dir = s.scratch() / "torch" / fmt::format("shape{}", si);
+    TorchShapeRun run = ShapeBlocks(s, cand, c, op, *ts.w, sh.dims, o, kinds, dir).run();
     for (std::size_t i = 0; i < kinds.size(); ++i) {
-      Series& se = series[i];
+      Series& se = run.series[i];
       se.label = kinds[i] == "eager" ? kTorchEager : kTorchCompiled;
       se.role = "baseline";
       se.timer = "events";
-      add_torch_series(sh, std::move(se), cand_samples, o.equivalence_margin);
+      add_torch_series(sh, std::move(se), run.cand_samples, o.equivalence_margin);
     }
-    rep.startup.push_back(st);
+    if (rep.operation.empty())
+      for (const auto& k : kinds)
+        if (!run.expression[k].empty()) rep.operation += (rep.operation.empty() ? "" : "; ") + k + ": " + run.expression[k];
+    rep.notes.insert(rep.notes.end(), run.notes.begin(), run.notes.end());
+    rep.startup.push_back(std::move(run.st));
     timed.push_back(sh.shape);
     std::error_code ec;
     fs::remove_all(dir, ec);
@@ -277,11 +278,68 @@ TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCa
   std::vector<std::string> compile;
   for (const auto& st : rep.startup)
     if (st.compile_s >= 0) compile.push_back(fmt::format("{:.1f} s at {}", st.compile_s, st.shape));
-  rep.status = rep.ran ? fmt::format("done: {} at {} shape(s), torch {} on {}; A B B A blocks against the candidate{}{}", fmt::join(kinds, ", "),
-                                     timed.size(), rep.torch_version, rep.device,
-                                     compile.empty() ? "" : fmt::format("; torch.compile startup (compilation, first call) {}", fmt::join(compile, ", ")),
-                                     rep.clocks == "nvml" ? "" : "; " + rep.clocks)
+  rep.status = rep.ran ? fmt::format("done: {} at {} shape(s), torch {} on {} ({}); CUDA-graph replays of the operation's kernels, A B B A "
+                                     "blocks against the candidate on the same datasets{}{}{}",
+                                     fmt::join(kinds, ", "), timed.size(), rep.torch_version, rep.device, op.describe(),
+                                     compile.empty() ? "" : fmt::format("; torch.compile (mode {}) startup (compilation, first call) {}",
+                                                                        rep.compile_mode, fmt::join(compile, ", ")),
+                                     overhead_text(rep), rep.clocks == "nvml" ? "" : "; " + rep.clocks)
                        : "not run: no shape with verified candidate samples";
+  return rep;
+}
+
+TorchFidelityReport time_cubin_through_torch(worker::Session& s, const build::BuiltCandidate& cand, const TimingOptions& o) {
+  TorchFidelityReport rep;
+  const contract::Contract& c = contract::find_contract(cand.manifest.contract);
+  if (const std::string why = torch_timing_blocker(o); !why.empty()) {
+    rep.status = "not run: " + why;
+    return rep;
+  }
+  // The operation matters only for the tensors' shapes here: a contract PyTorch cannot run still
+  // has its domain's.
+  const TorchOperation op = torch_operation_of(c).value_or(TorchOperation{});
+  TorchStart ts = start_torch_worker(s, op, "default", false);
+  if (!ts.blocker.empty()) {
+    rep.status = ts.blocker;
+    return rep;
+  }
+  rep.torch_version = ts.hello.value("torch", std::string());
+  rep.device = ts.hello.value("device", std::string());
+  const std::vector<contract::Dims> shapes = o.shapes.empty() ? c.benchmark_shapes() : o.shapes;
+  for (std::size_t si = 0; si < shapes.size(); ++si) {
+    TorchFidelityShape row;
+    row.shape = contract::format_dims(shapes[si]);
+    const fs::path dir = s.scratch() / "torch" / fmt::format("fidelity{}", si);
+    try {
+      ShapeBlocks blocks(s, cand, c, op, *ts.w, shapes[si], o, {"cubin"}, dir);
+      const check::ResolvedPlan plan = check::resolve_plan(cand, o.dtype, blocks.case_dims(), s.device());
+      if (!plan.refusal.empty()) throw_error(ErrorKind::unsupported, "refused: " + plan.refusal);
+      blocks.add_to_requests(json{{"cubin", torch_cubin_launch(cand.image_path, plan.launches, plan.scratch)}});
+      TorchShapeRun run = blocks.run();
+      const Series& se = run.series.at(0);
+      row.torch_path_ms = se.samples_ms;
+      row.kqual_path_ms = run.cand_samples;
+      row.window = run.st.window.count("cubin") ? run.st.window.at("cubin") : "";
+      row.overhead = run.st.overhead;
+      row.outputs_verified = se.error.empty() && se.verified;
+      if (!se.error.empty()) row.error = "the PyTorch path: " + se.error;
+      else if (!se.verified) row.error = se.verify_detail;
+      else if (run.cand_samples.empty()) row.error = "kqual's path gave no samples: " + fmt::format("{}", fmt::join(run.notes, "; "));
+      else {
+        stats::DecisionOptions dopt;
+        dopt.margin.relative = o.equivalence_margin;
+        row.torch_vs_kqual = stats::compare(row.kqual_path_ms, row.torch_path_ms, dopt);
+      }
+    } catch (const Error& e) {
+      row.error = e.what();
+    }
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    rep.shapes.push_back(std::move(row));
+  }
+  std::size_t compared = 0;
+  for (const auto& x : rep.shapes) compared += x.error.empty();
+  rep.status = fmt::format("done: {} of {} shape(s) compared, torch {} on {}", compared, rep.shapes.size(), rep.torch_version, rep.device);
   return rep;
 }
 
