@@ -301,7 +301,7 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
 
   const toml::table* sup = root["supports"].as_table();
   if (!sup) cx.fail("[supports]", "missing table (required): which dtypes, alignment and sizes the kernel claims");
-  check_keys(cx, *sup, "supports", {"dtypes", "min_alignment_bytes", "max_n", "in_place"});
+  check_keys(cx, *sup, "supports", {"dtypes", "min_alignment_bytes", "max_n", "in_place", "deterministic"});
   const auto* dts = sup->get("dtypes") ? sup->get("dtypes")->as_array() : nullptr;
   if (!dts || dts->empty()) cx.fail("supports.dtypes", "missing or empty (e.g. [\"f32\", \"bf16\"])");
   for (std::size_t i = 0; i < dts->size(); ++i) {
@@ -330,6 +330,30 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
   if (const toml::node* a = sup->get("in_place")) {
     if (!a->is_boolean()) cx.fail("supports.in_place", fmt::format("expected true or false, got {}", value_text(*a)));
     m.supports.in_place = *a->value<bool>();
+  }
+  if (const toml::node* a = sup->get("deterministic")) {
+    if (!a->is_boolean()) cx.fail("supports.deterministic", fmt::format("expected true or false, got {}", value_text(*a)));
+    m.supports.deterministic = *a->value<bool>();
+    // A manifest may tighten the contract's run-to-run rule (true: a difference between two runs is a
+    // rejection), never loosen it: a contract that requires bitwise reproducibility states why, and a
+    // candidate that says it cannot give it (atomics) is outside that contract, for every dtype the
+    // contract requires it in.
+    if (!*m.supports.deterministic)
+      for (DType t : m.supports.dtypes) {
+        const contract::Reproducibility r = c->reproducibility(t);
+        if (!r.required) continue;
+        std::vector<std::string> free;  // the contract's dtypes a non-reproducible kernel may claim
+        for (DType u : c->dtypes())
+          if (!c->reproducibility(u).required) free.push_back(std::string(to_string(u)));
+        cx.fail("supports.deterministic",
+                fmt::format("false, but contract {} requires bitwise reproducible results for {} ({}); a manifest cannot "
+                            "loosen a contract's rule: make the kernel reproducible (e.g. a fixed-order second pass instead "
+                            "of atomics){}. Opt-out: {}",
+                            m.contract, to_string(t), r.reason,
+                            free.empty() ? std::string()
+                                         : fmt::format(", or claim only dtypes it does not require it for ({})", fmt::join(free, ", ")),
+                            r.opt_out));
+      }
   }
 
   std::vector<std::string> names = expression_names(*c);

@@ -161,9 +161,17 @@ CaseResult run_device_verified_case(Session& s, const BuiltCandidate& b, const c
     }
   }
   cleanup();
+  // A device reference exists only for exact outputs, and generated inputs are finite (no NaN whose
+  // payload could differ harmlessly): a chunk that differed was wrong in that run, beyond a bound of
+  // 0, whatever the rule. The elements of the first runs are gone, so no ulp figure is measured.
+  const RunToRunPolicy policy = run_to_run_policy(c, b.manifest.supports, spec.dtype);
   res.code = "nondeterministic";
-  res.detail = summary + " in the first two runs, and the same chunks were right when run again on the same inputs: the "
-               "output changes from run to run";
+  res.detail = fmt::format("{} in the first two runs, and the same chunks were right when run again on the same inputs: the "
+                           "output changes from run to run, beyond the exact output's bound of 0; {}",
+                           summary,
+                           policy.required ? fmt::format("bitwise reproducible results are required: {}. Opt-out: {}", policy.reason,
+                                                         policy.opt_out)
+                                           : fmt::format("the rule admits differences within the bound only ({})", policy.reason));
   return res;
 }
 

@@ -8,6 +8,7 @@
 
 #include "kqual/check/evaluate.hpp"
 #include "kqual/check/plan.hpp"
+#include "kqual/check/run_to_run.hpp"
 #include "kqual/worker/protocol.hpp"
 
 namespace kqual::check {
@@ -36,8 +37,10 @@ struct RunStyle {
 
 // The outputs of one worker request judged against the expected tensors: true when every run was
 // right; otherwise res.code and res.detail are set.
-bool judge_runs(const contract::Contract& c, const worker::Answer<worker::RunReply>& r, const worker::RunRequest& request,
-                const std::vector<contract::Tensor>& expected, CaseResult& res);
+// Two runs that differ are measured and judged under `policy` (run_to_run.hpp): res.run_to_run is
+// set, and res.note when the difference is admitted.
+bool judge_runs(const contract::Contract& c, const RunToRunPolicy& policy, const worker::Answer<worker::RunReply>& r,
+                const worker::RunRequest& request, const std::vector<contract::Tensor>& expected, CaseResult& res);
 bool is_fault(const std::string& code);
 bool is_value_failure(const std::string& code);
 // The candidate's claims and launch plan admit the case: the resolved plan, or nullopt with res refused.

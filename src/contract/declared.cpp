@@ -71,11 +71,29 @@ std::vector<Tensor> dense_inputs(const std::vector<Tensor>& in, const Dims& all,
 
 namespace declared {
 
+Reproducibility DeclaredContract::reproducibility(DType) const {
+  Reproducibility r;
+  r.required = s_.deterministic;
+  r.reason = !s_.deterministic_reason.empty() ? s_.deterministic_reason
+             : r.required ? "the declared contract requires it ([contract] deterministic is true, the default)"
+                          : "the declared contract admits run-to-run differences within its error bound ([contract] "
+                            "deterministic = false)";
+  r.opt_out = r.required ? fmt::format("the contract's owner may set [contract] deterministic = false in {} when the "
+                                       "operation admits run-to-run differences within its error bound",
+                                       s_.file.string())
+                         : "claim [supports] deterministic = true in the candidate's manifest to be held to bitwise "
+                           "reproducibility";
+  return r;
+}
+
 std::string DeclaredContract::numerical_policy() const {
   std::vector<std::string> parts;
   if (!s_.policy.empty()) parts.push_back(s_.policy.ends_with(".") ? s_.policy : s_.policy + ".");
   for (const auto& t : s_.tensors)
     if (t.role == Role::output) parts.push_back(model_text(t));
+  parts.push_back(s_.deterministic ? "Run to run: two runs must agree bitwise."
+                                   : "Run to run: bitwise reproducibility is not required; two runs must each be within "
+                                     "the bound and differ by no more than it.");
   parts.push_back(fmt::format("Reference: {}:{} ({}, float64) in its own process, declared in {}.", s_.reference.file.filename().string(),
                               s_.reference.function, s_.reference.kind, s_.file.string()));
   return fmt::format("{}", fmt::join(parts, " "));

@@ -55,7 +55,8 @@ class DeclaredContract final : public Contract {
     for (const auto& sc : s_.scalars) v.push_back({sc.name, sc.dtype, sc.value});
     return v;
   }
-  bool deterministic() const override { return s_.deterministic; }
+  // [contract] deterministic (default true) and deterministic_reason.
+  Reproducibility reproducibility(DType t) const override;
   std::string roofline_ceiling() const override { return s_.ceiling; }
   std::string benchmark_family() const override { return s_.bench_family; }
   std::vector<Dims> benchmark_shapes() const override {

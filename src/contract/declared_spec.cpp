@@ -98,13 +98,14 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
   check_keys(cx, root, "", {"contract", "axes", "scalars", "tensors", "dtypes", "constraints", "families", "cost", "bench",
                             "reference", "index_cases"});
   const toml::table& c = table_at(cx, root.get("contract"), "contract");
-  check_keys(cx, c, "contract", {"name", "summary", "policy", "deterministic", "max_case_elements"});
+  check_keys(cx, c, "contract", {"name", "summary", "policy", "deterministic", "deterministic_reason", "max_case_elements"});
   s.name = str(cx, c, "contract", "name", true);
   if (s.name.empty() || !std::all_of(s.name.begin(), s.name.end(), [](char ch) { return std::isalnum((unsigned char)ch) || ch == '_'; }))
     cx.fail("contract.name", fmt::format("\"{}\": letters, digits and _ only", s.name));
   s.summary = str(cx, c, "contract", "summary", true);
   s.policy = str(cx, c, "contract", "policy", false);
   s.deterministic = boolean(cx, c, "contract", "deterministic", true);
+  s.deterministic_reason = str(cx, c, "contract", "deterministic_reason", false);
   s.max_case_elements = integer(cx, c, "contract", "max_case_elements", s.max_case_elements);
   if (s.max_case_elements < 1 || s.max_case_elements > (std::int64_t(1) << 28))
     cx.fail("contract.max_case_elements", fmt::format("{} is outside [1, 2^28]", s.max_case_elements));

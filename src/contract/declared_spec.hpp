@@ -125,7 +125,10 @@ struct Spec {
   std::vector<Dims> bench_shapes;
   std::string bench_family = "base";
   std::int64_t max_case_elements = std::int64_t(1) << 24;  // the largest tensor of a CPU-referenced case
+  // [contract] deterministic: two runs on the same inputs must give the same bytes (default true, the
+  // rule before the key existed); deterministic_reason says why, for the memo and refusals.
   bool deterministic = true;
+  std::string deterministic_reason;
   Reference reference;
   // [index_cases] axis: outputs are independent across this axis (the outermost of every tensor
   // holding it), so cases past 2^31 elements are generated on the device and checked in windows of it.

@@ -41,6 +41,24 @@ class ExclusiveScan final : public Contract {
     };
     return d;
   }
+  // i32: required — the sum modulo 2^32 is exact in any order, so a difference between runs is a
+  // wrong element. f32: not required — the error bound admits any association order, and the
+  // standard single-pass scan (decoupled look-back, CUB's DeviceScan) combines a tile's
+  // predecessors in an order that depends on timing (its f32 results differed between two runs on
+  // the H200); each run is still held to the bound, and so is the difference between them.
+  Reproducibility reproducibility(DType t) const override {
+    if (t == DType::i32)
+      return {.required = true,
+              .reason = "the i32 scan is exact (modulo 2^32) in any order: any run-to-run difference is already a wrong "
+                        "element",
+              .opt_out = "none: an exact integer scan has one right answer"};
+    return {.required = false,
+            .reason = "the f32 error bound admits any association order, and single-pass scans with decoupled look-back "
+                      "(CUB's) combine tile prefixes in an order that depends on timing",
+            .opt_out = "claim [supports] deterministic = true in the candidate's manifest to be held to bitwise "
+                       "reproducibility"};
+  }
+
   std::string numerical_policy() const override {
     return "i32: bit-exact; the sum is taken modulo 2^32 (two's-complement wrap-around on overflow is the defined "
            "result, not an error). f32: error model. Any association order of IEEE-754 single-precision adds is "
@@ -50,8 +68,9 @@ class ExclusiveScan final : public Contract {
            "The reference is accumulated in long double (64-bit significand) on the CPU. Accumulating in bf16 or "
            "f16 exceeds the bound on long prefixes (>= 8192 terms) of non-zero-mean data. Denormals must be "
            "preserved (y[1] = x[0] exactly). NaN never matches a number: after a NaN, or after both +Inf and -Inf, "
-           "every later y is NaN; after +Inf alone every later y is +Inf. Deterministic: two runs must agree "
-           "bitwise.";
+           "every later y is NaN; after +Inf alone every later y is +Inf. Run to run: i32 must be bitwise "
+           "reproducible; f32 need not be (look-back scans vary the order), but two runs must each be within the "
+           "bound and differ by no more than it.";
   }
 
   // i32 (exact, wrapping): n just past 2^31, and past 2^32 when the claim reaches it. f32 has no

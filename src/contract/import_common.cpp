@@ -44,4 +44,22 @@ void write_imported_contract(const fs::path& out, const std::map<std::string, st
   }
 }
 
+std::string determinism_toml(bool any_float_output, const std::string& source) {
+  if (!any_float_output)
+    return "# Every output is an integer, compared exactly: any run-to-run difference is already a wrong element.\n"
+           "deterministic = true\n"
+           "deterministic_reason = \"every output is an integer, compared exactly\"\n";
+  return fmt::format(
+      "# {0} judges each run against its reference under its tolerance and never compares two runs, so\n"
+      "# kernels written for it may split reductions over blocks with atomics (the order of the adds, and\n"
+      "# the last bits, vary from run to run). kqual holds each run to the error model below and the\n"
+      "# difference between two runs to the same bound; set true to require bitwise reproducibility.\n"
+      "deterministic = false\n"
+      "deterministic_reason = {1}\n",
+      source,
+      toml_quoted(fmt::format("imported from {}, which compares each run with the reference under a tolerance and never "
+                              "two runs with each other; split reductions with atomics are normal there",
+                              source)));
+}
+
 }  // namespace kqual::contract::detail

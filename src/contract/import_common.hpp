@@ -16,6 +16,13 @@ std::string toml_quoted(const std::string& s);
 // the importer's bug. `out` must not exist.
 void write_imported_contract(const std::filesystem::path& out, const std::map<std::string, std::string>& files);
 
+// The [contract] lines that state the run-to-run rule of an imported contract, with a comment saying
+// why: `source` is the benchmark the file came from ("flashinfer-bench", "KernelBench"). Floating
+// outputs under the source's tolerance: not required (the source judges each run against its
+// reference and never compares runs, so split-K and atomics are normal there; kqual still holds each
+// run and the difference between two runs to the bound). Integer outputs only: required (exact).
+std::string determinism_toml(bool any_float_output, const std::string& source);
+
 // ---- value families for imported contracts (import_families.cpp) ----
 
 // An input the families may redraw: a floating tensor drawn from "normal" or "uniform" (integer

@@ -145,7 +145,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     << "# Translation notes: docs/declared-contracts.md, \"Importing a Definition\".\n";
   t << "[contract]\nname = " << toml_quoted(name) << "\nsummary = "
     << toml_quoted(def.value("description", std::string("imported Definition ") + def["name"].get<std::string>())) << "\n";
-  t << "POLICY_TEXT\nMAX_CASE_ELEMENTS\n";
+  t << "POLICY_TEXT\nDETERMINISM\nMAX_CASE_ELEMENTS\n";
   std::set<std::string> axes;
   std::vector<std::string> var_axes;
   std::map<std::string, std::int64_t> axis_value;  // at the base shape: how large a case's tensors get
@@ -333,6 +333,9 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     r.notes.push_back(fmt::format("'{}' has {} elements at the base shape: max_case_elements raised to it (the reference runs on the "
                                   "CPU in float64 for every case: slow)", base_largest.first, base_largest.second));
   }
+  // Written once every output's dtype is known (an integer-only operation is exact).
+  text.replace(text.find("DETERMINISM\n"), 12,
+               detail::determinism_toml(any_float_output, sol ? "SOL-ExecBench" : "flashinfer-bench"));
   text.replace(text.find("MAX_CASE_ELEMENTS\n"), 18, cap_line + "\n");
   if (!any_float_output) r.notes.push_back("every output is an integer: compared exactly");
 

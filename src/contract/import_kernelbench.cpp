@@ -267,6 +267,10 @@ KernelBenchImport translate_kernelbench(const json& cap, const KernelBenchImport
                           "as KernelBench runs it) evaluated in float64 on the CPU; KernelBench itself compares in float32 with "
                           "torch.allclose. Parameters are inputs a kernel receives.", o.seed))
     << "\n";
+  const bool any_float_output = std::any_of(tensors.begin(), tensors.end(), [](const auto& ti) {
+    return ti.group == "output" && ti.dtype != "i32" && ti.dtype != "i64";
+  });
+  t << detail::determinism_toml(any_float_output, "KernelBench");
   if (bench_elements > (std::int64_t(1) << 24))
     t << "max_case_elements = " << bench_elements << "   # the benchmark shape is checked too (the reference runs there)\n";
   t << "\n";

@@ -58,7 +58,17 @@ class ResidualAddRelu final : public Contract {
            "in f32, relu, rounded to nearest even bf16. relu(NaN) is NaN (any payload; fmaxf would swallow it); "
            "relu(v) = v for v > 0 (+Inf stays +Inf); every other value, -0 and -Inf included, gives +0. "
            "Inf + (-Inf) is NaN. Reference: the sum in f64, rounded once to f32 (exact for one add), on the CPU "
-           "of the coordinating process.";
+           "of the coordinating process."
+           " Run to run: two runs must agree bitwise (an exact result has one right answer).";
+  }
+
+  // Required: the output is bit-exact (one IEEE add, then relu), so a run that differs from another
+  // has at least one wrong element; there is no legitimate order of operations to vary.
+  Reproducibility reproducibility(DType) const override {
+    return {.required = true,
+            .reason = "the output is bit-exact (one add and a relu per element): any run-to-run difference is already a "
+                      "wrong element",
+            .opt_out = "none: an exact elementwise result has one right answer"};
   }
 
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {

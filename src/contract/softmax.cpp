@@ -71,7 +71,22 @@ class Softmax final : public Contract {
            "the whole row NaN; a +Inf in a row makes the whole row NaN (Inf - Inf); a row of only -Inf is NaN "
            "(-Inf - (-Inf)); a -Inf entry in a row with a finite max gives exactly 0 (within the floor). NaN never "
            "matches a number; infinities are never admitted where the reference is finite. Logits up to |x| = 1e4 "
-           "(far beyond exp overflow at 88.7) are tested: only max subtraction survives them.";
+           "(far beyond exp overflow at 88.7) are tested: only max subtraction survives them. Run to run: two runs "
+           "must agree bitwise.";
+  }
+
+  // Required, although the bound admits any order of the row sum: every output of a row waits for
+  // the whole row's max and sum, so a kernel that splits a row over blocks needs a second pass over
+  // the row anyway, and merging the blocks' partial (max, sum) pairs there in a fixed order costs
+  // nothing over atomics. Reproducibility is worth more here than in a plain reduction: softmax
+  // feeds sampling, top-k and argmax, where a last-bit difference picks another token.
+  Reproducibility reproducibility(DType) const override {
+    return {.required = true,
+            .reason = "each row's outputs wait for its whole max and sum, so split rows merge their partial (max, sum) "
+                      "pairs in a second pass whose fixed order costs nothing over atomics, and softmax feeds sampling, "
+                      "top-k and argmax, where a last-bit difference changes the pick",
+            .opt_out = "none for the built-in softmax; a declared contract (contracts/softmax_declared/contract.toml) "
+                       "may set [contract] deterministic = false"};
   }
 
   // rows x 1031 just past 2^31 elements, in each claimed dtype; whole rows around elements 2^31

@@ -51,7 +51,16 @@ class Transpose final : public Contract {
            "and -0 must survive unchanged, so an implementation that passes elements through float arithmetic "
            "(x + 0.0f canonicalises NaN to 0x7fffffff and turns -0 into +0) is wrong_result. Failure codes: the "
            "poison pattern surviving is unwritten_output; NaN where a number belongs (or the reverse) is nan_policy; "
-           "any other bit difference, NaN payloads included, is wrong_result. Reference: a bit copy on the CPU.";
+           "any other bit difference, NaN payloads included, is wrong_result. Reference: a bit copy on the CPU."
+           " Run to run: two runs must agree bitwise (an exact result has one right answer).";
+  }
+
+  // Required: every element is a bit copy of one input element, so any difference between two runs
+  // is a wrong (or torn) element; no reduction exists whose order could vary.
+  Reproducibility reproducibility(DType) const override {
+    return {.required = true,
+            .reason = "the output is a bit copy of the input: any run-to-run difference is already a wrong element",
+            .opt_out = "none: a permutation of bits has one right answer"};
   }
 
   // rows x cols just past 2^31 elements (about 46349 x 46355), in each claimed float dtype; the

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
@@ -126,6 +127,60 @@ TEST_F(ManifestTest, ExpectGivenHashSlotsIsABooleanOfAKnownBrokenCandidate) {
   EXPECT_NE(e.find("true or false"), std::string::npos) << e;
   // Without rejected_for the [expect] table is refused (only known-broken candidates have one).
   EXPECT_NE(error_of(good() + "[expect]\ngiven_hash_slots = true\n").find("rejected_for"), std::string::npos);
+}
+
+// [supports] deterministic: a manifest may tighten its contract's run-to-run rule, never loosen it.
+TEST_F(ManifestTest, DeterministicClaimTightensButNeverLoosens) {
+  // residual_add_relu requires bitwise reproducibility: false is an input error naming file, key and contract.
+  std::string e = error_of(replace(good(), "dtypes = [\"f32\"]", "dtypes = [\"f32\"]\ndeterministic = false"));
+  EXPECT_NE(e.find((dir.path() / "kqual.toml").string()), std::string::npos) << e;
+  EXPECT_NE(e.find("supports.deterministic"), std::string::npos) << e;
+  EXPECT_NE(e.find("contract residual_add_relu requires bitwise reproducible results for f32"), std::string::npos) << e;
+  EXPECT_NE(e.find("Opt-out: none"), std::string::npos) << e;
+  // The same claim true changes nothing there (already required); absent, the contract's rule.
+  Manifest same = parse_manifest(replace(good(), "dtypes = [\"f32\"]", "dtypes = [\"f32\"]\ndeterministic = true"),
+                                 dir.path() / "kqual.toml");
+  EXPECT_EQ(same.supports.deterministic, std::optional<bool>(true));
+  EXPECT_FALSE(parse_manifest(good(), dir.path() / "kqual.toml").supports.deterministic.has_value());
+  e = error_of(replace(good(), "dtypes = [\"f32\"]", "dtypes = [\"f32\"]\ndeterministic = \"no\""));
+  EXPECT_NE(e.find("supports.deterministic: expected true or false"), std::string::npos) << e;
+
+  // reduce_sum does not require it: false (atomics) is admitted, true tightens.
+  const std::string reduce = R"TOML([candidate]
+contract = "reduce_sum"
+source = "k.cu"
+[supports]
+dtypes = ["f32"]
+DETERMINISTIC
+[[launch]]
+kernel = "k"
+grid = "rows * 4"
+block = 256
+args = ["x", "y", "rows:i64", "cols:i64"]
+)TOML";
+  EXPECT_EQ(parse_manifest(replace(reduce, "DETERMINISTIC", "deterministic = false"), dir.path() / "kqual.toml").supports.deterministic,
+            std::optional<bool>(false));
+  EXPECT_EQ(parse_manifest(replace(reduce, "DETERMINISTIC", "deterministic = true"), dir.path() / "kqual.toml").supports.deterministic,
+            std::optional<bool>(true));
+
+  // exclusive_scan requires it for i32 only: false with i32 claimed is refused, naming the dtypes
+  // that a non-reproducible kernel may claim.
+  const std::string scan = R"TOML([candidate]
+contract = "exclusive_scan"
+source = "k.cu"
+[supports]
+dtypes = DTYPES
+deterministic = false
+[[launch]]
+kernel = "k"
+grid = "cdiv(n, 256)"
+block = 256
+args = ["x", "y", "n:i64"]
+)TOML";
+  e = error_of(replace(scan, "DTYPES", "[\"f32\", \"i32\"]"));
+  EXPECT_NE(e.find("contract exclusive_scan requires bitwise reproducible results for i32"), std::string::npos) << e;
+  EXPECT_NE(e.find("claim only dtypes it does not require it for (f32)"), std::string::npos) << e;
+  EXPECT_FALSE(parse_manifest(replace(scan, "DTYPES", "[\"f32\"]"), dir.path() / "kqual.toml").supports.deterministic.value_or(true));
 }
 
 TEST(BundledManifests, EveryBundledManifestParses) {

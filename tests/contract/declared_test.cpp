@@ -188,7 +188,7 @@ TEST(DeclaredContract, ConstraintsAreEvaluatedAndRefused) {
   EXPECT_FALSE(c.validate(c.request(DType::f32, {{"n", 34}}), s));
   bool has_example = false;
   for (const auto& ex : c.refusal_examples()) {
-    auto got = c.validate(ex.request, ex.claims ? *ex.claims : Supports{c.dtypes(), 1, kUnlimited, true});
+    auto got = c.validate(ex.request, ex.claims ? *ex.claims : Supports{c.dtypes(), 1, kUnlimited, true, std::nullopt});
     ASSERT_TRUE(got) << ex.code;
     EXPECT_EQ(got->code, ex.code);
     has_example |= ex.code == "constraint";
@@ -433,11 +433,11 @@ TEST(DeclaredContract, DeclaredAlignmentIsTheContracts) {
   EXPECT_FALSE(c.validate(c.request(DType::f32, {{"n", 100}}, 4), s));
   for (const auto& cs : c.correctness_cases(s, 1, false)) EXPECT_EQ(cs.offset_elements, 0) << cs.id;
   for (const auto& ex : c.refusal_examples()) {
-    auto got = c.validate(ex.request, ex.claims ? *ex.claims : Supports{c.dtypes(), 1, kUnlimited, true});
+    auto got = c.validate(ex.request, ex.claims ? *ex.claims : Supports{c.dtypes(), 1, kUnlimited, true, std::nullopt});
     ASSERT_TRUE(got) << ex.code;
     EXPECT_EQ(got->code, ex.code);
     if (ex.claims) {
-      EXPECT_FALSE(c.validate(ex.request, Supports{c.dtypes(), 1, kUnlimited, true})) << ex.code << " must be claim-dependent";
+      EXPECT_FALSE(c.validate(ex.request, Supports{c.dtypes(), 1, kUnlimited, true, std::nullopt})) << ex.code << " must be claim-dependent";
     }
   }
   std::string bad = minimal("aligned_bad");

@@ -39,6 +39,7 @@ class Toy final : public Contract {
     return d;
   }
   std::string numerical_policy() const override { return "toy"; }
+  Reproducibility reproducibility(DType) const override { return {.required = true, .reason = "toy", .opt_out = "none"}; }
   std::vector<CaseSpec> correctness_cases(const Supports&, std::uint64_t, bool) const override { return {}; }
   std::vector<Dims> benchmark_shapes() const override { return {{{"batch", 8}, {"len", 1000}}}; }
   CaseData make_case(const CaseSpec&) const override { throw_error(ErrorKind::internal, "toy has no cases"); }

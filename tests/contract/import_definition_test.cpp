@@ -73,6 +73,11 @@ TEST(ImportDefinition, TranslatesAxesScalarsConstraintsWorkloadsAndTolerance) {
       << r.contract_toml;
   EXPECT_NE(r.contract_toml.find("hints = [1, 7, 512]"), std::string::npos) << r.contract_toml;
   EXPECT_NE(r.contract_toml.find("as flashinfer-bench judges"), std::string::npos);
+  // The run-to-run rule is written explicitly, with why: flashinfer-bench never compares two runs.
+  EXPECT_NE(r.contract_toml.find("# flashinfer-bench judges each run against its reference"), std::string::npos) << r.contract_toml;
+  EXPECT_NE(r.contract_toml.find("\ndeterministic = false\n"), std::string::npos) << r.contract_toml;
+  EXPECT_FALSE(c.reproducibility(DType::bf16).required);
+  EXPECT_NE(c.reproducibility(DType::bf16).reason.find("flashinfer-bench"), std::string::npos);
   // The base is the smallest workload value above 1 (one row is degenerate: a transposed 1 x n
   // matrix is the same bytes), not the first line's 1.
   EXPECT_NE(r.contract_toml.find("base = 7\n"), std::string::npos) << r.contract_toml;
@@ -103,6 +108,7 @@ TEST(ImportDefinition, TranslatesPythonFloorDivisionInAxisExpressions) {
   // not flashinfer-bench's "past both"; SOL's default matched ratio 0.99 is not taken over.
   EXPECT_NE(r.contract_toml.find("atol = 0.005, rtol = 0.02, combine = \"sum\" }"), std::string::npos) << r.contract_toml;
   EXPECT_NE(r.contract_toml.find("as SOL-ExecBench judges"), std::string::npos);
+  EXPECT_NE(r.contract_toml.find("# SOL-ExecBench judges each run against its reference"), std::string::npos) << r.contract_toml;
 }
 
 // A Definition says nothing about values: every input was N(0, 1), where an RMSNorm that drops eps

@@ -53,6 +53,10 @@ TEST(ImportKernelBench, ElementwiseProblemScaledToTheCapWithConstantsAsAxes) {
   EXPECT_TRUE(kqual::test::contains(r.contract_toml, "[families.signed]\nx = { lo = -1 }")) << r.contract_toml;
   EXPECT_TRUE(kqual::test::contains(r.contract_toml, "error = { model = \"allclose\", atol = 0.0001, rtol = 0.0001 }")) << r.contract_toml;
   EXPECT_TRUE(kqual::test::contains(r.contract_toml, "max_case_elements = 50331648")) << r.contract_toml;
+  // Written explicitly, with why: KernelBench compares each run with torch.allclose, never two runs.
+  EXPECT_TRUE(kqual::test::contains(r.contract_toml, "# KernelBench judges each run against its reference")) << r.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(r.contract_toml, "\ndeterministic = false\n")) << r.contract_toml;
+  EXPECT_FALSE(c.reproducibility(DType::f32).required);
   // Boundary cases along both axes: a warp and a block's t-1, t, t+1 with the other axis at its base.
   Supports s;
   s.dtypes = {DType::f32};
@@ -99,6 +103,9 @@ TEST(ImportKernelBench, IntegersStayIntegersAndNumbersBecomeScalars) {
   const KernelBenchImport a = translate_kernelbench(capture("argmax_dim"), options("argmax_dim", "unused"));
   EXPECT_TRUE(kqual::test::contains(a.contract_toml, "[tensors.out]\nrole = \"output\"\nshape = [\"batch_size\", \"dim2\"]\nerror = { model = \"exact\" }"))
       << a.contract_toml;
+  // Only integer outputs, compared exactly: a run-to-run difference is already a wrong element.
+  EXPECT_TRUE(kqual::test::contains(a.contract_toml, "\ndeterministic = true\n")) << a.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(g.contract_toml, "\ndeterministic = false\n")) << g.contract_toml;
   bool said = false;
   for (const auto& n : a.notes) said |= kqual::test::contains(n, "constant reduce_dim is not an axis");
   EXPECT_TRUE(said);

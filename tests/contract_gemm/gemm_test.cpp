@@ -510,7 +510,9 @@ TEST(GemmContract, Metadata) {
   Dims d{{"m", 3}, {"n", 5}, {"k", 7}};
   EXPECT_EQ(C().flops(d, DType::f32), 2.0 * 3 * 5 * 7);
   EXPECT_EQ(C().min_bytes(d, DType::bf16), 2.0 * (21 + 35 + 15));
-  EXPECT_TRUE(C().deterministic());
+  // Split-K with atomics is admitted: the bound covers any order (a difference is held to it).
+  EXPECT_FALSE(C().deterministic(DType::f32));
+  EXPECT_FALSE(C().deterministic(DType::bf16));
   EXPECT_EQ(C().benchmark_shapes().back().at("k"), 4096);
   EXPECT_EQ(parse_shape(C(), "m=2,n=3,k=4").at("k"), 4);
   EXPECT_NE(C().numerical_policy().find("sqrt(k)"), std::string::npos);

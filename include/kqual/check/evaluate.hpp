@@ -25,6 +25,10 @@ struct CaseResult {
   std::string reference;   // "cpu" or "gpu-fp64"
   double wall_ms = 0;      // generation, reference, worker round trip and comparison
   std::string checks_not_run;  // a check the platform could not provide for this case ("" = all ran)
+  // Two runs that gave different bytes: RunToRun::to_json() (null when they were the same, or not
+  // compared). A passing case with a difference carries `note` (within the bound, not required).
+  json run_to_run;
+  std::string note;
 };
 
 struct CorrectnessReport {
@@ -40,6 +44,8 @@ struct CorrectnessReport {
   // candidate (CheckOptions::all_cases runs them all). Their ids, in the order they would have run.
   std::vector<std::string> settled_not_run;
   std::set<std::string> checks_not_run;  // checks the platform could not provide (e.g. no unmapped-page traps)
+  // The run-to-run rule per dtype run: [{"dtype", "required", "reason", "opt_out", "rule_from"}].
+  json run_to_run_rule = json::array();
   // Degenerate outputs (all zero, all equal) are not accepted as evidence on their own.
   bool accepted() const { return failed == 0 && evidence > 0; }
   std::string primary_code() const;  // the most frequent failure code

@@ -83,6 +83,15 @@ struct ScalarArg {
   double value = 0;
 };
 
+// A contract's run-to-run rule for one dtype.
+struct Reproducibility {
+  bool required = true;  // two runs on the same inputs must give the same bytes
+  std::string reason;    // why (or why not): one sentence for the memo and for refusals
+  // How a user who needs the other rule gets it: a built-in contract's rule is fixed, a declared
+  // contract's owner sets [contract] deterministic in its file.
+  std::string opt_out;
+};
+
 class Contract {
  public:
   virtual ~Contract() = default;
@@ -122,8 +131,11 @@ class Contract {
   // Scalars passed to kernels by name in a manifest's args ("eps"); none for built-in contracts.
   virtual std::vector<ScalarArg> scalars() const { return {}; }
 
-  // Two runs on the same inputs must agree bitwise unless the contract says otherwise.
-  virtual bool deterministic() const { return true; }
+  // Whether two runs on the same inputs must give the same bytes for dtype t, and why. Every
+  // contract states it (docs/contracts.md, "Run-to-run reproducibility"); where it is not required,
+  // the two runs must still each match the reference and differ by no more than the error bound.
+  virtual Reproducibility reproducibility(DType t) const = 0;
+  bool deterministic(DType t) const { return reproducibility(t).required; }
   virtual std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const = 0;
   // Shapes timed by default (the last one is "the large shape" for rooflines), dtype f32.
   virtual std::vector<Dims> benchmark_shapes() const = 0;

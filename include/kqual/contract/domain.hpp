@@ -39,6 +39,10 @@ struct Supports {
   std::int64_t min_alignment_bytes = 16;  // pointer alignment the kernel requires
   std::int64_t max_n = (std::int64_t(1) << 31) - 1;
   bool in_place = false;                  // may an output alias an input?
+  // [supports] deterministic: true claims bitwise run-to-run reproducibility (a contract that does
+  // not require it then holds the candidate to it); false says it is not (atomics), which only a
+  // contract that does not require it admits; nullopt: the contract's rule.
+  std::optional<bool> deterministic;
   bool supports(DType t) const;
 };
 
