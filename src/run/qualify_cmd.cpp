@@ -57,8 +57,9 @@ void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
                   "two datasets made on the CPU, alternating (a kernel can keep both answers)")
       ->capture_default_str()->check(CLI::IsMember({"fresh", "datasets"}));
   cmd->add_option("--torch-baselines", o.torch_baselines,
-                  "PyTorch baselines for a contract whose reference is PyTorch: eager, compiled, eager,compiled or none "
-                  "(default: both when the reference is PyTorch and torch is importable; the phase says why not otherwise)");
+                  "PyTorch baselines (the built-ins' one-line PyTorch forms, or a declared contract's PyTorch reference): eager, "
+                  "compiled, eager,compiled or none (default: both where PyTorch runs the contract and torch is importable; "
+                  "the phase says why not otherwise)");
   cmd->add_option("--profile", o.profile,
                   "Deployment profile (TOML, profiles/): its [[shape]] mix weighs the shapes in the decision (and names the "
                   "shapes timed when no --shape is given), its [decision] table sets margins (default: every shape called "

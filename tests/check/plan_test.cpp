@@ -23,7 +23,7 @@ TEST(Plan, GoodCandidatePlanResolvesAgainstAnH200) {
   ResolvedPlan p = resolve_plan(b, DType::f32, {{"n", std::int64_t(1) << 28}}, dev);
   ASSERT_TRUE(p.refusal.empty()) << p.refusal;
   ASSERT_EQ(p.launches.size(), 1u);
-  EXPECT_EQ(p.launches[0].grid[0], 132 * 64);
+  EXPECT_EQ(p.launches[0].grid[0], (std::int64_t(1) << 28) / (256 * 2 * 4));  // one tile of 2 x 256 float4 per block
   EXPECT_EQ(p.launches[0].block[0], 256);
   EXPECT_EQ(p.launches[0].args[3].scalar, std::int64_t(1) << 28);
   EXPECT_EQ(p.launches[0].args[3].size, 8);
