@@ -147,6 +147,46 @@ std::string qualify_correctness(const Node& r) {
   return s + "</section>\n";
 }
 
+// The speed rule's table (verdict.speed, docs/decision.md): per shape against the fastest baseline,
+// its margin and weight, and the overall effect; absent in documents written before the rule.
+std::string qualify_decision(const Node& verdict) {
+  auto sp = verdict.opt("speed");
+  if (!sp) return "";
+  std::string s = "<section id=\"decision\">\n<h2>The decision: each shape against its fastest baseline, and overall</h2>\n";
+  const Node pol = sp->at("policy");
+  const Node mix = sp->at("mix");
+  s += fmt::format("<p>A difference counts only beyond max({:.1f} %, {:.2f} us / baseline time) at a shape, judged on the 95 % "
+                   "CI; no shape of the mix may be more than {:.0f} % slower (or the absolute margin); shapes weighted by "
+                   "profile <b>{}</b>{} (docs/decision.md).</p>\n",
+                   100 * pol.at("margin_relative").num(), 1e6 * pol.at("margin_absolute_s").num(),
+                   100 * pol.at("regression_limit").num(), esc(mix.text("profile", "default")),
+                   mix.at("from_profile").raw().get<bool>() ? " (calls per shape x baseline time)"
+                                                           : ", the default: every timed shape equally often, by its time");
+  s += "<table>\n<tr><th>shape</th><th>baseline</th><th>time ratio</th><th>95 % CI</th><th>margin</th><th>weight</th>"
+       "<th>verdict</th></tr>\n";
+  for (const Node& row : sp->at("shapes").items()) {
+    if (!row.has("ratio")) {
+      s += fmt::format("<tr><td>{}</td><td>{}</td><td colspan=\"4\"></td><td>{}</td></tr>\n", esc(row.text("shape")),
+                       esc(row.text("baseline")), esc(row.text("sentence")));
+      continue;
+    }
+    const auto ci = row.at("ci").raw();
+    s += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{:.3f}</td><td class=\"num\">{:.3f} – {:.3f}</td><td "
+                     "class=\"num\">±{:.1f} %</td><td class=\"num\">{:.1f} %</td><td>{}</td></tr>\n",
+                     esc(row.text("shape")), esc(row.text("baseline")), row.at("ratio").num(), ci.at(0).get<double>(),
+                     ci.at(1).get<double>(), 100 * row.at("margin").num(), 100 * row.at("weight").num(), esc(row.text("verdict")));
+  }
+  const Node o = sp->at("overall");
+  if (o.at("computed").raw().get<bool>()) {
+    const auto ci = o.at("ci").raw();
+    s += fmt::format("<tr><td><b>overall</b></td><td></td><td class=\"num\"><b>{:.3f}</b></td><td class=\"num\">{:.3f} – {:.3f}"
+                     "</td><td class=\"num\">±{:.1f} %</td><td class=\"num\">100 %</td><td><b>{}</b></td></tr>\n",
+                     o.at("ratio").num(), ci.at(0).get<double>(), ci.at(1).get<double>(), 100 * o.at("margin").num(),
+                     esc(sp->text("verdict")));
+  }
+  return s + "</table>\n<p><b>" + esc(sp->text("deciding")) + "</b></p>\n</section>\n";
+}
+
 }  // namespace
 
 std::string render_qualify(const Node& r, const std::string& schema, const std::string& command) {
@@ -166,6 +206,7 @@ std::string render_qualify(const Node& r, const std::string& schema, const std::
   body += verdict_section(verdict, headline, reverse,
                           decision == "incomplete" ? "no decision was made, so nothing to reverse (see what was not run)"
                                                    : "the results state nothing that would reverse this verdict");
+  body += qualify_decision(verdict);
   body += qualify_speedup(r);
   body += torch_baselines_html(r.raw());  // html_torch.cpp: eager / compiled / custom, where timed
   body += "<section id=\"startup\">\n<h2>Startup per JIT cache mode</h2>\n" +

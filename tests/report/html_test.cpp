@@ -8,6 +8,7 @@
 #include "fixtures.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/report/html.hpp"
+#include "kqual/pipeline/decide.hpp"
 
 namespace kqual::report {
 namespace {
@@ -260,5 +261,23 @@ TEST(Html, ResultsKindFollowsTheSchema) {
   EXPECT_EQ(count(render_html(old), "<svg "), 2u);
 }
 
+}  // namespace
+}  // namespace kqual::report
+
+namespace kqual::report {
+namespace {
+// The decision section (verdict.speed): one row per shape and the overall effect, when the document
+// has it; a document written before the speed rule has no such section.
+TEST(Html, TheDecisionSectionShowsEveryShapeAndTheOverallEffect) {
+  json d = html_doc("qualify");
+  EXPECT_TRUE(section(render_html(d), "decision").empty());
+  const pipeline::DecideOutcome now = pipeline::decide_results(d, {});
+  d["verdict"] = now.verdict_json;
+  const std::string s = section(render_html(d), "decision");
+  ASSERT_FALSE(s.empty());
+  EXPECT_NE(s.find("<b>overall</b>"), std::string::npos) << s;
+  EXPECT_EQ(count(s, "<tr>"), 1 + d.at("timing").at("shapes").size() + 1) << s;  // header, shapes, overall
+  EXPECT_NE(s.find(d.at("verdict").at("speed").at("deciding").get<std::string>().substr(0, 20)), std::string::npos) << s;
+}
 }  // namespace
 }  // namespace kqual::report
