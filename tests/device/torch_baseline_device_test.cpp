@@ -1,4 +1,4 @@
-// PyTorch paths of issue 24 (items 2-3) on the GPU machine; skipped visibly without PyTorch or a GPU.
+// PyTorch paths (capture, imported references, eager and compiled baselines) on the GPU machine; skipped visibly without PyTorch or a GPU.
 //   - the real capture of the fixture problems agrees with the hand-written captures the CPU tests
 //     translate (tests/contract/fixtures/kernelbench), on what the translation depends on;
 //   - an imported problem's reference (problem.py through reference.py) runs in kqual's reference
@@ -16,6 +16,7 @@
 #include "kqual/core/json.hpp"
 #include "kqual/core/process.hpp"
 #include "kqual/cuda/driver.hpp"
+#include "selftest_util.hpp"
 #include "test_util.hpp"
 
 namespace kqual {
@@ -100,6 +101,7 @@ TEST(TorchDevice, QualifyTimesEagerAndCompiled) {
   EXPECT_TRUE(labels.count("torch_eager"));
   EXPECT_TRUE(labels.count("torch_compiled"));
   EXPECT_NE(read_text_file(dir.path() / "out/memo.md").find("### PyTorch baselines (eager, compiled, custom)"), std::string::npos);
+  test::expect_decide_agrees(dir.path() / "out/results.json");
   // invalidate is refused by name, visibly, and the native timing still runs.
   r = test::run(test::quote(test::kqual_exe()) + " bench " + test::quote(dir.path()) + " --shape n=1048576 --rounds 1 --l2-flush invalidate --out " +
                 test::quote(dir.path() / "out2"));
