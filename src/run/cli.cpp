@@ -12,11 +12,6 @@
 
 namespace kqual::run {
 
-// run/import_kernelbench_cmd.cpp (declared here: the command list in cli.hpp belongs to the lead's current edits).
-void add_import_kernelbench_command(CLI::App& app, GlobalOptions& g, int* exit_code);
-// run/slurm_cmd.cpp: kqual slurm screen, a screening campaign as a Slurm job array (issue 26).
-void add_slurm_command(CLI::App& app, GlobalOptions& g, int* exit_code);
-
 CLI::Option* add_negatable_flag(CLI::App* cmd, const std::string& name, bool& value, const std::string& help) {
   // CLI11: a name prefixed with '!' stores false when given. The '!' belongs on --no-NAME.
   return cmd->add_flag(fmt::format("--{},!--no-{}", name, name), value,

@@ -75,9 +75,11 @@ void add_inspect_command(CLI::App& app, GlobalOptions& g, int* exit_code);    //
 void add_import_triton_command(CLI::App& app, GlobalOptions& g, int* exit_code);  // Triton cache -> candidate folder
 void add_model_commands(CLI::App& app, GlobalOptions& g, int* exit_code);     // model, explain
 void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code);    // startup (+ hidden probe)
-void add_report_command(CLI::App& app, GlobalOptions& g, int* exit_code);
+void add_report_command(CLI::App& app, GlobalOptions& g, int* exit_code);     // report RESULTS.json (HTML, memo)
 void add_decide_command(CLI::App& app, GlobalOptions& g, int* exit_code);     // decide RESULTS.json (offline)
+void add_import_kernelbench_command(CLI::App& app, GlobalOptions& g, int* exit_code);  // KernelBench problem -> declared contract
+void add_slurm_command(CLI::App& app, GlobalOptions& g, int* exit_code);      // slurm screen: a campaign as a job array
 void add_contracts_command(CLI::App& app, GlobalOptions& g, int* exit_code);  // contracts: built-in and declared
-void add_import_definition_command(CLI::App& app, GlobalOptions& g, int* exit_code);  // Definition JSON -> declared contract     // report RESULTS.json (HTML, memo)
+void add_import_definition_command(CLI::App& app, GlobalOptions& g, int* exit_code);  // Definition JSON -> declared contract
 
 }  // namespace kqual::run
