@@ -89,6 +89,7 @@ json CorrectnessReport::to_json(bool all_cases) const {
     if (!r.degenerate.empty()) cs.back()["degenerate"] = r.degenerate;
     if (r.run_to_run.is_object()) cs.back()["run_to_run"] = r.run_to_run;
     if (!r.note.empty()) cs.back()["note"] = r.note;
+    if (!r.debug.empty()) cs.back()["debug"] = r.debug;
   }
   std::vector<const CaseResult*> by_time;
   for (const auto& r : results) by_time.push_back(&r);

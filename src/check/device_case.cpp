@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "internal.hpp"
+#include "kqual/check/labels.hpp"
 #include "kqual/contract/generated.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
@@ -136,7 +137,8 @@ CaseResult run_device_verified_case(Session& s, const BuiltCandidate& b, const c
   auto w = worker::call(s.worker(), again, timeout_s);
   if (!w.ok()) {
     res.code = fault_code(w.raw);
-    res.detail = summary + "; the re-run that reads them back failed: " + w.raw.reason;
+    res.detail = summary + "; the re-run that reads them back failed: " + fault_detail(w.raw);
+    res.debug = fault_debug(w.raw);
     cleanup();
     return res;
   }

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "kqual/check/run_to_run.hpp"
+#include "kqual/check/labels.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
@@ -79,7 +80,8 @@ bool judge_runs(const contract::Contract& c, const RunToRunPolicy& policy, const
                 const worker::RunRequest& request, const std::vector<contract::Tensor>& expected, CaseResult& res) {
   if (!r.ok()) {
     res.code = fault_code(r.raw);
-    res.detail = r.raw.reason;
+    res.detail = fault_detail(r.raw);
+    res.debug = fault_debug(r.raw);
     return false;
   }
   const std::vector<worker::RunResult>& runs = r.reply->runs;
@@ -442,7 +444,6 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
     for (const auto& spec : c.index_cases(b.manifest.supports, o.seed)) rep.settled_not_run.push_back(spec.id);
   if (o.index_cases && s.device().present && !settled && !(o.stop_on_fault && rep.failed && stopped_on_fault))
     for (const auto& spec : c.index_cases(b.manifest.supports, o.seed)) {
-      const bool clean_before = rep.failed == 0;
       auto t0 = std::chrono::steady_clock::now();
       CaseResult r = run_generated_case(s, b, c, spec, o.index_case_timeout_s);
       r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -459,12 +460,9 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
       } else if (r.status == "refused") {
         ++rep.refused;
       } else {
-        if (clean_before) {
-          r.detail = fmt::format("fails past {} elements while every smaller case passed — 32-bit index arithmetic (or an "
-                                 "offset of that width) breaks there; {}: {}",
-                                 spec.id.find("2^32") != std::string::npos ? "2^32" : "2^31", r.code, r.detail);
-          r.code = "index_overflow";
-        }
+        // index_overflow only on the evidence: every smaller case, the large ones included, ran and
+        // passed, and this one failed by the kernel's doing (labels.hpp); else its own code stays.
+        label_index_case(rep, o.include_large, spec.id.find("2^32") != std::string::npos ? "2^32" : "2^31", r);
         ++rep.failed;
         ++rep.failure_codes[r.code];
       }

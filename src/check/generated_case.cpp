@@ -6,6 +6,7 @@
 #include <set>
 
 #include "internal.hpp"
+#include "kqual/check/labels.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
@@ -107,7 +108,8 @@ std::optional<ResolvedPlan> admit_generated(Session& s, const BuiltCandidate& b,
 bool generated_runs_clean(const worker::Answer<worker::RunReply>& r, CaseResult& res) {
   if (!r.ok()) {
     res.code = fault_code(r.raw);
-    res.detail = r.raw.reason;
+    res.detail = fault_detail(r.raw);
+    res.debug = fault_debug(r.raw);
     return false;
   }
   for (const auto& run : r.reply->runs) {

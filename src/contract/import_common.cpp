@@ -3,6 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+
 #include "kqual/contract/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
@@ -42,6 +46,66 @@ void write_imported_contract(const fs::path& out, const std::map<std::string, st
     fs::remove_all(out, ec);
     throw_error(ErrorKind::internal, fmt::format("the imported contract does not load (a bug in the importer): {}", e.what()));
   }
+}
+
+void JsonIn::fail(const std::string& key, const std::string& why) const {
+  throw_error(ErrorKind::input, fmt::format("{}: {}: {}", file_, key.empty() ? "(top level)" : key, why));
+}
+
+std::string json_kind(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number()) return "the number " + v.dump();
+  if (v.is_string()) return "the string " + v.dump();
+  return v.is_array() ? "an array" : "an object";
+}
+
+const json& JsonIn::object(const json& v, const std::string& key) const {
+  if (!v.is_object()) fail(key, "expected an object, got " + json_kind(v));
+  return v;
+}
+const json& JsonIn::array(const json& v, const std::string& key) const {
+  if (!v.is_array()) fail(key, "expected an array, got " + json_kind(v));
+  return v;
+}
+std::string JsonIn::string(const json& v, const std::string& key, const char* what) const {
+  if (!v.is_string()) fail(key, fmt::format("expected {}, got {}", what, json_kind(v)));
+  return v.get<std::string>();
+}
+std::int64_t JsonIn::integer(const json& v, const std::string& key) const {
+  if (!v.is_number_integer()) fail(key, "expected an integer, got " + json_kind(v));
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(INT64_MAX)) fail(key, v.dump() + " is past 2^63 - 1");
+  return v.get<std::int64_t>();
+}
+double JsonIn::number(const json& v, const std::string& key) const {
+  if (!v.is_number()) fail(key, "expected a number, got " + json_kind(v));
+  return v.get<double>();
+}
+bool JsonIn::boolean(const json& v, const std::string& key) const {
+  if (!v.is_boolean()) fail(key, "expected true or false, got " + json_kind(v));
+  return v.get<bool>();
+}
+const json* JsonIn::member(const json& obj, const std::string& key, const std::string& name, bool required) const {
+  object(obj, key);
+  auto it = obj.find(name);
+  if (it == obj.end()) {
+    if (required) fail(at(key, name), "missing (required)");
+    return nullptr;
+  }
+  return &*it;
+}
+std::string JsonIn::string_or(const json& obj, const std::string& key, const std::string& name, const std::string& dflt) const {
+  const json* v = member(obj, key, name, false);
+  return v ? string(*v, at(key, name)) : dflt;
+}
+bool JsonIn::boolean_or(const json& obj, const std::string& key, const std::string& name, bool dflt) const {
+  const json* v = member(obj, key, name, false);
+  return v ? boolean(*v, at(key, name)) : dflt;
+}
+
+bool is_plain_name(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 std::string determinism_toml(bool any_float_output, const std::string& source) {

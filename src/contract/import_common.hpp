@@ -6,7 +6,44 @@
 #include <string>
 #include <vector>
 
+#include "kqual/core/json.hpp"
+
 namespace kqual::contract::detail {
+
+// Checked reads of an untrusted JSON file (a Definition, its workloads, a KernelBench capture): a
+// missing key or a value of another type is an input error naming the file and the key
+// ("def.json: inputs.x.shape[1]: expected a string (an axis name), got the number 3"), never a json
+// exception, which the command line would report as kqual's own internal error (exit 4).
+class JsonIn {
+ public:
+  explicit JsonIn(std::string file) : file_(std::move(file)) {}
+  const std::string& file() const { return file_; }
+  [[noreturn]] void fail(const std::string& key, const std::string& why) const;
+  // `v` itself, of the named type; `what` says what it is for ("an axis name").
+  const json& object(const json& v, const std::string& key) const;
+  const json& array(const json& v, const std::string& key) const;
+  std::string string(const json& v, const std::string& key, const char* what = "a string") const;
+  std::int64_t integer(const json& v, const std::string& key) const;
+  double number(const json& v, const std::string& key) const;
+  bool boolean(const json& v, const std::string& key) const;
+  // The member `name` of the object `obj` (found at `key`; "" at the top level): required, or
+  // nullptr when absent. A member that is present, null included, must have the expected type.
+  const json* member(const json& obj, const std::string& key, const std::string& name, bool required) const;
+  std::string string_or(const json& obj, const std::string& key, const std::string& name, const std::string& dflt) const;
+  bool boolean_or(const json& obj, const std::string& key, const std::string& name, bool dflt) const;
+  // "inputs" + "x" -> "inputs.x"; "" + "x" -> "x".
+  static std::string at(const std::string& key, const std::string& name) { return key.empty() ? name : key + "." + name; }
+
+ private:
+  std::string file_;
+};
+
+// How a JSON value reads in an error: null, true, the number 3, the string "x", an array, an object.
+std::string json_kind(const json& v);
+
+// A name the written contract uses as a TOML key ([tensors.<name>]), an expression variable and a
+// Python keyword argument of the reference: letters, digits and _, not starting with a digit.
+bool is_plain_name(const std::string& s);
 
 // A TOML basic string: quotes, backslashes and newlines escaped.
 std::string toml_quoted(const std::string& s);
@@ -22,6 +59,14 @@ void write_imported_contract(const std::filesystem::path& out, const std::map<st
 // reference and never compares runs, so split-K and atomics are normal there; kqual still holds each
 // run and the difference between two runs to the bound). Integer outputs only: required (exact).
 std::string determinism_toml(bool any_float_output, const std::string& source);
+
+// ---- the KernelBench capture (import_kernelbench_capture.cpp) ----
+
+// Checks every field of a capture that translate_kernelbench reads for the type the capture script
+// writes: an input error naming `capture_file` (or "<problem> (its capture)") and the key otherwise.
+// Refuses, naming `problem`: a failed capture (its code and error), a random forward, a 0-d input
+// or parameter, a dim of size 0. Returns notes (random_forward null: forward was not run).
+std::vector<std::string> check_capture(const json& cap, const std::string& problem, const std::string& capture_file);
 
 // ---- value families for imported contracts (import_families.cpp) ----
 

@@ -79,96 +79,194 @@ struct Tolerance {
   bool sol_keys = false;  // max_atol / max_rtol: SOL-ExecBench's ToleranceSpec
 };
 
-void tighten(Tolerance& t, const json& j) {
+// `j` is the tolerance object at `key` of the file `in` names.
+void tighten(Tolerance& t, const detail::JsonIn& in, const json& j, const std::string& key) {
   auto min_into = [](std::optional<double>& into, double v) { into = into ? std::min(*into, v) : v; };
+  auto number = [&](const char* k) -> std::optional<double> {
+    const json* v = in.member(j, key, k, false);
+    return v ? std::optional<double>(in.number(*v, detail::JsonIn::at(key, k))) : std::nullopt;
+  };
   for (const char* k : {"atol", "max_atol"})
-    if (j.contains(k)) min_into(t.atol, j[k].get<double>());
+    if (auto v = number(k)) min_into(t.atol, *v);
   for (const char* k : {"rtol", "max_rtol"})
-    if (j.contains(k)) min_into(t.rtol, j[k].get<double>());
+    if (auto v = number(k)) min_into(t.rtol, *v);
   if (j.contains("max_atol") || j.contains("max_rtol")) t.sol_keys = true;
-  if (j.contains("max_error_cap")) min_into(t.cap, j["max_error_cap"].get<double>());
-  if (j.contains("required_matched_ratio")) {
-    const double r = j["required_matched_ratio"].get<double>();
-    t.ratio = t.ratio ? std::max(*t.ratio, r) : r;
+  if (auto v = number("max_error_cap")) min_into(t.cap, *v);
+  if (auto r = number("required_matched_ratio")) {
+    if (!(*r > 0 && *r <= 1)) in.fail(detail::JsonIn::at(key, "required_matched_ratio"), fmt::format("{:g} is not in (0, 1]", *r));
+    t.ratio = t.ratio ? std::max(*t.ratio, *r) : *r;
   }
-  if (j.value("allow_negative_inf", false)) t.allow_negative_inf = true;
+  for (const auto* v : {&t.atol, &t.rtol, &t.cap})
+    if (*v && !(**v >= 0)) in.fail(key, fmt::format("a negative tolerance ({:g})", **v));
+  if (in.boolean_or(j, key, "allow_negative_inf", false)) t.allow_negative_inf = true;
 }
 
-}  // namespace
+// Why the axis values `v` (every var and const axis) lie outside the domain: a derived axis below 1 or
+// not evaluable, or a constraint false; "" when inside.
+std::string outside_domain(std::map<std::string, std::int64_t> v, const std::vector<std::pair<std::string, Expr>>& derived,
+                           const std::vector<std::pair<std::string, Expr>>& constraints) {
+  try {
+    for (const auto& [n, e] : derived)
+      if ((v[n] = e.eval(v)) < 1) return fmt::format("axis {} is {}", n, v[n]);
+    for (const auto& [text, e] : constraints)
+      if (e.eval(v) == 0) return fmt::format("the Definition's constraint \"{}\" is false", text);
+  } catch (const Error& err) {
+    return err.what();
+  }
+  return "";
+}
 
-DefinitionImport import_definition(const DefinitionImportOptions& o) {
-  const fs::path& f = o.definition;
+// The base shape (where the other axes' cases hold each var axis, and the value families run) must
+// satisfy the Definition's constraints, or the written contract does not load: the bases chosen from
+// the workloads, else the first workload shape inside the constraints, else one value for every var
+// axis that is (said in a note), else refused naming the constraint. Derived axes follow.
+void settle_base(const fs::path& f, std::map<std::string, std::int64_t>& axis_value, const std::vector<std::string>& var_axes,
+                 const std::vector<std::pair<std::string, Expr>>& derived, const std::vector<std::pair<std::string, Expr>>& constraints,
+                 const std::vector<std::map<std::string, std::int64_t>>& workload_shapes, std::vector<std::string>& notes) {
+  const std::string why = outside_domain(axis_value, derived, constraints);
+  if (why.empty()) return;
+  auto text = [&](const std::map<std::string, std::int64_t>& v) {
+    std::vector<std::string> parts;
+    for (const auto& a : var_axes) parts.push_back(fmt::format("{}={}", a, v.at(a)));
+    return fmt::format("{}", fmt::join(parts, ","));
+  };
+  // Then every var axis at one value: 1 to 256, then powers of two (a constraint such as n % 128 == 0).
+  std::vector<std::map<std::string, std::int64_t>> tries = workload_shapes;
+  for (std::int64_t x = 1; x <= (std::int64_t(1) << 20); x = x < 256 ? x + 1 : 2 * x) {
+    tries.emplace_back();
+    for (const auto& a : var_axes) tries.back()[a] = x;
+  }
+  for (const auto& w : tries) {
+    std::map<std::string, std::int64_t> v = axis_value;
+    for (const auto& [a, x] : w) v[a] = x;
+    if (!outside_domain(v, derived, constraints).empty()) continue;
+    notes.push_back(fmt::format("base shape {} breaks the domain ({}): the base is {}{}", text(axis_value), why, text(v),
+                                &w - tries.data() < std::ptrdiff_t(workload_shapes.size()) ? " (a workload's shape)" : ""));
+    for (const auto& [n, e] : derived) v[n] = e.eval(v);
+    axis_value = v;
+    return;
+  }
+  refuse(f, "constraints", fmt::format("the base shape {} breaks the domain ({}) and neither a workload nor one value for every "
+                                       "var axis up to 2^20 lies inside it: give workloads (--workloads) with a shape the "
+                                       "constraints admit", text(axis_value), why));
+}
+
+// The Definition's top level: an object whose name, axes, inputs, outputs and reference have the
+// types the translation reads. Its name is returned in `name`.
+json read_definition(const fs::path& f, std::string& name) {
   json def;
   try {
     def = json::parse(read_text_file(f));
   } catch (const json::exception& e) {
     throw_error(ErrorKind::input, fmt::format("{}: not JSON: {}", f.string(), e.what()));
   }
-  if (!def.is_object()) refuse(f, "(top level)", "expected a JSON object (a Definition)");
+  const detail::JsonIn in(f.string());
+  if (!def.is_object()) refuse(f, "(top level)", "expected a JSON object (a Definition), got " + detail::json_kind(def));
   for (const char* k : {"name", "axes", "inputs", "outputs", "reference"})
     if (!def.contains(k)) refuse(f, k, "missing (a Definition has name, axes, inputs, outputs and reference)");
-  DefinitionImport r;
-  r.out = o.out;
-  std::string name = def["name"].get<std::string>();
-  for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = "def_" + name;
-  r.name = name;
-
-  // ---- workloads: axis values, scalar values, tolerances ----
-  std::vector<json> workloads;
-  if (!o.workloads.empty()) {
-    std::ifstream in(o.workloads);
-    if (!in) throw_error(ErrorKind::input, fmt::format("{}: cannot read", o.workloads.string()));
-    int line_no = 0;
-    for (std::string line; std::getline(in, line);) {
-      ++line_no;
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      json w;
-      try {
-        w = json::parse(line);
-      } catch (const json::exception& e) {
-        throw_error(ErrorKind::input, fmt::format("{}:{}: not JSON: {}", o.workloads.string(), line_no, e.what()));
-      }
-      if (w.contains("definition") && w["definition"].is_string() && w["definition"] != def["name"]) continue;
-      workloads.push_back(w);
+  name = in.string(def["name"], "name", "a string (the Definition's name)");
+  for (const char* k : {"axes", "inputs", "outputs"}) in.object(def[k], k);
+  (void)in.string(def["reference"], "reference", "a string (the Python source of run)");
+  if (def.contains("constraints")) in.array(def["constraints"], "constraints");
+  if (def.contains("tolerance")) in.object(def["tolerance"], "tolerance");
+  // Every name becomes a TOML key, an expression variable or a keyword argument of run(): "x.y" would
+  // write a nested table, "2d" an expression that does not parse.
+  std::set<std::string> seen;
+  for (const char* group : {"axes", "inputs", "outputs"})
+    for (const auto& [n, v] : def[group].items()) {
+      const std::string key = std::string(group) + "." + n;
+      if (!detail::is_plain_name(n))
+        refuse(f, key, fmt::format("\"{}\" is not a name kqual can write (letters, digits and _, not starting with a digit): it "
+                                   "becomes a TOML key and a keyword argument of the reference's run()", n));
+      if (!seen.insert(n).second) refuse(f, key, fmt::format("\"{}\" is already the name of an axis or a tensor", n));
+      in.object(v, key);
     }
-    r.workloads = int(workloads.size());
-    if (workloads.empty()) refuse(o.workloads, "(lines)", fmt::format("no workload of definition \"{}\"", def["name"].get<std::string>()));
-  }
-  auto body = [](const json& w) -> const json& { return w.contains("workload") ? w["workload"] : w; };
+  return def;
+}
 
-  // ---- axes ----
-  std::ostringstream t;
-  t << "# Imported by `kqual import-definition` from " << f.filename().string()
-    << (o.workloads.empty() ? "" : " and " + o.workloads.filename().string()) << ".\n"
-    << "# Translation notes: docs/declared-contracts.md, \"Importing a Definition\".\n";
-  t << "[contract]\nname = " << toml_quoted(name) << "\nsummary = "
-    << toml_quoted(def.value("description", std::string("imported Definition ") + def["name"].get<std::string>())) << "\n";
-  t << "POLICY_TEXT\nDETERMINISM\nMAX_CASE_ELEMENTS\n";
-  std::set<std::string> axes;
-  std::vector<std::string> var_axes;
-  std::map<std::string, std::int64_t> axis_value;  // at the base shape: how large a case's tensors get
-  std::vector<std::pair<std::string, Expr>> derived;  // expr axes, in the order they are written
+// The workload lines of definition `def_name` (others are skipped), each with where it came from
+// ("W.jsonl:3") for errors.
+std::vector<std::pair<std::string, json>> read_workloads(const fs::path& file, const std::string& def_name) {
+  std::vector<std::pair<std::string, json>> workloads;
+  std::ifstream in(file);
+  if (!in) throw_error(ErrorKind::input, fmt::format("{}: cannot read", file.string()));
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = fmt::format("{}:{}", file.string(), line_no);
+    json w;
+    try {
+      w = json::parse(line);
+    } catch (const json::exception& e) {
+      throw_error(ErrorKind::input, fmt::format("{}: not JSON: {}", where, e.what()));
+    }
+    const detail::JsonIn win(where);
+    win.object(w, "");
+    if (w.contains("definition") && w["definition"].is_string() && w["definition"] != def_name) continue;
+    const json& b = w.contains("workload") ? win.object(w["workload"], "workload") : w;
+    const std::string bk = w.contains("workload") ? "workload" : "";
+    for (const char* k : {"axes", "inputs"})
+      if (const json* v = win.member(b, bk, k, false)) win.object(*v, detail::JsonIn::at(bk, k));
+    for (const json* t : {win.member(w, "", "tolerance", false), win.member(b, bk, "tolerance", false)})
+      if (t) win.object(*t, "tolerance");
+    workloads.push_back({where, w});
+  }
+  return workloads;
+}
+
+using Workloads = std::vector<std::pair<std::string, json>>;  // where ("W.jsonl:3"), the line
+
+const json& workload_body(const std::pair<std::string, json>& w) { return w.second.contains("workload") ? w.second["workload"] : w.second; }
+
+// An axis value a workload gives, checked: an integer in [1, 2^31 - 1]; nullopt when it gives none.
+std::optional<std::int64_t> workload_axis(const std::pair<std::string, json>& w, const std::string& an) {
+  const json& b = workload_body(w);
+  if (!b.contains("axes") || !b["axes"].contains(an)) return std::nullopt;
+  const detail::JsonIn win(w.first);
+  const std::int64_t v = win.integer(win.object(b["axes"], "axes")[an], "axes." + an);
+  if (v < 1 || v > 2147483647) win.fail("axes." + an, fmt::format("{} is outside [1, 2^31 - 1], the sizes an axis takes", v));
+  return v;
+}
+
+struct Axes {
+  std::set<std::string> names;
+  std::vector<std::string> var;                              // var axes, in the order written
+  std::map<std::string, std::int64_t> value;                 // at the base shape: how large a case's tensors get
+  std::vector<std::pair<std::string, Expr>> derived;         // expr axes, in the order they are written
+  std::vector<std::pair<std::string, Expr>> constraints;     // the Definition's text, the expression
+};
+
+// The [axes.*] tables into `t` (a var axis's base as BASE_OF_<name>, replaced once the text is
+// whole), the constraints parsed, the base shape settled inside them (settle_base).
+Axes translate_axes(const fs::path& f, const detail::JsonIn& in, const json& def, const Workloads& workloads, std::ostream& t,
+                    std::vector<std::string>& notes) {
+  Axes out;
+  std::set<std::string>& axes = out.names;
+  std::vector<std::string>& var_axes = out.var;
+  std::map<std::string, std::int64_t>& axis_value = out.value;
+  std::vector<std::pair<std::string, Expr>>& derived = out.derived;
   // Constants first, then variables, then expressions (a derived axis uses the others).
   std::vector<std::pair<std::string, json>> ordered;
   for (const auto& [an, a] : def["axes"].items()) ordered.push_back({an, a});
-  auto rank = [](const json& a) {
-    const std::string ty = a.value("type", "");
+  auto type_of = [&](const std::string& an, const json& a) { return in.string_or(a, "axes." + an, "type", ""); };
+  auto rank = [&](const std::pair<std::string, json>& a) {
+    const std::string ty = type_of(a.first, a.second);
     return ty == "var" ? 0 : ty == "const" ? 1 : 2;
   };
-  std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) { return rank(a.second) < rank(b.second); });
+  std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
   for (const auto& [an, a] : ordered) {
     const std::string key = "axes." + an;
-    const std::string ty = a.value("type", "");
+    const std::string ty = type_of(an, a);
     t << "[axes." << an << "]\n";
     if (ty == "const") {
-      if (!a.contains("value") || !a["value"].is_number_integer()) refuse(f, key + ".value", "a const axis needs an integer value");
+      if (!a.contains("value") || !a["value"].is_number_integer() || in.integer(a["value"], key + ".value") < 1)
+        refuse(f, key + ".value", "a const axis needs a positive integer value");
       t << "value = " << (axis_value[an] = a["value"].get<std::int64_t>()) << "\n";
     } else if (ty == "var") {
       std::vector<std::int64_t> seen;
       for (const auto& w : workloads)
-        if (body(w).contains("axes") && body(w)["axes"].contains(an)) seen.push_back(body(w)["axes"][an].get<std::int64_t>());
+        if (auto v = workload_axis(w, an)) seen.push_back(*v);
       std::vector<std::int64_t> hints = seen;
       std::sort(hints.begin(), hints.end());
       hints.erase(std::unique(hints.begin(), hints.end()), hints.end());
@@ -185,10 +283,11 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
           base = v;
           break;
         }
-      t << "base = " << (axis_value[an] = base) << "\n";
+      axis_value[an] = base;
+      t << "base = BASE_OF_" << an << "\n";  // settled once the constraints are known (settle_base)
       var_axes.push_back(an);
     } else if (ty == "expr") {
-      const std::string ex = a.value("expression", "");
+      const std::string ex = in.string_or(a, key, "expression", "");
       const Expr e = constraint_expr(f, key + ".expression", ex, axes);
       try {
         axis_value[an] = e.eval(axis_value);
@@ -196,6 +295,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
       } catch (const Error& err) {
         refuse(f, key + ".expression", fmt::format("\"{}\" cannot be evaluated at the base shape ({})", ex, err.what()));
       }
+      if (axis_value[an] < 1) refuse(f, key + ".expression", fmt::format("\"{}\" is {} at the base shape: an axis is at least 1", ex, axis_value[an]));
       t << "expr = " << toml_quoted(kqual_expr_text(ex)) << "\n";
     } else {
       refuse(f, key + ".type", fmt::format("\"{}\": expected const, var or expr", ty));
@@ -204,6 +304,61 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     t << "\n";
   }
   if (var_axes.empty()) refuse(f, "axes", "no var axis: kqual needs at least one axis to vary");
+  std::vector<std::pair<std::string, Expr>>& constraints = out.constraints;
+  if (def.contains("constraints"))
+    for (std::size_t i = 0; i < def["constraints"].size(); ++i) {
+      const std::string c = in.string(def["constraints"][i], fmt::format("constraints[{}]", i), "a string (a Python boolean expression)");
+      constraints.push_back({c, constraint_expr(f, fmt::format("constraints[{}]", i), c, axes)});
+    }
+  {
+    std::vector<std::map<std::string, std::int64_t>> shapes;  // the workloads that give every var axis
+    for (const auto& w : workloads) {
+      std::map<std::string, std::int64_t> v;
+      for (const auto& a : var_axes)
+        if (auto x = workload_axis(w, a)) v[a] = *x;
+      if (v.size() == var_axes.size()) shapes.push_back(v);
+    }
+    settle_base(f, axis_value, var_axes, derived, constraints, shapes, notes);
+  }
+  return out;
+}
+
+}  // namespace
+
+DefinitionImport import_definition(const DefinitionImportOptions& o) {
+  const fs::path& f = o.definition;
+  const detail::JsonIn in(f.string());
+  std::string def_name;
+  const json def = read_definition(f, def_name);
+  DefinitionImport r;
+  r.out = o.out;
+  std::string name = def_name;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = "def_" + name;
+  r.name = name;
+
+  // ---- workloads: axis values, scalar values, tolerances ----
+  Workloads workloads;
+  if (!o.workloads.empty()) {
+    workloads = read_workloads(o.workloads, def_name);
+    r.workloads = int(workloads.size());
+    if (workloads.empty()) refuse(o.workloads, "(lines)", fmt::format("no workload of definition \"{}\"", def_name));
+  }
+  // ---- axes ----
+  std::ostringstream t;
+  t << "# Imported by `kqual import-definition` from " << f.filename().string()
+    << (o.workloads.empty() ? "" : " and " + o.workloads.filename().string()) << ".\n"
+    << "# Translation notes: docs/declared-contracts.md, \"Importing a Definition\".\n";
+  t << "[contract]\nname = " << toml_quoted(name) << "\nsummary = "
+    << toml_quoted(in.string_or(def, "", "description", "imported Definition " + def_name)) << "\n";
+  t << "POLICY_TEXT\nDETERMINISM\nMAX_CASE_ELEMENTS\n";
+  Axes ax = translate_axes(f, in, def, workloads, t, r.notes);
+  const std::set<std::string>& axes = ax.names;
+  const std::vector<std::string>& var_axes = ax.var;
+  std::map<std::string, std::int64_t>& axis_value = ax.value;  // at the base shape: how large a case's tensors get
+  const auto& derived = ax.derived;
+  const auto& constraints = ax.constraints;
 
   // ---- scalars, tensors, the dtype row ----
   std::map<std::string, std::string> row;
@@ -213,14 +368,15 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   std::vector<std::vector<std::string>> output_shapes, tensor_shapes;
   auto tensor = [&](const std::string& tn, const json& spec, bool input) {
     const std::string key = std::string(input ? "inputs." : "outputs.") + tn;
-    const std::string dt = kqual_dtype(f, key + ".dtype", spec.value("dtype", std::string("?")));
+    const std::string dt = kqual_dtype(f, key + ".dtype", in.string_or(spec, key, "dtype", "?"));
     if (!spec.contains("shape") || spec["shape"].is_null()) {
       if (!input) refuse(f, key + ".shape", "a scalar output is not supported");
       std::optional<double> value;
       for (const auto& w : workloads) {
-        const json& b = body(w);
-        if (!b.contains("inputs") || !b["inputs"].contains(tn) || !b["inputs"][tn].contains("value")) continue;
-        const double v = b["inputs"][tn]["value"].get<double>();
+        const json& b = workload_body(w);
+        if (!b.contains("inputs") || !b["inputs"].contains(tn) || !b["inputs"][tn].is_object() || !b["inputs"][tn].contains("value"))
+          continue;
+        const double v = detail::JsonIn(w.first).number(b["inputs"][tn]["value"], "inputs." + tn + ".value");
         if (value && *value != v)
           refuse(o.workloads, "inputs." + tn + ".value", fmt::format("the scalar takes {} and {} in different workloads; kqual's scalars are fixed per contract", *value, v));
         value = v;
@@ -232,8 +388,10 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     }
     std::vector<std::string> shape, axis_names;
     std::int64_t elements = 1;
-    for (const auto& s : spec["shape"]) {
-      const std::string ax = s.get<std::string>();
+    const json& shape_j = in.array(spec["shape"], key + ".shape");
+    if (shape_j.empty()) refuse(f, key + ".shape", "[]: a 0-d tensor; give a scalar a null shape, or a tensor its axes");
+    for (std::size_t i = 0; i < shape_j.size(); ++i) {
+      const std::string ax = in.string(shape_j[i], fmt::format("{}.shape[{}]", key, i), "a string (an axis name)");
       if (!axes.count(ax)) refuse(f, key + ".shape", fmt::format("unknown axis \"{}\"", ax));
       shape.push_back(toml_quoted(ax));
       axis_names.push_back(ax);
@@ -270,26 +428,23 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   }
   t << " }]\n\n";
 
-  // ---- constraints ----
-  if (def.contains("constraints"))
-    for (std::size_t i = 0; i < def["constraints"].size(); ++i) {
-      const std::string c = def["constraints"][i].get<std::string>();
-      (void)constraint_expr(f, fmt::format("constraints[{}]", i), c, axes);
-      t << "[[constraints]]\nexpr = " << toml_quoted(kqual_expr_text(c)) << "\nreason = " << toml_quoted("the Definition's constraint " + c) << "\n\n";
-    }
+  // ---- constraints (parsed with the axes) ----
+  for (const auto& [c, e] : constraints)
+    t << "[[constraints]]\nexpr = " << toml_quoted(kqual_expr_text(c)) << "\nreason = " << toml_quoted("the Definition's constraint " + c) << "\n\n";
 
   // ---- tolerance → the error model ----
   Tolerance tol;
-  if (def.contains("tolerance")) tighten(tol, def["tolerance"]);
+  if (def.contains("tolerance")) tighten(tol, in, def["tolerance"], "tolerance");
   for (const auto& w : workloads) {
-    if (w.contains("tolerance")) tighten(tol, w["tolerance"]);
-    if (body(w).contains("tolerance")) tighten(tol, body(w)["tolerance"]);
+    const detail::JsonIn win(w.first);
+    if (w.second.contains("tolerance")) tighten(tol, win, w.second["tolerance"], "tolerance");
+    if (w.second.contains("workload") && workload_body(w).contains("tolerance")) tighten(tol, win, workload_body(w)["tolerance"], "workload.tolerance");
   }
   // Which judge the file was written for: SOL-ExecBench's workload lines are unwrapped ({"uuid",
   // "axes", "inputs", "tolerance"}) with max_atol / max_rtol, and its Definitions carry
   // custom_inputs_entrypoint; flashinfer-bench wraps lines as {"definition", "workload"}.
   bool sol = tol.sol_keys || def.contains("custom_inputs_entrypoint");
-  for (const auto& w : workloads) sol |= !w.contains("workload") && w.contains("axes");
+  for (const auto& w : workloads) sol |= !w.second.contains("workload") && w.second.contains("axes");
   const double atol = tol.atol.value_or(o.atol), rtol = tol.rtol.value_or(o.rtol);
   std::string model = fmt::format("{{ model = \"allclose\", atol = {:g}, rtol = {:g}, combine = \"{}\"", atol, rtol, sol ? "sum" : "max");
   r.notes.push_back(sol ? "SOL-ExecBench's judge: an element passes within atol + rtol |ref| (combine = \"sum\")"
@@ -313,6 +468,10 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     r.notes.push_back("allow_negative_inf: kqual's NaN/Inf policy 'propagate' admits -Inf exactly where the reference has it");
   model += " }";
   std::string text = t.str();
+  for (const auto& a : var_axes) {
+    const std::string mark = "BASE_OF_" + a + "\n";
+    text.replace(text.find(mark), mark.size(), std::to_string(axis_value.at(a)) + "\n");
+  }
   for (std::size_t p; (p = text.find("ERROR_MODEL")) != std::string::npos;) text.replace(p, 11, model);
   text.replace(text.find("POLICY_TEXT"), 11,
                "policy = " + toml_quoted(std::string("Imported from a ") + (sol ? "SOL-ExecBench" : "flashinfer-bench") +
@@ -345,8 +504,8 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     detail::FamilyText how;
     how.tool = "kqual import-definition";
     how.atol = atol;
-    for (const auto& in : offered)
-      if (std::none_of(data.begin(), data.end(), [&](const auto& d) { return d.name == in.name; })) how.kept.push_back(in.name);
+    for (const auto& x : offered)
+      if (std::none_of(data.begin(), data.end(), [&](const auto& d) { return d.name == x.name; })) how.kept.push_back(x.name);
     // Families run on cases whose every tensor is within 2^16 elements; the smallest cases hold one
     // var axis at 1 and the others at their base.
     how.any_small_case = false;
@@ -377,12 +536,23 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   // ---- cost, bench, reference ----
   text += "[cost]\nflops = \"0\"   # not in the Definition: give the operation's count to place it on the FMA roofline\n\n";
   std::vector<std::string> shapes;
+  auto workload_values = [&](const auto& wl) {
+    std::map<std::string, std::int64_t> v = axis_value;
+    for (const auto& a : var_axes) v[a] = *workload_axis(wl, a);
+    return v;
+  };
   for (const auto& w : workloads) {
     std::vector<std::string> parts;
     for (const auto& a : var_axes)
-      if (body(w).contains("axes") && body(w)["axes"].contains(a)) parts.push_back(fmt::format("{}={}", a, body(w)["axes"][a].get<std::int64_t>()));
+      if (auto v = workload_axis(w, a)) parts.push_back(fmt::format("{}={}", a, *v));
     if (parts.size() != var_axes.size()) continue;
     const std::string sh = fmt::format("{}", fmt::join(parts, ","));
+    // A benchmark shape must lie in the contract's domain (the loader checks it): a workload the
+    // Definition's own constraints or derived axes exclude is named and left out.
+    if (const std::string why = outside_domain(workload_values(w), derived, constraints); !why.empty()) {
+      r.notes.push_back(fmt::format("{}: workload {} is not a benchmark shape: {}", w.first, sh, why));
+      continue;
+    }
     if (std::find(shapes.begin(), shapes.end(), sh) == shapes.end() && shapes.size() < 8) shapes.push_back(sh);
   }
   r.bench_shapes = shapes;
@@ -398,7 +568,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   detail::write_imported_contract(
       o.out, {{"contract.toml", text},
               {"reference.py", "# The Definition's reference, as imported (kind = \"torch\": run in kqual's reference process).\n" +
-                                   def["reference"].get<std::string>() + "\n"}});
+                                   def["reference"].get<std::string>() + "\n"}});  // a string: read_definition
   return r;
 }
 

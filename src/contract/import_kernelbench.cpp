@@ -62,24 +62,20 @@ std::string num(double v) { return fmt::format("{:.6g}", v); }
 }  // namespace
 
 KernelBenchImport translate_kernelbench(const json& cap, const KernelBenchImportOptions& o) {
-  const std::string file = o.problem.empty() ? cap.value("file", std::string("problem")) : o.problem.string();
+  const bool named = cap.is_object() && cap.contains("file") && cap["file"].is_string();
+  const std::string file = !o.problem.empty() ? o.problem.string() : named ? cap["file"].get<std::string>() : "problem";
   auto refuse = [&](const std::string& what, const std::string& why) -> void {
     throw_error(ErrorKind::input, fmt::format("{}: {}: {}", file, what, why));
   };
-  if (!cap.is_object() || !cap.value("ok", false))
-    throw_error(ErrorKind::input, fmt::format("{}: capture failed ({}): {}", file, cap.value("code", std::string("?")),
-                                              cap.value("error", std::string("no capture"))));
-  for (const char* k : {"tensors", "axis_constants", "constants"})
-    if (!cap.contains(k)) refuse(k, "missing from the capture (not written by tools/torch/kernelbench_capture.py?)");
-  if (cap.value("random_forward", false))
-    refuse("forward", "is random: two calls on the same inputs and model state with different torch seeds differ (dropout in "
-                      "training mode, torch.rand in forward, ...); a kernel cannot be checked against a reference that is not "
-                      "a function of its inputs");
+  // Every field read below has the type the capture script writes (else an input error naming the
+  // capture file and the key); a random forward is refused there.
+  const std::vector<std::string> capture_notes = detail::check_capture(cap, file, o.capture.string());
   if (o.max_elements < 1 || o.max_elements > (std::int64_t(1) << 28))
     throw_error(ErrorKind::usage, fmt::format("--max-elements {}: outside [1, 2^28]", o.max_elements));
 
   KernelBenchImport r;
   r.out = o.out;
+  r.notes = capture_notes;
   std::string stem = o.problem.empty() ? std::filesystem::path(file).stem().string() : o.problem.stem().string();
   std::transform(stem.begin(), stem.end(), stem.begin(), [](unsigned char c) { return char(std::tolower(c)); });
   r.name = o.name.empty() ? sanitize("kb_" + stem) : o.name;
@@ -238,6 +234,9 @@ KernelBenchImport translate_kernelbench(const json& cap, const KernelBenchImport
     refuse(fmt::format("tensor '{}'", who),
            fmt::format("has {} elements at the smallest benchmark shape kqual can reach, over --max-elements {} (no module-level "
                        "integer left to scale down: its dims are fixed)", n, o.max_elements));
+  if (axes.empty())  // a declared contract needs an axis to vary; this shape is fixed
+    refuse("shapes", fmt::format("no module-level integer moves a tensor's shape (constants that are not axes, and why: {}); kqual "
+                                 "needs one to vary", cap.value("not_axes", json::object()).dump()));
   const auto base = shrink_to(4096);
   std::vector<std::string> bench_parts, scaled;
   for (auto& [c, ax] : axes) {

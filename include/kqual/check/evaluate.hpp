@@ -19,7 +19,8 @@ struct CaseResult {
   contract::CaseSpec spec;
   std::string status;  // "pass", "fail", "refused", "skipped" (the device cannot hold the case)
   std::string code;    // failure or refusal code
-  std::string detail;
+  std::string detail;  // what the candidate did, in words (no kqual source locations: labels.hpp)
+  std::string debug;   // the worker's message as it came, for kqual's developers ("" when none)
   double kernel_ms = 0;
   std::string degenerate;  // why the expected output alone proves little (a constant kernel passes); "" if not
   std::string reference;   // "cpu" or "gpu-fp64"
