@@ -82,7 +82,7 @@ json CorrectnessReport::to_json(bool all_cases) const {
   for (const auto& id : settled_not_run) settled.push_back(id);
   json cs = json::array();
   for (const auto& r : results) {
-    if (!all_cases && r.status == "pass") continue;
+    if (!all_cases && r.status == "pass") continue;  // failing and not-run (harness_error) cases stay
     cs.push_back({{"id", r.spec.id}, {"status", r.status}, {"code", r.code}, {"detail", r.detail}, {"dims", r.spec.dims},
                   {"dtype", to_string(r.spec.dtype)}, {"family", r.spec.family}, {"offset_elements", r.spec.offset_elements},
                   {"seed", r.spec.seed}, {"reference", r.reference}, {"wall_ms", r.wall_ms}});
@@ -100,7 +100,9 @@ json CorrectnessReport::to_json(bool all_cases) const {
   std::vector<std::string> notes;
   const json r2r = run_to_run_summary(results, run_to_run_rule, notes);
   return json{{"candidate", candidate},
-              {"verdict", accepted() ? "accepted" : "rejected"},
+              {"verdict", accepted() ? "accepted" : incomplete() ? "incomplete" : "rejected"},
+              {"harness_errors", harness_errors},
+              {"harness_failure", harness_failure},
               {"slowest_cases", slowest},
               {"primary_reason", primary_code()},
               {"cases", cases},

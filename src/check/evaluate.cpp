@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unistd.h>
@@ -12,8 +13,8 @@
 #include <cstring>
 #include <set>
 
-#include "kqual/check/run_to_run.hpp"
 #include "kqual/check/labels.hpp"
+#include "kqual/check/run_to_run.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
@@ -42,6 +43,9 @@ std::string verify_output_file(const contract::Contract& c, const contract::Tens
 // A failed worker request named by its cause: the driver's error when the worker reports one (the
 // worker sends the CUresult's name), the watchdog's or the pipe's verdict otherwise.
 std::string fault_code(const WorkerReply& r) {
+  // The worker said it was doing kqual's own work (an allocation, the upload, the read-back) when it
+  // failed, was lost or hung: the candidate's code was not running.
+  if (r.status != WorkerReply::Status::ok && !r.harness.empty()) return "harness_error";
   switch (r.status) {
     case WorkerReply::Status::crashed: return "crash";
     case WorkerReply::Status::hung: return "hang";
@@ -145,6 +149,33 @@ bool is_fault(const std::string& code) {
                                                "illegal_instruction", "stack_overflow", "launch_failure", "device_assert"};
   return faults.count(code) > 0;
 }
+// A case kqual could not run for its own reasons (its allocation, the upload, the worker lost outside
+// the candidate's launch, its reference): not run, never counted against the candidate.
+bool harness_not_run(CaseResult& r, CorrectnessReport& rep) {
+  if (r.status != "fail" || r.code != "harness_error") return false;
+  r.status = "not_run";
+  ++rep.harness_errors;
+  if (rep.harness_failure.empty()) rep.harness_failure = fmt::format("{}: {}", r.spec.id, r.detail);
+  rep.results.push_back(r);
+  return true;
+}
+
+// The expected outputs come from a reference worker or kernel (Error(cuda) when it fails): kqual's
+// failure on this case, not the candidate's.
+CaseResult harness_guarded(const contract::CaseSpec& spec, const std::function<CaseResult()>& run) {
+  try {
+    return run();
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::cuda) throw;
+    CaseResult r;
+    r.spec = spec;
+    r.status = "fail";
+    r.code = "harness_error";
+    r.detail = fmt::format("{} (the reference): {} — not the candidate's", worker::kHarnessFailure, e.what());
+    return r;
+  }
+}
+
 bool is_value_failure(const std::string& code) {
   return code == "wrong_result" || code == "nondeterministic" || code == "nan_policy" || code == "unwritten_output";
 }
@@ -409,11 +440,14 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
     style.diagnoses_left = &diagnoses;
     // Large cases generated on the device (issue 21): verified there against the contract's device
     // reference when it has one, else in windows against the CPU reference.
-    CaseResult r = spec.family != contract::kGeneratedFamily ? run_case_styled(s, b, c, spec, style)
-                   : c.device_reference(spec)               ? run_device_verified_case(s, b, c, spec, o.index_case_timeout_s)
-                                                            : run_generated_case(s, b, c, spec, o.index_case_timeout_s);
+    CaseResult r = harness_guarded(spec, [&] {
+      return spec.family != contract::kGeneratedFamily ? run_case_styled(s, b, c, spec, style)
+             : c.device_reference(spec)               ? run_device_verified_case(s, b, c, spec, o.index_case_timeout_s)
+                                                      : run_generated_case(s, b, c, spec, o.index_case_timeout_s);
+    });
     r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     rep.wall_ms += r.wall_ms;
+    if (harness_not_run(r, rep)) break;  // kqual cannot run this candidate's cases now: no verdict
     if (r.status == "skipped") {
       ++rep.skipped;
       rep.results.push_back(r);
@@ -445,9 +479,10 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
   if (o.index_cases && s.device().present && !settled && !(o.stop_on_fault && rep.failed && stopped_on_fault))
     for (const auto& spec : c.index_cases(b.manifest.supports, o.seed)) {
       auto t0 = std::chrono::steady_clock::now();
-      CaseResult r = run_generated_case(s, b, c, spec, o.index_case_timeout_s);
+      CaseResult r = harness_guarded(spec, [&] { return run_generated_case(s, b, c, spec, o.index_case_timeout_s); });
       r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       rep.wall_ms += r.wall_ms;
+      if (harness_not_run(r, rep)) break;
       if (r.status == "skipped") {
         ++rep.skipped;
         rep.results.push_back(r);
@@ -469,7 +504,9 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
       rep.results.push_back(r);
       if (r.status == "fail" && (r.code == "index_overflow" || is_fault(r.code) || r.code == "hang")) break;
     }
-  if (o.sanitizer_pass && rep.failed == 0 && s.device().present) {
+  if (o.sanitizer_pass && rep.harness_errors > 0) {
+    rep.sanitizer = {{"status", "not_run"}, {"why", "kqual's own failure stopped the cases (harness_error)"}};
+  } else if (o.sanitizer_pass && rep.failed == 0 && s.device().present) {
     sanitizer_pass(s, b, c, sanitizer_picks(c, o, rep), {"memcheck", "racecheck"}, rep);
   } else if (o.sanitizer_pass && s.device().present) {
     // Wrong outputs: is a shared-memory race the cause? racecheck sees a hazard whether or not it

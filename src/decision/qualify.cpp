@@ -15,6 +15,14 @@ QualifyVerdict decide_qualify(const QualifyFindings& f) {
     v.summary = "No GPU: only the static phases ran. " + f.why_no_gpu;
     return v;
   }
+  if (!f.harness_failure.empty()) {
+    // kqual failed on its own work: the candidate is neither rejected nor judged on speed.
+    v.verdict = ShipVerdict::incomplete;
+    v.reasons.push_back("kqual's own failure (`harness_error`): " + f.harness_failure + " — not the candidate's");
+    v.would_reverse.push_back("a run in which kqual's own work succeeds (free device memory, the timer's library installed)");
+    v.summary = "No decision: kqual's own failure stopped the run (" + f.harness_failure + ") — not the candidate's.";
+    return v;
+  }
   if (f.correctness_run) {
     if (!f.correct && f.failed == 0) {
       // Nothing failed, and nothing proved anything: every case refused or with a degenerate

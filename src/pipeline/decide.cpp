@@ -9,6 +9,7 @@
 #include "kqual/pipeline/compare.hpp"
 #include "kqual/report/html.hpp"
 #include "kqual/report/results.hpp"
+#include "kqual/worker/worker.hpp"
 
 namespace kqual::pipeline {
 namespace {
@@ -45,6 +46,7 @@ decision::QualifyFindings findings_of(const report::QualifyResult& r) {
     f.failed = c.value("failed", 0);
     f.refused = c.value("refused", 0);
     f.primary_code = c.value("primary_reason", std::string());
+    f.harness_failure = c.value("harness_failure", std::string());
     if (c.contains("settled_not_run") && c.at("settled_not_run").is_array()) f.settled_not_run = int(c.at("settled_not_run").size());
     for (const char* key : {"failing_cases", "case_results"})
       if (c.contains(key) && c.at(key).is_array())
@@ -59,6 +61,7 @@ decision::QualifyFindings findings_of(const report::QualifyResult& r) {
       if (sh.series.empty()) continue;
       const auto& cs = sh.series.front();
       if (!cs.error.empty() || !cs.verified) q.failure = cs.error.empty() ? cs.verify_detail : cs.error;
+      if (f.harness_failure.empty() && worker::is_harness_failure(cs.error)) f.harness_failure = sh.shape + ": " + cs.error;
       q.candidate_ms = cs.samples_ms;
       q.baseline = sh.fastest_baseline;
       for (const auto& b : sh.series)

@@ -19,6 +19,7 @@
 #include "kqual/report/provenance.hpp"
 #include "kqual/report/results.hpp"
 #include "kqual/core/exit_codes.hpp"
+#include "kqual/worker/worker.hpp"
 
 namespace kqual::pipeline {
 namespace fs = std::filesystem;
@@ -180,6 +181,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       f.refused = rep.refused;
       f.primary_code = rep.primary_code();
       f.settled_not_run = int(rep.settled_not_run.size());
+      f.harness_failure = rep.harness_failure;  // cases kqual could not run: no verdict on the candidate
       for (const auto& x : rep.results)
         if (x.status == "fail") { f.first_failure = x.detail; break; }
       phases.set("correctness", fmt::format("{}: {} passed, {} failed, {} refused of {} cases",
@@ -233,6 +235,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
         decision::ShapeSamples q;
         q.shape = sh.shape;
         if (!cs.error.empty() || !cs.verified) q.failure = cs.error.empty() ? cs.verify_detail : cs.error;
+        if (f.harness_failure.empty() && worker::is_harness_failure(cs.error)) f.harness_failure = sh.shape + ": " + cs.error;
         q.baseline = sh.fastest_baseline;
         q.candidate_ms = cs.samples_ms;
         for (const auto& b : sh.series)

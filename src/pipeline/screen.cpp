@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "kqual/build/candidate.hpp"
@@ -25,6 +26,7 @@
 #include "kqual/core/sha256.hpp"
 #include "kqual/pipeline/screen_gpus.hpp"
 #include "kqual/pipeline/screen_journal.hpp"
+#include "kqual/pipeline/screen_key.hpp"
 #include "kqual/pipeline/screen_shard.hpp"
 #include "kqual/pipeline/stages.hpp"
 #include "kqual/report/provenance.hpp"
@@ -127,7 +129,14 @@ ScreenVerdict check_on_gpu(worker::Session& s, build::BuiltCandidate& b, const c
     } else {
       const check::CorrectnessReport rep = check::check_correctness(s, b, co);
       v.codes = rep.failure_codes;
-      if (rep.accepted()) {
+      if (rep.incomplete()) {
+        // kqual's own failure (its allocation, the upload, its reference, the worker lost outside the
+        // candidate's launch): no verdict on the candidate, and not kept on resume.
+        v.verdict = "incomplete";
+        v.reason = "harness_error";
+        v.codes["harness_error"] = rep.harness_errors;
+        v.detail = rep.harness_failure;
+      } else if (rep.accepted()) {
         v.verdict = "accepted";
         v.reason = fmt::format("{} of {} cases passed, {} refused as the contract requires", rep.passed, rep.cases, rep.refused);
       } else {
@@ -179,13 +188,22 @@ ScreenOutcome screen(const ScreenOptions& o) {
   std::vector<fs::path> cands = screen_candidates(o.inputs, &skipped);
   for (const auto& s : skipped) say(fmt::format("not a candidate (no kqual.toml): {}", s.string()));
   std::optional<ShardRecord> shard_rec;
+  json not_in_list = json::array();
   if (shard) {
-    std::vector<int> which;
-    shard_rec = plan_shards(*shard, cands, &which);
+    // The campaign's list, not today's folder contents, says which candidates are this shard's.
+    bool created = false;
+    const fs::path file = o.shard_list.empty() ? default_shard_list(o.out_dir, shard->count) : fs::absolute(o.shard_list);
+    const ShardList list = open_shard_list(file, shard->count, cands, &created);
     std::vector<fs::path> mine;
-    for (std::size_t i = 0; i < cands.size(); ++i)
-      if (which[i] == shard->index) mine.push_back(cands[i]);
-    say(fmt::format("shard {}: {} of {} candidate(s)", shard->text(), mine.size(), cands.size()));
+    shard_rec = plan_shards(*shard, list, &mine);
+    const std::set<std::string> listed(list.candidates.begin(), list.candidates.end());
+    for (const auto& c : cands)
+      if (!listed.count(c.string())) not_in_list.push_back(c.string());
+    if (!not_in_list.empty())
+      say(fmt::format("{} candidate(s) found now are not in the campaign's list {} and are not screened (first: {})",
+                      not_in_list.size(), file.string(), not_in_list.front().get<std::string>()));
+    say(fmt::format("shard {}: {} of {} candidate(s) of {} ({})", shard->text(), mine.size(), list.candidates.size(),
+                    file.string(), created ? "written now" : "the campaign's"));
     cands = std::move(mine);
   }
 
@@ -227,12 +245,13 @@ ScreenOutcome screen(const ScreenOptions& o) {
                         json{{"journal", kScreenJournalName}, {"options", options}, {"started", utc_now()}, {"command_line", o.command_line}}
                             .dump(-1, ' ', false, json::error_handler_t::replace));
 
-  // ---- which candidates the journal already answers (same folder, same manifest bytes) ----
+  // ---- which candidates the journal already answers (same folder, same key: screen_key.hpp) ----
   std::map<std::string, ScreenVerdict> journaled;  // the last line per folder wins
   for (const auto& e : jr.entries) journaled[e.candidate] = e;
   const std::size_t n = cands.size();
   std::vector<ScreenVerdict> verdicts(n);
-  std::vector<std::string> hashes(n);
+  std::vector<std::string> hashes(n), keys(n);
+  VerdictKeys keyer(options, o.contract);
   std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < n; ++i) {
     std::error_code ec;
@@ -243,9 +262,9 @@ ScreenOutcome screen(const ScreenOptions& o) {
         hashes[i].clear();  // unreadable: load_manifest says why, and the candidate always runs
       }
     }
+    keys[i] = keyer.key(cands[i]);
     auto it = journaled.find(cands[i].string());
-    const bool reuse = it != journaled.end() && !hashes[i].empty() && it->second.manifest_sha256 == hashes[i] &&
-                       it->second.verdict != "error" && !(it->second.verdict == "incomplete" && lanes.gpu());
+    const bool reuse = it != journaled.end() && reusable(it->second, keys[i], lanes.gpu());
     if (reuse) {
       verdicts[i] = it->second;
       verdicts[i].resumed = true;
@@ -375,6 +394,7 @@ ScreenOutcome screen(const ScreenOptions& o) {
     v.candidate = cands[i].string();
     v.name = display_name(cands[i]);
     v.manifest_sha256 = hashes[i];
+    v.key = keys[i];
     if (lane < lanes.gpus.size()) v.gpu = lanes.gpus[lane].ordinal;
     v.finished = utc_now();
     append_journal_line(fd, out.journal_path, v.to_json().dump(-1, ' ', false, json::error_handler_t::replace));
@@ -423,7 +443,10 @@ ScreenOutcome screen(const ScreenOptions& o) {
     r["gpus"] = g;
     r["gpus_unavailable"] = lanes.unavailable;
   }
-  if (shard_rec) r["shard"] = shard_rec->to_json();
+  if (shard_rec) {
+    r["shard"] = shard_rec->to_json();
+    r["shard"]["not_in_list"] = not_in_list;
+  }
   r["candidates"] = n;
   r["resumed"] = resumed;
   r["run"] = ran;

@@ -80,7 +80,7 @@ std::string first_line(const std::string& s, std::size_t max) {
 json ScreenVerdict::to_json() const {
   json c = json::object();
   for (const auto& [k, n] : codes) c[k] = n;
-  json j{{"candidate", candidate}, {"name", name},         {"manifest_sha256", manifest_sha256},
+  json j{{"candidate", candidate}, {"name", name},         {"manifest_sha256", manifest_sha256}, {"key", key},
          {"contract", contract},   {"verdict", verdict},   {"reason", reason},
          {"codes", c},             {"detail", detail},     {"wall_ms", wall_ms},
          {"compile_ms", compile_ms}, {"finished", finished}};
@@ -94,6 +94,7 @@ ScreenVerdict ScreenVerdict::from_json(const json& j) {
     v.candidate = j.at("candidate").get<std::string>();
     v.name = j.at("name").get<std::string>();
     v.manifest_sha256 = j.at("manifest_sha256").get<std::string>();
+    v.key = j.value("key", std::string());  // absent in journals from before the key: never reused
     v.contract = j.value("contract", std::string());
     v.verdict = j.at("verdict").get<std::string>();
     v.reason = j.value("reason", std::string());
@@ -107,6 +108,11 @@ ScreenVerdict ScreenVerdict::from_json(const json& j) {
     throw_error(ErrorKind::input, std::string("a screen journal entry lacks a field: ") + e.what());
   }
   return v;
+}
+
+bool reusable(const ScreenVerdict& j, const std::string& key, bool gpu) {
+  if (key.empty() || j.key != key || j.verdict == "error" || j.codes.count("harness_error")) return false;
+  return !(j.verdict == "incomplete" && gpu);
 }
 
 ScreenJournal read_screen_journal(const fs::path& file) {

@@ -3,8 +3,11 @@
 #include "kqual/pipeline/screen_shard.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -62,39 +65,151 @@ std::string candidate_content_sha256(const fs::path& dir) {
   return sha256_hex(text);
 }
 
-int shard_of(const std::string& content_sha256, int count) {
-  if (count <= 1) return 0;
-  // The first 16 hex digits: 64 uniformly distributed bits.
-  const unsigned long long h = std::stoull(content_sha256.substr(0, 16), nullptr, 16);
-  return int(h % (unsigned long long)(count));
-}
-
 json ShardRecord::to_json() const {
   return json{{"index", spec.index},
               {"count", spec.count},
               {"spec", spec.text()},
               {"total", total},
               {"candidates_sha256", candidates_sha256},
+              {"list", list.string()},
               {"share_sizes", share_sizes}};
 }
 
-ShardRecord plan_shards(const ShardSpec& spec, const std::vector<fs::path>& candidates, std::vector<int>* which) {
+namespace {
+
+constexpr const char* kShardListSchema = "kqual.screen-shard-list/1";
+
+std::string list_sha256(const std::vector<std::string>& names, const std::vector<int>& shard) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i) text += fmt::format("{}\t{}\n", names[i], shard[i]);
+  return sha256_hex(text);
+}
+
+}  // namespace
+
+fs::path default_shard_list(const fs::path& shard_out_dir, int count) {
+  return fs::absolute(shard_out_dir).lexically_normal().parent_path() / fmt::format("shard-list-{}.json", count);
+}
+
+ShardList read_shard_list(const fs::path& file) {
+  ShardList l;
+  l.file = file;
+  json j;
+  try {
+    j = json::parse(read_text_file(file));
+    if (j.value("schema", std::string()) != kShardListSchema) throw std::runtime_error("no schema " + std::string(kShardListSchema));
+    l.count = j.at("count").get<int>();
+    for (const json& e : j.at("candidates")) {
+      l.candidates.push_back(e.at("candidate").get<std::string>());
+      l.shard.push_back(e.at("shard").get<int>());
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw_error(ErrorKind::input, fmt::format("{}: not a kqual screen candidate list ({})", file.string(), e.what()));
+  }
+  l.sha256 = list_sha256(l.candidates, l.shard);
+  return l;
+}
+
+ShardList open_shard_list(const fs::path& file, int count, const std::vector<fs::path>& candidates, bool* created) {
+  if (created) *created = false;
+  std::error_code ec;
+  if (!fs::exists(file, ec)) {
+    std::vector<std::string> names;
+    for (const auto& c : candidates) names.push_back(c.string());
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    json rows = json::array();
+    for (std::size_t i = 0; i < names.size(); ++i)
+      rows.push_back(json{{"candidate", names[i]}, {"name", display_name(names[i])}, {"shard", int(i % std::size_t(count))}});
+    const json j{{"schema", kShardListSchema}, {"count", count}, {"created", utc_now()}, {"candidates", rows}};
+    // Written aside, then linked into place: link() fails when another task's list got there first,
+    // and then that one is the campaign's.
+    fs::create_directories(file.parent_path());
+    const fs::path tmp = file.string() + fmt::format(".{}.tmp", ::getpid());
+    write_file_atomic(tmp, j.dump(1) + "\n");
+    const int rc = ::link(tmp.c_str(), file.c_str());
+    const int err = errno;
+    fs::remove(tmp, ec);
+    if (rc == 0 && created) *created = true;
+    if (rc != 0 && err != EEXIST)
+      throw_error(ErrorKind::io, fmt::format("{}: cannot write the campaign's candidate list: {}", file.string(), std::strerror(err)));
+  }
+  ShardList l = read_shard_list(file);
+  if (l.count != count)
+    throw_error(ErrorKind::usage, fmt::format("{} deals the candidates into {} shard(s), not {}: use the campaign's shard count, "
+                                              "or another campaign folder (--shard-list FILE)",
+                                              file.string(), l.count, count));
+  return l;
+}
+
+ShardRecord plan_shards(const ShardSpec& spec, const ShardList& list, std::vector<fs::path>* mine) {
   ShardRecord r;
   r.spec = spec;
-  r.total = candidates.size();
+  r.total = list.candidates.size();
+  r.list = list.file;
+  r.candidates_sha256 = list.sha256;
   r.share_sizes.assign(std::size_t(spec.count), 0);
-  std::vector<std::string> names;
-  if (which) which->clear();
-  for (const auto& c : candidates) {
-    const int s = shard_of(candidate_content_sha256(c), spec.count);
+  if (mine) mine->clear();
+  for (std::size_t i = 0; i < list.candidates.size(); ++i) {
+    const int s = list.shard[i];
+    if (s < 0 || s >= spec.count)
+      throw_error(ErrorKind::input, fmt::format("{}: candidate {} is in shard {} of {}", list.file.string(), list.candidates[i], s, spec.count));
     ++r.share_sizes[std::size_t(s)];
-    if (which) which->push_back(s);
-    names.push_back(c.string());
+    if (mine && s == spec.index) mine->push_back(list.candidates[i]);
   }
-  std::sort(names.begin(), names.end());
-  r.candidates_sha256 = sha256_hex(fmt::format("{}", fmt::join(names, "\n")));
   return r;
 }
+
+namespace {
+
+// results.json and summary.md of a merge (`merged`: the record results.json keeps under "merged").
+void write_merged(const MergeOptions& o, const json& shard_options, json merged, std::size_t finished, MergeOutcome& out) {
+  const std::map<std::string, int> counts = verdict_counts(out.verdicts);
+  json rows = json::array();
+  for (const auto& v : out.verdicts) {
+    json j = v.to_json();
+    j["resumed"] = v.resumed;
+    rows.push_back(j);
+  }
+  json options = shard_options;
+  options.erase("shard");
+  json r = schema_header("screen");
+  r["provenance"] = report::provenance(o.command_line, json());
+  const json missing_shards = merged.at("missing_shards");
+  const int count = merged.at("shard_count").get<int>();
+  const std::size_t total = merged.at("expected_candidates").get<std::size_t>();
+  r["merged"] = std::move(merged);
+  r["options"] = options;
+  r["candidates"] = out.verdicts.size();
+  r["counts"] = json{{"accepted", counts.at("accepted")}, {"rejected", counts.at("rejected")}, {"refused", counts.at("refused")},
+                     {"incomplete", counts.at("incomplete")}, {"error", counts.at("error")}};
+  r["verdicts"] = rows;
+
+  std::string md = "# kqual screen (merged)\n\n";
+  md += fmt::format("{} candidate(s) of {} expected, from {} of {} shard(s) — accepted {}, rejected {}, refused {}, incomplete {}{}; "
+                    "{} duplicate verdict(s) dropped, {} candidate(s) missing.\n\n",
+                    out.verdicts.size(), total, finished, count, counts.at("accepted"),
+                    counts.at("rejected"), counts.at("refused"), counts.at("incomplete"),
+                    counts.at("error") ? fmt::format(", kqual errors {}", counts.at("error")) : std::string(), out.duplicates,
+                    out.missing);
+  for (const auto& m : missing_shards)
+    md += fmt::format("- shard {} has no results: its {} candidate(s) are missing\n", m["shard"].get<std::string>(),
+                      m["candidates"].get<std::size_t>());
+  for (const auto& c : out.missing_candidates) md += fmt::format("- missing: {}\n", c);
+  if (!missing_shards.empty() || !out.missing_candidates.empty()) md += "\n";
+  md += screen_summary_table(out.verdicts);
+  fs::create_directories(o.out_dir);
+  out.results_path = o.out_dir / "results.json";
+  out.summary_path = o.out_dir / "summary.md";
+  write_file_atomic(out.results_path, r.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  write_file_atomic(out.summary_path, md);
+  out.results = r;
+  out.exit_code = screen_exit_code(counts, out.missing);
+}
+
+}  // namespace
 
 MergeOutcome merge_screen(const MergeOptions& o) {
   auto say = [&](const std::string& line) {
@@ -166,12 +281,25 @@ MergeOutcome merge_screen(const MergeOptions& o) {
   }
   const int count = first->shard.value("count", 1);
   const std::vector<std::size_t> sizes = first->shard.value("share_sizes", std::vector<std::size_t>());
+  // The campaign's list names every candidate and its shard: the one truth a merge checks against.
+  const fs::path list_file = first->shard.value("list", std::string());
+  if (list_file.empty() || !fs::exists(list_file))
+    throw_error(ErrorKind::usage, fmt::format("screen merge: {} names no readable candidate list ({}): the campaign's list is "
+                                              "needed to name what is missing",
+                                              first->dir.string(), list_file.empty() ? "none recorded" : list_file.string()));
+  const ShardList list = read_shard_list(list_file);
+  if (list.sha256 != first->shard.value("candidates_sha256", ""))
+    throw_error(ErrorKind::usage, fmt::format("screen merge: {} was edited after {} was screened from it: its shares no longer "
+                                              "say which shard judged which candidate",
+                                              list_file.string(), first->dir.string()));
+  std::map<std::string, int> assigned;
+  for (std::size_t i = 0; i < list.candidates.size(); ++i) assigned[list.candidates[i]] = list.shard[i];
 
-  // ---- verdicts: one per candidate folder; a second one is a duplicate ----
+  // ---- verdicts: one per candidate folder, from the shard the list gives it ----
   MergeOutcome out;
   std::map<std::string, ScreenVerdict> by_candidate;
+  std::map<std::string, fs::path> from_dir;
   std::set<int> finished;
-  std::size_t conflicts = 0;
   json sources = json::array();
   for (const auto& s : shards) {
     const std::string spec = s.options.value("shard", std::string());
@@ -180,16 +308,30 @@ MergeOutcome merge_screen(const MergeOptions& o) {
       sources.push_back(src);
       continue;
     }
-    finished.insert(s.shard.value("index", -1));
+    const int index = s.shard.value("index", -1);
+    finished.insert(index);
     std::size_t rows = 0;
     for (const json& row : s.results.value("verdicts", json::array())) {
       ScreenVerdict v = ScreenVerdict::from_json(row);
       v.resumed = row.value("resumed", false);
       ++rows;
+      const auto a = assigned.find(v.candidate);
+      if (a == assigned.end() || a->second != index)
+        throw_error(ErrorKind::input, fmt::format("screen merge: {} judged {} in shard {}, but the campaign's list {} {}: the "
+                                                  "shards did not screen one list",
+                                                  s.dir.string(), v.candidate, spec, list_file.string(),
+                                                  a == assigned.end() ? std::string("does not name it")
+                                                                      : fmt::format("gives it to shard {}/{}", a->second, count)));
       auto [it, fresh] = by_candidate.emplace(v.candidate, v);
       if (!fresh) {
-        ++out.duplicates;
-        if (it->second.verdict != v.verdict || it->second.manifest_sha256 != v.manifest_sha256) ++conflicts;
+        if (it->second.verdict != v.verdict || it->second.key != v.key)
+          throw_error(ErrorKind::input, fmt::format("screen merge: two different verdicts for {}: {} in {}, {} in {}; which one "
+                                                    "stands is not the merge's to choose (screen it again)",
+                                                    v.candidate, it->second.verdict, from_dir[v.candidate].string(), v.verdict,
+                                                    s.dir.string()));
+        ++out.duplicates;  // the same shard given twice (a copy of its folder): the same verdict
+      } else {
+        from_dir[v.candidate] = s.dir;
       }
     }
     src["verdicts"] = rows;
@@ -200,55 +342,23 @@ MergeOutcome merge_screen(const MergeOptions& o) {
   for (int k = 0; k < count; ++k)
     if (!finished.count(k)) {
       const std::size_t m = std::size_t(k) < sizes.size() ? sizes[std::size_t(k)] : 0;
-      out.missing += m;
       missing_shards.push_back(json{{"shard", fmt::format("{}/{}", k, count)}, {"candidates", m}});
     }
+  for (const auto& c : list.candidates)
+    if (!by_candidate.count(c)) out.missing_candidates.push_back(c);
+  out.missing = out.missing_candidates.size();
   for (auto& [_, v] : by_candidate) out.verdicts.push_back(v);
 
   // ---- write ----
-  const std::map<std::string, int> counts = verdict_counts(out.verdicts);
-  json rows = json::array();
-  for (const auto& v : out.verdicts) {
-    json j = v.to_json();
-    j["resumed"] = v.resumed;
-    rows.push_back(j);
-  }
-  json options = first->options;
-  options.erase("shard");
-  json r = schema_header("screen");
-  r["provenance"] = report::provenance(o.command_line, json());
-  r["merged"] = json{{"shards", sources},
-                     {"shard_count", count},
-                     {"expected_candidates", first->shard.value("total", 0)},
-                     {"duplicates", out.duplicates},
-                     {"conflicting_duplicates", conflicts},
-                     {"missing", out.missing},
-                     {"missing_shards", missing_shards}};
-  r["options"] = options;
-  r["candidates"] = out.verdicts.size();
-  r["counts"] = json{{"accepted", counts.at("accepted")}, {"rejected", counts.at("rejected")}, {"refused", counts.at("refused")},
-                     {"incomplete", counts.at("incomplete")}, {"error", counts.at("error")}};
-  r["verdicts"] = rows;
-
-  std::string md = "# kqual screen (merged)\n\n";
-  md += fmt::format("{} candidate(s) of {} expected, from {} of {} shard(s) — accepted {}, rejected {}, refused {}, incomplete {}{}; "
-                    "{} duplicate verdict(s) dropped{}, {} candidate(s) missing.\n\n",
-                    out.verdicts.size(), first->shard.value("total", 0), finished.size(), count, counts.at("accepted"),
-                    counts.at("rejected"), counts.at("refused"), counts.at("incomplete"),
-                    counts.at("error") ? fmt::format(", kqual errors {}", counts.at("error")) : std::string(), out.duplicates,
-                    conflicts ? fmt::format(" ({} disagreeing)", conflicts) : std::string(), out.missing);
-  for (const auto& m : missing_shards)
-    md += fmt::format("- shard {} has no results: its {} candidate(s) are missing\n", m["shard"].get<std::string>(),
-                      m["candidates"].get<std::size_t>());
-  if (!missing_shards.empty()) md += "\n";
-  md += screen_summary_table(out.verdicts);
-  fs::create_directories(o.out_dir);
-  out.results_path = o.out_dir / "results.json";
-  out.summary_path = o.out_dir / "summary.md";
-  write_file_atomic(out.results_path, r.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
-  write_file_atomic(out.summary_path, md);
-  out.results = r;
-  out.exit_code = screen_exit_code(counts, out.missing);
+  json merged{{"shards", sources},
+              {"shard_count", count},
+              {"expected_candidates", first->shard.value("total", 0)},
+              {"duplicates", out.duplicates},
+              {"missing", out.missing},
+              {"missing_candidates", out.missing_candidates},
+              {"missing_shards", missing_shards},
+              {"list", list_file.string()}};
+  write_merged(o, first->options, std::move(merged), finished.size(), out);
   return out;
 }
 

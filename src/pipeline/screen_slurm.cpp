@@ -14,6 +14,7 @@
 #include "kqual/core/files.hpp"
 #include "kqual/core/process.hpp"
 #include "kqual/pipeline/screen_journal.hpp"
+#include "kqual/pipeline/screen_shard.hpp"
 
 namespace kqual::pipeline {
 namespace fs = std::filesystem;
@@ -136,7 +137,9 @@ SlurmPlan plan_slurm_screen(const SlurmScreenOptions& o) {
                                               p.out_dir.string()));
   // The inputs as given, made absolute (tasks start in other folders, on other hosts): each task
   // lists the candidates itself, as every shard must, and the script stays small for large campaigns.
-  p.candidates = screen_candidates(o.screen.inputs).size();  // an input that names none: an error now
+  p.candidate_dirs = screen_candidates(o.screen.inputs);  // an input that names none: an error now
+  p.candidates = p.candidate_dirs.size();
+  p.shard_list = default_shard_list(p.out_dir / "shard-0-of-N", p.shards);
   std::vector<std::string> cands;
   for (const auto& c : o.screen.inputs) cands.push_back(sh_quote(fs::absolute(c).lexically_normal().string()));
   const std::string kqual = o.kqual_exe.empty() ? self_exe() : fs::absolute(o.kqual_exe).string();
@@ -153,6 +156,7 @@ SlurmPlan plan_slurm_screen(const SlurmScreenOptions& o) {
                                                           p.max_array_size, p.max_array_source)
                                             : std::string());
   s += "# Each shard has its own journal under its folder; a requeued or preempted task resumes from it.\n";
+  s += fmt::format("# Which candidates each shard screens: the list written at submission, {}.\n", p.shard_list.string());
   s += fmt::format("#SBATCH -J {}\n#SBATCH -a 0-{}\n#SBATCH -n 1\n#SBATCH -c {}\n", o.job_name, p.array_tasks - 1, o.screen.jobs);
   s += fmt::format("#SBATCH -o {}/screen-%A_%a.out\n", slurm_dir);
   if (o.requeue) s += "#SBATCH --requeue\n";
@@ -201,6 +205,8 @@ SlurmSubmission submit_slurm_screen(const SlurmPlan& plan) {
   SlurmSubmission sub;
   const fs::path dir = plan.out_dir / "slurm";
   fs::create_directories(dir);
+  // The campaign's candidate list, fixed now: every task reads it (a resubmission keeps the first).
+  (void)open_shard_list(plan.shard_list, plan.shards, plan.candidate_dirs);
   sub.screen_script_path = dir / "screen.sbatch";
   sub.merge_script_path = dir / "merge.sbatch";
   write_file_atomic(sub.screen_script_path, plan.screen_script);

@@ -63,12 +63,10 @@ void print_merge(const pipeline::MergeOutcome& out) {
              r["candidates"].get<std::size_t>(), m["expected_candidates"].get<std::size_t>(), m["shards"].size(),
              c["accepted"].get<int>(), c["rejected"].get<int>(), c["refused"].get<int>(), c["incomplete"].get<int>(),
              c["error"].get<int>() ? fmt::format(", kqual errors {}", c["error"].get<int>()) : "");
-  fmt::print("  duplicates dropped {}{}, missing {}\n", out.duplicates,
-             m["conflicting_duplicates"].get<std::size_t>() ? fmt::format(" ({} disagreeing)", m["conflicting_duplicates"].get<std::size_t>())
-                                                            : std::string(),
-             out.missing);
+  fmt::print("  duplicates dropped {}, missing {}\n", out.duplicates, out.missing);
   for (const auto& s : m["missing_shards"])
     fmt::print("  shard {} has no results: {} candidate(s) missing\n", s["shard"].get<std::string>(), s["candidates"].get<std::size_t>());
+  for (const auto& c : out.missing_candidates) fmt::print("  missing: {}\n", c);
   fmt::print("wrote {} and {}\n", out.results_path.string(), out.summary_path.string());
 }
 
@@ -91,8 +89,12 @@ void add_screen_command(CLI::App& app, CliState& s, bool run_commands) {
                   "One worker per GPU, each pinned to its device and fed from one queue: all, a count N (the first N), or "
                   "a list of ordinals (0,2); ordinals in PCI bus order (default: one worker on the default device)");
   cmd->add_option("--shard", o.shard,
-                  "Screen only shard I of N (I/N, from 0): the candidates whose content hash falls in it, the same share "
-                  "on every run; give each shard its own --out, then `screen merge` (docs/scale-out.md)");
+                  "Screen only shard I of N (I/N, from 0): the candidates the campaign's list gives it, by name (the list "
+                  "is written when the first shard starts and read by the others); give each shard its own --out, then "
+                  "`screen merge` (docs/scale-out.md)");
+  cmd->add_option("--shard-list", o.shard_list,
+                  "The campaign's candidate list for --shard (default: shard-list-<N>.json in the folder above --out; "
+                  "written when absent)");
   cmd->add_flag("--restart", o.restart, "Start a fresh journal (default: resume OUT/journal.jsonl when its options match)");
 
   auto merge_opts = std::make_shared<pipeline::MergeOptions>();

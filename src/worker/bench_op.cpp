@@ -94,8 +94,11 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
   std::vector<std::vector<Guarded>> sets;
   std::vector<Plan> plans;
   for (int k = 0; k < (two ? 2 : 1); ++k) {
+    harness_phase(st, "allocating the timed buffers");
     sets.push_back(allocate(req.buffers, req.guard_bytes));
+    harness_phase(st, "");  // the plan is the candidate's
     plans.push_back(make_plan(st, req.module, req.launches, sets.back()));
+    harness_phase(st, "uploading inputs and poisoning outputs");
     prepare(st, sets.back(), 0xFF, 0, req.generator_module);
   }
   // Both datasets resident on the device; copied into a set's inputs before a sample (untimed).
@@ -141,6 +144,7 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
   std::unique_ptr<cuda::KernelActivity> activity;
   if (req.timer == "cupti") {
     std::string why;
+    harness_phase(st, "starting CUPTI for the timer 'cupti'");
     activity = cuda::KernelActivity::start(&why);
     if (!activity) throw_error(ErrorKind::cuda, "timer 'cupti' is not available: " + why);
   }
@@ -187,6 +191,9 @@ BenchReply op_bench(State& st, const BenchRequest& req) {
   for (const auto& g : sets[0])
     if (g.kind == "output") words_per_copy += g.chunk_elements ? chunk_count(g) : 1;
   size_hasher(words_per_copy);
+  // From here the candidate's launches and kqual's checks of them interleave: a failure is not
+  // told apart, and stays the candidate's.
+  harness_phase(st, "");
   const std::set<std::size_t> save(req.save_launches.begin(), req.save_launches.end());
   std::map<std::size_t, std::size_t> save_slot;  // launch index -> position in save_files
   for (std::size_t i = 0; i < req.save_launches.size(); ++i) save_slot[req.save_launches[i]] = i;

@@ -30,6 +30,23 @@ const char* to_string(WorkerReply::Status s) {
   return "?";
 }
 
+namespace {
+
+// "kqual's own failure (while allocating the case's buffers): <what happened> — not the candidate's"
+std::string harness_reason(const std::string& what, const std::string& reason) {
+  return fmt::format("{} (while {}): {} — not the candidate's", kHarnessFailure, what, reason);
+}
+
+}  // namespace
+
+bool is_harness_failure(const std::string& text) {
+  const std::string mark = kHarnessFailure;
+  if (text.rfind(mark, 0) == 0) return true;
+  for (auto s : {WorkerReply::Status::error, WorkerReply::Status::crashed, WorkerReply::Status::hung})
+    if (text.rfind(std::string(to_string(s)) + ": " + mark, 0) == 0) return true;
+  return false;
+}
+
 WorkerClient::WorkerClient(WorkerOptions opts) : opts_(std::move(opts)) {
   // KQUAL_EXE lets test binaries and other embedders name the kqual binary that serves as worker.
   if (opts_.exe.empty())
@@ -151,9 +168,20 @@ WorkerReply WorkerClient::call(const json& request, double timeout_s) {
         stop();
         return reply;
       }
+      if (reply.body.is_object() && reply.body.contains("phase") && !reply.body.contains("ok")) {
+        // A phase line: what the worker's own work is doing now ("" once the candidate's part runs).
+        reply.harness = reply.body.value("phase", std::string());
+        reply.body = json();
+        continue;
+      }
       bool ok = reply.body.value("ok", false);
-      if (ok) return reply;
+      if (ok) {
+        reply.harness.clear();
+        return reply;
+      }
       reply.reason = reply.body.value("error", std::string("worker reported an error without a message"));
+      reply.harness = reply.body.value("harness", std::string());  // only recoverable errors carry it
+      if (!reply.harness.empty()) reply.reason = harness_reason(reply.harness, reply.reason);
       if (reply.body.value("sticky", false)) {
         reply.status = WorkerReply::Status::sticky_error;
         stop();  // the context is unusable: the worker exits after replying
@@ -171,6 +199,7 @@ WorkerReply WorkerClient::call(const json& request, double timeout_s) {
       reply.status = WorkerReply::Status::hung;
       reply.reason = fmt::format("no reply within the {:.3g} s watchdog (op '{}'); worker killed", timeout_s,
                                  request.value("op", std::string("?")));
+      if (!reply.harness.empty()) reply.reason = harness_reason(reply.harness, reply.reason);
       return reply;
     }
     pollfd pfd{from_fd_, POLLIN, 0};
@@ -198,6 +227,7 @@ WorkerReply WorkerClient::call(const json& request, double timeout_s) {
                                  request.value("op", std::string("?")));
     std::string tail = stderr_tail();
     if (!tail.empty()) reply.reason += "; its stderr ends: " + tail;
+    if (!reply.harness.empty()) reply.reason = harness_reason(reply.harness, reply.reason);
     return reply;
   }
 }

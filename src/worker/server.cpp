@@ -61,6 +61,14 @@ json attributes_json(const cuda::Function& f) {
 }
 
 
+bool write_all(int fd, const std::string& s);
+
+void harness_phase(State& st, const std::string& what) {
+  if (st.harness == what) return;
+  st.harness = what;
+  if (st.out_fd >= 0) (void)write_all(st.out_fd, json{{"phase", what}}.dump() + "\n");
+}
+
 std::vector<Guarded> allocate(const std::vector<Buffer>& buffers, std::size_t guard, const std::string& placement,
                               const std::vector<std::string>& trap_only) {
   std::vector<Guarded> bufs;
@@ -335,19 +343,23 @@ RunReply op_run(State& st, const RunRequest& req) {
     if (bufs.empty() || placement != placed) {
       plan = Plan{};
       bufs.clear();
+      harness_phase(st, "allocating the case's buffers");
       bufs = allocate(req.buffers, req.guard_bytes, placement, req.trap_only);
+      harness_phase(st, "");  // the plan is the candidate's: its launch dimensions and shared memory
       plan = make_plan(st, req.module, req.launches, bufs);
       placed = placement;
     }
     if (!req.gen_seeds.empty())
       for (auto& g : bufs)
         if (g.gen_stream >= 0) g.gen_seed = req.gen_seeds[r];
+    harness_phase(st, "uploading inputs and poisoning outputs");
     prepare(st, bufs, poison, 0, req.generator_module);
     // Generated inputs are hashed on the device before and after the launch (no host copy).
     std::map<std::string, std::string> gen_before;
     for (const auto& g : bufs)
       if (g.kind == "input" && g.gen_stream >= 0) gen_before[g.name] = device_hash(st, g);
     if (!req.scribble.empty() && req.scribble[r] >= 0) scribble_shared(st, std::uint8_t(req.scribble[r]));
+    harness_phase(st, "");
     cuda::Event start, stop;
     start.record(st.stream->get());
     enqueue(st, plan);
@@ -356,6 +368,8 @@ RunReply op_run(State& st, const RunRequest& req) {
     RunResult run;
     run.poison = poison;
     run.kernel_ms = cuda::Event::elapsed_ms(start, stop);
+    // The candidate's launches have finished (a fault of theirs surfaced at the synchronise above).
+    harness_phase(st, "reading the outputs back");
     for (auto& g : bufs) {
       for (auto& v : check_guards(g)) run.guard_violations.push_back(v);
       if (g.kind == "input" && g.gen_stream >= 0) {
@@ -393,6 +407,7 @@ RunReply op_run(State& st, const RunRequest& req) {
     }
     reply.runs.push_back(std::move(run));
   }
+  harness_phase(st, "");
   return reply;
 }
 
@@ -405,8 +420,18 @@ bool test_hooks_enabled() {
 
 json handle(State& st, const json& req) {
   std::string op = req.at("op");
+  st.harness.clear();  // each op starts unmarked; the client forgets the last call's phase too
   if (op == "ping") return json{{"ok", true}, {"pid", getpid()}};
   if (test_hooks_enabled()) {
+    if (op == "crash_in_harness") {  // a worker lost during kqual's own work (the upload)
+      harness_phase(st, "uploading inputs and poisoning outputs");
+      std::fflush(stderr);
+      raise(SIGSEGV);
+    }
+    if (op == "fail_in_harness") {  // kqual's own allocation failing (out of memory)
+      harness_phase(st, "allocating the case's buffers");
+      throw cuda::CudaError(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc(1 TiB) failed: CUDA_ERROR_OUT_OF_MEMORY (test hook)");
+    }
     if (op == "crash") {  // the coordinator must survive a dying worker
       std::fflush(stderr);
       raise(SIGSEGV);
@@ -460,6 +485,7 @@ namespace kqual::worker {
 int run_worker(int in_fd, int out_fd) {
   using namespace detail;
   State st;
+  st.out_fd = out_fd;
   std::string buf;
   char chunk[65536];
   for (;;) {
@@ -487,6 +513,9 @@ int run_worker(int in_fd, int out_fd) {
     } catch (const std::exception& e) {
       reply = json{{"ok", false}, {"error", e.what()}, {"kind", "internal"}};
     }
+    // A sticky error is the device's state after the candidate ran, wherever it surfaced: only a
+    // recoverable one during kqual's own work (an allocation, a copy) is kqual's.
+    if (!st.harness.empty() && !reply.value("ok", true) && !exit_after) reply["harness"] = st.harness;
     if (!write_all(out_fd, reply.dump() + "\n")) return 1;
     if (exit_after) _exit(3);  // the context is unusable; skip destructors that would call into it
   }

@@ -22,6 +22,10 @@ namespace kqual::worker::detail {
 constexpr std::uint8_t kGuardByte = 0xA5;
 
 struct State {
+  // What kqual's own work in this op is doing ("" while the candidate's plan is built, launched and
+  // synchronised): a failure while it is set is kqual's (harness_error), never the candidate's.
+  std::string harness;
+  int out_fd = -1;  // the reply descriptor: phase lines go there too (harness_phase)
   std::unique_ptr<cuda::Context> ctx;
   std::unique_ptr<cuda::Module> own_module;  // kWorkerKernelsSource, compiled on first use
   std::map<std::string, std::shared_ptr<cuda::Module>> modules;  // by path
@@ -77,6 +81,11 @@ struct Guarded {
     if (bytes) KQUAL_CU(cuMemcpyDtoH, dst, view(), bytes);
   }
 };
+
+// Marks the start of kqual's own work (`what`: "allocating and filling buffers") or, with "", of the
+// candidate's part. The coordinator is told by a phase line on the reply descriptor, so a worker lost
+// while kqual's own work ran is kqual's failure even though no reply comes.
+void harness_phase(State& st, const std::string& what);
 
 std::vector<Guarded> allocate(const std::vector<Buffer>& buffers, std::size_t guard, const std::string& placement = "guarded",
                               const std::vector<std::string>& trap_only = {});

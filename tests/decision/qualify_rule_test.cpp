@@ -173,5 +173,33 @@ TEST(QualifyRule, ASettledRejectionSaysHowManyCasesWereNotRun) {
   EXPECT_NE(v.reasons.at(0).find("--all-cases"), std::string::npos);
 }
 
+// kqual's own failure (an allocation of its buffers, CUPTI missing for --timer cupti, a worker lost
+// outside the candidate's launch) is never the candidate's: incomplete (exit 3), naming what failed,
+// ahead of the correctness and speed rules that would otherwise read it as a wrong or failed kernel.
+TEST(QualifyRule, KqualsOwnFailureIsIncompleteNeverTheCandidates) {
+  QualifyFindings f = correct_and_timed();
+  f.correct = false;  // as check_correctness reports a candidate whose cases kqual could not run
+  f.failed = 0;
+  f.harness_failure = "small/f32/n=1: kqual's own failure (while allocating the case's buffers): CUDA_ERROR_OUT_OF_MEMORY";
+  QualifyVerdict v = decide_qualify(f);
+  EXPECT_EQ(v.verdict, ShipVerdict::incomplete);
+  EXPECT_EQ(to_json(v).at("exit_code"), kExitIncomplete);
+  EXPECT_NE(v.summary.find("not the candidate's"), std::string::npos) << v.summary;
+  EXPECT_NE(v.reasons.at(0).find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos);
+  EXPECT_EQ(v.summary.find("wrong answer"), std::string::npos) << v.summary;
+  EXPECT_FALSE(v.speed);
+
+  // While being timed: a shape whose timing failed for kqual's reason is not "failed while timed".
+  f = correct_and_timed();
+  ShapeSamples bad;
+  bad.shape = "n=268435456";
+  bad.failure = "error: kqual's own failure (while starting CUPTI for the timer 'cupti'): timer 'cupti' is not available";
+  f.shapes.push_back(bad);
+  f.harness_failure = "timing n=268435456: " + bad.failure;
+  v = decide_qualify(f);
+  EXPECT_EQ(v.verdict, ShipVerdict::incomplete);
+  EXPECT_NE(v.summary.find("CUPTI"), std::string::npos) << v.summary;
+}
+
 }  // namespace
 }  // namespace kqual::decision

@@ -329,23 +329,98 @@ TEST(ScreenShard, SpecsAreCheckedByName) {
   EXPECT_TRUE(has(error_of([] { parse_shard("3/2"); }), "not below the count"));
 }
 
-TEST_F(ShardTest, SharesPartitionTheCandidatesByContentWhateverTheirOrder) {
+// The campaign's list, written when the first shard starts, decides the shares by name: an edit, an
+// added candidate or another order later changes nothing.
+TEST_F(ShardTest, TheCampaignsListDealsTheCandidatesByNameOnceForAll) {
   const std::vector<fs::path> all = screen_candidates({cands_});
-  std::vector<int> which, again;
-  const ShardRecord r = plan_shards(ShardSpec{0, 3}, all, &which);
+  const fs::path file = default_shard_list(tmp_->path() / "shard-0-of-3", 3);
+  EXPECT_EQ(file, tmp_->path() / "shard-list-3.json");
+  bool created = false;
+  const ShardList list = open_shard_list(file, 3, all, &created);
+  EXPECT_TRUE(created);
+  ASSERT_EQ(list.candidates.size(), all.size());
+  std::vector<fs::path> mine;
+  const ShardRecord r = plan_shards(ShardSpec{0, 3}, list, &mine);
   EXPECT_EQ(r.total, all.size());
   std::size_t sum = 0;
   for (std::size_t s : r.share_sizes) sum += s;
   EXPECT_EQ(sum, all.size());
-  // The same candidates in another order (and fewer of them) keep their shards.
+  EXPECT_EQ(mine.size(), r.share_sizes[0]);
+  // Later tasks read it: fewer candidates, another order, an edited one: the same list.
+  write_text(cands_ / "bad3" / "kqual.toml", "[candidate]\nname = \"edited\"\n");
   std::vector<fs::path> rev(all.rbegin(), all.rend() - 1);
-  plan_shards(ShardSpec{0, 3}, rev, &again);
-  for (std::size_t i = 0; i < rev.size(); ++i) EXPECT_EQ(again[i], which[all.size() - 1 - i]) << rev[i];
-  // Content decides: a copy under another name shares its shard; an edit may move it.
-  fs::copy(cands_ / "bad3", tmp_->path() / "elsewhere", fs::copy_options::recursive);
-  EXPECT_EQ(candidate_content_sha256(tmp_->path() / "elsewhere"), candidate_content_sha256(cands_ / "bad3"));
-  write_text(tmp_->path() / "elsewhere" / "kqual.toml", "[candidate]\nname = \"edited\"\n");
-  EXPECT_NE(candidate_content_sha256(tmp_->path() / "elsewhere"), candidate_content_sha256(cands_ / "bad3"));
+  const ShardList again = open_shard_list(file, 3, rev, &created);
+  EXPECT_FALSE(created);
+  EXPECT_EQ(again.candidates, list.candidates);
+  EXPECT_EQ(again.shard, list.shard);
+  EXPECT_EQ(again.sha256, list.sha256);
+  // Another shard count on the same list is refused by name.
+  ErrorKind k{};
+  const std::string msg = error_of([&] { open_shard_list(file, 4, all); }, &k);
+  EXPECT_EQ(k, ErrorKind::usage);
+  EXPECT_TRUE(has(msg, "3 shard(s), not 4")) << msg;
+}
+
+// A candidate added after the campaign started is not screened by any shard (and said so), instead
+// of falling into one shard's share on some tasks and not on others.
+TEST_F(ShardTest, ACandidateAddedAfterTheListIsNotScreenedAndIsNamed) {
+  screen(opts("0/2", "shard-0-of-2"));
+  fs::copy(cands_ / "good0", cands_ / "late", fs::copy_options::recursive);
+  const ScreenOutcome out = screen(opts("1/2", "shard-1-of-2"));
+  EXPECT_EQ(out.results["shard"]["not_in_list"].size(), 1u);
+  for (const auto& v : out.verdicts) EXPECT_NE(v.name, "late");
+  MergeOptions m;
+  m.dirs = {tmp_->path() / "shard-0-of-2", tmp_->path() / "shard-1-of-2"};
+  m.out_dir = tmp_->path() / "merged";
+  const MergeOutcome merged = merge_screen(m);
+  EXPECT_EQ(merged.verdicts.size(), 12u);
+  EXPECT_EQ(merged.missing, 0u);
+}
+
+// Moving a candidate between shards (an edited list) makes the merge fail by name; two different
+// verdicts for one candidate too; a shard that did not finish leaves its candidates missing, named.
+TEST_F(ShardTest, MergeFailsOnAMovedCandidateOrTwoVerdictsAndNamesTheMissing) {
+  for (int s = 0; s < 2; ++s) screen(opts(std::to_string(s) + "/2", "shard-" + std::to_string(s) + "-of-2"));
+  const fs::path d0 = tmp_->path() / "shard-0-of-2", d1 = tmp_->path() / "shard-1-of-2";
+  MergeOptions m;
+  m.dirs = {d0, d1};
+  m.out_dir = tmp_->path() / "merged";
+  ASSERT_EQ(merge_screen(m).missing, 0u);
+
+  // Shard 1's results claim one of shard 0's candidates, with another verdict: two verdicts.
+  const json r0 = json::parse(read_text_file(d0 / "results.json"));
+  json r1 = json::parse(read_text_file(d1 / "results.json"));
+  json stolen = r0["verdicts"][0];
+  stolen["verdict"] = stolen["verdict"] == "refused" ? "incomplete" : "refused";
+  r1["verdicts"].push_back(stolen);
+  write_text(d1 / "results.json", r1.dump(1));
+  ErrorKind k{};
+  std::string msg = error_of([&] { merge_screen(m); }, &k);
+  EXPECT_EQ(k, ErrorKind::input);
+  EXPECT_TRUE(has(msg, stolen["candidate"].get<std::string>())) << msg;
+  EXPECT_TRUE(has(msg, "shard 0/2")) << msg;  // the list gives it to shard 0
+
+  // The list edited after the shards ran (a candidate moved to the other shard): refused by name.
+  r1["verdicts"].erase(r1["verdicts"].size() - 1);
+  write_text(d1 / "results.json", r1.dump(1));
+  const fs::path list = tmp_->path() / "shard-list-2.json";
+  json l = json::parse(read_text_file(list));
+  l["candidates"][0]["shard"] = 1 - l["candidates"][0]["shard"].get<int>();
+  write_text(list, l.dump(1));
+  msg = error_of([&] { merge_screen(m); }, &k);
+  EXPECT_EQ(k, ErrorKind::usage);
+  EXPECT_TRUE(has(msg, "edited")) << msg;
+
+  // A shard that never finished: each of its candidates named as missing, and the exit code says so.
+  l["candidates"][0]["shard"] = 1 - l["candidates"][0]["shard"].get<int>();
+  write_text(list, l.dump(1));
+  fs::remove(d1 / "results.json");
+  const MergeOutcome out = merge_screen(m);
+  EXPECT_EQ(out.missing, r1["verdicts"].size());
+  ASSERT_EQ(out.missing_candidates.size(), out.missing);
+  EXPECT_EQ(out.missing_candidates.front(), r1["verdicts"][0]["candidate"].get<std::string>());
+  EXPECT_EQ(out.results["merged"]["missing_candidates"].size(), out.missing);
+  EXPECT_TRUE(has(read_text_file(tmp_->path() / "merged/summary.md"), "missing: " + out.missing_candidates.front()));
 }
 
 TEST_F(ShardTest, ShardsMergeIntoEveryCandidateExactlyOnce) {

@@ -17,7 +17,9 @@ namespace kqual::check {
 
 struct CaseResult {
   contract::CaseSpec spec;
-  std::string status;  // "pass", "fail", "refused", "skipped" (the device cannot hold the case)
+  // "pass", "fail", "refused", "skipped" (the device cannot hold the case), "not_run" (kqual's own
+  // failure: code harness_error)
+  std::string status;
   std::string code;    // failure or refusal code
   std::string detail;  // what the candidate did, in words (no kqual source locations: labels.hpp)
   std::string debug;   // the worker's message as it came, for kqual's developers ("" when none)
@@ -37,6 +39,10 @@ struct CorrectnessReport {
   int cases = 0, passed = 0, failed = 0, refused = 0;
   int evidence = 0;                  // passed cases whose expected output is not degenerate
   int skipped = 0;                   // cases above CheckOptions::max_case_elements (not run)
+  // Cases not run because kqual itself failed (harness_error: its allocation, the upload, the worker
+  // lost outside the candidate's launch, the reference): no verdict, neither accepted nor rejected.
+  int harness_errors = 0;
+  std::string harness_failure;       // the first one: "<case id>: <what failed>"
   double wall_ms = 0;
   json sanitizer;                    // the sanitizer pass: status clean|findings|incomplete|not_run, tools, cases
   std::map<std::string, int> failure_codes;
@@ -48,7 +54,8 @@ struct CorrectnessReport {
   // The run-to-run rule per dtype run: [{"dtype", "required", "reason", "opt_out", "rule_from"}].
   json run_to_run_rule = json::array();
   // Degenerate outputs (all zero, all equal) are not accepted as evidence on their own.
-  bool accepted() const { return failed == 0 && evidence > 0; }
+  bool accepted() const { return failed == 0 && evidence > 0 && harness_errors == 0; }
+  bool incomplete() const { return harness_errors > 0 && failed == 0; }  // kqual's failure decided nothing
   std::string primary_code() const;  // the most frequent failure code
   json to_json(bool all_cases) const;
 };

@@ -16,6 +16,9 @@ struct QualifyFindings {
   std::string arch;                        // the target the candidate was built for
   bool gpu = true;                         // false: only the static phases ran
   std::string why_no_gpu;
+  // Non-empty: kqual itself failed (its allocation, a timer library it needs, a worker lost outside
+  // the candidate's launch, its reference), naming what; nothing is decided about the candidate.
+  std::string harness_failure;
   bool correctness_run = true;
   bool correct = true;                     // accepted by the contract (when run)
   int cases = 0, passed = 0, failed = 0, refused = 0;
@@ -38,12 +41,13 @@ struct QualifyVerdict {
 
 // First match wins (docs/decision.md):
 //   1. no GPU                                   → incomplete (static phases only);
-//   2. rejected by the contract                 → do not ship ("no evidence" when no case failed but
+//   2. kqual's own failure (harness_failure)    → incomplete, naming it ("not the candidate's");
+//   3. rejected by the contract                 → do not ship ("no evidence" when no case failed but
 //                                                 none proved anything: every case refused or degenerate);
-//   3. timing not run                           → ship if correct (no performance claim), else do not ship;
-//   4. otherwise the speed rule (speed.hpp, judge_speed) on every timed shape, except that without
+//   4. timing not run                           → ship if correct (no performance claim), else do not ship;
+//   5. otherwise the speed rule (speed.hpp, judge_speed) on every timed shape, except that without
 //      baselines asked for (baselines_expected false) a shape not compared is only reported;
-//   5. correctness not checked (`kqual bench`)  → never ship: a speed win or tie is incomplete ("correctness
+//   6. correctness not checked (`kqual bench`)  → never ship: a speed win or tie is incomplete ("correctness
 //                                                 not checked"), a loss stays do not ship.
 QualifyVerdict decide_qualify(const QualifyFindings& f);
 

@@ -36,6 +36,9 @@ struct ScreenOptions {
   std::string gpus;
   std::filesystem::path gpu_list_dir = "/proc/driver/nvidia/gpus";  // where --gpus finds the GPUs (tests: a fake)
   std::string shard;             // --shard I/N: "" = every candidate
+  // --shard-list FILE: the campaign's candidate list (screen_shard.hpp); "" = shard-list-<N>.json in
+  // the folder above --out. Read when it exists, else written from the candidates found now.
+  std::filesystem::path shard_list;
   std::string command_line;
   ProgressFn progress;           // one line per candidate as it finishes, or empty
 };
@@ -45,6 +48,7 @@ struct ScreenVerdict {
   std::string candidate;         // the folder, absolute
   std::string name;              // the folder's name (copies of one manifest share the manifest's name)
   std::string manifest_sha256;   // of kqual.toml; "" when it could not be read
+  std::string key;               // of everything that decides the verdict (screen_key.hpp); "" = never reused
   std::string verdict;           // accepted, rejected, refused, incomplete, error
   std::string reason;            // one line: primary failure code, refusal kind, why incomplete
   std::map<std::string, int> codes;  // failure codes (rejected) or the refusal kind (refused)
@@ -86,6 +90,11 @@ std::string screen_summary_table(const std::vector<ScreenVerdict>& verdicts);
 
 // The journal's file format (docs/screen.md): a header line naming the options that decide a
 // verdict, then one ScreenVerdict per line. Exposed for tests.
+// Whether a journaled verdict answers a candidate whose key is now `key`: the same key, never an
+// `error`, never kqual's own failure (`harness_error`), and an `incomplete` one only while there is
+// still no GPU.
+bool reusable(const ScreenVerdict& journaled, const std::string& key, bool gpu);
+
 struct ScreenJournal {
   json header;                          // null when the file is absent or held no whole header line
   std::vector<ScreenVerdict> entries;   // whole lines, in file order

@@ -27,7 +27,9 @@ struct SlurmScreenOptions {
 };
 
 struct SlurmPlan {
-  std::size_t candidates = 0;    // found at planning time (each task lists them again)
+  std::size_t candidates = 0;    // found at planning time
+  std::vector<std::filesystem::path> candidate_dirs;  // written into shard_list at submission
+  std::filesystem::path shard_list;  // OUT/shard-list-<N>.json: which shard screens which candidate
   int shards = 1;
   int array_tasks = 1;           // min(shards, max_array_size)
   int max_array_size = 1001;
@@ -48,7 +50,8 @@ struct SlurmSubmission {
   std::filesystem::path screen_script_path, merge_script_path;
 };
 
-// Writes OUT/slurm/screen.sbatch and merge.sbatch (each atomically) and submits both, the merge
+// Writes the campaign's candidate list (kept when it exists), OUT/slurm/screen.sbatch and merge.sbatch
+// (each atomically) and submits both, the merge
 // depending on every array task (afterany: it runs, and counts what is missing, even when a task
 // failed). Error(usage) naming sbatch when it is not on PATH; Error(io) with sbatch's message when
 // it refuses a script.

@@ -29,9 +29,17 @@ struct WorkerReply {
   Status status = Status::ok;
   json body;            // the reply (for ok, error, sticky_error)
   std::string reason;   // human explanation for anything but ok
+  // Not ok while the worker was doing kqual's own work (allocating, uploading, reading back; what it
+  // was doing): kqual's failure, not the candidate's. The reason then starts with kHarnessFailure.
+  std::string harness;
   bool fault() const { return status == Status::crashed || status == Status::hung || status == Status::protocol_error || status == Status::sticky_error; }
 };
 const char* to_string(WorkerReply::Status s);
+inline constexpr const char* kHarnessFailure = "kqual's own failure";
+// A failure text that is kqual's own: a reason starting with kHarnessFailure, or "<status>: " and
+// one (a timed series' error). Only the start counts: a candidate's output quoted later (its stderr
+// after a crash) cannot make its own failure look like kqual's.
+bool is_harness_failure(const std::string& text);
 
 class WorkerClient {
  public:

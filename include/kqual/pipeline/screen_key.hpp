@@ -1,0 +1,32 @@
+#pragma once
+// What decides a screen verdict, hashed into the journal's `key` (docs/screen.md, "The journal and
+// resuming"): a journaled verdict is reused only when every part is the same — the candidate folder's
+// files, a source or image its manifest names outside the folder, the resolved contract (its files,
+// reference included, or a built-in's name), kqual's version and git revision, and the options that
+// decide a verdict. Editing any of them makes the candidate run again.
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "kqual/core/json.hpp"
+
+namespace kqual::pipeline {
+
+class VerdictKeys {
+ public:
+  // `options`: screen_verdict_options(); `contract`: --contract ("" = each manifest's own).
+  VerdictKeys(json options, std::string contract);
+  // The parts, as JSON (kqual, options, candidate, outside, contract); exposed for tests and for
+  // naming what changed.
+  json parts(const std::filesystem::path& candidate_dir);
+  // SHA-256 of parts(); "" when the folder cannot be read (the candidate then always runs).
+  std::string key(const std::filesystem::path& candidate_dir);
+
+ private:
+  json contract_part(const std::string& value, const std::filesystem::path& near);
+  json options_;
+  std::string contract_;
+  std::map<std::string, json> contracts_;  // by value (and folder, for a path): resolved once per screen
+};
+
+}  // namespace kqual::pipeline

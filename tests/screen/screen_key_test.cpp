@@ -1,0 +1,159 @@
+// The key of a journaled screen verdict (screen_key.hpp), without a device: every file that decides a
+// verdict is in it, so an edit makes the candidate run again instead of reusing the old verdict; and
+// kqual's own failures are never kept.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "kqual/core/files.hpp"
+#include "kqual/core/version.hpp"
+#include "kqual/pipeline/screen.hpp"
+#include "kqual/pipeline/screen_key.hpp"
+#include "test_util.hpp"
+
+namespace kqual::pipeline {
+namespace {
+namespace fs = std::filesystem;
+
+void key_append(const fs::path& f, const std::string& text) { std::ofstream(f, std::ios::app) << text; }
+
+std::string key_read(const fs::path& f) {
+  std::ifstream in(f);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void key_write(const fs::path& f, const std::string& text) { std::ofstream(f, std::ios::binary) << text; }
+
+class ScreenKeyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tmp_ = std::make_unique<ScratchDir>("kqual-screen-key-test");
+    cands_ = tmp_->path() / "cands";
+    fs::create_directories(cands_);
+    const fs::path good = test::repo_root() / "candidates/residual_add_relu/good";
+    for (const char* name : {"alpha", "beta"}) fs::copy(good, cands_ / name, fs::copy_options::recursive);
+    out_ = tmp_->path() / "out";
+  }
+  ScreenOptions opts() const {
+    ScreenOptions o;
+    o.inputs = {cands_};
+    o.out_dir = out_;
+    o.use_gpu = false;
+    o.sanitizer_pass = false;
+    return o;
+  }
+  static std::string key_of(const fs::path& dir, const std::string& contract = "") {
+    VerdictKeys k(json{{"seed", 1}}, contract);
+    return k.key(dir);
+  }
+  std::unique_ptr<ScratchDir> tmp_;
+  fs::path cands_, out_;
+};
+
+const ScreenVerdict& key_verdict(const ScreenOutcome& out, const std::string& name) {
+  for (const auto& v : out.verdicts)
+    if (v.name == name) return v;
+  throw std::runtime_error("no verdict for " + name);
+}
+
+// The review's case: a screened candidate's kernel.cu replaced, screened again into the same --out,
+// was "0 run, 1 from the journal". Now the edited candidate runs again; the other is resumed.
+TEST_F(ScreenKeyTest, AnEditedKernelRunsAgainInsteadOfReusingTheJournal) {
+  const ScreenOutcome first = screen(opts());
+  ASSERT_EQ(first.results["run"], 2);
+  EXPECT_FALSE(key_verdict(first, "beta").key.empty());
+  key_append(cands_ / "beta/kernel.cu", "\n// replaced by another kernel\n");
+  const ScreenOutcome again = screen(opts());
+  EXPECT_EQ(again.results["run"], 1);
+  EXPECT_EQ(again.results["resumed"], 1);
+  EXPECT_FALSE(key_verdict(again, "beta").resumed);
+  EXPECT_TRUE(key_verdict(again, "alpha").resumed);
+  EXPECT_NE(key_verdict(again, "beta").key, key_verdict(first, "beta").key);
+  // And a third run with nothing edited reuses both.
+  const ScreenOutcome third = screen(opts());
+  EXPECT_EQ(third.results["run"], 0);
+}
+
+TEST_F(ScreenKeyTest, EveryFileOfTheFolderAndOptionsAndVersionAreInTheKey) {
+  const fs::path a = cands_ / "alpha";
+  const std::string k0 = key_of(a);
+  ASSERT_FALSE(k0.empty());
+  EXPECT_EQ(key_of(a), k0);  // deterministic
+  key_write(a / "helper.cuh", "#define TILE 4\n");  // a header the kernel may include
+  const std::string k1 = key_of(a);
+  EXPECT_NE(k1, k0);
+  key_append(a / "kernel.cu", " ");
+  EXPECT_NE(key_of(a), k1);
+  VerdictKeys other_seed(json{{"seed", 2}}, "");
+  EXPECT_NE(other_seed.key(a), key_of(a));
+  const json parts = VerdictKeys(json::object(), "").parts(a);
+  EXPECT_NE(parts.at("kqual").get<std::string>().find(kVersion), std::string::npos) << parts.dump();
+  EXPECT_EQ(parts.at("contract").at("built_in"), "residual_add_relu") << parts.dump();
+}
+
+// A source the manifest names outside its folder (a kernel shared by several candidates) is keyed too.
+TEST_F(ScreenKeyTest, ASourceOutsideTheFolderIsInTheKey) {
+  const fs::path a = cands_ / "alpha";
+  fs::rename(a / "kernel.cu", cands_ / "shared.cu");
+  std::string toml = key_read(a / "kqual.toml");
+  toml.replace(toml.find("source = \"kernel.cu\""), std::string("source = \"kernel.cu\"").size(), "source = \"../shared.cu\"");
+  key_write(a / "kqual.toml", toml);
+  const std::string k0 = key_of(a);
+  key_append(cands_ / "shared.cu", "\n// edited\n");
+  EXPECT_NE(key_of(a), k0);
+}
+
+// A declared contract: its contract.toml and its reference.py decide the verdict.
+TEST_F(ScreenKeyTest, TheDeclaredContractAndItsReferenceAreInTheKey) {
+  const fs::path roots = tmp_->path() / "contracts";
+  fs::create_directories(roots);
+  fs::copy(test::repo_root() / "contracts/rmsnorm", roots / "keytest_rmsnorm", fs::copy_options::recursive);
+  const fs::path ct = roots / "keytest_rmsnorm/contract.toml";
+  std::string text = key_read(ct);
+  text.replace(text.find("name = \"rmsnorm\""), std::string("name = \"rmsnorm\"").size(), "name = \"keytest_rmsnorm\"");
+  key_write(ct, text);
+  ASSERT_EQ(::setenv("KQUAL_CONTRACTS", roots.c_str(), 1), 0);
+  const fs::path a = cands_ / "alpha";
+  const std::string k0 = key_of(a, "keytest_rmsnorm");
+  const json parts = VerdictKeys(json::object(), "keytest_rmsnorm").parts(a);
+  ::unsetenv("KQUAL_CONTRACTS");
+  ASSERT_TRUE(parts.at("contract").contains("declared")) << parts.dump();
+  ASSERT_EQ(::setenv("KQUAL_CONTRACTS", roots.c_str(), 1), 0);
+  key_append(roots / "keytest_rmsnorm/reference.py", "\n# edited reference\n");
+  const std::string k1 = key_of(a, "keytest_rmsnorm");
+  EXPECT_NE(k1, k0);
+  key_append(ct, "\n# edited contract\n");
+  EXPECT_NE(key_of(a, "keytest_rmsnorm"), k1);
+  ::unsetenv("KQUAL_CONTRACTS");
+}
+
+// kqual's own failures (harness_error) and errors are never reused; incomplete only without a GPU.
+TEST(ScreenJournalReuse, KqualsOwnFailuresAreRetriedOnResume) {
+  ScreenVerdict v;
+  v.key = "k";
+  v.verdict = "accepted";
+  EXPECT_TRUE(reusable(v, "k", true));
+  EXPECT_FALSE(reusable(v, "other", true));
+  EXPECT_FALSE(reusable(v, "", true));
+  v.verdict = "incomplete";
+  v.reason = "harness_error";
+  v.codes["harness_error"] = 1;
+  EXPECT_FALSE(reusable(v, "k", true));
+  EXPECT_FALSE(reusable(v, "k", false));
+  v.codes.clear();
+  v.reason = "compiled; no GPU";
+  EXPECT_TRUE(reusable(v, "k", false));
+  EXPECT_FALSE(reusable(v, "k", true));
+  v.verdict = "error";
+  EXPECT_FALSE(reusable(v, "k", false));
+  ScreenVerdict old;  // a line from before the key: never reused
+  old.verdict = "accepted";
+  EXPECT_FALSE(reusable(old, "k", true));
+}
+
+}  // namespace
+}  // namespace kqual::pipeline
