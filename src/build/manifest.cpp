@@ -509,4 +509,16 @@ Manifest load_manifest(const fs::path& file_or_dir, ManifestUse use) {
   return parse_manifest(ss.str(), fs::absolute(file).lexically_normal(), use);
 }
 
+std::string manifest_contract_value(const fs::path& file_or_dir) {
+  std::error_code ec;
+  const fs::path file = fs::is_directory(file_or_dir, ec) ? file_or_dir / "kqual.toml" : file_or_dir;
+  try {
+    const toml::table t = toml::parse_file(file.string());
+    if (auto v = t["candidate"]["contract"].value<std::string>()) return *v;
+  } catch (const std::exception&) {
+    // unreadable or not TOML: load_manifest says why
+  }
+  return {};
+}
+
 }  // namespace kqual::build

@@ -30,8 +30,9 @@ const Contract& find_contract(const std::string& name) {
   if (name == "reduce_sum") return reduce_sum_contract();
   if (const Contract* d = find_declared_contract(name)) return *d;
   throw_error(ErrorKind::input, fmt::format("unknown contract '{}' (built in: {}; declared contracts are looked up as "
-                                            "contracts/{}/contract.toml and contracts/{}.toml above the working directory, in "
-                                            "$KQUAL_CONTRACTS and next to kqual)", name, fmt::join(contract_names(), ", "), name, name));
+                                            "{}/contract.toml and {}.toml in the folders of --contracts and $KQUAL_CONTRACTS "
+                                            "and in the project's contracts/ folder)",
+                                            name, fmt::join(contract_names(), ", "), name, name));
 }
 
 }  // namespace kqual::contract

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "compare_internal.hpp"
+#include "kqual/contract/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/decision/profile.hpp"
@@ -48,6 +49,7 @@ void classify(Side& s) {
 CompareOutcome run_compare(const CompareOptions& o) {
   // ---- 1. Everything that can be refused without building or touching a GPU ----
   if (o.old_side.input.empty()) throw_error(ErrorKind::usage, "OLD is required");
+  contract::set_contract_sources(o.sources);  // before either side's manifest names its contract
   Side sides[2];
   sides[0].label = "old";
   sides[0].spec = o.old_side;

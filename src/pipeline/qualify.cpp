@@ -12,6 +12,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/check/evaluate.hpp"
+#include "kqual/contract/declared.hpp"
 #include "kqual/decision/profile.hpp"
 #include "kqual/decision/qualify.hpp"
 #include "kqual/pipeline/stages.hpp"
@@ -47,6 +48,41 @@ std::optional<fs::path> find_bundled(const std::string& name, const fs::path& hi
   return std::nullopt;
 }
 
+std::vector<fs::path> baseline_roots(const std::vector<fs::path>& user_dirs) {
+  std::vector<fs::path> roots = user_dirs;
+  if (const char* env = std::getenv("KQUAL_BASELINES")) {
+    const std::string s = env;
+    std::size_t b = 0;
+    while (b <= s.size()) {
+      std::size_t e = s.find(':', b);
+      if (e == std::string::npos) e = s.size();
+      if (e > b) roots.push_back(s.substr(b, e - b));
+      b = e + 1;
+    }
+  }
+  if (auto p = find_bundled("baselines", {})) roots.push_back(*p);  // no hint: never the candidate's tree
+  return roots;
+}
+
+std::vector<fs::path> find_baselines(const std::string& contract, const std::vector<fs::path>& roots) {
+  std::vector<fs::path> out, seen;
+  std::error_code ec;
+  for (const auto& root : roots) {
+    if (!fs::is_directory(root / contract, ec)) continue;
+    std::vector<fs::path> dirs;
+    for (const auto& e : fs::directory_iterator(root / contract, ec))
+      if (fs::exists(e.path() / "kqual.toml", ec)) dirs.push_back(e.path());
+    std::sort(dirs.begin(), dirs.end());
+    for (const auto& d : dirs) {
+      const fs::path c = fs::weakly_canonical(d, ec);
+      if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+      seen.push_back(c);
+      out.push_back(d);
+    }
+  }
+  return out;
+}
+
 namespace {
 
 report::QualifyContract contract_block(const contract::Contract& c, const contract::Supports& claims) {
@@ -55,6 +91,10 @@ report::QualifyContract contract_block(const contract::Contract& c, const contra
   out.summary = c.summary();
   out.numerical_policy = c.numerical_policy();
   out.domain = c.domain_json();
+  const contract::ContractProvenance p = contract::contract_provenance(c);
+  out.origin = contract::to_string(p.origin);
+  out.file = p.file.string();
+  out.file_sha256 = p.sha256;
   // The examples exercise the contract's own refusals: a candidate claiming fewer dtypes must not
   // pre-empt them with "dtype not claimed".
   contract::Supports all_dtypes = claims;
@@ -96,6 +136,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     if (o.progress) o.progress(line);
   };
   say("manifest: " + o.candidate.string());
+  contract::set_contract_sources(o.sources);  // before the manifest names its contract
   build::Manifest m = build::load_manifest(o.candidate);
   const contract::Contract& c = contract::find_contract(m.contract);
   auto bench_dtype = parse_dtype(o.dtype);
@@ -127,20 +168,20 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   phases.set("compile", cand.image_file.empty()
                          ? fmt::format("done: {} for {} in {:.1f} ms", cand.compiler, tg.arch, cand.compile_ms)
                          : fmt::format("nothing to compile: {}, loads on {} by {}", cand.compiler, tg.arch, cand.load_path));
-  auto baseline_dir = find_bundled("baselines", m.dir);
   std::vector<build::BuiltCandidate> baselines;
   // Baselines matter for timing only (`check` leaves them out; `qualify` also checks them, since a
-  // wrong baseline is no baseline).
-  if (o.timing && baseline_dir && fs::is_directory(*baseline_dir / m.contract)) {
-    std::vector<fs::path> dirs;
-    for (const auto& e : fs::directory_iterator(*baseline_dir / m.contract))
-      if (fs::exists(e.path() / "kqual.toml")) dirs.push_back(e.path());
-    std::sort(dirs.begin(), dirs.end());
-    if (!dirs.empty()) say(fmt::format("compile: {} baseline(s) from {}", dirs.size(), (*baseline_dir / m.contract).string()));
+  // wrong baseline is no baseline). They come from the user's and the project's folders only.
+  const std::vector<fs::path> baseline_dirs = baseline_roots(o.baseline_dirs);
+  if (o.timing) {
+    const std::vector<fs::path> dirs = find_baselines(m.contract, baseline_dirs);
+    if (!dirs.empty()) say(fmt::format("compile: {} baseline(s) of {}", dirs.size(), m.contract));
     for (const auto& d : dirs) baselines.push_back(build::build_candidate(build::load_manifest(d), tg.arch, s.scratch()));
   }
+  std::vector<std::string> searched;
+  for (const auto& d : baseline_dirs) searched.push_back((d / m.contract).string());
   phases.set("baselines", !o.timing            ? std::string("not needed (no timing)")
-                         : baselines.empty() ? std::string("none found (baselines/") + m.contract + ")"
+                         : baselines.empty() ? fmt::format("none found (searched {})", searched.empty() ? std::string("no baselines folder")
+                                                                                                       : fmt::format("{}", fmt::join(searched, ", ")))
                                              : fmt::format("{} compiled", baselines.size()));
 
   json torch_report;  // bench::TorchBaselineReport, when timing ran

@@ -20,11 +20,13 @@
 #include "kqual/check/evaluate.hpp"
 #include "kqual/check/plan.hpp"
 #include "kqual/contract/contract.hpp"
+#include "kqual/contract/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
 #include "kqual/pipeline/screen_gpus.hpp"
+#include "screen_contracts.hpp"
 #include "kqual/pipeline/screen_journal.hpp"
 #include "kqual/pipeline/screen_key.hpp"
 #include "kqual/pipeline/screen_shard.hpp"
@@ -182,7 +184,7 @@ ScreenOutcome screen(const ScreenOptions& o) {
     if (o.progress) o.progress(line);
   };
   if (o.jobs < 1) throw_error(ErrorKind::usage, fmt::format("--jobs {}: must be at least 1", o.jobs));
-  if (!o.contract.empty()) (void)contract::find_contract(o.contract);  // an unknown name: a clear error now
+  contract::set_contract_sources(o.sources);  // before any manifest names its contract
   const std::optional<ShardSpec> shard = o.shard.empty() ? std::nullopt : std::optional<ShardSpec>(parse_shard(o.shard));
   std::vector<fs::path> skipped;
   std::vector<fs::path> cands = screen_candidates(o.inputs, &skipped);
@@ -206,6 +208,8 @@ ScreenOutcome screen(const ScreenOptions& o) {
                     file.string(), created ? "written now" : "the campaign's"));
     cands = std::move(mine);
   }
+  // Every contract once, before any candidate runs: one name, one file, for the whole screen.
+  const ScreenContracts contracts = resolve_screen_contracts(cands, o.contract);
 
   // ---- target: one worker session, or one per GPU ----
   Lanes lanes = open_lanes(o);
@@ -294,10 +298,15 @@ ScreenOutcome screen(const ScreenOptions& o) {
       const auto t0 = std::chrono::steady_clock::now();
       try {
         build::Manifest m;
-        try {
-          m = build::load_manifest(cands[i]);
-        } catch (const Error& e) {
-          slot.verdict = refused("manifest_invalid", e.what());
+        if (contracts.refusals[i]) {
+          slot.verdict = contracts.refusals[i];
+          slot.contract = contracts.refusals[i]->contract;
+        } else {
+          try {
+            m = build::load_manifest(cands[i]);
+          } catch (const Error& e) {
+            slot.verdict = refused("manifest_invalid", e.what());
+          }
         }
         if (!slot.verdict) {
           slot.contract = m.contract;
@@ -461,6 +470,7 @@ ScreenOutcome screen(const ScreenOptions& o) {
   json skipped_j = json::array();
   for (const auto& s : skipped) skipped_j.push_back(s.string());
   r["not_candidates"] = skipped_j;
+  r["contracts"] = contracts.to_json();
   r["verdicts"] = rows;
 
   std::string md = "# kqual screen\n\n";

@@ -17,6 +17,7 @@
 #include "kqual/build/manifest.hpp"
 #include "kqual/check/evaluate.hpp"
 #include "kqual/contract/contract.hpp"
+#include "kqual/contract/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/pipeline/qualify.hpp"
@@ -80,6 +81,10 @@ SelftestOutcome selftest(const SelftestOptions& o) {
     if (fs::is_directory(root / "baselines")) baselines_root = root / "baselines";
     root /= "candidates";
   }
+  // The tree selftest runs is the user's choice: its contracts/ folder is one of theirs.
+  contract::ContractSources sources = o.sources;
+  if (!o.root.empty() && fs::is_directory(o.root / "contracts")) sources.user_dirs.push_back(o.root / "contracts");
+  contract::set_contract_sources(sources);
   if (!o.sanitize.empty() && o.sanitize != "memcheck" && o.sanitize != "racecheck" && o.sanitize != "initcheck" &&
       o.sanitize != "synccheck")
     throw_error(ErrorKind::usage, fmt::format("--sanitize {}: expected memcheck, racecheck, initcheck or synccheck", o.sanitize));

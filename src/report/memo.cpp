@@ -49,6 +49,12 @@ std::string render_qualify_memo(const QualifyResult& r) {
   const QualifyContract& c = r.contract;
   m << "## Input domain\n\n";
   m << fmt::format("Operation: {}. Contract `{}`.\n\n", c.summary, c.name);
+  if (c.origin == "candidate")
+    m << fmt::format("**Contract supplied with the candidate**: `{}` SHA-256 `{}` (accepted by --allow-candidate-contract: "
+                     "the candidate's own file, not one from the project's or your contract folders, judged it).\n\n",
+                     c.file, c.file_sha256);
+  else if (!c.file.empty())
+    m << fmt::format("Contract file ({} folder): `{}` SHA-256 `{}`.\n\n", c.origin, c.file, c.file_sha256);
   m << fmt::format("Candidate claims: dtypes {}, pointer alignment {} bytes, n up to {}{}.\n\n", json(cand.claims.dtypes).dump(),
                    cand.claims.min_alignment_bytes, cand.claims.max_n, cand.claims.in_place ? ", in place allowed" : "");
   m << "Numerical policy: " << c.numerical_policy << "\n\n";

@@ -335,6 +335,12 @@ json to_json(const QualifyResult& r) {
                    {"numerical_policy", r.contract.numerical_policy},
                    {"domain", r.contract.domain},
                    {"refusals_checked", refusals}};
+  json source = {{"origin", r.contract.origin}, {"supplied_with_candidate", r.contract.origin == "candidate"}};
+  if (!r.contract.file.empty()) {
+    source["file"] = r.contract.file;
+    source["sha256"] = r.contract.file_sha256;
+  }
+  j["contract"]["source"] = source;
   if (r.correctness) j["correctness"] = *r.correctness;
   if (r.baselines_correctness) j["baselines_correctness"] = *r.baselines_correctness;
   if (r.timing) j["timing"] = r.timing->to_json();
@@ -364,6 +370,11 @@ QualifyResult qualify_result_from_json(const json& doc) {
   r.contract.summary = get_str(con, "contract", "summary");
   r.contract.numerical_policy = get_str(con, "contract", "numerical_policy");
   if (const json* d = member(con, "contract", "domain")) r.contract.domain = *d;
+  if (const json* src = member(con, "contract", "source")) {  // absent in results written before it existed
+    r.contract.origin = get_str(*src, "contract.source", "origin", "built-in");
+    r.contract.file = get_str(*src, "contract.source", "file");
+    r.contract.file_sha256 = get_str(*src, "contract.source", "sha256");
+  }
   for (const auto& [x, p] : get_items(con, "contract", "refusals_checked"))
     r.contract.refusals_checked.push_back({get_str(*x, p, "request"), get_str(*x, p, "code"), get_str(*x, p, "reason")});
   if (const json* c = member(doc, "", "correctness")) r.correctness = *c;

@@ -35,7 +35,7 @@ void add_import_definition_command(CLI::App& app, GlobalOptions& g, int* exit_co
       fmt::print("imported Definition as contract {} into {} (contract.toml, reference.py){}\n", r.name, r.out.string(),
                  r.workloads ? fmt::format("; {} workload(s), {} benchmark shape(s)", r.workloads, r.bench_shapes.size()) : "");
       for (const auto& n : r.notes) fmt::print("  note: {}\n", n);
-      fmt::print("a candidate names it with contract = \"{}\" (found in a contracts/ folder) or by the file's path\n", r.name);
+      fmt::print("a candidate names it with contract = \"{}\" (found through --contracts DIR, $KQUAL_CONTRACTS or the project's contracts/ folder)\n", r.name);
     }
     *exit_code = kExitPass;
   });

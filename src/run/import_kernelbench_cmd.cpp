@@ -39,7 +39,7 @@ void add_import_kernelbench_command(CLI::App& app, GlobalOptions& g, int* exit_c
                  r.name, r.out.string());
       fmt::print("  benchmark shape: {}\n", r.bench_shape);
       for (const auto& n : r.notes) fmt::print("  note: {}\n", n);
-      fmt::print("a candidate names it with contract = \"{}\" (found in a contracts/ folder or $KQUAL_CONTRACTS) or by the file's path\n",
+      fmt::print("a candidate names it with contract = \"{}\" (found through --contracts DIR, $KQUAL_CONTRACTS or the project's contracts/ folder)\n",
                  r.name);
     }
     *exit_code = kExitPass;

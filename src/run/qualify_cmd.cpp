@@ -96,6 +96,8 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
   auto add = [&](const char* name, const char* help, QualifyOptions& o, bool correctness, bool timing) {
     auto* cmd = app.add_subcommand(name, help);
     add_common(cmd, o, g);
+    add_contract_source_options(cmd, o.sources);
+    if (timing) add_baseline_option(cmd, o.baseline_dirs);
     if (!run_commands) return;
     cmd->callback([&g, &o, exit_code, correctness, timing, name] {
       o.command_line = g.command_line;
@@ -131,6 +133,7 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
                                         "host threads, at most 4)");
   self->add_option("--jobs", st.jobs, "NVRTC compile threads, ahead of the GPU checks (default 0: one per host thread)");
   add_quiet_flag(self, g);
+  add_contract_source_options(self, st.sources);
   add_negatable_flag(self, "baselines", st.include_baselines, "--no-baselines: leave out the bundled baselines (known-good too)");
   add_negatable_flag(self, "sanitizer-pass", st.sanitizer_pass,
                      "--no-sanitizer-pass: skip check's compute-sanitizer pass (memcheck + racecheck on a few small cases)");

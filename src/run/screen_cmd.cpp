@@ -81,6 +81,7 @@ void add_screen_command(CLI::App& app, CliState& s, bool run_commands) {
                                            "run resumes; OUT/results.json and OUT/summary.md at the end (docs/screen.md). "
                                            "`screen merge` combines the folders of sharded screens (docs/scale-out.md)");
   add_quiet_flag(cmd, g);
+  add_contract_source_options(cmd, o.sources);
   // Not ->required(): `kqual screen merge DIR...` has none; the callback says when they are missing.
   cmd->add_option("candidates", o.inputs, "Candidate folders (with kqual.toml), or a folder whose sub-folders are candidates");
   cmd->add_option("--out", o.out_dir, "Folder for journal.jsonl, results.json and summary.md")->capture_default_str();

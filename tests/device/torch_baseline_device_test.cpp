@@ -85,7 +85,7 @@ TEST(TorchDevice, QualifyTimesEagerAndCompiled) {
                                            << "\"\nsource = \"" << (root / "candidates/gelu/good/kernel.cu").string()
                                            << "\"\n[supports]\ndtypes = [\"f32\"]\nmin_alignment_bytes = 4\n[[launch]]\nkernel = \"gelu<{T}>\"\n"
                                               "grid = \"min(cdiv(n, 1024), sms * 8)\"\nblock = 256\nargs = [\"x\", \"y\", \"n:i64\"]\n";
-  auto r = test::run(test::quote(test::kqual_exe()) + " qualify " + test::quote(dir.path()) + " --no-large-cases --no-sanitizer-pass " +
+  auto r = test::run(test::quote(test::kqual_exe()) + " qualify " + test::quote(dir.path()) + " --no-large-cases --no-sanitizer-pass --allow-candidate-contract " +
                      "--shape n=16777216 --rounds 2 --samples 10 --out " + test::quote(dir.path() / "out"));
   ASSERT_TRUE(fs::exists(dir.path() / "out/results.json")) << r.output;
   const json res = json::parse(read_text_file(dir.path() / "out/results.json"));

@@ -85,6 +85,11 @@ Manifest load_manifest(const std::filesystem::path& file_or_dir, ManifestUse use
 Manifest parse_manifest(const std::string& toml_text, const std::filesystem::path& file,
                         ManifestUse use = ManifestUse::candidate);
 
+// A manifest's [candidate] contract value as written (a name or a path, relative to the manifest's
+// folder), read without validating the rest; empty when the file cannot be read or names none
+// (load_manifest then says why). kqual screen resolves every contract before any candidate runs.
+std::string manifest_contract_value(const std::filesystem::path& file_or_dir);
+
 // Names an expression may use: the contract's dims plus device facts.
 std::vector<std::string> expression_names(const contract::Contract& c);
 

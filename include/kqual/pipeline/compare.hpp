@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kqual/contract/declared.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/decision/decision.hpp"
 #include "kqual/build/toolchain.hpp"
@@ -33,6 +34,7 @@ struct SideSpec {
 struct CompareOptions {
   SideSpec old_side, new_side;       // new_side.input empty → the same input as old_side
   std::string manifest;              // launch plan for artifact inputs ("" → a candidate side's)
+  contract::ContractSources sources; // --contracts, --allow-candidate-contract (docs/declared-contracts.md)
   std::vector<std::string> profiles; // deployment profiles; the first decides the exit code; none → defaults
   std::filesystem::path out_dir = "kqual-compare";
   std::string arch;                  // target without a GPU (default KQUAL_DEFAULT_ARCH)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kqual/contract/declared.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/core/progress.hpp"
 #include "kqual/report/results.hpp"
@@ -35,6 +36,11 @@ struct QualifyOptions {
   std::string torch_baselines;            // "" (auto), "none", or "eager,compiled" (bench/torch_baseline.hpp)
   bool correctness = true;
   bool timing = true;
+  // Where the judge comes from (docs/declared-contracts.md): the user's contract folders and whether
+  // a contract file supplied with the candidate may judge it; the user's baseline folders
+  // (--baselines, before $KQUAL_BASELINES and the project's baselines/).
+  contract::ContractSources sources;
+  std::vector<std::filesystem::path> baseline_dirs;
   // The decision (docs/decision.md): a deployment profile (its [[shape]] mix weighs the shapes and,
   // when no --shape is given, names the shapes timed; "" → the default profile), --margin
   // ("3%,0.5us") and --regression-limit ("10%"); "" → the profile's, else kqual's defaults.
@@ -57,8 +63,19 @@ struct QualifyOutcome {
 QualifyOutcome qualify(const QualifyOptions& o);
 
 // A bundled data folder (baselines/, candidates/): $KQUAL_HOME/<name>, else the nearest
-// ancestor of `hint` or of the executable that holds <name>/.
+// ancestor of `hint` or of the executable that holds <name>/. `hint` is the user's choice (selftest's
+// working directory), never a candidate's folder.
 std::optional<std::filesystem::path> find_bundled(const std::string& name, const std::filesystem::path& hint);
+
+// The folders baselines come from, in order: `user_dirs` (--baselines), $KQUAL_BASELINES
+// (':'-separated), the project's baselines/ ($KQUAL_HOME/baselines, else the nearest baselines/ above
+// the kqual executable). Never a folder found from the candidate's location: a candidate cannot
+// bring the baselines it is timed against.
+std::vector<std::filesystem::path> baseline_roots(const std::vector<std::filesystem::path>& user_dirs);
+
+// The baseline candidate folders of `contract` (<root>/<contract>/<name>/kqual.toml) in those roots,
+// each folder once, in root order then name order.
+std::vector<std::filesystem::path> find_baselines(const std::string& contract, const std::vector<std::filesystem::path>& roots);
 
 struct SelftestOptions {
   std::vector<std::uint64_t> seeds = {20261202};
@@ -66,6 +83,9 @@ struct SelftestOptions {
   bool large_cases = false;
   std::string command_line;
   std::filesystem::path root;  // folder holding candidates/ (and baselines/) (default: find_bundled)
+  // The user's contract folders (--contracts); with --root, <root>/contracts is one of them too (the
+  // user picked that tree). allow_candidate_contract: --allow-candidate-contract.
+  contract::ContractSources sources;
   std::vector<std::string> contracts;  // only these contracts (default: all)
   bool include_baselines = true;       // baselines are known-good implementations too
   std::string sanitize;                // "", memcheck, racecheck, initcheck, synccheck

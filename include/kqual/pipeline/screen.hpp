@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kqual/contract/declared.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/core/progress.hpp"
 
@@ -22,6 +23,7 @@ struct ScreenOptions {
   std::vector<std::filesystem::path> inputs;
   std::filesystem::path out_dir = "kqual-screen";
   std::string contract;          // "" = each candidate against its own manifest's contract
+  contract::ContractSources sources;  // --contracts, --allow-candidate-contract (docs/screen.md)
   std::string arch;              // target when no GPU (default KQUAL_DEFAULT_ARCH)
   bool use_gpu = true;
   double watchdog_seconds = 60;

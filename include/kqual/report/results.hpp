@@ -66,6 +66,10 @@ struct RefusalChecked {
 
 struct QualifyContract {
   std::string name, summary, numerical_policy;
+  // Where the judge came from (contract::ContractProvenance): "built-in", "user", "project" or
+  // "candidate" (a contract file supplied with the candidate, accepted by --allow-candidate-contract);
+  // a declared contract's file and its SHA-256.
+  std::string origin = "built-in", file, file_sha256;
   json domain;  // contract::Contract::domain_json(), only ever JSON
   std::vector<RefusalChecked> refusals_checked;
 };

@@ -59,6 +59,12 @@ int main(int argc, char** argv);
 // is appended. Every negatable flag goes through here so that the two names cannot be swapped.
 CLI::Option* add_negatable_flag(CLI::App* cmd, const std::string& name, bool& value, const std::string& help);
 
+// --contracts DIR (repeatable) and --allow-candidate-contract: where the contracts of a command that
+// reads candidate manifests may come from (docs/declared-contracts.md); src/run/contract_sources_cmd.cpp.
+void add_contract_source_options(CLI::App* cmd, contract::ContractSources& s);
+// --baselines DIR (repeatable): the user's baseline folders for commands that time (qualify, bench).
+void add_baseline_option(CLI::App* cmd, std::vector<std::filesystem::path>& dirs);
+
 // `--quiet` on a long-running command: it sets GlobalOptions::quiet, as `kqual --quiet CMD` does.
 void add_quiet_flag(CLI::App* cmd, GlobalOptions& g);
 // Progress lines of `command` on stderr ("kqual <command> [  1.2 s] <phase>"), silent with --quiet.

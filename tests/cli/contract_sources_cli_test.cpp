@@ -1,0 +1,134 @@
+// The user picks the judge, end to end through the kqual binary without a GPU (`check`/`bench
+// --no-gpu` still write results.json with the static phases): a contract beside the candidate is
+// never found by name, a contract file supplied with the candidate needs --allow-candidate-contract
+// and is then named with its SHA-256, --contracts and $KQUAL_CONTRACTS add the user's folders, and
+// baselines never come from beside the candidate.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+#include <string>
+
+#include "kqual/core/files.hpp"
+#include "kqual/core/json.hpp"
+#include "kqual/core/sha256.hpp"
+#include "test_util.hpp"
+
+namespace kqual {
+namespace {
+namespace fs = std::filesystem;
+
+// A copy of a bundled candidate whose manifest names `value` instead of `contract`.
+fs::path copy_candidate(const std::string& bundled, const std::string& contract, const fs::path& to, const std::string& value) {
+  const fs::path from = test::repo_root() / "candidates" / bundled;
+  fs::create_directories(to);
+  fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  write_file_atomic(to / "kqual.toml", std::regex_replace(read_text_file(from / "kqual.toml"),
+                                                          std::regex("contract = \"" + contract + "\""), "contract = \"" + value + "\""));
+  return to;
+}
+
+// The bundled residual_add_relu_declared renamed `name` in `dir`.
+fs::path cli_contract_at(const fs::path& dir, const std::string& name) {
+  const fs::path from = test::repo_root() / "contracts/residual_add_relu_declared";
+  fs::create_directories(dir);
+  write_file_atomic(dir / "contract.toml", std::regex_replace(read_text_file(from / "contract.toml"),
+                                                              std::regex("name = \"residual_add_relu_declared\""),
+                                                              "name = \"" + name + "\""));
+  fs::copy_file(from / "reference.py", dir / "reference.py", fs::copy_options::overwrite_existing);
+  return fs::weakly_canonical(dir / "contract.toml");
+}
+
+json results_in(const fs::path& out) { return json::parse(read_text_file(out / "results.json")); }
+
+TEST(ContractSourcesCli, AContractBesideTheCandidateDoesNotJudgeIt) {
+  ScratchDir tmp("kqual-sources-cli");
+  const fs::path cand = tmp.path() / "good";
+  fs::copy(test::repo_root() / "candidates/rmsnorm/good", cand, fs::copy_options::recursive);
+  const std::string loose =
+      std::regex_replace(read_text_file(test::repo_root() / "contracts/rmsnorm/contract.toml"), std::regex("c = 8,"), "c = 8000,");
+  write_file_atomic(cand / "contract.toml", loose);
+  write_file_atomic(cand / "rmsnorm.toml", loose);
+  for (const char* f : {"reference.py", "reference.cu"}) fs::copy_file(test::repo_root() / "contracts/rmsnorm" / f, cand / f);
+  auto r = test::run(test::kq() + " check --no-gpu " + test::quote(cand) + " --out " + test::quote(tmp.path() / "out"));
+  ASSERT_EQ(r.exit_code, 3) << r.output;
+  const json src = results_in(tmp.path() / "out")["contract"]["source"];
+  const fs::path project = test::repo_root() / "contracts/rmsnorm/contract.toml";
+  EXPECT_EQ(src.value("file", ""), fs::weakly_canonical(project).string()) << src.dump(1);
+  EXPECT_EQ(src.value("origin", ""), "project");
+  EXPECT_EQ(src.value("sha256", ""), sha256_file_hex(project.string()));
+  EXPECT_FALSE(src.value("supplied_with_candidate", true));
+}
+
+TEST(ContractSourcesCli, AContractFileWithTheCandidateNeedsTheOptionAndIsNamed) {
+  ScratchDir tmp("kqual-sources-cli");
+  const fs::path cand = copy_candidate("residual_add_relu/good", "residual_add_relu", tmp.path() / "cand", "own/contract.toml");
+  const fs::path file = cli_contract_at(cand / "own", "cli_own_relu");
+  const std::string cmd = test::kq() + " check --no-gpu " + test::quote(cand) + " --out " + test::quote(tmp.path() / "out");
+  auto refused = test::run(cmd);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_TRUE(test::contains(refused.output, (cand / "kqual.toml").string())) << refused.output;
+  EXPECT_TRUE(test::contains(refused.output, "candidate.contract")) << refused.output;
+  EXPECT_TRUE(test::contains(refused.output, file.string())) << refused.output;
+  EXPECT_TRUE(test::contains(refused.output, "--allow-candidate-contract")) << refused.output;
+  EXPECT_FALSE(fs::exists(tmp.path() / "out/results.json"));
+
+  auto allowed = test::run(cmd + " --allow-candidate-contract");
+  ASSERT_EQ(allowed.exit_code, 3) << allowed.output;
+  const json src = results_in(tmp.path() / "out")["contract"]["source"];
+  EXPECT_EQ(src.value("origin", ""), "candidate");
+  EXPECT_TRUE(src.value("supplied_with_candidate", false));
+  EXPECT_EQ(src.value("file", ""), file.string());
+  EXPECT_EQ(src.value("sha256", ""), sha256_file_hex(file.string()));
+  const std::string memo = read_text_file(tmp.path() / "out/memo.md");
+  EXPECT_TRUE(test::contains(memo, "Contract supplied with the candidate")) << memo;
+  EXPECT_TRUE(test::contains(memo, file.string())) << memo;
+  EXPECT_TRUE(test::contains(memo, sha256_file_hex(file.string()))) << memo;
+}
+
+TEST(ContractSourcesCli, TheUsersFoldersFromTheOptionAndTheEnvironment) {
+  ScratchDir tmp("kqual-sources-cli");
+  const fs::path file = cli_contract_at(tmp.path() / "mine/cli_user_relu", "cli_user_relu");
+  const fs::path cand = copy_candidate("residual_add_relu/good", "residual_add_relu", tmp.path() / "cand", "cli_user_relu");
+  const std::string check = " check --no-gpu " + test::quote(cand) + " --out " + test::quote(tmp.path() / "out");
+  auto unknown = test::run(test::kq() + check);
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_TRUE(test::contains(unknown.output, "unknown contract 'cli_user_relu'")) << unknown.output;
+
+  auto opt = test::run(test::kq() + check + " --contracts " + test::quote(tmp.path() / "mine"));
+  ASSERT_EQ(opt.exit_code, 3) << opt.output;
+  EXPECT_EQ(results_in(tmp.path() / "out")["contract"]["source"].value("origin", ""), "user");
+  EXPECT_EQ(results_in(tmp.path() / "out")["contract"]["source"].value("file", ""), file.string());
+
+  fs::remove_all(tmp.path() / "out");
+  auto env = test::run("KQUAL_CONTRACTS=" + test::quote(tmp.path() / "mine") + " " + test::kq() + check);
+  ASSERT_EQ(env.exit_code, 3) << env.output;
+  EXPECT_EQ(results_in(tmp.path() / "out")["contract"]["source"].value("file", ""), file.string());
+}
+
+TEST(ContractSourcesCli, BaselinesNeverComeFromBesideTheCandidate) {
+  ScratchDir tmp("kqual-sources-cli");
+  const fs::path cand = copy_candidate("residual_add_relu/good", "residual_add_relu", tmp.path() / "cand", "residual_add_relu");
+  // A baselines/ folder above the candidate, as a candidate's tree could bring one.
+  const fs::path planted = tmp.path() / "baselines/residual_add_relu/planted";
+  fs::create_directories(planted.parent_path());
+  fs::copy(test::repo_root() / "baselines/residual_add_relu/eager", planted, fs::copy_options::recursive);
+  auto planted_in = [&](const json& res) {
+    for (const auto& b : res["baselines"])
+      if (test::contains(b.value("manifest", ""), planted.string())) return true;
+    return false;
+  };
+  const std::string bench = test::kq() + " bench --no-gpu " + test::quote(cand) + " --out " + test::quote(tmp.path() / "out");
+  auto r = test::run(bench);
+  ASSERT_EQ(r.exit_code, 3) << r.output;
+  const json res = results_in(tmp.path() / "out");
+  EXPECT_FALSE(planted_in(res)) << res["baselines"].dump(1);
+  EXPECT_FALSE(res["baselines"].empty()) << "the project's baselines were not found";
+
+  auto chosen = test::run(bench + " --baselines " + test::quote(tmp.path() / "baselines"));
+  ASSERT_EQ(chosen.exit_code, 3) << chosen.output;
+  EXPECT_TRUE(planted_in(results_in(tmp.path() / "out"))) << "--baselines DIR was not used";
+}
+
+}  // namespace
+}  // namespace kqual

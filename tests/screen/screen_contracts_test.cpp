@@ -1,0 +1,104 @@
+// kqual screen's contracts, resolved once before any candidate runs: one contract name judges by one
+// file for the whole screen; a candidate that brings another file under a name already resolved is
+// refused (contract_mismatch, with both paths), never judged by either silently. Without a device.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <regex>
+#include <stdexcept>
+#include <string>
+
+#include "kqual/contract/declared.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/pipeline/screen.hpp"
+#include "test_util.hpp"
+
+namespace kqual::pipeline {
+namespace {
+namespace fs = std::filesystem;
+
+// The bundled residual_add_relu_declared contract renamed `name`, in `dir` (its reference beside it).
+fs::path screen_contract_at(const fs::path& dir, const std::string& name) {
+  const fs::path from = test::repo_root() / "contracts/residual_add_relu_declared";
+  fs::create_directories(dir);
+  write_file_atomic(dir / "contract.toml", std::regex_replace(read_text_file(from / "contract.toml"),
+                                                              std::regex("name = \"residual_add_relu_declared\""),
+                                                              "name = \"" + name + "\""));
+  fs::copy_file(from / "reference.py", dir / "reference.py", fs::copy_options::overwrite_existing);
+  return fs::weakly_canonical(dir / "contract.toml");
+}
+
+// The bundled residual_add_relu good candidate in `dir`, its manifest naming `value`.
+void screen_candidate_at(const fs::path& dir, const std::string& value) {
+  const fs::path from = test::repo_root() / "candidates/residual_add_relu/good";
+  fs::create_directories(dir);
+  fs::copy(from, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  write_file_atomic(dir / "kqual.toml", std::regex_replace(read_text_file(from / "kqual.toml"), std::regex("contract = \"residual_add_relu\""),
+                                                           "contract = \"" + value + "\""));
+}
+
+const ScreenVerdict& verdict_of(const ScreenOutcome& out, const std::string& name) {
+  for (const auto& v : out.verdicts)
+    if (v.name == name) return v;
+  throw std::runtime_error("no verdict for " + name);
+}
+
+class ScreenContractsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { tmp_ = std::make_unique<ScratchDir>("kqual-screen-contracts"); }
+  void TearDown() override { contract::set_contract_sources({}); }
+  ScreenOptions options(const std::string& out) const {
+    ScreenOptions o;
+    o.inputs = {tmp_->path() / "cands"};
+    o.out_dir = tmp_->path() / out;
+    o.use_gpu = false;
+    o.sanitizer_pass = false;
+    return o;
+  }
+  std::unique_ptr<ScratchDir> tmp_;
+};
+
+TEST_F(ScreenContractsTest, ASecondFileUnderAResolvedNameIsRefused) {
+  const fs::path user = screen_contract_at(tmp_->path() / "mine/scr_same_relu", "scr_same_relu");
+  // "a_brings_own" comes first in candidate order: the name still means the user's file.
+  const fs::path own = screen_contract_at(tmp_->path() / "cands/a_brings_own/own", "scr_same_relu");
+  screen_candidate_at(tmp_->path() / "cands/a_brings_own", "own/contract.toml");
+  screen_candidate_at(tmp_->path() / "cands/b_by_name", "scr_same_relu");
+  ScreenOptions o = options("out");
+  o.sources = {{tmp_->path() / "mine"}, true};
+  const ScreenOutcome out = screen(o);
+  const ScreenVerdict& a = verdict_of(out, "a_brings_own");
+  EXPECT_EQ(a.verdict, "refused");
+  EXPECT_EQ(a.reason, "contract_mismatch");
+  EXPECT_NE(a.detail.find(own.string()), std::string::npos) << a.detail;
+  EXPECT_NE(a.detail.find(user.string()), std::string::npos) << a.detail;
+  const ScreenVerdict& b = verdict_of(out, "b_by_name");
+  EXPECT_EQ(b.verdict, "incomplete") << b.detail;  // compiled; no GPU
+  EXPECT_EQ(b.contract, "scr_same_relu");
+  const json& c = out.results["contracts"]["scr_same_relu"];
+  EXPECT_EQ(c.value("file", ""), user.string()) << out.results["contracts"].dump(1);
+  EXPECT_EQ(c.value("origin", ""), "user");
+  EXPECT_EQ(c.value("sha256", "").size(), 64u);
+}
+
+TEST_F(ScreenContractsTest, AContractFileWithACandidateNeedsTheOption) {
+  screen_contract_at(tmp_->path() / "cands/brings/own", "scr_own_relu");
+  screen_candidate_at(tmp_->path() / "cands/brings", "own/contract.toml");
+  ScreenOutcome out = screen(options("out"));
+  const ScreenVerdict& v = verdict_of(out, "brings");
+  EXPECT_EQ(v.verdict, "refused");
+  EXPECT_EQ(v.reason, "manifest_invalid");
+  EXPECT_NE(v.detail.find("--allow-candidate-contract"), std::string::npos) << v.detail;
+
+  ScreenOptions o = options("out2");
+  o.sources.allow_candidate_contract = true;
+  out = screen(o);
+  EXPECT_EQ(verdict_of(out, "brings").verdict, "incomplete") << verdict_of(out, "brings").detail;
+  const json& c = out.results["contracts"]["scr_own_relu"];
+  EXPECT_EQ(c.value("origin", ""), "candidate");
+  EXPECT_TRUE(c.value("supplied_with_candidate", false));
+}
+
+}  // namespace
+}  // namespace kqual::pipeline
