@@ -23,7 +23,7 @@ namespace {
 
 constexpr std::int64_t kMaxElements = std::int64_t(1) << 40;  // contract domain limit [elements of x]
 
-struct Shape {
+struct ReduceShape {
   std::int64_t rows, cols;
 };
 
@@ -84,14 +84,14 @@ class ReduceSum final : public Contract {
     // One long row (a full reduction), rows around warp/block/vector boundaries (1, 3, 31, 32, 33,
     // 255, 1023, 1024, 1025, 2049, 4097), rows longer than one block pass, long rows (>= 8192) for
     // precision, many short rows, primes.
-    const std::vector<Shape> shapes = {
+    const std::vector<ReduceShape> shapes = {
         {1, 1},       {1, 3},        {1, 31},     {1, 1025},   {1, 8191},         {1, 8193},        {1, 65537},
         {1, (1 << 24) + 3},           {7, 1},      {1000, 3},   {513, 31},         {257, 32},        {129, 33},
         {64, 255},    {33, 1023},    {31, 1024},  {17, 1025},  {9, 2049},         {5, 8192},        {3, 16411},
         {1031, 4097}, {2, (1 << 20) + 1},         {100003, 7}, {(1 << 20) + 7, 3}, {4096, 4096},    {61, 131071}};
     const std::vector<std::string> fams = {"normal", "nonzero_mean", "alternating", "specials"};
     std::vector<CaseSpec> cases;
-    auto add = [&](DType t, Shape s, const std::string& fam, std::int64_t off) {
+    auto add = [&](DType t, ReduceShape s, const std::string& fam, std::int64_t off) {
       if (s.rows * s.cols > cand.max_n) return;
       CaseSpec c;
       c.dtype = t;
@@ -107,7 +107,7 @@ class ReduceSum final : public Contract {
       if (!cand.supports(t)) continue;
       const bool unaligned = std::int64_t(dtype_size(t)) % cand.min_alignment_bytes == 0;
       for (std::size_t k = 0; k < shapes.size(); ++k) {
-        const Shape s = shapes[k];
+        const ReduceShape s = shapes[k];
         std::string fam = fams[(k + (t == DType::bf16 ? 1 : 0)) % fams.size()];
         if (fam == "specials" && s.rows < 4) fam = "normal";  // specials need rows to spread NaN/Inf over
         add(t, s, fam, 0);
