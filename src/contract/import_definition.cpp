@@ -353,12 +353,12 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   t << "[contract]\nname = " << toml_quoted(name) << "\nsummary = "
     << toml_quoted(in.string_or(def, "", "description", "imported Definition " + def_name)) << "\n";
   t << "POLICY_TEXT\nDETERMINISM\nMAX_CASE_ELEMENTS\n";
-  Axes ax = translate_axes(f, in, def, workloads, t, r.notes);
-  const std::set<std::string>& axes = ax.names;
-  const std::vector<std::string>& var_axes = ax.var;
-  std::map<std::string, std::int64_t>& axis_value = ax.value;  // at the base shape: how large a case's tensors get
-  const auto& derived = ax.derived;
-  const auto& constraints = ax.constraints;
+  Axes axes_read = translate_axes(f, in, def, workloads, t, r.notes);
+  const std::set<std::string>& axes = axes_read.names;
+  const std::vector<std::string>& var_axes = axes_read.var;
+  std::map<std::string, std::int64_t>& axis_value = axes_read.value;  // at the base shape: how large a case's tensors get
+  const auto& derived = axes_read.derived;
+  const auto& constraints = axes_read.constraints;
 
   // ---- scalars, tensors, the dtype row ----
   std::map<std::string, std::string> row;
