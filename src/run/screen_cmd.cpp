@@ -66,7 +66,7 @@ void print_merge(const pipeline::MergeOutcome& out) {
   fmt::print("  duplicates dropped {}, missing {}\n", out.duplicates, out.missing);
   for (const auto& s : m["missing_shards"])
     fmt::print("  shard {} has no results: {} candidate(s) missing\n", s["shard"].get<std::string>(), s["candidates"].get<std::size_t>());
-  for (const auto& c : out.missing_candidates) fmt::print("  missing: {}\n", c);
+  for (const auto& name : out.missing_candidates) fmt::print("  missing: {}\n", name);
   fmt::print("wrote {} and {}\n", out.results_path.string(), out.summary_path.string());
 }
 
