@@ -7,9 +7,9 @@
 #include "kqual/decision/profile.hpp"
 #include "kqual/decision/qualify.hpp"
 #include "kqual/pipeline/compare.hpp"
+#include "kqual/pipeline/qualify.hpp"
 #include "kqual/report/html.hpp"
 #include "kqual/report/results.hpp"
-#include "kqual/worker/worker.hpp"
 
 namespace kqual::pipeline {
 namespace {
@@ -54,20 +54,7 @@ decision::QualifyFindings findings_of(const report::QualifyResult& r) {
           if (x.value("status", std::string()) == "fail" && f.first_failure.empty()) f.first_failure = x.value("detail", std::string());
   }
   // A qualify whose candidate was wrong never timed it; the rule stops at correctness either way.
-  if (r.timing)
-    for (const auto& sh : r.timing->shapes) {
-      decision::ShapeSamples q;
-      q.shape = sh.shape;
-      if (sh.series.empty()) continue;
-      const auto& cs = sh.series.front();
-      if (!cs.error.empty() || !cs.verified) q.failure = cs.error.empty() ? cs.verify_detail : cs.error;
-      if (f.harness_failure.empty() && worker::is_harness_failure(cs.error)) f.harness_failure = sh.shape + ": " + cs.error;
-      q.candidate_ms = cs.samples_ms;
-      q.baseline = sh.fastest_baseline;
-      for (const auto& b : sh.series)
-        if (!sh.fastest_baseline.empty() && b.label == sh.fastest_baseline) q.baseline_ms = b.samples_ms;
-      f.shapes.push_back(std::move(q));
-    }
+  if (r.timing) add_timed_shapes(f, *r.timing);
   return f;
 }
 

@@ -127,7 +127,45 @@ report::Claims claims_of(const build::Manifest& m) {
   return c;
 }
 
+// The bundled and user baselines of the contract, compiled for the target. Baselines matter for
+// timing only (`check` leaves them out; `qualify` also checks them, since a wrong baseline is no
+// baseline). They come from the user's and the project's folders only.
+template <class Say>
+std::vector<build::BuiltCandidate> build_baselines(const QualifyOptions& o, const build::Manifest& m, const std::string& arch,
+                                                   worker::Session& s, report::PhaseList& phases, const Say& say) {
+  std::vector<build::BuiltCandidate> baselines;
+  const std::vector<fs::path> baseline_dirs = baseline_roots(o.baseline_dirs);
+  if (o.timing) {
+    const std::vector<fs::path> dirs = find_baselines(m.contract, baseline_dirs);
+    if (!dirs.empty()) say(fmt::format("compile: {} baseline(s) of {}", dirs.size(), m.contract));
+    for (const auto& d : dirs) baselines.push_back(build::build_candidate(build::load_manifest(d), arch, s.scratch()));
+  }
+  std::vector<std::string> searched;
+  for (const auto& d : baseline_dirs) searched.push_back((d / m.contract).string());
+  phases.set("baselines", !o.timing            ? std::string("not needed (no timing)")
+                         : baselines.empty() ? fmt::format("none found (searched {})", searched.empty() ? std::string("no baselines folder")
+                                                                                                       : fmt::format("{}", fmt::join(searched, ", ")))
+                                             : fmt::format("{} compiled", baselines.size()));
+  return baselines;
+}
+
 }  // namespace
+
+void add_timed_shapes(decision::QualifyFindings& f, const bench::TimingReport& tr) {
+  for (const auto& sh : tr.shapes) {
+    if (sh.series.empty()) continue;
+    const auto& cs = sh.series.front();  // the candidate
+    decision::ShapeSamples q;
+    q.shape = sh.shape;
+    if (!cs.error.empty() || !cs.verified) q.failure = cs.error.empty() ? cs.verify_detail : cs.error;
+    if (f.harness_failure.empty() && worker::is_harness_failure(cs.error)) f.harness_failure = sh.shape + ": " + cs.error;
+    q.baseline = sh.fastest_baseline;
+    q.candidate_ms = cs.samples_ms;
+    for (const auto& b : sh.series)
+      if (!sh.fastest_baseline.empty() && b.label == sh.fastest_baseline) q.baseline_ms = b.samples_ms;
+    f.shapes.push_back(std::move(q));
+  }
+}
 
 QualifyOutcome qualify(const QualifyOptions& o) {
   // ---- target: manifest, contract, device and arch ----
@@ -168,21 +206,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   phases.set("compile", cand.image_file.empty()
                          ? fmt::format("done: {} for {} in {:.1f} ms", cand.compiler, tg.arch, cand.compile_ms)
                          : fmt::format("nothing to compile: {}, loads on {} by {}", cand.compiler, tg.arch, cand.load_path));
-  std::vector<build::BuiltCandidate> baselines;
-  // Baselines matter for timing only (`check` leaves them out; `qualify` also checks them, since a
-  // wrong baseline is no baseline). They come from the user's and the project's folders only.
-  const std::vector<fs::path> baseline_dirs = baseline_roots(o.baseline_dirs);
-  if (o.timing) {
-    const std::vector<fs::path> dirs = find_baselines(m.contract, baseline_dirs);
-    if (!dirs.empty()) say(fmt::format("compile: {} baseline(s) of {}", dirs.size(), m.contract));
-    for (const auto& d : dirs) baselines.push_back(build::build_candidate(build::load_manifest(d), tg.arch, s.scratch()));
-  }
-  std::vector<std::string> searched;
-  for (const auto& d : baseline_dirs) searched.push_back((d / m.contract).string());
-  phases.set("baselines", !o.timing            ? std::string("not needed (no timing)")
-                         : baselines.empty() ? fmt::format("none found (searched {})", searched.empty() ? std::string("no baselines folder")
-                                                                                                       : fmt::format("{}", fmt::join(searched, ", ")))
-                                             : fmt::format("{} compiled", baselines.size()));
+  std::vector<build::BuiltCandidate> baselines = build_baselines(o, m, tg.arch, s, phases, say);
 
   json torch_report;  // bench::TorchBaselineReport, when timing ran
   decision::QualifyFindings f;
@@ -271,18 +295,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       // PyTorch eager / compiled next to the native baselines, where the reference is PyTorch.
       torch_report = bench::run_torch_baselines(s, cand, tr, to, bench::parse_torch_baselines(o.torch_baselines)).to_json();
       phases.set("torch_baselines", torch_report.value("status", std::string()));
-      for (const auto& sh : tr.shapes) {
-        const auto& cs = sh.series.at(0);
-        decision::ShapeSamples q;
-        q.shape = sh.shape;
-        if (!cs.error.empty() || !cs.verified) q.failure = cs.error.empty() ? cs.verify_detail : cs.error;
-        if (f.harness_failure.empty() && worker::is_harness_failure(cs.error)) f.harness_failure = sh.shape + ": " + cs.error;
-        q.baseline = sh.fastest_baseline;
-        q.candidate_ms = cs.samples_ms;
-        for (const auto& b : sh.series)
-          if (!sh.fastest_baseline.empty() && b.label == sh.fastest_baseline) q.baseline_ms = b.samples_ms;
-        f.shapes.push_back(std::move(q));
-      }
+      add_timed_shapes(f, tr);
       r.timing = std::move(tr);
     }
   }

@@ -23,6 +23,27 @@ std::string str(const json& j, const char* key, const std::string& def = "") {
   return j.contains(key) && j.at(key).is_string() ? j.at(key).get<std::string>() : def;
 }
 
+// Run-to-run reproducibility in a correctness report: the contract's rule per dtype and what the
+// two runs of each case measured ("" when the report has no such block).
+std::string run_to_run_text(const json& k) {
+  if (!k.contains("run_to_run") || !k.at("run_to_run").is_object()) return "";
+  const json& rr = k.at("run_to_run");
+  std::string m;
+  if (rr.contains("rule") && rr.at("rule").is_array())
+    for (const auto& x : rr.at("rule"))
+      m += fmt::format("Run-to-run rule for {} ({}): bitwise reproducibility {} — {}\n\n", str(x, "dtype"),
+                       str(x, "rule_from", "contract"), x.value("required", true) ? "**required**" : "not required",
+                       str(x, "reason"));
+  const int differing = rr.value("cases_differing", 0);
+  m += fmt::format("Two runs per case: {} of {} compared case(s) gave different bytes", differing, rr.value("cases_compared", 0));
+  if (differing > 0 && rr.contains("max_ulps") && rr.contains("max_abs"))
+    m += fmt::format(" (at most {} ulps, {:.3g} absolute{})", rr.at("max_ulps").dump(), rr.value("max_abs", 0.0),
+                     rr.contains("bound") && rr.at("bound").is_number()
+                         ? fmt::format(", against an error bound of {:.3g} there", rr.at("bound").get<double>())
+                         : std::string());
+  return m + ".\n\n";
+}
+
 }  // namespace
 
 std::string verdict_words(const json& decision) {
@@ -112,23 +133,7 @@ std::string render_qualify_memo(const QualifyResult& r) {
          "shared memory filled with a pattern before each run; inputs hashed before and after, fresh inputs for every "
          "case, the two runs compared (bit for bit, then by ulps against the error bound where they differ), the "
          "reference computed outside the candidate's process — never in its address space.\n\n";
-    // Run-to-run reproducibility: the contract's rule per dtype and what the two runs measured.
-    if (k.contains("run_to_run") && k.at("run_to_run").is_object()) {
-      const json& rr = k.at("run_to_run");
-      if (rr.contains("rule") && rr.at("rule").is_array())
-        for (const auto& x : rr.at("rule"))
-          m << fmt::format("Run-to-run rule for {} ({}): bitwise reproducibility {} — {}\n\n", str(x, "dtype"),
-                           str(x, "rule_from", "contract"), x.value("required", true) ? "**required**" : "not required",
-                           str(x, "reason"));
-      const int differing = rr.value("cases_differing", 0);
-      m << fmt::format("Two runs per case: {} of {} compared case(s) gave different bytes", differing, rr.value("cases_compared", 0));
-      if (differing > 0 && rr.contains("max_ulps") && rr.contains("max_abs"))
-        m << fmt::format(" (at most {} ulps, {:.3g} absolute{})", rr.at("max_ulps").dump(), rr.value("max_abs", 0.0),
-                         rr.contains("bound") && rr.at("bound").is_number()
-                             ? fmt::format(", against an error bound of {:.3g} there", rr.at("bound").get<double>())
-                             : std::string());
-      m << ".\n\n";
-    }
+    m << run_to_run_text(k);
     if (k.contains("notes") && k.at("notes").is_array())
       for (const auto& n : k.at("notes"))
         if (n.is_string()) m << "- Note: " << n.get<std::string>() << "\n";

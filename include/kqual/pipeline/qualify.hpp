@@ -10,6 +10,7 @@
 #include "kqual/contract/declared.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/core/progress.hpp"
+#include "kqual/decision/qualify.hpp"
 #include "kqual/report/results.hpp"
 
 namespace kqual::pipeline {
@@ -61,6 +62,11 @@ struct QualifyOutcome {
 
 // Runs every phase it can; writes results.json and memo.md atomically into out_dir.
 QualifyOutcome qualify(const QualifyOptions& o);
+
+// The speed rule's findings from a timing report, one per shape: the candidate's samples, its fastest
+// valid baseline's, a failure while timed, and kqual's own failure there (harness_failure). The one
+// reading that qualify (live) and kqual decide (offline, pipeline/decide.cpp) share.
+void add_timed_shapes(decision::QualifyFindings& f, const bench::TimingReport& tr);
 
 // A bundled data folder (baselines/, candidates/): $KQUAL_HOME/<name>, else the nearest
 // ancestor of `hint` or of the executable that holds <name>/. `hint` is the user's choice (selftest's
