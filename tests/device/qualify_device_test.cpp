@@ -61,7 +61,7 @@ TEST_F(DeviceTest, GoodCandidateQualifies) {
 TEST_F(DeviceTest, ASlowedCorrectKernelIsDoNotShip) {
   fs::path out = fs::temp_directory_path() / "kqual-device-test-slowed";
   fs::remove_all(out);
-  auto r = test::run(test::quote(test::kqual_exe()) + " qualify --no-large-cases --no-sanitizer-pass " +
+  auto r = test::run(test::quote(test::kqual_exe()) + " qualify --no-large-cases --no-sanitizer-pass --torch-baselines none " +
                      test::quote(test::repo_root() / "examples/slowed") + " --out " + test::quote(out));
   ASSERT_EQ(r.exit_code, 1) << r.output;
   json res = json::parse(std::ifstream(out / "results.json"));
@@ -218,7 +218,7 @@ class TimedRejected : public DeviceTest, public ::testing::WithParamInterface<co
 TEST_P(TimedRejected, ByQualifysTiming) {
   fs::path out = fs::temp_directory_path() / (std::string("kqual-device-timed-") + GetParam());
   fs::remove_all(out);
-  auto r = test::run(test::quote(test::kqual_exe()) + " qualify --no-large-cases --no-sanitizer-pass --sizes 4096,1048576 --rounds 3 " +
+  auto r = test::run(test::quote(test::kqual_exe()) + " qualify --no-large-cases --no-sanitizer-pass --torch-baselines none --sizes 4096,1048576 --rounds 3 " +
                      test::quote(test::repo_root() / "candidates/residual_add_relu/broken" / GetParam()) + " --out " + test::quote(out));
   ASSERT_EQ(r.exit_code, 1) << r.output;
   json res = json::parse(std::ifstream(out / "results.json"));
@@ -283,7 +283,7 @@ json candidate_series(const fs::path& out, const std::string& shape) {
 // inputs generated on the device.
 TEST_F(DeviceTest, DatasetMemoIsCaughtByFreshInputsNotByTwoDatasets) {
   const fs::path cand = test::repo_root() / "candidates/residual_add_relu/broken/dataset_memo";
-  const std::string common = " qualify --no-large-cases --no-sanitizer-pass --sizes 268435456 --rounds 2 --samples 5 ";
+  const std::string common = " qualify --no-large-cases --no-sanitizer-pass --torch-baselines none --sizes 268435456 --rounds 2 --samples 5 ";
   fs::path out = fs::temp_directory_path() / "kqual-device-dataset-memo";
   fs::remove_all(out);
   auto r = test::run(test::quote(test::kqual_exe()) + common + test::quote(cand) + " --out " + test::quote(out));
@@ -310,7 +310,7 @@ TEST_F(DeviceTest, GraphLaunchStrideIsCaughtUnderTheGraphTimer) {
   fs::path out = fs::temp_directory_path() / "kqual-device-graph-stride";
   fs::remove_all(out);
   auto r = test::run(test::quote(test::kqual_exe()) +
-                     " qualify --no-large-cases --no-sanitizer-pass --sizes 4096 --rounds 2 --timer graph --l2-flush none " +
+                     " qualify --no-large-cases --no-sanitizer-pass --torch-baselines none --sizes 4096 --rounds 2 --timer graph --l2-flush none " +
                      test::quote(test::repo_root() / "candidates/residual_add_relu/broken/graph_launch_stride") + " --out " +
                      test::quote(out));
   ASSERT_EQ(r.exit_code, 1) << r.output;
