@@ -26,5 +26,5 @@ __global__ void gelu_combine(const T* x, const float* t, T* y, long long n) {
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float h = 1.0f + t[i];
-  put(y, i, h == 0.0f ? 0.0f : 0.5f * to_f(x[i]) * h);  // h == 0: saturated, or x = -Inf (limit 0, not NaN)
+  put(y, i, 0.5f * to_f(x[i]) * h);  // as PyTorch's: -0 once tanhf saturates, -Inf * 0 = NaN at x = -Inf
 }

@@ -12,5 +12,5 @@ __global__ void gelu_fused(const T* x, T* y, long long n) {
   if (i >= n) return;
   const float v = to_f(x[i]);
   const float h = 1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v));
-  put(y, i, h == 0.0f ? 0.0f : 0.5f * v * h);  // h == 0: saturated, or x = -Inf (limit 0, not NaN)
+  put(y, i, 0.5f * v * h);  // as PyTorch's: -0 once tanhf saturates, -Inf * 0 = NaN at x = -Inf
 }

@@ -12,8 +12,7 @@ __global__ void silu_kernel(const T* a, float* g, long long n) {
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float v = to_f(a[i]);
-  const float r = 1.0f / (1.0f + expf(-v));
-  g[i] = r == 0.0f ? 0.0f : v * r;  // 0 once the sigmoid underflows, and at a = -Inf (limit, not NaN)
+  g[i] = v / (1.0f + expf(-v));  // as PyTorch's silu: -0 once expf(-v) overflows, NaN at a = -Inf
 }
 
 template <typename T>

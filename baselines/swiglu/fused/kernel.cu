@@ -11,6 +11,5 @@ __global__ void swiglu_fused(const T* a, const T* b, T* y, long long n) {
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float v = to_f(a[i]);
-  const float r = 1.0f / (1.0f + expf(-v));
-  put(y, i, (r == 0.0f ? 0.0f : v * r) * to_f(b[i]));  // silu 0 once the sigmoid underflows, and at -Inf
+  put(y, i, v / (1.0f + expf(-v)) * to_f(b[i]));  // silu as PyTorch's: -0 once expf(-v) overflows, NaN at -Inf
 }

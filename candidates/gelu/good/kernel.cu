@@ -1,7 +1,7 @@
 // GELU (tanh form), elementwise, grid-stride with 64-bit indices: each thread takes four independent
 // elements per iteration (i, i + stride, i + 2 stride, i + 3 stride: every access coalesced, no
 // alignment needed), then a remainder loop for the last < 4 stride elements. f32 arithmetic with
-// tanhf (2 ulp); -Inf is mapped to 0, its limit (see gelu_f).
+// tanhf (2 ulp); 0.5 x (1 + tanh(u)) literally, as PyTorch: gelu(-Inf) = -Inf * 0 = NaN (see gelu_f).
 // Known-broken variants are this file plus one define (candidates/gelu/broken/*/kqual.toml):
 //   KQUAL_BUG_FAST_TANH     tanh.approx.f32 (relative error 2^-11): f32 results off by ~4e-6 at |x| ~ 1
 //   KQUAL_BUG_EXP_TANH      tanh(u) = (e^2u - 1) / (e^2u + 1): e^2u overflows above x ~ 10.8, Inf / Inf = NaN
@@ -30,9 +30,9 @@ __device__ __forceinline__ float kq_tanh(float u) {
 __device__ __forceinline__ float gelu_f(float x) {
   const float u = 0.7978845608028654f * fmaf(0.044715f * x, x * x, x);  // sqrt(2/pi) (x + 0.044715 x^3)
   const float h = 1.0f + kq_tanh(u);
-  // h is exactly 0 once tanhf saturates at -1 (x below ~ -9, where |gelu(x)| < 1e-30), and at
-  // x = -Inf, where 0.5 * x * h would be -Inf * 0 = NaN: 0 is the limit. A NaN keeps h NaN.
-  return h == 0.0f ? 0.0f : 0.5f * x * h;
+  // h is exactly 0 once tanhf saturates at -1 (x below ~ -9, where |gelu(x)| < 1e-30): -0 then; at
+  // x = -Inf, -Inf * 0 = NaN, the contract's (and PyTorch's) value. A NaN keeps h NaN.
+  return 0.5f * x * h;
 }
 
 template <typename T>

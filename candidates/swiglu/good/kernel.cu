@@ -1,11 +1,11 @@
 // SwiGLU gating y = silu(a) * b, elementwise, grid-stride with 64-bit indices: each thread takes four
 // independent elements per iteration (i, i + stride, ...: coalesced, no alignment needed), then a
-// remainder loop. f32 arithmetic: sigmoid(a) = 1 / (1 + expf(-a)) with an IEEE divide; it is 0 once
-// expf(-a) overflows (a < ~ -88.7), and silu is then 0 too (also at a = -Inf, where a * 0 = NaN).
+// remainder loop. f32 arithmetic: silu(a) = a / (1 + expf(-a)) with an IEEE divide, as PyTorch's silu:
+// -0 once expf(-a) overflows (a < ~ -88.7), and -Inf / Inf = NaN at a = -Inf (the contract's value).
 // Known-broken variants are this file plus one define (candidates/swiglu/broken/*/kqual.toml):
 //   KQUAL_BUG_SWAPPED_GATE    the activation on the wrong half: silu(b) * a (gate and up confused)
 //   KQUAL_BUG_CLAMP_NAN       clamps the gate with fmaxf(a, -80) "to keep expf finite": fmaxf(NaN, -80)
-//                             is -80, so a NaN gate gives a finite result
+//                             is -80, so a NaN (or -Inf) gate gives a finite result
 //   KQUAL_BUG_TAIL_OFF_BY_ONE the remainder loop stops at n - 1: the last element is never written
 #include <cuda_bf16.h>
 
@@ -18,9 +18,7 @@ __device__ __forceinline__ float silu_mul(float gate, float up) {
 #ifdef KQUAL_BUG_CLAMP_NAN
   gate = fmaxf(gate, -80.0f);
 #endif
-  const float r = 1.0f / (1.0f + expf(-gate));    // sigmoid; NaN stays NaN
-  const float s = r == 0.0f ? 0.0f : gate * r;     // silu; 0 where the sigmoid underflowed (and at -Inf)
-  return s * up;
+  return gate / (1.0f + expf(-gate)) * up;  // silu(gate) * up; NaN stays NaN
 }
 
 __device__ __forceinline__ float swiglu_f(float a, float b) {
