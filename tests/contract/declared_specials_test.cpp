@@ -124,6 +124,12 @@ TEST(DeclaredSpecials, SwigluTakesPyTorchsSiluAtMinusInfinity) {
     return (r == 0.0f ? 0.0f : v[0] * r) * v[1];
   }, -INFINITY);
   EXPECT_NE(limit.first_rejection.find("nan_policy"), std::string::npos) << limit.first_rejection;
+  // candidates/swiglu/broken/clamp_nan (fmaxf(a, -80) first) stays rejected for its stated reason.
+  const Judged clamped = judge(c, all, [](const std::vector<float>& v) {
+    const float a = std::fmax(v[0], -80.0f);
+    return a / (1.0f + std::exp(-a)) * v[1];
+  }, -INFINITY);
+  EXPECT_NE(clamped.first_rejection.find("nan_policy"), std::string::npos) << clamped.first_rejection;
 }
 
 TEST(DeclaredSpecials, GeluTakesPyTorchsTanhFormAtMinusInfinity) {
