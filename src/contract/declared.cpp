@@ -94,8 +94,12 @@ std::string DeclaredContract::numerical_policy() const {
   parts.push_back(s_.deterministic ? "Run to run: two runs must agree bitwise."
                                    : "Run to run: bitwise reproducibility is not required; two runs must each be within "
                                      "the bound and differ by no more than it.");
-  parts.push_back(fmt::format("Reference: {}:{} ({}, float64) in its own process, declared in {}.", s_.reference.file.filename().string(),
-                              s_.reference.function, s_.reference.kind, s_.file.string()));
+  parts.push_back(fmt::format("Reference: {}:{} ({}, {}) in its own process, declared in {}.", s_.reference.file.filename().string(),
+                              s_.reference.function, s_.reference.kind,
+                              s_.reference.precision.empty() ? std::string("float64") : s_.reference.precision, s_.file.string()));
+  // Shapes of the case plan no case checks (over the CPU reference's cap, nothing past 2^31): said
+  // here, so the memo that quotes this policy lists them (declared_cases.cpp).
+  if (const std::string gaps = coverage_gaps(); !gaps.empty()) parts.push_back(gaps);
   return fmt::format("{}", fmt::join(parts, " "));
 }
 

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -61,6 +63,11 @@ Dims DeclaredContract::with_strides(Dims given, const Supports& cand, std::int64
 }
 
 std::vector<CaseSpec> DeclaredContract::correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const {
+  return plan_cases(cand, seed, include_large, nullptr);
+}
+
+std::vector<CaseSpec> DeclaredContract::plan_cases(const Supports& cand, std::uint64_t seed, bool include_large,
+                                                   std::vector<std::string>* not_run) const {
   // Per variable axis: its minimum, each hint t as t-1, t, t+1, the base, a prime above the base;
   // every other axis held at its base. Then every free axis at its prime at once, one shape drawn
   // from the seed (a size the candidate cannot predict) and the large shape.
@@ -131,18 +138,25 @@ std::vector<CaseSpec> DeclaredContract::correctness_cases(const Supports& cand, 
     offset_base = with_strides(base, cand, 1);
     shapes = std::move(padded);
   }
-  std::vector<std::pair<std::int64_t, Dims>> kept;
+  std::vector<std::pair<std::int64_t, Dims>> kept, over_cap;
   std::set<Dims> seen;
   for (const auto& g : shapes) {
     if (!admissible(g) || !seen.insert(g).second) continue;
     const Dims all = s_.complete(g);
     const std::int64_t big = largest_tensor(all);
+    if (big > cand.max_n) continue;  // outside the candidate's claim: refused, not a gap
     // Regular shapes stay within the CPU reference; the large one may go to the CUDA reference.
+    // Past the cap: generated on the device where the contract allows it (large_generated), else
+    // said in not_run — never left out without a word.
     const bool is_large = large && g == *large;
-    if (big > (is_large ? case_cap() : s_.max_case_elements) || big > cand.max_n) continue;
+    if (big > (is_large ? case_cap() : s_.max_case_elements)) {
+      over_cap.push_back({big, all});
+      continue;
+    }
     kept.push_back({big, all});
   }
   std::stable_sort(kept.begin(), kept.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::stable_sort(over_cap.begin(), over_cap.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
 
   std::vector<CaseSpec> cases;
   for (const auto& [key, r] : s_.rows) {
@@ -164,10 +178,86 @@ std::vector<CaseSpec> DeclaredContract::correctness_cases(const Supports& cand, 
     };
     for (const auto& [big, all] : kept)
       for (const auto& f : s_.families)
-        if (f.name == "base" || !f.small_only || big <= (std::int64_t(1) << 16)) add(all, f.name, 0);
+        if (f.name == "base" || big <= f.max_elements) add(all, f.name, 0);
     if (offset_ok && !kept.empty()) add(s_.complete(offset_base), "base", 1);
   }
+  large_generated(cand, seed, include_large, over_cap, cases, not_run);
+  if (not_run) family_limits(kept, *not_run);
   return cases;
+}
+
+// Shapes past the reference's cap: with an [index_cases] axis and inputs the device generator makes,
+// up to kMostGenerated of them (spread over their sizes) run as generated cases, checked in windows
+// of the axis against the CPU reference (as past 2^31); the others are described into not_run.
+void DeclaredContract::large_generated(const Supports& cand, std::uint64_t seed, bool include_large,
+                                       const std::vector<std::pair<std::int64_t, Dims>>& over_cap, std::vector<CaseSpec>& cases,
+                                       std::vector<std::string>* not_run) const {
+  constexpr std::size_t kMostGenerated = 4;
+  constexpr std::int64_t kPastInt32 = std::int64_t(1) << 31;
+  std::vector<std::pair<std::int64_t, Dims>> fit;  // below 2^31 elements: past it, index_cases
+  for (const auto& x : over_cap)
+    if (x.first <= kPastInt32) fit.push_back(x);
+    else if (not_run) not_run->push_back(fmt::format("{} ({} elements: past 2^31, left to the index cases)", format_dims(x.second), x.first));
+  std::vector<bool> pick(fit.size(), fit.size() <= kMostGenerated);
+  if (fit.size() > kMostGenerated)
+    for (std::size_t k = 0; k < kMostGenerated; ++k) pick[k * (fit.size() - 1) / (kMostGenerated - 1)] = true;
+  const std::string cap_text = fmt::format("over the CPU reference's cap of {} elements (contract.max_case_elements)", s_.max_case_elements);
+  for (std::size_t i = 0; i < fit.size(); ++i) {
+    const auto& [big, all] = fit[i];
+    const std::string shape = fmt::format("{} ({} elements)", format_dims(all), big);
+    if (s_.independent_axis.empty()) {
+      if (not_run) not_run->push_back(fmt::format("{}: {}, and the contract declares no [index_cases] axis to check it in windows", shape, cap_text));
+      continue;
+    }
+    if (!pick[i]) {
+      if (not_run) not_run->push_back(fmt::format("{}: {}; {} such shapes run on the device, spread over their sizes, this one not", shape, cap_text, kMostGenerated));
+      continue;
+    }
+    if (!include_large) {
+      if (not_run) not_run->push_back(fmt::format("{}: generated on the device, not run without the large cases", shape));
+      continue;
+    }
+    for (const auto& [key, r] : s_.rows) {
+      if (!cand.supports(key)) continue;
+      CaseSpec c;
+      c.dtype = key;
+      c.dims = all;
+      c.family = kGeneratedFamily;
+      c.seed = mix_seed(seed, std::hash<std::string>{}(format_dims(all) + "/large") + std::uint64_t(key) * 13);
+      c.id = fmt::format("{}/{}/{}", to_string(key), format_dims(all), kGeneratedFamily);
+      if (inputs_generatable(c)) cases.push_back(c);
+      else if (not_run) not_run->push_back(fmt::format("{} in {}: {}, and its inputs are not ones the device generator makes", shape, to_string(key), cap_text));
+    }
+  }
+}
+
+// Value families limited to cases up to a size: said once per limit, when some checked shape is larger.
+void DeclaredContract::family_limits(const std::vector<std::pair<std::int64_t, Dims>>& kept, std::vector<std::string>& not_run) const {
+  std::map<std::int64_t, std::vector<std::string>> by_limit;
+  const std::int64_t biggest = kept.empty() ? 0 : kept.back().first;
+  for (const auto& f : s_.families)
+    if (f.name != "base" && f.max_elements < biggest) by_limit[f.max_elements].push_back(f.name);
+  for (const auto& [limit, names] : by_limit) {
+    int above = 0;
+    for (const auto& k : kept) above += k.first > limit;
+    not_run.push_back(fmt::format("value families {} on the {} checked shape(s) whose largest tensor is over {} elements (they run "
+                                  "the base values only)", fmt::join(names, ", "), above, limit));
+  }
+}
+
+std::string DeclaredContract::coverage_gaps() const {
+  Supports all;
+  for (const auto& [key, r] : s_.rows) all.dtypes.push_back(key);
+  all.max_n = std::numeric_limits<std::int64_t>::max();
+  std::vector<std::string> gaps;
+  (void)plan_cases(all, 20261202, true, &gaps);
+  if (s_.independent_axis.empty())
+    gaps.push_back("every shape past 2^31 elements (no [index_cases] axis: a claim reaching there is not checked there)");
+  if (gaps.empty()) return "";
+  constexpr std::size_t kShown = 8;
+  std::vector<std::string> shown(gaps.begin(), gaps.begin() + std::ptrdiff_t(std::min(kShown, gaps.size())));
+  return fmt::format("Cases not run: {}{}.", fmt::join(shown, "; "),
+                     gaps.size() > kShown ? fmt::format("; and {} more shapes", gaps.size() - kShown) : "");
 }
 
 // Past 2^31 elements (and 2^32 in the narrowest dtype row when the claim reaches there): the

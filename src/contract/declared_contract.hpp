@@ -90,6 +90,9 @@ class DeclaredContract final : public Contract {
     return true;
   }
   std::vector<CaseSpec> index_cases(const Supports& cand, std::uint64_t seed) const override;
+  // "Cases not run: ..." for the policy text: the shapes of the case plan (every dtype row claimed,
+  // no size limit from a candidate) that no case checks, and why; "" when none (declared_cases.cpp).
+  std::string coverage_gaps() const;
   std::vector<OutputWindow> index_case_windows(const CaseSpec& spec) const override;
   bool prefers_gpu_reference(const Dims& dims) const override {
     return s_.reference.cuda && largest_tensor(s_.complete(dims)) > s_.max_case_elements;
@@ -129,6 +132,13 @@ class DeclaredContract final : public Contract {
   void build_domain();
   std::int64_t stride_step(const Axis& a, const Supports& cand) const;
   Dims with_strides(Dims given, const Supports& cand, std::int64_t k) const;
+  // The case plan; shapes left out for a reason the candidate's claims do not give (over the
+  // reference's cap with no device-side generation) are described into `not_run` when it is given.
+  std::vector<CaseSpec> plan_cases(const Supports& cand, std::uint64_t seed, bool include_large, std::vector<std::string>* not_run) const;
+  void large_generated(const Supports& cand, std::uint64_t seed, bool include_large,
+                       const std::vector<std::pair<std::int64_t, Dims>>& over_cap, std::vector<CaseSpec>& cases,
+                       std::vector<std::string>* not_run) const;
+  void family_limits(const std::vector<std::pair<std::int64_t, Dims>>& kept, std::vector<std::string>& not_run) const;
   void check_large_shape() const;
   void check_nontrivial() const;
   std::vector<Tensor> expected_from(const CaseData& data, std::map<std::string, RefOutput> ref,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <fstream>
 #include <sstream>
@@ -353,12 +354,17 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
       f.name = std::string(k.str());
       if (f.name == "base") cx.fail(where, "\"base\" is the family of each input's own values; name this one otherwise");
       f.small_only = boolean(cx, t, where, "small_only", true);
+      f.max_elements = f.small_only ? std::int64_t(1) << 16 : std::numeric_limits<std::int64_t>::max();
+      if (t.get("max_elements")) {
+        f.max_elements = integer(cx, t, where, "max_elements", f.max_elements);
+        if (f.max_elements < 1) cx.fail(where + ".max_elements", fmt::format("{}: expected at least 1 (elements of a case's largest tensor)", f.max_elements));
+      }
       for (const auto& [tk, tv] : t) {
         const std::string tn(tk.str());
-        if (tn == "small_only") continue;
+        if (tn == "small_only" || tn == "max_elements") continue;
         const TensorDef* td = s.tensor(tn);
         if (!td || td->role != Role::input)
-          cx.fail(where + "." + tn, fmt::format("\"{}\" is not an input tensor (or the key small_only)", tn));
+          cx.fail(where + "." + tn, fmt::format("\"{}\" is not an input tensor (or the key small_only or max_elements)", tn));
         read_values(cx, table_at(cx, &tv, where + "." + tn), where + "." + tn, f.values[tn], s);
       }
       s.families.push_back(f);
@@ -411,7 +417,8 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
 
   // ---- reference ----
   const toml::table& ref = table_at(cx, root.get("reference"), "reference");
-  check_keys(cx, ref, "reference", {"python", "function", "kind", "cuda"});
+  check_keys(cx, ref, "reference", {"python", "function", "kind", "cuda", "precision"});
+  s.reference.precision = str(cx, ref, "reference", "precision", false, "");
   const std::string py = str(cx, ref, "reference", "python", true);
   s.reference.file = fs::path(py).is_absolute() ? fs::path(py) : s.dir / py;
   if (!fs::is_regular_file(s.reference.file))

@@ -77,6 +77,10 @@ struct Family {
   std::string name;
   std::map<std::string, Values> values;  // per input, complete (base merged with the overrides)
   bool small_only = true;                // run on small shapes only (false: every shape)
+  // The largest tensor of a case it runs on: 2^16 with small_only (the default), unlimited without;
+  // `max_elements = N` in the table sets it (an imported contract runs its special families on the
+  // workload shapes the CPU reference can take).
+  std::int64_t max_elements = std::int64_t(1) << 16;
 };
 
 struct Constraint {
@@ -105,6 +109,10 @@ struct Reference {
   std::filesystem::path file;   // a .py file
   std::string function;
   std::string kind = "numpy";   // numpy or torch
+  // The precision the reference really computes in, for the policy text (default "float64": kqual
+  // hands it float64 arrays). An imported PyTorch reference that casts to float32 or rounds to
+  // bfloat16 itself says so here.
+  std::string precision;
   std::optional<CudaReference> cuda;
 };
 

@@ -68,6 +68,29 @@ std::string determinism_toml(bool any_float_output, const std::string& source);
 // or parameter, a dim of size 0. Returns notes (random_forward null: forward was not run).
 std::vector<std::string> check_capture(const json& cap, const std::string& problem, const std::string& capture_file);
 
+// ---- what an importer says when the source is silent (import_defaults.cpp) ----
+
+// kqual's tolerance for a floating output when the source states none, from the output dtype and the
+// operation's reduction length: `contraction` is the product of the axes an input has and no output
+// has (a GEMM's k), `row` the output's innermost axis (a norm or a softmax may reduce along it). The
+// kernel is taken to compute in f32 for f32 and bf16 outputs, in f64 for f64 ones (unit roundoff u):
+//   K    = contraction when above 1, else row
+//   rtol = 2u * max(64, 16 sqrt(K))             (+ 2^-8 for bf16: one more half ulp of bf16, for a
+//                                                 reference that rounds to bf16 on the way)
+//   atol = 2u * max(64, 8 * contraction)          (bf16: at least 2^-7, one ulp of bf16 at 1)
+// `why` states it, with the figures, for the contract's comment and the policy.
+struct DefaultTolerance {
+  double atol = 0, rtol = 0;
+  std::string why;
+};
+DefaultTolerance default_tolerance(const std::string& out_dtype, std::int64_t contraction, std::int64_t row);
+
+// The precision an imported PyTorch reference really computes in, read from its source. kqual hands
+// it float64 tensors; a cast in the source (`.float()`, `torch.float32`, `torch.bfloat16`,
+// `.half()`) keeps its precision there, a cast back to an input's dtype is no rounding at all. The
+// text names what was found ("float32 where run() casts to it (.float()), float64 elsewhere").
+std::string reference_precision(const std::string& python_source, const std::string& function);
+
 // ---- value families for imported contracts (import_families.cpp) ----
 
 // An input the families may redraw: a floating tensor drawn from "normal" or "uniform" (integer
@@ -75,13 +98,22 @@ std::vector<std::string> check_capture(const json& cap, const std::string& probl
 struct FamilyInput {
   std::string name, dist;           // dist: "normal" or "uniform"
   std::vector<std::string> shape;   // axis names, outermost first
+  std::string dtype = "f32";        // kqual's: the extreme_scale factor and the subnormals follow it
 };
+
+// The largest tensor of a case the imported families run on: the small cases and the workload
+// shapes up to about 8 MiB of float64 per tensor in the CPU reference (a few hundred ms each).
+inline constexpr std::int64_t kFamilyMaxElements = std::int64_t(1) << 20;
 
 struct FamilyText {
   std::string tool;                 // "kqual import-definition": who wrote them, for the comment
   double atol = 0;                  // the largest absolute tolerance over the floating outputs
-  bool any_small_case = true;       // some case has every tensor within 2^16 elements (small_only)
+  bool any_small_case = true;       // some case has every tensor within kFamilyMaxElements
   std::vector<std::string> kept;    // inputs that keep their values (weights, tables), for the comment
+  // large_scale and extreme_scale are written unless an absolute tolerance sized for data of order 1
+  // would fail a correct contraction at those scales (a GEMM's near-zero outputs): then `no_scale_up`
+  // says why, in the comment.
+  std::string no_scale_up;
 };
 
 // The data inputs of an operation, which the families redraw: the offered inputs with an output's
@@ -93,5 +125,18 @@ std::vector<FamilyInput> data_inputs(const std::vector<FamilyInput>& offered, co
 // `[families.small_scale]`, `[families.large_scale]` and `[families.nonzero_mean]` over `data`, with
 // comments saying why each exists and what the imported tolerance leaves of it; "" when data is empty.
 std::string value_families_toml(const std::vector<FamilyInput>& data, const FamilyText& how);
+
+// `[families.specials]` (NaN, +-Inf, -0 at random positions), `[families.denormals]` (every value a
+// subnormal of the input's dtype) and `[families.extreme_scale]` (the data 2^50 times larger in f32 and
+// bf16, 2^400 in f64: as large as squares and dot products of the values still fit the dtype) over the
+// floating data inputs, with comments saying how the expected output is made (the reference's own
+// output on them) and how NaN/Inf are matched; "" when data is empty. Near-max values are not written
+// (said in the comment). The names of the families written go to `written`.
+std::string special_families_toml(const std::vector<FamilyInput>& data, const FamilyText& how, std::vector<std::string>& written);
+
+// The policy sentence on special values of an imported contract: which families feed them, that the
+// reference's own output on them is the expected one, how NaN and Inf are matched (nan = propagate),
+// and which inputs never get them (integers, indices, masks, constants, scalars).
+std::string special_values_policy(const std::vector<std::string>& families, const std::vector<std::string>& never);
 
 }  // namespace kqual::contract::detail

@@ -31,6 +31,7 @@
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
 #include "import_common.hpp"
+#include "import_definition_parts.hpp"
 
 namespace kqual::contract {
 namespace fs = std::filesystem;
@@ -270,9 +271,11 @@ Axes translate_axes(const fs::path& f, const detail::JsonIn& in, const json& def
       std::vector<std::int64_t> hints = seen;
       std::sort(hints.begin(), hints.end());
       hints.erase(std::unique(hints.begin(), hints.end()), hints.end());
-      if (hints.size() > 6) hints.resize(6);
+      // The six smallest workload values, and the largest (a workload's own size: over the CPU
+      // reference's cap it is generated on the device where [index_cases] allows, else listed as not run).
+      if (hints.size() > 7) hints.erase(hints.begin() + 6, hints.end() - 1);
       t << "range = [1, 2147483647]\n";
-      if (!hints.empty()) t << "hints = [" << fmt::format("{}", fmt::join(hints, ", ")) << "]   # the workloads' values\n";
+      if (!hints.empty()) t << "hints = [" << fmt::format("{}", fmt::join(hints, ", ")) << "]   # the workloads' values (the six smallest, the largest)\n";
       // The base (where the other axes' cases hold this one, and every value family runs): the
       // smallest workload value above 1. One row is a degenerate base: every case of the other axes
       // would have a single row, with no row-to-row indexing to get wrong (SOL's softmax_h4096 lists
@@ -366,6 +369,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   std::pair<std::string, std::int64_t> base_largest{"", 0};  // the largest tensor at the base shape
   std::vector<detail::FamilyInput> offered;                  // the inputs value families may redraw
   std::vector<std::vector<std::string>> output_shapes, tensor_shapes;
+  detail::DefShape shape_of;  // for the error models and [index_cases] (import_definition_parts.cpp)
   auto tensor = [&](const std::string& tn, const json& spec, bool input) {
     const std::string key = std::string(input ? "inputs." : "outputs.") + tn;
     const std::string dt = kqual_dtype(f, key + ".dtype", in.string_or(spec, key, "dtype", "?"));
@@ -407,14 +411,15 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
       << "]\n";
     tensor_shapes.push_back(axis_names);
     if (!input) output_shapes.push_back(axis_names);
+    (input ? shape_of.inputs : shape_of.outputs).push_back({tn, dt, axis_names});
     if (input) {
       t << "values = { dist = \"normal\" }\n\n";
-      offered.push_back({tn, "normal", axis_names});  // integer inputs were refused above
+      offered.push_back({tn, "normal", axis_names, dt});  // integer inputs were refused above
     } else if (dt == "i32" || dt == "i64" || dt == "u32") {
       t << "error = { model = \"exact\" }\n\n";
     } else {
       any_float_output = true;
-      t << "error = ERROR_MODEL\n\n";
+      t << "error = ERROR_MODEL_OF_" << tn << "\n\n";
     }
   };
   for (const auto& [tn, spec] : def["inputs"].items()) tensor(tn, spec, true);
@@ -445,39 +450,50 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   // custom_inputs_entrypoint; flashinfer-bench wraps lines as {"definition", "workload"}.
   bool sol = tol.sol_keys || def.contains("custom_inputs_entrypoint");
   for (const auto& w : workloads) sol |= !w.second.contains("workload") && w.second.contains("axes");
-  const double atol = tol.atol.value_or(o.atol), rtol = tol.rtol.value_or(o.rtol);
-  std::string model = fmt::format("{{ model = \"allclose\", atol = {:g}, rtol = {:g}, combine = \"{}\"", atol, rtol, sol ? "sum" : "max");
+  detail::SourceTolerance src;
+  src.atol = tol.atol;
+  src.rtol = tol.rtol;
+  src.combine = sol ? "sum" : "max";
+  src.cli_atol = o.atol;
+  src.cli_rtol = o.rtol;
   r.notes.push_back(sol ? "SOL-ExecBench's judge: an element passes within atol + rtol |ref| (combine = \"sum\")"
                         : "flashinfer-bench's judge: an element fails only past both atol and rtol |ref| (combine = \"max\")");
   if (sol && !tol.ratio && !workloads.empty())
     r.notes.push_back("SOL-ExecBench's default required_matched_ratio 0.99 (no max_error_cap) not applied: every element must be "
                       "within the bound");
-  if (!tol.atol && !tol.rtol)
-    r.notes.push_back(fmt::format("no tolerance in the Definition or its workloads: atol = {:g}, rtol = {:g} (--atol, --rtol)", atol, rtol));
   if (tol.ratio && *tol.ratio < 1) {
     const std::optional<double> cap = tol.cap ? tol.cap : o.cap;
     if (!cap)
       refuse(o.workloads.empty() ? f : o.workloads, "tolerance.required_matched_ratio",
              fmt::format("{:g} without max_error_cap: a share of elements could be arbitrarily wrong; kqual requires a hard cap (--cap)",
                          *tol.ratio));
-    model += fmt::format(", match_ratio = {:g}, cap = {:g}", *tol.ratio, *cap);
+    src.ratio = fmt::format(", match_ratio = {:g}, cap = {:g}", *tol.ratio, *cap);
     r.notes.push_back(fmt::format("required_matched_ratio {:g} with every element within {:g} (the strictest across workloads)",
                                   *tol.ratio, *cap));
   }
   if (tol.allow_negative_inf)
     r.notes.push_back("allow_negative_inf: kqual's NaN/Inf policy 'propagate' admits -Inf exactly where the reference has it");
-  model += " }";
+  // Per floating output: the source's terms, else kqual's default from the output dtype and the
+  // reduction length (import_definition_parts.cpp); axes at their widest workload values.
+  shape_of.var = var_axes;
+  shape_of.base = axis_value;
+  shape_of.widest = axis_value;
+  for (const auto& w : workloads)
+    for (const auto& a : var_axes)
+      if (auto v = workload_axis(w, a)) shape_of.widest[a] = std::max(shape_of.widest[a], *v);
+  const detail::ErrorModels models = detail::definition_error_models(shape_of, src);
+  const double atol = models.widest_atol;
+  for (const auto& n : models.notes) r.notes.push_back(n);
   std::string text = t.str();
   for (const auto& a : var_axes) {
     const std::string mark = "BASE_OF_" + a + "\n";
     text.replace(text.find(mark), mark.size(), std::to_string(axis_value.at(a)) + "\n");
   }
-  for (std::size_t p; (p = text.find("ERROR_MODEL")) != std::string::npos;) text.replace(p, 11, model);
-  text.replace(text.find("POLICY_TEXT"), 11,
-               "policy = " + toml_quoted(std::string("Imported from a ") + (sol ? "SOL-ExecBench" : "flashinfer-bench") +
-                                         " Definition: the reference is its PyTorch run(); " +
-                                         (sol ? "an element passes within atol + rtol |ref|, as SOL-ExecBench judges."
-                                              : "an element fails only past both atol and rtol |ref|, as flashinfer-bench judges.")));
+  for (const auto& [out, model] : models.by_output) {
+    const std::string mark = "ERROR_MODEL_OF_" + out + "\n";
+    text.replace(text.find(mark), mark.size(), model + "\n");
+  }
+  text.replace(text.find("POLICY_TEXT"), 11, "POLICY_TEXT_LATER");  // once the families are known
   // Cases whose largest tensor is past contract.max_case_elements (2^24 by default) are left out
   // (the reference runs on the CPU). Constant axes can make every case larger than that (Gemma 3's
   // 24576 x 3072 projections): without this, the contract would have no case at all.
@@ -498,39 +514,19 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   text.replace(text.find("MAX_CASE_ELEMENTS\n"), 18, cap_line + "\n");
   if (!any_float_output) r.notes.push_back("every output is an integer: compared exactly");
 
-  // ---- value families over the data inputs (import_families.cpp) ----
+  // ---- value families over the data inputs, special values, [index_cases] ----
+  const std::vector<std::string> special = detail::definition_families(offered, output_shapes, axes_read.var, axes_read.value, axes_read.derived, tensor_shapes, atol,
+                                                           models.defaulted && detail::contraction_length(shape_of) > 1, text, r.notes);
+  text += detail::definition_index_cases(shape_of, r.notes);
   {
-    const auto data = detail::data_inputs(offered, output_shapes);
-    detail::FamilyText how;
-    how.tool = "kqual import-definition";
-    how.atol = atol;
+    std::vector<std::string> never;  // floating inputs the special families leave alone (weights, tables)
     for (const auto& x : offered)
-      if (std::none_of(data.begin(), data.end(), [&](const auto& d) { return d.name == x.name; })) how.kept.push_back(x.name);
-    // Families run on cases whose every tensor is within 2^16 elements; the smallest cases hold one
-    // var axis at 1 and the others at their base.
-    how.any_small_case = false;
-    for (const auto& a : var_axes) {
-      std::map<std::string, std::int64_t> v = axis_value;
-      v[a] = 1;
-      try {
-        for (const auto& [n, e] : derived) v[n] = e.eval(v);
-      } catch (const Error&) {
-        continue;
-      }
-      std::int64_t most = 0;
-      for (const auto& sh : tensor_shapes) {
-        std::int64_t n = 1;
-        for (const auto& ax : sh) n = v.at(ax) > 0 && n > (std::int64_t(1) << 40) / v.at(ax) ? std::int64_t(1) << 40 : n * v.at(ax);
-        most = std::max(most, n);
-      }
-      how.any_small_case |= most <= (std::int64_t(1) << 16);
-    }
-    text += detail::value_families_toml(data, how);
-    std::vector<std::string> names;
-    for (const auto& d : data) names.push_back(d.name);
-    if (!data.empty())
-      r.notes.push_back(fmt::format("value families small_scale, large_scale, nonzero_mean redraw {} on the small cases{}", fmt::join(names, ", "),
-                                    how.any_small_case ? "" : " (none here: every case has a tensor over 2^16 elements; see contract.toml)"));
+      if (text.find("\n" + x.name + " = { specials") == std::string::npos) never.push_back(x.name);
+    const std::string policy =
+        std::string("Imported from a ") + (sol ? "SOL-ExecBench" : "flashinfer-bench") + " Definition: the reference is its PyTorch run(); " +
+        (sol ? "an element passes within atol + rtol |ref|, as SOL-ExecBench judges." : "an element fails only past both atol and rtol |ref|, as flashinfer-bench judges.") +
+        (models.policy.empty() ? "" : " " + models.policy) + " " + detail::special_values_policy(special, never);
+    text.replace(text.find("POLICY_TEXT_LATER"), 17, "policy = " + toml_quoted(policy));
   }
 
   // ---- cost, bench, reference ----
@@ -561,7 +557,10 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     for (const auto& s : shapes) q.push_back(toml_quoted(s));
     text += "[bench]\nshapes = [" + fmt::format("{}", fmt::join(q, ", ")) + "]   # the workloads\n\n";
   }
-  text += "[reference]\npython = \"reference.py\"\nfunction = \"run\"\nkind = \"torch\"\n";
+  const std::string precision = detail::reference_precision(def["reference"].get<std::string>(), "run");
+  text += "[reference]\npython = \"reference.py\"\nfunction = \"run\"\nkind = \"torch\"\n# read from run()'s source: what it computes in "
+          "here (kqual's reference process hands it float64 tensors)\nprecision = " + toml_quoted(precision) + "\n";
+  r.notes.push_back("the reference computes in " + precision);
   r.contract_toml = text;
 
   // ---- written whole or not at all, and loaded back ----
@@ -569,6 +568,9 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
       o.out, {{"contract.toml", text},
               {"reference.py", "# The Definition's reference, as imported (kind = \"torch\": run in kqual's reference process).\n" +
                                    def["reference"].get<std::string>() + "\n"}});  // a string: read_definition
+  // The cases the written contract's plan leaves out (its policy lists them; declared_cases.cpp).
+  const std::string policy_text = load_declared_contract(o.out).numerical_policy();
+  if (const auto at = policy_text.find("Cases not run: "); at != std::string::npos) r.notes.push_back(policy_text.substr(at));
   return r;
 }
 

@@ -6,6 +6,7 @@
 // them say why each exists and where the imported tolerance leaves little of it.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <sstream>
 
 #include "import_common.hpp"
@@ -41,8 +42,9 @@ std::string value_families_toml(const std::vector<FamilyInput>& data, const Fami
   std::ostringstream t;
   t << "# ---- Value families, written by " << how.tool << " (the source states no value ranges) ----\n"
     << "# The base family draws every input as its `values` say. Each family below redraws the data inputs\n"
-    << "# (" << names(scaled) << ": those with an output's shape, else the first input) on the small cases (every\n"
-    << "# tensor within 2^16 elements).";
+    << "# (" << names(scaled) << ": those with an output's shape, else the first input) on the cases whose largest\n"
+    << "# tensor is within " << kFamilyMaxElements << " elements (max_elements: the small cases and the workload shapes\n"
+    << "# the CPU reference takes in a few hundred ms).";
   if (!how.kept.empty())
     t << " The other inputs (" << names(how.kept) << ") keep their values, so an output moves\n"
       << "# by the family's factor once, not once per factor of a product (1e-3 x 1e-3 is under any tolerance).";
@@ -71,22 +73,78 @@ std::string value_families_toml(const std::vector<FamilyInput>& data, const Fami
     << "#   zero-mean data fails (a LayerNorm that never subtracts the mean passes N(0, 1) rows, whose mean is\n"
     << "#   about 1/sqrt(row length)); a one-pass variance E[x^2] - E[x]^2 cancels 16.25 - 16 and loses ~6\n"
     << "#   bits, visible when accumulated in bf16.\n";
+  if (!how.no_scale_up.empty()) t << "# large_scale is not written: " << how.no_scale_up << "\n";
   if (!how.any_small_case)
-    t << "# NOTE: no case of this contract has every tensor within 2^16 elements (its constant axes make each\n"
-      << "#   case larger), so as written these families run on no case. `small_only = false` in a family runs\n"
+    t << "# NOTE: no case of this contract has every tensor within " << kFamilyMaxElements << " elements (its constant axes make\n"
+      << "#   each case larger), so as written these families run on no case. `small_only = false` in a family runs\n"
       << "#   it on every case (one more reference evaluation per case, on the CPU in float64: slow for large\n"
       << "#   constant tensors).\n";
   auto table = [&](const char* family, auto&& value) {
-    t << "[families." << family << "]\n";
+    t << "[families." << family << "]\nmax_elements = " << kFamilyMaxElements << "\n";
     for (const auto& in : data) t << in.name << " = " << value(in) << "\n";
   };
   table("small_scale", [](const FamilyInput&) { return fmt::format("{{ scale = {:g} }}", kSmall); });
-  table("large_scale", [](const FamilyInput&) { return fmt::format("{{ scale = {:g} }}", kLarge); });
+  if (how.no_scale_up.empty()) table("large_scale", [](const FamilyInput&) { return fmt::format("{{ scale = {:g} }}", kLarge); });
   table("nonzero_mean", [](const FamilyInput& in) {
     return in.dist == "uniform" ? fmt::format("{{ lo = {:g}, hi = {:g} }}", kLo, kHi) : fmt::format("{{ mean = {:g}, std = {:g} }}", kMean, kStd);
   });
   t << "\n";
   return t.str();
+}
+
+std::string special_families_toml(const std::vector<FamilyInput>& data, const FamilyText& how, std::vector<std::string>& written) {
+  if (data.empty()) return "";
+  std::vector<std::string> redrawn;
+  for (const auto& in : data) redrawn.push_back(in.name);
+  std::ostringstream t;
+  t << "# ---- Special values, written by " << how.tool << " (the source never feeds them) ----\n"
+    << "# The same data inputs (" << names(redrawn) << "), floating ones only, on the cases up to " << kFamilyMaxElements << " elements.\n"
+    << "# The expected output is the reference's own output on these inputs, evaluated as the policy says\n"
+    << "# (its real precision), rounded once to the output dtype. NaN and Inf are matched exactly\n"
+    << "# (nan = \"propagate\"): NaN where the reference gives NaN and nowhere else, +-Inf where it gives\n"
+    << "# the same infinity; -0 compares equal to +0 under the tolerance.\n"
+    << "# specials: NaN, +Inf, -Inf and -0 at random positions (1 %, each at least once per input): a kernel\n"
+    << "#   whose max or sum swallows NaN (fmaxf), or turns Inf into a finite value, is caught.\n"
+    << "# denormals: every value a subnormal of the input's dtype. Under the tolerance a flushed subnormal\n"
+    << "#   moves an output by ~1e-38, which no absolute term sees; what this family catches is a kernel\n"
+    << "#   that flushes them and then divides by the zero it made (a norm without eps, 0 * Inf = NaN).\n";
+  if (how.no_scale_up.empty())
+    t << "# extreme_scale: the data 2^50 times larger in f32 and bf16 (2^400 in f64): as large as squares and\n"
+      << "#   dot products of the values still fit the dtype (2^100 x 2^20 terms < 2^128), so the reference's\n"
+      << "#   precision and the input dtype's agree; a kernel that accumulates in a narrower type (f16 overflows\n"
+      << "#   at 65504), or approximates exp, tanh or rsqrt on a short range, goes wrong.\n";
+  else
+    t << "# extreme_scale is not written: " << how.no_scale_up << "\n";
+  t << "# Values near the dtype's largest finite value are not written: a sum of their squares or products\n"
+    << "#   overflows in the input dtype (as PyTorch does in float32) where a float64 reference does not, so\n"
+    << "#   the expected output would not be the source's.\n";
+  auto table = [&](const char* family, auto&& value) {
+    t << "[families." << family << "]\nmax_elements = " << kFamilyMaxElements << "\n";
+    for (const auto& in : data) t << in.name << " = " << value(in) << "\n";
+    written.push_back(family);
+  };
+  table("specials", [](const FamilyInput&) { return std::string("{ specials = 0.01 }"); });
+  table("denormals", [](const FamilyInput&) { return std::string("{ denormals = 1 }"); });
+  if (how.no_scale_up.empty())
+    table("extreme_scale", [](const FamilyInput& in) {
+      return fmt::format("{{ scale = {:.17g} }}", std::ldexp(1.0, in.dtype == "f64" ? 400 : 50));
+    });
+  t << "\n";
+  return t.str();
+}
+
+std::string special_values_policy(const std::vector<std::string>& families, const std::vector<std::string>& never) {
+  std::string s;
+  if (!families.empty())
+    s = fmt::format("Special values (families {}) are checked against the reference's own output on them: NaN must be NaN exactly "
+                    "where the reference gives NaN, +-Inf exactly where it gives the same infinity (nan = propagate)",
+                    fmt::join(families, ", "));
+  else
+    s = "No special-value family is written (no floating data input)";
+  if (!never.empty())
+    s += fmt::format("; {} never get NaN, Inf, subnormal or extreme values (integers, indices and constants have no such values, "
+                     "and inputs that keep their values are not redrawn)", fmt::join(never, ", "));
+  return s + ".";
 }
 
 }  // namespace kqual::contract::detail

@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
 #include "import_common.hpp"
 
 namespace kqual::contract {
@@ -261,10 +262,15 @@ KernelBenchImport translate_kernelbench(const json& cap, const KernelBenchImport
   t << "[contract]\nname = " << toml_str(r.name) << "\n";
   t << "summary = " << toml_str(fmt::format("KernelBench problem {}: Model.forward", std::filesystem::path(file).filename().string()))
     << "\n";
+  // The precision the problem's forward really computes in: float64 unless its source casts.
+  std::string problem_source;
+  if (std::error_code ec; !o.problem.empty() && std::filesystem::is_regular_file(o.problem, ec)) problem_source = read_text_file(o.problem);
+  const std::string precision = problem_source.empty() ? std::string("float64 (the problem's source was not read: casts in it are not known)")
+                                                       : detail::reference_precision(problem_source, "forward");
   t << "policy = "
     << toml_str(fmt::format("The reference is the problem's Model (torch.manual_seed({}) before Model(*get_init_inputs()), training mode "
-                          "as KernelBench runs it) evaluated in float64 on the CPU; KernelBench itself compares in float32 with "
-                          "torch.allclose. Parameters are inputs a kernel receives.", o.seed))
+                          "as KernelBench runs it) evaluated on the CPU in {}; KernelBench itself compares in float32 with "
+                          "torch.allclose. Parameters are inputs a kernel receives.SPECIAL_VALUES_POLICY", o.seed, precision))
     << "\n";
   const bool any_float_output = std::any_of(tensors.begin(), tensors.end(), [](const auto& ti) {
     return ti.group == "output" && ti.dtype != "i32" && ti.dtype != "i64";
@@ -380,7 +386,7 @@ KernelBenchImport translate_kernelbench(const json& cap, const KernelBenchImport
       if (!is_int && ti.group == "input" && values.rfind(fmt::format("{{ dist = \"{}\"", dist), 0) == 0) {
         std::vector<std::string> axes_of;
         for (const auto& d : ti.dims) axes_of.push_back(final_axis(d.axis));
-        offered.push_back({ti.name, dist, axes_of});
+        offered.push_back({ti.name, dist, axes_of, ti.dtype});
       }
   }
   t << "[dtypes]\nrows = [{ ";
@@ -397,6 +403,7 @@ KernelBenchImport translate_kernelbench(const json& cap, const KernelBenchImport
     t << "\n";
     r.notes.push_back(fmt::format("{}: drawn from [0, 1) as KernelBench does; the family 'signed' adds [-1, 1)", fmt::join(signed_family, ", ")));
   }
+  std::vector<std::string> special, never;  // the special families written; inputs they leave alone
   {
     const auto data = detail::data_inputs(offered, output_shapes);
     detail::FamilyText how;
@@ -407,25 +414,35 @@ KernelBenchImport translate_kernelbench(const json& cap, const KernelBenchImport
         how.kept.push_back(ti.name);
     // Families run on cases whose every tensor is within 2^16 elements; the smallest cases hold one
     // axis at its minimum and the others at their base.
-    how.any_small_case = axes.empty() && largest(base).first <= (std::int64_t(1) << 16);
+    how.any_small_case = axes.empty() && largest(base).first <= detail::kFamilyMaxElements;
     for (const auto& [c, ax] : axes) {
       auto size = base;
       size[c] = ax.min;
-      how.any_small_case |= largest(size).first <= (std::int64_t(1) << 16);
+      how.any_small_case |= largest(size).first <= detail::kFamilyMaxElements;
     }
     t << detail::value_families_toml(data, how);
+    t << detail::special_families_toml(data, how, special);
     std::vector<std::string> names;
     for (const auto& d : data) names.push_back(d.name);
     if (!data.empty())
-      r.notes.push_back(fmt::format("value families small_scale, large_scale, nonzero_mean redraw {} on the small cases{}",
-                                    fmt::join(names, ", "),
-                                    how.any_small_case ? "" : " (none here: every case has a tensor over 2^16 elements; see contract.toml)"));
+      r.notes.push_back(fmt::format("value families small_scale, large_scale, nonzero_mean, {} redraw {} on the cases up to {} elements{}",
+                                    fmt::join(special, ", "), fmt::join(names, ", "), detail::kFamilyMaxElements,
+                                    how.any_small_case ? "" : " (none here: every case has a tensor over that; see contract.toml)"));
+    for (const auto& ti : tensors)
+      if (ti.group != "output" && std::none_of(data.begin(), data.end(), [&](const auto& d) { return d.name == ti.name; }))
+        never.push_back(ti.name);
   }
   t << "[cost]\nflops = \"0\"   # not in a KernelBench problem: give the operation's count to place it on the FMA roofline\n\n";
   t << "[bench]\nshapes = [" << toml_str(r.bench_shape) << "]   # KernelBench's fixed shape" << (scaled.empty() ? "" : ", scaled down")
     << "\n\n";
-  t << "[reference]\npython = \"reference.py\"\nfunction = \"forward\"\nkind = \"torch\"\n";
+  t << "[reference]\npython = \"reference.py\"\nfunction = \"forward\"\nkind = \"torch\"\n# read from the problem's source: what "
+       "Model.forward computes in here (kqual's reference process hands it float64 tensors and a float64 model)\nprecision = "
+    << toml_str(precision) << "\n";
+  r.notes.push_back("the reference computes in " + precision);
   r.contract_toml = t.str();
+  // Written once the families are known: which special values are checked, and how.
+  const std::string special_text = " " + detail::special_values_policy(special, never) + "\"";
+  r.contract_toml.replace(r.contract_toml.find("SPECIAL_VALUES_POLICY\""), 22, special_text);
   if (!cap.value("not_axes", json::object()).empty())
     for (const auto& [c, why] : cap["not_axes"].items())
       r.notes.push_back(fmt::format("constant {} is not an axis: {}", c, why.get<std::string>()));

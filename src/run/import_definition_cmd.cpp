@@ -20,8 +20,12 @@ void add_import_definition_command(CLI::App& app, GlobalOptions& g, int* exit_co
   cmd->add_option("definition", o->definition, "DEF.json")->required();
   cmd->add_option("--workloads", o->workloads, "The Definition's workloads (JSONL): axis values, scalar values, tolerances");
   cmd->add_option("--out", o->out, "The contract folder to write (must not exist)")->required();
-  cmd->add_option("--atol", o->atol, "Absolute tolerance when neither the Definition nor its workloads give one")->capture_default_str();
-  cmd->add_option("--rtol", o->rtol, "Relative tolerance when neither the Definition nor its workloads give one")->capture_default_str();
+  cmd->add_option("--atol", o->atol,
+                  "Absolute tolerance when neither the Definition nor its workloads give one (default: kqual's, from each output's "
+                  "dtype and the reduction length)");
+  cmd->add_option("--rtol", o->rtol,
+                  "Relative tolerance when neither the Definition nor its workloads give one (default: kqual's, from each output's "
+                  "dtype and the reduction length)");
   cmd->add_option("--cap", *cap, "Hard cap on every element's error when the workloads give required_matched_ratio without max_error_cap");
   cmd->callback([o, cap, &g, exit_code] {
     if (*cap > 0) o->cap = *cap;

@@ -129,7 +129,7 @@ TEST(ImportInputErrors, WorkloadLinesAreCheckedAndNamedByLine) {
       << i.r.output;
   // The base (the smallest workload value above 1, n=7) breaks the constraint too: the first workload
   // inside it is the base instead; without workloads, one value that satisfies it.
-  EXPECT_TRUE(test::contains(toml, "[axes.n]\nrange = [1, 2147483647]\nhints = [7, 8]   # the workloads' values\nbase = 8\n")) << toml;
+  EXPECT_TRUE(test::contains(toml, "[axes.n]\nrange = [1, 2147483647]\nhints = [7, 8]   # the workloads' values (the six smallest, the largest)\nbase = 8\n")) << toml;
   EXPECT_TRUE(test::contains(i.r.output, "the base is n=8 (a workload's shape)")) << i.r.output;
   ScratchDir other("kqual-import-errors");
   c["constraints"] = json::array({"n % 128 == 0"});

@@ -17,8 +17,9 @@ struct DefinitionImportOptions {
   std::filesystem::path workloads;            // optional W.jsonl
   std::filesystem::path out;                  // the contract folder to write (must not exist)
   // Tolerance when neither the Definition nor its workloads give one (flashinfer-bench states none in
-  // the Definition): atol and rtol, combined as flashinfer-bench does (an element fails only past both).
-  double atol = 1e-2, rtol = 1e-2;
+  // the Definition): atol and rtol; negative (the default): kqual's default for each floating output,
+  // from its dtype and the operation's reduction length (docs/declared-contracts.md).
+  double atol = -1, rtol = -1;
   std::optional<double> cap;                  // SOL's max_error_cap when the workloads give a ratio without one
 };
 
