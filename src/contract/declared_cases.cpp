@@ -67,7 +67,7 @@ std::vector<CaseSpec> DeclaredContract::correctness_cases(const Supports& cand, 
 }
 
 std::vector<CaseSpec> DeclaredContract::plan_cases(const Supports& cand, std::uint64_t seed, bool include_large,
-                                                   std::vector<std::string>* not_run) const {
+                                                   std::vector<NotRun>* not_run) const {
   // Per variable axis: its minimum, each hint t as t-1, t, t+1, the base, a prime above the base;
   // every other axis held at its base. Then every free axis at its prime at once, one shape drawn
   // from the seed (a size the candidate cannot predict) and the large shape.
@@ -191,13 +191,13 @@ std::vector<CaseSpec> DeclaredContract::plan_cases(const Supports& cand, std::ui
 // of the axis against the CPU reference (as past 2^31); the others are described into not_run.
 void DeclaredContract::large_generated(const Supports& cand, std::uint64_t seed, bool include_large,
                                        const std::vector<std::pair<std::int64_t, Dims>>& over_cap, std::vector<CaseSpec>& cases,
-                                       std::vector<std::string>* not_run) const {
+                                       std::vector<NotRun>* not_run) const {
   constexpr std::size_t kMostGenerated = 4;
   constexpr std::int64_t kPastInt32 = std::int64_t(1) << 31;
   std::vector<std::pair<std::int64_t, Dims>> fit;  // below 2^31 elements: past it, index_cases
   for (const auto& x : over_cap)
     if (x.first <= kPastInt32) fit.push_back(x);
-    else if (not_run) not_run->push_back(fmt::format("{} ({} elements: past 2^31, left to the index cases)", format_dims(x.second), x.first));
+    else if (not_run) not_run->push_back({"past 2^31 elements, left to the index cases", fmt::format("{} ({} elements)", format_dims(x.second), x.first)});
   std::vector<bool> pick(fit.size(), fit.size() <= kMostGenerated);
   if (fit.size() > kMostGenerated)
     for (std::size_t k = 0; k < kMostGenerated; ++k) pick[k * (fit.size() - 1) / (kMostGenerated - 1)] = true;
@@ -206,15 +206,15 @@ void DeclaredContract::large_generated(const Supports& cand, std::uint64_t seed,
     const auto& [big, all] = fit[i];
     const std::string shape = fmt::format("{} ({} elements)", format_dims(all), big);
     if (s_.independent_axis.empty()) {
-      if (not_run) not_run->push_back(fmt::format("{}: {}, and the contract declares no [index_cases] axis to check it in windows", shape, cap_text));
+      if (not_run) not_run->push_back({cap_text + ", and the contract declares no [index_cases] axis to check them in windows", shape});
       continue;
     }
     if (!pick[i]) {
-      if (not_run) not_run->push_back(fmt::format("{}: {}; {} such shapes run on the device, spread over their sizes, this one not", shape, cap_text, kMostGenerated));
+      if (not_run) not_run->push_back({fmt::format("{}; {} such shapes run on the device, spread over their sizes, these not", cap_text, kMostGenerated), shape});
       continue;
     }
     if (!include_large) {
-      if (not_run) not_run->push_back(fmt::format("{}: generated on the device, not run without the large cases", shape));
+      if (not_run) not_run->push_back({"generated on the device, not run without the large cases", shape});
       continue;
     }
     for (const auto& [key, r] : s_.rows) {
@@ -226,13 +226,13 @@ void DeclaredContract::large_generated(const Supports& cand, std::uint64_t seed,
       c.seed = mix_seed(seed, std::hash<std::string>{}(format_dims(all) + "/large") + std::uint64_t(key) * 13);
       c.id = fmt::format("{}/{}/{}", to_string(key), format_dims(all), kGeneratedFamily);
       if (inputs_generatable(c)) cases.push_back(c);
-      else if (not_run) not_run->push_back(fmt::format("{} in {}: {}, and its inputs are not ones the device generator makes", shape, to_string(key), cap_text));
+      else if (not_run) not_run->push_back({fmt::format("in {}: {}, and its inputs are not ones the device generator makes", to_string(key), cap_text), shape});
     }
   }
 }
 
 // Value families limited to cases up to a size: said once per limit, when some checked shape is larger.
-void DeclaredContract::family_limits(const std::vector<std::pair<std::int64_t, Dims>>& kept, std::vector<std::string>& not_run) const {
+void DeclaredContract::family_limits(const std::vector<std::pair<std::int64_t, Dims>>& kept, std::vector<NotRun>& not_run) const {
   std::map<std::int64_t, std::vector<std::string>> by_limit;
   const std::int64_t biggest = kept.empty() ? 0 : kept.back().first;
   for (const auto& f : s_.families)
@@ -240,8 +240,9 @@ void DeclaredContract::family_limits(const std::vector<std::pair<std::int64_t, D
   for (const auto& [limit, names] : by_limit) {
     int above = 0;
     for (const auto& k : kept) above += k.first > limit;
-    not_run.push_back(fmt::format("value families {} on the {} checked shape(s) whose largest tensor is over {} elements (they run "
-                                  "the base values only)", fmt::join(names, ", "), above, limit));
+    not_run.push_back({fmt::format("value families {} on shapes whose largest tensor is over {} elements (those run the base values only)",
+                                   fmt::join(names, ", "), limit),
+                       fmt::format("{} checked shape(s)", above)});
   }
 }
 
@@ -249,15 +250,31 @@ std::string DeclaredContract::coverage_gaps() const {
   Supports all;
   for (const auto& [key, r] : s_.rows) all.dtypes.push_back(key);
   all.max_n = std::numeric_limits<std::int64_t>::max();
-  std::vector<std::string> gaps;
+  std::vector<NotRun> gaps;
   (void)plan_cases(all, 20261202, true, &gaps);
+  // Grouped by why, in the order first met; each group names up to kShown shapes.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::string>> by_why;
   if (s_.independent_axis.empty())
-    gaps.push_back("every shape past 2^31 elements (no [index_cases] axis: a claim reaching there is not checked there)");
-  if (gaps.empty()) return "";
-  constexpr std::size_t kShown = 8;
-  std::vector<std::string> shown(gaps.begin(), gaps.begin() + std::ptrdiff_t(std::min(kShown, gaps.size())));
-  return fmt::format("Cases not run: {}{}.", fmt::join(shown, "; "),
-                     gaps.size() > kShown ? fmt::format("; and {} more shapes", gaps.size() - kShown) : "");
+    order.push_back("every shape past 2^31 elements: no [index_cases] axis, so a claim reaching there is not checked there");
+  for (const auto& g : gaps) {
+    if (!by_why.count(g.why)) order.push_back(g.why);
+    by_why[g.why].push_back(g.what);
+  }
+  if (order.empty()) return "";
+  constexpr std::size_t kShown = 6;
+  std::vector<std::string> parts;
+  for (const auto& why : order) {
+    const auto it = by_why.find(why);
+    if (it == by_why.end()) {
+      parts.push_back(why);
+      continue;
+    }
+    const auto& v = it->second;
+    std::vector<std::string> shown(v.begin(), v.begin() + std::ptrdiff_t(std::min(kShown, v.size())));
+    parts.push_back(fmt::format("{}{} ({})", fmt::join(shown, ", "), v.size() > kShown ? fmt::format(" and {} more", v.size() - kShown) : "", why));
+  }
+  return fmt::format("Cases not run: {}.", fmt::join(parts, "; "));
 }
 
 // Past 2^31 elements (and 2^32 in the narrowest dtype row when the claim reaches there): the

@@ -134,11 +134,14 @@ class DeclaredContract final : public Contract {
   Dims with_strides(Dims given, const Supports& cand, std::int64_t k) const;
   // The case plan; shapes left out for a reason the candidate's claims do not give (over the
   // reference's cap with no device-side generation) are described into `not_run` when it is given.
-  std::vector<CaseSpec> plan_cases(const Supports& cand, std::uint64_t seed, bool include_large, std::vector<std::string>* not_run) const;
+  struct NotRun {
+    std::string why, what;  // why the shape is not checked; the shape ("rows=9000,cols=4096 (36864000 elements)")
+  };
+  std::vector<CaseSpec> plan_cases(const Supports& cand, std::uint64_t seed, bool include_large, std::vector<NotRun>* not_run) const;
   void large_generated(const Supports& cand, std::uint64_t seed, bool include_large,
                        const std::vector<std::pair<std::int64_t, Dims>>& over_cap, std::vector<CaseSpec>& cases,
-                       std::vector<std::string>* not_run) const;
-  void family_limits(const std::vector<std::pair<std::int64_t, Dims>>& kept, std::vector<std::string>& not_run) const;
+                       std::vector<NotRun>* not_run) const;
+  void family_limits(const std::vector<std::pair<std::int64_t, Dims>>& kept, std::vector<NotRun>& not_run) const;
   void check_large_shape() const;
   void check_nontrivial() const;
   std::vector<Tensor> expected_from(const CaseData& data, std::map<std::string, RefOutput> ref,

@@ -48,7 +48,7 @@ ErrorModels definition_error_models(const DefShape& d, const SourceTolerance& sr
     else if (src.cli_rtol >= 0) rtol = src.cli_rtol;
     else defaulted = true;
     m.widest_atol = std::max(m.widest_atol, atol);
-    m.by_output[o.name] = fmt::format("{{ model = \"allclose\", atol = {:.3g}, rtol = {:.3g}, combine = \"{}\"{} }}", atol, rtol,
+    m.by_output[o.name] = fmt::format("{{ model = \"allclose\", atol = {:.6g}, rtol = {:.6g}, combine = \"{}\"{} }}", atol, rtol,
                                       src.combine, src.ratio);
     if (defaulted) {
       m.defaulted = true;
