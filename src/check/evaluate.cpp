@@ -407,6 +407,149 @@ void order_cases(const contract::Contract& c, std::vector<contract::CaseSpec>& c
   std::stable_sort(cases.begin(), cases.end(), [&](const contract::CaseSpec& a, const contract::CaseSpec& bb) { return key(a) < key(bb); });
 }
 
+namespace {
+
+// One case through the harness: host-made cases run styled; large cases generated on the device are
+// verified there against the contract's device reference when it has one, else in windows against
+// the CPU reference. The wall time is the case's.
+CaseResult run_one_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec,
+                        const CheckOptions& o, int* diagnoses) {
+  auto t0 = std::chrono::steady_clock::now();
+  RunStyle style;
+  style.diagnoses_left = diagnoses;
+  CaseResult r = harness_guarded(spec, [&] {
+    return spec.family != contract::kGeneratedFamily ? run_case_styled(s, b, c, spec, style)
+           : c.device_reference(spec)               ? run_device_verified_case(s, b, c, spec, o.index_case_timeout_s)
+                                                    : run_generated_case(s, b, c, spec, o.index_case_timeout_s);
+  });
+  r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+bool over_size_cap(const contract::Contract& c, const contract::CaseSpec& spec, const CheckOptions& o) {
+  if (o.max_case_elements <= 0) return false;
+  std::int64_t total = 0;
+  for (const auto& t : c.tensors()) total += c.tensor_elements(t.name, spec.dims);
+  return total > o.max_case_elements;
+}
+
+// Counts a case that ran (pass, refused or fail) into the report.
+void count_case(CorrectnessReport& rep, const CaseResult& r) {
+  ++rep.cases;
+  if (!r.checks_not_run.empty()) rep.checks_not_run.insert(r.checks_not_run);
+  if (r.status == "pass") {
+    ++rep.passed;
+    if (r.degenerate.empty()) ++rep.evidence;
+  } else if (r.status == "refused") {
+    ++rep.refused;
+  } else {
+    ++rep.failed;
+    ++rep.failure_codes[r.code];
+  }
+}
+
+// A past-2^31 case failed in a check that skipped the large cases (--no-large-cases): they are run
+// now, only to tell 32-bit index arithmetic from a failure that starts at a smaller size (2^27
+// elements, a grid limit). True when every one of them ran and passed (or the contract has none).
+bool bracket_with_large_cases(Session& s, const BuiltCandidate& b, const contract::Contract& c, const CheckOptions& o,
+                              CorrectnessReport& rep, int* diagnoses) {
+  std::set<std::string> regular;
+  for (const auto& spec : c.correctness_cases(b.manifest.supports, o.seed, false)) regular.insert(spec.id);
+  bool all_passed = true;
+  for (const auto& spec : c.correctness_cases(b.manifest.supports, o.seed, true)) {
+    if (regular.count(spec.id)) continue;
+    if (over_size_cap(c, spec, o)) return false;
+    CaseResult r = run_one_case(s, b, c, spec, o, diagnoses);
+    rep.wall_ms += r.wall_ms;
+    if (harness_not_run(r, rep)) return false;
+    if (r.status == "skipped") {
+      ++rep.skipped;
+      rep.results.push_back(r);
+      return false;
+    }
+    count_case(rep, r);
+    all_passed = all_passed && r.status == "pass";
+    rep.results.push_back(r);
+    if (r.status == "fail") return false;
+  }
+  return all_passed;
+}
+
+// Past 2^31 elements, when the claims reach there: generated on the device, checked in windows.
+// A failure there while every smaller case, the large ones included, passed is 32-bit index
+// arithmetic (or its like): index_overflow, only on that evidence (labels.hpp).
+void run_index_cases(Session& s, const BuiltCandidate& b, const contract::Contract& c, const CheckOptions& o,
+                     CorrectnessReport& rep, int* diagnoses) {
+  bool large_ran = o.include_large;
+  for (const auto& spec : c.index_cases(b.manifest.supports, o.seed)) {
+    auto t0 = std::chrono::steady_clock::now();
+    CaseResult r = harness_guarded(spec, [&] { return run_generated_case(s, b, c, spec, o.index_case_timeout_s); });
+    r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    rep.wall_ms += r.wall_ms;
+    if (harness_not_run(r, rep)) return;
+    if (r.status == "skipped") {
+      ++rep.skipped;
+      rep.results.push_back(r);
+      continue;
+    }
+    bool bracketed = false;
+    if (r.status == "fail" && !large_ran && rep.failed == 0 && rep.skipped == 0 && is_index_overflow(rep, true, r))
+      large_ran = bracketed = bracket_with_large_cases(s, b, c, o, rep, diagnoses) && rep.failed == 0;
+    if (r.status == "fail") label_index_case(rep, large_ran, spec.id.find("2^32") != std::string::npos ? "2^32" : "2^31", r);
+    if (bracketed) r.detail += " (the large cases below 2^31 elements, not asked for, were run to tell this apart and passed)";
+    count_case(rep, r);
+    rep.results.push_back(r);
+    if (r.status == "fail" && (r.code == "index_overflow" || is_fault(r.code) || r.code == "hang")) return;
+  }
+}
+
+// The sanitizer pass after the cases: memcheck and racecheck on passed candidates; on a wrong one,
+// racecheck over two passed cases and the smallest wrong one (a shared-memory race as the cause?).
+void sanitizer_after_cases(Session& s, const BuiltCandidate& b, const contract::Contract& c, const CheckOptions& o,
+                           CorrectnessReport& rep) {
+  if (!o.sanitizer_pass) return;
+  if (rep.harness_errors > 0) {
+    rep.sanitizer = {{"status", "not_run"}, {"why", "kqual's own failure stopped the cases (harness_error)"}};
+    return;
+  }
+  if (!s.device().present) {
+    rep.sanitizer = {{"status", "not_run"}, {"why", "no GPU"}};
+    return;
+  }
+  if (rep.failed == 0) {
+    sanitizer_pass(s, b, c, sanitizer_picks(c, o, rep), {"memcheck", "racecheck"}, rep);
+    return;
+  }
+  const CaseResult* smallest = nullptr;
+  for (const auto& r : rep.results)
+    if (r.status == "fail" && is_value_failure(r.code) && r.spec.family != contract::kGeneratedFamily &&
+        case_elements(c, r.spec) <= (std::int64_t(1) << 22) && (!smallest || case_elements(c, r.spec) < case_elements(c, smallest->spec)))
+      smallest = &r;
+  if (!smallest) {
+    rep.sanitizer = {{"status", "not_run"}, {"why", "the candidate already failed (no wrong case small enough for racecheck)"}};
+    return;
+  }
+  // racecheck sees shared-memory hazards only: a kernel that uses none is not run under it (a
+  // sanitizer worker costs seconds, and a rejection should not wait on a diagnosis that cannot apply).
+  bool uses_shared = false;
+  for (const auto& [name, k] : b.kernels.items())
+    if (k.is_object() && k.value("static_shared_bytes", std::int64_t(0)) > 0) uses_shared = true;
+  for (const auto& l : resolve_plan(b, smallest->spec.dtype, smallest->spec.dims, s.device()).launches)
+    if (l.shared > 0) uses_shared = true;
+  if (!uses_shared) {
+    rep.sanitizer = {{"status", "not_run"},
+                     {"why", "the candidate already failed, and its kernels use no shared memory (racecheck would see nothing)"}};
+    return;
+  }
+  CheckOptions small = o;
+  small.sanitizer_cases = 2;
+  std::vector<contract::CaseSpec> picks = sanitizer_picks(c, small, rep);
+  picks.push_back(smallest->spec);
+  sanitizer_pass(s, b, c, picks, {"racecheck"}, rep);
+}
+
+}  // namespace
+
 CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const CheckOptions& o) {
   const contract::Contract& c = contract::find_contract(b.manifest.contract);
   CorrectnessReport rep;
@@ -427,25 +570,11 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
       for (std::size_t k = ci; k < cases.size(); ++k) rep.settled_not_run.push_back(cases[k].id);
       break;
     }
-    if (o.max_case_elements > 0) {
-      std::int64_t total = 0;
-      for (const auto& t : c.tensors()) total += c.tensor_elements(t.name, spec.dims);
-      if (total > o.max_case_elements) {
-        ++rep.skipped;
-        continue;
-      }
+    if (over_size_cap(c, spec, o)) {
+      ++rep.skipped;
+      continue;
     }
-    auto t0 = std::chrono::steady_clock::now();
-    RunStyle style;
-    style.diagnoses_left = &diagnoses;
-    // Large cases generated on the device (issue 21): verified there against the contract's device
-    // reference when it has one, else in windows against the CPU reference.
-    CaseResult r = harness_guarded(spec, [&] {
-      return spec.family != contract::kGeneratedFamily ? run_case_styled(s, b, c, spec, style)
-             : c.device_reference(spec)               ? run_device_verified_case(s, b, c, spec, o.index_case_timeout_s)
-                                                      : run_generated_case(s, b, c, spec, o.index_case_timeout_s);
-    });
-    r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    CaseResult r = run_one_case(s, b, c, spec, o, &diagnoses);
     rep.wall_ms += r.wall_ms;
     if (harness_not_run(r, rep)) break;  // kqual cannot run this candidate's cases now: no verdict
     if (r.status == "skipped") {
@@ -453,17 +582,7 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
       rep.results.push_back(r);
       continue;
     }
-    ++rep.cases;
-    if (!r.checks_not_run.empty()) rep.checks_not_run.insert(r.checks_not_run);
-    if (r.status == "pass") {
-      ++rep.passed;
-      if (r.degenerate.empty()) ++rep.evidence;
-    }
-    else if (r.status == "refused") ++rep.refused;
-    else {
-      ++rep.failed;
-      ++rep.failure_codes[r.code];
-    }
+    count_case(rep, r);
     rep.results.push_back(r);
     if (o.stop_on_fault && (is_fault(r.code) || r.code == "hang" || r.code == "worker_protocol" || r.code == "harness_error" ||
                             r.code == "out_of_bounds_read")) {
@@ -471,75 +590,12 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
       break;
     }
   }
-  // Past 2^31 elements, when the claims reach there: generated on the device, checked in windows.
-  // A failure there while every smaller case passed is 32-bit index arithmetic (or its like).
   const bool settled = !o.all_cases && rep.failed > 0;
   if (o.index_cases && s.device().present && settled)
     for (const auto& spec : c.index_cases(b.manifest.supports, o.seed)) rep.settled_not_run.push_back(spec.id);
   if (o.index_cases && s.device().present && !settled && !(o.stop_on_fault && rep.failed && stopped_on_fault))
-    for (const auto& spec : c.index_cases(b.manifest.supports, o.seed)) {
-      auto t0 = std::chrono::steady_clock::now();
-      CaseResult r = harness_guarded(spec, [&] { return run_generated_case(s, b, c, spec, o.index_case_timeout_s); });
-      r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      rep.wall_ms += r.wall_ms;
-      if (harness_not_run(r, rep)) break;
-      if (r.status == "skipped") {
-        ++rep.skipped;
-        rep.results.push_back(r);
-        continue;
-      }
-      ++rep.cases;
-      if (r.status == "pass") {
-        ++rep.passed;
-        ++rep.evidence;
-      } else if (r.status == "refused") {
-        ++rep.refused;
-      } else {
-        // index_overflow only on the evidence: every smaller case, the large ones included, ran and
-        // passed, and this one failed by the kernel's doing (labels.hpp); else its own code stays.
-        label_index_case(rep, o.include_large, spec.id.find("2^32") != std::string::npos ? "2^32" : "2^31", r);
-        ++rep.failed;
-        ++rep.failure_codes[r.code];
-      }
-      rep.results.push_back(r);
-      if (r.status == "fail" && (r.code == "index_overflow" || is_fault(r.code) || r.code == "hang")) break;
-    }
-  if (o.sanitizer_pass && rep.harness_errors > 0) {
-    rep.sanitizer = {{"status", "not_run"}, {"why", "kqual's own failure stopped the cases (harness_error)"}};
-  } else if (o.sanitizer_pass && rep.failed == 0 && s.device().present) {
-    sanitizer_pass(s, b, c, sanitizer_picks(c, o, rep), {"memcheck", "racecheck"}, rep);
-  } else if (o.sanitizer_pass && s.device().present) {
-    // Wrong outputs: is a shared-memory race the cause? racecheck sees a hazard whether or not it
-    // changed the values that time: two small passed cases and the smallest wrong one.
-    const CaseResult* smallest = nullptr;
-    for (const auto& r : rep.results)
-      if (r.status == "fail" && is_value_failure(r.code) && r.spec.family != contract::kGeneratedFamily &&
-          case_elements(c, r.spec) <= (std::int64_t(1) << 22) && (!smallest || case_elements(c, r.spec) < case_elements(c, smallest->spec)))
-        smallest = &r;
-    // racecheck sees shared-memory hazards only: a kernel that uses none is not run under it (a
-    // sanitizer worker costs seconds, and a rejection should not wait on a diagnosis that cannot apply).
-    bool uses_shared = false;
-    if (smallest) {
-      for (const auto& [name, k] : b.kernels.items())
-        if (k.is_object() && k.value("static_shared_bytes", std::int64_t(0)) > 0) uses_shared = true;
-      for (const auto& l : resolve_plan(b, smallest->spec.dtype, smallest->spec.dims, s.device()).launches)
-        if (l.shared > 0) uses_shared = true;
-    }
-    if (smallest && !uses_shared) {
-      rep.sanitizer = {{"status", "not_run"},
-                       {"why", "the candidate already failed, and its kernels use no shared memory (racecheck would see nothing)"}};
-    } else if (smallest) {
-      CheckOptions small = o;
-      small.sanitizer_cases = 2;
-      std::vector<contract::CaseSpec> picks = sanitizer_picks(c, small, rep);
-      picks.push_back(smallest->spec);
-      sanitizer_pass(s, b, c, picks, {"racecheck"}, rep);
-    } else {
-      rep.sanitizer = {{"status", "not_run"}, {"why", "the candidate already failed (no wrong case small enough for racecheck)"}};
-    }
-  } else if (o.sanitizer_pass) {
-    rep.sanitizer = {{"status", "not_run"}, {"why", "no GPU"}};
-  }
+    run_index_cases(s, b, c, o, rep, &diagnoses);
+  sanitizer_after_cases(s, b, c, o, rep);
   return rep;
 }
 
