@@ -19,84 +19,11 @@
 #include "kqual/check/evaluate.hpp"
 #include "kqual/check/timed_inputs.hpp"
 #include "kqual/contract/generated.hpp"
+#include "kqual/check/run_to_run.hpp"
+#include "timed_verify.hpp"
 
 namespace kqual::bench {
 namespace fs = std::filesystem;
-
-json TimingReport::to_json() const {
-  json shapes_j = json::array();
-  // "Faster than the memory system allows": the contract's minimum bytes over the median time above
-  // the measured device copy bandwidth (x 1.10 for noise), at shapes at least half the size of the
-  // one the copy was measured at (smaller working sets may be served from L2). A candidate there
-  // skips work or reads inputs it was not given; the flag says so next to the series.
-  double ceiling = 0, ceiling_bytes = 0;
-  for (const auto& sh : shapes)
-    if (sh.copy_bytes_per_s > ceiling) ceiling = sh.copy_bytes_per_s, ceiling_bytes = sh.min_bytes;
-  for (const auto& sh : shapes) {
-    json ser = json::array();
-    for (const auto& s : sh.series) {
-      json j{{"label", s.label}, {"role", s.role}, {"verified", s.verified}};
-      if (!s.error.empty()) j["error"] = s.error;
-      if (!s.samples_ms.empty()) {
-        j["summary_ms"] = stats::to_json(s.summary);
-        j["bytes_per_s"] = s.bytes_per_s;
-        j["flops_per_s"] = s.flops_per_s;
-        if (ceiling > 0 && sh.min_bytes >= 0.5 * ceiling_bytes && s.bytes_per_s > 1.10 * ceiling)
-          j["beyond_memory_ceiling"] = fmt::format(
-              "{:.0f} GB/s of the contract's minimum bytes is {:.2f}x the measured copy bandwidth ({:.0f} GB/s): faster than the "
-              "memory system allows", s.bytes_per_s / 1e9, s.bytes_per_s / ceiling, ceiling / 1e9);
-        j["samples_ms"] = s.samples_ms;
-        j["warmup_ms"] = s.warmup_ms;
-      }
-      if (!s.verify_detail.empty()) j["verify_detail"] = s.verify_detail;
-      if (!s.verify_code.empty()) j["verify_code"] = s.verify_code;
-      if (!s.samples_ms.empty()) {
-        j["timer"] = s.timer;
-        if (!s.event_ms.empty()) {
-          j["event_ms"] = s.event_ms;
-          j["event_median_ms"] = stats::median(s.event_ms);
-        }
-        if (s.graph_launches) j["graph_launches"] = s.graph_launches;
-        json clk{{"discarded_samples", s.discarded}, {"events", s.clock_events}, {"guard_exhausted", s.clock_guard_exhausted},
-                 {"reference_sm_mhz", s.reference_sm_mhz}, {"max_temperature_c", s.max_temperature_c}};
-        if (!s.sm_clock_mhz.empty()) {
-          clk["sm_mhz"] = s.sm_clock_mhz;
-          clk["mem_mhz"] = s.mem_clock_mhz;
-          clk["sm_mhz_median"] = stats::median(s.sm_clock_mhz);
-          clk["sm_mhz_min"] = *std::min_element(s.sm_clock_mhz.begin(), s.sm_clock_mhz.end());
-        }
-        if (!s.clocks_note.empty()) clk["note"] = s.clocks_note;
-        j["clocks"] = clk;
-      }
-      ser.push_back(j);
-    }
-    // One comparison per baseline timed next to the candidate, in series order (as
-    // time_against_baselines makes them), each named by its baseline.
-    json cmp = json::array();
-    std::size_t k = 0;
-    for (std::size_t i = 1; i < sh.series.size() && k < sh.vs_baselines.size(); ++i) {
-      if (sh.series[i].samples_ms.empty() || sh.series[0].samples_ms.empty()) continue;
-      json c{{"baseline", sh.series[i].label}};
-      c.update(stats::to_json(sh.vs_baselines[k++]));
-      cmp.push_back(c);
-    }
-    json j{{"shape", sh.shape},
-           {"dims", sh.dims},
-           {"dtype", to_string(sh.dtype)},
-           {"min_bytes", sh.min_bytes},
-           {"flops", sh.flops},
-           {"series", ser},
-           {"fastest_baseline", sh.fastest_baseline},
-           {"candidate_vs_baselines", cmp}};
-    if (!sh.fastest_baseline.empty()) j["candidate_vs_fastest"] = stats::to_json(sh.vs_fastest);
-    if (!sh.timed_inputs.empty()) j["timed_inputs"] = {{"kind", sh.timed_inputs}, {"detail", sh.timed_inputs_detail}};
-    if (sh.copy_bytes_per_s > 0)
-      j["device_copy"] = {{"bytes_per_s", sh.copy_bytes_per_s}, {"samples_ms", sh.copy_samples_ms},
-                          {"note", "cuMemcpyDtoDAsync of one tensor's bytes; bandwidth counts bytes read + written"}};
-    shapes_j.push_back(j);
-  }
-  return json{{"boundary", boundary}, {"l2_mode", l2_mode}, {"timer", timer}, {"shapes", shapes_j}};
-}
 
 namespace {
 
@@ -184,58 +111,6 @@ void prepare_timing_cases(worker::Session& s, const contract::Contract& c, const
   }
 }
 
-namespace {
-
-// A bench call with fresh inputs checked against the reference of each launch's own seed: every
-// launch's hash (bit-exact device reference), or the saved launch's output (the rest).
-template <class Fail>
-void verify_fresh_call(worker::Session& s, const contract::Contract& c, const check::FreshInputs& f, const worker::BenchReply& r,
-                       const worker::BenchRequest& req, int round, Fail&& fail) {
-  if (f.every_launch_verified) {
-    const auto refs = check::fresh_reference_hashes(s, c, f, r.launch_seeds);
-    for (const auto& [name, hashes] : r.sample_hashes) {
-      if (hashes.size() != r.launch_seeds.size())
-        throw_error(ErrorKind::internal, fmt::format("the worker returned {} hashes of '{}' for {} launches", hashes.size(), name,
-                                                     r.launch_seeds.size()));
-      for (std::size_t e = 0; e < hashes.size(); ++e) {
-        const auto& want = refs.at(r.launch_seeds[e]);
-        auto it = want.find(name);
-        if (it == want.end()) throw_error(ErrorKind::internal, fmt::format("the device reference of {} has no output '{}'", c.name(), name));
-        if (it->second == hashes[e]) continue;
-        fail(fmt::format("round {}, {} (fresh inputs, seed {:016x}): output '{}' differs from the device reference's on the same "
-                         "inputs (hash {} vs {}): the kernel does not compute the right result for every timed launch",
-                         round + 1, e < r.hash_what.size() ? r.hash_what[e] : fmt::format("launch {}", e + 1), r.launch_seeds[e], name,
-                         hashes[e], it->second));
-        return;
-      }
-    }
-    return;
-  }
-  for (std::size_t i = 0; i < req.save_launches.size(); ++i) {
-    const std::size_t launch = req.save_launches[i];
-    // The launch's seed: the first hash entry of that launch (a graph replay has several).
-    std::size_t entry = 0, seen = 0;
-    for (; entry < r.launch_seeds.size(); ++entry) {
-      if (entry > 0 && r.launch_seeds[entry] == r.launch_seeds[entry - 1] && r.timer == "graph") continue;
-      if (seen++ == launch) break;
-    }
-    if (entry >= r.launch_seeds.size())
-      throw_error(ErrorKind::internal, fmt::format("saved launch {} is past the {} launches of the call", launch, seen));
-    for (const auto& [name, files] : req.save_files) {
-      std::string code;
-      const std::string det = check::verify_fresh_output(s, c, f, r.launch_seeds[entry], name, files.at(i), &code);
-      if (!det.empty()) {
-        fail(fmt::format("round {}, {} (fresh inputs, seed {:016x}, read back and compared with the reference; {}): {}", round + 1,
-                         entry < r.hash_what.size() ? r.hash_what[entry] : fmt::format("launch {}", launch + 1), r.launch_seeds[entry],
-                         code, det));
-        return;
-      }
-    }
-  }
-}
-
-}  // namespace
-
 TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandidate& cand,
                                     const std::vector<const build::BuiltCandidate*>& baselines,
                                     const TimingOptions& o) {
@@ -282,6 +157,18 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
   std::vector<const build::BuiltCandidate*> impls{&cand};
   for (auto* b : baselines) impls.push_back(b);
   std::vector<contract::Dims> shapes = o.shapes.empty() ? c.benchmark_shapes() : o.shapes;
+  // Shapes whose timed launches are sampled for the reference (fresh inputs, no device reference
+  // that hashes every launch): the candidate's target number of compared launches is spread over them.
+  std::size_t sampled_shapes = 0;
+  for (const auto& dims : shapes) {
+    contract::CaseSpec g = timing_case_spec(c, dims, o);
+    g.family = contract::kGeneratedFamily;
+    if (dev.present && fresh_shape(c, timing_case_spec(c, dims, o), o) && !c.device_reference(g)) ++sampled_shapes;
+  }
+  const int saves_per_call = detail::saved_launches_per_call(o, sampled_shapes);
+  // Reproducible results required for the candidate's dtype: every launch is also compared with the
+  // same kernel launched again untimed on the same inputs.
+  const bool rerun_every_launch = check::run_to_run_policy(c, cand.manifest.supports, o.dtype).required;
   // The copy ceiling is measured at the shape that moves the most bytes.
   std::size_t largest = 0;
   for (std::size_t i = 0; i < shapes.size(); ++i)
@@ -326,9 +213,13 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
               ? "generated on the device before every launch (warm-up and timed) from a seed no other launch has; every "
                 "launch's output hashed and compared with the contract's device reference on the same inputs"
               : fmt::format("generated on the device before every launch (warm-up and timed) from a seed no other launch has; "
-                            "one timed launch per call, picked at random where the kernel cannot see the choice, has its "
-                            "output read back and compared with the contract's reference on the same inputs ({} of every "
-                            "implementation's samples verified)", o.rounds);
+                            "{} of the candidate's timed launches per call (one of each baseline's), picked at random where the "
+                            "kernel cannot see the choice, have their output read back and compared with the contract's "
+                            "reference on the same inputs{}",
+                            saves_per_call,
+                            rerun_every_launch ? "; every launch's output hash also compared with the candidate launched again "
+                                                 "untimed on the same inputs (the contract requires the same bytes every run)"
+                                               : "");
     } else {
       const contract::CaseData& data = prepared->data;
       for (std::size_t k = 0; k < data.inputs.size(); ++k) {
@@ -399,6 +290,7 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
       br.give_hash_slots = o.give_hash_slots && i == 0;
     }
     std::random_device entropy;
+    std::error_code ec_ignored;
     for (int round = 0; round < o.rounds; ++round) {
       // Fresh inputs: one seed base per round, shared by every implementation (one reference per
       // seed), drawn at run time so that no build of a kernel can know it; and the timed launch
@@ -426,8 +318,13 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
         const bool share = fresh && !fresh->every_launch_verified;
         if (fresh) req.fresh_base = base;
         if (share) {
-          req.save_launches = {save_at};
-          for (const auto& name : output_names) req.save_files[name] = {(dir / fmt::format("{}.{}.saved", name, i)).string()};
+          // The candidate: several timed launches, the baselines' one among them (last: its reference
+          // is then the latest computed when a baseline of this round needs it); a baseline: that one.
+          req.save_launches = i == 0 ? detail::pick_saved_launches(save_at, warm, o.samples_per_round, saves_per_call, entropy)
+                                     : std::vector<std::size_t>{save_at};
+          for (const auto& name : output_names)
+            for (std::size_t slot = 0; slot < req.save_launches.size(); ++slot)
+              req.save_files[name].push_back((dir / fmt::format("{}.{}.saved{}", name, i, slot)).string());
         }
         req.min_samples = o.samples_per_round;
         req.max_samples = o.samples_per_round;
@@ -462,7 +359,12 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
         if (!r.harness_memory_written.empty()) fail(fmt::format("round {}: {}", round + 1, r.harness_memory_written), "harness_memory_written");
         if (!r.guard_violations.empty()) fail("guard region overwritten during timing: " + worker::describe(r.guard_violations.front()));
         if (fresh) {
-          if (se.verified) verify_fresh_call(s, c, *fresh, r, req, round, fail);
+          se.launches += r.launch_seeds.size();
+          if (se.verified) se.reference_compared += detail::verify_fresh_call(s, c, *fresh, r, req, round, fail);
+          if (se.verified && i == 0 && share && rerun_every_launch)
+            se.rerun_compared += detail::verify_rerun_matches(s, req, r, round, entropy, fail, &se.error);
+          for (const auto& [name, files] : req.save_files)
+            for (const auto& f : files) fs::remove(f, ec_ignored);
           continue;
         }
         // Every launch of this call (warm-up and timed) must have produced exactly the output the
@@ -482,9 +384,14 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
             break;
           }
         }
+        const std::size_t call_launches = r.sample_hashes.empty() ? 0 : r.sample_hashes.begin()->second.size();
+        se.launches += call_launches;
         if (!se.verified) continue;
-        // And the untimed re-runs give the reference's output, on both datasets (last round).
+        se.rerun_compared += call_launches;  // each equal to its dataset's untimed re-run
+        // And the untimed re-runs give the reference's output, on both datasets (last round): this
+        // call's launches are then compared with the reference through them.
         if (!last) continue;
+        se.reference_compared += call_launches;
         for (int d = 0; d < 2; ++d) {
           const auto& exp = d == 0 ? expected : alt_expected;
           const auto& exp_hash = d == 0 ? expected_hash : alt_expected_hash;
@@ -559,6 +466,7 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
     if (!o.keep_input_files) fs::remove_all(dir, ec);
     rep.shapes.push_back(std::move(sh));
   }
+  rep.verification = detail::verification_summary(rep, sampled_shapes ? o.verify_launches : 0);
   return rep;
 }
 

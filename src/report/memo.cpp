@@ -216,6 +216,9 @@ std::string render_qualify_memo(const QualifyResult& r) {
     }
     m << "\nAchieved bandwidth = the contract's minimum bytes (every input read once, every output written once) / "
          "median time.\n\n";
+    // How much of the candidate's timed work was verified, and the detection power that gives.
+    if (t.verification.is_object() && t.verification.contains("statement"))
+      m << "Timed outputs verified: " << t.verification["statement"].get<std::string>() << "\n\n";
     // How the samples were taken, and what the clocks did meanwhile.
     m << fmt::format("Timer: {}; L2: {}.\n", t.timer.empty() ? "events" : t.timer, t.l2_mode.empty() ? "cold_l2_write_flush" : t.l2_mode);
     for (const auto& sh : t.shapes)

@@ -325,3 +325,51 @@ TEST_F(DeviceTest, GraphLaunchStrideIsCaughtUnderTheGraphTimer) {
 
 }  // namespace
 }  // namespace kqual
+
+namespace kqual {
+namespace {
+
+// Timed outputs under a tolerance contract: softmax has no bit-exact device reference, so sampled
+// timed launches are compared with the reference (the stated detection power) and, as the contract
+// requires reproducible results, every launch with the kernel's own untimed re-run. A softmax that
+// skips every third launch of one benchmark shape is caught there; the good one is not.
+TEST(TimedVerifyDevice, ASoftmaxSkippingEveryThirdLaunchIsCaughtAndTheGoodOneIsNot) {
+  if (!cuda::driver_available()) GTEST_SKIP() << "no GPU: " << cuda::driver_unavailable_reason();
+  const std::string common = " qualify --no-large-cases --no-sanitizer-pass --torch-baselines none ";
+  for (const char* which : {"broken/skip_every_third", "good"}) {
+    const bool broken = std::string(which) != "good";
+    fs::path out = fs::temp_directory_path() / (std::string("kqual-device-softmax-") + (broken ? "skip" : "good"));
+    fs::remove_all(out);
+    auto r = test::run(test::quote(test::kqual_exe()) + common + test::quote(test::repo_root() / "candidates/softmax" / which) +
+                       " --out " + test::quote(out));
+    ASSERT_TRUE(fs::exists(out / "results.json")) << r.output;
+    json res = json::parse(std::ifstream(out / "results.json"));
+    EXPECT_EQ(res["correctness"]["verdict"], "accepted") << which << ": " << res["correctness"].dump(2);
+    const json& v = res["timing"]["verification"];
+    EXPECT_GE(v.value("target_compared_with_reference", 0), 44) << v.dump(2);
+    EXPECT_GT(v.value("compared_with_untimed_rerun", 0), 0) << v.dump(2);
+    if (!broken) {
+      EXPECT_GE(v.value("detection_one_in_ten", 0.0), 0.99) << v.dump(2);
+      for (const auto& sh : res["timing"]["shapes"]) EXPECT_TRUE(sh["series"][0].value("verified", false)) << sh.dump(2);
+      std::ifstream memo(out / "memo.md");
+      const std::string text((std::istreambuf_iterator<char>(memo)), {});
+      EXPECT_NE(text.find("Timed outputs verified: "), std::string::npos) << text;
+      continue;
+    }
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    bool caught = false;
+    for (const auto& sh : res["timing"]["shapes"]) {
+      const json& s = sh["series"][0];
+      if (s.value("verified", true)) continue;
+      caught = true;
+      EXPECT_EQ(sh["shape"], "rows=4096,cols=1024") << sh.dump(2);
+      EXPECT_EQ(s.value("verify_code", ""), "timed_output_wrong") << s.dump(2);
+    }
+    EXPECT_TRUE(caught) << res["timing"].dump(2);
+    test::expect_decide_agrees(out / "results.json");
+    fs::remove_all(out);
+  }
+}
+
+}  // namespace
+}  // namespace kqual

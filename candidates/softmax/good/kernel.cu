@@ -108,10 +108,25 @@ __device__ __forceinline__ float reciprocal_or_nan(float m, float s) {
 
 }  // namespace
 
+#ifdef KQUAL_SKIP_EVERY_THIRD_LAUNCH
+// Known-broken (candidates/softmax/broken/skip_every_third): at 4096 x 1024, a benchmark shape no
+// correctness case has, every third launch returns at once. Blocks counted across launches: a
+// launch's blocks all see the same launch number (launches on one stream do not overlap).
+__device__ unsigned long long kqual_blocks_seen;
+#endif
+
 template <typename T>
 __global__ void __launch_bounds__(kThreads) softmax_rows(const T* __restrict__ x, T* __restrict__ y, long long rows,
                                                          long long cols) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#ifdef KQUAL_SKIP_EVERY_THIRD_LAUNCH
+  if (rows == 4096 && cols == 1024) {
+    __shared__ unsigned long long launch;
+    if (threadIdx.x == 0) launch = atomicAdd(&kqual_blocks_seen, 1ull) / gridDim.x;
+    __syncthreads();
+    if (launch % 3 == 2) return;
+  }
+#endif
   if (cols <= kWarpRowMax) {
     const long long row = (long long)blockIdx.x * kWarps + warp;
     if (row >= rows) return;  // whole warp: no block-level barrier in this mode
