@@ -10,11 +10,13 @@
 #include <regex>
 #include <sstream>
 
+#include "kqual/contract/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/process.hpp"
 #include "kqual/pipeline/screen_journal.hpp"
 #include "kqual/pipeline/screen_shard.hpp"
+#include "screen_contracts.hpp"
 
 namespace kqual::pipeline {
 namespace fs = std::filesystem;
@@ -47,9 +49,12 @@ std::string self_exe() {
   return std::string(buf, std::size_t(n));
 }
 
-// The kqual screen options each shard runs with: the ones that decide verdicts, and the GPU choice.
-std::string screen_arguments(const ScreenOptions& s) {
+// The kqual screen options each shard runs with: the ones that decide verdicts (the judge's folders
+// among them: `judge`), and the GPU choice.
+std::string screen_arguments(const ScreenOptions& s, const SlurmJudge& judge) {
   std::vector<std::string> a;
+  for (const auto& d : judge.contract_dirs) a.push_back("--contracts " + sh_quote(d.string()));
+  if (judge.allow_candidate_contract) a.push_back("--allow-candidate-contract");
   if (!s.contract.empty()) a.push_back("--contract " + sh_quote(s.contract));
   if (!s.arch.empty()) a.push_back("--arch " + sh_quote(s.arch));
   a.push_back(fmt::format("--seed {}", s.seed));
@@ -63,6 +68,18 @@ std::string screen_arguments(const ScreenOptions& s) {
   return fmt::format("{}", fmt::join(a, " "));
 }
 
+// The lines of the array script that give each task the submitter's contract folders: the user's
+// are on the command line (screen_arguments); the environment must not add others nor move the
+// project's contracts/.
+std::string judge_environment(const SlurmJudge& j) {
+  std::string e = "# The judge as `kqual slurm screen` resolved it (OUT/slurm/contracts.json): its --contracts folders and\n";
+  e += "# $KQUAL_CONTRACTS, in that order, as --contracts below; the project's contracts/ through KQUAL_HOME. A node's\n";
+  e += "# own values would change what a contract name means.\n";
+  e += "unset KQUAL_CONTRACTS\n";
+  e += j.kqual_home.empty() ? std::string("unset KQUAL_HOME\n") : "export KQUAL_HOME=" + sh_quote(j.kqual_home.string()) + "\n";
+  return e;
+}
+
 // "Submitted batch job 123" (or "... 123 on cluster c") -> "123".
 std::string submitted_job_id(const std::string& out) {
   std::smatch m;
@@ -71,6 +88,35 @@ std::string submitted_job_id(const std::string& out) {
 }
 
 }  // namespace
+
+json SlurmJudge::to_json() const {
+  json dirs = json::array();
+  for (const auto& d : contract_dirs) dirs.push_back(d.string());
+  return json{{"contracts_folders", dirs},
+              {"kqual_home", kqual_home.empty() ? json() : json(kqual_home.string())},
+              {"project_contracts", project_contracts.empty() ? json() : json(project_contracts.string())},
+              {"allow_candidate_contract", allow_candidate_contract},
+              {"contracts", contracts}};
+}
+
+SlurmJudge slurm_task_judge(const ScreenOptions& o, const std::vector<fs::path>& candidates) {
+  contract::set_contract_sources(o.sources);  // the submitter's, as its own screen would judge
+  SlurmJudge j;
+  j.allow_candidate_contract = o.sources.allow_candidate_contract;
+  for (const auto& r : contract::contract_roots()) {
+    const fs::path dir = fs::absolute(r.dir).lexically_normal();
+    if (r.origin == contract::ContractOrigin::user)
+      j.contract_dirs.push_back(dir);
+    else if (r.origin == contract::ContractOrigin::project)
+      j.project_contracts = dir;
+  }
+  if (const char* home = std::getenv("KQUAL_HOME"); home && *home)
+    j.kqual_home = fs::absolute(home).lexically_normal();
+  else if (!j.project_contracts.empty())
+    j.kqual_home = j.project_contracts.parent_path();  // the folder above the executable that holds contracts/
+  j.contracts = resolve_screen_contracts(candidates, o.contract).to_json();
+  return j;
+}
 
 std::string find_on_path(const std::string& name, const char* path_env) {
   if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
@@ -142,6 +188,7 @@ SlurmPlan plan_slurm_screen(const SlurmScreenOptions& o) {
   p.shard_list = default_shard_list(p.out_dir / "shard-0-of-N", p.shards);
   std::vector<std::string> cands;
   for (const auto& c : o.screen.inputs) cands.push_back(sh_quote(fs::absolute(c).lexically_normal().string()));
+  p.judge = slurm_task_judge(o.screen, p.candidate_dirs);
   const std::string kqual = o.kqual_exe.empty() ? self_exe() : fs::absolute(o.kqual_exe).string();
   const std::string slurm_dir = (p.out_dir / "slurm").string();
 
@@ -165,6 +212,7 @@ SlurmPlan plan_slurm_screen(const SlurmScreenOptions& o) {
   s += "set -u\n";
   s += "# Number GPUs as Slurm and nvidia-smi do (PCI bus order), not fastest first.\n";
   s += "export CUDA_DEVICE_ORDER=PCI_BUS_ID\n";
+  s += judge_environment(p.judge);
   s += fmt::format("KQUAL={}\nOUT={}\nSHARDS={}\nTASKS={}\n", sh_quote(kqual), sh_quote(p.out_dir.string()), p.shards,
                    p.array_tasks);
   s += "task=${SLURM_ARRAY_TASK_ID:?not run as a Slurm array task}\n";
@@ -173,7 +221,7 @@ SlurmPlan plan_slurm_screen(const SlurmScreenOptions& o) {
   s += "  dir=\"$OUT/shard-$shard-of-$SHARDS\"\n";
   s += "  rc=0\n";
   s += fmt::format("  \"$KQUAL\" --quiet screen --shard \"$shard/$SHARDS\" --out \"$dir\" {} \\\n    -- {} || rc=$?\n",
-                   screen_arguments(o.screen), fmt::join(cands, " "));
+                   screen_arguments(o.screen, p.judge), fmt::join(cands, " "));
   s += "  # Exit codes 0-3 are verdicts (rejected, refused, incomplete); 4 is kqual's own failure, and no\n";
   s += "  # results.json means the shard stopped before its end (a bad option, a journal of other options).\n";
   s += "  if [ \"$rc\" -gt 3 ] || [ ! -f \"$dir/results.json\" ]; then\n";
@@ -207,6 +255,7 @@ SlurmSubmission submit_slurm_screen(const SlurmPlan& plan) {
   fs::create_directories(dir);
   // The campaign's candidate list, fixed now: every task reads it (a resubmission keeps the first).
   (void)open_shard_list(plan.shard_list, plan.shards, plan.candidate_dirs);
+  write_file_atomic(dir / "contracts.json", plan.judge.to_json().dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   sub.screen_script_path = dir / "screen.sbatch";
   sub.merge_script_path = dir / "merge.sbatch";
   write_file_atomic(sub.screen_script_path, plan.screen_script);

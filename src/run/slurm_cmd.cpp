@@ -42,6 +42,7 @@ void add_slurm_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   cmd->add_option("--kqual", o->kqual_exe, "The kqual binary the tasks run, on a path every node sees (default: this one)");
   cmd->add_option("--job-name", o->job_name, "Slurm job name (the merge job adds -merge)")->capture_default_str();
   add_screen_verdict_options(cmd, o->screen);
+  add_contract_source_options(cmd, o->screen.sources);  // forwarded to every task (OUT/slurm/contracts.json)
   cmd->add_flag("--dry-run", *dry_run, "Print the two batch scripts and the sbatch commands; submit nothing, write nothing");
   cmd->callback([&g, o, dry_run, exit_code] {
     const pipeline::SlurmPlan plan = pipeline::plan_slurm_screen(*o);
@@ -52,12 +53,15 @@ void add_slurm_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
                           {"max_array_size", plan.max_array_size},
                           {"max_array_source", plan.max_array_source},
                           {"out", plan.out_dir.string()},
+                          {"judge", plan.judge.to_json()},
                           {"screen_script", plan.screen_script},
                           {"merge_script", plan.merge_script}}
-                         .dump(2)
+                         .dump(2, ' ', false, json::error_handler_t::replace)
                   << "\n";
       } else {
         const auto dir = plan.out_dir / "slurm";
+        fmt::print("# {}/contracts.json (the judge every task uses)\n{}\n", dir.string(),
+                   plan.judge.to_json().dump(2, ' ', false, json::error_handler_t::replace));
         fmt::print("# {}/screen.sbatch\n{}\n# {}/merge.sbatch\n{}\n", dir.string(), plan.screen_script, dir.string(),
                    plan.merge_script);
         fmt::print("# submit (what kqual slurm screen without --dry-run does):\n#   sbatch {}/screen.sbatch\n"

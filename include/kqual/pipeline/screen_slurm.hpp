@@ -26,6 +26,29 @@ struct SlurmScreenOptions {
   std::string job_name = "kqual-screen";
 };
 
+// The judge as the submitting command resolves it, fixed for every array task (which starts later,
+// on another node, in another environment and folder): the same contract folders in the same order,
+// the same project contracts/, the same --allow-candidate-contract. Recorded in the campaign folder
+// (OUT/slurm/contracts.json) and written into each task's command line and environment.
+struct SlurmJudge {
+  // --contracts for every task, absolute, in lookup order: the submitter's --contracts folders, then
+  // those of its $KQUAL_CONTRACTS (which the tasks do not read: a node's own value would add others).
+  std::vector<std::filesystem::path> contract_dirs;
+  // KQUAL_HOME for every task: the submitter's (absolute), else the folder above the project contracts/
+  // it found above its executable; "" when it found none (the tasks then run without KQUAL_HOME).
+  std::filesystem::path kqual_home;
+  std::filesystem::path project_contracts;  // the submitter's project contracts/ ("" = none)
+  bool allow_candidate_contract = false;
+  // What the candidates' contracts resolve to now: name -> {origin, supplied_with_candidate, file,
+  // sha256}, as each shard's results.json "contracts".
+  json contracts = json::object();
+  json to_json() const;
+};
+
+// Sets the process's contract sources to o.sources (as screen does) and resolves every candidate's
+// contract: Error(usage|input) for a bad --contract, as screen would give it.
+SlurmJudge slurm_task_judge(const ScreenOptions& o, const std::vector<std::filesystem::path>& candidates);
+
 struct SlurmPlan {
   std::size_t candidates = 0;    // found at planning time
   std::vector<std::filesystem::path> candidate_dirs;  // written into shard_list at submission
@@ -35,6 +58,7 @@ struct SlurmPlan {
   int max_array_size = 1001;
   std::string max_array_source;  // "scontrol show config", "--max-array-size", "Slurm's default"
   std::filesystem::path out_dir;       // absolute campaign folder: shard-I-of-N/, merged/, slurm/
+  SlurmJudge judge;                    // the contracts every task judges by
   std::string screen_script, merge_script;
 };
 
@@ -50,8 +74,8 @@ struct SlurmSubmission {
   std::filesystem::path screen_script_path, merge_script_path;
 };
 
-// Writes the campaign's candidate list (kept when it exists), OUT/slurm/screen.sbatch and merge.sbatch
-// (each atomically) and submits both, the merge
+// Writes the campaign's candidate list (kept when it exists), OUT/slurm/contracts.json (the judge),
+// OUT/slurm/screen.sbatch and merge.sbatch (each atomically) and submits both, the merge
 // depending on every array task (afterany: it runs, and counts what is missing, even when a task
 // failed). Error(usage) naming sbatch when it is not on PATH; Error(io) with sbatch's message when
 // it refuses a script.
