@@ -44,6 +44,17 @@ void classify(Side& s) {
   }
 }
 
+// The contract both sides are judged by, and where it came from: qualify's contract.source.
+json compare_contract_record(const contract::Contract& c) {
+  const contract::ContractProvenance p = contract::contract_provenance(c);
+  json source = {{"origin", contract::to_string(p.origin)}, {"supplied_with_candidate", p.origin == contract::ContractOrigin::candidate}};
+  if (!p.file.empty()) {
+    source["file"] = p.file.string();
+    source["sha256"] = p.sha256;
+  }
+  return json{{"name", c.name()}, {"source", source}};
+}
+
 }  // namespace
 
 CompareOutcome run_compare(const CompareOptions& o) {
@@ -120,6 +131,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
   report::CompareResult r;
   r.provenance = report::provenance(o.command_line, tg.device_json());
   r.target = {arch, tg.arch_source};
+  if (contract) r.contract = compare_contract_record(*contract);
   std::vector<std::string>& notes = r.notes;
 
   // ---- 3. Build (or adopt) both sides: static, no GPU ----

@@ -52,6 +52,7 @@ Judgement judge(const report::CompareResult& static_part, const Evidence& ev, co
   r.provenance = static_part.provenance;
   r.target = static_part.target;
   r.sides = static_part.sides;
+  r.contract = static_part.contract;
   r.artifact_diff = static_part.artifact_diff;
   r.measured = true;
   report::PhaseList& phases = r.phases;

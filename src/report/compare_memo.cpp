@@ -27,6 +27,21 @@ std::string median_of(const json& summary, const char* fmt_spec = "{:.3f}") {
   return num(summary.at("median"), fmt_spec);
 }
 
+// The contract that judged both builds and where it came from, in the qualify memo's words.
+std::string compare_contract_text(const json& c) {
+  const json src = c.value("source", json::object());
+  const std::string name = str(c, "name", "?");
+  if (src.value("supplied_with_candidate", false))
+    return fmt::format("Contract `{}`. **Contract supplied with the candidate**: `{}` SHA-256 `{}` (accepted by "
+                       "--allow-candidate-contract: the candidate's own file, not one from the project's or your contract "
+                       "folders, judged both builds).\n\n",
+                       name, str(src, "file"), str(src, "sha256"));
+  if (src.contains("file"))
+    return fmt::format("Contract `{}`, file ({} folder): `{}` SHA-256 `{}`.\n\n", name, str(src, "origin"), str(src, "file"),
+                       str(src, "sha256"));
+  return fmt::format("Contract `{}` ({}).\n\n", name, str(src, "origin", "?"));
+}
+
 // A comparison's interval: stats writes it as [lo, hi].
 double ci_end(const json& c, std::size_t i) {
   const json& ci = c.at("ci");
@@ -143,6 +158,7 @@ std::string render_compare_memo(const CompareResult& r) {
 
   s += "\n## 1. Artifact identity\n\n";
   s += fmt::format("Target: {} ({}).\n\n", r.target.arch, r.target.source);
+  if (r.contract) s += compare_contract_text(*r.contract);
   s += "| side | input | build | image | loads by | sha256 |\n|---|---|---|---|---|---|\n";
   for (const char* side : {"old", "new"}) {
     const json& x = r.sides.at(side);

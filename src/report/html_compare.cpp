@@ -179,6 +179,18 @@ std::string compare_decisions(const Node& r) {
   return s + "</table>\n</section>\n";
 }
 
+// The contract that judged both builds and where it came from (results.json contract.source).
+std::string compare_contract_html(const Node& c) {
+  std::string s = c.text("name", "?");
+  auto src = c.opt("source");
+  if (!src) return s;
+  const bool supplied = src->has("supplied_with_candidate") && src->at("supplied_with_candidate").boolean();
+  if (supplied) s += ": contract supplied with the candidate (--allow-candidate-contract)";
+  else s += fmt::format(" ({})", src->text("origin", "?"));
+  if (src->has("file")) s += fmt::format(", {}; SHA-256 {}", src->text("file"), src->text("sha256"));
+  return s;
+}
+
 }  // namespace
 
 std::string render_compare(const Node& r, const std::string& schema) {
@@ -209,6 +221,7 @@ std::string render_compare(const Node& r, const std::string& schema) {
   body += phases_section(r);
   std::vector<std::pair<std::string, std::string>> art;
   if (auto t = r.opt("target")) art.emplace_back("target", fmt::format("{} ({})", t->text("arch", "?"), t->text("source")));
+  if (auto c = r.opt("contract")) art.emplace_back("contract", compare_contract_html(*c));
   if (auto sides = r.opt("sides"))
     for (const char* side : {"old", "new"})
       if (auto x = sides->opt(side)) {

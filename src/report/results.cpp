@@ -399,6 +399,7 @@ json to_json(const CompareResult& r) {
   j["provenance"] = r.provenance;
   j["target"] = {{"arch", r.target.arch}, {"source", r.target.source}};
   j["sides"] = r.sides;
+  if (r.contract) j["contract"] = *r.contract;
   j["artifact_diff"] = r.artifact_diff;
   if (r.measured) {
     if (r.correctness_relation)
@@ -438,6 +439,7 @@ CompareResult compare_result_from_json(const json& doc) {
   r.target.arch = get_str(t, "target", "arch");
   r.target.source = get_str(t, "target", "source");
   r.sides = get_object(doc, "", "sides");
+  if (member(doc, "", "contract")) r.contract = get_object(doc, "", "contract");
   r.artifact_diff = get_object(doc, "", "artifact_diff");
   r.measured = member(doc, "", "correctness") != nullptr;
   if (const json* c = member(doc, "", "correctness_relation"))

@@ -124,6 +124,9 @@ struct CompareResult {
   CompareTarget target;
   json sides;          // {"old": {...}, "new": {...}}: input, build provenance, image, loading path, candidate
   json artifact_diff;  // artifact::to_json(ArtifactDiff)
+  // The contract both sides are judged by, when a launch plan names one: {"name", "source": {origin,
+  // supplied_with_candidate, file, sha256}} (the source as qualify's contract.source).
+  std::optional<json> contract;
   // The measured part (compare::judge() ran, so a GPU was there): correctness, then whatever the
   // run reached. An unmeasured document (no GPU) has none of these.
   bool measured = false;
