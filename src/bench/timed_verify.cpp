@@ -11,12 +11,29 @@
 
 namespace kqual::bench::detail {
 
-int saved_launches_per_call(const TimingOptions& o, std::size_t sampled_shapes) {
-  const int samples = std::max(o.samples_per_round, 1);
-  if (sampled_shapes == 0 || o.verify_launches <= 0) return 1;
-  const int per_shape = int((std::size_t(o.verify_launches) + sampled_shapes - 1) / sampled_shapes);
-  const int per_call = (per_shape + std::max(o.rounds, 1) - 1) / std::max(o.rounds, 1);
-  return std::clamp(per_call, 1, samples);
+std::vector<int> saved_launches_per_call(const TimingOptions& o, const std::vector<std::int64_t>& elements) {
+  const int samples = std::max(o.samples_per_round, 1), rounds = std::max(o.rounds, 1);
+  std::vector<int> per_call(elements.size(), 0);
+  std::int64_t total = 0;
+  double cost = 0;
+  for (std::size_t k = 0; k < elements.size(); ++k)
+    if (elements[k] >= 0) {
+      per_call[k] = 1;
+      total += rounds;
+      cost += double(rounds) * double(elements[k]);
+    }
+  while (total < o.verify_launches) {
+    std::size_t best = elements.size();
+    for (std::size_t k = 0; k < elements.size(); ++k)
+      if (elements[k] >= 0 && per_call[k] < samples && (best == elements.size() || elements[k] < elements[best])) best = k;
+    if (best == elements.size()) break;  // every sample of every call is compared already
+    const double more = double(rounds) * double(elements[best]);
+    if (o.verify_element_budget > 0 && cost + more > double(o.verify_element_budget)) break;
+    ++per_call[best];
+    total += rounds;
+    cost += more;
+  }
+  return per_call;
 }
 
 std::vector<std::size_t> pick_saved_launches(std::size_t first, int warmup, int samples, int count, std::random_device& entropy) {
@@ -162,6 +179,12 @@ json verification_summary(const TimingReport& rep, int target) {
       "at run time where the kernel cannot see the choice: a kernel wrong on one launch in ten, at random, is caught with "
       "probability {:.2f} %{}.",
       reference, launches, 100 * p, reference >= launches && launches > 0 ? " (every launch)" : "");
+  bool all_verified = true;
+  for (const auto& sh : rep.shapes) all_verified = all_verified && (sh.series.empty() || sh.series[0].verified);
+  if (all_verified && target > 0 && reference < std::size_t(target) && reference < launches)
+    said += fmt::format(" That is fewer than the {} aimed at (99 %): each comparison costs a reference computed on the host, and "
+                        "more would have read past 2^30 output elements; --verify-launches N asks for N without that limit.",
+                        target);
   if (rerun > 0)
     said += fmt::format(" {} launches were also compared, byte for byte, with the same kernel launched again untimed on the same "
                         "inputs: a launch skipped or shortened by a launch count, a time or a cache is caught at every one of them.",

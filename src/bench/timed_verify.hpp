@@ -20,10 +20,12 @@ namespace kqual::bench::detail {
 
 using Fail = std::function<void(std::string detail, const char* code)>;
 
-// Timed launches of the candidate compared with the reference per call, for one of `sampled_shapes`
-// shapes whose launches are sampled: enough over the qualify for o.verify_launches, at most every
-// timed sample of a call, at least one.
-int saved_launches_per_call(const TimingOptions& o, std::size_t sampled_shapes);
+// Timed launches of the candidate compared with the reference per call, for each shape (elements
+// of its tensors; < 0: not sampled, every launch verified otherwise): one per call on every sampled
+// shape, then more on the cheapest shapes first (each costs a reference computed on the host) until
+// the run reaches o.verify_launches, a call's samples are all taken, or the elements compared reach
+// o.verify_element_budget. The detection power that gives is stated, not assumed.
+std::vector<int> saved_launches_per_call(const TimingOptions& o, const std::vector<std::int64_t>& elements);
 
 // `count` distinct timed-launch positions of a call (warm-up launches first, then samples), `first`
 // among them and last (the one the baselines of the round share, so its reference is the most

@@ -160,12 +160,18 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
   // Shapes whose timed launches are sampled for the reference (fresh inputs, no device reference
   // that hashes every launch): the candidate's target number of compared launches is spread over them.
   std::size_t sampled_shapes = 0;
+  std::vector<std::int64_t> sampled_elements;
   for (const auto& dims : shapes) {
     contract::CaseSpec g = timing_case_spec(c, dims, o);
     g.family = contract::kGeneratedFamily;
-    if (dev.present && fresh_shape(c, timing_case_spec(c, dims, o), o) && !c.device_reference(g)) ++sampled_shapes;
+    const bool sampled = dev.present && fresh_shape(c, timing_case_spec(c, dims, o), o) && !c.device_reference(g);
+    std::int64_t out_elements = 0;
+    for (const auto& t : c.tensors())
+      if (t.role == contract::Role::output) out_elements += c.tensor_elements(t.name, dims);
+    sampled_elements.push_back(sampled ? out_elements : -1);
+    sampled_shapes += sampled;
   }
-  const int saves_per_call = detail::saved_launches_per_call(o, sampled_shapes);
+  const std::vector<int> saves_per_call = detail::saved_launches_per_call(o, sampled_elements);
   // Reproducible results required for the candidate's dtype: every launch is also compared with the
   // same kernel launched again untimed on the same inputs.
   const bool rerun_every_launch = check::run_to_run_policy(c, cand.manifest.supports, o.dtype).required;
@@ -216,7 +222,7 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
                             "{} of the candidate's timed launches per call (one of each baseline's), picked at random where the "
                             "kernel cannot see the choice, have their output read back and compared with the contract's "
                             "reference on the same inputs{}",
-                            saves_per_call,
+                            saves_per_call[si],
                             rerun_every_launch ? "; every launch's output hash also compared with the candidate launched again "
                                                  "untimed on the same inputs (the contract requires the same bytes every run)"
                                                : "");
@@ -320,7 +326,7 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
         if (share) {
           // The candidate: several timed launches, the baselines' one among them (last: its reference
           // is then the latest computed when a baseline of this round needs it); a baseline: that one.
-          req.save_launches = i == 0 ? detail::pick_saved_launches(save_at, warm, o.samples_per_round, saves_per_call, entropy)
+          req.save_launches = i == 0 ? detail::pick_saved_launches(save_at, warm, o.samples_per_round, saves_per_call[si], entropy)
                                      : std::vector<std::size_t>{save_at};
           for (const auto& name : output_names)
             for (std::size_t slot = 0; slot < req.save_launches.size(); ++slot)

@@ -278,6 +278,10 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       to.shapes = shapes;
       to.rounds = o.rounds;
       to.samples_per_round = o.samples_per_round;
+      if (o.verify_launches > 0) {
+        to.verify_launches = o.verify_launches;
+        to.verify_element_budget = 0;
+      }
       to.seed = o.seed;
       to.flush_mode = o.flush_mode;
       to.flush_l2 = o.flush_mode != "none";

@@ -39,6 +39,11 @@ void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
   cmd->add_option("--rounds", o.rounds, "Interleaved timing rounds")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--samples", o.samples_per_round, "Samples per implementation per round")->capture_default_str()
       ->check(CLI::Range(2, 100000));
+  cmd->add_option("--verify-launches", o.verify_launches,
+                  "Timed launches of the candidate compared with the contract's reference over the run, where no "
+                  "device reference hashes every launch (default 44, 1 - 0.9^44 = 99 %: one wrong launch in ten caught, "
+                  "fewer when that would read past 2^30 output elements on the host; given, no such limit)")
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("--l2-flush", o.flush_mode,
                   "L2 flush before each timed sample: write (a memset of 2x the L2), clean (the memset, then a "
                   "read pass, so its dirty lines are written back before the timed window), invalidate (the memset, "

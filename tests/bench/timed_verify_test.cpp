@@ -20,20 +20,51 @@ TEST(TimedVerify, TheDefaultTargetCatchesOneLaunchInTenWithNinetyNinePercent) {
   EXPECT_NEAR(detail::detection_one_in_ten(1), 0.1, 1e-12);
 }
 
-TEST(TimedVerify, TheTargetIsSpreadOverTheSampledShapesAndRounds) {
+int compared_over_run(const TimingOptions& o, const std::vector<int>& per_call) {
+  int n = 0;
+  for (int c : per_call) n += c * o.rounds;
+  return n;
+}
+
+TEST(TimedVerify, TheTargetGoesToTheCheapestShapesFirst) {
   TimingOptions o;  // 3 rounds of 10 samples, target 44
-  // Three sampled shapes: 15 per shape, 5 per call: 45 launches over the run.
-  EXPECT_EQ(detail::saved_launches_per_call(o, 3), 5);
-  EXPECT_GE(3 * o.rounds * detail::saved_launches_per_call(o, 3), o.verify_launches);
+  // softmax's benchmark shapes (output elements): one per call everywhere, then the smallest shape
+  // up to every sample, then the next: 30 + 12 + 3 = 45 compared launches, 99.1 %.
+  const std::vector<std::int64_t> softmax = {4096 * 128, 4096 * 1024, 8192LL * 8192};
+  EXPECT_EQ(detail::saved_launches_per_call(o, softmax), (std::vector<int>{10, 4, 1}));
+  EXPECT_GE(compared_over_run(o, detail::saved_launches_per_call(o, softmax)), o.verify_launches);
+  // A shape whose launches are all verified otherwise (-1) gets none beyond the baselines' one.
+  EXPECT_EQ(detail::saved_launches_per_call(o, {-1, 1 << 20}), (std::vector<int>{0, 10}));
   // One sampled shape: all of the target on it, at most every sample of a call.
-  EXPECT_EQ(detail::saved_launches_per_call(o, 1), 10);
   o.samples_per_round = 30;
-  EXPECT_EQ(detail::saved_launches_per_call(o, 1), 15);
-  // Nothing sampled (every launch hashed against a device reference), or no target: the one launch
-  // the baselines share.
-  EXPECT_EQ(detail::saved_launches_per_call(o, 0), 1);
-  o.verify_launches = 0;
-  EXPECT_EQ(detail::saved_launches_per_call(o, 3), 1);
+  EXPECT_EQ(detail::saved_launches_per_call(o, {1 << 20}), (std::vector<int>{15}));
+}
+
+TEST(TimedVerify, TheElementBudgetStopsShortAndTheFigureSaysSo) {
+  TimingOptions o;
+  // rmsnorm's shapes: 16M and 134M outputs. One per call on each (450M elements), the 16M shape up
+  // to every sample (+432M); the big one's second would pass 2^30: 33 launches, 96.6 %.
+  const std::vector<std::int64_t> rmsnorm = {4096LL * 4096, 16384LL * 8192};
+  const auto per_call = detail::saved_launches_per_call(o, rmsnorm);
+  EXPECT_EQ(per_call, (std::vector<int>{10, 1}));
+  EXPECT_LT(detail::detection_one_in_ten(std::size_t(compared_over_run(o, per_call))), 0.99);
+  // Asked for explicitly (no budget): the target is reached.
+  o.verify_element_budget = 0;
+  EXPECT_GE(compared_over_run(o, detail::saved_launches_per_call(o, rmsnorm)), o.verify_launches);
+  // The statement names the shortfall when nothing failed.
+  TimingReport rep;
+  ShapeResult sh;
+  sh.shape = "cols=4096,rows=4096";
+  Series c;
+  c.launches = 39;
+  c.reference_compared = 33;
+  sh.series.push_back(c);
+  rep.shapes.push_back(sh);
+  const std::string said = detail::verification_summary(rep, 44)["statement"];
+  EXPECT_NE(said.find("fewer than the 44 aimed at"), std::string::npos) << said;
+  EXPECT_NE(said.find("--verify-launches"), std::string::npos) << said;
+  rep.shapes[0].series[0].verified = false;  // a wrong launch stops the comparisons: no shortfall to explain
+  EXPECT_EQ(std::string(detail::verification_summary(rep, 44)["statement"]).find("fewer than"), std::string::npos);
 }
 
 TEST(TimedVerify, SavedLaunchesAreDistinctTimedSamplesWithTheSharedOneLast) {

@@ -36,6 +36,10 @@ struct TimingOptions {
   // candidate's timed launches compared with the reference over the whole run, spread over the
   // shapes (1 - 0.9^44 = 99.0 %: a kernel wrong on one launch in ten is caught).
   int verify_launches = 44;
+  // ... unless comparing that many would read more than this many output elements on the host (each
+  // compared launch costs a reference computed there): the cheapest shapes take the most, the memo
+  // states the figure reached. 0: no limit.
+  std::int64_t verify_element_budget = std::int64_t(1) << 30;
   bool keep_input_files = false;     // leave input files for the next call (compare), and reuse them
   std::filesystem::path input_root;  // where input files go ("" → the session's scratch/bench)
   ProgressFn progress;               // one line per shape, or empty

@@ -28,6 +28,7 @@ struct QualifyOptions {
   std::vector<std::string> shapes;        // benchmark shapes, "4096" or "m=..,n=..,k=.." (default: the contract's)
   std::string dtype = "f32";              // benchmark dtype
   int rounds = 3;
+  int verify_launches = 0;  // > 0: the candidate's timed launches compared with the reference, no element budget (bench::TimingOptions)
   int samples_per_round = 10;
   std::string flush_mode = "write";       // L2 flush before each sample: "write", "clean", "invalidate" or "none" (warm L2)
   std::string timer = "events";           // "events", "cupti" or "graph" (bench::TimingOptions::timer)
