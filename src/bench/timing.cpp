@@ -450,7 +450,7 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
       if (b.samples_ms.empty() || sh.series[0].samples_ms.empty()) continue;
       stats::Comparison cmp = stats::compare(b.samples_ms, sh.series[0].samples_ms, dopt);
       sh.vs_baselines.push_back(cmp);
-      // Only a baseline whose timed outputs were right can be the one to beat (issue 23): a wrong
+      // Only a baseline whose timed outputs were right can be the one to beat: a wrong
       // baseline is compared, and reported, but never "the fastest".
       if (!b.verified || !b.error.empty()) continue;
       if (sh.fastest_baseline.empty() || b.summary.median < best) {

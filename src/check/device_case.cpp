@@ -1,4 +1,4 @@
-// Large cases verified on the device (issue 21, item 3). The inputs are generated on the device from
+// Large cases verified on the device. The inputs are generated on the device from
 // the counter-based generator (contract/generated.hpp), in the candidate's worker and, separately,
 // in the session's reference worker, where the contract's trusted reference kernel
 // (Contract::device_reference) computes the expected outputs. Neither output moves to the host:

@@ -52,7 +52,7 @@ Breakeven breakeven_calls(double extra_cold_cost_s, double warm_saving_per_call_
           "the first call.",
           cold, warm);
     } else if (extra_cold_cost_s == 0.0) {
-      // Slower warm and no faster at start: nothing is ever repaid (issue 25: this read "0 calls").
+      // Slower warm and no faster at start: nothing is ever repaid, so the break-even is "never", not "0 calls".
       b.never = true;
       b.calls = std::numeric_limits<double>::infinity();
       b.explanation = fmt::format(

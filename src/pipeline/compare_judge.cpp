@@ -284,7 +284,7 @@ Judgement judge(const report::CompareResult& static_part, const Evidence& ev, co
   }
   if (both_wrong && new_timed_wrong)
     notes.push_back("both sides' timed outputs are wrong, as their correctness results predict: not held against NEW");
-  // A wrong timed output on OLD alone (issue 23): OLD's times are not a baseline NEW can be weighed against.
+  // A wrong timed output on OLD alone: OLD's times are not a baseline NEW can be weighed against.
   if (old_timed_wrong && !both_wrong) {
     std::string where;
     for (const WarmShape& ws : ev.warm)
@@ -306,7 +306,7 @@ Judgement judge(const report::CompareResult& static_part, const Evidence& ev, co
     not_run.push_back("decision: no startup samples");
     return finish(decision::ShipVerdict::incomplete, kExitIncomplete, "No startup measurement on both sides; nothing to decide on.");
   }
-  // The profile's JIT cache mode was measured but failed on a side (issue 23): say so, never let
+  // The profile's JIT cache mode was measured but failed on a side: say so, never let
   // another mode stand in for it.
   if (!jo.profiles.empty())
     for (const StartupMode& m : ev.startup) {
@@ -351,7 +351,7 @@ Judgement judge(const report::CompareResult& static_part, const Evidence& ev, co
   verdict.reasons.push_back(fmt::format("decided at shape {} with profile '{}'", ev.warm[jo.decision_index].shape,
                                            jo.profiles.front().name));
   for (const auto& x : ds.front().reasons) verdict.reasons.push_back(x);
-  // Every shape judged with the first profile (issue 23): the decision shape decides, and a shape
+  // Every shape judged with the first profile: the decision shape decides, and a shape
   // whose verdict differs is named, so the memo never rests on one shape unsaid. Compared with the
   // decision shape's verdict before the service view (simulated at the decision shape only), so that
   // a verdict the service view turned does not make every other shape look different.

@@ -2,7 +2,7 @@
 //
 // Every launch, warm-up and timed, is checked: its outputs are poisoned before it and hashed after
 // it, outside the timed window, and the hash is copied to the host before anything of the
-// candidate's runs again (issue 23: a hash left in device memory until the end could be rewritten
+// candidate's runs again (a hash left in device memory until the end could be rewritten
 // by a later launch). Inputs either come from the coordinator's files (two datasets alternating
 // over two buffer sets) or, with fresh_inputs, are generated on the device before every launch
 // from a seed no launch shares, so a kernel cannot keep one answer per dataset and pick it by
@@ -32,7 +32,7 @@ namespace {
 // A slot keeps the value it was read back with until the next sample hashes into it; just before
 // that, its content is copied aside (a shadow word, read back with the new hashes): a slot that no
 // longer holds the value read back was written by something other than kqual's hash kernels -- the
-// candidate (issue 23: "harness_memory_written"). Read back after every sample, a rewritten slot
+// candidate (reported as "harness_memory_written"). Read back after every sample, a rewritten slot
 // cannot change a hash the coordinator judges; the shadow names the attempt.
 struct OutputHasher {
   cuda::Function f;

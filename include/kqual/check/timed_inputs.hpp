@@ -1,11 +1,11 @@
 #pragma once
-// Timed inputs that a kernel cannot enumerate (issue 23): the inputs of every timed launch are
+// Timed inputs that a kernel cannot enumerate: the inputs of every timed launch are
 // generated on the device from a seed no other launch has (worker::BenchRequest::fresh_inputs),
 // and the outputs are verified against the contract's reference of that seed: every launch's, by
 // hash, where the contract has a bit-exact device reference; otherwise a share of launches the
 // coordinator picks where the kernel cannot see the choice, their outputs compared on the host.
-// Nothing of this is made on the CPU before timing starts (issue 21: the 2^28-element timing
-// shape's CPU-made datasets were most of a qualify's time).
+// Nothing of this is made on the CPU before timing starts (CPU-made datasets of the largest timing
+// shapes, 2^28 elements, would cost more than the timing itself).
 #include <cstdint>
 #include <filesystem>
 #include <map>

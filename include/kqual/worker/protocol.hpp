@@ -48,7 +48,7 @@ struct Buffer {
   // the whole output is scanned on the device for elements still holding the poison.
   std::size_t elem_bytes = 0;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> windows;  // (first element, count)
-  // Outputs verified on the device (issue 21, large cases): nothing comes back but one position-
+  // Outputs verified on the device (large cases): nothing comes back but one position-
   // dependent 64-bit hash per chunk of this many elements (kqual_chunk_hash) and the poison scan; the
   // coordinator compares the hashes with those of a trusted reference kernel run in another process.
   std::uint64_t chunk_elements = 0;  // 0: off (needs elem_bytes)
@@ -152,7 +152,7 @@ struct BenchRequest {
   double clock_share = 0.90;
   int max_discards = 20;
   int backoff_ms = 20;
-  // Fresh inputs (issue 23): every generated input (Buffer::generated) is generated again before
+  // Fresh inputs: every generated input (Buffer::generated) is generated again before
   // every launch, warm-up and timed, with seed fresh_seed(fresh_base, launch index): no two launches
   // see the same values. BenchReply::launch_seeds says which seed each hashed launch had; the
   // coordinator checks each against a reference of that seed. No untimed re-runs, no datasets.
