@@ -1,9 +1,10 @@
 // The bundled declared contracts' special-value policies, on the CPU: each policy names the framework
-// whose special values it follows (PyTorch) and states any deliberate difference; swiglu and gelu
-// take PyTorch's values where a literal evaluation of PyTorch's formula gives NaN (silu(-Inf) =
-// -Inf / Inf, gelu(-Inf) = -Inf * 0), so a kernel written as PyTorch's is accepted and one that
-// returns the limit 0 there is rejected (nan_policy). The GPU side, PyTorch's own result judged by
-// each contract: tests/device/declared_specials_device_test.cpp.
+// whose special values it follows (PyTorch); swiglu and gelu take PyTorch's values where a literal
+// evaluation of PyTorch's formula gives NaN (silu(-Inf) = -Inf / Inf, gelu(-Inf) = -Inf * 0), so a
+// kernel written as PyTorch's is accepted and one that returns the limit 0 there is rejected
+// (nan_policy); rmsnorm and rmsnorm_strided make a row holding +-Inf all NaN, as F.rms_norm does on
+// CUDA, so a kernel giving the row's finite elements rsqrt(Inf) = 0 is rejected (nan_policy). The GPU
+// side, PyTorch's own result judged by each contract: tests/device/declared_specials_device_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -85,10 +86,16 @@ TEST(DeclaredSpecials, EveryBundledPolicyNamesTheFrameworkItFollows) {
     // Something for the GPU test to compare: a family with NaN, +-Inf and -0 in an input.
     EXPECT_NE(read_text_file(file).find("specials ="), std::string::npos) << name << ": no specials family";
   }
-  // The one deliberate difference is stated with PyTorch's behaviour and the reason.
+  // relu(-0) is stated with the reason (the built-in's twin) and what PyTorch on CUDA was measured to give.
   const std::string relu = load_declared_contract(kSpecialsRepo / "contracts/residual_add_relu_declared").numerical_policy();
-  for (const char* says : {"relu(-0) is +0", "clamp_min", "built-in residual_add_relu"})
+  for (const char* says : {"relu(-0) is +0", "built-in residual_add_relu", "no known difference", "PyTorch eager on CUDA gives relu(-0) = +0 too"})
     EXPECT_NE(relu.find(says), std::string::npos) << says << " not in: " << relu;
+  // The row normalizations state PyTorch's NaN row for a +-Inf, as measured on CUDA.
+  for (const char* name : {"rmsnorm", "rmsnorm_strided"}) {
+    const std::string policy = load_declared_contract(kSpecialsRepo / "contracts" / name).numerical_policy();
+    EXPECT_NE(policy.find("a +-Inf anywhere in a row makes the whole row NaN"), std::string::npos) << name << ": " << policy;
+    EXPECT_NE(policy.find("measured on the H200 with PyTorch 2.11"), std::string::npos) << name << ": " << policy;
+  }
 }
 
 TEST(DeclaredSpecials, SwigluTakesPyTorchsSiluAtMinusInfinity) {
@@ -147,10 +154,11 @@ TEST(DeclaredSpecials, GeluTakesPyTorchsTanhFormAtMinusInfinity) {
   EXPECT_NE(limit.first_rejection.find("nan_policy"), std::string::npos) << limit.first_rejection;
 }
 
-TEST(DeclaredSpecials, ResidualAddReluDiffersFromPyTorchOnlyAtMinusZero) {
+TEST(DeclaredSpecials, ResidualAddReluLiteralClampMinDiffersOnlyAtMinusZero) {
   SPECIALS_NEED_NUMPY();
   const Contract& c = load_declared_contract(kSpecialsRepo / "contracts/residual_add_relu_declared");
-  // PyTorch's relu, clamp_min(s, 0): NaN kept, s itself where s == 0 (so -0 stays -0), else max.
+  // A literal clamp_min(s, 0): NaN kept, s itself where s == 0 (so -0 stays -0), else max. (PyTorch's
+  // relu on CUDA gives +0 at -0: measured, PyTorch 2.11 on the H200.)
   auto clamp_min = [](const std::vector<float>& v) {
     const float s = v[0] + v[1];
     return std::isnan(s) || s == 0.0f ? s : s < 0.0f ? 0.0f : s;
@@ -160,18 +168,73 @@ TEST(DeclaredSpecials, ResidualAddReluDiffersFromPyTorchOnlyAtMinusZero) {
     const CaseData d = c.make_case(cs);
     const Tensor y = c.reference(d).at(0);
     std::vector<std::uint8_t> got = run_elementwise(d, y, clamp_min);
-    // Every element that differs is a -0 + -0 (the stated difference); with those set to +0 it passes.
+    // Every element that differs is a -0 + -0 (the contract wants +0); with those set to +0 it passes.
+    bool minus_zero = false;
     for (std::size_t i = 0; i < std::size_t(y.elements); ++i) {
       const double s = element_as_double(y.dtype, got.data(), i);
       if (s == 0 && std::signbit(s)) {
         EXPECT_TRUE(std::signbit(element_as_double(d.inputs[0].dtype, d.inputs[0].bytes.data(), i)) &&
                     std::signbit(element_as_double(d.inputs[1].dtype, d.inputs[1].bytes.data(), i)))
             << cs.id << ": -0 at " << i << " from inputs other than -0 + -0";
+        if (!minus_zero) {
+          EXPECT_FALSE(c.compare(y, got.data(), 0xA5).ok) << cs.id << ": -0 accepted for +0 at " << i;
+        }
+        minus_zero = true;
         store_element(y.dtype, got.data(), i, 0.0);
       }
     }
     const Comparison cmp = c.compare(y, got.data(), 0xA5);
     EXPECT_TRUE(cmp.ok) << cs.id << ": " << cmp.code << ": " << cmp.detail;
+  }
+}
+
+// rmsnorm and rmsnorm_strided: a +-Inf anywhere in a row makes the whole row NaN (F.rms_norm on CUDA).
+// The reference gives it; the good kernels' rule (NaN across a row whose f32 sum of squares is Inf) is
+// accepted on every family; the literal x * rsqrt(mean(x^2) + eps) * w, which gives the row's finite
+// elements +-0 and its Inf elements NaN, is rejected for it (nan_policy).
+TEST(DeclaredSpecials, RmsnormRowHoldingInfIsNaN) {
+  SPECIALS_NEED_NUMPY();
+  for (const char* name : {"rmsnorm", "rmsnorm_strided"}) {
+    const Contract& c = load_declared_contract(kSpecialsRepo / "contracts" / name);
+    Supports s = every_claim(c);
+    s.dtypes = {DType::f32};
+    auto emulate = [&](const CaseData& d, const Tensor& y, bool nan_row) {
+      const std::int64_t rows = d.dims.at("rows"), n = d.dims.at("cols");
+      const std::int64_t sx = d.inputs[0].row_stride > 0 ? d.inputs[0].row_stride : n, sy = y.row_stride > 0 ? y.row_stride : n;
+      std::vector<std::uint8_t> out(y.bytes.size(), 0xA5);
+      auto x_at = [&](std::int64_t r, std::int64_t j) { return float(element_as_double(DType::f32, d.inputs[0].bytes.data(), std::size_t(r * sx + j))); };
+      for (std::int64_t r = 0; r < rows; ++r) {
+        float ss = 0;
+        for (std::int64_t j = 0; j < n; ++j) ss = std::fma(x_at(r, j), x_at(r, j), ss);
+        const float k = nan_row && std::isinf(ss) ? std::numeric_limits<float>::quiet_NaN() : 1.0f / std::sqrt(ss / float(n) + 1e-6f);
+        for (std::int64_t j = 0; j < n; ++j)
+          store_element(DType::f32, out.data(), std::size_t(r * sy + j), x_at(r, j) * k * float(element_as_double(DType::f32, d.inputs[1].bytes.data(), std::size_t(j))));
+      }
+      return out;
+    };
+    int inf_rows = 0;
+    std::string literal_rejection;
+    for (const auto& cs : c.correctness_cases(s, 31, false)) {
+      if (cs.dims.at("rows") * cs.dims.at("cols") > 40000 || cs.offset_elements != 0) continue;
+      const CaseData d = c.make_case(cs);
+      const Tensor y = c.reference(d).at(0);
+      const std::int64_t rows = d.dims.at("rows"), n = d.dims.at("cols");
+      const std::int64_t sx = d.inputs[0].row_stride > 0 ? d.inputs[0].row_stride : n, sy = y.row_stride > 0 ? y.row_stride : n;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        bool inf = false;
+        for (std::int64_t j = 0; j < n; ++j) inf |= std::isinf(element_as_double(DType::f32, d.inputs[0].bytes.data(), std::size_t(r * sx + j)));
+        if (!inf) continue;
+        ++inf_rows;
+        for (std::int64_t j = 0; j < n; ++j)
+          EXPECT_TRUE(std::isnan(y.ref[std::size_t(r * sy + j)])) << name << " " << cs.id << ": row " << r << ", column " << j << ": " << y.ref[std::size_t(r * sy + j)];
+      }
+      const Comparison good = c.compare(y, emulate(d, y, true).data(), 0xA5);
+      EXPECT_TRUE(good.ok) << name << " " << cs.id << ": " << good.code << ": " << good.detail;
+      const Comparison literal = c.compare(y, emulate(d, y, false).data(), 0xA5);
+      if (!literal.ok && literal_rejection.empty()) literal_rejection = cs.id + ": " + literal.code + ": " + literal.detail;
+    }
+    EXPECT_GT(inf_rows, 0) << name << ": no case puts +-Inf in a row";
+    EXPECT_NE(literal_rejection.find("nan_policy"), std::string::npos) << name << ": " << literal_rejection;
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include "kqual/contract/compare.hpp"
@@ -304,7 +305,7 @@ std::string first_failure(const Contract& c, const std::vector<CaseSpec>& cases,
       for (std::int64_t r = 0; r < rows; ++r) {
         float ss = 0;
         for (std::int64_t j = 0; j < n; ++j) ss = std::fma(f32_at(x, std::size_t(r * sx + j)), f32_at(x, std::size_t(r * sx + j)), ss);
-        const float k = 1.0f / std::sqrt(ss / float(n) + 1e-6f);
+        const float k = std::isinf(ss) ? std::numeric_limits<float>::quiet_NaN() : 1.0f / std::sqrt(ss / float(n) + 1e-6f);  // a +-Inf row: NaN
         const std::int64_t last = defect == Defect::skip_last && r == rows - 1 ? n - 1 : n;
         for (std::int64_t j = 0; j < last; ++j) {
           const std::size_t at = std::size_t(r * sy + j);

@@ -2,9 +2,10 @@
 // eager's own result (CUDA, the case's dtype row; tools/torch/declared_specials.py holds each
 // contract's PyTorch form) on every case of each contract's special-value families (NaN, +-Inf and
 // -0; subnormals; extreme magnitudes) is judged by the contract's own comparison, exactly as a kernel's
-// output is, and must be accepted. A contract whose policy deliberately differs from PyTorch says so
-// in its policy, and the difference is listed below (kStatedDifferences): only those elements may
-// differ, and they are counted and printed. Skipped visibly without a GPU, NumPy or PyTorch.
+// output is, and must be accepted. A value the contract fixes where a PyTorch relu written as
+// clamp_min could give another is listed below (kToleratedDifferences): only those elements may
+// differ, and they are counted and printed; none is required. Skipped visibly without a GPU, NumPy or
+// PyTorch.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -36,10 +37,10 @@ const char* const kSpecialsContracts[] = {"bmm",     "gelu",    "layernorm", "re
 // The harness's first-run poison (src/check/evaluate.cpp): 0xFF bytes, a NaN no computation makes.
 constexpr std::uint8_t kSpecialsPoison = 0xFF;
 
-// A difference from PyTorch that a contract's policy states on purpose: the element pairs it covers.
-struct StatedDifference {
+// A value on which PyTorch may differ from a contract that the policy settles: the element pairs it covers.
+struct ToleratedDifference {
   const char* contract;
-  const char* policy_says;  // a phrase the contract's policy must hold (it states the difference)
+  const char* policy_says;  // a phrase the contract's policy must hold (it states its value there)
   const char* what;
   bool (*covers)(DType t, const std::uint8_t* expected, const std::uint8_t* actual);
 };
@@ -61,10 +62,12 @@ bool plus_zero_vs_minus_zero(DType t, const std::uint8_t* e, const std::uint8_t*
 }
 
 // residual_add_relu_declared is the built-in residual_add_relu as data, cross-checked verdict for
-// verdict (declared_device_test.cpp), so it keeps the built-in's relu(-0) = +0; PyTorch's relu is
-// clamp_min(x, 0), which returns x itself where x == 0, so -0 + -0 gives -0 there.
-const StatedDifference kStatedDifferences[] = {
-    {"residual_add_relu_declared", "clamp_min", "relu(-0): +0 by the contract, -0 by PyTorch eager", plus_zero_vs_minus_zero},
+// verdict (declared_device_test.cpp), so it keeps the built-in's relu(-0) = +0. PyTorch eager on CUDA
+// gives +0 there too (measured on the H200 with PyTorch 2.11: 0 such elements); a relu computed as
+// clamp_min(x, 0), returning x itself where x == 0, would give -0, so a -0 stays tolerated and counted.
+const ToleratedDifference kToleratedDifferences[] = {
+    {"residual_add_relu_declared", "PyTorch eager on CUDA gives relu(-0) = +0 too",
+     "relu(-0): +0 by the contract, -0 from PyTorch (none expected: +0 measured on CUDA)", plus_zero_vs_minus_zero},
 };
 
 // The families of special values of a contract.toml: a [families.NAME] table that sets specials,
@@ -199,7 +202,7 @@ TEST(DeclaredSpecials, PyTorchEagerPassesEachContractsSpecialValueCases) {
   // Each output judged by its contract, as a kernel's is.
   struct Tally {
     int cases = 0, accepted = 0;
-    std::int64_t stated = 0;                 // elements covered by a stated difference
+    std::int64_t tolerated = 0;              // elements covered by a tolerated difference
     std::map<std::string, int> disagree_on;  // "input=class" at the first elements of each rejected case
   };
   std::map<std::string, Tally> tally;
@@ -223,12 +226,12 @@ TEST(DeclaredSpecials, PyTorchEagerPassesEachContractsSpecialValueCases) {
         ASSERT_EQ(std::size_t(f.gcount()), out.size()) << name << " " << id << ": output '" << e.name << "' short";
       }
       const std::size_t es = dtype_size(e.dtype);
-      for (const auto& d : kStatedDifferences) {
+      for (const auto& d : kToleratedDifferences) {
         if (name != d.contract || !e.bound.empty()) continue;
         for (std::size_t i = 0; i < std::size_t(e.elements); ++i)
           if (d.covers(e.dtype, e.bytes.data() + i * es, out.data() + i * es)) {
             std::memcpy(out.data() + i * es, e.bytes.data() + i * es, es);
-            ++ty.stated;
+            ++ty.tolerated;
           }
       }
       const contract::Comparison cmp = p.c->compare(e, out.data(), kSpecialsPoison);
@@ -252,21 +255,21 @@ TEST(DeclaredSpecials, PyTorchEagerPassesEachContractsSpecialValueCases) {
     ty.accepted += accepted;
   }
 
-  std::cout << "contract                     cases  accepted  stated differences  special inputs where PyTorch disagrees\n";
+  std::cout << "contract                     cases  accepted  tolerated differences  special inputs where PyTorch disagrees\n";
   for (const auto& [name, ty] : tally) {
     std::vector<std::string> on;
     for (const auto& [k, n] : ty.disagree_on) on.push_back(fmt::format("{} ({})", k, n));
-    std::cout << fmt::format("{:<28} {:>5}  {:>8}  {:>18}  {}\n", name, ty.cases, ty.accepted, ty.stated,
+    std::cout << fmt::format("{:<28} {:>5}  {:>8}  {:>21}  {}\n", name, ty.cases, ty.accepted, ty.tolerated,
                              on.empty() ? "-" : fmt::format("{}", fmt::join(on, ", ")));
   }
-  for (const auto& d : kStatedDifferences) {
+  for (const auto& d : kToleratedDifferences) {
     const contract::Contract* c = nullptr;
     for (const auto& p : cases)
       if (p.c->name() == d.contract) c = p.c;
     ASSERT_NE(c, nullptr) << d.contract;
     EXPECT_NE(c->numerical_policy().find(d.policy_says), std::string::npos)
-        << d.contract << ": the difference from PyTorch (" << d.what << ") is not stated in the policy: " << c->numerical_policy();
-    std::cout << d.contract << ": stated difference " << d.what << ": " << tally[d.contract].stated << " element(s)\n";
+        << d.contract << ": the value PyTorch may differ on (" << d.what << ") is not stated in the policy: " << c->numerical_policy();
+    std::cout << d.contract << ": tolerated difference " << d.what << ": " << tally[d.contract].tolerated << " element(s)\n";
   }
 }
 

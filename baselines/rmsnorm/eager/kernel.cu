@@ -1,5 +1,6 @@
 // Eager RMSNorm baseline, one primitive kernel per step as a framework running op by op does:
-// ss[r] = sum_j x[r, j]^2 (one block per row), then y = x * rsqrt(ss[r] / cols + eps) * w.
+// ss[r] = sum_j x[r, j]^2 (one block per row), then y = x * rsqrt(ss[r] / cols + eps) * w (NaN where
+// ss[r] is Inf).
 #include <cuda_bf16.h>
 
 __device__ __forceinline__ float to_f(float v) { return v; }
@@ -27,5 +28,7 @@ __global__ void scale_rows(const T* x, const float* ss, const float* w, T* y, lo
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= rows * cols) return;
   const long long r = i / cols, j = i % cols;
-  put(y, i, to_f(x[i]) * rsqrtf(ss[r] / float(cols) + eps) * w[j]);
+  // An Inf sum of squares (a +-Inf in the row) makes the row NaN, as the contract and F.rms_norm on CUDA.
+  const float k = isinf(ss[r]) ? __int_as_float(0x7fc00000) : rsqrtf(ss[r] / float(cols) + eps);
+  put(y, i, to_f(x[i]) * k * w[j]);
 }

@@ -19,6 +19,7 @@ __global__ void rmsnorm_fused(const T* x, const float* w, T* y, long long cols, 
     if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
     __syncthreads();
   }
-  const float scale = rsqrtf(part[0] / float(cols) + eps);
+  // An Inf sum of squares (a +-Inf in the row) makes the row NaN, as the contract and F.rms_norm on CUDA.
+  const float scale = isinf(part[0]) ? __int_as_float(0x7fc00000) : rsqrtf(part[0] / float(cols) + eps);
   for (long long j = threadIdx.x; j < cols; j += blockDim.x) put(y, base + j, to_f(x[base + j]) * scale * w[j]);
 }

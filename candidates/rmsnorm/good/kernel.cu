@@ -1,5 +1,6 @@
 // RMSNorm, one block of 256 threads per row (grid-stride over rows): the sum of squares in f32 per
-// thread, a warp-shuffle then shared-memory block reduction, then y = x * rsqrt(ms + eps) * w.
+// thread, a warp-shuffle then shared-memory block reduction, then y = x * rsqrt(ms + eps) * w (NaN
+// across a row whose sum of squares is Inf).
 // Known-broken variants are this file plus one define (candidates/rmsnorm/broken/*/kqual.toml):
 //   KQUAL_BUG_NO_EPS      drops eps (rows whose mean square is comparable to eps come out wrong)
 //   KQUAL_BUG_MISSING_TAIL writes only whole groups of 4 columns (the last cols % 4 are never written)
@@ -39,10 +40,13 @@ __global__ void __launch_bounds__(256) rmsnorm(const T* x, const float* w, T* y,
       float t = 0.0f;
       for (int k = 0; k < int(blockDim.x >> 5); ++k) t += partial[k];
 #ifdef KQUAL_BUG_NO_EPS
-      scale = rsqrtf(t / float(cols));
+      const float ms = t / float(cols);
 #else
-      scale = rsqrtf(t / float(cols) + eps);
+      const float ms = t / float(cols) + eps;
 #endif
+      // A +-Inf in the row makes the whole row NaN (the contract, as PyTorch's F.rms_norm on CUDA),
+      // where rsqrt(Inf) = 0 would give its finite elements +-0. A NaN propagates by itself.
+      scale = isinf(t) ? __int_as_float(0x7fc00000) : rsqrtf(ms);
     }
     __syncthreads();
     const float k = scale;

@@ -1,6 +1,7 @@
 // RMSNorm over strided rows: row r of x at x + r * stride_x, of y at y + r * stride_y (views into
 // larger buffers; any stride >= cols). One block of 256 threads per row (grid-stride over rows), the
-// sum of squares in f32, a warp-shuffle then shared-memory reduction, y = x * rsqrt(ms + eps) * w.
+// sum of squares in f32, a warp-shuffle then shared-memory reduction, y = x * rsqrt(ms + eps) * w
+// (NaN across a row whose sum of squares is Inf).
 // An f32 row whose x and y starts are both 16-byte aligned is read and written as float4 (a scalar
 // tail for cols % 4); any other row element by element. Nothing between rows is touched.
 // Known-broken variants are this file plus one define (candidates/rmsnorm_strided/broken/*/kqual.toml):
@@ -59,7 +60,9 @@ __global__ void __launch_bounds__(256) rmsnorm_strided(const T* x, const float* 
     if (threadIdx.x == 0) {
       float t = 0.0f;
       for (int k = 0; k < int(blockDim.x >> 5); ++k) t += partial[k];
-      scale = rsqrtf(t / float(cols) + eps);
+      // A +-Inf in the row makes the whole row NaN (the contract, as PyTorch's F.rms_norm on CUDA),
+      // where rsqrt(Inf) = 0 would give its finite elements +-0. A NaN propagates by itself.
+      scale = isinf(t) ? __int_as_float(0x7fc00000) : rsqrtf(t / float(cols) + eps);
     }
     __syncthreads();
     const float k = scale;
