@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kqual/core/error.hpp"
+#include "kqual/core/self.hpp"
 #include "kqual/core/files.hpp"
 
 namespace kqual::bench {
@@ -23,7 +24,7 @@ TorchWorker::TorchWorker(const std::string& python, const fs::path& script, cons
   int in_pipe[2], out_pipe[2];
   if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0)
     throw_error(ErrorKind::io, std::string("pipe: ") + std::strerror(errno));
-  signal(SIGPIPE, SIG_IGN);
+  ignore_sigpipe();
   std::vector<std::string> args = {python, script.string(), cfg.dump()};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

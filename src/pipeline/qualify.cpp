@@ -20,33 +20,13 @@
 #include "kqual/report/provenance.hpp"
 #include "kqual/report/results.hpp"
 #include "kqual/core/exit_codes.hpp"
+#include "kqual/core/self.hpp"
 #include "kqual/worker/worker.hpp"
 
 namespace kqual::pipeline {
 namespace fs = std::filesystem;
 
-std::optional<fs::path> find_bundled(const std::string& name, const fs::path& hint) {
-  if (const char* home = std::getenv("KQUAL_HOME")) {
-    fs::path p = fs::path(home) / name;
-    if (fs::is_directory(p)) return p;
-  }
-  auto walk = [&](fs::path start) -> std::optional<fs::path> {
-    std::error_code ec;
-    start = fs::weakly_canonical(fs::absolute(start), ec);
-    for (fs::path p = start; !p.empty(); p = p.parent_path()) {
-      if (fs::is_directory(p / name)) return p / name;
-      if (p == p.parent_path()) break;
-    }
-    return std::nullopt;
-  };
-  if (!hint.empty())
-    if (auto p = walk(hint)) return p;
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n > 0)
-    if (auto p = walk(fs::path(std::string(buf, std::size_t(n))).parent_path())) return p;
-  return std::nullopt;
-}
+std::optional<fs::path> find_bundled(const std::string& name, const fs::path& hint) { return find_project_folder(name, hint); }
 
 std::vector<fs::path> baseline_roots(const std::vector<fs::path>& user_dirs) {
   std::vector<fs::path> roots = user_dirs;

@@ -12,6 +12,7 @@
 
 #include "kqual/contract/declared.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/core/self.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/process.hpp"
 #include "kqual/pipeline/screen_journal.hpp"
@@ -42,12 +43,7 @@ void directive_value(const std::string& option, const std::string& v) {
     throw_error(ErrorKind::usage, fmt::format("{} '{}': contains white space, which a #SBATCH line cannot hold", option, v));
 }
 
-std::string self_exe() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw_error(ErrorKind::io, "cannot find the kqual executable (/proc/self/exe); give --kqual");
-  return std::string(buf, std::size_t(n));
-}
+std::string self_exe() { return self_executable_or_throw("give --kqual").string(); }
 
 // The kqual screen options each shard runs with: the ones that decide verdicts (the judge's folders
 // among them: `judge`), and the GPU choice.

@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "kqual/core/error.hpp"
+#include "kqual/core/self.hpp"
 #include "kqual/worker/worker.hpp"
 
 extern char** environ;
@@ -51,12 +52,7 @@ WorkerClient::WorkerClient(WorkerOptions opts) : opts_(std::move(opts)) {
   // KQUAL_EXE lets test binaries and other embedders name the kqual binary that serves as worker.
   if (opts_.exe.empty())
     if (const char* e = std::getenv("KQUAL_EXE"); e && *e) opts_.exe = e;
-  if (opts_.exe.empty()) {
-    char buf[4096];
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) throw_error(ErrorKind::io, "cannot find the kqual executable (/proc/self/exe)");
-    opts_.exe.assign(buf, std::size_t(n));
-  }
+  if (opts_.exe.empty()) opts_.exe = self_executable_or_throw().string();
   if (opts_.stderr_path.empty()) opts_.stderr_path = fmt::format("/tmp/kqual-worker-{}.log", getpid());
 }
 
@@ -145,7 +141,7 @@ WorkerReply WorkerClient::call(const json& request, double timeout_s) {
   if (pid_ < 0) start();
   WorkerReply reply;
   std::string line = request.dump() + "\n";
-  signal(SIGPIPE, SIG_IGN);
+  ignore_sigpipe();
   for (std::size_t off = 0; off < line.size();) {
     ssize_t n = ::write(to_fd_, line.data() + off, line.size() - off);
     if (n <= 0) {
