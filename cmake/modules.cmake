@@ -3,7 +3,7 @@
 # modules listed; tests/architecture checks that no source or header includes a module it does not
 # list, so an upward or sideways include fails CI.
 #
-# Layers, bottom to top: core · stats model artifact contract · cuda · decision · startup ·
+# Layers, bottom to top: core · stats model artifact contract cuda · decision · startup ·
 # worker · build · check · bench · report · pipeline · run (the CLI).
 set(KQUAL_MODULES core stats model artifact contract cuda decision startup worker build check bench report pipeline run)
 set(KQUAL_DEPS_core "")
@@ -11,14 +11,14 @@ set(KQUAL_DEPS_stats core)
 set(KQUAL_DEPS_model core)
 set(KQUAL_DEPS_artifact core)
 set(KQUAL_DEPS_contract core)
-set(KQUAL_DEPS_cuda core contract)
+set(KQUAL_DEPS_cuda core)
 set(KQUAL_DEPS_decision core model stats)
 set(KQUAL_DEPS_startup core cuda decision stats)
 set(KQUAL_DEPS_worker core cuda stats)
 set(KQUAL_DEPS_build core artifact contract cuda)
 set(KQUAL_DEPS_check core contract cuda stats build worker)
 set(KQUAL_DEPS_bench core contract cuda stats build worker check)
-set(KQUAL_DEPS_report core cuda contract stats decision bench)
+set(KQUAL_DEPS_report core cuda stats decision bench)
 set(KQUAL_DEPS_pipeline core artifact bench build check contract decision model report startup stats worker)
 set(KQUAL_DEPS_run core stats model artifact contract cuda decision startup worker build check bench report pipeline)
 

@@ -9,7 +9,7 @@
 #include "kqual/artifact/artifact.hpp"
 #include "kqual/build/manifest.hpp"
 #include "kqual/contract/contract.hpp"
-#include "kqual/contract/dtype.hpp"
+#include "kqual/core/dtype.hpp"
 #include "kqual/pipeline/compare.hpp"
 #include "kqual/worker/session.hpp"
 

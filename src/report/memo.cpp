@@ -8,7 +8,7 @@
 #include <cctype>
 #include <sstream>
 
-#include "kqual/contract/dtype.hpp"
+#include "kqual/core/dtype.hpp"
 #include "kqual/decision/decision.hpp"
 #include "kqual/stats/compare.hpp"
 #include "kqual/stats/summary.hpp"

@@ -9,7 +9,7 @@
 #include <limits>
 #include <string_view>
 
-#include "kqual/contract/dtype.hpp"
+#include "kqual/core/dtype.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/stats/compare.hpp"
 #include "kqual/stats/summary.hpp"

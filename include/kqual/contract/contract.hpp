@@ -11,7 +11,7 @@
 
 #include "kqual/contract/domain.hpp"
 #include "kqual/contract/generated.hpp"
-#include "kqual/contract/dtype.hpp"
+#include "kqual/core/dtype.hpp"
 #include "kqual/core/json.hpp"
 
 namespace kqual::contract {

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kqual/contract/dtype.hpp"
+#include "kqual/core/dtype.hpp"
 #include "kqual/core/json.hpp"
 
 namespace kqual::contract {

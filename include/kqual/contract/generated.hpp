@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "kqual/contract/domain.hpp"
-#include "kqual/contract/dtype.hpp"
+#include "kqual/core/dtype.hpp"
 
 namespace kqual::contract {
 

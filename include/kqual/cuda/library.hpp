@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kqual/contract/dtype.hpp"
+#include "kqual/core/dtype.hpp"
 #include "kqual/cuda/objects.hpp"
 
 namespace kqual::cuda {

@@ -1,4 +1,4 @@
-#include "kqual/contract/dtype.hpp"
+#include "kqual/core/dtype.hpp"
 
 namespace kqual {
 
