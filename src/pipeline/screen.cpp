@@ -26,6 +26,7 @@
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
 #include "kqual/pipeline/screen_gpus.hpp"
+#include "build_pool.hpp"
 #include "screen_contracts.hpp"
 #include "kqual/pipeline/screen_journal.hpp"
 #include "kqual/pipeline/screen_key.hpp"
@@ -45,7 +46,6 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 // What the builder threads hand to the GPU lanes.
 struct BuildSlot {
-  bool done = false;
   std::optional<build::BuiltCandidate> built;
   std::optional<ScreenVerdict> verdict;  // set when the candidate ends before the GPU (refused, error)
   double build_ms = 0;
@@ -284,73 +284,50 @@ ScreenOutcome screen(const ScreenOptions& o) {
 
   // ---- build: a pool of NVRTC threads, ahead of the GPU lanes ----
   ScratchDir build_scratch("kqual-screen");
-  std::vector<BuildSlot> slots(n);
-  std::mutex mu;
-  std::condition_variable cv;
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> stop{false};
-  auto builder = [&] {
-    for (;;) {
-      const std::size_t k = next.fetch_add(1);
-      if (k >= todo.size() || stop.load()) return;
-      const std::size_t i = todo[k];
-      BuildSlot slot;
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        build::Manifest m;
-        if (contracts.refusals[i]) {
-          slot.verdict = contracts.refusals[i];
-          slot.contract = contracts.refusals[i]->contract;
+  auto build_one = [&](std::size_t k) {
+    const std::size_t i = todo[k];
+    BuildSlot slot;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      build::Manifest m;
+      if (contracts.refusals[i]) {
+        slot.verdict = contracts.refusals[i];
+        slot.contract = contracts.refusals[i]->contract;
+      } else {
+        try {
+          m = build::load_manifest(cands[i]);
+        } catch (const Error& e) {
+          slot.verdict = refused("manifest_invalid", e.what());
+        }
+      }
+      if (!slot.verdict) {
+        slot.contract = m.contract;
+        if (!o.contract.empty() && m.contract != o.contract) {
+          slot.verdict = refused("contract_mismatch", fmt::format("{} is a {} candidate; this screen is against {}",
+                                                                  m.file.string(), m.contract, o.contract));
         } else {
           try {
-            m = build::load_manifest(cands[i]);
+            // A folder per candidate: copies of one manifest share its name and image file name.
+            const fs::path dir = build_scratch.path() / fmt::format("c{}", i);
+            fs::create_directories(dir);
+            slot.built = build::build_candidate(m, lanes.arch, dir);
           } catch (const Error& e) {
-            slot.verdict = refused("manifest_invalid", e.what());
+            slot.verdict = refused("build_failed", e.what());
           }
         }
-        if (!slot.verdict) {
-          slot.contract = m.contract;
-          if (!o.contract.empty() && m.contract != o.contract) {
-            slot.verdict = refused("contract_mismatch", fmt::format("{} is a {} candidate; this screen is against {}",
-                                                                    m.file.string(), m.contract, o.contract));
-          } else {
-            try {
-              // A folder per candidate: copies of one manifest share its name and image file name.
-              const fs::path dir = build_scratch.path() / fmt::format("c{}", i);
-              fs::create_directories(dir);
-              slot.built = build::build_candidate(m, lanes.arch, dir);
-            } catch (const Error& e) {
-              slot.verdict = refused("build_failed", e.what());
-            }
-          }
-        }
-      } catch (const std::exception& e) {
-        ScreenVerdict v;
-        v.verdict = "error";
-        v.reason = "internal error";
-        v.detail = e.what();
-        slot.verdict = v;
       }
-      slot.build_ms = ms_since(t0);
-      slot.done = true;
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        slots[i] = std::move(slot);
-      }
-      cv.notify_all();
+    } catch (const std::exception& e) {
+      ScreenVerdict v;
+      v.verdict = "error";
+      v.reason = "internal error";
+      v.detail = e.what();
+      slot.verdict = v;
     }
+    slot.build_ms = ms_since(t0);
+    return slot;
   };
-  std::vector<std::jthread> pool;
-  struct PoolStopper {  // an exception in the lanes stops the builders before the pool joins
-    std::atomic<bool>& stop;
-    std::vector<std::jthread>& pool;
-    ~PoolStopper() {
-      stop.store(true);
-      pool.clear();
-    }
-  } stopper{stop, pool};
   const int threads = int(std::min<std::size_t>(std::size_t(o.jobs), std::max<std::size_t>(todo.size(), 1)));
-  for (int t = 0; t < threads; ++t) pool.emplace_back(builder);
+  BuildPool<BuildSlot> pool(todo.size(), threads, build_one);
 
   // ---- check: each lane takes the next candidate from one queue; every verdict journaled ----
   check::CheckOptions co;
@@ -363,15 +340,14 @@ ScreenOutcome screen(const ScreenOptions& o) {
     if (verdicts[i].resumed)
       say(fmt::format("screen [{}/{}] {}: {} ({}; from the journal)", ++shown, n, display_name(cands[i]), verdicts[i].verdict,
                       verdicts[i].reason));
-  auto take_slot = [&](std::size_t i) {
-    std::unique_lock<std::mutex> lk(mu);
-    cv.wait(lk, [&] { return slots[i].done; });
-    return std::move(slots[i]);
+  auto take_slot = [&](std::size_t k) {
+    std::optional<BuildSlot> slot = pool.take(k);
+    if (!slot) throw_error(ErrorKind::internal, "the build pool stopped before building a candidate a lane needs");
+    return std::move(*slot);
   };
   LaneHooks hooks;
   hooks.check = [&](std::size_t lane, std::size_t k, bool* fault) {
-    const std::size_t i = todo[k];
-    BuildSlot slot = take_slot(i);
+    BuildSlot slot = take_slot(k);
     ScreenVerdict v;
     double check_ms = 0;
     if (slot.verdict) {

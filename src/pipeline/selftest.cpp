@@ -25,6 +25,7 @@
 #include "kqual/report/provenance.hpp"
 #include "kqual/report/results.hpp"
 #include "kqual/worker/sanitizer.hpp"
+#include "build_pool.hpp"
 
 namespace kqual::pipeline {
 namespace fs = std::filesystem;
@@ -38,7 +39,6 @@ struct SelftestEntry {
 
 // What the compile threads hand to the lanes.
 struct Built {
-  bool done = false;
   bool skip = false;                    // another contract's folder (--contract)
   std::optional<build::Manifest> manifest;
   std::optional<build::BuiltCandidate> built;
@@ -136,59 +136,33 @@ SelftestOutcome selftest(const SelftestOptions& o) {
                   dev.present ? fmt::format("{} lane(s) (worker sessions) on the GPU", lanes) : std::string("no GPU: compile only")));
 
   // ---- compile: a pool of NVRTC threads, each folder into a scratch folder of its own ----
-  std::vector<Built> built(n);
-  std::mutex mu;
-  std::condition_variable cv;
-  std::atomic<std::size_t> next_build{0};
-  std::atomic<bool> stop{false};
-  auto builder = [&] {
-    for (;;) {
-      const std::size_t i = next_build.fetch_add(1);
-      if (i >= n || stop.load()) return;
-      Built b;
+  auto build_one = [&](std::size_t i) {
+    Built b;
+    try {
+      b.manifest = build::load_manifest(entries[i].dir);
+    } catch (const Error& e) {
+      b.manifest_error = e.what();
+      b.skip = !only.empty();  // another contract's folder, perhaps; not asked for
+    }
+    if (b.manifest && !wanted(b.manifest->contract)) b.skip = true;
+    if (b.manifest && !b.skip) {
       try {
-        b.manifest = build::load_manifest(entries[i].dir);
+        const fs::path dir = s.scratch() / fmt::format("selftest-{}", i);
+        fs::create_directories(dir);
+        b.built = build::build_candidate(*b.manifest, tg.arch, dir);
       } catch (const Error& e) {
-        b.manifest_error = e.what();
-        b.skip = !only.empty();  // another contract's folder, perhaps; not asked for
+        b.build_error = e.what();
       }
-      if (b.manifest && !wanted(b.manifest->contract)) b.skip = true;
-      if (b.manifest && !b.skip) {
-        try {
-          const fs::path dir = s.scratch() / fmt::format("selftest-{}", i);
-          fs::create_directories(dir);
-          b.built = build::build_candidate(*b.manifest, tg.arch, dir);
-        } catch (const Error& e) {
-          b.build_error = e.what();
-        }
-      }
-      b.done = true;
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        built[i] = std::move(b);
-      }
-      cv.notify_all();
     }
+    return b;
   };
-  std::vector<std::jthread> pool;
-  struct PoolStopper {  // an exception in a lane stops the builders before the pool joins
-    std::atomic<bool>& stop;
-    std::vector<std::jthread>& pool;
-    ~PoolStopper() {
-      stop.store(true);
-      pool.clear();
-    }
-  } stopper{stop, pool};
-  for (int t = 0; t < std::min<int>(jobs, int(std::max<std::size_t>(n, 1))); ++t) pool.emplace_back(builder);
+  BuildPool<Built> pool(n, jobs, build_one);
   auto take = [&](std::size_t i) {
-    std::unique_lock<std::mutex> lk(mu);
-    cv.wait(lk, [&] { return built[i].done || stop.load(); });
-    if (!built[i].done) {  // another lane failed: the builders stopped
-      Built b;
-      b.skip = true;
-      return b;
-    }
-    return std::move(built[i]);
+    std::optional<Built> b = pool.take(i);
+    if (b) return std::move(*b);
+    Built stopped;  // another lane failed: the builders stopped
+    stopped.skip = true;
+    return stopped;
   };
 
   // ---- judge one folder in a lane's session ----
@@ -386,6 +360,8 @@ SelftestOutcome selftest(const SelftestOptions& o) {
   // ---- lanes: each takes the next folder; lane 0 is the target's session ----
   std::vector<Judged> judged(n);
   std::atomic<std::size_t> next_judge{0};
+  std::atomic<bool> stop{false};
+  std::mutex mu;
   std::exception_ptr failure;
   auto lane_loop = [&](int l) {
     try {
@@ -408,7 +384,7 @@ SelftestOutcome selftest(const SelftestOptions& o) {
       std::lock_guard<std::mutex> lk(mu);
       if (!failure) failure = std::current_exception();
       stop.store(true);
-      cv.notify_all();
+      pool.stop();  // a lane waiting on a build gets "skip" instead of waiting forever
     }
   };
   {
