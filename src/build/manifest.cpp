@@ -209,29 +209,67 @@ void find_placeholders(const toml::node& n, const std::string& key, std::vector<
 
 }  // namespace
 
-Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestUse use) {
-  Ctx cx(file);
-  toml::table root;
-  try {
-    root = toml::parse(text, file.string());
-  } catch (const toml::parse_error& e) {
-    throw_error(ErrorKind::input, fmt::format("{}:{}:{}: TOML syntax error: {}", file.string(), e.source().begin.line,
-                                              e.source().begin.column, e.description()));
-  }
-  // A generated manifest is refused until it is completed, before anything else is judged: the
-  // placeholders are the first thing to fix, and a half-filled plan must never run.
-  std::vector<std::string> todo;
-  find_placeholders(root, "", todo);
-  if (!todo.empty())
-    throw_error(ErrorKind::input,
-                fmt::format("{}: incomplete manifest: {} placeholder(s) to complete before kqual uses it: {} (each value "
-                            "starting with \"{}\"; the comments in the file say what each needs)",
-                            file.string(), todo.size(), fmt::join(todo, ", "), kPlaceholderPrefix));
-  check_keys(cx, root, "", {"candidate", "supports", "scratch", "launch", "expect"});
-  Manifest m;
-  m.file = file;
-  m.dir = file.parent_path();
+namespace {
 
+// One launch argument: a tensor or scratch pointer, a dim with its C type, or a contract scalar.
+LaunchArg parse_launch_arg(Ctx& cx, const contract::Contract& contract_ref, const Manifest& m, const std::string& text,
+                           const std::string& akey) {
+  const contract::Contract* c = &contract_ref;
+  LaunchArg a;
+  a.text = text;
+  auto colon = a.text.find(':');
+  a.name = a.text.substr(0, colon);
+  bool is_tensor = false, is_scratch = false, is_dim = false;
+  for (const auto& td : c->tensors()) is_tensor |= td.name == a.name;
+  for (const auto& sc : m.scratch) is_scratch |= sc.name == a.name;
+  for (const auto& d : c->dims()) is_dim |= d == a.name;
+  std::optional<contract::ScalarArg> scalar;
+  for (const auto& sc : c->scalars())
+    if (sc.name == a.name) scalar = sc;
+  if (scalar) {
+    // A contract scalar (eps): its value, in the type the kernel takes, fixed by the contract.
+    a.kind = LaunchArg::constant;
+    const std::string ty = colon == std::string::npos ? std::string(to_string(scalar->dtype)) : a.text.substr(colon + 1);
+    if (ty == "f32") {
+      a.type = ScalarType::f32;
+      a.bits = std::int64_t(f32_bits(float(scalar->value)));
+    } else if (ty == "f64") {
+      a.type = ScalarType::f64;
+      double v = scalar->value;
+      std::memcpy(&a.bits, &v, 8);
+    } else if (ty == "i32" || ty == "i64") {
+      a.type = ty == "i32" ? ScalarType::i32 : ScalarType::i64;
+      a.bits = std::int64_t(scalar->value);
+    } else {
+      cx.fail(akey, fmt::format("unknown scalar type '{}' (f32, f64, i32, i64)", ty));
+    }
+  } else if (is_dim) {
+    a.kind = LaunchArg::dim;
+    if (colon == std::string::npos)
+      cx.fail(akey, fmt::format("'{}' is a dim: give its C type, e.g. \"{}:i64\" (i32, u32, i64, u64)", a.text, a.name));
+    std::string ty = a.text.substr(colon + 1);
+    if (ty == "i32") a.type = ScalarType::i32;
+    else if (ty == "u32") a.type = ScalarType::u32;
+    else if (ty == "i64") a.type = ScalarType::i64;
+    else if (ty == "u64") a.type = ScalarType::u64;
+    else cx.fail(akey, fmt::format("unknown scalar type '{}' (i32, u32, i64, u64)", ty));
+  } else if (is_tensor || is_scratch) {
+    if (colon != std::string::npos) cx.fail(akey, fmt::format("'{}': pointers take no type suffix", a.text));
+    a.kind = is_tensor ? LaunchArg::tensor : LaunchArg::scratch;
+  } else {
+    std::vector<std::string> known;
+    for (const auto& td : c->tensors()) known.push_back(td.name);
+    for (const auto& sc : m.scratch) known.push_back(sc.name);
+    for (const auto& d : c->dims()) known.push_back(d + ":<type>");
+    for (const auto& sc : c->scalars()) known.push_back(sc.name);
+    cx.fail(akey, fmt::format("'{}' is neither a tensor, a scratch buffer nor a dim of contract {} (known: {})", a.name,
+                              m.contract, fmt::join(known, ", ")));
+  }
+  return a;
+}
+
+// [candidate]: the contract (resolved here), the name, the source or image, the compiler and its options.
+const contract::Contract* parse_candidate_table(Ctx& cx, const toml::table& root, Manifest& m) {
   const toml::table* cand = root["candidate"].as_table();
   if (!cand) cx.fail("[candidate]", "missing table (required)");
   check_keys(cx, *cand, "candidate",
@@ -299,6 +337,12 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
            "--relocatable-device-code", "--preprocess", "-E", "--x", "-x", "-ccbin", "--compiler-bindir"},
           m.nvcc_options);
 
+  return c;
+}
+
+// [supports]: the dtypes, alignment, sizes and run-to-run claims, against the contract's.
+void parse_supports(Ctx& cx, const toml::table& root, const contract::Contract& contract_ref, Manifest& m) {
+  const contract::Contract* c = &contract_ref;
   const toml::table* sup = root["supports"].as_table();
   if (!sup) cx.fail("[supports]", "missing table (required): which dtypes, alignment and sizes the kernel claims");
   check_keys(cx, *sup, "supports", {"dtypes", "min_alignment_bytes", "max_n", "in_place", "deterministic"});
@@ -356,7 +400,12 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
       }
   }
 
-  std::vector<std::string> names = expression_names(*c);
+}
+
+// [[scratch]]: buffers the harness allocates for the kernel, sized by expressions of the dims.
+void parse_scratch(Ctx& cx, const toml::table& root, const contract::Contract& contract_ref, const std::vector<std::string>& names,
+                   Manifest& m) {
+  const contract::Contract* c = &contract_ref;
   if (const toml::node* s = root.get("scratch")) {
     const auto* arr = s->as_array();
     if (!arr) cx.fail("scratch", "expected an array of tables ([[scratch]])");
@@ -374,6 +423,12 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
     }
   }
 
+}
+
+// [[launch]]: the plan, kernel or library launches with their arguments; every output must be passed.
+void parse_launches(Ctx& cx, const toml::table& root, const contract::Contract& contract_ref, const std::vector<std::string>& names,
+                    ManifestUse use, Manifest& m) {
+  const contract::Contract* c = &contract_ref;
   const auto* launches = root.get("launch") ? root.get("launch")->as_array() : nullptr;
   if (!launches || launches->empty()) cx.fail("launch", "missing: at least one [[launch]] table is required");
   for (std::size_t i = 0; i < launches->size(); ++i) {
@@ -402,57 +457,7 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
       auto akey = fmt::format("{}.args[{}]", where, j);
       const auto* s = args->get(j)->as_string();
       if (!s) cx.fail(akey, "expected a string");
-      LaunchArg a;
-      a.text = s->get();
-      auto colon = a.text.find(':');
-      a.name = a.text.substr(0, colon);
-      bool is_tensor = false, is_scratch = false, is_dim = false;
-      for (const auto& td : c->tensors()) is_tensor |= td.name == a.name;
-      for (const auto& sc : m.scratch) is_scratch |= sc.name == a.name;
-      for (const auto& d : c->dims()) is_dim |= d == a.name;
-      std::optional<contract::ScalarArg> scalar;
-      for (const auto& sc : c->scalars())
-        if (sc.name == a.name) scalar = sc;
-      if (scalar) {
-        // A contract scalar (eps): its value, in the type the kernel takes, fixed by the contract.
-        a.kind = LaunchArg::constant;
-        const std::string ty = colon == std::string::npos ? std::string(to_string(scalar->dtype)) : a.text.substr(colon + 1);
-        if (ty == "f32") {
-          a.type = ScalarType::f32;
-          a.bits = std::int64_t(f32_bits(float(scalar->value)));
-        } else if (ty == "f64") {
-          a.type = ScalarType::f64;
-          double v = scalar->value;
-          std::memcpy(&a.bits, &v, 8);
-        } else if (ty == "i32" || ty == "i64") {
-          a.type = ty == "i32" ? ScalarType::i32 : ScalarType::i64;
-          a.bits = std::int64_t(scalar->value);
-        } else {
-          cx.fail(akey, fmt::format("unknown scalar type '{}' (f32, f64, i32, i64)", ty));
-        }
-      } else if (is_dim) {
-        a.kind = LaunchArg::dim;
-        if (colon == std::string::npos)
-          cx.fail(akey, fmt::format("'{}' is a dim: give its C type, e.g. \"{}:i64\" (i32, u32, i64, u64)", a.text, a.name));
-        std::string ty = a.text.substr(colon + 1);
-        if (ty == "i32") a.type = ScalarType::i32;
-        else if (ty == "u32") a.type = ScalarType::u32;
-        else if (ty == "i64") a.type = ScalarType::i64;
-        else if (ty == "u64") a.type = ScalarType::u64;
-        else cx.fail(akey, fmt::format("unknown scalar type '{}' (i32, u32, i64, u64)", ty));
-      } else if (is_tensor || is_scratch) {
-        if (colon != std::string::npos) cx.fail(akey, fmt::format("'{}': pointers take no type suffix", a.text));
-        a.kind = is_tensor ? LaunchArg::tensor : LaunchArg::scratch;
-      } else {
-        std::vector<std::string> known;
-        for (const auto& td : c->tensors()) known.push_back(td.name);
-        for (const auto& sc : m.scratch) known.push_back(sc.name);
-        for (const auto& d : c->dims()) known.push_back(d + ":<type>");
-        for (const auto& sc : c->scalars()) known.push_back(sc.name);
-        cx.fail(akey, fmt::format("'{}' is neither a tensor, a scratch buffer nor a dim of contract {} (known: {})", a.name,
-                                  m.contract, fmt::join(known, ", ")));
-      }
-      l.args.push_back(a);
+      l.args.push_back(parse_launch_arg(cx, *c, m, s->get(), akey));
     }
     if (routine) check_library_args(cx, where, l, *routine);
     m.launches.push_back(std::move(l));
@@ -471,6 +476,10 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
       cx.fail("launch", fmt::format("output tensor '{}' is not passed to any launch", td.name));
   }
 
+}
+
+// [expect]: what a known-broken candidate must be rejected for (selftest).
+void parse_expect(Ctx& cx, const toml::table& root, Manifest& m) {
   if (const toml::node* e = root.get("expect")) {
     const auto* t = e->as_table();
     if (!t) cx.fail("expect", "expected a table");
@@ -494,6 +503,39 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
       m.expect_given_hash_slots = g->as_boolean()->get();
     }
   }
+}
+
+}  // namespace
+
+Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestUse use) {
+  Ctx cx(file);
+  toml::table root;
+  try {
+    root = toml::parse(text, file.string());
+  } catch (const toml::parse_error& e) {
+    throw_error(ErrorKind::input, fmt::format("{}:{}:{}: TOML syntax error: {}", file.string(), e.source().begin.line,
+                                              e.source().begin.column, e.description()));
+  }
+  // A generated manifest is refused until it is completed, before anything else is judged: the
+  // placeholders are the first thing to fix, and a half-filled plan must never run.
+  std::vector<std::string> todo;
+  find_placeholders(root, "", todo);
+  if (!todo.empty())
+    throw_error(ErrorKind::input,
+                fmt::format("{}: incomplete manifest: {} placeholder(s) to complete before kqual uses it: {} (each value "
+                            "starting with \"{}\"; the comments in the file say what each needs)",
+                            file.string(), todo.size(), fmt::join(todo, ", "), kPlaceholderPrefix));
+  check_keys(cx, root, "", {"candidate", "supports", "scratch", "launch", "expect"});
+  Manifest m;
+  m.file = file;
+  m.dir = file.parent_path();
+
+  const contract::Contract* c = parse_candidate_table(cx, root, m);
+  parse_supports(cx, root, *c, m);
+  std::vector<std::string> names = expression_names(*c);
+  parse_scratch(cx, root, *c, names, m);
+  parse_launches(cx, root, *c, names, use, m);
+  parse_expect(cx, root, m);
   return m;
 }
 
