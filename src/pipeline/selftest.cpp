@@ -58,6 +58,282 @@ struct Judged {
 
 unsigned hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
+// A defect that shows only when timed: the candidate timed alone (no baselines) at every benchmark
+// shape up to 2^30 elements; the first unverified series gives the code and detail.
+void timed_finding(worker::Session& ses, const build::BuiltCandidate& b, const build::Manifest& m, std::uint64_t seed,
+                   std::map<std::string, int>& codes, std::string& timed_code, std::string& timed_detail) {
+    const contract::Contract& c = contract::find_contract(m.contract);
+    bench::TimingOptions to;
+    to.seed = seed;
+    to.rounds = 2;
+    to.samples_per_round = 10;
+    to.measure_copy = false;
+    to.give_hash_slots = m.expect_given_hash_slots;
+    for (const auto& d : c.benchmark_shapes()) {
+      std::int64_t elements = 0;
+      for (const auto& t : c.tensors()) elements += c.tensor_elements(t.name, d);
+      // Every benchmark shape up to 2^30 elements over all tensors: a timing cheat may act only at
+      // the benchmark size (broken/dataset_memo: 2^28); fresh inputs keep larger shapes cheap.
+      if (elements <= (std::int64_t(1) << 30)) to.shapes.push_back(d);
+    }
+    bench::TimingReport tr = bench::time_against_baselines(ses, b, {}, to);
+    for (const auto& sh : tr.shapes) {
+      const auto& cs = sh.series.at(0);
+      if (!cs.verified && timed_detail.empty()) {
+        timed_code = cs.verify_code.empty() ? "timed_output_wrong" : cs.verify_code;
+        ++codes[timed_code];
+        timed_detail = fmt::format("shape {}: {}", sh.shape, cs.verify_detail);
+      }
+    }
+  }
+
+// One seed's row: the outcome, the case counts, and the first failure worth reading (of the stated
+// reason when the candidate is known-broken, else the timed finding, else any).
+report::SelftestSeed seed_row(const check::CorrectnessReport& rep, std::uint64_t seed, const std::string& got, bool ok,
+                              const std::map<std::string, int>& codes, const std::vector<std::string>* expected_codes,
+                              const std::string& timed_detail, bool timed_class) {
+  std::string detail;
+  for (const auto& x : rep.results)
+    if (x.status == "fail" &&
+        (!expected_codes || std::find(expected_codes->begin(), expected_codes->end(), x.code) != expected_codes->end())) {
+      detail = x.detail;
+      break;
+    }
+  if (detail.empty()) detail = timed_detail;
+  if (detail.empty())
+    for (const auto& x : rep.results)
+      if (x.status == "fail") {
+        detail = x.detail;
+        break;
+      }
+  report::SelftestSeed sd;
+  sd.seed = seed;
+  sd.outcome = got;
+  sd.as_expected = ok;
+  sd.cases = rep.cases;
+  sd.passed = rep.passed;
+  sd.failed = rep.failed;
+  sd.evidence = rep.evidence;
+  sd.skipped = rep.skipped;
+  sd.failure_codes = codes;
+  sd.first_failure = detail;
+  sd.timed = timed_class;
+  sd.sanitizer_pass = rep.sanitizer.is_null() ? json("not run") : rep.sanitizer;
+  sd.wall_ms = rep.wall_ms;
+  sd.slowest_cases = rep.to_json(false).at("slowest_cases");
+  return sd;
+}
+
+// What judging one folder needs from the run.
+struct JudgeRun {
+  const SelftestOptions& o;
+  bool device_present = false;
+  std::optional<std::string> sanitizer;
+  std::function<void(const std::string&)> say;
+};
+
+// One folder judged in a lane's session: its manifest and build, then each seed's check (and timing,
+// for a defect class that shows only when timed), against what the folder expects.
+Judged judge_folder(const JudgeRun& run, const SelftestEntry& entry, Built bt, worker::Session& lane, std::size_t i) {
+  const SelftestOptions& o = run.o;
+  const std::optional<std::string>& sanitizer = run.sanitizer;
+  const auto& say = run.say;
+  Judged j;
+  if (bt.skip) {
+    j.skip = true;
+    return j;
+  }
+  report::SelftestCandidate& row = j.row;
+  row.dir = entry.dir.string();
+  row.kind = entry.kind;
+  if (!bt.manifest) {
+    row.candidate = entry.dir.filename().string();
+    row.contract = (entry.kind == "broken" ? entry.dir.parent_path().parent_path() : entry.dir.parent_path()).filename().string();
+    row.expected = "a valid manifest";
+    row.outcome = "manifest invalid: " + bt.manifest_error;
+    row.as_expected = false;
+    j.unexpected = j.checks = 1;
+    return j;
+  }
+  const build::Manifest& m = *bt.manifest;
+  const bool broken = entry.kind == "broken";
+  j.broken = broken;
+  j.counted = true;
+  if (broken && !m.expect_rejected_for)
+    throw_error(ErrorKind::input, fmt::format("{}: a known-broken candidate must state [expect] rejected_for",
+                                              m.file.string()));
+  std::vector<std::string> expected_codes;
+  if (broken) {
+    expected_codes.push_back(*m.expect_rejected_for);
+    for (const auto& x : m.expect_also_rejected_for) expected_codes.push_back(x);
+    j.defect_class = expected_codes.front();
+  }
+  const std::string expected_text = broken ? "rejected: " + fmt::format("{}", fmt::join(expected_codes, " or ")) : std::string("accepted");
+  // A defect that shows only when timed: the candidate is also timed (small shapes, no baselines),
+  // in a worker of its own per seed (a launch counter in the module must start from zero).
+  const bool timed_class = std::any_of(expected_codes.begin(), expected_codes.end(), [](const std::string& e) {
+    return e == "timed_output_wrong" || e == "harness_memory_written";
+  });
+  row.candidate = m.name;
+  row.contract = m.contract;
+  row.expected = expected_text;
+  if (!bt.built) {
+    row.outcome = "build failed: " + bt.build_error;
+    row.as_expected = false;
+    j.unexpected = j.checks = 1;
+    j.intended_all = !broken;
+    return j;
+  }
+  build::BuiltCandidate& b = *bt.built;
+  if (!run.device_present) {
+    row.outcome = "compiled; not run (no GPU)";
+    return j;
+  }
+  // Under a sanitizer every candidate gets its own worker (and log); the sanitizer writes its
+  // summary when that worker exits.
+  std::unique_ptr<worker::Session> san_session;
+  worker::Session* run_in = &lane;
+  fs::path san_log;
+  if (sanitizer) {
+    worker::SessionOptions so2 = lane.options();
+    so2.watchdog_seconds = std::max(o.watchdog_seconds, 600.0);
+    san_log = lane.scratch() / fmt::format("sanitizer-{}-{}-{}.log", m.contract, m.name, i);
+    so2.worker_wrapper = {*sanitizer, "--tool", o.sanitize, "--log-file", san_log.string(), "--print-limit", "20"};
+    san_session = std::make_unique<worker::Session>(so2);
+    run_in = san_session.get();
+    if (!run_in->device().present) {
+      row.outcome = "the worker did not start under compute-sanitizer: " + run_in->device().why_absent;
+      row.as_expected = false;
+      j.unexpected = 1;
+      return j;
+    }
+  }
+  const std::string load_err = check::load_and_describe(*run_in, b);
+  std::vector<report::SelftestSeed> seeds;
+  bool as_expected = true;
+  for (std::size_t si = 0; si < o.seeds.size(); ++si) {
+    const std::uint64_t seed = o.seeds[si];
+    ++j.checks;
+    std::unique_ptr<worker::Session> own;
+    worker::Session* ses = run_in;
+    if (timed_class && !sanitizer) {
+      own = std::make_unique<worker::Session>(lane.options());
+      ses = own.get();
+    }
+    check::CheckOptions co;
+    co.seed = seed;
+    co.include_large = o.large_cases;
+    co.sanitizer_pass = o.sanitizer_pass && si == 0 && !sanitizer;
+    if (sanitizer) co.max_case_elements = std::int64_t(1) << 22;  // sanitizers run kernels 10-100x slower
+    check::CorrectnessReport rep;
+    if (load_err.empty()) rep = check::check_correctness(*ses, b, co);
+    std::map<std::string, int> codes = rep.failure_codes;
+    std::string timed_detail, timed_code;
+    if (load_err.empty() && timed_class && rep.accepted() && !sanitizer)
+      timed_finding(*ses, b, m, seed, codes, timed_code, timed_detail);
+    const bool rejected = !rep.accepted() || !timed_detail.empty();
+    bool ok;
+    std::string got;
+    const std::string primary = !rep.accepted() ? rep.primary_code() : timed_code;
+    if (!load_err.empty()) {
+      got = "load failed: " + load_err;
+      ok = false;
+    } else if (broken) {
+      ok = rejected && std::any_of(expected_codes.begin(), expected_codes.end(), [&](const std::string& e) { return codes.count(e) > 0; });
+      got = rejected ? "rejected: " + primary : "accepted";
+    } else {
+      ok = rep.accepted();
+      got = rep.accepted() ? "accepted" : "rejected: " + rep.primary_code();
+    }
+    if (rejected) j.rejected_any = true;
+    if (broken && !ok) j.intended_all = false;
+    report::SelftestSeed sd = seed_row(rep, seed, got, ok, codes, broken ? &expected_codes : nullptr, timed_detail, timed_class);
+    seeds.push_back(std::move(sd));
+    if (!ok) {
+      as_expected = false;
+      ++j.unexpected;
+    }
+    if (broken) {
+      ++j.class_checks;
+      if (ok) ++j.class_ok;
+    }
+  }
+  if (sanitizer) {
+    san_session.reset();  // the worker exits; the sanitizer writes its summary
+    json sj = worker::read_sanitizer_log(san_log).to_json();
+    sj["log"] = san_log.string();
+    sj["tool"] = o.sanitize;
+    row.sanitizer = sj;
+  }
+  {  // progress as it goes (a run stopped by a time limit still shows what it did)
+    std::string outcomes;
+    for (const auto& sd : seeds) outcomes += fmt::format(" {}{}", sd.as_expected ? "" : "UNEXPECTED ", sd.outcome);
+    say(fmt::format("{} {} {} (expected {}):{}", m.contract, entry.kind, m.name, expected_text, outcomes));
+  }
+  row.seeds = std::move(seeds);
+  row.as_expected = as_expected;
+  j.good_accepted = !broken && as_expected;
+  return j;
+}
+
+// The folders selftest judges: every good and known-broken candidate under root (a folder with a
+// kqual.toml, or folders of them), then the baselines, in path order.
+std::vector<SelftestEntry> selftest_entries(const fs::path& root, const std::optional<fs::path>& baselines_root) {
+  std::vector<SelftestEntry> entries;
+  for (const auto& op : fs::directory_iterator(root)) {
+    for (const char* kind : {"good", "broken"}) {
+      fs::path k = op.path() / kind;
+      if (!fs::is_directory(k)) continue;
+      if (fs::exists(k / "kqual.toml")) entries.push_back({k, kind});
+      for (const auto& e : fs::directory_iterator(k))
+        if (fs::exists(e.path() / "kqual.toml")) entries.push_back({e.path(), kind});
+    }
+  }
+  if (baselines_root)
+    for (const auto& op : fs::directory_iterator(*baselines_root))
+      if (op.is_directory())
+        for (const auto& e : fs::directory_iterator(op.path()))
+          if (fs::exists(e.path() / "kqual.toml")) entries.push_back({e.path(), "baseline"});
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.dir < b.dir; });
+  return entries;
+}
+
+// The folders' verdicts folded into the per-candidate, per-contract and per-class tables, in folder
+// order; returns (checks, unexpected).
+std::pair<int, int> fold_judged(std::vector<Judged>& judged, report::SelftestResult& res) {
+  int bad = 0, total = 0;
+  std::map<std::string, report::SelftestClassRow> by_class;  // per stated reason of the known-broken candidates
+  std::map<std::string, report::SelftestContractRow> per_contract;
+  for (auto& j : judged) {
+    if (j.skip) continue;
+    report::SelftestContractRow& pc = per_contract[j.row.contract];
+    pc.contract = j.row.contract;
+    total += j.checks;
+    bad += j.unexpected;
+    if (j.counted && (j.row.seeds || j.row.outcome.value_or("").rfind("build failed", 0) == 0)) {
+      if (j.broken) {
+        ++pc.broken;
+        if (j.rejected_any) ++pc.broken_rejected;
+        if (j.intended_all && j.row.seeds) ++pc.broken_for_intended_reason;
+      } else {
+        ++pc.good;
+        if (j.good_accepted) ++pc.good_accepted;
+      }
+    }
+    if (j.broken && j.class_checks > 0) {
+      report::SelftestClassRow& bc = by_class[j.defect_class];
+      bc.defect_class = j.defect_class;
+      bc.checks += j.class_checks;
+      bc.rejected_for_it += j.class_ok;
+      bc.candidates.push_back(j.row.contract + "/" + j.row.candidate);
+    }
+    res.candidates.push_back(std::move(j.row));
+  }
+  for (auto& [name, pc] : per_contract) res.contracts.push_back(pc);
+  for (auto& [name, bc] : by_class) res.classes.push_back(bc);
+  return {total, bad};
+}
+
 int selftest_lanes(int asked, bool gpu) {
   if (!gpu) return 1;
   if (asked > 0) return asked;
@@ -107,22 +383,7 @@ SelftestOutcome selftest(const SelftestOptions& o) {
     if (!sanitizer) sanitizer_note = "compute-sanitizer not found (PATH, /usr/local/cuda/bin; or set KQUAL_COMPUTE_SANITIZER)";
   }
 
-  std::vector<SelftestEntry> entries;
-  for (const auto& op : fs::directory_iterator(root)) {
-    for (const char* kind : {"good", "broken"}) {
-      fs::path k = op.path() / kind;
-      if (!fs::is_directory(k)) continue;
-      if (fs::exists(k / "kqual.toml")) entries.push_back({k, kind});
-      for (const auto& e : fs::directory_iterator(k))
-        if (fs::exists(e.path() / "kqual.toml")) entries.push_back({e.path(), kind});
-    }
-  }
-  if (baselines_root && o.include_baselines)
-    for (const auto& op : fs::directory_iterator(*baselines_root))
-      if (op.is_directory())
-        for (const auto& e : fs::directory_iterator(op.path()))
-          if (fs::exists(e.path() / "kqual.toml")) entries.push_back({e.path(), "baseline"});
-  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.dir < b.dir; });
+  const std::vector<SelftestEntry> entries = selftest_entries(root, o.include_baselines ? baselines_root : std::nullopt);
   const std::size_t n = entries.size();
   const int lanes = selftest_lanes(o.lanes, dev.present);
   const int jobs = o.jobs > 0 ? o.jobs : int(hardware_threads());
@@ -165,197 +426,8 @@ SelftestOutcome selftest(const SelftestOptions& o) {
     return stopped;
   };
 
-  // ---- judge one folder in a lane's session ----
-  auto judge = [&](worker::Session& lane, std::size_t i) -> Judged {
-    const SelftestEntry& entry = entries[i];
-    Built bt = take(i);
-    Judged j;
-    if (bt.skip) {
-      j.skip = true;
-      return j;
-    }
-    report::SelftestCandidate& row = j.row;
-    row.dir = entry.dir.string();
-    row.kind = entry.kind;
-    if (!bt.manifest) {
-      row.candidate = entry.dir.filename().string();
-      row.contract = (entry.kind == "broken" ? entry.dir.parent_path().parent_path() : entry.dir.parent_path()).filename().string();
-      row.expected = "a valid manifest";
-      row.outcome = "manifest invalid: " + bt.manifest_error;
-      row.as_expected = false;
-      j.unexpected = j.checks = 1;
-      return j;
-    }
-    const build::Manifest& m = *bt.manifest;
-    const bool broken = entry.kind == "broken";
-    j.broken = broken;
-    j.counted = true;
-    if (broken && !m.expect_rejected_for)
-      throw_error(ErrorKind::input, fmt::format("{}: a known-broken candidate must state [expect] rejected_for",
-                                                m.file.string()));
-    std::vector<std::string> expected_codes;
-    if (broken) {
-      expected_codes.push_back(*m.expect_rejected_for);
-      for (const auto& x : m.expect_also_rejected_for) expected_codes.push_back(x);
-      j.defect_class = expected_codes.front();
-    }
-    const std::string expected_text = broken ? "rejected: " + fmt::format("{}", fmt::join(expected_codes, " or ")) : std::string("accepted");
-    // A defect that shows only when timed: the candidate is also timed (small shapes, no baselines),
-    // in a worker of its own per seed (a launch counter in the module must start from zero).
-    const bool timed_class = std::any_of(expected_codes.begin(), expected_codes.end(), [](const std::string& e) {
-      return e == "timed_output_wrong" || e == "harness_memory_written";
-    });
-    row.candidate = m.name;
-    row.contract = m.contract;
-    row.expected = expected_text;
-    if (!bt.built) {
-      row.outcome = "build failed: " + bt.build_error;
-      row.as_expected = false;
-      j.unexpected = j.checks = 1;
-      j.intended_all = !broken;
-      return j;
-    }
-    build::BuiltCandidate& b = *bt.built;
-    if (!dev.present) {
-      row.outcome = "compiled; not run (no GPU)";
-      return j;
-    }
-    // Under a sanitizer every candidate gets its own worker (and log); the sanitizer writes its
-    // summary when that worker exits.
-    std::unique_ptr<worker::Session> san_session;
-    worker::Session* run_in = &lane;
-    fs::path san_log;
-    if (sanitizer) {
-      worker::SessionOptions so2 = lane.options();
-      so2.watchdog_seconds = std::max(o.watchdog_seconds, 600.0);
-      san_log = lane.scratch() / fmt::format("sanitizer-{}-{}-{}.log", m.contract, m.name, i);
-      so2.worker_wrapper = {*sanitizer, "--tool", o.sanitize, "--log-file", san_log.string(), "--print-limit", "20"};
-      san_session = std::make_unique<worker::Session>(so2);
-      run_in = san_session.get();
-      if (!run_in->device().present) {
-        row.outcome = "the worker did not start under compute-sanitizer: " + run_in->device().why_absent;
-        row.as_expected = false;
-        j.unexpected = 1;
-        return j;
-      }
-    }
-    const std::string load_err = check::load_and_describe(*run_in, b);
-    std::vector<report::SelftestSeed> seeds;
-    bool as_expected = true;
-    for (std::size_t si = 0; si < o.seeds.size(); ++si) {
-      const std::uint64_t seed = o.seeds[si];
-      ++j.checks;
-      std::unique_ptr<worker::Session> own;
-      worker::Session* ses = run_in;
-      if (timed_class && !sanitizer) {
-        own = std::make_unique<worker::Session>(lane.options());
-        ses = own.get();
-      }
-      check::CheckOptions co;
-      co.seed = seed;
-      co.include_large = o.large_cases;
-      co.sanitizer_pass = o.sanitizer_pass && si == 0 && !sanitizer;
-      if (sanitizer) co.max_case_elements = std::int64_t(1) << 22;  // sanitizers run kernels 10-100x slower
-      check::CorrectnessReport rep;
-      if (load_err.empty()) rep = check::check_correctness(*ses, b, co);
-      std::map<std::string, int> codes = rep.failure_codes;
-      std::string timed_detail, timed_code;
-      if (load_err.empty() && timed_class && rep.accepted() && !sanitizer) {
-        const contract::Contract& c = contract::find_contract(m.contract);
-        bench::TimingOptions to;
-        to.seed = seed;
-        to.rounds = 2;
-        to.samples_per_round = 10;
-        to.measure_copy = false;
-        to.give_hash_slots = m.expect_given_hash_slots;
-        for (const auto& d : c.benchmark_shapes()) {
-          std::int64_t elements = 0;
-          for (const auto& t : c.tensors()) elements += c.tensor_elements(t.name, d);
-          // Every benchmark shape up to 2^30 elements over all tensors: a timing cheat may act only at
-          // the benchmark size (broken/dataset_memo: 2^28); fresh inputs keep larger shapes cheap.
-          if (elements <= (std::int64_t(1) << 30)) to.shapes.push_back(d);
-        }
-        bench::TimingReport tr = bench::time_against_baselines(*ses, b, {}, to);
-        for (const auto& sh : tr.shapes) {
-          const auto& cs = sh.series.at(0);
-          if (!cs.verified && timed_detail.empty()) {
-            timed_code = cs.verify_code.empty() ? "timed_output_wrong" : cs.verify_code;
-            ++codes[timed_code];
-            timed_detail = fmt::format("shape {}: {}", sh.shape, cs.verify_detail);
-          }
-        }
-      }
-      const bool rejected = !rep.accepted() || !timed_detail.empty();
-      bool ok;
-      std::string got;
-      const std::string primary = !rep.accepted() ? rep.primary_code() : timed_code;
-      if (!load_err.empty()) {
-        got = "load failed: " + load_err;
-        ok = false;
-      } else if (broken) {
-        ok = rejected && std::any_of(expected_codes.begin(), expected_codes.end(), [&](const std::string& e) { return codes.count(e) > 0; });
-        got = rejected ? "rejected: " + primary : "accepted";
-      } else {
-        ok = rep.accepted();
-        got = rep.accepted() ? "accepted" : "rejected: " + rep.primary_code();
-      }
-      if (rejected) j.rejected_any = true;
-      if (broken && !ok) j.intended_all = false;
-      std::string detail;
-      for (const auto& x : rep.results)
-        if (x.status == "fail" && (!broken || std::find(expected_codes.begin(), expected_codes.end(), x.code) != expected_codes.end())) {
-          detail = x.detail;
-          break;
-        }
-      if (detail.empty()) detail = timed_detail;
-      if (detail.empty())
-        for (const auto& x : rep.results)
-          if (x.status == "fail") {
-            detail = x.detail;
-            break;
-          }
-      report::SelftestSeed sd;
-      sd.seed = seed;
-      sd.outcome = got;
-      sd.as_expected = ok;
-      sd.cases = rep.cases;
-      sd.passed = rep.passed;
-      sd.failed = rep.failed;
-      sd.evidence = rep.evidence;
-      sd.skipped = rep.skipped;
-      sd.failure_codes = codes;
-      sd.first_failure = detail;
-      sd.timed = timed_class;
-      sd.sanitizer_pass = rep.sanitizer.is_null() ? json("not run") : rep.sanitizer;
-      sd.wall_ms = rep.wall_ms;
-      sd.slowest_cases = rep.to_json(false).at("slowest_cases");
-      seeds.push_back(std::move(sd));
-      if (!ok) {
-        as_expected = false;
-        ++j.unexpected;
-      }
-      if (broken) {
-        ++j.class_checks;
-        if (ok) ++j.class_ok;
-      }
-    }
-    if (sanitizer) {
-      san_session.reset();  // the worker exits; the sanitizer writes its summary
-      json sj = worker::read_sanitizer_log(san_log).to_json();
-      sj["log"] = san_log.string();
-      sj["tool"] = o.sanitize;
-      row.sanitizer = sj;
-    }
-    {  // progress as it goes (a run stopped by a time limit still shows what it did)
-      std::string outcomes;
-      for (const auto& sd : seeds) outcomes += fmt::format(" {}{}", sd.as_expected ? "" : "UNEXPECTED ", sd.outcome);
-      say(fmt::format("{} {} {} (expected {}):{}", m.contract, entry.kind, m.name, expected_text, outcomes));
-    }
-    row.seeds = std::move(seeds);
-    row.as_expected = as_expected;
-    j.good_accepted = !broken && as_expected;
-    return j;
-  };
+  const JudgeRun run{o, dev.present, sanitizer, say};
+  auto judge = [&](worker::Session& lane, std::size_t i) { return judge_folder(run, entries[i], take(i), lane, i); };
 
   // ---- lanes: each takes the next folder; lane 0 is the target's session ----
   std::vector<Judged> judged(n);
@@ -395,36 +467,7 @@ SelftestOutcome selftest(const SelftestOptions& o) {
 
   // ---- fold, in folder order ----
   report::SelftestResult res;
-  int bad = 0, total = 0;
-  std::map<std::string, report::SelftestClassRow> by_class;  // per stated reason of the known-broken candidates
-  std::map<std::string, report::SelftestContractRow> per_contract;
-  for (auto& j : judged) {
-    if (j.skip) continue;
-    report::SelftestContractRow& pc = per_contract[j.row.contract];
-    pc.contract = j.row.contract;
-    total += j.checks;
-    bad += j.unexpected;
-    if (j.counted && (j.row.seeds || j.row.outcome.value_or("").rfind("build failed", 0) == 0)) {
-      if (j.broken) {
-        ++pc.broken;
-        if (j.rejected_any) ++pc.broken_rejected;
-        if (j.intended_all && j.row.seeds) ++pc.broken_for_intended_reason;
-      } else {
-        ++pc.good;
-        if (j.good_accepted) ++pc.good_accepted;
-      }
-    }
-    if (j.broken && j.class_checks > 0) {
-      report::SelftestClassRow& bc = by_class[j.defect_class];
-      bc.defect_class = j.defect_class;
-      bc.checks += j.class_checks;
-      bc.rejected_for_it += j.class_ok;
-      bc.candidates.push_back(j.row.contract + "/" + j.row.candidate);
-    }
-    res.candidates.push_back(std::move(j.row));
-  }
-  for (auto& [name, pc] : per_contract) res.contracts.push_back(pc);
-  for (auto& [name, bc] : by_class) res.classes.push_back(bc);
+  const auto [total, bad] = fold_judged(judged, res);
   res.provenance = report::provenance(o.command_line, dev.present ? dev.device : json());
   res.device_present = dev.present;
   res.why_no_device = dev.why_absent;
