@@ -12,6 +12,7 @@
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/core/sha256.hpp"
+#include "fixture_util.hpp"
 #include "test_util.hpp"
 
 namespace kqual {
@@ -26,17 +27,6 @@ fs::path copy_candidate(const std::string& bundled, const std::string& contract,
   write_file_atomic(to / "kqual.toml", std::regex_replace(read_text_file(from / "kqual.toml"),
                                                           std::regex("contract = \"" + contract + "\""), "contract = \"" + value + "\""));
   return to;
-}
-
-// The bundled residual_add_relu_declared renamed `name` in `dir`.
-fs::path cli_contract_at(const fs::path& dir, const std::string& name) {
-  const fs::path from = test::repo_root() / "contracts/residual_add_relu_declared";
-  fs::create_directories(dir);
-  write_file_atomic(dir / "contract.toml", std::regex_replace(read_text_file(from / "contract.toml"),
-                                                              std::regex("name = \"residual_add_relu_declared\""),
-                                                              "name = \"" + name + "\""));
-  fs::copy_file(from / "reference.py", dir / "reference.py", fs::copy_options::overwrite_existing);
-  return fs::weakly_canonical(dir / "contract.toml");
 }
 
 json results_in(const fs::path& out) { return json::parse(read_text_file(out / "results.json")); }
@@ -63,7 +53,7 @@ TEST(ContractSourcesCli, AContractBesideTheCandidateDoesNotJudgeIt) {
 TEST(ContractSourcesCli, AContractFileWithTheCandidateNeedsTheOptionAndIsNamed) {
   ScratchDir tmp("kqual-sources-cli");
   const fs::path cand = copy_candidate("residual_add_relu/good", "residual_add_relu", tmp.path() / "cand", "own/contract.toml");
-  const fs::path file = cli_contract_at(cand / "own", "cli_own_relu");
+  const fs::path file = test::renamed_declared_contract(cand / "own", "cli_own_relu");
   const std::string cmd = test::kq() + " check --no-gpu " + test::quote(cand) + " --out " + test::quote(tmp.path() / "out");
   auto refused = test::run(cmd);
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
@@ -88,7 +78,7 @@ TEST(ContractSourcesCli, AContractFileWithTheCandidateNeedsTheOptionAndIsNamed) 
 
 TEST(ContractSourcesCli, TheUsersFoldersFromTheOptionAndTheEnvironment) {
   ScratchDir tmp("kqual-sources-cli");
-  const fs::path file = cli_contract_at(tmp.path() / "mine/cli_user_relu", "cli_user_relu");
+  const fs::path file = test::renamed_declared_contract(tmp.path() / "mine/cli_user_relu", "cli_user_relu");
   const fs::path cand = copy_candidate("residual_add_relu/good", "residual_add_relu", tmp.path() / "cand", "cli_user_relu");
   const std::string check = " check --no-gpu " + test::quote(cand) + " --out " + test::quote(tmp.path() / "out");
   auto unknown = test::run(test::kq() + check);

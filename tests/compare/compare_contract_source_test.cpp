@@ -9,6 +9,7 @@
 #include <string>
 
 #include "compare_util.hpp"
+#include "fixture_util.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/core/sha256.hpp"
@@ -22,26 +23,6 @@ const fs::path kGoodCandidate = test::repo_root() / "candidates/residual_add_rel
 
 test::CommandResult kqual_run(const std::string& args) { return test::run(test::quote(test::compare_kqual()) + " " + args); }
 
-// The bundled residual_add_relu_declared contract renamed `name`, in `dir` (its reference beside it).
-fs::path compare_contract_at(const fs::path& dir, const std::string& name) {
-  const fs::path from = test::repo_root() / "contracts/residual_add_relu_declared";
-  fs::create_directories(dir);
-  write_file_atomic(dir / "contract.toml", std::regex_replace(read_text_file(from / "contract.toml"),
-                                                              std::regex("name = \"residual_add_relu_declared\""),
-                                                              "name = \"" + name + "\""));
-  fs::copy_file(from / "reference.py", dir / "reference.py", fs::copy_options::overwrite_existing);
-  return fs::weakly_canonical(dir / "contract.toml");
-}
-
-// The bundled residual_add_relu good candidate in `dir`, its manifest naming `value`.
-void compare_candidate_at(const fs::path& dir, const std::string& value) {
-  fs::create_directories(dir);
-  fs::copy(kGoodCandidate, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-  write_file_atomic(dir / "kqual.toml", std::regex_replace(read_text_file(kGoodCandidate / "kqual.toml"),
-                                                           std::regex("contract = \"residual_add_relu\""),
-                                                           "contract = \"" + value + "\""));
-}
-
 // The line of `output` that names the refused contract file (the error, without the command's prefix).
 std::string refusal_line(const std::string& output) {
   const auto at = output.find("\"own/contract.toml\" names the contract file");
@@ -51,8 +32,8 @@ std::string refusal_line(const std::string& output) {
 
 TEST(CompareContractSource, ACandidatesOwnContractNeedsTheOptionAsInQualify) {
   test::TempDir t;
-  const fs::path own = compare_contract_at(t.path / "cand/own", "cmp_own_relu");
-  compare_candidate_at(t.path / "cand", "own/contract.toml");
+  const fs::path own = test::renamed_declared_contract(t.path / "cand/own", "cmp_own_relu");
+  test::good_candidate_naming(t.path / "cand", "own/contract.toml");
   const std::string cand = test::quote(t.path / "cand");
 
   auto r = kqual_run("compare " + cand + " --new-mode ptx --no-gpu --out " + test::quote(t.path / "o"));
@@ -89,8 +70,8 @@ TEST(CompareContractSource, ACandidatesOwnContractNeedsTheOptionAsInQualify) {
 
 TEST(CompareContractSource, AContractFromTheUsersFolderIsNamedWithItsFile) {
   test::TempDir t;
-  const fs::path mine = compare_contract_at(t.path / "mine/cmp_user_relu", "cmp_user_relu");
-  compare_candidate_at(t.path / "cand", "cmp_user_relu");
+  const fs::path mine = test::renamed_declared_contract(t.path / "mine/cmp_user_relu", "cmp_user_relu");
+  test::good_candidate_naming(t.path / "cand", "cmp_user_relu");
   const std::string cand = test::quote(t.path / "cand");
   // Not found by name without the folder: the candidate cannot pick it.
   auto r = kqual_run("compare " + cand + " --new-mode ptx --no-gpu --out " + test::quote(t.path / "o"));

@@ -12,31 +12,12 @@
 #include "kqual/contract/declared.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/pipeline/screen.hpp"
+#include "fixture_util.hpp"
 #include "test_util.hpp"
 
 namespace kqual::pipeline {
 namespace {
 namespace fs = std::filesystem;
-
-// The bundled residual_add_relu_declared contract renamed `name`, in `dir` (its reference beside it).
-fs::path screen_contract_at(const fs::path& dir, const std::string& name) {
-  const fs::path from = test::repo_root() / "contracts/residual_add_relu_declared";
-  fs::create_directories(dir);
-  write_file_atomic(dir / "contract.toml", std::regex_replace(read_text_file(from / "contract.toml"),
-                                                              std::regex("name = \"residual_add_relu_declared\""),
-                                                              "name = \"" + name + "\""));
-  fs::copy_file(from / "reference.py", dir / "reference.py", fs::copy_options::overwrite_existing);
-  return fs::weakly_canonical(dir / "contract.toml");
-}
-
-// The bundled residual_add_relu good candidate in `dir`, its manifest naming `value`.
-void screen_candidate_at(const fs::path& dir, const std::string& value) {
-  const fs::path from = test::repo_root() / "candidates/residual_add_relu/good";
-  fs::create_directories(dir);
-  fs::copy(from, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-  write_file_atomic(dir / "kqual.toml", std::regex_replace(read_text_file(from / "kqual.toml"), std::regex("contract = \"residual_add_relu\""),
-                                                           "contract = \"" + value + "\""));
-}
 
 const ScreenVerdict& verdict_of(const ScreenOutcome& out, const std::string& name) {
   for (const auto& v : out.verdicts)
@@ -60,11 +41,11 @@ class ScreenContractsTest : public ::testing::Test {
 };
 
 TEST_F(ScreenContractsTest, ASecondFileUnderAResolvedNameIsRefused) {
-  const fs::path user = screen_contract_at(tmp_->path() / "mine/scr_same_relu", "scr_same_relu");
+  const fs::path user = test::renamed_declared_contract(tmp_->path() / "mine/scr_same_relu", "scr_same_relu");
   // "a_brings_own" comes first in candidate order: the name still means the user's file.
-  const fs::path own = screen_contract_at(tmp_->path() / "cands/a_brings_own/own", "scr_same_relu");
-  screen_candidate_at(tmp_->path() / "cands/a_brings_own", "own/contract.toml");
-  screen_candidate_at(tmp_->path() / "cands/b_by_name", "scr_same_relu");
+  const fs::path own = test::renamed_declared_contract(tmp_->path() / "cands/a_brings_own/own", "scr_same_relu");
+  test::good_candidate_naming(tmp_->path() / "cands/a_brings_own", "own/contract.toml");
+  test::good_candidate_naming(tmp_->path() / "cands/b_by_name", "scr_same_relu");
   ScreenOptions o = options("out");
   o.sources = {{tmp_->path() / "mine"}, true};
   const ScreenOutcome out = screen(o);
@@ -83,8 +64,8 @@ TEST_F(ScreenContractsTest, ASecondFileUnderAResolvedNameIsRefused) {
 }
 
 TEST_F(ScreenContractsTest, AContractFileWithACandidateNeedsTheOption) {
-  screen_contract_at(tmp_->path() / "cands/brings/own", "scr_own_relu");
-  screen_candidate_at(tmp_->path() / "cands/brings", "own/contract.toml");
+  test::renamed_declared_contract(tmp_->path() / "cands/brings/own", "scr_own_relu");
+  test::good_candidate_naming(tmp_->path() / "cands/brings", "own/contract.toml");
   ScreenOutcome out = screen(options("out"));
   const ScreenVerdict& v = verdict_of(out, "brings");
   EXPECT_EQ(v.verdict, "refused");
