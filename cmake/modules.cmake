@@ -22,10 +22,22 @@ set(KQUAL_DEPS_report core cuda stats decision bench)
 set(KQUAL_DEPS_pipeline core artifact bench build check contract decision model report startup stats worker)
 set(KQUAL_DEPS_run core stats model artifact contract cuda decision startup worker build check bench report pipeline)
 
+# Rooms: subfolders of a module (src/<module>/<room>/, include/kqual/<module>/<room>/) compiled into
+# that module, each using the module's top level and only the rooms of the same module listed for it
+# (KQUAL_ROOM_DEPS_<module>_<room>; "top" is the module's own folder). tests/architecture checks these
+# too. contract/: the interface, domain and registry at the top; the built-in operations, the declared
+# contracts (contract.toml + Python reference) and the importers (Definitions, KernelBench problems)
+# each in a room of their own. The registry finds declared contracts by name; an importer writes one.
+set(KQUAL_ROOMS_contract builtin declared importers)
+set(KQUAL_ROOM_DEPS_contract_top declared)
+set(KQUAL_ROOM_DEPS_contract_builtin "")
+set(KQUAL_ROOM_DEPS_contract_declared "")
+set(KQUAL_ROOM_DEPS_contract_importers declared)
+
 # kqual_add_modules(): the kqual_<module> targets, and kqual_lib (kqual::kqual) linking them all.
 function(kqual_add_modules)
   foreach(m ${KQUAL_MODULES})
-    file(GLOB srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${m}/*.cpp)
+    file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${m}/*.cpp)  # rooms included
     if(m STREQUAL "core")
       list(APPEND srcs ${KQUAL_GITREV_SOURCE})
       # The commit stamp changes with every commit, and fmt's compiled part defines what its

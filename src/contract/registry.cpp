@@ -6,12 +6,12 @@
 
 namespace kqual::contract {
 
-const Contract& residual_add_relu_contract();  // residual_add_relu.cpp
-const Contract& transpose_contract();          // transpose.cpp
-const Contract& softmax_contract();            // softmax.cpp
-const Contract& gemm_contract();               // gemm.cpp
-const Contract& exclusive_scan_contract();     // exclusive_scan.cpp
-const Contract& reduce_sum_contract();         // reduce_sum.cpp
+const Contract& residual_add_relu_contract();  // builtin/residual_add_relu.cpp
+const Contract& transpose_contract();          // builtin/transpose.cpp
+const Contract& softmax_contract();            // builtin/softmax.cpp
+const Contract& gemm_contract();               // builtin/gemm.cpp
+const Contract& exclusive_scan_contract();     // builtin/exclusive_scan.cpp
+const Contract& reduce_sum_contract();         // builtin/reduce_sum.cpp
 
 bool Supports::supports(DType t) const {
   for (DType d : dtypes)

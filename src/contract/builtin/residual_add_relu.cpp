@@ -103,8 +103,8 @@ class ResidualAddRelu final : public Contract {
       }
       if (include_large) {
         // 2^27+5: many waves of blocks; 2^29+7 f32 is over 2^31 bytes per tensor (32-bit byte offsets
-        // overflow). Generated on the device and verified there against device_reference (issue 21:
-        // the CPU-generated 2^29+7 case cost 46 s of files and CPU reference).
+        // overflow). Generated on the device and verified there against device_reference (made on
+        // the CPU, the 2^29+7 case cost 46 s of files and CPU reference).
         for (std::int64_t n : {(std::int64_t(1) << 27) + 5, (std::int64_t(1) << 29) + 7}) {
           if (n > cand.max_n || (t != DType::f32 && n > (std::int64_t(1) << 28))) continue;
           CaseSpec c;

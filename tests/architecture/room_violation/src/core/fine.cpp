@@ -1,0 +1,1 @@
+#include "kqual/core/error.hpp"
