@@ -35,19 +35,16 @@ bool new_is_blamed(const CorrectnessSide& a, const CorrectnessSide& b) {
 
 namespace {
 
+constexpr const char* kJudgeSideName[2] = {"old", "new"};
+
 json summary_or_null(const std::vector<double>& v) {
   if (v.empty()) return nullptr;
   return stats::to_json(stats::summarize(v));
 }
 
-}  // namespace
-
-Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions& jo) {
-  return judge(report::compare_result_from_json(static_part), ev, jo);
-}
-
-Judgement judge(const report::CompareResult& static_part, const Evidence& ev, const JudgeOptions& jo) {
-  static const char* kSide[2] = {"old", "new"};
+// The results as the static part left them (provenance, target, sides, contract, artifact diff, the
+// build and artifact_diff phases, notes), marked measured.
+report::CompareResult judge_start_from_static(const report::CompareResult& static_part) {
   report::CompareResult r;
   r.provenance = static_part.provenance;
   r.target = static_part.target;
@@ -55,196 +52,220 @@ Judgement judge(const report::CompareResult& static_part, const Evidence& ev, co
   r.contract = static_part.contract;
   r.artifact_diff = static_part.artifact_diff;
   r.measured = true;
-  report::PhaseList& phases = r.phases;
-  phases = static_part.phases;
-  phases.keep_only({"build", "artifact_diff"});
-  std::vector<std::string>& notes = r.notes;
-  notes = static_part.notes;
-  std::vector<std::string>& not_run = r.not_run;
-  report::CompareVerdict& verdict = r.verdict;
-  Judgement out;
-  auto finish = [&](decision::ShipVerdict decision, int code, const std::string& summary) {
-    verdict.decision = decision;
-    verdict.exit_code = code;
-    verdict.summary = summary;
-    out.results = report::to_json(r);
-    out.result = r;
-    out.exit_code = code;
-    return out;
-  };
-  if (!ev.can_launch) {
-    not_run.push_back("correctness and warm timing: no launch plan for a prebuilt artifact (give --manifest DIR)");
-    // (warm_timing listed first, as this document has always had it)
-    phases.set("warm_timing", "not run: no launch plan (give --manifest)");
-    phases.set("correctness", "not run: no launch plan (give --manifest)");
-  }
+  r.phases = static_part.phases;
+  r.phases.keep_only({"build", "artifact_diff"});
+  r.notes = static_part.notes;
+  return r;
+}
 
-  // ---- Correctness: NEW is blamed only for what it changes ----
+// The verdict written into the results; the judgement carries both forms and the exit code.
+Judgement judge_finish(report::CompareResult& r, decision::ShipVerdict decision, int code, const std::string& summary) {
+  r.verdict.decision = decision;
+  r.verdict.exit_code = code;
+  r.verdict.summary = summary;
+  Judgement out;
+  out.results = report::to_json(r);
+  out.result = r;
+  out.exit_code = code;
+  return out;
+}
+
+// What the correctness relation means, in words (for the relation block and the verdict's reasons).
+std::string judge_explain_relation(CorrectnessRelation rel, const CorrectnessSide& co, const CorrectnessSide& cn) {
+  switch (rel) {
+    case CorrectnessRelation::both_accepted: return "both builds meet the contract";
+    case CorrectnessRelation::new_rejected:
+      return fmt::format("OLD meets the contract and NEW does not: {} of {} cases fail, mostly `{}`", cn.failed, cn.cases,
+                         cn.primary_code);
+    case CorrectnessRelation::old_rejected:
+      return fmt::format("NEW meets the contract and OLD does not (OLD: {} of {} cases fail, mostly `{}`): the change "
+                         "fixes a defect",
+                         co.failed, co.cases, co.primary_code);
+    case CorrectnessRelation::both_rejected_alike:
+      return fmt::format("OLD and NEW both fail the contract, on the same {} case(s) with the same codes (mostly "
+                         "`{}`): the change does not alter correctness; the defect predates it",
+                         cn.failed, cn.primary_code);
+    case CorrectnessRelation::both_rejected_differently: {
+      const auto reg = new_regressions(co, cn);
+      return reg.empty() ? fmt::format("OLD and NEW both fail the contract; NEW fails a subset of OLD's cases ({} of OLD's "
+                                       "{}): the change does not break anything OLD got right",
+                                       cn.failed, co.failed)
+                         : fmt::format("OLD and NEW both fail the contract, and NEW also fails {} case(s) OLD got right or "
+                                       "failed otherwise, e.g. {}",
+                                       reg.size(), reg.front());
+    }
+    case CorrectnessRelation::not_run: return "not run";
+  }
+  return "";
+}
+
+// Correctness of both sides and how they relate: NEW is blamed only for what it changes.
+struct JudgedCorrectness {
+  CorrectnessRelation relation = CorrectnessRelation::not_run;
+  bool blamed = false;      // NEW breaks what OLD got right
+  bool both_wrong = false;  // both sides fail the contract (alike or not)
+};
+
+JudgedCorrectness judge_correctness(report::CompareResult& r, const Evidence& ev) {
   const CorrectnessSide& co = ev.correctness[0];
   const CorrectnessSide& cn = ev.correctness[1];
-  const CorrectnessRelation rel = relate(co, cn);
-  const bool blamed = new_is_blamed(co, cn);
+  JudgedCorrectness jc;
+  jc.relation = relate(co, cn);
+  jc.blamed = new_is_blamed(co, cn);
+  jc.both_wrong = jc.relation == CorrectnessRelation::both_rejected_alike ||
+                  jc.relation == CorrectnessRelation::both_rejected_differently;
   if (ev.can_launch && ev.correctness_skipped) {
-    phases.set("correctness", "skipped (--no-correctness)");
-    not_run.push_back("correctness: skipped (--no-correctness)");
+    r.phases.set("correctness", "skipped (--no-correctness)");
+    r.not_run.push_back("correctness: skipped (--no-correctness)");
   } else if (ev.can_launch) {
     if (!ev.large_cases)
-      not_run.push_back("correctness: the contract's largest cases (e.g. 2^27+5 elements, > 2^31 bytes) left out, as by "
-                        "default in compare; --large-cases includes them");
+      r.not_run.push_back("correctness: the contract's largest cases (e.g. 2^27+5 elements, > 2^31 bytes) left out, as by "
+                          "default in compare; --large-cases includes them");
     std::string text;
     for (int k = 0; k < 2; ++k) {
       const CorrectnessSide& c = ev.correctness[k];
       if (!c.ran) continue;
-      r.correctness[kSide[k]] = c.report;
-      text += fmt::format("{}{}: {} ({} passed, {} failed, {} refused)", text.empty() ? "" : "; ", kSide[k],
+      r.correctness[kJudgeSideName[k]] = c.report;
+      text += fmt::format("{}{}: {} ({} passed, {} failed, {} refused)", text.empty() ? "" : "; ", kJudgeSideName[k],
                           c.accepted ? "accepted" : "rejected", c.passed, c.failed, c.refused);
     }
-    std::string explanation;
-    switch (rel) {
-      case CorrectnessRelation::both_accepted: explanation = "both builds meet the contract"; break;
-      case CorrectnessRelation::new_rejected:
-        explanation = fmt::format("OLD meets the contract and NEW does not: {} of {} cases fail, mostly `{}`", cn.failed,
-                                  cn.cases, cn.primary_code);
-        break;
-      case CorrectnessRelation::old_rejected:
-        explanation = fmt::format("NEW meets the contract and OLD does not (OLD: {} of {} cases fail, mostly `{}`): the change "
-                                  "fixes a defect",
-                                  co.failed, co.cases, co.primary_code);
-        break;
-      case CorrectnessRelation::both_rejected_alike:
-        explanation = fmt::format("OLD and NEW both fail the contract, on the same {} case(s) with the same codes (mostly "
-                                  "`{}`): the change does not alter correctness; the defect predates it",
-                                  cn.failed, cn.primary_code);
-        break;
-      case CorrectnessRelation::both_rejected_differently: {
-        const auto reg = new_regressions(co, cn);
-        explanation = reg.empty()
-                          ? fmt::format("OLD and NEW both fail the contract; NEW fails a subset of OLD's cases ({} of OLD's "
-                                        "{}): the change does not break anything OLD got right",
-                                        cn.failed, co.failed)
-                          : fmt::format("OLD and NEW both fail the contract, and NEW also fails {} case(s) OLD got right or "
-                                        "failed otherwise, e.g. {}",
-                                        reg.size(), reg.front());
-        break;
-      }
-      case CorrectnessRelation::not_run: explanation = "not run"; break;
-    }
-    if (!text.empty()) phases.set("correctness", text);
-    r.correctness_relation = report::CorrectnessRelationBlock{to_string(rel), blamed, explanation};
-    if (rel != CorrectnessRelation::both_accepted && rel != CorrectnessRelation::not_run)
-      verdict.reasons.push_back("correctness: " + explanation);
+    const std::string explanation = judge_explain_relation(jc.relation, co, cn);
+    if (!text.empty()) r.phases.set("correctness", text);
+    r.correctness_relation = report::CorrectnessRelationBlock{to_string(jc.relation), jc.blamed, explanation};
+    if (jc.relation != CorrectnessRelation::both_accepted && jc.relation != CorrectnessRelation::not_run)
+      r.verdict.reasons.push_back("correctness: " + explanation);
   }
-  r.wall_s = ev.wall_s;
-  if (blamed) {
-    phases.set("warm_timing", "not run: NEW computes the wrong answer where OLD did not");
-    phases.set("startup", "not run: NEW computes the wrong answer where OLD did not");
-    return finish(decision::ShipVerdict::do_not_ship, kExitFail,
-                  "NEW computes the wrong answer where OLD did not; no speed makes up for that.");
-  }
-  const bool both_wrong =
-      rel == CorrectnessRelation::both_rejected_alike || rel == CorrectnessRelation::both_rejected_differently;
+  return jc;
+}
 
-  // ---- Warm time per shape ----
+// What the warm timing found on each side, for the decision and for the startup estimate.
+struct JudgedWarm {
+  bool new_timing_failed = false;  // NEW untimed or in error at some shape
+  bool new_timed_wrong = false, old_timed_wrong = false;  // a timed output failed its re-check
+  double est_first_launch_ms[2] = {0, 0};  // [ms] each side's median warm time at the decision shape
+};
+
+// One shape of the warm timing: each side's process medians, errors and re-check, and OLD against NEW.
+json judge_warm_shape(const WarmShape& ws, bool is_decision_shape, const JudgeOptions& jo, JudgedWarm& jw) {
+  json sj{{"shape", ws.shape}, {"dims", ws.dims}};
+  for (int k = 0; k < 2; ++k) {
+    const WarmSide& w = ws.side[k];
+    sj[kJudgeSideName[k]] = {{"per_process_median_ms", w.medians},
+                             {"summary_of_process_medians_ms", summary_or_null(w.medians)},
+                             {"pooled_summary_ms", summary_or_null(w.pooled)},
+                             {"errors", w.errors},
+                             {"verified", w.verified},
+                             {"verify_detail", w.verify_detail}};
+    if (k == 1 && (w.medians.empty() || !w.errors.empty())) jw.new_timing_failed = true;
+    if (!w.verified) (k == 1 ? jw.new_timed_wrong : jw.old_timed_wrong) = true;
+    if (is_decision_shape && !w.medians.empty()) jw.est_first_launch_ms[k] = stats::median(w.medians);
+  }
+  const auto& a = ws.side[0].medians;
+  const auto& b = ws.side[1].medians;
+  if (!a.empty() && !b.empty()) {
+    stats::DecisionOptions d;
+    d.test.paired = a.size() == b.size();
+    d.reversal_check = true;
+    d.margin.relative = jo.warm_margin;
+    sj["comparison"] = stats::to_json(stats::compare(a, b, d));
+  }
+  sj["decision_shape"] = is_decision_shape;
+  return sj;
+}
+
+// Warm time per shape (results.warm and its phase), when both sides could be launched.
+JudgedWarm judge_warm_timing(report::CompareResult& r, const Evidence& ev, const JudgeOptions& jo) {
+  JudgedWarm jw;
+  if (!ev.can_launch) return jw;
   json warm_j = json::array();
-  bool new_timing_failed = false, new_timed_wrong = false, old_timed_wrong = false;
-  double est_first_launch_ms[2] = {0, 0};
-  for (std::size_t si = 0; si < ev.warm.size() && ev.can_launch; ++si) {
-    const WarmShape& ws = ev.warm[si];
-    json sj{{"shape", ws.shape}, {"dims", ws.dims}};
-    for (int k = 0; k < 2; ++k) {
-      const WarmSide& w = ws.side[k];
-      sj[kSide[k]] = {{"per_process_median_ms", w.medians},
-                      {"summary_of_process_medians_ms", summary_or_null(w.medians)},
-                      {"pooled_summary_ms", summary_or_null(w.pooled)},
-                      {"errors", w.errors},
-                      {"verified", w.verified},
-                      {"verify_detail", w.verify_detail}};
-      if (k == 1 && (w.medians.empty() || !w.errors.empty())) new_timing_failed = true;
-      if (!w.verified) (k == 1 ? new_timed_wrong : old_timed_wrong) = true;
-      if (si == jo.decision_index && !w.medians.empty()) est_first_launch_ms[k] = stats::median(w.medians);
-    }
-    const auto& a = ws.side[0].medians;
-    const auto& b = ws.side[1].medians;
-    if (!a.empty() && !b.empty()) {
-      stats::DecisionOptions d;
-      d.test.paired = a.size() == b.size();
-      d.reversal_check = true;
-      d.margin.relative = jo.warm_margin;
-      sj["comparison"] = stats::to_json(stats::compare(a, b, d));
-    }
-    sj["decision_shape"] = si == jo.decision_index;
-    warm_j.push_back(sj);
-  }
-  if (ev.can_launch) {
-    json order = json::array();
-    for (int x : ev.order) order.push_back(x == 0 ? "A" : "B");
-    r.warm = json{{"unit", "one sample per fresh worker process: the median of its timed samples"},
-                 {"processes_per_side", ev.processes},
-                 {"samples_per_process", ev.samples},
-                 {"warmup_per_process", ev.warmup},
-                 {"order", order},
-                 {"boundary", ev.boundary},
-                 {"margin_relative", jo.warm_margin},
-                 {"decision_shape", jo.decision_index < ev.warm.size() ? json(ev.warm[jo.decision_index].shape) : json()},
-                 {"shapes", warm_j}};
-    phases.set("warm_timing", fmt::format("{} fresh worker processes per side, {} samples per shape each, order A B B A ...",
+  for (std::size_t si = 0; si < ev.warm.size(); ++si) warm_j.push_back(judge_warm_shape(ev.warm[si], si == jo.decision_index, jo, jw));
+  json order = json::array();
+  for (int x : ev.order) order.push_back(x == 0 ? "A" : "B");
+  r.warm = json{{"unit", "one sample per fresh worker process: the median of its timed samples"},
+               {"processes_per_side", ev.processes},
+               {"samples_per_process", ev.samples},
+               {"warmup_per_process", ev.warmup},
+               {"order", order},
+               {"boundary", ev.boundary},
+               {"margin_relative", jo.warm_margin},
+               {"decision_shape", jo.decision_index < ev.warm.size() ? json(ev.warm[jo.decision_index].shape) : json()},
+               {"shapes", warm_j}};
+  r.phases.set("warm_timing", fmt::format("{} fresh worker processes per side, {} samples per shape each, order A B B A ...",
                                           ev.processes, ev.samples));
-  }
+  return jw;
+}
 
-  // ---- Startup per mode: first request, and its delta over the artifact-dependent phases ----
+// One startup mode's samples as the decision takes them: the first request is the probe's phases
+// plus, where the probe did not launch, the side's warm time at the decision shape.
+StartupPair judge_startup_pair(const StartupMode& m, const double (&est_first_launch_ms)[2]) {
+  StartupPair pair;
+  pair.cache = m.cache;
+  pair.loading = m.loading;
+  for (int k = 0; k < 2; ++k) {
+    StartupSide& dst = k == 0 ? pair.old_side : pair.new_side;
+    const StartupSamples& src = m.side[k];
+    dst.kernel_first_use_ms = src.kernel_first_use_ms;
+    for (std::size_t i = 0; i < src.base_ms.size(); ++i)
+      dst.first_request_ms.push_back(src.base_ms[i] +
+                                     (i < src.launch_ran.size() && src.launch_ran[i] > 0 ? 0.0 : est_first_launch_ms[k]));
+  }
+  return pair;
+}
+
+// One startup mode in results.startup.modes: each side's samples and summaries and, when both sides
+// ran, the first-request deltas and what the run could resolve (also appended to resolution_j).
+// Returns false when both sides ran but the resolution target was not met.
+bool judge_startup_mode(const StartupMode& m, const StartupPair& pair, const JudgeOptions& jo, json& mj, json& resolution_j) {
+  mj = {{"cache", decision::to_string(m.cache)}, {"loading", startup::to_string(m.loading)}, {"environment", m.environment}};
+  for (int k = 0; k < 2; ++k) {
+    const StartupSide& src = k == 0 ? pair.old_side : pair.new_side;
+    const StartupSamples& raw = m.side[k];
+    mj[kJudgeSideName[k]] = {{"runs_ok", src.kernel_first_use_ms.size()},
+                             {"failures", raw.failures},
+                             {"failure_messages", raw.failure_messages},
+                             {"kernel_first_use_ms", src.kernel_first_use_ms},
+                             {"first_request_ms", src.first_request_ms},
+                             {"kernel_first_use_summary_ms", summary_or_null(src.kernel_first_use_ms)},
+                             {"first_request_summary_ms", summary_or_null(src.first_request_ms)},
+                             {"module_load_summary_ms", summary_or_null(raw.module_load_ms)},
+                             {"jit_wall_summary_ms", summary_or_null(raw.jit_wall_ms)}};
+  }
+  if (pair.old_side.kernel_first_use_ms.empty() || pair.new_side.kernel_first_use_ms.empty()) return true;
+  stats::DecisionOptions d;
+  d.test.effect = stats::Effect::difference;
+  d.margin.absolute = jo.cold_noise_floor_ms;
+  // Driver init and context creation happen before the artifact is read: their difference is
+  // noise, so the delta is taken over module load + lookup (+ first launch) only.
+  mj["first_request_delta_ms"] =
+      stats::to_json(stats::compare(pair.old_side.kernel_first_use_ms, pair.new_side.kernel_first_use_ms, d));
+  mj["whole_first_request_delta_ms"] =
+      stats::to_json(stats::compare(pair.old_side.first_request_ms, pair.new_side.first_request_ms, d));
+  const Resolution res = resolution(pair.old_side.kernel_first_use_ms, pair.new_side.kernel_first_use_ms, jo.resolve_ms);
+  const bool ok = res.half_width_ms <= jo.resolve_ms;
+  mj["resolution"] = {{"detectable_difference_ms", res.half_width_ms},
+                      {"confidence", 0.95},
+                      {"runs_per_side", res.runs_per_side},
+                      {"target_ms", jo.resolve_ms},
+                      {"runs_per_side_needed_for_target", res.runs_needed},
+                      {"resolved", ok}};
+  resolution_j.push_back({{"cache", decision::to_string(m.cache)}, {"loading", startup::to_string(m.loading)},
+                          {"detectable_difference_ms", res.half_width_ms}, {"runs_per_side", res.runs_per_side},
+                          {"runs_per_side_needed_for_target", res.runs_needed}, {"resolved", ok}});
+  return ok;
+}
+
+// Startup per mode: first request, and its delta over the artifact-dependent phases (results.startup,
+// its phase, and a reason when a mode could not be resolved). The pairs the decision weighs.
+std::vector<StartupPair> judge_startup(report::CompareResult& r, const Evidence& ev, const JudgeOptions& jo,
+                                       const double (&est_first_launch_ms)[2]) {
   std::vector<StartupPair> pairs;
   json startup_j = json::array();
   json resolution_j = json::array();
   bool unresolved = false;
   for (const StartupMode& m : ev.startup) {
-    StartupPair pair;
-    pair.cache = m.cache;
-    pair.loading = m.loading;
-    for (int k = 0; k < 2; ++k) {
-      StartupSide& dst = k == 0 ? pair.old_side : pair.new_side;
-      const StartupSamples& src = m.side[k];
-      dst.kernel_first_use_ms = src.kernel_first_use_ms;
-      for (std::size_t i = 0; i < src.base_ms.size(); ++i)
-        dst.first_request_ms.push_back(src.base_ms[i] +
-                                       (i < src.launch_ran.size() && src.launch_ran[i] > 0 ? 0.0 : est_first_launch_ms[k]));
-    }
-    json mj{{"cache", decision::to_string(m.cache)}, {"loading", startup::to_string(m.loading)}, {"environment", m.environment}};
-    for (int k = 0; k < 2; ++k) {
-      const StartupSide& src = k == 0 ? pair.old_side : pair.new_side;
-      const StartupSamples& raw = m.side[k];
-      mj[kSide[k]] = {{"runs_ok", src.kernel_first_use_ms.size()},
-                      {"failures", raw.failures},
-                      {"failure_messages", raw.failure_messages},
-                      {"kernel_first_use_ms", src.kernel_first_use_ms},
-                      {"first_request_ms", src.first_request_ms},
-                      {"kernel_first_use_summary_ms", summary_or_null(src.kernel_first_use_ms)},
-                      {"first_request_summary_ms", summary_or_null(src.first_request_ms)},
-                      {"module_load_summary_ms", summary_or_null(raw.module_load_ms)},
-                      {"jit_wall_summary_ms", summary_or_null(raw.jit_wall_ms)}};
-    }
-    if (!pair.old_side.kernel_first_use_ms.empty() && !pair.new_side.kernel_first_use_ms.empty()) {
-      stats::DecisionOptions d;
-      d.test.effect = stats::Effect::difference;
-      d.margin.absolute = jo.cold_noise_floor_ms;
-      // Driver init and context creation happen before the artifact is read: their difference is
-      // noise, so the delta is taken over module load + lookup (+ first launch) only.
-      mj["first_request_delta_ms"] =
-          stats::to_json(stats::compare(pair.old_side.kernel_first_use_ms, pair.new_side.kernel_first_use_ms, d));
-      mj["whole_first_request_delta_ms"] =
-          stats::to_json(stats::compare(pair.old_side.first_request_ms, pair.new_side.first_request_ms, d));
-      const Resolution res = resolution(pair.old_side.kernel_first_use_ms, pair.new_side.kernel_first_use_ms, jo.resolve_ms);
-      const bool ok = res.half_width_ms <= jo.resolve_ms;
-      unresolved = unresolved || !ok;
-      mj["resolution"] = {{"detectable_difference_ms", res.half_width_ms},
-                          {"confidence", 0.95},
-                          {"runs_per_side", res.runs_per_side},
-                          {"target_ms", jo.resolve_ms},
-                          {"runs_per_side_needed_for_target", res.runs_needed},
-                          {"resolved", ok}};
-      resolution_j.push_back({{"cache", decision::to_string(m.cache)}, {"loading", startup::to_string(m.loading)},
-                              {"detectable_difference_ms", res.half_width_ms}, {"runs_per_side", res.runs_per_side},
-                              {"runs_per_side_needed_for_target", res.runs_needed}, {"resolved", ok}});
-    }
+    StartupPair pair = judge_startup_pair(m, est_first_launch_ms);
+    json mj;
+    if (!judge_startup_mode(m, pair, jo, mj, resolution_j)) unresolved = true;
     pairs.push_back(pair);
     startup_j.push_back(mj);
   }
@@ -265,74 +286,98 @@ Judgement judge(const report::CompareResult& static_part, const Evidence& ev, co
                   {"notes", ev.startup_notes},
                   {"modes", startup_j}};
   if (!ev.startup.empty())
-    phases.set("startup", fmt::format("{} fresh processes per side per mode, {} mode(s)", ev.startup_runs, startup_j.size()));
+    r.phases.set("startup", fmt::format("{} fresh processes per side per mode, {} mode(s)", ev.startup_runs, startup_j.size()));
   if (unresolved)
-    verdict.reasons.push_back(fmt::format(
+    r.verdict.reasons.push_back(fmt::format(
         "startup: at least one cache mode could not resolve {} ms within {} processes per side (see startup.resolution)",
         jo.resolve_ms, jo.startup_max_runs));
+  return pairs;
+}
 
-  // ---- Decision per profile ----
-  if (!ev.can_launch)
-    return finish(decision::ShipVerdict::incomplete, kExitIncomplete,
-                  "Startup and artifact identity only: without a launch plan (--manifest) there is no warm timing to weigh "
-                  "the startup cost against.");
-  if (new_timing_failed || (new_timed_wrong && !(both_wrong && old_timed_wrong))) {
-    verdict.reasons.push_back(new_timed_wrong ? "NEW's timed output was wrong (re-checked after timing)"
-                                              : "NEW could not be timed at every shape (see warm.shapes[].new.errors)");
-    return finish(decision::ShipVerdict::do_not_ship, kExitFail,
-                  "NEW failed under timing; see the warm timing section.");
+// A verdict reached before any profile decides: the evidence cannot carry a decision (or condemns NEW).
+struct JudgeStop {
+  decision::ShipVerdict decision;
+  int exit_code;
+  std::string summary;
+};
+
+// The profile's JIT cache mode was measured but failed on a side: say so, never let another mode
+// stand in for it.
+std::optional<JudgeStop> judge_profile_mode_failed(report::CompareResult& r, const Evidence& ev, const JudgeOptions& jo) {
+  if (jo.profiles.empty()) return std::nullopt;
+  for (const StartupMode& m : ev.startup) {
+    if (m.cache != jo.profiles.front().jit_cache || m.loading != ev.startup.front().loading) continue;
+    for (int k = 0; k < 2; ++k) {
+      const StartupSamples& sm = m.side[k];
+      if (!sm.kernel_first_use_ms.empty()) continue;
+      const std::string why = fmt::format(
+          "the startup probes of {} failed in the profile's JIT cache mode '{}' ({} failure(s){})", k == 0 ? "OLD" : "NEW",
+          decision::to_string(m.cache), sm.failures,
+          sm.failure_messages.empty() ? std::string() : ": " + sm.failure_messages.front());
+      r.verdict.reasons.push_back(why);
+      r.not_run.push_back("decision: " + why);
+      return JudgeStop{decision::ShipVerdict::incomplete, kExitIncomplete,
+                       fmt::format("No first-request measurement of {} in JIT cache mode '{}', the mode profile '{}' decides "
+                                   "in; no other mode stands in for it.",
+                                   k == 0 ? "OLD" : "NEW", decision::to_string(m.cache), jo.profiles.front().name)};
+    }
   }
-  if (both_wrong && new_timed_wrong)
-    notes.push_back("both sides' timed outputs are wrong, as their correctness results predict: not held against NEW");
+  return std::nullopt;
+}
+
+// Whether the measurements can carry a decision: no launch plan, NEW failing under timing, OLD's
+// times no baseline, nothing timed at the decision shape, no startup samples, or the profile's mode
+// missing each stop here with its reason.
+std::optional<JudgeStop> judge_stop_before_deciding(report::CompareResult& r, const Evidence& ev, const JudgeOptions& jo,
+                                                    const JudgedCorrectness& jc, const JudgedWarm& jw,
+                                                    const std::vector<StartupPair>& pairs) {
+  if (!ev.can_launch)
+    return JudgeStop{decision::ShipVerdict::incomplete, kExitIncomplete,
+                     "Startup and artifact identity only: without a launch plan (--manifest) there is no warm timing to weigh "
+                     "the startup cost against."};
+  if (jw.new_timing_failed || (jw.new_timed_wrong && !(jc.both_wrong && jw.old_timed_wrong))) {
+    r.verdict.reasons.push_back(jw.new_timed_wrong ? "NEW's timed output was wrong (re-checked after timing)"
+                                                   : "NEW could not be timed at every shape (see warm.shapes[].new.errors)");
+    return JudgeStop{decision::ShipVerdict::do_not_ship, kExitFail, "NEW failed under timing; see the warm timing section."};
+  }
+  if (jc.both_wrong && jw.new_timed_wrong)
+    r.notes.push_back("both sides' timed outputs are wrong, as their correctness results predict: not held against NEW");
   // A wrong timed output on OLD alone: OLD's times are not a baseline NEW can be weighed against.
-  if (old_timed_wrong && !both_wrong) {
+  if (jw.old_timed_wrong && !jc.both_wrong) {
     std::string where;
     for (const WarmShape& ws : ev.warm)
       if (!ws.side[0].verified) {
         where = fmt::format("shape {}: {}", ws.shape, ws.side[0].verify_detail.empty() ? "re-check failed" : ws.side[0].verify_detail);
         break;
       }
-    verdict.reasons.push_back("OLD's timed output was wrong (re-checked after timing; " + where + ")");
-    not_run.push_back("decision: OLD's timed output was wrong, so its times are no baseline");
-    return finish(decision::ShipVerdict::incomplete, kExitIncomplete,
-                  "OLD's timed output was wrong although its correctness check passed; its times are no baseline to weigh NEW "
-                  "against.");
+    r.verdict.reasons.push_back("OLD's timed output was wrong (re-checked after timing; " + where + ")");
+    r.not_run.push_back("decision: OLD's timed output was wrong, so its times are no baseline");
+    return JudgeStop{decision::ShipVerdict::incomplete, kExitIncomplete,
+                     "OLD's timed output was wrong although its correctness check passed; its times are no baseline to weigh "
+                     "NEW against."};
   }
   if (jo.decision_index >= ev.warm.size() || ev.warm[jo.decision_index].side[0].medians.empty()) {
-    not_run.push_back("decision: OLD could not be timed at the decision shape");
-    return finish(decision::ShipVerdict::incomplete, kExitIncomplete, "OLD could not be timed; nothing to weigh NEW against.");
+    r.not_run.push_back("decision: OLD could not be timed at the decision shape");
+    return JudgeStop{decision::ShipVerdict::incomplete, kExitIncomplete, "OLD could not be timed; nothing to weigh NEW against."};
   }
   if (pairs.empty()) {
-    not_run.push_back("decision: no startup samples");
-    return finish(decision::ShipVerdict::incomplete, kExitIncomplete, "No startup measurement on both sides; nothing to decide on.");
+    r.not_run.push_back("decision: no startup samples");
+    return JudgeStop{decision::ShipVerdict::incomplete, kExitIncomplete, "No startup measurement on both sides; nothing to decide on."};
   }
-  // The profile's JIT cache mode was measured but failed on a side: say so, never let
-  // another mode stand in for it.
-  if (!jo.profiles.empty())
-    for (const StartupMode& m : ev.startup) {
-      if (m.cache != jo.profiles.front().jit_cache || m.loading != ev.startup.front().loading) continue;
-      for (int k = 0; k < 2; ++k) {
-        const StartupSamples& sm = m.side[k];
-        if (!sm.kernel_first_use_ms.empty()) continue;
-        const std::string why = fmt::format(
-            "the startup probes of {} failed in the profile's JIT cache mode '{}' ({} failure(s){})", k == 0 ? "OLD" : "NEW",
-            decision::to_string(m.cache), sm.failures,
-            sm.failure_messages.empty() ? std::string() : ": " + sm.failure_messages.front());
-        verdict.reasons.push_back(why);
-        not_run.push_back("decision: " + why);
-        return finish(decision::ShipVerdict::incomplete, kExitIncomplete,
-                      fmt::format("No first-request measurement of {} in JIT cache mode '{}', the mode profile '{}' decides "
-                                  "in; no other mode stands in for it.",
-                                  k == 0 ? "OLD" : "NEW", decision::to_string(m.cache), jo.profiles.front().name));
-      }
-    }
+  return judge_profile_mode_failed(r, ev, jo);
+}
+
+// The decision per profile at the decision shape, each with its service view (results.decisions).
+// The first profile's verdict before the service view turns it goes to speed_verdict.
+std::vector<decision::Decision> judge_decide_per_profile(report::CompareResult& r, const Evidence& ev, const JudgeOptions& jo,
+                                                         const std::vector<StartupPair>& pairs,
+                                                         std::optional<decision::ShipVerdict>& speed_verdict) {
   const auto& wa = ev.warm[jo.decision_index].side[0].medians;
   const auto& wb = ev.warm[jo.decision_index].side[1].medians;
   decision::DecisionInput in =
       decision_input(pairs, wa, wb, jo.new_uses_ptx_jit, jo.arch, jo.cold_noise_floor_ms, jo.warm_margin);
   json decisions = json::array();
   std::vector<decision::Decision> ds;
-  std::optional<decision::ShipVerdict> speed_verdict;  // the first profile's, before the service view turns it
   for (const auto& p : jo.profiles) {
     decision::Decision d = decision::decide(in, p);
     if (!speed_verdict) speed_verdict = d.verdict;
@@ -347,43 +392,77 @@ Judgement judge(const report::CompareResult& static_part, const Evidence& ev, co
   }
   if (ds.empty()) throw_error(ErrorKind::usage, "no deployment profile to decide with");
   r.decisions = decisions;
-  verdict.profile = jo.profiles.front().name;
-  verdict.reasons.push_back(fmt::format("decided at shape {} with profile '{}'", ev.warm[jo.decision_index].shape,
-                                           jo.profiles.front().name));
-  for (const auto& x : ds.front().reasons) verdict.reasons.push_back(x);
-  // Every shape judged with the first profile: the decision shape decides, and a shape
-  // whose verdict differs is named, so the memo never rests on one shape unsaid. Compared with the
-  // decision shape's verdict before the service view (simulated at the decision shape only), so that
-  // a verdict the service view turned does not make every other shape look different.
-  {
-    json per_shape = json::array();
-    for (std::size_t si = 0; si < ev.warm.size(); ++si) {
-      const auto& a = ev.warm[si].side[0].medians;
-      const auto& b = ev.warm[si].side[1].medians;
-      json row{{"shape", ev.warm[si].shape}, {"decision_shape", si == jo.decision_index}};
-      if (a.empty() || b.empty()) {
-        row["verdict"] = "not_compared";
-      } else {
-        const decision::Decision dd = decision::decide(
-            decision_input(pairs, a, b, jo.new_uses_ptx_jit, jo.arch, jo.cold_noise_floor_ms, jo.warm_margin), jo.profiles.front());
-        row["verdict"] = decision::to_string(dd.verdict);
-        if (si != jo.decision_index && dd.verdict != *speed_verdict)
-          verdict.reasons.push_back(fmt::format("at shape {} the verdict for profile '{}' would be {} (the decision shape is {}; "
+  return ds;
+}
+
+// Every shape judged with the first profile: the decision shape decides, and a shape whose verdict
+// differs is named, so the memo never rests on one shape unsaid. Compared with the decision shape's
+// verdict before the service view (simulated at the decision shape only), so that a verdict the
+// service view turned does not make every other shape look different.
+void judge_every_shape(report::CompareResult& r, const Evidence& ev, const JudgeOptions& jo,
+                       const std::vector<StartupPair>& pairs, decision::ShipVerdict speed_verdict) {
+  json per_shape = json::array();
+  for (std::size_t si = 0; si < ev.warm.size(); ++si) {
+    const auto& a = ev.warm[si].side[0].medians;
+    const auto& b = ev.warm[si].side[1].medians;
+    json row{{"shape", ev.warm[si].shape}, {"decision_shape", si == jo.decision_index}};
+    if (a.empty() || b.empty()) {
+      row["verdict"] = "not_compared";
+    } else {
+      const decision::Decision dd = decision::decide(
+          decision_input(pairs, a, b, jo.new_uses_ptx_jit, jo.arch, jo.cold_noise_floor_ms, jo.warm_margin), jo.profiles.front());
+      row["verdict"] = decision::to_string(dd.verdict);
+      if (si != jo.decision_index && dd.verdict != speed_verdict)
+        r.verdict.reasons.push_back(fmt::format("at shape {} the verdict for profile '{}' would be {} (the decision shape is {}; "
                                                 "--decision-shape picks it)",
                                                 ev.warm[si].shape, jo.profiles.front().name, decision::to_string(dd.verdict),
                                                 ev.warm[jo.decision_index].shape));
-      }
-      per_shape.push_back(row);
     }
-    if (r.warm && r.warm->is_object()) (*r.warm)["verdict_per_shape"] = per_shape;
+    per_shape.push_back(row);
   }
+  if (r.warm && r.warm->is_object()) (*r.warm)["verdict_per_shape"] = per_shape;
+}
+
+}  // namespace
+
+Judgement judge(const json& static_part, const Evidence& ev, const JudgeOptions& jo) {
+  return judge(report::compare_result_from_json(static_part), ev, jo);
+}
+
+Judgement judge(const report::CompareResult& static_part, const Evidence& ev, const JudgeOptions& jo) {
+  report::CompareResult r = judge_start_from_static(static_part);
+  if (!ev.can_launch) {
+    r.not_run.push_back("correctness and warm timing: no launch plan for a prebuilt artifact (give --manifest DIR)");
+    // (warm_timing listed first, as this document has always had it)
+    r.phases.set("warm_timing", "not run: no launch plan (give --manifest)");
+    r.phases.set("correctness", "not run: no launch plan (give --manifest)");
+  }
+  const JudgedCorrectness jc = judge_correctness(r, ev);
+  r.wall_s = ev.wall_s;
+  if (jc.blamed) {
+    r.phases.set("warm_timing", "not run: NEW computes the wrong answer where OLD did not");
+    r.phases.set("startup", "not run: NEW computes the wrong answer where OLD did not");
+    return judge_finish(r, decision::ShipVerdict::do_not_ship, kExitFail,
+                        "NEW computes the wrong answer where OLD did not; no speed makes up for that.");
+  }
+  const JudgedWarm jw = judge_warm_timing(r, ev, jo);
+  const std::vector<StartupPair> pairs = judge_startup(r, ev, jo, jw.est_first_launch_ms);
+  if (const auto stop = judge_stop_before_deciding(r, ev, jo, jc, jw, pairs))
+    return judge_finish(r, stop->decision, stop->exit_code, stop->summary);
+
+  std::optional<decision::ShipVerdict> speed_verdict;  // the first profile's, before the service view turns it
+  const std::vector<decision::Decision> ds = judge_decide_per_profile(r, ev, jo, pairs, speed_verdict);
+  r.verdict.profile = jo.profiles.front().name;
+  r.verdict.reasons.push_back(fmt::format("decided at shape {} with profile '{}'", ev.warm[jo.decision_index].shape,
+                                          jo.profiles.front().name));
+  for (const auto& x : ds.front().reasons) r.verdict.reasons.push_back(x);
+  judge_every_shape(r, ev, jo, pairs, *speed_verdict);
   for (std::size_t i = 1; i < ds.size(); ++i)
-    verdict.reasons.push_back(
-        fmt::format("for profile '{}': {}", jo.profiles[i].name, decision::describe(ds[i].verdict)));
+    r.verdict.reasons.push_back(fmt::format("for profile '{}': {}", jo.profiles[i].name, decision::describe(ds[i].verdict)));
   std::string headline = ds.front().headline;
-  if (both_wrong)
+  if (jc.both_wrong)
     headline = "Both builds fail the contract (a defect the change did not introduce); as for speed: " + headline;
-  return finish(ds.front().verdict, decision::exit_code(ds.front().verdict), headline);
+  return judge_finish(r, ds.front().verdict, decision::exit_code(ds.front().verdict), headline);
 }
 
 }  // namespace kqual::compare
