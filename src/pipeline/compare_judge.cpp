@@ -327,7 +327,7 @@ std::optional<JudgeStop> judge_profile_mode_failed(report::CompareResult& r, con
 
 // Whether the measurements can carry a decision: no launch plan, NEW failing under timing, OLD's
 // times no baseline, nothing timed at the decision shape, no startup samples, or the profile's mode
-// missing each stop here with its reason.
+// missing: each stops here, with its reason.
 std::optional<JudgeStop> judge_stop_before_deciding(report::CompareResult& r, const Evidence& ev, const JudgeOptions& jo,
                                                     const JudgedCorrectness& jc, const JudgedWarm& jw,
                                                     const std::vector<StartupPair>& pairs) {
