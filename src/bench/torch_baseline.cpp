@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <toml++/toml.h>
 
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 
 namespace kqual::bench {

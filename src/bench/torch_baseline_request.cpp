@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "kqual/bench/torch_baseline.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 
 namespace kqual::bench {

@@ -1,7 +1,7 @@
 #include <fmt/format.h>
 
 #include "kqual/contract/contract.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 
 namespace kqual::contract {

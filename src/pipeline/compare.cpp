@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "compare_internal.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/decision/profile.hpp"

@@ -12,7 +12,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/check/evaluate.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/decision/profile.hpp"
 #include "kqual/decision/qualify.hpp"
 #include "kqual/pipeline/stages.hpp"

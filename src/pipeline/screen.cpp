@@ -20,7 +20,7 @@
 #include "kqual/check/evaluate.hpp"
 #include "kqual/check/plan.hpp"
 #include "kqual/contract/contract.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/files.hpp"

@@ -7,7 +7,7 @@
 
 #include "kqual/build/manifest.hpp"
 #include "kqual/contract/contract.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 
 namespace kqual::pipeline {

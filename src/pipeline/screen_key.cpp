@@ -5,7 +5,7 @@
 
 #include <toml++/toml.h>
 
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/sha256.hpp"
 #include "kqual/core/version.hpp"

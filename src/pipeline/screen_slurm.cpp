@@ -10,7 +10,7 @@
 #include <regex>
 #include <sstream>
 
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/self.hpp"
 #include "kqual/core/files.hpp"

@@ -17,7 +17,7 @@
 #include "kqual/build/manifest.hpp"
 #include "kqual/check/evaluate.hpp"
 #include "kqual/contract/contract.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/pipeline/qualify.hpp"

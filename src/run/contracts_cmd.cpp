@@ -10,7 +10,7 @@
 #include <iostream>
 
 #include "kqual/contract/contract.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/json.hpp"

@@ -11,8 +11,8 @@
 #include <set>
 
 #include "kqual/bench/torch_baseline.hpp"
-#include "kqual/contract/declared.hpp"
-#include "kqual/contract/import_kernelbench.hpp"
+#include "kqual/contract/declared/declared.hpp"
+#include "kqual/contract/importers/import_kernelbench.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/process.hpp"

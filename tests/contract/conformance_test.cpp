@@ -14,7 +14,7 @@
 #include <string>
 
 #include "kqual/contract/contract.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 
 namespace kqual::contract {
 namespace {

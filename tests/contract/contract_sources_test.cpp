@@ -9,7 +9,7 @@
 #include <regex>
 
 #include "kqual/build/manifest.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"

@@ -2,7 +2,7 @@
 // Helpers shared by the contract tests (declared contracts and the importers).
 #include <string>
 
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 
 namespace kqual::contract::test_util {

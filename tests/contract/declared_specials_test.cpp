@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "kqual/contract/compare.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/files.hpp"
 #include "contract_test_util.hpp"
 

@@ -13,7 +13,7 @@
 #include <set>
 
 #include "kqual/contract/compare.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "contract_test_util.hpp"

@@ -14,7 +14,7 @@
 #include <limits>
 
 #include "kqual/contract/compare.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/contract/generated.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"

@@ -10,8 +10,8 @@
 #include <fstream>
 
 #include "kqual/contract/compare.hpp"
-#include "kqual/contract/declared.hpp"
-#include "kqual/contract/import_definition.hpp"
+#include "kqual/contract/declared/declared.hpp"
+#include "kqual/contract/importers/import_definition.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "contract_test_util.hpp"

@@ -14,7 +14,7 @@
 
 #include "kqual/check/evaluate.hpp"
 #include "kqual/contract/compare.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/worker/session.hpp"
 #include "kqual/cuda/driver.hpp"

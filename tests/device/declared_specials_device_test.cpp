@@ -19,7 +19,7 @@
 #include <sstream>
 
 #include "kqual/contract/compare.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <set>
 
-#include "kqual/contract/declared.hpp"
-#include "kqual/contract/import_kernelbench.hpp"
+#include "kqual/contract/declared/declared.hpp"
+#include "kqual/contract/importers/import_kernelbench.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/core/process.hpp"

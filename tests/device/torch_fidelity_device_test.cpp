@@ -13,7 +13,7 @@
 #include "kqual/build/candidate.hpp"
 #include "kqual/build/manifest.hpp"
 #include "kqual/check/plan.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/process.hpp"
 #include "kqual/cuda/driver.hpp"

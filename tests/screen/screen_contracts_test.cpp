@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/pipeline/screen.hpp"
 #include "fixture_util.hpp"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/decision/decision.hpp"
 #include "kqual/build/toolchain.hpp"

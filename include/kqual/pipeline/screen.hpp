@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/core/progress.hpp"
 

@@ -1,7 +1,7 @@
 #pragma once
 // A KernelBench problem module (`class Model(nn.Module)`, `get_inputs()`, `get_init_inputs()`, module-
-// level size constants) as a declared contract folder whose reference is the module's forward (issue 24,
-// item 2; docs/kernelbench.md). Two halves, kept apart so the translation is testable without torch:
+// level size constants) as a declared contract folder whose reference is the module's forward
+// (docs/kernelbench.md). Two halves, kept apart so the translation is testable without torch:
 //   capture:   tools/torch/kernelbench_capture.py, run with PyTorch, prints one JSON object (shapes and
 //              dtypes on the meta device, which dims move with which module-level constant, sampled
 //              values at scaled-down sizes, whether forward is random);

@@ -18,7 +18,7 @@
 #include <numeric>
 
 #include "kqual/contract/compare.hpp"
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/core/process.hpp"
@@ -124,7 +124,7 @@ for line in sys.stdin:
         reply(failure(e))
 )PY";
 
-bool is_int(DType t) { return t == DType::i32 || t == DType::i64 || t == DType::u32; }
+bool is_int_dtype(DType t) { return t == DType::i32 || t == DType::i64 || t == DType::u32; }
 
 std::string which(const std::string& exe) {
   if (exe.find('/') != std::string::npos) return exe;
@@ -286,10 +286,10 @@ Evaluation PythonReference::evaluate(const std::vector<Tensor>& inputs, const Di
       }
       kind = "i8";
     }
-    req["inputs"][t.name] = {{"file", f.string()}, {"dtype", kind}, {"int", is_int(t.dtype)}, {"shape", shape}};
+    req["inputs"][t.name] = {{"file", f.string()}, {"dtype", kind}, {"int", is_int_dtype(t.dtype)}, {"shape", shape}};
   }
   for (const auto& sc : s_.scalars) {
-    if (is_int(sc.dtype)) req["scalars"][sc.name] = std::int64_t(sc.value);
+    if (is_int_dtype(sc.dtype)) req["scalars"][sc.name] = std::int64_t(sc.value);
     else if (sc.dtype == DType::f32) req["scalars"][sc.name] = double(float(sc.value));  // the value the kernel gets
     else req["scalars"][sc.name] = sc.value;
   }
@@ -300,7 +300,7 @@ Evaluation PythonReference::evaluate(const std::vector<Tensor>& inputs, const Di
     for (const auto& a : td.shape) shape.push_back(dims.at(a));
     const fs::path f = dir_->path() / fmt::format("out_{}.bin", td.name);
     files.push_back(f);
-    req["outputs"].push_back({{"name", td.name}, {"file", f.string()}, {"shape", shape}, {"int", is_int(dtypes.at(td.name))}});
+    req["outputs"].push_back({{"name", td.name}, {"file", f.string()}, {"shape", shape}, {"int", is_int_dtype(dtypes.at(td.name))}});
   }
   const auto t1 = clk::now();
   const std::string reply = call(req.dump(), case_id);
@@ -311,7 +311,7 @@ Evaluation PythonReference::evaluate(const std::vector<Tensor>& inputs, const Di
   Evaluation out;
   // One output file into its place: read() straight into the vector, no mapping of the file.
   auto read_output = [&](const fs::path& file, const TensorDef& td, std::size_t n, RefOutput& o) {
-    const bool integer = is_int(dtypes.at(td.name));
+    const bool integer = is_int_dtype(dtypes.at(td.name));
     void* dst = nullptr;
     if (integer) {
       o.i.reserve(n);

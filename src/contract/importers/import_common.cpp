@@ -7,7 +7,7 @@
 #include <cctype>
 #include <cstdint>
 
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 

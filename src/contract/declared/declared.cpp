@@ -1,7 +1,7 @@
 // A contract declared as data (declared.hpp, declared_contract.hpp): the Contract interface over a
 // parsed contract.toml — its domain, its reference in a Python process (or a CUDA one), and the
 // comparison of outputs under its error models. Its cases: declared_cases.cpp.
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>

@@ -6,8 +6,8 @@
 
 #include <fstream>
 
-#include "kqual/contract/declared.hpp"
-#include "kqual/contract/import_kernelbench.hpp"
+#include "kqual/contract/declared/declared.hpp"
+#include "kqual/contract/importers/import_kernelbench.hpp"
 
 #include "import_common.hpp"
 #include "kqual/core/error.hpp"

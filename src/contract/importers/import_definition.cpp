@@ -15,7 +15,7 @@
 //   values: the Definition states none: every input N(0, 1), plus value families (small_scale,
 //     large_scale, nonzero_mean) over the data inputs, each with a comment saying why
 //     (import_families.cpp).
-#include "kqual/contract/import_definition.hpp"
+#include "kqual/contract/importers/import_definition.hpp"
 
 #include <fmt/format.h>
 
@@ -25,7 +25,7 @@
 #include <set>
 #include <sstream>
 
-#include "kqual/contract/declared.hpp"
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/expr.hpp"
 #include "kqual/core/files.hpp"

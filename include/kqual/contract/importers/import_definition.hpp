@@ -1,5 +1,5 @@
 #pragma once
-// A flashinfer-bench / SOL-ExecBench Definition (JSON) as a declared contract folder (issue 24):
+// A flashinfer-bench / SOL-ExecBench Definition (JSON) as a declared contract folder:
 // axes (const, var, expr), inputs and outputs (shape over axes, dtype; a null shape is a scalar),
 // constraints (evaluated here, parsed only there), the PyTorch `run` reference (run in kqual's
 // reference process), and from the workloads (JSONL) the benchmark shapes, the scalar values and

@@ -1,5 +1,5 @@
 #pragma once
-// Contracts declared as data (issue 22): a contract.toml with axes, tensors, dtype rows, value
+// Contracts declared as data: a contract.toml with axes, tensors, dtype rows, value
 // generation, evaluated domain constraints, an error model per output and cost formulas, plus a
 // trusted reference (a NumPy or PyTorch function evaluated in float64 in a separate process).
 // Format: docs/declared-contracts.md. A declared contract is a Contract like the built-in ones: every
