@@ -3,7 +3,7 @@
 // integer and floating-point operations, mismatches are counted per class, and only the first few
 // of each class (and the worst one) are formatted for the report. An output that is wrong at every
 // one of 2^29 elements once cost a formatted string per element, minutes of coordinator CPU per
-// case (issue 21); tests/contract/compare_scale_test.cpp keeps that from coming back.
+// case; tests/contract/compare_scale_test.cpp keeps that from coming back.
 #include <fmt/format.h>
 
 #include <algorithm>

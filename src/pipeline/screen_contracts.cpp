@@ -1,5 +1,5 @@
 // kqual screen's contracts, resolved once before any candidate runs (screen_contracts.hpp). Within
-// one process a contract name stands for one file (contract/declared.hpp's registry): without this
+// one process a contract name stands for one file (contract/declared/declared.hpp's registry): without this
 // pass, whichever candidate's manifest a builder thread read first would fix that name for the rest.
 #include "screen_contracts.hpp"
 

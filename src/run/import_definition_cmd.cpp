@@ -1,5 +1,5 @@
 // `kqual import-definition DEF.json [--workloads W.jsonl] --out DIR`: a flashinfer-bench or
-// SOL-ExecBench Definition as a declared contract folder (include/kqual/contract/import_definition.hpp).
+// SOL-ExecBench Definition as a declared contract folder (include/kqual/contract/importers/import_definition.hpp).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 

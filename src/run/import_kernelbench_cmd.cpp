@@ -1,5 +1,5 @@
 // `kqual import-kernelbench PROBLEM.py --out DIR`: a KernelBench problem module as a declared contract
-// folder whose reference is its Model.forward (include/kqual/contract/import_kernelbench.hpp).
+// folder whose reference is its Model.forward (include/kqual/contract/importers/import_kernelbench.hpp).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 

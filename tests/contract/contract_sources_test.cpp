@@ -1,4 +1,4 @@
-// Where contracts come from (contract/declared.hpp, docs/declared-contracts.md): the user picks the
+// Where contracts come from (contract/declared/declared.hpp, docs/declared-contracts.md): the user picks the
 // judge. A contract named by name resolves from --contracts folders, $KQUAL_CONTRACTS and the
 // project's contracts/ only, never from beside the manifest; a contract file a manifest names by path
 // outside those folders judges the candidate only with --allow-candidate-contract.

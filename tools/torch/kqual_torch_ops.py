@@ -69,21 +69,21 @@ def _reduce_sum_out(x, y):
 
 
 OPS = {
-    # y = relu(x + r), n elements (src/contract/residual_add_relu.cpp).
+    # y = relu(x + r), n elements (src/contract/builtin/residual_add_relu.cpp).
     "residual_add_relu": Op(["x", "r"], ["y"], ["f32", "bf16"], lambda x, r: torch.relu(x + r), _add_relu_out,
                             "torch.relu(x + r)"),
-    # y = softmax over each row of a rows x cols row-major x (src/contract/softmax.cpp).
+    # y = softmax over each row of a rows x cols row-major x (src/contract/builtin/softmax.cpp).
     "softmax": Op(["x"], ["y"], ["f32", "bf16"], lambda x: torch.softmax(x, dim=-1), _softmax_out,
                   "torch.softmax(x, dim=-1)"),
-    # y[0] = 0, y[i] = x[0] + ... + x[i-1], n elements, i32 (wrapping) or f32 (src/contract/exclusive_scan.cpp).
+    # y[0] = 0, y[i] = x[0] + ... + x[i-1], n elements, i32 (wrapping) or f32 (src/contract/builtin/exclusive_scan.cpp).
     "exclusive_scan": Op(["x"], ["y"], ["i32", "f32"], _exclusive_scan, _exclusive_scan_out,
                          "F.pad(torch.cumsum(x[:-1], 0, dtype=x.dtype), (1, 0))"),
-    # y (cols x rows) = x (rows x cols) transposed, both row-major, bit copy (src/contract/transpose.cpp).
+    # y (cols x rows) = x (rows x cols) transposed, both row-major, bit copy (src/contract/builtin/transpose.cpp).
     "transpose": Op(["x"], ["y"], ["f32", "bf16", "i32"], lambda x: x.t().contiguous(), _transpose_out,
                     "x.t().contiguous()"),
-    # c (m x n) = a (m x k) @ b (k x n), row-major, no alpha/beta, f32 accumulation (src/contract/gemm.cpp).
+    # c (m x n) = a (m x k) @ b (k x n), row-major, no alpha/beta, f32 accumulation (src/contract/builtin/gemm.cpp).
     "gemm": Op(["a", "b"], ["c"], ["f32", "bf16"], lambda a, b: torch.matmul(a, b), _gemm_out, "torch.matmul(a, b)"),
-    # y[r] = sum of row r of a rows x cols row-major x (src/contract/reduce_sum.cpp).
+    # y[r] = sum of row r of a rows x cols row-major x (src/contract/builtin/reduce_sum.cpp).
     "reduce_sum": Op(["x"], ["y"], ["f32", "bf16"], lambda x: torch.sum(x, dim=1), _reduce_sum_out,
                      "torch.sum(x, dim=1)"),
 }

@@ -26,7 +26,7 @@ void store_element(DType t, std::uint8_t* p, std::size_t i, double v);
 enum class Mismatch : int { unwritten = 0, payload = 1, nan_policy = 2, wrong = 3 };
 
 // Counts of mismatching elements per class with the first few indices of each and the worst error:
-// the whole state a comparison keeps, whatever the number of wrong elements (issue 21: formatting
+// the whole state a comparison keeps, whatever the number of wrong elements (formatting
 // every wrong element of a 2^29-element output stalled the coordinator for minutes).
 struct ElementScan {
   static constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();

@@ -158,13 +158,13 @@ class Contract {
   // The expected outputs of one window: by default the reference on generated_subcase(big, w); a
   // contract whose outputs depend on everything before them (a scan) overrides it.
   virtual std::vector<Tensor> window_reference(const CaseSpec& big, const OutputWindow& w) const;
-  // Large cases verified on the device (issue 21): for a generated case (kGeneratedFamily), a
+  // Large cases verified on the device: for a generated case (kGeneratedFamily), a
   // trusted reference kernel over the same generated inputs whose raw outputs ARE the expected
   // outputs, bit for bit (exact contracts only). It runs in the session's reference worker, never in
   // a candidate's process; the two outputs are compared through per-chunk hashes. nullopt: such
   // cases are checked in windows instead (index_case_windows).
   virtual std::optional<GpuReference> device_reference(const CaseSpec& /*spec*/) const { return std::nullopt; }
-  // Timed inputs may be generated on the device (issue 23: fresh values for every timed launch):
+  // Timed inputs may be generated on the device (fresh values for every timed launch):
   // any values the generator makes (contract/generated.hpp: f32 in [-1, 1), bf16 of magnitude in
   // [2^-7, 1), i32 any) are valid inputs of `spec`'s dtype and dims. By default: every input is
   // f32, bf16 or i32. A contract whose inputs need structure (indices, offsets) says false.
