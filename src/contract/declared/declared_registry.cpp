@@ -16,6 +16,7 @@
 #include "declared_spec.hpp"
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/core/self.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
 
@@ -68,22 +69,7 @@ fs::path canonical_or_same(const fs::path& p) {
 
 // The project's contracts/: $KQUAL_HOME/contracts, else the nearest contracts/ above the executable.
 // Not the working directory and not the candidate's folder: either may be the candidate's own tree.
-std::optional<fs::path> project_contracts() {
-  std::error_code ec;
-  if (const char* home = std::getenv("KQUAL_HOME"); home && *home) {
-    const fs::path p = fs::path(home) / "contracts";
-    if (fs::is_directory(p, ec)) return canonical_or_same(p);
-  }
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return std::nullopt;
-  const fs::path start = canonical_or_same(fs::path(std::string(buf, std::size_t(n))).parent_path());
-  for (fs::path p = start; !p.empty(); p = p.parent_path()) {
-    if (fs::is_directory(p / "contracts", ec)) return p / "contracts";
-    if (p == p.parent_path()) break;
-  }
-  return std::nullopt;
-}
+std::optional<fs::path> project_contracts() { return find_project_folder("contracts"); }
 
 bool is_under(const fs::path& file, const fs::path& dir) {
   auto f = file.begin();

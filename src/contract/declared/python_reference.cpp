@@ -20,6 +20,7 @@
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/core/self.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/core/process.hpp"
 
@@ -164,7 +165,7 @@ void PythonReference::stop() {
 
 void PythonReference::start() {
   const std::string py = reference_python();
-  signal(SIGPIPE, SIG_IGN);  // a reference process that died is reported by the write's error, not by a signal
+  ignore_sigpipe();  // a reference process that died is reported by the write's error, not by a signal
   dir_ = std::make_unique<ScratchDir>("kqual-ref");
   json cfg{{"file", s_.reference.file.string()}, {"function", s_.reference.function}, {"kind", s_.reference.kind}};
   const std::string cfg_text = cfg.dump();
