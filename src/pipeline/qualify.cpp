@@ -147,6 +147,54 @@ void add_timed_shapes(decision::QualifyFindings& f, const bench::TimingReport& t
   }
 }
 
+namespace {
+
+// What the timing phase runs with, from qualify's options.
+bench::TimingOptions timing_options_of(const QualifyOptions& o, DType dtype, const std::vector<contract::Dims>& shapes) {
+  bench::TimingOptions to;
+  to.dtype = dtype;
+  to.shapes = shapes;
+  to.rounds = o.rounds;
+  to.samples_per_round = o.samples_per_round;
+  if (o.verify_launches > 0) {
+    to.verify_launches = o.verify_launches;
+    to.verify_element_budget = 0;
+  }
+  to.seed = o.seed;
+  to.flush_mode = o.flush_mode;
+  to.flush_l2 = o.flush_mode != "none";
+  to.timer = o.timer;
+  to.graph_launches = o.graph_launches;
+  to.fresh_inputs = o.timed_inputs != "datasets";
+  to.clock_guard = o.clock_guard;
+  to.progress = o.progress;
+  return to;
+}
+
+// The correctness report into the decision's findings and the phase list.
+void record_correctness(const check::CorrectnessReport& rep, decision::QualifyFindings& f, report::PhaseList& phases) {
+  f.correct = rep.accepted();
+  f.cases = rep.cases;
+  f.passed = rep.passed;
+  f.failed = rep.failed;
+  f.refused = rep.refused;
+  f.primary_code = rep.primary_code();
+  f.settled_not_run = int(rep.settled_not_run.size());
+  f.harness_failure = rep.harness_failure;  // cases kqual could not run: no verdict on the candidate
+  for (const auto& x : rep.results)
+    if (x.status == "fail") {
+      f.first_failure = x.detail;
+      break;
+    }
+  phases.set("correctness", fmt::format("{}: {} passed, {} failed, {} refused of {} cases", rep.accepted() ? "accepted" : "rejected",
+                                        rep.passed, rep.failed, rep.refused, rep.cases));
+  phases.set("sanitizer_pass", rep.sanitizer.is_object()
+                                   ? rep.sanitizer.value("status", "not_run") + (rep.sanitizer.contains("why") ? ": " + rep.sanitizer.value("why", "") : "")
+                                   : std::string("not run"));
+}
+
+}  // namespace
+
 QualifyOutcome qualify(const QualifyOptions& o) {
   // ---- target: manifest, contract, device and arch ----
   QualifyOutcome out;
@@ -219,21 +267,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
       say(fmt::format("correctness: {} against {}{}", m.name, m.contract, o.large_cases ? " (with the large cases)" : ""));
       check::CorrectnessReport rep = check::check_correctness(s, cand, co);
       r.correctness = rep.to_json(false);
-      f.correct = rep.accepted();
-      f.cases = rep.cases;
-      f.passed = rep.passed;
-      f.failed = rep.failed;
-      f.refused = rep.refused;
-      f.primary_code = rep.primary_code();
-      f.settled_not_run = int(rep.settled_not_run.size());
-      f.harness_failure = rep.harness_failure;  // cases kqual could not run: no verdict on the candidate
-      for (const auto& x : rep.results)
-        if (x.status == "fail") { f.first_failure = x.detail; break; }
-      phases.set("correctness", fmt::format("{}: {} passed, {} failed, {} refused of {} cases",
-                                            rep.accepted() ? "accepted" : "rejected", rep.passed, rep.failed, rep.refused, rep.cases));
-      phases.set("sanitizer_pass", rep.sanitizer.is_object() ? rep.sanitizer.value("status", "not_run") +
-                                                                   (rep.sanitizer.contains("why") ? ": " + rep.sanitizer.value("why", "") : "")
-                                                             : std::string("not run"));
+      record_correctness(rep, f, phases);
       std::vector<json> bc;
       check::CheckOptions small = co;
       small.include_large = false;
@@ -253,23 +287,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     } else if (!o.timing) {
       phases.set("timing", "not run: not part of `kqual check` (correctness only)");
     } else {
-      bench::TimingOptions to;
-      to.dtype = *bench_dtype;
-      to.shapes = shapes;
-      to.rounds = o.rounds;
-      to.samples_per_round = o.samples_per_round;
-      if (o.verify_launches > 0) {
-        to.verify_launches = o.verify_launches;
-        to.verify_element_budget = 0;
-      }
-      to.seed = o.seed;
-      to.flush_mode = o.flush_mode;
-      to.flush_l2 = o.flush_mode != "none";
-      to.timer = o.timer;
-      to.graph_launches = o.graph_launches;
-      to.fresh_inputs = o.timed_inputs != "datasets";
-      to.clock_guard = o.clock_guard;
-      to.progress = o.progress;
+      const bench::TimingOptions to = timing_options_of(o, *bench_dtype, shapes);
       f.policy = policy;
       f.mix = decision::shape_mix_of(profile);
       std::vector<const build::BuiltCandidate*> bptr;
