@@ -82,22 +82,9 @@ std::string Spec::violated(const Dims& all) const {
   }
   return "";
 }
+namespace {
 
-
-Spec parse_spec(const std::string& text, const fs::path& file) {
-  Ctx cx(file);
-  Spec s;
-  s.file = file;
-  s.dir = file.parent_path();
-  toml::table root;
-  try {
-    root = toml::parse(text, file.string());
-  } catch (const toml::parse_error& e) {
-    throw_error(ErrorKind::input, fmt::format("{}:{}:{}: {}", file.string(), e.source().begin.line, e.source().begin.column,
-                                              e.description()));
-  }
-  check_keys(cx, root, "", {"contract", "axes", "scalars", "tensors", "dtypes", "constraints", "families", "cost", "bench",
-                            "reference", "index_cases"});
+void spec_contract_table(const Ctx& cx, const toml::table& root, Spec& s) {
   const toml::table& c = table_at(cx, root.get("contract"), "contract");
   check_keys(cx, c, "contract", {"name", "summary", "policy", "deterministic", "deterministic_reason", "max_case_elements"});
   s.name = str(cx, c, "contract", "name", true);
@@ -110,10 +97,39 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
   s.max_case_elements = integer(cx, c, "contract", "max_case_elements", s.max_case_elements);
   if (s.max_case_elements < 1 || s.max_case_elements > (std::int64_t(1) << 28))
     cx.fail("contract.max_case_elements", fmt::format("{} is outside [1, 2^28]", s.max_case_elements));
+}
 
-  // ---- axes: variable ones first in the file's order; constants; derived ones may use any before ----
+// A variable axis: range, hints, multiple_of, power_of_two, base and large.
+void spec_variable_axis(const Ctx& cx, const toml::table& t, const std::string& where, const toml::node& r, Axis& a) {
+  const auto* arr = r.as_array();
+  if (!arr || arr->size() != 2 || !arr->get(0)->is_integer() || !arr->get(1)->is_integer())
+    cx.fail(where + ".range", fmt::format("expected [min, max] integers, got {}", text_of(r)));
+  a.min = *arr->get(0)->value<std::int64_t>();
+  a.max = *arr->get(1)->value<std::int64_t>();
+  if (a.min < 1 || a.max < a.min) cx.fail(where + ".range", fmt::format("[{}, {}]: need 1 <= min <= max", a.min, a.max));
+  if (const toml::node* h = t.get("hints")) {
+    const auto* ha = h->as_array();
+    if (!ha) cx.fail(where + ".hints", fmt::format("expected an array of integers, got {}", text_of(*h)));
+    for (std::size_t i = 0; i < ha->size(); ++i) {
+      if (!ha->get(i)->is_integer() || *ha->get(i)->value<std::int64_t>() < 1)
+        cx.fail(fmt::format("{}.hints[{}]", where, i), fmt::format("expected a positive integer, got {}", text_of(*ha->get(i))));
+      a.hints.push_back(*ha->get(i)->value<std::int64_t>());
+    }
+  }
+  a.multiple_of = integer(cx, t, where, "multiple_of", 1);
+  if (a.multiple_of < 1) cx.fail(where + ".multiple_of", fmt::format("{} is below 1", a.multiple_of));
+  a.power_of_two = boolean(cx, t, where, "power_of_two", false);
+  a.base = integer(cx, t, where, "base", a.hints.empty() ? std::min<std::int64_t>(a.max, 64) : a.hints.front());
+  a.large = integer(cx, t, where, "large", 0);
+  for (auto [key, val] : {std::pair{"base", a.base}, {"large", a.large}})
+    if ((val != 0 || std::string(key) == "base") && (val < a.min || val > a.max || val % a.multiple_of || (a.power_of_two && (val & (val - 1)))))
+      cx.fail(where + "." + key, fmt::format("{} is outside the axis range [{}, {}] or breaks its claims", val, a.min, a.max));
+  a.kind = Axis::variable;
+}
+
+// [axes]: variable ones first in the file's order; constants; derived ones may use any before.
+void spec_axes_table(const Ctx& cx, const toml::table& root, Spec& s, std::set<std::string>& known) {
   const toml::table& axes = table_at(cx, root.get("axes"), "axes");
-  std::set<std::string> known;
   for (const auto& [k, v] : in_file_order(axes)) {
     const std::string where = "axes." + k;
     const toml::table& t = table_at(cx, v, where);
@@ -123,30 +139,7 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
     const int kinds = int(t.get("range") != nullptr) + int(t.get("value") != nullptr) + int(t.get("expr") != nullptr);
     if (kinds != 1) cx.fail(where, "exactly one of range (variable), value (constant) or expr (derived) is needed");
     if (const toml::node* r = t.get("range")) {
-      const auto* arr = r->as_array();
-      if (!arr || arr->size() != 2 || !arr->get(0)->is_integer() || !arr->get(1)->is_integer())
-        cx.fail(where + ".range", fmt::format("expected [min, max] integers, got {}", text_of(*r)));
-      a.min = *arr->get(0)->value<std::int64_t>();
-      a.max = *arr->get(1)->value<std::int64_t>();
-      if (a.min < 1 || a.max < a.min) cx.fail(where + ".range", fmt::format("[{}, {}]: need 1 <= min <= max", a.min, a.max));
-      if (const toml::node* h = t.get("hints")) {
-        const auto* ha = h->as_array();
-        if (!ha) cx.fail(where + ".hints", fmt::format("expected an array of integers, got {}", text_of(*h)));
-        for (std::size_t i = 0; i < ha->size(); ++i) {
-          if (!ha->get(i)->is_integer() || *ha->get(i)->value<std::int64_t>() < 1)
-            cx.fail(fmt::format("{}.hints[{}]", where, i), fmt::format("expected a positive integer, got {}", text_of(*ha->get(i))));
-          a.hints.push_back(*ha->get(i)->value<std::int64_t>());
-        }
-      }
-      a.multiple_of = integer(cx, t, where, "multiple_of", 1);
-      if (a.multiple_of < 1) cx.fail(where + ".multiple_of", fmt::format("{} is below 1", a.multiple_of));
-      a.power_of_two = boolean(cx, t, where, "power_of_two", false);
-      a.base = integer(cx, t, where, "base", a.hints.empty() ? std::min<std::int64_t>(a.max, 64) : a.hints.front());
-      a.large = integer(cx, t, where, "large", 0);
-      for (auto [key, val] : {std::pair{"base", a.base}, {"large", a.large}})
-        if ((val != 0 || std::string(key) == "base") && (val < a.min || val > a.max || val % a.multiple_of || (a.power_of_two && (val & (val - 1)))))
-          cx.fail(where + "." + key, fmt::format("{} is outside the axis range [{}, {}] or breaks its claims", val, a.min, a.max));
-      a.kind = Axis::variable;
+      spec_variable_axis(cx, t, where, *r, a);
     } else {
       for (const char* k2 : {"hints", "base", "large", "multiple_of", "power_of_two"})
         if (t.get(k2)) cx.fail(where + "." + k2, "only a variable axis (with range) takes it");
@@ -171,70 +164,83 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
   std::stable_sort(s.axes.begin(), s.axes.end(), [](const Axis& x, const Axis& y) {
     return x.kind == Axis::variable && y.kind != Axis::variable;
   });
+}
 
-  // ---- scalars ----
-  if (const toml::node* sn = root.get("scalars")) {
-    for (const auto& [k, v] : table_at(cx, sn, "scalars")) {
-      const std::string where = "scalars." + std::string(k.str());
-      const toml::table& t = table_at(cx, &v, where);
-      check_keys(cx, t, where, {"dtype", "value", "description"});
-      Scalar sc;
-      sc.name = std::string(k.str());
-      if (known.count(sc.name)) cx.fail(where, fmt::format("'{}' is already an axis", sc.name));
-      sc.dtype = dtype_of(cx, where + ".dtype", str(cx, t, where, "dtype", false, "f32"));
-      if (sc.dtype != DType::f32 && sc.dtype != DType::f64 && sc.dtype != DType::i32 && sc.dtype != DType::i64)
-        cx.fail(where + ".dtype", "a scalar is f32, f64, i32 or i64");
-      if (!t.get("value")) cx.fail(where + ".value", "missing (required)");
-      sc.value = num(cx, t, where, "value", 0);
-      s.scalars.push_back(sc);
-    }
+void spec_scalars_table(const Ctx& cx, const toml::table& root, Spec& s, const std::set<std::string>& known) {
+  const toml::node* sn = root.get("scalars");
+  if (!sn) return;
+  for (const auto& [k, v] : table_at(cx, sn, "scalars")) {
+    const std::string where = "scalars." + std::string(k.str());
+    const toml::table& t = table_at(cx, &v, where);
+    check_keys(cx, t, where, {"dtype", "value", "description"});
+    Scalar sc;
+    sc.name = std::string(k.str());
+    if (known.count(sc.name)) cx.fail(where, fmt::format("'{}' is already an axis", sc.name));
+    sc.dtype = dtype_of(cx, where + ".dtype", str(cx, t, where, "dtype", false, "f32"));
+    if (sc.dtype != DType::f32 && sc.dtype != DType::f64 && sc.dtype != DType::i32 && sc.dtype != DType::i64)
+      cx.fail(where + ".dtype", "a scalar is f32, f64, i32 or i64");
+    if (!t.get("value")) cx.fail(where + ".value", "missing (required)");
+    sc.value = num(cx, t, where, "value", 0);
+    s.scalars.push_back(sc);
   }
+}
 
-  // ---- tensors ----
+// One [tensors.X]: role, shape, dtype, layout, aliasing, alignment, and an input's values or an
+// output's error model.
+TensorDef spec_tensor(const Ctx& cx, const std::string& k, const toml::node* v, Spec& s, std::set<std::string>& known) {
+  const std::string where = "tensors." + k;
+  const toml::table& t = table_at(cx, v, where);
+  check_keys(cx, t, where, {"role", "shape", "dtype", "layout", "stride", "stride_multiple_of", "aliases", "alignment", "description",
+                            "values", "error"});
+  TensorDef td;
+  td.name = k;
+  if (known.count(td.name)) cx.fail(where, fmt::format("'{}' is already an axis", td.name));
+  for (const auto& sc : s.scalars)
+    if (sc.name == td.name) cx.fail(where, fmt::format("'{}' is already a scalar", td.name));
+  const std::string role = str(cx, t, where, "role", true);
+  if (role == "input") td.role = Role::input;
+  else if (role == "output") td.role = Role::output;
+  else cx.fail(where + ".role", fmt::format("\"{}\": expected \"input\" or \"output\"", role));
+  const auto* shape = t.get("shape") ? t.get("shape")->as_array() : nullptr;
+  if (!shape || shape->empty()) cx.fail(where + ".shape", "missing or empty: the axes of the tensor, outermost first");
+  for (std::size_t i = 0; i < shape->size(); ++i) {
+    const auto* n = shape->get(i);
+    if (!n->is_string()) cx.fail(fmt::format("{}.shape[{}]", where, i), fmt::format("expected an axis name, got {}", text_of(*n)));
+    std::string ax(*n->value<std::string>());
+    if (!known.count(ax)) cx.fail(fmt::format("{}.shape[{}]", where, i), fmt::format("unknown axis \"{}\"", ax));
+    td.shape.push_back(ax);
+  }
+  if (t.get("dtype")) td.dtype = dtype_of(cx, where + ".dtype", str(cx, t, where, "dtype", true));
+  read_layout(cx, t, where, td, s, known);
+  td.description = str(cx, t, where, "description", false, fmt::format("{}, [{}]", role, fmt::join(td.shape, ", ")));
+  td.aliases = str(cx, t, where, "aliases", false);
+  td.alignment = integer(cx, t, where, "alignment", 0);
+  if (td.alignment < 0 || (td.alignment & (td.alignment - 1)) || td.alignment > 4096)
+    cx.fail(where + ".alignment", fmt::format("{} is not a power of two up to 4096 bytes", td.alignment));
+  if (td.role == Role::input) {
+    if (!td.aliases.empty()) cx.fail(where + ".aliases", "only an output may alias an input");
+    if (t.get("error")) cx.fail(where + ".error", "an input has no error model (outputs do)");
+    if (const toml::node* vn = t.get("values")) read_values(cx, table_at(cx, vn, where + ".values"), where + ".values", td.values, s);
+  } else {
+    if (t.get("values")) cx.fail(where + ".values", "an output has no generated values (inputs do)");
+    if (const toml::node* en = t.get("error")) td.error = read_error(cx, table_at(cx, en, where + ".error"), where + ".error", s);
+    else if (!td.dtype || !is_int(*td.dtype)) cx.fail(where + ".error", "missing: a floating output needs its error model (exact, ulps, allclose or reduction)");
+  }
+  return td;
+}
+
+std::vector<std::string> spec_tensor_names(const Spec& s) {
+  std::vector<std::string> names;
+  for (const auto& t : s.tensors) names.push_back(t.name);
+  return names;
+}
+
+// [tensors]: each tensor, then at least one input and one output, and at most one output aliasing
+// an input of its shape.
+void spec_tensors_table(const Ctx& cx, const toml::table& root, Spec& s, std::set<std::string>& known) {
   const toml::table& tensors = table_at(cx, root.get("tensors"), "tensors");
-  for (const auto& [k, v] : in_file_order(tensors)) {
-    const std::string where = "tensors." + k;
-    const toml::table& t = table_at(cx, v, where);
-    check_keys(cx, t, where, {"role", "shape", "dtype", "layout", "stride", "stride_multiple_of", "aliases", "alignment", "description",
-                              "values", "error"});
-    TensorDef td;
-    td.name = k;
-    if (known.count(td.name)) cx.fail(where, fmt::format("'{}' is already an axis", td.name));
-    for (const auto& sc : s.scalars)
-      if (sc.name == td.name) cx.fail(where, fmt::format("'{}' is already a scalar", td.name));
-    const std::string role = str(cx, t, where, "role", true);
-    if (role == "input") td.role = Role::input;
-    else if (role == "output") td.role = Role::output;
-    else cx.fail(where + ".role", fmt::format("\"{}\": expected \"input\" or \"output\"", role));
-    const auto* shape = t.get("shape") ? t.get("shape")->as_array() : nullptr;
-    if (!shape || shape->empty()) cx.fail(where + ".shape", "missing or empty: the axes of the tensor, outermost first");
-    for (std::size_t i = 0; i < shape->size(); ++i) {
-      const auto* n = shape->get(i);
-      if (!n->is_string()) cx.fail(fmt::format("{}.shape[{}]", where, i), fmt::format("expected an axis name, got {}", text_of(*n)));
-      std::string ax(*n->value<std::string>());
-      if (!known.count(ax)) cx.fail(fmt::format("{}.shape[{}]", where, i), fmt::format("unknown axis \"{}\"", ax));
-      td.shape.push_back(ax);
-    }
-    if (t.get("dtype")) td.dtype = dtype_of(cx, where + ".dtype", str(cx, t, where, "dtype", true));
-    read_layout(cx, t, where, td, s, known);
-    td.description = str(cx, t, where, "description", false, fmt::format("{}, [{}]", role, fmt::join(td.shape, ", ")));
-    td.aliases = str(cx, t, where, "aliases", false);
-    td.alignment = integer(cx, t, where, "alignment", 0);
-    if (td.alignment < 0 || (td.alignment & (td.alignment - 1)) || td.alignment > 4096)
-      cx.fail(where + ".alignment", fmt::format("{} is not a power of two up to 4096 bytes", td.alignment));
-    if (td.role == Role::input) {
-      if (!td.aliases.empty()) cx.fail(where + ".aliases", "only an output may alias an input");
-      if (t.get("error")) cx.fail(where + ".error", "an input has no error model (outputs do)");
-      if (const toml::node* vn = t.get("values")) read_values(cx, table_at(cx, vn, where + ".values"), where + ".values", td.values, s);
-    } else {
-      if (t.get("values")) cx.fail(where + ".values", "an output has no generated values (inputs do)");
-      if (const toml::node* en = t.get("error")) td.error = read_error(cx, table_at(cx, en, where + ".error"), where + ".error", s);
-      else if (!td.dtype || !is_int(*td.dtype)) cx.fail(where + ".error", "missing: a floating output needs its error model (exact, ulps, allclose or reduction)");
-    }
-    s.tensors.push_back(td);
-  }
-  std::vector<std::string> tensor_names;
-  for (const auto& t : s.tensors) tensor_names.push_back(t.name);
+  for (const auto& [k, v] : in_file_order(tensors)) s.tensors.push_back(spec_tensor(cx, k, v, s, known));
+  const std::vector<std::string> tensor_names = spec_tensor_names(s);
   if (std::none_of(s.tensors.begin(), s.tensors.end(), [](const TensorDef& t) { return t.role == Role::input; }))
     cx.fail("tensors", "no input tensor is declared");
   if (std::none_of(s.tensors.begin(), s.tensors.end(), [](const TensorDef& t) { return t.role == Role::output; }))
@@ -248,8 +254,35 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
     if (in->shape != t.shape) cx.fail("tensors." + t.name + ".aliases", fmt::format("\"{}\" has another shape", t.aliases));
     if (++aliased > 1) cx.fail("tensors." + t.name + ".aliases", "only one output may alias an input");
   }
+}
 
-  // ---- dtype rows ----
+// dtypes.rows: one table {tensor = dtype, ...} per row, naming every tensor without a fixed dtype.
+void spec_dtype_rows(const Ctx& cx, const toml::node& rows, const std::vector<std::string>& free, Spec& s) {
+  const std::vector<std::string> tensor_names = spec_tensor_names(s);
+  const auto* arr = rows.as_array();
+  if (!arr || arr->empty()) cx.fail("dtypes.rows", "expected a non-empty array of tables {tensor = dtype, ...}");
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    const std::string key = fmt::format("dtypes.rows[{}]", i);
+    const auto* rt = arr->get(i)->as_table();
+    if (!rt) cx.fail(key, fmt::format("expected a table {{tensor = dtype, ...}}, got {}", text_of(*arr->get(i))));
+    std::map<std::string, DType> row;
+    for (const auto& [tk, tv] : *rt) {
+      const std::string tn(tk.str());
+      const TensorDef* td = s.tensor(tn);
+      if (!td) cx.fail(key + "." + tn, fmt::format("unknown tensor \"{}\" (known: {})", tn, fmt::join(tensor_names, ", ")));
+      if (td->dtype) cx.fail(key + "." + tn, fmt::format("tensor \"{}\" has a fixed dtype ({})", tn, to_string(*td->dtype)));
+      if (!tv.is_string()) cx.fail(key + "." + tn, fmt::format("expected a dtype, got {}", text_of(tv)));
+      row[tn] = dtype_of(cx, key + "." + tn, std::string(*tv.value<std::string>()));
+    }
+    for (const auto& n : free)
+      if (!row.count(n)) cx.fail(key, fmt::format("tensor \"{}\" has no dtype in this row", n));
+    s.rows.push_back({free.empty() ? DType::f32 : row.at(free.front()), row});
+  }
+}
+
+// [dtypes]: rows or all; rows named by their first free tensor's dtype; integer outputs exact and
+// aliased tensors of one dtype in every row.
+void spec_dtypes_table(const Ctx& cx, const toml::table& root, Spec& s) {
   const toml::table& dt = table_at(cx, root.get("dtypes"), "dtypes");
   check_keys(cx, dt, "dtypes", {"rows", "all"});
   std::vector<std::string> free;
@@ -268,25 +301,7 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
       s.rows.push_back({d, row});
     }
   } else if (const toml::node* rows = dt.get("rows")) {
-    const auto* arr = rows->as_array();
-    if (!arr || arr->empty()) cx.fail("dtypes.rows", "expected a non-empty array of tables {tensor = dtype, ...}");
-    for (std::size_t i = 0; i < arr->size(); ++i) {
-      const std::string key = fmt::format("dtypes.rows[{}]", i);
-      const auto* rt = arr->get(i)->as_table();
-      if (!rt) cx.fail(key, fmt::format("expected a table {{tensor = dtype, ...}}, got {}", text_of(*arr->get(i))));
-      std::map<std::string, DType> row;
-      for (const auto& [tk, tv] : *rt) {
-        const std::string tn(tk.str());
-        const TensorDef* td = s.tensor(tn);
-        if (!td) cx.fail(key + "." + tn, fmt::format("unknown tensor \"{}\" (known: {})", tn, fmt::join(tensor_names, ", ")));
-        if (td->dtype) cx.fail(key + "." + tn, fmt::format("tensor \"{}\" has a fixed dtype ({})", tn, to_string(*td->dtype)));
-        if (!tv.is_string()) cx.fail(key + "." + tn, fmt::format("expected a dtype, got {}", text_of(tv)));
-        row[tn] = dtype_of(cx, key + "." + tn, std::string(*tv.value<std::string>()));
-      }
-      for (const auto& n : free)
-        if (!row.count(n)) cx.fail(key, fmt::format("tensor \"{}\" has no dtype in this row", n));
-      s.rows.push_back({free.empty() ? DType::f32 : row.at(free.front()), row});
-    }
+    spec_dtype_rows(cx, *rows, free, s);
   } else {
     cx.fail("dtypes", "missing: rows = [{tensor = dtype, ...}] or all = [dtypes]");
   }
@@ -312,8 +327,10 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
       }
     }
   }
+}
 
-  // ---- constraints, from the axes' claims and the file ----
+// Constraints, from the axes' claims and the file's [[constraints]].
+void spec_constraints(const Ctx& cx, const toml::table& root, Spec& s, const std::set<std::string>& known) {
   for (const auto& a : s.axes) {
     if (a.kind != Axis::variable) continue;
     if (a.multiple_of > 1)
@@ -338,40 +355,43 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
       s.constraints.push_back(k);
     }
   }
+}
 
-  // ---- families: base (each input's values) first, then the declared ones over it ----
+// [families]: base (each input's values) first, then the declared ones over it.
+void spec_families_table(const Ctx& cx, const toml::table& root, Spec& s) {
   Family base;
   base.name = "base";
   base.small_only = false;
   for (const auto& t : s.tensors)
     if (t.role == Role::input) base.values[t.name] = t.values;
   s.families.push_back(base);
-  if (const toml::node* fn = root.get("families")) {
-    for (const auto& [k, v] : table_at(cx, fn, "families")) {
-      const std::string where = "families." + std::string(k.str());
-      const toml::table& t = table_at(cx, &v, where);
-      Family f = base;
-      f.name = std::string(k.str());
-      if (f.name == "base") cx.fail(where, "\"base\" is the family of each input's own values; name this one otherwise");
-      f.small_only = boolean(cx, t, where, "small_only", true);
-      f.max_elements = f.small_only ? std::int64_t(1) << 16 : std::numeric_limits<std::int64_t>::max();
-      if (t.get("max_elements")) {
-        f.max_elements = integer(cx, t, where, "max_elements", f.max_elements);
-        if (f.max_elements < 1) cx.fail(where + ".max_elements", fmt::format("{}: expected at least 1 (elements of a case's largest tensor)", f.max_elements));
-      }
-      for (const auto& [tk, tv] : t) {
-        const std::string tn(tk.str());
-        if (tn == "small_only" || tn == "max_elements") continue;
-        const TensorDef* td = s.tensor(tn);
-        if (!td || td->role != Role::input)
-          cx.fail(where + "." + tn, fmt::format("\"{}\" is not an input tensor (or the key small_only or max_elements)", tn));
-        read_values(cx, table_at(cx, &tv, where + "." + tn), where + "." + tn, f.values[tn], s);
-      }
-      s.families.push_back(f);
+  const toml::node* fn = root.get("families");
+  if (!fn) return;
+  for (const auto& [k, v] : table_at(cx, fn, "families")) {
+    const std::string where = "families." + std::string(k.str());
+    const toml::table& t = table_at(cx, &v, where);
+    Family f = base;
+    f.name = std::string(k.str());
+    if (f.name == "base") cx.fail(where, "\"base\" is the family of each input's own values; name this one otherwise");
+    f.small_only = boolean(cx, t, where, "small_only", true);
+    f.max_elements = f.small_only ? std::int64_t(1) << 16 : std::numeric_limits<std::int64_t>::max();
+    if (t.get("max_elements")) {
+      f.max_elements = integer(cx, t, where, "max_elements", f.max_elements);
+      if (f.max_elements < 1) cx.fail(where + ".max_elements", fmt::format("{}: expected at least 1 (elements of a case's largest tensor)", f.max_elements));
     }
+    for (const auto& [tk, tv] : t) {
+      const std::string tn(tk.str());
+      if (tn == "small_only" || tn == "max_elements") continue;
+      const TensorDef* td = s.tensor(tn);
+      if (!td || td->role != Role::input)
+        cx.fail(where + "." + tn, fmt::format("\"{}\" is not an input tensor (or the key small_only or max_elements)", tn));
+      read_values(cx, table_at(cx, &tv, where + "." + tn), where + "." + tn, f.values[tn], s);
+    }
+    s.families.push_back(f);
   }
+}
 
-  // ---- cost ----
+void spec_cost_table(const Ctx& cx, const toml::table& root, Spec& s, const std::set<std::string>& known) {
   std::set<std::string> cost_names = known;
   for (const auto& t : s.tensors) cost_names.insert("size_" + t.name);
   const toml::table& cost = table_at(cx, root.get("cost"), "cost");
@@ -381,8 +401,11 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
   if (const toml::node* b = cost.get("bytes")) s.bytes = expr_of(cx, "cost.bytes", *b, cost_names);
   s.ceiling = str(cx, cost, "cost", "ceiling", false, "bandwidth");
   if (s.ceiling != "bandwidth" && s.ceiling != "fma") cx.fail("cost.ceiling", fmt::format("\"{}\": expected bandwidth or fma", s.ceiling));
+}
 
-  // ---- bench ----
+// [bench]: its shapes (each within the constraints and layouts) and family; without shapes, each
+// variable axis at its large (else base) size.
+void spec_bench_table(const Ctx& cx, const toml::table& root, Spec& s) {
   if (const toml::node* bn = root.get("bench")) {
     const toml::table& b = table_at(cx, bn, "bench");
     check_keys(cx, b, "bench", {"shapes", "family"});
@@ -414,8 +437,9 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
       if (a.kind == Axis::variable) d[a.name] = a.large ? a.large : a.base;
     s.bench_shapes.push_back(d);
   }
+}
 
-  // ---- reference ----
+void spec_reference_table(const Ctx& cx, const toml::table& root, Spec& s, const std::set<std::string>& known) {
   const toml::table& ref = table_at(cx, root.get("reference"), "reference");
   check_keys(cx, ref, "reference", {"python", "function", "kind", "cuda", "precision"});
   s.reference.precision = str(cx, ref, "reference", "precision", false, "");
@@ -428,31 +452,63 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
   if (s.reference.kind != "numpy" && s.reference.kind != "torch")
     cx.fail("reference.kind", fmt::format("\"{}\": expected \"numpy\" or \"torch\"", s.reference.kind));
   if (const toml::node* cn = ref.get("cuda")) s.reference.cuda = read_cuda(cx, table_at(cx, cn, "reference.cuda"), s, known);
+}
 
-  // ---- index cases: past 2^31 elements, generated on the device, checked in windows of an axis ----
-  if (const toml::node* ic = root.get("index_cases")) {
-    const toml::table& t = table_at(cx, ic, "index_cases");
-    check_keys(cx, t, "index_cases", {"axis"});
-    s.independent_axis = str(cx, t, "index_cases", "axis", true);
-    const Axis* a = s.axis(s.independent_axis);
-    if (!a || a->kind != Axis::variable)
-      cx.fail("index_cases.axis", fmt::format("\"{}\" is not a variable axis", s.independent_axis));
-    for (const auto& td : s.tensors) {
-      const auto pos = std::find(td.shape.begin(), td.shape.end(), s.independent_axis);
-      if (pos != td.shape.end() && pos != td.shape.begin())
-        cx.fail("index_cases.axis", fmt::format("\"{}\" is not the outermost axis of tensor '{}' ([{}]): a window of it would not "
-                                                "be one stretch of memory", s.independent_axis, td.name, fmt::join(td.shape, ", ")));
-      if (td.role == Role::output && pos == td.shape.end())
-        cx.fail("index_cases.axis", fmt::format("output '{}' does not run along \"{}\"", td.name, s.independent_axis));
-      if (td.role == Role::input && td.values.dist != "normal" && td.values.dist != "uniform" && td.values.dist != "constant")
-        cx.fail("index_cases.axis", fmt::format("input '{}' draws {} values, which the device generator does not make (it draws "
-                                                "uniform values in [-1, 1))", td.name, td.values.dist));
-    }
-    for (const auto& [key, row] : s.rows)
-      for (const auto& [tn, d] : row)
-        if (s.tensor(tn)->role == Role::input && d != DType::f32 && d != DType::bf16 && d != DType::i32)
-          cx.fail("index_cases.axis", fmt::format("input '{}' is {} in a dtype row: the device generator makes f32, bf16 and i32", tn, to_string(d)));
+// [index_cases]: past 2^31 elements, generated on the device, checked in windows of an axis.
+void spec_index_cases_table(const Ctx& cx, const toml::table& root, Spec& s) {
+  const toml::node* ic = root.get("index_cases");
+  if (!ic) return;
+  const toml::table& t = table_at(cx, ic, "index_cases");
+  check_keys(cx, t, "index_cases", {"axis"});
+  s.independent_axis = str(cx, t, "index_cases", "axis", true);
+  const Axis* a = s.axis(s.independent_axis);
+  if (!a || a->kind != Axis::variable)
+    cx.fail("index_cases.axis", fmt::format("\"{}\" is not a variable axis", s.independent_axis));
+  for (const auto& td : s.tensors) {
+    const auto pos = std::find(td.shape.begin(), td.shape.end(), s.independent_axis);
+    if (pos != td.shape.end() && pos != td.shape.begin())
+      cx.fail("index_cases.axis", fmt::format("\"{}\" is not the outermost axis of tensor '{}' ([{}]): a window of it would not "
+                                              "be one stretch of memory", s.independent_axis, td.name, fmt::join(td.shape, ", ")));
+    if (td.role == Role::output && pos == td.shape.end())
+      cx.fail("index_cases.axis", fmt::format("output '{}' does not run along \"{}\"", td.name, s.independent_axis));
+    if (td.role == Role::input && td.values.dist != "normal" && td.values.dist != "uniform" && td.values.dist != "constant")
+      cx.fail("index_cases.axis", fmt::format("input '{}' draws {} values, which the device generator does not make (it draws "
+                                              "uniform values in [-1, 1))", td.name, td.values.dist));
   }
+  for (const auto& [key, row] : s.rows)
+    for (const auto& [tn, d] : row)
+      if (s.tensor(tn)->role == Role::input && d != DType::f32 && d != DType::bf16 && d != DType::i32)
+        cx.fail("index_cases.axis", fmt::format("input '{}' is {} in a dtype row: the device generator makes f32, bf16 and i32", tn, to_string(d)));
+}
+
+}  // namespace
+
+Spec parse_spec(const std::string& text, const fs::path& file) {
+  Ctx cx(file);
+  Spec s;
+  s.file = file;
+  s.dir = file.parent_path();
+  toml::table root;
+  try {
+    root = toml::parse(text, file.string());
+  } catch (const toml::parse_error& e) {
+    throw_error(ErrorKind::input, fmt::format("{}:{}:{}: {}", file.string(), e.source().begin.line, e.source().begin.column,
+                                              e.description()));
+  }
+  check_keys(cx, root, "", {"contract", "axes", "scalars", "tensors", "dtypes", "constraints", "families", "cost", "bench",
+                            "reference", "index_cases"});
+  std::set<std::string> known;  // axis names, as the tables below may use them
+  spec_contract_table(cx, root, s);
+  spec_axes_table(cx, root, s, known);
+  spec_scalars_table(cx, root, s, known);
+  spec_tensors_table(cx, root, s, known);
+  spec_dtypes_table(cx, root, s);
+  spec_constraints(cx, root, s, known);
+  spec_families_table(cx, root, s);
+  spec_cost_table(cx, root, s, known);
+  spec_bench_table(cx, root, s);
+  spec_reference_table(cx, root, s, known);
+  spec_index_cases_table(cx, root, s);
   check_layouts(cx, s);
   return s;
 }
