@@ -326,118 +326,111 @@ Axes translate_axes(const fs::path& f, const detail::JsonIn& in, const json& def
   return out;
 }
 
-}  // namespace
-
-DefinitionImport import_definition(const DefinitionImportOptions& o) {
-  const fs::path& f = o.definition;
-  const detail::JsonIn in(f.string());
-  std::string def_name;
-  const json def = read_definition(f, def_name);
-  DefinitionImport r;
-  r.out = o.out;
+// The contract's name: the Definition's, with what is not a letter, digit or _ as _.
+std::string definition_contract_name(const std::string& def_name) {
   std::string name = def_name;
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = "def_" + name;
-  r.name = name;
+  return name;
+}
 
-  // ---- workloads: axis values, scalar values, tolerances ----
-  Workloads workloads;
-  if (!o.workloads.empty()) {
-    workloads = read_workloads(o.workloads, def_name);
-    r.workloads = int(workloads.size());
-    if (workloads.empty()) refuse(o.workloads, "(lines)", fmt::format("no workload of definition \"{}\"", def_name));
-  }
-  // ---- axes ----
-  std::ostringstream t;
-  t << "# Imported by `kqual import-definition` from " << f.filename().string()
-    << (o.workloads.empty() ? "" : " and " + o.workloads.filename().string()) << ".\n"
-    << "# Translation notes: docs/declared-contracts.md, \"Importing a Definition\".\n";
-  t << "[contract]\nname = " << toml_quoted(name) << "\nsummary = "
-    << toml_quoted(in.string_or(def, "", "description", "imported Definition " + def_name)) << "\n";
-  t << "POLICY_TEXT\nDETERMINISM\nMAX_CASE_ELEMENTS\n";
-  Axes axes_read = translate_axes(f, in, def, workloads, t, r.notes);
-  const std::set<std::string>& axes = axes_read.names;
-  const std::vector<std::string>& var_axes = axes_read.var;
-  std::map<std::string, std::int64_t>& axis_value = axes_read.value;  // at the base shape: how large a case's tensors get
-  const auto& derived = axes_read.derived;
-  const auto& constraints = axes_read.constraints;
-
-  // ---- scalars, tensors, the dtype row ----
+// What the tensor sections leave for the dtype row, the error models and the families.
+struct DefTensorsRead {
   std::map<std::string, std::string> row;
   bool any_float_output = false;
   std::pair<std::string, std::int64_t> base_largest{"", 0};  // the largest tensor at the base shape
   std::vector<detail::FamilyInput> offered;                  // the inputs value families may redraw
   std::vector<std::vector<std::string>> output_shapes, tensor_shapes;
   detail::DefShape shape_of;  // for the error models and [index_cases] (import_definition_parts.cpp)
-  auto tensor = [&](const std::string& tn, const json& spec, bool input) {
-    const std::string key = std::string(input ? "inputs." : "outputs.") + tn;
-    const std::string dt = kqual_dtype(f, key + ".dtype", in.string_or(spec, key, "dtype", "?"));
-    if (!spec.contains("shape") || spec["shape"].is_null()) {
-      if (!input) refuse(f, key + ".shape", "a scalar output is not supported");
-      std::optional<double> value;
-      for (const auto& w : workloads) {
-        const json& b = workload_body(w);
-        if (!b.contains("inputs") || !b["inputs"].contains(tn) || !b["inputs"][tn].is_object() || !b["inputs"][tn].contains("value"))
-          continue;
-        const double v = detail::JsonIn(w.first).number(b["inputs"][tn]["value"], "inputs." + tn + ".value");
-        if (value && *value != v)
-          refuse(o.workloads, "inputs." + tn + ".value", fmt::format("the scalar takes {} and {} in different workloads; kqual's scalars are fixed per contract", *value, v));
-        value = v;
-      }
-      if (!value) refuse(f, key, "a scalar (null shape) needs its value: give the workloads (--workloads) that set it");
-      t << "[scalars." << tn << "]\ndtype = " << toml_quoted(dt == "f64" ? "f64" : dt == "i32" || dt == "i64" ? dt : "f32") << "\nvalue = "
-        << fmt::format("{:.17g}", *value) << "\n\n";
-      return;
-    }
-    std::vector<std::string> shape, axis_names;
-    std::int64_t elements = 1;
-    const json& shape_j = in.array(spec["shape"], key + ".shape");
-    if (shape_j.empty()) refuse(f, key + ".shape", "[]: a 0-d tensor; give a scalar a null shape, or a tensor its axes");
-    for (std::size_t i = 0; i < shape_j.size(); ++i) {
-      const std::string ax = in.string(shape_j[i], fmt::format("{}.shape[{}]", key, i), "a string (an axis name)");
-      if (!axes.count(ax)) refuse(f, key + ".shape", fmt::format("unknown axis \"{}\"", ax));
-      shape.push_back(toml_quoted(ax));
-      axis_names.push_back(ax);
-      elements = axis_value[ax] > 0 && elements > (std::int64_t(1) << 40) / axis_value[ax] ? std::int64_t(1) << 40 : elements * axis_value[ax];
-    }
-    if (elements > base_largest.second) base_largest = {tn, elements};
-    if (input && (dt == "i32" || dt == "i64" || dt == "u32"))
-      refuse(f, key + ".dtype", fmt::format("integer input '{}': what its values mean (indices into an axis, offsets, a mask) is not "
-                                            "in the Definition; import without it is not possible — declare its values by hand "
-                                            "(docs/declared-contracts.md, values)", tn));
-    row[tn] = dt;
-    t << "[tensors." << tn << "]\nrole = " << (input ? "\"input\"" : "\"output\"") << "\nshape = [" << fmt::format("{}", fmt::join(shape, ", "))
-      << "]\n";
-    tensor_shapes.push_back(axis_names);
-    if (!input) output_shapes.push_back(axis_names);
-    (input ? shape_of.inputs : shape_of.outputs).push_back({tn, dt, axis_names});
-    if (input) {
-      t << "values = { dist = \"normal\" }\n\n";
-      offered.push_back({tn, "normal", axis_names, dt});  // integer inputs were refused above
-    } else if (dt == "i32" || dt == "i64" || dt == "u32") {
-      t << "error = { model = \"exact\" }\n\n";
-    } else {
-      any_float_output = true;
-      t << "error = ERROR_MODEL_OF_" << tn << "\n\n";
-    }
-  };
-  for (const auto& [tn, spec] : def["inputs"].items()) tensor(tn, spec, true);
-  for (const auto& [tn, spec] : def["outputs"].items()) tensor(tn, spec, false);
-  if (row.empty()) refuse(f, "inputs", "no tensor");
+};
+
+// A scalar input (null shape): its value, the same in every workload that sets it.
+void definition_scalar(const DefinitionImportOptions& o, const Workloads& workloads, const std::string& tn, const std::string& key,
+                       const std::string& dt, std::ostream& t) {
+  const fs::path& f = o.definition;
+  std::optional<double> value;
+  for (const auto& w : workloads) {
+    const json& b = workload_body(w);
+    if (!b.contains("inputs") || !b["inputs"].contains(tn) || !b["inputs"][tn].is_object() || !b["inputs"][tn].contains("value"))
+      continue;
+    const double v = detail::JsonIn(w.first).number(b["inputs"][tn]["value"], "inputs." + tn + ".value");
+    if (value && *value != v)
+      refuse(o.workloads, "inputs." + tn + ".value", fmt::format("the scalar takes {} and {} in different workloads; kqual's scalars are fixed per contract", *value, v));
+    value = v;
+  }
+  if (!value) refuse(f, key, "a scalar (null shape) needs its value: give the workloads (--workloads) that set it");
+  t << "[scalars." << tn << "]\ndtype = " << toml_quoted(dt == "f64" ? "f64" : dt == "i32" || dt == "i64" ? dt : "f32") << "\nvalue = "
+    << fmt::format("{:.17g}", *value) << "\n\n";
+}
+
+// One input or output: a [scalars.X] (a null shape) or a [tensors.X] section, its error model left
+// as ERROR_MODEL_OF_<name> until the tolerances are known.
+void definition_tensor(const DefinitionImportOptions& o, const detail::JsonIn& in, const Workloads& workloads, Axes& axes_read,
+                       const std::string& tn, const json& spec, bool input, std::ostream& t, DefTensorsRead& d) {
+  const fs::path& f = o.definition;
+  std::map<std::string, std::int64_t>& axis_value = axes_read.value;
+  const std::string key = std::string(input ? "inputs." : "outputs.") + tn;
+  const std::string dt = kqual_dtype(f, key + ".dtype", in.string_or(spec, key, "dtype", "?"));
+  if (!spec.contains("shape") || spec["shape"].is_null()) {
+    if (!input) refuse(f, key + ".shape", "a scalar output is not supported");
+    definition_scalar(o, workloads, tn, key, dt, t);
+    return;
+  }
+  std::vector<std::string> shape, axis_names;
+  std::int64_t elements = 1;
+  const json& shape_j = in.array(spec["shape"], key + ".shape");
+  if (shape_j.empty()) refuse(f, key + ".shape", "[]: a 0-d tensor; give a scalar a null shape, or a tensor its axes");
+  for (std::size_t i = 0; i < shape_j.size(); ++i) {
+    const std::string ax = in.string(shape_j[i], fmt::format("{}.shape[{}]", key, i), "a string (an axis name)");
+    if (!axes_read.names.count(ax)) refuse(f, key + ".shape", fmt::format("unknown axis \"{}\"", ax));
+    shape.push_back(toml_quoted(ax));
+    axis_names.push_back(ax);
+    elements = axis_value[ax] > 0 && elements > (std::int64_t(1) << 40) / axis_value[ax] ? std::int64_t(1) << 40 : elements * axis_value[ax];
+  }
+  if (elements > d.base_largest.second) d.base_largest = {tn, elements};
+  if (input && (dt == "i32" || dt == "i64" || dt == "u32"))
+    refuse(f, key + ".dtype", fmt::format("integer input '{}': what its values mean (indices into an axis, offsets, a mask) is not "
+                                          "in the Definition; import without it is not possible — declare its values by hand "
+                                          "(docs/declared-contracts.md, values)", tn));
+  d.row[tn] = dt;
+  t << "[tensors." << tn << "]\nrole = " << (input ? "\"input\"" : "\"output\"") << "\nshape = [" << fmt::format("{}", fmt::join(shape, ", "))
+    << "]\n";
+  d.tensor_shapes.push_back(axis_names);
+  if (!input) d.output_shapes.push_back(axis_names);
+  (input ? d.shape_of.inputs : d.shape_of.outputs).push_back({tn, dt, axis_names});
+  if (input) {
+    t << "values = { dist = \"normal\" }\n\n";
+    d.offered.push_back({tn, "normal", axis_names, dt});  // integer inputs were refused above
+  } else if (dt == "i32" || dt == "i64" || dt == "u32") {
+    t << "error = { model = \"exact\" }\n\n";
+  } else {
+    d.any_float_output = true;
+    t << "error = ERROR_MODEL_OF_" << tn << "\n\n";
+  }
+}
+
+// The scalars, the tensors (inputs, then outputs) and the dtype row.
+DefTensorsRead definition_tensors(const DefinitionImportOptions& o, const detail::JsonIn& in, const json& def, const Workloads& workloads,
+                                  Axes& axes_read, std::ostream& t) {
+  DefTensorsRead d;
+  for (const auto& [tn, spec] : def["inputs"].items()) definition_tensor(o, in, workloads, axes_read, tn, spec, true, t, d);
+  for (const auto& [tn, spec] : def["outputs"].items()) definition_tensor(o, in, workloads, axes_read, tn, spec, false, t, d);
+  if (d.row.empty()) refuse(o.definition, "inputs", "no tensor");
   t << "[dtypes]\nrows = [{ ";
   {
     std::vector<std::string> parts;
-    for (const auto& [n, d] : row) parts.push_back(n + " = " + toml_quoted(d));
+    for (const auto& [n, dt] : d.row) parts.push_back(n + " = " + toml_quoted(dt));
     t << fmt::format("{}", fmt::join(parts, ", "));
   }
   t << " }]\n\n";
+  return d;
+}
 
-  // ---- constraints (parsed with the axes) ----
-  for (const auto& [c, e] : constraints)
-    t << "[[constraints]]\nexpr = " << toml_quoted(kqual_expr_text(c)) << "\nreason = " << toml_quoted("the Definition's constraint " + c) << "\n\n";
-
-  // ---- tolerance → the error model ----
+// The source's tolerance terms (the strictest across the Definition and its workloads), and which
+// judge the file was written for: sol is true for SOL-ExecBench's.
+detail::SourceTolerance definition_tolerance(const DefinitionImportOptions& o, const detail::JsonIn& in, const json& def,
+                                             const Workloads& workloads, bool& sol, std::vector<std::string>& notes) {
   Tolerance tol;
   if (def.contains("tolerance")) tighten(tol, in, def["tolerance"], "tolerance");
   for (const auto& w : workloads) {
@@ -448,7 +441,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   // Which judge the file was written for: SOL-ExecBench's workload lines are unwrapped ({"uuid",
   // "axes", "inputs", "tolerance"}) with max_atol / max_rtol, and its Definitions carry
   // custom_inputs_entrypoint; flashinfer-bench wraps lines as {"definition", "workload"}.
-  bool sol = tol.sol_keys || def.contains("custom_inputs_entrypoint");
+  sol = tol.sol_keys || def.contains("custom_inputs_entrypoint");
   for (const auto& w : workloads) sol |= !w.second.contains("workload") && w.second.contains("axes");
   detail::SourceTolerance src;
   src.atol = tol.atol;
@@ -456,38 +449,34 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   src.combine = sol ? "sum" : "max";
   src.cli_atol = o.atol;
   src.cli_rtol = o.rtol;
-  r.notes.push_back(sol ? "SOL-ExecBench's judge: an element passes within atol + rtol |ref| (combine = \"sum\")"
-                        : "flashinfer-bench's judge: an element fails only past both atol and rtol |ref| (combine = \"max\")");
+  notes.push_back(sol ? "SOL-ExecBench's judge: an element passes within atol + rtol |ref| (combine = \"sum\")"
+                      : "flashinfer-bench's judge: an element fails only past both atol and rtol |ref| (combine = \"max\")");
   if (sol && !tol.ratio && !workloads.empty())
-    r.notes.push_back("SOL-ExecBench's default required_matched_ratio 0.99 (no max_error_cap) not applied: every element must be "
-                      "within the bound");
+    notes.push_back("SOL-ExecBench's default required_matched_ratio 0.99 (no max_error_cap) not applied: every element must be "
+                    "within the bound");
   if (tol.ratio && *tol.ratio < 1) {
     const std::optional<double> cap = tol.cap ? tol.cap : o.cap;
     if (!cap)
-      refuse(o.workloads.empty() ? f : o.workloads, "tolerance.required_matched_ratio",
+      refuse(o.workloads.empty() ? o.definition : o.workloads, "tolerance.required_matched_ratio",
              fmt::format("{:g} without max_error_cap: a share of elements could be arbitrarily wrong; kqual requires a hard cap (--cap)",
                          *tol.ratio));
     src.ratio = fmt::format(", match_ratio = {:g}, cap = {:g}", *tol.ratio, *cap);
-    r.notes.push_back(fmt::format("required_matched_ratio {:g} with every element within {:g} (the strictest across workloads)",
-                                  *tol.ratio, *cap));
+    notes.push_back(fmt::format("required_matched_ratio {:g} with every element within {:g} (the strictest across workloads)",
+                                *tol.ratio, *cap));
   }
   if (tol.allow_negative_inf)
-    r.notes.push_back("allow_negative_inf: kqual's NaN/Inf policy 'propagate' admits -Inf exactly where the reference has it");
-  // Per floating output: the source's terms, else kqual's default from the output dtype and the
-  // reduction length (import_definition_parts.cpp); axes at their widest workload values.
-  shape_of.var = var_axes;
-  shape_of.base = axis_value;
-  shape_of.widest = axis_value;
-  for (const auto& w : workloads)
-    for (const auto& a : var_axes)
-      if (auto v = workload_axis(w, a)) shape_of.widest[a] = std::max(shape_of.widest[a], *v);
-  const detail::ErrorModels models = detail::definition_error_models(shape_of, src);
-  const double atol = models.widest_atol;
-  for (const auto& n : models.notes) r.notes.push_back(n);
-  std::string text = t.str();
-  for (const auto& a : var_axes) {
+    notes.push_back("allow_negative_inf: kqual's NaN/Inf policy 'propagate' admits -Inf exactly where the reference has it");
+  return src;
+}
+
+// The markers left in the text, filled: each var axis's base, each floating output's error model, the
+// determinism lines and max_case_elements (raised when the base shape is past 2^24). The policy's
+// marker becomes POLICY_TEXT_LATER, written once the families are known.
+void definition_fill_markers(const fs::path& f, const Axes& axes_read, const detail::ErrorModels& models, const DefTensorsRead& d,
+                             bool sol, std::string& text, std::vector<std::string>& notes) {
+  for (const auto& a : axes_read.var) {
     const std::string mark = "BASE_OF_" + a + "\n";
-    text.replace(text.find(mark), mark.size(), std::to_string(axis_value.at(a)) + "\n");
+    text.replace(text.find(mark), mark.size(), std::to_string(axes_read.value.at(a)) + "\n");
   }
   for (const auto& [out, model] : models.by_output) {
     const std::string mark = "ERROR_MODEL_OF_" + out + "\n";
@@ -499,62 +488,120 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   // 24576 x 3072 projections): without this, the contract would have no case at all.
   std::string cap_line;
   constexpr std::int64_t kDefaultCap = std::int64_t(1) << 24, kMostCap = std::int64_t(1) << 28;
-  if (base_largest.second > kMostCap)
-    refuse(f, "inputs." + base_largest.first + ".shape",
-           fmt::format("{} elements at the base shape: past 2^28, the largest case kqual's CPU reference evaluates", base_largest.second));
-  if (base_largest.second > kDefaultCap) {
-    cap_line = fmt::format("max_case_elements = {}   # '{}' at the base shape: no case would fit the default 2^24\n", base_largest.second,
-                           base_largest.first);
-    r.notes.push_back(fmt::format("'{}' has {} elements at the base shape: max_case_elements raised to it (the reference runs on the "
-                                  "CPU in float64 for every case: slow)", base_largest.first, base_largest.second));
+  if (d.base_largest.second > kMostCap)
+    refuse(f, "inputs." + d.base_largest.first + ".shape",
+           fmt::format("{} elements at the base shape: past 2^28, the largest case kqual's CPU reference evaluates", d.base_largest.second));
+  if (d.base_largest.second > kDefaultCap) {
+    cap_line = fmt::format("max_case_elements = {}   # '{}' at the base shape: no case would fit the default 2^24\n", d.base_largest.second,
+                           d.base_largest.first);
+    notes.push_back(fmt::format("'{}' has {} elements at the base shape: max_case_elements raised to it (the reference runs on the "
+                                "CPU in float64 for every case: slow)", d.base_largest.first, d.base_largest.second));
   }
   // Written once every output's dtype is known (an integer-only operation is exact).
   text.replace(text.find("DETERMINISM\n"), 12,
-               detail::determinism_toml(any_float_output, sol ? "SOL-ExecBench" : "flashinfer-bench"));
+               detail::determinism_toml(d.any_float_output, sol ? "SOL-ExecBench" : "flashinfer-bench"));
   text.replace(text.find("MAX_CASE_ELEMENTS\n"), 18, cap_line + "\n");
-  if (!any_float_output) r.notes.push_back("every output is an integer: compared exactly");
+  if (!d.any_float_output) notes.push_back("every output is an integer: compared exactly");
+}
 
-  // ---- value families over the data inputs, special values, [index_cases] ----
-  const std::vector<std::string> special = detail::definition_families(offered, output_shapes, axes_read.var, axes_read.value, axes_read.derived, tensor_shapes, atol,
-                                                           models.defaulted && detail::contraction_length(shape_of) > 1, text, r.notes);
-  text += detail::definition_index_cases(shape_of, r.notes);
-  {
-    std::vector<std::string> never;  // floating inputs the special families leave alone (weights, tables)
-    for (const auto& x : offered)
-      if (text.find("\n" + x.name + " = { specials") == std::string::npos) never.push_back(x.name);
-    const std::string policy =
-        std::string("Imported from a ") + (sol ? "SOL-ExecBench" : "flashinfer-bench") + " Definition: the reference is its PyTorch run(); " +
-        (sol ? "an element passes within atol + rtol |ref|, as SOL-ExecBench judges." : "an element fails only past both atol and rtol |ref|, as flashinfer-bench judges.") +
-        (models.policy.empty() ? "" : " " + models.policy) + " " + detail::special_values_policy(special, never);
-    text.replace(text.find("POLICY_TEXT_LATER"), 17, "policy = " + toml_quoted(policy));
-  }
+// The value families over the data inputs, special values and [index_cases]; then the policy, which
+// names the special values checked.
+void definition_families_and_policy(const Axes& axes_read, const DefTensorsRead& d, const detail::ErrorModels& models, bool sol,
+                                    std::string& text, std::vector<std::string>& notes) {
+  const std::vector<std::string> special = detail::definition_families(d.offered, d.output_shapes, axes_read.var, axes_read.value, axes_read.derived, d.tensor_shapes, models.widest_atol,
+                                                           models.defaulted && detail::contraction_length(d.shape_of) > 1, text, notes);
+  text += detail::definition_index_cases(d.shape_of, notes);
+  std::vector<std::string> never;  // floating inputs the special families leave alone (weights, tables)
+  for (const auto& x : d.offered)
+    if (text.find("\n" + x.name + " = { specials") == std::string::npos) never.push_back(x.name);
+  const std::string policy =
+      std::string("Imported from a ") + (sol ? "SOL-ExecBench" : "flashinfer-bench") + " Definition: the reference is its PyTorch run(); " +
+      (sol ? "an element passes within atol + rtol |ref|, as SOL-ExecBench judges." : "an element fails only past both atol and rtol |ref|, as flashinfer-bench judges.") +
+      (models.policy.empty() ? "" : " " + models.policy) + " " + detail::special_values_policy(special, never);
+  text.replace(text.find("POLICY_TEXT_LATER"), 17, "policy = " + toml_quoted(policy));
+}
 
-  // ---- cost, bench, reference ----
-  text += "[cost]\nflops = \"0\"   # not in the Definition: give the operation's count to place it on the FMA roofline\n\n";
+// The benchmark shapes: the workloads that give every var axis and lie in the contract's domain, the
+// first eight distinct ones.
+std::vector<std::string> definition_bench_shapes(const Workloads& workloads, const Axes& axes_read, std::vector<std::string>& notes) {
   std::vector<std::string> shapes;
   auto workload_values = [&](const auto& wl) {
-    std::map<std::string, std::int64_t> v = axis_value;
-    for (const auto& a : var_axes) v[a] = *workload_axis(wl, a);
+    std::map<std::string, std::int64_t> v = axes_read.value;
+    for (const auto& a : axes_read.var) v[a] = *workload_axis(wl, a);
     return v;
   };
   for (const auto& w : workloads) {
     std::vector<std::string> parts;
-    for (const auto& a : var_axes)
+    for (const auto& a : axes_read.var)
       if (auto v = workload_axis(w, a)) parts.push_back(fmt::format("{}={}", a, *v));
-    if (parts.size() != var_axes.size()) continue;
+    if (parts.size() != axes_read.var.size()) continue;
     const std::string sh = fmt::format("{}", fmt::join(parts, ","));
     // A benchmark shape must lie in the contract's domain (the loader checks it): a workload the
     // Definition's own constraints or derived axes exclude is named and left out.
-    if (const std::string why = outside_domain(workload_values(w), derived, constraints); !why.empty()) {
-      r.notes.push_back(fmt::format("{}: workload {} is not a benchmark shape: {}", w.first, sh, why));
+    if (const std::string why = outside_domain(workload_values(w), axes_read.derived, axes_read.constraints); !why.empty()) {
+      notes.push_back(fmt::format("{}: workload {} is not a benchmark shape: {}", w.first, sh, why));
       continue;
     }
     if (std::find(shapes.begin(), shapes.end(), sh) == shapes.end() && shapes.size() < 8) shapes.push_back(sh);
   }
-  r.bench_shapes = shapes;
-  if (!shapes.empty()) {
+  return shapes;
+}
+
+}  // namespace
+
+DefinitionImport import_definition(const DefinitionImportOptions& o) {
+  const fs::path& f = o.definition;
+  const detail::JsonIn in(f.string());
+  std::string def_name;
+  const json def = read_definition(f, def_name);
+  DefinitionImport r;
+  r.out = o.out;
+  r.name = definition_contract_name(def_name);
+
+  // ---- workloads: axis values, scalar values, tolerances ----
+  Workloads workloads;
+  if (!o.workloads.empty()) {
+    workloads = read_workloads(o.workloads, def_name);
+    r.workloads = int(workloads.size());
+    if (workloads.empty()) refuse(o.workloads, "(lines)", fmt::format("no workload of definition \"{}\"", def_name));
+  }
+  // ---- [contract] (its policy, determinism and case cap filled in later), axes, tensors ----
+  std::ostringstream t;
+  t << "# Imported by `kqual import-definition` from " << f.filename().string()
+    << (o.workloads.empty() ? "" : " and " + o.workloads.filename().string()) << ".\n"
+    << "# Translation notes: docs/declared-contracts.md, \"Importing a Definition\".\n";
+  t << "[contract]\nname = " << toml_quoted(r.name) << "\nsummary = "
+    << toml_quoted(in.string_or(def, "", "description", "imported Definition " + def_name)) << "\n";
+  t << "POLICY_TEXT\nDETERMINISM\nMAX_CASE_ELEMENTS\n";
+  Axes axes_read = translate_axes(f, in, def, workloads, t, r.notes);
+  DefTensorsRead tensors_read = definition_tensors(o, in, def, workloads, axes_read, t);
+  for (const auto& [c, e] : axes_read.constraints)  // parsed with the axes
+    t << "[[constraints]]\nexpr = " << toml_quoted(kqual_expr_text(c)) << "\nreason = " << toml_quoted("the Definition's constraint " + c) << "\n\n";
+
+  // ---- tolerance → the error model ----
+  bool sol = false;
+  const detail::SourceTolerance src = definition_tolerance(o, in, def, workloads, sol, r.notes);
+  // Per floating output: the source's terms, else kqual's default from the output dtype and the
+  // reduction length (import_definition_parts.cpp); axes at their widest workload values.
+  detail::DefShape& shape_of = tensors_read.shape_of;
+  shape_of.var = axes_read.var;
+  shape_of.base = axes_read.value;
+  shape_of.widest = axes_read.value;
+  for (const auto& w : workloads)
+    for (const auto& a : axes_read.var)
+      if (auto v = workload_axis(w, a)) shape_of.widest[a] = std::max(shape_of.widest[a], *v);
+  const detail::ErrorModels models = detail::definition_error_models(shape_of, src);
+  for (const auto& n : models.notes) r.notes.push_back(n);
+  std::string text = t.str();
+  definition_fill_markers(f, axes_read, models, tensors_read, sol, text, r.notes);
+  definition_families_and_policy(axes_read, tensors_read, models, sol, text, r.notes);
+
+  // ---- cost, bench, reference ----
+  text += "[cost]\nflops = \"0\"   # not in the Definition: give the operation's count to place it on the FMA roofline\n\n";
+  r.bench_shapes = definition_bench_shapes(workloads, axes_read, r.notes);
+  if (!r.bench_shapes.empty()) {
     std::vector<std::string> q;
-    for (const auto& s : shapes) q.push_back(toml_quoted(s));
+    for (const auto& s : r.bench_shapes) q.push_back(toml_quoted(s));
     text += "[bench]\nshapes = [" + fmt::format("{}", fmt::join(q, ", ")) + "]   # the workloads\n\n";
   }
   const std::string precision = detail::reference_precision(def["reference"].get<std::string>(), "run");
