@@ -1,4 +1,4 @@
-// kqual screen CAND... | DIR, and kqual screen merge DIR... — thin CLI over pipeline/screen*.cpp.
+// kqual screen CAND... | DIR, and kqual screen merge DIR... — thin CLI over pipeline/screen/.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-// kqual slurm screen CAND... --tasks N — thin CLI over pipeline/screen_slurm.cpp.
+// kqual slurm screen CAND... --tasks N — thin CLI over pipeline/screen/screen_slurm.cpp.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 

@@ -182,7 +182,7 @@ struct Resolution {
 };
 Resolution resolution(const std::vector<double>& old_ms, const std::vector<double>& new_ms, double target_ms);
 
-// The service view per profile (docs/service-view.md; src/pipeline/compare_service.cpp): sizes of
+// The service view per profile (docs/service-view.md; src/pipeline/compare/compare_service.cpp): sizes of
 // the simulations behind it. run_compare raises them; the defaults keep CPU tests quick.
 struct ServiceViewOptions {
   bool enabled = true;

@@ -1,7 +1,7 @@
 #pragma once
 // The phases every kqual pipeline runs, in this order (docs/architecture.md):
 //   target → build → load → check → time → decide → write
-// qualify, check and bench (pipeline/qualify.cpp), selftest (pipeline/selftest.cpp) and compare (pipeline/compare*.cpp) run
+// qualify, check and bench (pipeline/qualify.cpp), selftest (pipeline/selftest.cpp) and compare (pipeline/compare/) run
 // them through the helpers here; the work of each phase lives in its module (build/, check/,
 // bench/, startup/, decision/, report/), the order lives here.
 #include <filesystem>

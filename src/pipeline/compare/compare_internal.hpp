@@ -1,5 +1,5 @@
 #pragma once
-// Internal to src/pipeline/: what compare.cpp (options, the sides, writing), compare_measure.cpp (the
+// Internal to src/pipeline/compare/: what compare.cpp (options, the sides, writing), compare_measure.cpp (the
 // GPU phases) and compare_judge.cpp (the verdict) share. Not a public header.
 #include <filesystem>
 #include <optional>

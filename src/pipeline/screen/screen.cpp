@@ -26,7 +26,7 @@
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
 #include "kqual/pipeline/screen_gpus.hpp"
-#include "build_pool.hpp"
+#include "pipeline/build_pool.hpp"
 #include "screen_contracts.hpp"
 #include "kqual/pipeline/screen_journal.hpp"
 #include "kqual/pipeline/screen_key.hpp"
