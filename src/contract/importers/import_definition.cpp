@@ -36,6 +36,12 @@
 namespace kqual::contract {
 namespace fs = std::filesystem;
 
+// The source's tolerance terms (the strictest across the Definition and its workloads), and which
+// judge the file was written for: sol is true for SOL-ExecBench's (import_definition_tolerance.cpp).
+detail::SourceTolerance definition_tolerance(const DefinitionImportOptions& o, const detail::JsonIn& in, const json& def,
+                                             const std::vector<std::pair<std::string, json>>& workloads, bool& sol,
+                                             std::vector<std::string>& notes);
+
 namespace {
 
 [[noreturn]] void refuse(const fs::path& file, const std::string& key, const std::string& why) {
@@ -72,34 +78,6 @@ Expr constraint_expr(const fs::path& f, const std::string& key, std::string text
   for (const auto& v : e.variables())
     if (!axes.count(v)) refuse(f, key, fmt::format("\"{}\" uses '{}', which is not an axis", text, v));
   return e;
-}
-
-struct Tolerance {
-  std::optional<double> atol, rtol, ratio, cap;
-  bool allow_negative_inf = false;
-  bool sol_keys = false;  // max_atol / max_rtol: SOL-ExecBench's ToleranceSpec
-};
-
-// `j` is the tolerance object at `key` of the file `in` names.
-void tighten(Tolerance& t, const detail::JsonIn& in, const json& j, const std::string& key) {
-  auto min_into = [](std::optional<double>& into, double v) { into = into ? std::min(*into, v) : v; };
-  auto number = [&](const char* k) -> std::optional<double> {
-    const json* v = in.member(j, key, k, false);
-    return v ? std::optional<double>(in.number(*v, detail::JsonIn::at(key, k))) : std::nullopt;
-  };
-  for (const char* k : {"atol", "max_atol"})
-    if (auto v = number(k)) min_into(t.atol, *v);
-  for (const char* k : {"rtol", "max_rtol"})
-    if (auto v = number(k)) min_into(t.rtol, *v);
-  if (j.contains("max_atol") || j.contains("max_rtol")) t.sol_keys = true;
-  if (auto v = number("max_error_cap")) min_into(t.cap, *v);
-  if (auto r = number("required_matched_ratio")) {
-    if (!(*r > 0 && *r <= 1)) in.fail(detail::JsonIn::at(key, "required_matched_ratio"), fmt::format("{:g} is not in (0, 1]", *r));
-    t.ratio = t.ratio ? std::max(*t.ratio, *r) : *r;
-  }
-  for (const auto* v : {&t.atol, &t.rtol, &t.cap})
-    if (*v && !(**v >= 0)) in.fail(key, fmt::format("a negative tolerance ({:g})", **v));
-  if (in.boolean_or(j, key, "allow_negative_inf", false)) t.allow_negative_inf = true;
 }
 
 // Why the axis values `v` (every var and const axis) lie outside the domain: a derived axis below 1 or
@@ -425,48 +403,6 @@ DefTensorsRead definition_tensors(const DefinitionImportOptions& o, const detail
   }
   t << " }]\n\n";
   return d;
-}
-
-// The source's tolerance terms (the strictest across the Definition and its workloads), and which
-// judge the file was written for: sol is true for SOL-ExecBench's.
-detail::SourceTolerance definition_tolerance(const DefinitionImportOptions& o, const detail::JsonIn& in, const json& def,
-                                             const Workloads& workloads, bool& sol, std::vector<std::string>& notes) {
-  Tolerance tol;
-  if (def.contains("tolerance")) tighten(tol, in, def["tolerance"], "tolerance");
-  for (const auto& w : workloads) {
-    const detail::JsonIn win(w.first);
-    if (w.second.contains("tolerance")) tighten(tol, win, w.second["tolerance"], "tolerance");
-    if (w.second.contains("workload") && workload_body(w).contains("tolerance")) tighten(tol, win, workload_body(w)["tolerance"], "workload.tolerance");
-  }
-  // Which judge the file was written for: SOL-ExecBench's workload lines are unwrapped ({"uuid",
-  // "axes", "inputs", "tolerance"}) with max_atol / max_rtol, and its Definitions carry
-  // custom_inputs_entrypoint; flashinfer-bench wraps lines as {"definition", "workload"}.
-  sol = tol.sol_keys || def.contains("custom_inputs_entrypoint");
-  for (const auto& w : workloads) sol |= !w.second.contains("workload") && w.second.contains("axes");
-  detail::SourceTolerance src;
-  src.atol = tol.atol;
-  src.rtol = tol.rtol;
-  src.combine = sol ? "sum" : "max";
-  src.cli_atol = o.atol;
-  src.cli_rtol = o.rtol;
-  notes.push_back(sol ? "SOL-ExecBench's judge: an element passes within atol + rtol |ref| (combine = \"sum\")"
-                      : "flashinfer-bench's judge: an element fails only past both atol and rtol |ref| (combine = \"max\")");
-  if (sol && !tol.ratio && !workloads.empty())
-    notes.push_back("SOL-ExecBench's default required_matched_ratio 0.99 (no max_error_cap) not applied: every element must be "
-                    "within the bound");
-  if (tol.ratio && *tol.ratio < 1) {
-    const std::optional<double> cap = tol.cap ? tol.cap : o.cap;
-    if (!cap)
-      refuse(o.workloads.empty() ? o.definition : o.workloads, "tolerance.required_matched_ratio",
-             fmt::format("{:g} without max_error_cap: a share of elements could be arbitrarily wrong; kqual requires a hard cap (--cap)",
-                         *tol.ratio));
-    src.ratio = fmt::format(", match_ratio = {:g}, cap = {:g}", *tol.ratio, *cap);
-    notes.push_back(fmt::format("required_matched_ratio {:g} with every element within {:g} (the strictest across workloads)",
-                                *tol.ratio, *cap));
-  }
-  if (tol.allow_negative_inf)
-    notes.push_back("allow_negative_inf: kqual's NaN/Inf policy 'propagate' admits -Inf exactly where the reference has it");
-  return src;
 }
 
 // The markers left in the text, filled: each var axis's base, each floating output's error model, the
