@@ -11,6 +11,8 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -176,160 +178,177 @@ ScreenVerdict check_on_gpu(worker::Session& s, build::BuiltCandidate& b, const c
   return v;
 }
 
-}  // namespace
+using ScreenSay = std::function<void(const std::string&)>;
 
-ScreenOutcome screen(const ScreenOptions& o) {
-  const auto t_start = std::chrono::steady_clock::now();
-  auto say = [&](const std::string& line) {
-    if (o.progress) o.progress(line);
-  };
-  if (o.jobs < 1) throw_error(ErrorKind::usage, fmt::format("--jobs {}: must be at least 1", o.jobs));
-  contract::set_contract_sources(o.sources);  // before any manifest names its contract
-  const std::optional<ShardSpec> shard = o.shard.empty() ? std::nullopt : std::optional<ShardSpec>(parse_shard(o.shard));
-  std::vector<fs::path> skipped;
-  std::vector<fs::path> cands = screen_candidates(o.inputs, &skipped);
-  for (const auto& s : skipped) say(fmt::format("not a candidate (no kqual.toml): {}", s.string()));
+// What one screen run works through: the candidates (this shard's, when sharded), what the journal
+// already answers, and the verdicts as they are reached.
+struct ScreenRun {
+  std::vector<fs::path> cands, skipped;
+  std::optional<ShardSpec> shard;
   std::optional<ShardRecord> shard_rec;
   json not_in_list = json::array();
-  if (shard) {
-    // The campaign's list, not today's folder contents, says which candidates are this shard's.
-    bool created = false;
-    const fs::path file = o.shard_list.empty() ? default_shard_list(o.out_dir, shard->count) : fs::absolute(o.shard_list);
-    const ShardList list = open_shard_list(file, shard->count, cands, &created);
-    std::vector<fs::path> mine;
-    shard_rec = plan_shards(*shard, list, &mine);
-    const std::set<std::string> listed(list.candidates.begin(), list.candidates.end());
-    for (const auto& c : cands)
-      if (!listed.count(c.string())) not_in_list.push_back(c.string());
-    if (!not_in_list.empty())
-      say(fmt::format("{} candidate(s) found now are not in the campaign's list {} and are not screened (first: {})",
-                      not_in_list.size(), file.string(), not_in_list.front().get<std::string>()));
-    say(fmt::format("shard {}: {} of {} candidate(s) of {} ({})", shard->text(), mine.size(), list.candidates.size(),
-                    file.string(), created ? "written now" : "the campaign's"));
-    cands = std::move(mine);
+  std::vector<ScreenVerdict> verdicts;
+  std::vector<std::string> hashes, keys;
+  std::vector<std::size_t> todo;  // indices into cands still to run
+  std::size_t resumed = 0;
+};
+
+// The candidates under o.inputs; with --shard, this shard's share of the campaign's list.
+void gather_screen_candidates(const ScreenOptions& o, ScreenRun& run, const ScreenSay& say) {
+  run.shard = o.shard.empty() ? std::nullopt : std::optional<ShardSpec>(parse_shard(o.shard));
+  run.cands = screen_candidates(o.inputs, &run.skipped);
+  for (const auto& s : run.skipped) say(fmt::format("not a candidate (no kqual.toml): {}", s.string()));
+  if (!run.shard) return;
+  // The campaign's list, not today's folder contents, says which candidates are this shard's.
+  bool created = false;
+  const fs::path file = o.shard_list.empty() ? default_shard_list(o.out_dir, run.shard->count) : fs::absolute(o.shard_list);
+  const ShardList list = open_shard_list(file, run.shard->count, run.cands, &created);
+  std::vector<fs::path> mine;
+  run.shard_rec = plan_shards(*run.shard, list, &mine);
+  const std::set<std::string> listed(list.candidates.begin(), list.candidates.end());
+  for (const auto& c : run.cands)
+    if (!listed.count(c.string())) run.not_in_list.push_back(c.string());
+  if (!run.not_in_list.empty())
+    say(fmt::format("{} candidate(s) found now are not in the campaign's list {} and are not screened (first: {})",
+                    run.not_in_list.size(), file.string(), run.not_in_list.front().get<std::string>()));
+  say(fmt::format("shard {}: {} of {} candidate(s) of {} ({})", run.shard->text(), mine.size(), list.candidates.size(),
+                  file.string(), created ? "written now" : "the campaign's"));
+  run.cands = std::move(mine);
+}
+
+// The journal's descriptor, open for appending while the screen runs.
+struct ScreenJournalFd {
+  int fd = -1;
+  ScreenJournalFd() = default;
+  ScreenJournalFd(const ScreenJournalFd&) = delete;
+  ScreenJournalFd& operator=(const ScreenJournalFd&) = delete;
+  ~ScreenJournalFd() {
+    if (fd >= 0) ::close(fd);
   }
-  // Every contract once, before any candidate runs: one name, one file, for the whole screen.
-  const ScreenContracts contracts = resolve_screen_contracts(cands, o.contract);
+};
 
-  // ---- target: one worker session, or one per GPU ----
-  Lanes lanes = open_lanes(o);
-  const json options = screen_verdict_options(o, lanes.arch, shard ? shard->text() : std::string());
-
-  // ---- journal: resume under the same options, or start fresh ----
-  ScreenOutcome out;
-  fs::create_directories(o.out_dir);
-  out.journal_path = o.out_dir / "journal.jsonl";
+// The journal at `path`: resumed under the same options (a torn last line dropped), or started
+// fresh; open for appending in `jfd`, its header written when new. Returns what it already held.
+ScreenJournal open_screen_journal(const ScreenOptions& o, const json& options, const fs::path& path, ScreenJournalFd& jfd,
+                                  const ScreenSay& say) {
   ScreenJournal jr;
   if (o.restart) {
     std::error_code ec;
-    fs::remove(out.journal_path, ec);
+    fs::remove(path, ec);
   } else {
-    jr = read_screen_journal(out.journal_path);
+    jr = read_screen_journal(path);
   }
   if (!jr.header.is_null()) {
     const std::string diff = option_differences(jr.header.value("options", json::object()), options);
     if (!diff.empty())
       throw_error(ErrorKind::usage, fmt::format("{} was made with other options ({}); run with the same options, "
                                                 "another --out, or --restart to start a fresh journal",
-                                                out.journal_path.string(), diff));
+                                                path.string(), diff));
   }
   if (jr.torn_tail) {
     say(fmt::format("journal: dropped a torn last line (a write cut short); that candidate runs again"));
-    if (::truncate(out.journal_path.c_str(), off_t(jr.good_bytes)) != 0)
-      throw_error(ErrorKind::io, fmt::format("{}: cannot drop the torn last line: {}", out.journal_path.string(), std::strerror(errno)));
+    if (::truncate(path.c_str(), off_t(jr.good_bytes)) != 0)
+      throw_error(ErrorKind::io, fmt::format("{}: cannot drop the torn last line: {}", path.string(), std::strerror(errno)));
   }
-  const int fd = ::open(out.journal_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw_error(ErrorKind::io, fmt::format("{}: cannot open the journal: {}", out.journal_path.string(), std::strerror(errno)));
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
+  jfd.fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (jfd.fd < 0) throw_error(ErrorKind::io, fmt::format("{}: cannot open the journal: {}", path.string(), std::strerror(errno)));
   if (jr.header.is_null())
-    append_journal_line(fd, out.journal_path,
+    append_journal_line(jfd.fd, path,
                         json{{"journal", kScreenJournalName}, {"options", options}, {"started", utc_now()}, {"command_line", o.command_line}}
                             .dump(-1, ' ', false, json::error_handler_t::replace));
+  return jr;
+}
 
-  // ---- which candidates the journal already answers (same folder, same key: screen_key.hpp) ----
+// Which candidates the journal already answers (same folder, same key: screen_key.hpp); the rest
+// are run.todo.
+void plan_screen_run(const ScreenOptions& o, const json& options, const ScreenJournal& jr, bool gpu, ScreenRun& run) {
   std::map<std::string, ScreenVerdict> journaled;  // the last line per folder wins
   for (const auto& e : jr.entries) journaled[e.candidate] = e;
-  const std::size_t n = cands.size();
-  std::vector<ScreenVerdict> verdicts(n);
-  std::vector<std::string> hashes(n), keys(n);
+  const std::size_t n = run.cands.size();
+  run.verdicts.assign(n, ScreenVerdict{});
+  run.hashes.assign(n, std::string());
+  run.keys.assign(n, std::string());
   VerdictKeys keyer(options, o.contract);
-  std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < n; ++i) {
     std::error_code ec;
-    if (fs::is_regular_file(cands[i] / "kqual.toml", ec)) {
+    if (fs::is_regular_file(run.cands[i] / "kqual.toml", ec)) {
       try {
-        hashes[i] = sha256_file_hex((cands[i] / "kqual.toml").string());
+        run.hashes[i] = sha256_file_hex((run.cands[i] / "kqual.toml").string());
       } catch (const std::exception&) {
-        hashes[i].clear();  // unreadable: load_manifest says why, and the candidate always runs
+        run.hashes[i].clear();  // unreadable: load_manifest says why, and the candidate always runs
       }
     }
-    keys[i] = keyer.key(cands[i]);
-    auto it = journaled.find(cands[i].string());
-    const bool reuse = it != journaled.end() && reusable(it->second, keys[i], lanes.gpu());
+    run.keys[i] = keyer.key(run.cands[i]);
+    auto it = journaled.find(run.cands[i].string());
+    const bool reuse = it != journaled.end() && reusable(it->second, run.keys[i], gpu);
     if (reuse) {
-      verdicts[i] = it->second;
-      verdicts[i].resumed = true;
+      run.verdicts[i] = it->second;
+      run.verdicts[i].resumed = true;
     } else {
-      todo.push_back(i);
+      run.todo.push_back(i);
     }
   }
-  const std::size_t resumed = n - todo.size();
-  say(fmt::format("{} candidate(s): {} from the journal, {} to run; {} compile thread(s); {}", n, resumed, todo.size(), o.jobs,
-                  !lanes.gpu()          ? "no GPU (" + lanes.why_no_gpu + "): static phases only"
-                  : lanes.gpus.empty() ? std::string("GPU checks in one worker session")
-                                       : fmt::format("GPU checks in {} worker session(s), one per GPU", lanes.sessions.size())));
+  run.resumed = n - run.todo.size();
+}
 
-  // ---- build: a pool of NVRTC threads, ahead of the GPU lanes ----
-  ScratchDir build_scratch("kqual-screen");
-  auto build_one = [&](std::size_t k) {
-    const std::size_t i = todo[k];
-    BuildSlot slot;
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      build::Manifest m;
-      if (contracts.refusals[i]) {
-        slot.verdict = contracts.refusals[i];
-        slot.contract = contracts.refusals[i]->contract;
+// Candidate i's static phases (contract, manifest, build into its own folder under `scratch`); a
+// verdict in the slot when it ends before the GPU.
+BuildSlot build_screen_slot(const ScreenOptions& o, const ScreenContracts& contracts, const fs::path& cand, std::size_t i,
+                            const std::string& arch, const fs::path& scratch) {
+  BuildSlot slot;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    build::Manifest m;
+    if (contracts.refusals[i]) {
+      slot.verdict = contracts.refusals[i];
+      slot.contract = contracts.refusals[i]->contract;
+    } else {
+      try {
+        m = build::load_manifest(cand);
+      } catch (const Error& e) {
+        slot.verdict = refused("manifest_invalid", e.what());
+      }
+    }
+    if (!slot.verdict) {
+      slot.contract = m.contract;
+      if (!o.contract.empty() && m.contract != o.contract) {
+        slot.verdict = refused("contract_mismatch", fmt::format("{} is a {} candidate; this screen is against {}",
+                                                                m.file.string(), m.contract, o.contract));
       } else {
         try {
-          m = build::load_manifest(cands[i]);
+          // A folder per candidate: copies of one manifest share its name and image file name.
+          const fs::path dir = scratch / fmt::format("c{}", i);
+          fs::create_directories(dir);
+          slot.built = build::build_candidate(m, arch, dir);
         } catch (const Error& e) {
-          slot.verdict = refused("manifest_invalid", e.what());
+          slot.verdict = refused("build_failed", e.what());
         }
       }
-      if (!slot.verdict) {
-        slot.contract = m.contract;
-        if (!o.contract.empty() && m.contract != o.contract) {
-          slot.verdict = refused("contract_mismatch", fmt::format("{} is a {} candidate; this screen is against {}",
-                                                                  m.file.string(), m.contract, o.contract));
-        } else {
-          try {
-            // A folder per candidate: copies of one manifest share its name and image file name.
-            const fs::path dir = build_scratch.path() / fmt::format("c{}", i);
-            fs::create_directories(dir);
-            slot.built = build::build_candidate(m, lanes.arch, dir);
-          } catch (const Error& e) {
-            slot.verdict = refused("build_failed", e.what());
-          }
-        }
-      }
-    } catch (const std::exception& e) {
-      ScreenVerdict v;
-      v.verdict = "error";
-      v.reason = "internal error";
-      v.detail = e.what();
-      slot.verdict = v;
     }
-    slot.build_ms = ms_since(t0);
-    return slot;
-  };
-  const int threads = int(std::min<std::size_t>(std::size_t(o.jobs), std::max<std::size_t>(todo.size(), 1)));
-  BuildPool<BuildSlot> pool(todo.size(), threads, build_one);
+  } catch (const std::exception& e) {
+    ScreenVerdict v;
+    v.verdict = "error";
+    v.reason = "internal error";
+    v.detail = e.what();
+    slot.verdict = v;
+  }
+  slot.build_ms = ms_since(t0);
+  return slot;
+}
 
-  // ---- check: each lane takes the next candidate from one queue; every verdict journaled ----
+// Build: a pool of NVRTC threads, ahead of the GPU lanes. Check: each lane takes the next candidate
+// from one queue; every verdict journaled (on `journal_fd`) and put in run.verdicts.
+DispatchReport check_screen_lanes(const ScreenOptions& o, const ScreenContracts& contracts, Lanes& lanes, ScreenRun& run,
+                                  const ScratchDir& build_scratch, int journal_fd, const fs::path& journal_path,
+                                  const ScreenSay& say) {
+  const std::size_t n = run.cands.size();
+  auto build_one = [&](std::size_t k) {
+    const std::size_t i = run.todo[k];
+    return build_screen_slot(o, contracts, run.cands[i], i, lanes.arch, build_scratch.path());
+  };
+  const int threads = int(std::min<std::size_t>(std::size_t(o.jobs), std::max<std::size_t>(run.todo.size(), 1)));
+  BuildPool<BuildSlot> pool(run.todo.size(), threads, build_one);
+
   check::CheckOptions co;
   co.seed = o.seed;
   co.include_large = o.large_cases;
@@ -337,9 +356,9 @@ ScreenOutcome screen(const ScreenOptions& o) {
   co.sanitizer_pass = o.sanitizer_pass;
   std::size_t shown = 0;  // progress lines count 1..n
   for (std::size_t i = 0; i < n; ++i)
-    if (verdicts[i].resumed)
-      say(fmt::format("screen [{}/{}] {}: {} ({}; from the journal)", ++shown, n, display_name(cands[i]), verdicts[i].verdict,
-                      verdicts[i].reason));
+    if (run.verdicts[i].resumed)
+      say(fmt::format("screen [{}/{}] {}: {} ({}; from the journal)", ++shown, n, display_name(run.cands[i]),
+                      run.verdicts[i].verdict, run.verdicts[i].reason));
   auto take_slot = [&](std::size_t k) {
     std::optional<BuildSlot> slot = pool.take(k);
     if (!slot) throw_error(ErrorKind::internal, "the build pool stopped before building a candidate a lane needs");
@@ -375,39 +394,41 @@ ScreenOutcome screen(const ScreenOptions& o) {
     return r.reason;
   };
   hooks.record = [&](std::size_t lane, std::size_t k, ScreenVerdict v) {  // serialized by dispatch_lanes
-    const std::size_t i = todo[k];
-    v.candidate = cands[i].string();
-    v.name = display_name(cands[i]);
-    v.manifest_sha256 = hashes[i];
-    v.key = keys[i];
+    const std::size_t i = run.todo[k];
+    v.candidate = run.cands[i].string();
+    v.name = display_name(run.cands[i]);
+    v.manifest_sha256 = run.hashes[i];
+    v.key = run.keys[i];
     if (lane < lanes.gpus.size()) v.gpu = lanes.gpus[lane].ordinal;
     v.finished = utc_now();
-    append_journal_line(fd, out.journal_path, v.to_json().dump(-1, ' ', false, json::error_handler_t::replace));
+    append_journal_line(journal_fd, journal_path, v.to_json().dump(-1, ' ', false, json::error_handler_t::replace));
     std::error_code ec;
     fs::remove_all(build_scratch.path() / fmt::format("c{}", i), ec);  // scratch holds only what is still to run
     say(fmt::format("screen [{}/{}] {}: {} ({}){}", ++shown, n, v.name, v.verdict, first_line(v.reason, 200),
                     v.gpu >= 0 ? fmt::format(" on GPU {}", v.gpu) : std::string()));
-    verdicts[i] = std::move(v);
+    run.verdicts[i] = std::move(v);
   };
   // Without a GPU one lane records the static verdicts in candidate order.
-  const DispatchReport dispatched = dispatch_lanes(std::max<std::size_t>(lanes.sessions.size(), 1), todo.size(), hooks);
-  const double wall_s = ms_since(t_start) / 1000.0;
+  return dispatch_lanes(std::max<std::size_t>(lanes.sessions.size(), 1), run.todo.size(), hooks);
+}
 
-  // ---- write: results.json and summary.md ----
-  std::map<std::string, int> counts = verdict_counts(verdicts);
+// results.json of a screen run.
+json screen_results_json(const ScreenOptions& o, const json& options, const fs::path& journal_path, const Lanes& lanes,
+                         const DispatchReport& dispatched, const ScreenRun& run, const ScreenContracts& contracts,
+                         std::map<std::string, int>& counts, double wall_s) {
   json rows = json::array();
-  for (const auto& v : verdicts) {
+  for (const auto& v : run.verdicts) {
     json j = v.to_json();
     j["resumed"] = v.resumed;
     rows.push_back(j);
   }
-  const std::size_t ran = todo.size();
+  const std::size_t ran = run.todo.size();
   int workers_started = 0;
   for (const auto& s : lanes.sessions) workers_started += s->worker().processes_started();
   json r = schema_header("screen");
   r["provenance"] = report::provenance(o.command_line, lanes.devices.empty() ? json() : lanes.devices.front());
   r["options"] = options;
-  r["journal"] = out.journal_path.string();
+  r["journal"] = journal_path.string();
   r["device_present"] = lanes.gpu();
   r["why_no_gpu"] = lanes.why_no_gpu;
   if (!o.gpus.empty()) {
@@ -428,12 +449,12 @@ ScreenOutcome screen(const ScreenOptions& o) {
     r["gpus"] = g;
     r["gpus_unavailable"] = lanes.unavailable;
   }
-  if (shard_rec) {
-    r["shard"] = shard_rec->to_json();
-    r["shard"]["not_in_list"] = not_in_list;
+  if (run.shard_rec) {
+    r["shard"] = run.shard_rec->to_json();
+    r["shard"]["not_in_list"] = run.not_in_list;
   }
-  r["candidates"] = n;
-  r["resumed"] = resumed;
+  r["candidates"] = run.cands.size();
+  r["resumed"] = run.resumed;
   r["run"] = ran;
   r["counts"] = json{{"accepted", counts["accepted"]}, {"rejected", counts["rejected"]}, {"refused", counts["refused"]},
                      {"incomplete", counts["incomplete"]}, {"error", counts["error"]}};
@@ -444,17 +465,24 @@ ScreenOutcome screen(const ScreenOptions& o) {
   r["candidates_per_hour"] = ran > 0 && wall_s > 0 ? json(double(ran) / (wall_s / 3600.0)) : json();
   r["worker_processes_started"] = workers_started;
   json skipped_j = json::array();
-  for (const auto& s : skipped) skipped_j.push_back(s.string());
+  for (const auto& s : run.skipped) skipped_j.push_back(s.string());
   r["not_candidates"] = skipped_j;
   r["contracts"] = contracts.to_json();
   r["verdicts"] = rows;
+  return r;
+}
 
+// summary.md of a screen run.
+std::string screen_summary_md(const Lanes& lanes, const DispatchReport& dispatched, const ScreenRun& run,
+                              std::map<std::string, int>& counts, double wall_s) {
   std::string md = "# kqual screen\n\n";
   md += fmt::format("{} candidate(s) — accepted {}, rejected {}, refused {}, incomplete {}{} — {} run in {:.1f} s, {} from the "
                     "journal.\n\n",
-                    n, counts["accepted"], counts["rejected"], counts["refused"], counts["incomplete"],
-                    counts["error"] ? fmt::format(", kqual errors {}", counts["error"]) : std::string(), ran, wall_s, resumed);
-  if (shard) md += fmt::format("Shard {} of a campaign of {} candidate(s).\n\n", shard->text(), shard_rec->total);
+                    run.cands.size(), counts["accepted"], counts["rejected"], counts["refused"], counts["incomplete"],
+                    counts["error"] ? fmt::format(", kqual errors {}", counts["error"]) : std::string(), run.todo.size(),
+                    wall_s, run.resumed);
+  if (run.shard)
+    md += fmt::format("Shard {} of a campaign of {} candidate(s).\n\n", run.shard->text(), run.shard_rec->total);
   if (!lanes.gpu())
     md += fmt::format("No GPU ({}): only manifests and builds were checked, for {}.\n\n", lanes.why_no_gpu, lanes.arch);
   else if (lanes.gpus.empty())
@@ -465,13 +493,58 @@ ScreenOutcome screen(const ScreenOptions& o) {
                         lanes.gpus[l].pci_bus_id.empty() ? "" : ", " + lanes.gpus[l].pci_bus_id,
                         lanes.devices[l].value("name", std::string("?")), lanes.arch, dispatched.judged[l],
                         dispatched.retired[l].empty() ? "" : "; retired: " + first_line(dispatched.retired[l], 200));
-  md += screen_summary_table(verdicts);
+  md += screen_summary_table(run.verdicts);
+  return md;
+}
+
+}  // namespace
+
+ScreenOutcome screen(const ScreenOptions& o) {
+  const auto t_start = std::chrono::steady_clock::now();
+  const ScreenSay say = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  if (o.jobs < 1) throw_error(ErrorKind::usage, fmt::format("--jobs {}: must be at least 1", o.jobs));
+  contract::set_contract_sources(o.sources);  // before any manifest names its contract
+  ScreenRun run;
+  gather_screen_candidates(o, run, say);
+  // Every contract once, before any candidate runs: one name, one file, for the whole screen.
+  const ScreenContracts contracts = resolve_screen_contracts(run.cands, o.contract);
+
+  // ---- target: one worker session, or one per GPU ----
+  Lanes lanes = open_lanes(o);
+  const json options = screen_verdict_options(o, lanes.arch, run.shard ? run.shard->text() : std::string());
+
+  // ---- journal: resume under the same options, or start fresh ----
+  ScreenOutcome out;
+  fs::create_directories(o.out_dir);
+  out.journal_path = o.out_dir / "journal.jsonl";
+  ScreenJournalFd journal_fd;
+  const ScreenJournal jr = open_screen_journal(o, options, out.journal_path, journal_fd, say);
+  plan_screen_run(o, options, jr, lanes.gpu(), run);
+  const std::size_t n = run.cands.size();
+  say(fmt::format("{} candidate(s): {} from the journal, {} to run; {} compile thread(s); {}", n, run.resumed, run.todo.size(),
+                  o.jobs,
+                  !lanes.gpu()          ? "no GPU (" + lanes.why_no_gpu + "): static phases only"
+                  : lanes.gpus.empty() ? std::string("GPU checks in one worker session")
+                                       : fmt::format("GPU checks in {} worker session(s), one per GPU", lanes.sessions.size())));
+
+  // ---- build and check ----
+  ScratchDir build_scratch("kqual-screen");
+  const DispatchReport dispatched =
+      check_screen_lanes(o, contracts, lanes, run, build_scratch, journal_fd.fd, out.journal_path, say);
+  const double wall_s = ms_since(t_start) / 1000.0;
+
+  // ---- write: results.json and summary.md ----
+  std::map<std::string, int> counts = verdict_counts(run.verdicts);
+  const json r = screen_results_json(o, options, out.journal_path, lanes, dispatched, run, contracts, counts, wall_s);
+  const std::string md = screen_summary_md(lanes, dispatched, run, counts, wall_s);
   out.results_path = o.out_dir / "results.json";
   out.summary_path = o.out_dir / "summary.md";
   write_file_atomic(out.results_path, r.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   write_file_atomic(out.summary_path, md);
   out.results = r;
-  out.verdicts = verdicts;
+  out.verdicts = run.verdicts;
   out.exit_code = screen_exit_code(counts);
   return out;
 }
