@@ -43,6 +43,20 @@ std::vector<std::string> Manifest::library_names(DType t) const {
   return out;
 }
 
+const contract::Contract& Manifest::resolved_contract() const {
+  if (!resolved_contract_)
+    throw_error(ErrorKind::internal,
+                fmt::format("manifest '{}' ({}) has no resolved contract (contract value \"{}\"): a manifest made in code "
+                            "must call set_contract before it is used",
+                            name, file.string(), contract));
+  return *resolved_contract_;
+}
+
+void Manifest::set_contract(const contract::Contract& c) {
+  resolved_contract_ = &c;
+  contract = c.name();
+}
+
 bool Manifest::has_kernels() const {
   return std::any_of(launches.begin(), launches.end(), [](const Launch& l) { return !l.kernel.empty(); });
 }
@@ -269,19 +283,18 @@ LaunchArg parse_launch_arg(Ctx& cx, const contract::Contract& contract_ref, cons
 }
 
 // [candidate]: the contract (resolved here), the name, the source or image, the compiler and its options.
-const contract::Contract* parse_candidate_table(Ctx& cx, const toml::table& root, Manifest& m) {
+void parse_candidate_table(Ctx& cx, const toml::table& root, Manifest& m) {
   const toml::table* cand = root["candidate"].as_table();
   if (!cand) cx.fail("[candidate]", "missing table (required)");
   check_keys(cx, *cand, "candidate",
              {"name", "description", "contract", "source", "image", "compiler", "nvrtc_options", "nvcc_options"});
   m.contract = get_string(cx, *cand, "candidate", "contract", true);
-  const contract::Contract* c = nullptr;
   try {
-    c = &contract::resolve_contract(m.contract, m.dir);  // a built-in name, a declared contract's name, or a path
+    // a built-in name, a declared contract's name, or a path: resolved here, once
+    m.set_contract(contract::resolve_contract(m.contract, m.dir));
   } catch (const Error& e) {
     cx.fail("candidate.contract", e.what());
   }
-  m.contract = c->name();
   m.name = get_string(cx, *cand, "candidate", "name", false, m.dir.filename().string());
   m.description = get_string(cx, *cand, "candidate", "description", false);
   // A library-only baseline has no source; whether one is needed is checked after the launches.
@@ -336,8 +349,6 @@ const contract::Contract* parse_candidate_table(Ctx& cx, const toml::table& root
            "--run", "-run", "--lib", "-lib", "--shared", "-shared", "--link", "-link", "--device-c", "-dc", "-rdc",
            "--relocatable-device-code", "--preprocess", "-E", "--x", "-x", "-ccbin", "--compiler-bindir"},
           m.nvcc_options);
-
-  return c;
 }
 
 // [supports]: the dtypes, alignment, sizes and run-to-run claims, against the contract's.
@@ -530,11 +541,12 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
   m.file = file;
   m.dir = file.parent_path();
 
-  const contract::Contract* c = parse_candidate_table(cx, root, m);
-  parse_supports(cx, root, *c, m);
-  std::vector<std::string> names = expression_names(*c);
-  parse_scratch(cx, root, *c, names, m);
-  parse_launches(cx, root, *c, names, use, m);
+  parse_candidate_table(cx, root, m);
+  const contract::Contract& c = m.resolved_contract();
+  parse_supports(cx, root, c, m);
+  std::vector<std::string> names = expression_names(c);
+  parse_scratch(cx, root, c, names, m);
+  parse_launches(cx, root, c, names, use, m);
   parse_expect(cx, root, m);
   return m;
 }

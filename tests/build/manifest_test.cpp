@@ -46,9 +46,40 @@ args = ["x", "r", "y", "n:i64"]
   }
 };
 
+// A manifest made in code carries no contract until it is given one: asking for it then is kqual's
+// own error, said as such, never a null dereference; once set, copies carry it.
+TEST(ManifestContract, AHandMadeManifestNamesTheMissingContract) {
+  Manifest m;
+  m.name = "hand_made";
+  m.contract = "softmax";  // a name alone resolves nothing
+  try {
+    (void)m.resolved_contract();
+    FAIL() << "a manifest without a resolved contract returned one";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::internal);
+    EXPECT_NE(std::string(e.what()).find("hand_made"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("set_contract"), std::string::npos) << e.what();
+  }
+  m.set_contract(contract::find_contract("residual_add_relu"));
+  EXPECT_EQ(m.contract, "residual_add_relu");
+  const Manifest copy = m;
+  EXPECT_EQ(&copy.resolved_contract(), &contract::find_contract("residual_add_relu"));
+}
+
+// A contract named by its file is resolved when the manifest is read and carried from there: no
+// later step looks it up by the name that file declares.
+TEST_F(ManifestTest, CarriesAContractNamedByPath) {
+  const fs::path file = test::repo_root() / "contracts/residual_add_relu_declared/contract.toml";
+  Manifest m = parse_manifest(replace(good(), "contract = \"residual_add_relu\"", "contract = \"" + file.string() + "\""),
+                              dir.path() / "kqual.toml");
+  EXPECT_EQ(m.contract, "residual_add_relu_declared");
+  EXPECT_EQ(m.resolved_contract().name(), "residual_add_relu_declared");
+}
+
 TEST_F(ManifestTest, ParsesAGoodManifest) {
   Manifest m = parse_manifest(good(), dir.path() / "kqual.toml");
   EXPECT_EQ(m.contract, "residual_add_relu");
+  EXPECT_EQ(&m.resolved_contract(), &contract::find_contract("residual_add_relu"));  // resolved once, carried
   ASSERT_EQ(m.launches.size(), 1u);
   EXPECT_EQ(m.launches[0].grid[0].eval({{"n", 1000}}), 4);
   EXPECT_EQ(m.launches[0].block[0].eval({}), 256);

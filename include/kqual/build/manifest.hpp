@@ -49,6 +49,8 @@ struct Manifest {
   std::filesystem::path dir;
   std::string name;
   std::string description;
+  // The contract's name, as results, memos and baselines folders name it: the [candidate] contract
+  // value when that is a name, the name the contract file declares when it is a path.
   std::string contract;
   std::filesystem::path source;   // absolute path of the .cu; empty for a prebuilt image or library calls only
   std::filesystem::path image;    // absolute path of a prebuilt cubin / fatbin / PTX / host binary (instead of source)
@@ -67,6 +69,18 @@ struct Manifest {
   // Library routine names with {T} substituted ("cub.exclusive_sum<float>").
   std::vector<std::string> library_names(DType t) const;
   bool has_kernels() const;
+
+  // The contract this manifest is judged against, resolved once when the manifest was read (a name
+  // or a path, docs/declared-contracts.md); every later step takes it from here, never by name.
+  // Throws Error(internal) for a manifest whose contract was never set.
+  const contract::Contract& resolved_contract() const;
+  // Sets the contract and `contract` (its name): parse_manifest does this; a manifest made in code
+  // (tests) calls it before the manifest is built, checked or timed.
+  void set_contract(const contract::Contract& c);
+
+ private:
+  // Contracts stay registered for the whole process, so the manifest keeps a pointer to its own.
+  const contract::Contract* resolved_contract_ = nullptr;
 };
 
 // Placeholder values: a manifest string value that starts with this is not complete yet
