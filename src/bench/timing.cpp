@@ -114,7 +114,7 @@ void prepare_timing_cases(worker::Session& s, const contract::Contract& c, const
 TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandidate& cand,
                                     const std::vector<const build::BuiltCandidate*>& baselines,
                                     const TimingOptions& o) {
-  const contract::Contract& c = contract::find_contract(cand.manifest.contract);
+  const contract::Contract& c = cand.manifest.resolved_contract();
   const worker::DeviceFacts& dev = s.device();
   if (!dev.present) throw_error(ErrorKind::cuda, "timing needs a GPU: " + dev.why_absent);
   TimingReport rep;

@@ -230,7 +230,7 @@ std::string overhead_text(const TorchBaselineReport& rep) {
 TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCandidate& cand, TimingReport& tr, const TimingOptions& o,
                                         const std::optional<std::vector<std::string>>& requested) {
   TorchBaselineReport rep;
-  const contract::Contract& c = contract::find_contract(cand.manifest.contract);
+  const contract::Contract& c = cand.manifest.resolved_contract();
   if (const std::string why = torch_phase_blocker(c, o, requested); !why.empty()) {
     rep.status = why;
     return rep;
@@ -290,7 +290,7 @@ TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCa
 
 TorchFidelityReport time_cubin_through_torch(worker::Session& s, const build::BuiltCandidate& cand, const TimingOptions& o) {
   TorchFidelityReport rep;
-  const contract::Contract& c = contract::find_contract(cand.manifest.contract);
+  const contract::Contract& c = cand.manifest.resolved_contract();
   if (const std::string why = torch_timing_blocker(o); !why.empty()) {
     rep.status = "not run: " + why;
     return rep;

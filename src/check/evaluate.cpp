@@ -551,7 +551,7 @@ void sanitizer_after_cases(Session& s, const BuiltCandidate& b, const contract::
 }  // namespace
 
 CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const CheckOptions& o) {
-  const contract::Contract& c = contract::find_contract(b.manifest.contract);
+  const contract::Contract& c = b.manifest.resolved_contract();
   CorrectnessReport rep;
   rep.candidate = b.manifest.name;
   for (DType t : b.manifest.supports.dtypes) {

@@ -204,7 +204,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   say("manifest: " + o.candidate.string());
   contract::set_contract_sources(o.sources);  // before the manifest names its contract
   build::Manifest m = build::load_manifest(o.candidate);
-  const contract::Contract& c = contract::find_contract(m.contract);
+  const contract::Contract& c = m.resolved_contract();
   auto bench_dtype = parse_dtype(o.dtype);
   if (!bench_dtype) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", o.dtype));
   (void)bench::parse_torch_baselines(o.torch_baselines);  // a bad --torch-baselines is a usage error before any GPU work

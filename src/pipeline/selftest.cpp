@@ -62,7 +62,7 @@ unsigned hardware_threads() { return std::max(1u, std::thread::hardware_concurre
 // shape up to 2^30 elements; the first unverified series gives the code and detail.
 void timed_finding(worker::Session& ses, const build::BuiltCandidate& b, const build::Manifest& m, std::uint64_t seed,
                    std::map<std::string, int>& codes, std::string& timed_code, std::string& timed_detail) {
-    const contract::Contract& c = contract::find_contract(m.contract);
+    const contract::Contract& c = m.resolved_contract();
     bench::TimingOptions to;
     to.seed = seed;
     to.rounds = 2;

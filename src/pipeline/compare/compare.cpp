@@ -103,7 +103,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
     d.description = "built-in defaults (docs/statistics.md); give --profile FILE for your service";
     jo.profiles.push_back(d);
   }
-  const contract::Contract* contract = sides[1].manifest ? &contract::find_contract(sides[1].manifest->contract) : nullptr;
+  const contract::Contract* contract = sides[1].manifest ? &sides[1].manifest->resolved_contract() : nullptr;
   std::vector<contract::Dims> shapes;
   if (contract) {
     for (const auto& t : o.shapes) shapes.push_back(contract::parse_shape(*contract, t));
