@@ -29,7 +29,7 @@ json run_to_run_summary(const std::vector<CaseResult>& results, const json& rule
   json ids = json::array();
   for (const auto& r : results) {
     const bool measured = r.run_to_run.is_object();
-    if (r.status == "pass" || measured) ++compared;
+    if (r.status == CaseStatus::pass || measured) ++compared;
     if (!measured) continue;
     ++differing;
     if (ids.size() < 5) ids.push_back(r.spec.id);
@@ -60,16 +60,18 @@ json run_to_run_summary(const std::vector<CaseResult>& results, const json& rule
   s["within_bound"] = std::all_of(results.begin(), results.end(), [](const CaseResult& r) {
     return !r.run_to_run.is_object() || r.run_to_run.value("within_bound", false);
   });
-  s["worst_case"] = {{"id", worst->spec.id}, {"status", worst->status}, {"detail", worst->status == "pass" ? worst->note : worst->detail}};
+  s["worst_case"] = {{"id", worst->spec.id},
+                     {"status", to_string(worst->status)},
+                     {"detail", worst->status == CaseStatus::pass ? worst->note : worst->detail}};
   int noted = 0;
-  for (const auto& r : results) noted += r.status == "pass" && !r.note.empty();
+  for (const auto& r : results) noted += r.status == CaseStatus::pass && !r.note.empty();
   if (noted > 0)
     notes.push_back(fmt::format("{} of {} case(s) compared gave different bytes in two runs on the same inputs, within the "
                                 "error bound (max {} ulps / {} abs); accepted because the rule does not require bitwise "
                                 "reproducibility. Closest to its bound: {}: {}",
                                 noted, compared, std::isfinite(max_ulps) ? fmt::format("{:g}", max_ulps) : std::string("inf"),
                                 std::isfinite(max_abs) ? fmt::format("{:.3g}", max_abs) : std::string("inf"), worst->spec.id,
-                                worst->status == "pass" ? worst->note : worst->detail));
+                                worst->status == CaseStatus::pass ? worst->note : worst->detail));
   return s;
 }
 
@@ -82,8 +84,8 @@ json CorrectnessReport::to_json(bool all_cases) const {
   for (const auto& id : settled_not_run) settled.push_back(id);
   json cs = json::array();
   for (const auto& r : results) {
-    if (!all_cases && r.status == "pass") continue;  // failing and not-run (harness_error) cases stay
-    cs.push_back({{"id", r.spec.id}, {"status", r.status}, {"code", r.code}, {"detail", r.detail}, {"dims", r.spec.dims},
+    if (!all_cases && r.status == CaseStatus::pass) continue;  // failing and not-run (harness_error) cases stay
+    cs.push_back({{"id", r.spec.id}, {"status", to_string(r.status)}, {"code", r.code}, {"detail", r.detail}, {"dims", r.spec.dims},
                   {"dtype", to_string(r.spec.dtype)}, {"family", r.spec.family}, {"offset_elements", r.spec.offset_elements},
                   {"seed", r.spec.seed}, {"reference", r.reference}, {"wall_ms", r.wall_ms}});
     if (!r.degenerate.empty()) cs.back()["degenerate"] = r.degenerate;

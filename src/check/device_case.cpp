@@ -74,7 +74,7 @@ CaseResult run_device_verified_case(Session& s, const BuiltCandidate& b, const c
   const ChunkHashes want = reference_hashes(s, c, spec, *g);
 
   worker::RunRequest request = generated_request(s, b, plan, generated_buffers(c, spec, nullptr, nullptr));
-  res.status = "fail";
+  res.status = CaseStatus::fail;
   auto r = worker::call(s.worker(), request, timeout_s);
   if (!generated_runs_clean(r, res)) return res;
   const auto& runs = r.reply->runs;
@@ -99,7 +99,7 @@ CaseResult run_device_verified_case(Session& s, const BuiltCandidate& b, const c
   if (differing_count == 0) {
     // Equal to the reference chunk for chunk in both runs (so deterministic too); no element holds the
     // poison unless the reference's does, which reference_hashes refuses.
-    res.status = "pass";
+    res.status = CaseStatus::pass;
     return res;
   }
   // Explain: read the first few differing chunks back (a fresh run per poison) and compare them with

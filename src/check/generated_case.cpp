@@ -97,7 +97,7 @@ std::optional<ResolvedPlan> admit_generated(Session& s, const BuiltCandidate& b,
   std::optional<ResolvedPlan> admitted = admit_case(s, b, c, spec, res);
   if (!admitted) return std::nullopt;
   if (std::string why = device_too_small(s, c, spec, *admitted); !why.empty()) {
-    res.status = "skipped";
+    res.status = CaseStatus::skipped;
     res.code = "device_too_small";
     res.detail = why;
     return std::nullopt;
@@ -151,7 +151,7 @@ CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contrac
     std::error_code ec;
     fs::remove_all(dir, ec);
   };
-  res.status = "fail";
+  res.status = CaseStatus::fail;
   auto r = worker::call(s.worker(), request, timeout_s);
   if (!generated_runs_clean(r, res)) {
     cleanup();
@@ -210,11 +210,11 @@ CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contrac
     }
   }
   cleanup();
-  res.status = "pass";
+  res.status = CaseStatus::pass;
   if (r2r.differs()) {
     res.run_to_run = r2r.to_json();
     if (r2r.rejects()) {
-      res.status = "fail";
+      res.status = CaseStatus::fail;
       res.code = "nondeterministic";
       res.detail = r2r.rejection() + " (in the windows read back)";
     } else {

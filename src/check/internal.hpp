@@ -1,6 +1,10 @@
 #pragma once
-// Internal to src/check/: the pieces evaluate.cpp (cases, judging, diagnosis), generated_case.cpp
-// (cases past 2^31 elements) and sanitizer_pass.cpp share. Not a public header.
+// Internal to src/check/: the pieces its files share. evaluate.cpp runs a candidate's cases in
+// order; host_case.cpp runs one host-made case and diagnoses its failure; judge_runs.cpp judges a
+// worker reply; generated_case.cpp and device_case.cpp run cases generated on the device;
+// index_cases.cpp the cases past 2^31 elements; sanitizer_pass.cpp the compute-sanitizer pass.
+// Not a public header.
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -35,25 +39,49 @@ struct RunStyle {
   int runs = 2;
 };
 
-// The outputs of one worker request judged against the expected tensors: true when every run was
-// right; otherwise res.code and res.detail are set.
+// judge_runs.cpp. The outputs of one worker request judged against the expected tensors: true
+// when every run was right; otherwise res.code and res.detail are set.
 // Two runs that differ are measured and judged under `policy` (run_to_run.hpp): res.run_to_run is
 // set, and res.note when the difference is admitted.
 bool judge_runs(const contract::Contract& c, const RunToRunPolicy& policy, const worker::Answer<worker::RunReply>& r,
                 const worker::RunRequest& request, const std::vector<contract::Tensor>& expected, CaseResult& res);
 bool is_fault(const std::string& code);
 bool is_value_failure(const std::string& code);
-// The candidate's claims and launch plan admit the case: the resolved plan, or nullopt with res refused.
+
+// host_case.cpp. The candidate's claims and launch plan admit the case: the resolved plan, or
+// nullopt with res refused.
 std::optional<ResolvedPlan> admit_case(Session& s, const BuiltCandidate& b, const contract::Contract& c,
                                        const contract::CaseSpec& spec, CaseResult& res);
+// A host-made case run as `style` says, judged, and its failure diagnosed.
 CaseResult run_case_styled(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec,
                            const RunStyle& style);
+
+// evaluate.cpp: the case loop's pieces the index cases share.
 std::int64_t case_elements(const contract::Contract& c, const contract::CaseSpec& spec);
+// A case over CheckOptions::max_case_elements: not run.
+bool over_size_cap(const contract::Contract& c, const contract::CaseSpec& spec, const CheckOptions& o);
+// One case through the harness (host-made, or generated on the device), with its wall time.
+CaseResult run_one_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec,
+                        const CheckOptions& o, int* diagnoses);
+// `run` with a failing reference (Error(cuda)) turned into a harness_error case: kqual's failure.
+CaseResult harness_guarded(const contract::CaseSpec& spec, const std::function<CaseResult()>& run);
+// A harness_error case recorded as not run (true), never counted against the candidate.
+bool harness_not_run(CaseResult& r, CorrectnessReport& rep);
+// A case that ran (pass, refused or fail) counted into the report.
+void count_case(CorrectnessReport& rep, const CaseResult& r);
+
+// index_cases.cpp: the cases past 2^31 elements, with the large cases run to bracket a failure there.
+void run_index_cases(Session& s, const BuiltCandidate& b, const contract::Contract& c, const CheckOptions& o,
+                     CorrectnessReport& rep, int* diagnoses);
 
 // reference.cpp: the module of a reference source (NVRTC, cached per source and arch in the
 // session's scratch folder), and a reference's launches as the worker takes them.
 std::string reference_module(Session& s, const std::string& source, const std::string& name);
 std::vector<worker::Launch> worker_launches(const contract::GpuReference& g);
+// The expected outputs of one window of a generated case: the contract's window_reference with the
+// session's ReferenceHost.
+std::vector<contract::Tensor> window_reference(Session& s, const contract::Contract& c, const contract::CaseSpec& big,
+                                               const contract::OutputWindow& w);
 
 // device_case.cpp: a generated case verified on the device against the contract's
 // device_reference (chunk hashes; a differing chunk explained on the CPU).
@@ -82,9 +110,11 @@ std::string generator_module(Session& s);
 CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec,
                               double timeout_s);
 
-// sanitizer_pass.cpp
+// sanitizer_pass.cpp (sanitizer_after_cases: the pass that follows the cases, or why it did not run)
 std::vector<contract::CaseSpec> sanitizer_picks(const contract::Contract& c, const CheckOptions& o, const CorrectnessReport& rep);
 void sanitizer_pass(Session& s, const BuiltCandidate& b, const contract::Contract& c, const std::vector<contract::CaseSpec>& picks,
                     const std::vector<std::string>& tools, CorrectnessReport& rep);
+void sanitizer_after_cases(Session& s, const BuiltCandidate& b, const contract::Contract& c, const CheckOptions& o,
+                           CorrectnessReport& rep);
 
 }  // namespace kqual::check::detail

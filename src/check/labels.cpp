@@ -85,12 +85,12 @@ bool is_index_overflow(const CorrectnessReport& before, bool large_cases_ran, co
       "wrong_result",        "nondeterministic",   "nan_policy",          "unwritten_output", "out_of_bounds_write",
       "input_mutated",       "illegal_address",    "misaligned_address",  "illegal_instruction", "stack_overflow",
       "launch_failure",      "device_assert",      "hang"};
-  if (r.status != "fail" || !by_the_kernel.count(r.code)) return false;
+  if (r.status != CaseStatus::fail || !by_the_kernel.count(r.code)) return false;
   return large_cases_ran && before.failed == 0 && before.skipped == 0 && before.passed > 0;
 }
 
 void label_index_case(const CorrectnessReport& before, bool large_cases_ran, const std::string& past, CaseResult& r) {
-  if (r.status != "fail") return;
+  if (r.status != CaseStatus::fail) return;
   if (is_index_overflow(before, large_cases_ran, r)) {
     r.detail = fmt::format("fails past {} elements while every smaller case passed — 32-bit index arithmetic (or an offset of "
                            "that width) breaks there; {}: {}",

@@ -1,4 +1,5 @@
-// The sanitizer pass: small passed cases again under compute-sanitizer (memcheck, racecheck).
+// The sanitizer pass: small passed cases again under compute-sanitizer (memcheck, racecheck); on a
+// candidate already wrong, racecheck on the smallest wrong case (a shared-memory race as the cause?).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -23,7 +24,7 @@ namespace detail {
 std::vector<contract::CaseSpec> sanitizer_picks(const contract::Contract& c, const CheckOptions& o, const CorrectnessReport& rep) {
   std::vector<const CaseResult*> pool;
   for (const auto& r : rep.results)
-    if (r.status == "pass" && r.spec.family != contract::kGeneratedFamily && case_elements(c, r.spec) <= o.sanitizer_max_elements)
+    if (r.status == CaseStatus::pass && r.spec.family != contract::kGeneratedFamily && case_elements(c, r.spec) <= o.sanitizer_max_elements)
       pool.push_back(&r);
   std::stable_sort(pool.begin(), pool.end(), [&](const CaseResult* a, const CaseResult* bb) {
     auto odd = [&](const CaseResult* x) { return (case_elements(c, x->spec) % 8) != 0 || x->spec.offset_elements != 0; };
@@ -105,7 +106,7 @@ void sanitizer_pass(Session& s, const BuiltCandidate& b, const contract::Contrac
       CaseResult r;
       r.spec.id = fmt::format("sanitizer/{}", name);
       r.spec.family = name;
-      r.status = "fail";
+      r.status = CaseStatus::fail;
       r.code = first ? first->code : "sanitizer_error";
       std::string where;
       if (first) {
@@ -137,9 +138,54 @@ void sanitizer_pass(Session& s, const BuiltCandidate& b, const contract::Contrac
       tj["status"] = "clean";
     }
     for (const auto& r : runs)
-      if (r.status == "fail" && !first) tj["case_failure"] = r.code + ": " + r.detail;
+      if (r.status == CaseStatus::fail && !first) tj["case_failure"] = r.code + ": " + r.detail;
     out["tools"].push_back(tj);
   }
+}
+
+// The sanitizer pass after the cases: memcheck and racecheck on passed candidates; on a wrong one,
+// racecheck over two passed cases and the smallest wrong one (a shared-memory race as the cause?).
+void sanitizer_after_cases(Session& s, const BuiltCandidate& b, const contract::Contract& c, const CheckOptions& o,
+                           CorrectnessReport& rep) {
+  if (!o.sanitizer_pass) return;
+  if (rep.harness_errors > 0) {
+    rep.sanitizer = {{"status", "not_run"}, {"why", "kqual's own failure stopped the cases (harness_error)"}};
+    return;
+  }
+  if (!s.device().present) {
+    rep.sanitizer = {{"status", "not_run"}, {"why", "no GPU"}};
+    return;
+  }
+  if (rep.failed == 0) {
+    sanitizer_pass(s, b, c, sanitizer_picks(c, o, rep), {"memcheck", "racecheck"}, rep);
+    return;
+  }
+  const CaseResult* smallest = nullptr;
+  for (const auto& r : rep.results)
+    if (r.status == CaseStatus::fail && is_value_failure(r.code) && r.spec.family != contract::kGeneratedFamily &&
+        case_elements(c, r.spec) <= (std::int64_t(1) << 22) && (!smallest || case_elements(c, r.spec) < case_elements(c, smallest->spec)))
+      smallest = &r;
+  if (!smallest) {
+    rep.sanitizer = {{"status", "not_run"}, {"why", "the candidate already failed (no wrong case small enough for racecheck)"}};
+    return;
+  }
+  // racecheck sees shared-memory hazards only: a kernel that uses none is not run under it (a
+  // sanitizer worker costs seconds, and a rejection should not wait on a diagnosis that cannot apply).
+  bool uses_shared = false;
+  for (const auto& [name, k] : b.kernels.items())
+    if (k.is_object() && k.value("static_shared_bytes", std::int64_t(0)) > 0) uses_shared = true;
+  for (const auto& l : resolve_plan(b, smallest->spec.dtype, smallest->spec.dims, s.device()).launches)
+    if (l.shared > 0) uses_shared = true;
+  if (!uses_shared) {
+    rep.sanitizer = {{"status", "not_run"},
+                     {"why", "the candidate already failed, and its kernels use no shared memory (racecheck would see nothing)"}};
+    return;
+  }
+  CheckOptions small = o;
+  small.sanitizer_cases = 2;
+  std::vector<contract::CaseSpec> picks = sanitizer_picks(c, small, rep);
+  picks.push_back(smallest->spec);
+  sanitizer_pass(s, b, c, picks, {"racecheck"}, rep);
 }
 
 }  // namespace detail

@@ -182,7 +182,7 @@ void record_correctness(const check::CorrectnessReport& rep, decision::QualifyFi
   f.settled_not_run = int(rep.settled_not_run.size());
   f.harness_failure = rep.harness_failure;  // cases kqual could not run: no verdict on the candidate
   for (const auto& x : rep.results)
-    if (x.status == "fail") {
+    if (x.status == check::CaseStatus::fail) {
       f.first_failure = x.detail;
       break;
     }

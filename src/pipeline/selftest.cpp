@@ -94,7 +94,7 @@ report::SelftestSeed seed_row(const check::CorrectnessReport& rep, std::uint64_t
                               const std::string& timed_detail, bool timed_class) {
   std::string detail;
   for (const auto& x : rep.results)
-    if (x.status == "fail" &&
+    if (x.status == check::CaseStatus::fail &&
         (!expected_codes || std::find(expected_codes->begin(), expected_codes->end(), x.code) != expected_codes->end())) {
       detail = x.detail;
       break;
@@ -102,7 +102,7 @@ report::SelftestSeed seed_row(const check::CorrectnessReport& rep, std::uint64_t
   if (detail.empty()) detail = timed_detail;
   if (detail.empty())
     for (const auto& x : rep.results)
-      if (x.status == "fail") {
+      if (x.status == check::CaseStatus::fail) {
         detail = x.detail;
         break;
       }

@@ -77,7 +77,7 @@ CorrectnessReport clean_report(int passed) {
 CaseResult failing(const std::string& code) {
   CaseResult r;
   r.spec.id = "f32/n=2^31+5/generated";
-  r.status = "fail";
+  r.status = CaseStatus::fail;
   r.code = code;
   r.detail = "run 1: 3 wrong elements";
   return r;
@@ -135,7 +135,7 @@ TEST(IndexOverflowLabel, KeepsTheOwnCodeWhenTheCaseDidNotFailByTheKernel) {
     EXPECT_NE(r.detail.find("is not evidence of 32-bit index arithmetic"), std::string::npos) << r.detail;
   }
   // Passed, skipped or refused cases are left alone.
-  for (const char* status : {"pass", "skipped", "refused"}) {
+  for (const CaseStatus status : {CaseStatus::pass, CaseStatus::skipped, CaseStatus::refused}) {
     CaseResult r = failing("device_too_small");
     r.status = status;
     const std::string detail = r.detail;

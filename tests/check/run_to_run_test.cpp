@@ -202,8 +202,8 @@ struct TwoRuns {
     res.spec.id = "f32/rows=4,cols=4097/normal";
     res.status = detail::judge_runs(contract::find_contract("reduce_sum"), policy, answer, request,
                                     {bounded_f32({10.0f, 20.0f, 30.0f, 40.0f}, bound)}, res)
-                     ? "pass"
-                     : "fail";
+                     ? CaseStatus::pass
+                     : CaseStatus::fail;
     return res;
   }
 };
@@ -215,7 +215,7 @@ RunToRunPolicy policy_of(bool required) {
 TEST(RunToRun, WithinTheBoundAndNotRequiredIsAcceptedWithANote) {
   const TwoRuns t({10, 20, 30, 40}, {10, ulps_up(20, 3), 30, 40});
   const CaseResult r = t.judge(policy_of(false), 1e-4);
-  EXPECT_EQ(r.status, "pass") << r.detail;
+  EXPECT_EQ(r.status, CaseStatus::pass) << r.detail;
   EXPECT_NE(r.note.find("max 3 ulps"), std::string::npos) << r.note;
   EXPECT_NE(r.note.find("bound 0.0001"), std::string::npos) << r.note;
   EXPECT_NE(r.note.find("test reason"), std::string::npos) << r.note;
@@ -227,7 +227,7 @@ TEST(RunToRun, WithinTheBoundAndNotRequiredIsAcceptedWithANote) {
   // The same bytes twice: no note, nothing measured.
   const TwoRuns same({10, 20, 30, 40}, {10, 20, 30, 40});
   const CaseResult s = same.judge(policy_of(true), 1e-4);
-  EXPECT_EQ(s.status, "pass");
+  EXPECT_EQ(s.status, CaseStatus::pass);
   EXPECT_TRUE(s.note.empty());
   EXPECT_TRUE(s.run_to_run.is_null());
 }
@@ -236,7 +236,7 @@ TEST(RunToRun, BeyondTheBoundIsRejectedWithTheFigures) {
   // Each run within 1e-5 of the reference (40 -+ 2 ulps = 7.6e-6), the two 4 ulps (1.5e-5) apart.
   const TwoRuns t({10, 20, 30, ulps_up(40, -2)}, {10, 20, 30, ulps_up(40, 2)});
   const CaseResult r = t.judge(policy_of(false), 1e-5);
-  EXPECT_EQ(r.status, "fail");
+  EXPECT_EQ(r.status, CaseStatus::fail);
   EXPECT_EQ(r.code, "nondeterministic");
   EXPECT_NE(r.detail.find("max 4 ulps"), std::string::npos) << r.detail;
   EXPECT_NE(r.detail.find("more than the contract's error bound"), std::string::npos) << r.detail;

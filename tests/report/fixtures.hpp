@@ -71,7 +71,7 @@ inline check::CorrectnessReport correctness_report(const std::string& name, int 
                                                      const std::vector<std::pair<std::string, std::string>>& failing) {
   check::CorrectnessReport rep;
   rep.candidate = name;
-  auto add = [&](const std::string& id, const std::string& status, const std::string& code, const std::string& detail) {
+  auto add = [&](const std::string& id, check::CaseStatus status, const std::string& code, const std::string& detail) {
     check::CaseResult c;
     c.spec.id = id;
     c.spec.family = "normal";
@@ -84,11 +84,11 @@ inline check::CorrectnessReport correctness_report(const std::string& name, int 
     c.wall_ms = 1.5 + 0.1 * double(rep.results.size());
     rep.results.push_back(c);
   };
-  for (int i = 0; i < passed; ++i) add(fmt::format("f32/n={}/normal/off=0", 1 + 37 * i), "pass", "", "");
+  for (int i = 0; i < passed; ++i) add(fmt::format("f32/n={}/normal/off=0", 1 + 37 * i), check::CaseStatus::pass, "", "");
   for (int i = 0; i < refused; ++i)
-    add(fmt::format("f32/n=1024/normal/off={}", 1 + i), "refused", "misaligned", "offset breaks the claimed alignment");
+    add(fmt::format("f32/n=1024/normal/off={}", 1 + i), check::CaseStatus::refused, "misaligned", "offset breaks the claimed alignment");
   for (const auto& [id, code] : failing) {
-    add(id, "fail", code, fmt::format("y[{}] = 0 but expected 1.5 (x = 1, r = 0.5)", id.size()));
+    add(id, check::CaseStatus::fail, code, fmt::format("y[{}] = 0 but expected 1.5 (x = 1, r = 0.5)", id.size()));
     rep.failure_codes[code]++;
   }
   rep.cases = int(rep.results.size());

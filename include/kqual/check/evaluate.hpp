@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kqual/contract/contract.hpp"
+#include "kqual/core/enum_names.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/build/candidate.hpp"
 #include "kqual/check/plan.hpp"
@@ -15,11 +16,26 @@
 
 namespace kqual::check {
 
+// What became of one case; its word is the case's "status" in the JSON.
+enum class CaseStatus {
+  pass,
+  fail,
+  refused,  // outside the candidate's claims or launch plan: code says which refusal
+  skipped,  // not run: the device cannot hold the case
+  not_run,  // kqual's own failure (code harness_error): no verdict either way
+};
+inline constexpr EnumNames<CaseStatus, 5> kCaseStatusNames{{{{CaseStatus::pass, "pass"},
+                                                             {CaseStatus::fail, "fail"},
+                                                             {CaseStatus::refused, "refused"},
+                                                             {CaseStatus::skipped, "skipped"},
+                                                             {CaseStatus::not_run, "not_run"}}}};
+inline const char* to_string(CaseStatus s) { return kCaseStatusNames.name(s); }
+// A status put in a JSON document is its word, never the enumerator's number.
+inline void to_json(json& j, CaseStatus s) { j = to_string(s); }
+
 struct CaseResult {
   contract::CaseSpec spec;
-  // "pass", "fail", "refused", "skipped" (the device cannot hold the case), "not_run" (kqual's own
-  // failure: code harness_error)
-  std::string status;
+  CaseStatus status = CaseStatus::fail;  // set by whoever judges the case; a case never judged passes nothing
   std::string code;    // failure or refusal code
   std::string detail;  // what the candidate did, in words (no kqual source locations: labels.hpp)
   std::string debug;   // the worker's message as it came, for kqual's developers ("" when none)

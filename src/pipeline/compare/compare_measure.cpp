@@ -31,7 +31,7 @@ CorrectnessSide to_side(const check::CorrectnessReport& rep) {
   c.refused = rep.refused;
   c.primary_code = rep.primary_code();
   for (const auto& cr : rep.results)
-    if (cr.status == "fail") c.failing[cr.spec.id] = cr.code;
+    if (cr.status == check::CaseStatus::fail) c.failing[cr.spec.id] = cr.code;
   c.report = rep.to_json(false);
   return c;
 }

@@ -152,7 +152,7 @@ ScreenVerdict check_on_gpu(worker::Session& s, build::BuiltCandidate& b, const c
           v.detail = "every passed case's expected output is degenerate (all zero or all equal)";
         }
         for (const auto& x : rep.results)
-          if (x.status == "fail") {
+          if (x.status == check::CaseStatus::fail) {
             v.detail = x.detail;
             break;
           }
