@@ -54,7 +54,7 @@ namespace {
 std::size_t entry_of_launch(const worker::BenchReply& r, std::size_t launch) {
   std::size_t entry = 0, seen = 0;
   for (; entry < r.launch_seeds.size(); ++entry) {
-    if (entry > 0 && r.launch_seeds[entry] == r.launch_seeds[entry - 1] && r.timer == "graph") continue;
+    if (entry > 0 && r.launch_seeds[entry] == r.launch_seeds[entry - 1] && r.timer == worker::TimerKind::graph) continue;
     if (seen++ == launch) return entry;
   }
   throw_error(ErrorKind::internal, fmt::format("saved launch {} is past the {} launches of the call", launch, seen));

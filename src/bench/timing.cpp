@@ -119,24 +119,13 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
   if (!dev.present) throw_error(ErrorKind::cuda, "timing needs a GPU: " + dev.why_absent);
   TimingReport rep;
   const bool flush = o.flush_l2 && o.flush_mode != "none";
-  if (o.timer != "events" && o.timer != "cupti" && o.timer != "graph")
-    throw_error(ErrorKind::usage, fmt::format("timer '{}': events, cupti or graph", o.timer));
-  if (o.timer == "graph" && flush)
+  if (o.timer == worker::TimerKind::graph && flush)
     throw_error(ErrorKind::usage, "the graph timer replays launches back to back with a warm L2: use it with --l2-flush none");
   rep.timer = o.timer;
   rep.l2_mode = !flush                        ? "warm_l2"
                 : o.flush_mode == "clean"      ? "cold_l2_clean_flush"
                 : o.flush_mode == "invalidate" ? "cold_l2_invalidated"
                                                : "cold_l2_write_flush";
-  const std::string what =
-      o.timer == "cupti"
-          ? "the GPU's own start of the plan's first kernel to the end of its last, from CUPTI activity records (any "
-            "stream; the CUDA-event interval of the same samples is kept beside as event_ms)"
-      : o.timer == "graph"
-          ? "CUDA events around one replay of a CUDA graph holding the launch plan N times (N in graph_launches), "
-            "divided by N: no host launch gaps, warm L2"
-          : "CUDA events recorded on the worker's stream immediately before the first and after the last launch of "
-            "the implementation's launch plan; nothing else is enqueued in between";
   const std::string l2 =
       !flush ? "No L2 flush: warm L2 (the previous sample's data may still be cached)"
              : fmt::format("Before every sample a {} MiB buffer (2x L2) is overwritten outside the timed region (cold L2){}",
@@ -150,7 +139,7 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
   rep.boundary = fmt::format(
       "Timer {}: {}. {}. {} warm-up runs excluded (reported). Implementations are interleaved in {} rounds of {} "
       "samples, order rotated every round. {}",
-      o.timer, what, l2, o.warmup, o.rounds, o.samples_per_round,
+      to_string(o.timer), worker::what_a_sample_is(o.timer), l2, o.warmup, o.rounds, o.samples_per_round,
       o.clock_guard ? "SM clock read (NVML) after every sample; a sample run below 90 % of the default clock or under a "
                       "power/thermal slowdown is discarded and the worker backs off (clocks in each series)."
                     : "Clock guard off.");

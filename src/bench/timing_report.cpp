@@ -40,7 +40,7 @@ json TimingReport::to_json() const {
         j["compared_with_untimed_rerun"] = s.rerun_compared;
       }
       if (!s.samples_ms.empty()) {
-        j["timer"] = s.timer;
+        j["timer"] = to_string(s.timer);
         if (!s.event_ms.empty()) {
           j["event_ms"] = s.event_ms;
           j["event_median_ms"] = stats::median(s.event_ms);
@@ -84,7 +84,7 @@ json TimingReport::to_json() const {
                           {"note", "cuMemcpyDtoDAsync of one tensor's bytes; bandwidth counts bytes read + written"}};
     shapes_j.push_back(j);
   }
-  json out{{"boundary", boundary}, {"l2_mode", l2_mode}, {"timer", timer}, {"shapes", shapes_j}};
+  json out{{"boundary", boundary}, {"l2_mode", l2_mode}, {"timer", to_string(timer)}, {"shapes", shapes_j}};
   if (!verification.is_null()) out["verification"] = verification;
   return out;
 }

@@ -53,8 +53,8 @@ std::optional<TorchReference> torch_reference_of(const contract::Contract& c) {
 }
 
 std::string torch_timing_blocker(const TimingOptions& o) {
-  if (o.timer != "events")
-    return fmt::format("--timer {}: the PyTorch worker times with CUDA events only (use --timer events)", o.timer);
+  if (o.timer != worker::TimerKind::events)
+    return fmt::format("--timer {}: the PyTorch worker times with CUDA events only (use --timer events)", to_string(o.timer));
   if (o.flush_l2 && o.flush_mode == "invalidate")
     return "--l2-flush invalidate (PTX discard.global.L2) has no PyTorch equivalent: use write, clean or none";
   return "";

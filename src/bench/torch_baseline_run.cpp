@@ -262,7 +262,7 @@ TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCa
       Series& se = run.series[i];
       se.label = kinds[i] == "eager" ? kTorchEager : kTorchCompiled;
       se.role = "baseline";
-      se.timer = "events";
+      se.timer = worker::TimerKind::events;
       add_torch_series(sh, std::move(se), run.cand_samples, o.equivalence_margin);
     }
     if (rep.operation.empty())

@@ -326,7 +326,7 @@ void append_memo_timing(std::ostringstream& m, const QualifyResult& r) {
   if (t.verification.is_object() && t.verification.contains("statement"))
     m << "Timed outputs verified: " << t.verification["statement"].get<std::string>() << "\n\n";
   // How the samples were taken, and what the clocks did meanwhile.
-  m << fmt::format("Timer: {}; L2: {}.\n", t.timer.empty() ? "events" : t.timer, t.l2_mode.empty() ? "cold_l2_write_flush" : t.l2_mode);
+  m << fmt::format("Timer: {}; L2: {}.\n", to_string(t.timer), t.l2_mode.empty() ? "cold_l2_write_flush" : t.l2_mode);
   for (const auto& sh : t.shapes)
     for (const auto& s : sh.series)
       if (!s.samples_ms.empty()) m << memo_series_clock_line(sh, s) << "\n";

@@ -238,6 +238,15 @@ stats::Comparison comparison_from_json(const json& j, const std::string& path) {
   return c;
 }
 
+// What a sample was (bench::TimingReport::timer, Series::timer): absent or "" is the events timer.
+worker::TimerKind get_timer(const json& o, const std::string& path) {
+  const std::string word = get_str(o, path, "timer");
+  if (word.empty()) return worker::TimerKind::events;
+  const std::optional<worker::TimerKind> kind = worker::parse_timer_kind(word);
+  if (!kind) throw_error(ErrorKind::input, fmt::format("{}: unknown timer '{}' ({})", join(path, "timer"), word, worker::kTimerKindNames.choices()));
+  return *kind;
+}
+
 json claims_json(const Claims& c) {
   return json{{"dtypes", c.dtypes}, {"min_alignment_bytes", c.min_alignment_bytes}, {"max_n", c.max_n},
               {"in_place", c.in_place}};
@@ -252,7 +261,7 @@ bench::TimingReport timing_report_from_json(const json& j) {
   bench::TimingReport t;
   t.boundary = get_str(j, path, "boundary");
   t.l2_mode = get_str(j, path, "l2_mode");
-  t.timer = get_str(j, path, "timer");
+  t.timer = get_timer(j, path);
   for (const auto& [sj, sp] : get_items(j, path, "shapes")) {
     bench::ShapeResult sh;
     sh.shape = get_str(*sj, sp, "shape");
@@ -282,7 +291,7 @@ bench::TimingReport timing_report_from_json(const json& j) {
       s.warmup_ms = get_doubles(*xj, xp, "warmup_ms");
       s.verify_detail = get_str(*xj, xp, "verify_detail");
       s.verify_code = get_str(*xj, xp, "verify_code");
-      s.timer = get_str(*xj, xp, "timer", "events");
+      s.timer = get_timer(*xj, xp);
       s.event_ms = get_doubles(*xj, xp, "event_ms");
       s.graph_launches = get_int<int>(*xj, xp, "graph_launches");
       if (const json* cl = member(*xj, xp, "clocks")) {

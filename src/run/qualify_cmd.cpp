@@ -10,12 +10,33 @@
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/decision/decision.hpp"
 #include "kqual/pipeline/qualify.hpp"
+#include "kqual/worker/timer.hpp"
 
 namespace kqual::run {
 using pipeline::QualifyOptions;
 using pipeline::QualifyOutcome;
 using pipeline::SelftestOptions;
 namespace {
+
+// --timer: its words are the timer's one table (kqual/worker/timer.hpp); another word is a usage
+// error (exit 2) that lists them.
+void add_timer_option(CLI::App* cmd, QualifyOptions& o) {
+  std::string words;  // "{events,cupti,graph}", as the help shows the other options' choices
+  for (const auto& entry : worker::kTimerKindNames.entries) words += (words.empty() ? "" : ",") + std::string(entry.second);
+  const CLI::Validator is_timer(
+      [](std::string& word) {
+        return worker::parse_timer_kind(word) ? std::string()
+                                              : fmt::format("'{}' is not a timer; choose {}", word, worker::kTimerKindNames.choices());
+      },
+      "{" + words + "}");
+  cmd->add_option_function<std::string>(
+         "--timer", [&o](const std::string& word) { o.timer = *worker::parse_timer_kind(word); },
+         "What a sample is: events (CUDA events around the launch plan), cupti (the kernels' own GPU start and end from "
+         "CUPTI activity records; events kept beside) or graph (the plan replayed N times in one CUDA graph, time / N; "
+         "tiny kernels; needs --l2-flush none)")
+      ->default_str(to_string(o.timer))
+      ->check(is_timer);
+}
 
 void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
   add_quiet_flag(cmd, g);
@@ -49,11 +70,7 @@ void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
                   "read pass, so its dirty lines are written back before the timed window), invalidate (the memset, "
                   "then its L2 lines discarded: an empty L2, as after ncu --cache-control all; sm_80+) or none (warm L2)")
       ->capture_default_str()->check(CLI::IsMember({"write", "clean", "invalidate", "none"}));
-  cmd->add_option("--timer", o.timer,
-                  "What a sample is: events (CUDA events around the launch plan), cupti (the kernels' own GPU start "
-                  "and end from CUPTI activity records; events kept beside) or graph (the plan replayed N times in "
-                  "one CUDA graph, time / N; tiny kernels; needs --l2-flush none)")
-      ->capture_default_str()->check(CLI::IsMember({"events", "cupti", "graph"}));
+  add_timer_option(cmd, o);
   cmd->add_option("--graph-launches", o.graph_launches, "--timer graph: launches per replay (default: enough for ~1 ms)")
       ->check(CLI::Range(1, 10000));
   cmd->add_option("--timed-inputs", o.timed_inputs,
@@ -107,7 +124,7 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
     cmd->callback([&g, &o, exit_code, correctness, timing, name] {
       o.command_line = g.command_line;
       o.command = name;
-      if (o.timer == "graph" && o.flush_mode != "none")
+      if (o.timer == worker::TimerKind::graph && o.flush_mode != "none")
         throw_error(ErrorKind::usage, "--timer graph replays launches back to back with a warm L2: add --l2-flush none");
       o.progress = progress_for(g, name).sink();
       o.correctness = correctness;

@@ -30,6 +30,14 @@ T get_or(const json& j, const char* op, const char* name, T dflt) {
   return get<T>(j, op, name);
 }
 
+// The timer a message names (absent: events), or Error(worker) naming the word and the choices.
+TimerKind timer_from(const json& j, const char* op) {
+  const std::string word = get_or<std::string>(j, op, "timer", "events");
+  const std::optional<TimerKind> kind = parse_timer_kind(word);
+  if (!kind) throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' timer '{}' ({})", op, word, kTimerKindNames.choices()));
+  return *kind;
+}
+
 json buffers_json(const std::vector<Buffer>& bs) {
   json a = json::array();
   for (const auto& b : bs) {
@@ -202,7 +210,7 @@ json to_json(const BenchRequest& r) {
          {"target_rel_noise", r.target_rel_noise},
          {"guard_bytes", r.guard_bytes},
          {"check_samples", r.check_samples},
-         {"timer", r.timer},
+         {"timer", to_string(r.timer)},
          {"graph_launches", r.graph_launches},
          {"clock_guard", r.clock_guard},
          {"clock_share", r.clock_share},
@@ -288,13 +296,11 @@ BenchRequest bench_request_from_json(const json& j) {
   r.guard_bytes = get_or<std::size_t>(j, "bench", "guard_bytes", 4096);
   r.check_samples = get_or<bool>(j, "bench", "check_samples", true);
   r.alt_out_files = get_or<std::map<std::string, std::string>>(j, "bench", "alt_out_files", {});
-  r.timer = get_or<std::string>(j, "bench", "timer", "events");
-  if (r.timer != "events" && r.timer != "cupti" && r.timer != "graph")
-    throw_error(ErrorKind::worker, fmt::format("worker protocol: 'bench' timer '{}' (events, cupti or graph)", r.timer));
+  r.timer = timer_from(j, "bench");
   r.graph_launches = get_or<int>(j, "bench", "graph_launches", 0);
   if (r.graph_launches < 0 || r.graph_launches > 10000)
     throw_error(ErrorKind::worker, fmt::format("worker protocol: 'bench' graph_launches {} (0 to 10000)", r.graph_launches));
-  if (r.timer == "graph" && r.flush)
+  if (r.timer == TimerKind::graph && r.flush)
     throw_error(ErrorKind::worker, "worker protocol: 'bench' timer 'graph' replays launches back to back with a warm L2: flush must be false");
   r.clock_guard = get_or<bool>(j, "bench", "clock_guard", true);
   r.clock_share = get_or<double>(j, "bench", "clock_share", 0.90);
@@ -348,7 +354,7 @@ json to_json(const BenchReply& r) {
   return json{{"ok", true},          {"samples_ms", r.samples_ms}, {"warmup_ms", r.warmup_ms},
               {"flush_bytes", r.flush_bytes}, {"stop_reason", r.stop_reason}, {"guard_violations", guards_json(r.guard_violations)},
               {"out_hashes", h}, {"alt_out_hashes", ah}, {"sample_hashes", sh}, {"sample_datasets", r.sample_datasets},
-              {"final_hashes", fh}, {"timer", r.timer}, {"event_ms", r.event_ms},
+              {"final_hashes", fh}, {"timer", to_string(r.timer)}, {"event_ms", r.event_ms},
               {"kernels_per_sample", r.kernels_per_sample}, {"graph_launches", r.graph_launches},
               {"sm_clock_mhz", r.sm_clock_mhz}, {"mem_clock_mhz", r.mem_clock_mhz},
               {"reference_sm_mhz", r.reference_sm_mhz}, {"max_temperature_c", r.max_temperature_c},
@@ -396,7 +402,7 @@ BenchReply bench_reply_from_json(const json& j) {
   r.sample_hashes = get_or<std::map<std::string, std::vector<std::string>>>(j, "bench reply", "sample_hashes", {});
   r.sample_datasets = get_or<std::vector<int>>(j, "bench reply", "sample_datasets", {});
   r.final_hashes = get_or<std::map<std::string, std::vector<std::string>>>(j, "bench reply", "final_hashes", {});
-  r.timer = get_or<std::string>(j, "bench reply", "timer", "events");
+  r.timer = timer_from(j, "bench reply");
   r.event_ms = get_or<std::vector<double>>(j, "bench reply", "event_ms", {});
   r.kernels_per_sample = get_or<std::vector<int>>(j, "bench reply", "kernels_per_sample", {});
   r.graph_launches = get_or<int>(j, "bench reply", "graph_launches", 0);

@@ -183,7 +183,7 @@ TEST(TorchPhase, RunsForEveryBuiltinAndSaysWhyNot) {
   inv.flush_mode = "invalidate";
   EXPECT_EQ(torch_phase_blocker(c, inv, std::nullopt).rfind("not run: --l2-flush invalidate", 0), 0u) << torch_phase_blocker(c, inv, std::nullopt);
   TimingOptions cupti = o;
-  cupti.timer = "cupti";
+  cupti.timer = worker::TimerKind::cupti;
   EXPECT_NE(torch_phase_blocker(c, cupti, std::nullopt).find("CUDA events only"), std::string::npos);
   const char* old = std::getenv("KQUAL_TORCH_COMPILE_MODE");
   const std::string saved = old ? old : "";

@@ -154,9 +154,9 @@ namespace {
 
 TEST(CliTimer, TimerAndWarmL2Parse) {
   CliState s = parse({"bench", "cand", "--timer", "cupti", "--l2-flush", "none"});
-  EXPECT_EQ(s.bench.timer, "cupti");
+  EXPECT_EQ(s.bench.timer, worker::TimerKind::cupti);
   EXPECT_EQ(s.bench.flush_mode, "none");
-  EXPECT_EQ(parse({"qualify", "cand"}).qualify.timer, "events");  // the default
+  EXPECT_EQ(parse({"qualify", "cand"}).qualify.timer, worker::TimerKind::events);  // the default
   s = parse({"bench", "cand", "--timer", "graph", "--l2-flush", "none", "--graph-launches", "64"});
   EXPECT_EQ(s.bench.graph_launches, 64);
 }

@@ -42,7 +42,7 @@ TEST(TorchBaselines, OnlyPyTorchReferencesAndTimeableModes) {
   o.flush_mode = "invalidate";
   EXPECT_NE(torch_timing_blocker(o).find("invalidate (PTX discard.global.L2) has no PyTorch equivalent"), std::string::npos);
   o.flush_mode = "clean";
-  o.timer = "cupti";
+  o.timer = worker::TimerKind::cupti;
   EXPECT_NE(torch_timing_blocker(o).find("CUDA events only"), std::string::npos);
 }
 

@@ -70,11 +70,11 @@ TEST(TimingDevice, CuptiKernelTimeIsInsideTheEventIntervalOfTheSameSamples) {
   auto f = open_fixture();
   const long long n = 1 << 24;  // 128 MiB moved: ~50 us on an H200
   worker::BenchRequest r = request(*f, n, input_file(*f, n));
-  r.timer = "cupti";
+  r.timer = worker::TimerKind::cupti;
   auto a = worker::call(f->w, r);
   ASSERT_TRUE(a.ok()) << a.raw.reason;
   const worker::BenchReply& b = *a.reply;
-  EXPECT_EQ(b.timer, "cupti");
+  EXPECT_EQ(b.timer, worker::TimerKind::cupti);
   ASSERT_EQ(b.event_ms.size(), b.samples_ms.size());
   ASSERT_EQ(b.kernels_per_sample.size(), b.samples_ms.size());
   for (std::size_t i = 0; i < b.samples_ms.size(); ++i) {
@@ -94,7 +94,7 @@ TEST(TimingDevice, GraphReplayRemovesLaunchGapsForATinyKernel) {
   r.flush = false;
   auto ev = worker::call(f->w, r);
   ASSERT_TRUE(ev.ok()) << ev.raw.reason;
-  r.timer = "graph";
+  r.timer = worker::TimerKind::graph;
   auto gr = worker::call(f->w, r);
   ASSERT_TRUE(gr.ok()) << gr.raw.reason;
   EXPECT_GT(gr.reply->graph_launches, 10);  // ~1 ms of a few-us kernel

@@ -11,6 +11,7 @@
 #include "kqual/core/progress.hpp"
 #include "kqual/stats/compare.hpp"
 #include "kqual/stats/summary.hpp"
+#include "kqual/worker/timer.hpp"
 
 namespace kqual::bench {
 
@@ -22,7 +23,7 @@ struct TimingOptions {
   int warmup = 5;                    // excluded, reported
   bool flush_l2 = true;              // false: warm L2 (flush_mode "none")
   std::string flush_mode = "write";  // "write", "clean" or "none" (worker::BenchRequest::flush_mode)
-  std::string timer = "events";      // "events", "cupti" or "graph" (worker::BenchRequest::timer)
+  worker::TimerKind timer = worker::TimerKind::events;  // what a sample is (worker::BenchRequest::timer)
   int graph_launches = 0;            // timer "graph": launches per replay (0: ~1 ms per replay)
   bool clock_guard = true;           // NVML clock per sample; throttled samples discarded
   bool measure_copy = true;          // device-to-device copy at the largest size, same run
@@ -65,7 +66,7 @@ struct Series {
   std::size_t launches = 0, reference_compared = 0, rerun_compared = 0;
   // How the samples were taken (worker::BenchReply): the timer, the event interval of the same
   // samples when the timer is CUPTI, launches per graph replay, and the clock guard's record.
-  std::string timer = "events";
+  worker::TimerKind timer = worker::TimerKind::events;
   std::vector<double> event_ms;
   int graph_launches = 0;
   std::vector<double> sm_clock_mhz, mem_clock_mhz;
@@ -98,7 +99,7 @@ struct TimingReport {
   std::vector<ShapeResult> shapes;
   std::string boundary;              // what exactly the timed region contains
   std::string l2_mode;               // "cold_l2_write_flush", "cold_l2_clean_flush" or "warm_l2"
-  std::string timer;                 // "events", "cupti" or "graph"
+  worker::TimerKind timer = worker::TimerKind::events;
   // The candidate's launches compared with the reference and with untimed re-runs, and the
   // detection power that gives (bench/timed_verify.hpp).
   json verification;

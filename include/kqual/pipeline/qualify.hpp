@@ -12,6 +12,7 @@
 #include "kqual/core/progress.hpp"
 #include "kqual/decision/qualify.hpp"
 #include "kqual/report/results.hpp"
+#include "kqual/worker/timer.hpp"
 
 namespace kqual::pipeline {
 
@@ -31,7 +32,7 @@ struct QualifyOptions {
   int verify_launches = 0;  // > 0: the candidate's timed launches compared with the reference, no element budget (bench::TimingOptions)
   int samples_per_round = 10;
   std::string flush_mode = "write";       // L2 flush before each sample: "write", "clean", "invalidate" or "none" (warm L2)
-  std::string timer = "events";           // "events", "cupti" or "graph" (bench::TimingOptions::timer)
+  worker::TimerKind timer = worker::TimerKind::events;  // what a sample is (bench::TimingOptions::timer)
   int graph_launches = 0;                 // timer "graph": launches per replay (0: ~1 ms per replay)
   std::string timed_inputs = "fresh";     // "fresh" (generated on the device per launch where the contract allows) or "datasets"
   bool clock_guard = true;                // NVML clock per sample, throttled samples discarded

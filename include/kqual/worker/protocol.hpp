@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kqual/core/json.hpp"
+#include "kqual/worker/timer.hpp"
 #include "kqual/worker/worker.hpp"
 
 namespace kqual::worker {
@@ -134,15 +135,15 @@ struct BenchRequest {
   // first, alt_out_files/alt_out_hashes for the second).
   bool check_samples = true;
   std::map<std::string, std::string> alt_out_files;
-  // What a sample is (docs/statistics.md, "What a timed sample is"):
-  //   "events": CUDA events around the plan (default);
-  //   "cupti":  the GPU's own start of the plan's first kernel to the end of its last (CUPTI activity
-  //             records; any stream, library kernels included); the event interval of the same
-  //             samples comes back as event_ms, the noise target is judged on it;
-  //   "graph":  the plan captured graph_launches times into one CUDA graph, replayed between the
-  //             events, sample = interval / graph_launches (tiny kernels: no launch gaps; warm L2
-  //             only, so flush must be false).
-  std::string timer = "events";
+  // What a sample is (kqual/worker/timer.hpp; docs/statistics.md, "What a timed sample is"):
+  //   events: CUDA events around the plan (default);
+  //   cupti:  the GPU's own start of the plan's first kernel to the end of its last (CUPTI activity
+  //           records; any stream, library kernels included); the event interval of the same
+  //           samples comes back as event_ms, the noise target is judged on it;
+  //   graph:  the plan captured graph_launches times into one CUDA graph, replayed between the
+  //           events, sample = interval / graph_launches (tiny kernels: no launch gaps; warm L2
+  //           only, so flush must be false).
+  TimerKind timer = TimerKind::events;
   int graph_launches = 0;  // 0: enough launches for ~1 ms per replay (from the warm-up), at most 10000
   // Clock guard: the SM clock (NVML) read after every sample; a sample during which the clock fell
   // below clock_share of the reference clock, or a power/thermal/hardware slowdown was active, is
@@ -237,7 +238,7 @@ struct BenchReply {
   std::vector<std::uint64_t> launch_seeds;
   std::vector<std::string> hash_what;
   std::string graph_note;                  // timer "graph": why fewer launches per replay than asked
-  std::string timer = "events";
+  TimerKind timer = TimerKind::events;
   std::vector<double> event_ms;            // timer "cupti": the event interval of each sample
   std::vector<int> kernels_per_sample;     // timer "cupti": kernels CUPTI saw in each sample
   int graph_launches = 0;                  // timer "graph": launches per replay
