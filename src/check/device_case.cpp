@@ -144,7 +144,7 @@ CaseResult run_device_verified_case(Session& s, const BuiltCandidate& b, const c
   }
   std::map<std::string, std::size_t> offset;
   for (const auto& ow : ows) {
-    const std::vector<contract::Tensor> exp = c.window_reference(spec, ow);
+    const std::vector<contract::Tensor> exp = window_reference(s, c, spec, ow);
     auto it = std::find_if(exp.begin(), exp.end(), [&](const contract::Tensor& t) { return t.name == ow.tensor; });
     if (it == exp.end()) throw_error(ErrorKind::internal, fmt::format("window {}: the reference has no '{}'", ow.why, ow.tensor));
     const std::size_t at = offset[ow.tensor];

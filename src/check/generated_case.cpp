@@ -181,7 +181,7 @@ CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contrac
   std::vector<contract::OutputWindow> sorted = windows;
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& bb) { return a.begin < bb.begin; });
   for (const auto& w : sorted) {
-    const std::vector<contract::Tensor> exp = c.window_reference(spec, w);
+    const std::vector<contract::Tensor> exp = window_reference(s, c, spec, w);
     auto it = std::find_if(exp.begin(), exp.end(), [&](const contract::Tensor& t) { return t.name == w.tensor; });
     if (it == exp.end()) throw_error(ErrorKind::internal, fmt::format("window {}: the reference has no '{}'", w.why, w.tensor));
     const std::size_t at = offset[w.tensor];

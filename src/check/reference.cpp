@@ -1,5 +1,7 @@
-// The fp64 GPU reference of a contract, in the session's reference worker (never a candidate's),
-// and the choice between it and the CPU reference.
+// The one place that decides how a reference runs: on the CPU in this process (built-in
+// contracts), in the run's Python reference process (declared contracts: the session's
+// ReferenceHost), or as the fp64 GPU reference in the session's reference worker (never a
+// candidate's) when the contract prefers it for the case's size and a device is present.
 #include "kqual/check/evaluate.hpp"
 
 #include <fmt/format.h>
@@ -9,6 +11,7 @@
 #include <set>
 
 #include "internal.hpp"
+#include "kqual/contract/reference_host.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
@@ -97,6 +100,13 @@ std::vector<contract::Tensor> gpu_reference(Session& s, const contract::Contract
   return c.reference_from_gpu(data, raw);
 }
 
+contract::ReferenceHost& reference_host(Session& s) {
+  worker::RunShared& run = s.run_shared();
+  std::lock_guard<std::mutex> lock(run.mu);
+  if (!run.references) run.references = std::make_shared<contract::ReferenceHost>();
+  return *std::static_pointer_cast<contract::ReferenceHost>(run.references);
+}
+
 std::vector<contract::Tensor> compute_reference(Session& s, const contract::Contract& c, const contract::CaseData& data,
                                                 std::string* which) {
   if (c.prefers_gpu_reference(data.dims) && s.options().use_gpu && s.device().present) {
@@ -104,7 +114,16 @@ std::vector<contract::Tensor> compute_reference(Session& s, const contract::Cont
     return gpu_reference(s, c, data);
   }
   if (which) *which = "cpu";
-  return c.reference(data);
+  return c.reference(data, reference_host(s));
 }
+
+namespace detail {
+
+std::vector<contract::Tensor> window_reference(Session& s, const contract::Contract& c, const contract::CaseSpec& big,
+                                               const contract::OutputWindow& w) {
+  return c.window_reference(big, w, reference_host(s));
+}
+
+}  // namespace detail
 
 }  // namespace kqual::check

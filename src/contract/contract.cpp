@@ -1,7 +1,8 @@
 // Contract: the methods every contract derives from its declared domain() (the rest of the
-// derivation is domain.cpp's).
+// derivation is domain.cpp's), and the reference with a host of its own.
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
+#include "kqual/contract/reference_host.hpp"
 
 namespace kqual::contract {
 
@@ -41,6 +42,11 @@ std::vector<std::pair<Request, std::string>> Contract::unsupported_examples() co
 
 std::vector<RefusalExample> Contract::refusal_examples() const { return contract::refusal_examples(domain()); }
 ClaimedRange Contract::claimed_range(const Supports& cand) const { return contract::claimed_range(domain(), cand); }
+
+std::vector<Tensor> Contract::reference(const CaseData& data) const {
+  ReferenceHost own;
+  return reference(data, own);
+}
 
 Comparison Contract::compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const {
   return compare_output(expected, actual, poison_byte);

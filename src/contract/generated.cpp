@@ -167,8 +167,8 @@ std::vector<OutputWindow> row_block_windows(const CaseSpec& spec, std::int64_t l
 }
 
 
-std::vector<Tensor> Contract::window_reference(const CaseSpec& big, const OutputWindow& w) const {
-  return reference(generated_subcase(*this, big, w));
+std::vector<Tensor> Contract::window_reference(const CaseSpec& big, const OutputWindow& w, ReferenceHost& host) const {
+  return reference(generated_subcase(*this, big, w), host);
 }
 
 bool Contract::inputs_generatable(const CaseSpec& spec) const {

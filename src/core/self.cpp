@@ -1,12 +1,10 @@
-// Self-location and the shared SIGPIPE setting (core/self.hpp).
+// Self-location (core/self.hpp).
 #include "kqual/core/self.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cstdlib>
-#include <mutex>
 
 #include "kqual/core/error.hpp"
 
@@ -44,11 +42,6 @@ std::optional<fs::path> find_project_folder(const std::string& name, const fs::p
   if (auto exe = self_executable())
     if (auto p = walk(exe->parent_path())) return p;
   return std::nullopt;
-}
-
-void ignore_sigpipe() {
-  static std::once_flag once;
-  std::call_once(once, [] { std::signal(SIGPIPE, SIG_IGN); });
 }
 
 }  // namespace kqual

@@ -1,7 +1,9 @@
 // `kqual contracts`: every contract a manifest can name — the built-in ones and the declared ones
 // (contract.toml files in contracts/ folders, $KQUAL_CONTRACTS and --dir) — with what each covers.
 // --verify also runs each declared contract's reference on its first case (the non-triviality check
-// included), so a broken reference shows here rather than in a candidate's check.
+// included), so a broken reference shows here rather than in a candidate's check. The command is the
+// run that owns the reference processes: one ReferenceHost, each contract's Python process started
+// once for its check and its timing.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -11,6 +13,7 @@
 
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/declared/declared.hpp"
+#include "kqual/contract/reference_host.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/json.hpp"
@@ -27,7 +30,7 @@ struct ContractsOptions {
 
 // One case of about `elements` elements in its largest tensor (the base shape, its first given
 // axis grown), timed: inputs generated, reference evaluated (in its process), expected outputs built.
-json time_reference(const contract::Contract& c, std::int64_t elements) {
+json time_reference(const contract::Contract& c, std::int64_t elements, contract::ReferenceHost& host) {
   contract::Supports wide;
   wide.dtypes = c.dtypes();
   wide.min_alignment_bytes = 1;
@@ -58,11 +61,11 @@ json time_reference(const contract::Contract& c, std::int64_t elements) {
   cs.id = fmt::format("{}/{}/base (timing)", to_string(cs.dtype), contract::format_dims(cs.dims));
   using clk = std::chrono::steady_clock;
   auto ms = [](clk::time_point a, clk::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-  (void)c.reference(c.make_case(c.correctness_cases(wide, 1, false).front()));  // the process started, the check done
+  (void)c.reference(c.make_case(c.correctness_cases(wide, 1, false).front()), host);  // the process started, the check done
   const auto t0 = clk::now();
   contract::CaseData d = c.make_case(cs);
   const auto t1 = clk::now();
-  auto want = c.reference(d);
+  auto want = c.reference(d, host);
   const auto t2 = clk::now();
   return {{"case", cs.id}, {"elements", largest(given)}, {"generate_ms", ms(t0, t1)}, {"reference_ms", ms(t1, t2)}};
 }
@@ -78,6 +81,7 @@ json describe(const contract::Contract& c, const std::string& kind) {
 int run_contracts(const ContractsOptions& o, const GlobalOptions& g) {
   json out = json::array();
   int bad = 0;
+  contract::ReferenceHost host;
   for (const auto& n : contract::contract_names()) out.push_back(describe(contract::find_contract(n), "built-in"));
   for (const auto& f : contract::discover_declared_contracts(o.dirs)) {
     try {
@@ -90,10 +94,10 @@ int run_contracts(const ContractsOptions& o, const GlobalOptions& g) {
         wide.max_n = contract::kUnlimited;
         auto cases = c.correctness_cases(wide, 1, false);
         if (cases.empty()) throw_error(ErrorKind::input, fmt::format("{}: no correctness case can be generated", f.string()));
-        (void)c.reference(c.make_case(cases.front()));  // the non-triviality check runs first
+        (void)c.reference(c.make_case(cases.front()), host);  // the non-triviality check runs first
         j["verified"] = fmt::format("reference ran on {} ({} cases for the widest claims)", cases.front().id, cases.size());
       }
-      if (o.time_elements > 0) j["timing"] = time_reference(c, o.time_elements);
+      if (o.time_elements > 0) j["timing"] = time_reference(c, o.time_elements, host);
       out.push_back(j);
     } catch (const Error& e) {
       ++bad;

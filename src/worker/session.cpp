@@ -7,6 +7,7 @@
 namespace kqual::worker {
 
 Session::Session(SessionOptions opts) : opts_(std::move(opts)), scratch_("kqual") {
+  if (!opts_.run_shared) opts_.run_shared = std::make_shared<RunShared>();
   WorkerOptions w;
   w.exe = opts_.exe;
   w.watchdog_seconds = opts_.watchdog_seconds;

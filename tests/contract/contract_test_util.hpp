@@ -3,6 +3,7 @@
 #include <string>
 
 #include "kqual/contract/declared/declared.hpp"
+#include "kqual/contract/reference_host.hpp"
 #include "kqual/core/error.hpp"
 
 namespace kqual::contract::test_util {
@@ -15,6 +16,13 @@ inline bool have_numpy() {
   } catch (const Error&) {
     return false;
   }
+}
+
+// The reference processes of this test binary, which is the run here: each declared contract's
+// Python process starts once, however many cases its tests evaluate.
+inline ReferenceHost& run_host() {
+  static ReferenceHost host;
+  return host;
 }
 
 // The text of one TOML table of a written contract, from its header up to the next table.

@@ -66,7 +66,7 @@ Judged judge(const Contract& c, const std::vector<std::string>& families, const 
   for (const auto& cs : c.correctness_cases(every_claim(c), 31, false)) {
     if (std::find(families.begin(), families.end(), cs.family) == families.end()) continue;
     const CaseData d = c.make_case(cs);
-    const std::vector<Tensor> want = c.reference(d);
+    const std::vector<Tensor> want = c.reference(d, test_util::run_host());
     ++j.cases;
     for (std::size_t i = 0; i < std::size_t(want.at(0).elements); ++i)
       if (element_as_double(d.inputs[0].dtype, d.inputs[0].bytes.data(), i) == double(watch)) ++j.watched;
@@ -107,7 +107,7 @@ TEST(DeclaredSpecials, SwigluTakesPyTorchsSiluAtMinusInfinity) {
   for (const auto& cs : c.correctness_cases(s, 5, false)) {
     if (cs.family != "specials") continue;
     const CaseData d = c.make_case(cs);
-    const Tensor y = c.reference(d).at(0);
+    const Tensor y = c.reference(d, test_util::run_host()).at(0);
     for (std::size_t i = 0; i < std::size_t(y.elements); ++i) {
       const double a = element_as_double(d.inputs[0].dtype, d.inputs[0].bytes.data(), i);
       const double b = element_as_double(d.inputs[1].dtype, d.inputs[1].bytes.data(), i);
@@ -166,7 +166,7 @@ TEST(DeclaredSpecials, ResidualAddReluLiteralClampMinDiffersOnlyAtMinusZero) {
   for (const auto& cs : c.correctness_cases(every_claim(c), 31, false)) {
     if (cs.family != "specials" && cs.family != "denormals" && cs.family != "near_max") continue;
     const CaseData d = c.make_case(cs);
-    const Tensor y = c.reference(d).at(0);
+    const Tensor y = c.reference(d, test_util::run_host()).at(0);
     std::vector<std::uint8_t> got = run_elementwise(d, y, clamp_min);
     // Every element that differs is a -0 + -0 (the contract wants +0); with those set to +0 it passes.
     bool minus_zero = false;
@@ -217,7 +217,7 @@ TEST(DeclaredSpecials, RmsnormRowHoldingInfIsNaN) {
     for (const auto& cs : c.correctness_cases(s, 31, false)) {
       if (cs.dims.at("rows") * cs.dims.at("cols") > 40000 || cs.offset_elements != 0) continue;
       const CaseData d = c.make_case(cs);
-      const Tensor y = c.reference(d).at(0);
+      const Tensor y = c.reference(d, test_util::run_host()).at(0);
       const std::int64_t rows = d.dims.at("rows"), n = d.dims.at("cols");
       const std::int64_t sx = d.inputs[0].row_stride > 0 ? d.inputs[0].row_stride : n, sy = y.row_stride > 0 ? y.row_stride : n;
       for (std::int64_t r = 0; r < rows; ++r) {

@@ -294,7 +294,7 @@ enum class Defect { none, ignore_stride, write_padding, y_with_x_stride, skip_la
 std::string first_failure(const Contract& c, const std::vector<CaseSpec>& cases, Defect defect) {
   for (const auto& cs : cases) {
     const CaseData d = c.make_case(cs);
-    const auto want = c.reference(d);
+    const auto want = c.reference(d, test_util::run_host());
     const std::int64_t rows = d.dims.at("rows"), n = d.dims.at("cols");
     std::int64_t sx = d.dims.at("stride_x"), sy = d.dims.at("stride_y");
     if (defect == Defect::ignore_stride) sx = n;
@@ -331,7 +331,7 @@ TEST(DeclaredStrided, ReferenceOnDenseViewsAndPaddingWritesRejected) {
   ASSERT_GT(cases.size(), 10u);
   {
     const CaseData d = c.make_case(cases.back());
-    const auto want = c.reference(d);
+    const auto want = c.reference(d, test_util::run_host());
     ASSERT_EQ(want.size(), 1u);
     EXPECT_EQ(want[0].elements, d.dims.at("rows") * d.dims.at("stride_y"));  // the output buffer is the storage
     EXPECT_EQ(want[0].row_length, d.dims.at("cols"));

@@ -158,7 +158,7 @@ TEST(DeclaredContract, ReferenceErrorsAreContractErrorsNamingFileAndCase) {
     auto cases = c.correctness_cases(s, 1, false);
     ASSERT_FALSE(cases.empty());
     std::string e = error_of([&] {
-      for (const auto& cs : cases) (void)c.reference(c.make_case(cs));
+      for (const auto& cs : cases) (void)c.reference(c.make_case(cs), test_util::run_host());
     });
     EXPECT_NE(e.find(w.file.string()), std::string::npos) << b.name << ": " << e;
     EXPECT_NE(e.find(b.says), std::string::npos) << b.name << ": " << e;
@@ -170,7 +170,8 @@ TEST(DeclaredContract, ReferenceErrorsAreContractErrorsNamingFileAndCase) {
   const Contract& c = load_declared_contract(w.file);
   Supports s;
   s.dtypes = {DType::f32};
-  std::string e = error_of([&] { (void)c.reference(c.make_case(c.correctness_cases(s, 1, false).front())); });
+  std::string e =
+      error_of([&] { (void)c.reference(c.make_case(c.correctness_cases(s, 1, false).front()), test_util::run_host()); });
   EXPECT_NE(e.find("when input 'z' changes"), std::string::npos) << e;
 }
 
@@ -205,7 +206,7 @@ using Kernel = std::function<std::vector<std::uint8_t>(const Contract&, const Ca
 std::string verdict(const Contract& c, const Kernel& k, const Supports& s) {
   for (const auto& cs : c.correctness_cases(s, 11, false)) {
     CaseData d = c.make_case(cs);
-    auto want = c.reference(d);
+    auto want = c.reference(d, test_util::run_host());
     auto got = k(c, d, want.at(0));
     Comparison cmp = c.compare(want.at(0), got.data(), 0xA5);
     if (!cmp.ok) return cmp.code;
@@ -320,7 +321,7 @@ TEST(DeclaredContract, RmsnormCasesReferenceAndBounds) {
   auto run = [&](bool eps_on) {
     for (const auto& cs : cases) {
       CaseData d = c.make_case(cs);
-      auto want = c.reference(d);
+      auto want = c.reference(d, test_util::run_host());
       const std::int64_t rows = d.dims.at("rows"), n = d.dims.at("cols");
       std::vector<std::uint8_t> out(want[0].bytes.size(), 0xA5);
       for (std::int64_t r = 0; r < rows; ++r) {
@@ -400,11 +401,11 @@ TEST(DeclaredContract, IndexCasesAndTheirWindows) {
   whole.sub_dims = small.dims;
   whole.gather = {{"x", {{0, 300000}}}, {"w", {{0, 100}}}};
   whole.why = "whole";
-  const auto all = c.reference(generated_subcase(c, small, whole)).at(0);
+  const auto all = c.reference(generated_subcase(c, small, whole), test_util::run_host()).at(0);
   const auto windows = c.index_case_windows(small);
   ASSERT_GE(windows.size(), 3u);
   for (const auto& w : windows) {
-    const auto part = c.window_reference(small, w).at(0);
+    const auto part = c.window_reference(small, w, test_util::run_host()).at(0);
     ASSERT_EQ(part.elements, w.count);
     for (std::int64_t i = 0; i < w.count; ++i)
       ASSERT_NEAR(part.ref[std::size_t(i)], all.ref[std::size_t(w.begin + i)], 1e-14 * std::fabs(all.ref[std::size_t(w.begin + i)]))

@@ -43,7 +43,7 @@ class Toy final : public Contract {
   std::vector<CaseSpec> correctness_cases(const Supports&, std::uint64_t, bool) const override { return {}; }
   std::vector<Dims> benchmark_shapes() const override { return {{{"batch", 8}, {"len", 1000}}}; }
   CaseData make_case(const CaseSpec&) const override { throw_error(ErrorKind::internal, "toy has no cases"); }
-  std::vector<Tensor> reference(const CaseData&) const override { return {}; }
+  std::vector<Tensor> reference(const CaseData&, ReferenceHost&) const override { return {}; }
   double flops(const Dims& d, DType) const override { return 2.0 * double(d.at("batch") * d.at("len")); }
 };
 

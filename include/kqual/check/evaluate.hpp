@@ -119,11 +119,15 @@ std::shared_ptr<const PreparedCase> prepare_case(worker::Session& s, const contr
 // Runs one case; exposed for tests and for re-checking timed outputs.
 CaseResult run_case(worker::Session& s, const build::BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec);
 
-// Expected outputs for a case: the contract's CPU reference, or its fp64 GPU reference (run in the
+// Expected outputs for a case: the contract's reference with the run's ReferenceHost (on the CPU,
+// or in a declared contract's Python reference process), or its fp64 GPU reference (run in the
 // session's reference worker, never the candidates') when the contract prefers it for this size and
 // a device is present. *which is set to "cpu" or "gpu-fp64".
 std::vector<contract::Tensor> compute_reference(worker::Session& s, const contract::Contract& c, const contract::CaseData& data,
                                                 std::string* which = nullptr);
+// The processes this session's run computes references in, made on first use and shared by every
+// session made from its options (one Python reference process per declared contract per run).
+contract::ReferenceHost& reference_host(worker::Session& s);
 // Runs the contract's GPU reference unconditionally (tests cross-check it against the CPU one).
 std::vector<contract::Tensor> gpu_reference(worker::Session& s, const contract::Contract& c, const contract::CaseData& data);
 

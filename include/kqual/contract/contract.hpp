@@ -1,7 +1,8 @@
 #pragma once
 // An operation contract: tensors and dims, domain, numerical policy, trusted reference, case
 // generator and refusals. Contracts are pure CPU code: references never live where a candidate
-// kernel could reach them (they are computed and compared in the coordinating process).
+// kernel could reach them (they are computed and compared in the coordinating process, or in a
+// process the run holds: reference_host.hpp). A contract holds no process itself.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -15,6 +16,8 @@
 #include "kqual/core/json.hpp"
 
 namespace kqual::contract {
+
+class ReferenceHost;  // reference_host.hpp: the processes a run computes references in
 
 struct CaseSpec {
   std::string id;         // e.g. "f32/n=257/specials/off=0"
@@ -156,8 +159,9 @@ class Contract {
   virtual std::vector<CaseSpec> index_cases(const Supports& /*cand*/, std::uint64_t /*seed*/) const { return {}; }
   virtual std::vector<OutputWindow> index_case_windows(const CaseSpec& /*spec*/) const { return {}; }
   // The expected outputs of one window: by default the reference on generated_subcase(big, w); a
-  // contract whose outputs depend on everything before them (a scan) overrides it.
-  virtual std::vector<Tensor> window_reference(const CaseSpec& big, const OutputWindow& w) const;
+  // contract whose outputs depend on everything before them (a scan) overrides it. `host` as for
+  // reference() below.
+  virtual std::vector<Tensor> window_reference(const CaseSpec& big, const OutputWindow& w, ReferenceHost& host) const;
   // Large cases verified on the device: for a generated case (kGeneratedFamily), a
   // trusted reference kernel over the same generated inputs whose raw outputs ARE the expected
   // outputs, bit for bit (exact contracts only). It runs in the session's reference worker, never in
@@ -175,8 +179,14 @@ class Contract {
                                                     std::int64_t /*count*/) const {
     return std::nullopt;
   }
-  // Expected outputs, computed in higher precision on the CPU, rounded as the policy states.
-  virtual std::vector<Tensor> reference(const CaseData& data) const = 0;
+  // Expected outputs, computed in higher precision, rounded as the policy states. `host` holds the
+  // processes a reference runs in, made per run by whoever computes references (check/reference.cpp
+  // chooses between this and the GPU reference): a declared contract's reference runs in its Python
+  // reference process there; a built-in contract computes on the CPU here and ignores it.
+  virtual std::vector<Tensor> reference(const CaseData& data, ReferenceHost& host) const = 0;
+  // The same with a host of its own for this one call: fine for a built-in contract, while a declared
+  // contract starts and ends its Python process each time (a run passes its host instead).
+  std::vector<Tensor> reference(const CaseData& data) const;
   // Compare one output tensor; poison_byte is the pattern the harness filled it with. Default:
   // compare_output (bit-exact, or under the expected tensor's bounds when it has them).
   virtual Comparison compare(const Tensor& expected, const std::uint8_t* actual, std::uint8_t poison_byte) const;

@@ -1,6 +1,5 @@
 #pragma once
-// Where this kqual is (its executable, and the project folders found from it), and the one
-// process-wide setting its child-process protocols share.
+// Where this kqual is: its executable, and the project folders found from it.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -16,9 +15,5 @@ std::filesystem::path self_executable_or_throw(const std::string& instead = "");
 // it exists, else the nearest <name> above `hint` (when given), else above the executable. Never the
 // working directory: it may be a candidate's own tree.
 std::optional<std::filesystem::path> find_project_folder(const std::string& name, const std::filesystem::path& hint = {});
-
-// A write to a pipe whose reader died returns EPIPE instead of killing kqual (the worker, the Python
-// reference and the PyTorch timing worker all write to child processes). Idempotent.
-void ignore_sigpipe();
 
 }  // namespace kqual

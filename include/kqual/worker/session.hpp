@@ -3,6 +3,7 @@
 // workers), one reusable worker process, and what the worker said about the device.
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,6 +26,14 @@ struct DeviceFacts {
   int max_shared_optin = 48 * 1024;
 };
 
+// What the sessions of one run share for the modules above this one, in a type this module cannot
+// name: check/ keeps the run's reference processes here (a contract::ReferenceHost, made on first
+// use). A session made from another's options() shares it; it ends with the last of them.
+struct RunShared {
+  std::mutex mu;
+  std::shared_ptr<void> references;  // set once, under mu
+};
+
 struct SessionOptions {
   double watchdog_seconds = 60;
   bool use_gpu = true;      // false: static phases only, never start a worker
@@ -33,6 +42,7 @@ struct SessionOptions {
   // Extra environment for both workers (candidates' and references'): kqual screen --gpus pins a
   // session to one device with CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID.
   std::vector<std::pair<std::string, std::string>> worker_env;
+  std::shared_ptr<RunShared> run_shared;  // empty: the session makes its own
 };
 
 class Session {
@@ -46,6 +56,7 @@ class Session {
   WorkerClient& reference_worker();
   const std::filesystem::path& scratch() const { return scratch_.path(); }
   const SessionOptions& options() const { return opts_; }
+  RunShared& run_shared() { return *opts_.run_shared; }
 
  private:
   SessionOptions opts_;

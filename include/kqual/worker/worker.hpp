@@ -3,14 +3,18 @@
 // Protocol: one JSON request per line on the worker's stdin, one JSON reply per line on a private
 // descriptor (the worker's stdout is redirected to stderr so device printf cannot corrupt it).
 // A worker that crashes, hangs past the watchdog, breaks the protocol or hits a sticky device
-// error becomes a recorded outcome; the client starts a fresh worker for the next call.
-#include <sys/types.h>
-
+// error becomes a recorded outcome; the client starts a fresh worker for the next call. The worker
+// is a core Child (kqual/core/child.hpp): its own process group, killed whole with its wrapper.
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "kqual/core/json.hpp"
+
+namespace kqual {
+class Child;
+}
 
 namespace kqual::worker {
 
@@ -55,12 +59,11 @@ class WorkerClient {
 
  private:
   void start();
-  std::string stderr_tail() const;
+  // The worker's pipes closed during `request`: how it ended, with its stderr's end.
+  WorkerReply ended(const json& request);
   WorkerOptions opts_;
-  pid_t pid_ = -1;
-  int to_fd_ = -1, from_fd_ = -1;
+  std::unique_ptr<Child> child_;
   int started_ = 0;
-  std::string pending_;
 };
 
 // The worker's main loop (kqual worker): reads requests until EOF or {"op":"exit"}.

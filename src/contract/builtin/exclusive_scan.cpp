@@ -96,7 +96,7 @@ class ExclusiveScan final : public Contract {
   }
   // y[b..b+c) = carry + the exclusive scan of x[b..b+c), carry = x[0] + ... + x[b-1] (mod 2^32, summed
   // from the generator in parallel chunks): the scan of [carry, x[b], ..., x[b+c-1]] from its second element.
-  std::vector<Tensor> window_reference(const CaseSpec& big, const OutputWindow& w) const override {
+  std::vector<Tensor> window_reference(const CaseSpec& big, const OutputWindow& w, ReferenceHost& host) const override {
     if (big.dtype != DType::i32) throw_error(ErrorKind::internal, "exclusive_scan windows are i32 only");
     constexpr std::uint64_t kChunk = std::uint64_t(1) << 22;
     const std::uint64_t chunks = (std::uint64_t(w.begin) + kChunk - 1) / kChunk;
@@ -124,7 +124,7 @@ class ExclusiveScan final : public Contract {
       std::memcpy(x.bytes.data() + 4 * std::size_t(k + 1), &v, 4);
     }
     sub.inputs.push_back(std::move(x));
-    Tensor y = reference(sub).at(0);
+    Tensor y = reference(sub, host).at(0);
     y.bytes.erase(y.bytes.begin(), y.bytes.begin() + 4);
     y.elements = w.count;
     return {y};
@@ -225,7 +225,7 @@ class ExclusiveScan final : public Contract {
     return d;
   }
 
-  std::vector<Tensor> reference(const CaseData& data) const override {
+  std::vector<Tensor> reference(const CaseData& data, ReferenceHost& /*host*/) const override {
     const Tensor& x = data.inputs.at(0);
     const std::size_t n = std::size_t(x.elements);
     Tensor y;

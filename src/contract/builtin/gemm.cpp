@@ -281,7 +281,7 @@ class Gemm final : public Contract {
     return d;
   }
 
-  std::vector<Tensor> reference(const CaseData& data) const override {
+  std::vector<Tensor> reference(const CaseData& data, ReferenceHost& /*host*/) const override {
     const std::int64_t m = data.dims.at("m"), n = data.dims.at("n"), k = data.dims.at("k");
     const Tensor& ta = data.inputs.at(0);
     const Tensor& tb = data.inputs.at(1);

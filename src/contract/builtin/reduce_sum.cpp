@@ -180,7 +180,7 @@ class ReduceSum final : public Contract {
     return d;
   }
 
-  std::vector<Tensor> reference(const CaseData& data) const override {
+  std::vector<Tensor> reference(const CaseData& data, ReferenceHost& /*host*/) const override {
     const Tensor& x = data.inputs.at(0);
     const std::size_t rows = std::size_t(data.dims.at("rows")), cols = std::size_t(data.dims.at("cols"));
     const DType t = x.dtype;

@@ -294,7 +294,7 @@ extern "C" __global__ void kqual_ref_add_relu_bf16(const unsigned short* x, cons
     return d;
   }
 
-  std::vector<Tensor> reference(const CaseData& data) const override {
+  std::vector<Tensor> reference(const CaseData& data, ReferenceHost& /*host*/) const override {
     const Tensor& x = data.inputs.at(0);
     const Tensor& r = data.inputs.at(1);
     Tensor y;

@@ -239,7 +239,7 @@ class Softmax final : public Contract {
     return d;
   }
 
-  std::vector<Tensor> reference(const CaseData& data) const override {
+  std::vector<Tensor> reference(const CaseData& data, ReferenceHost& /*host*/) const override {
     const Tensor& x = data.inputs.at(0);
     const DType t = x.dtype;
     const std::size_t R = std::size_t(data.dims.at("rows")), C = std::size_t(data.dims.at("cols"));

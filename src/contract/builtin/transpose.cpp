@@ -204,7 +204,7 @@ class Transpose final : public Contract {
     return d;
   }
 
-  std::vector<Tensor> reference(const CaseData& data) const override {
+  std::vector<Tensor> reference(const CaseData& data, ReferenceHost& /*host*/) const override {
     const Tensor& x = data.inputs.at(0);
     const std::size_t rows = std::size_t(data.dims.at("rows")), cols = std::size_t(data.dims.at("cols"));
     const std::size_t es = dtype_size(x.dtype);

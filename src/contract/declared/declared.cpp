@@ -1,6 +1,6 @@
 // A contract declared as data (declared.hpp, declared_contract.hpp): the Contract interface over a
-// parsed contract.toml — its domain, its reference in a Python process (or a CUDA one), and the
-// comparison of outputs under its error models. Its cases: declared_cases.cpp.
+// parsed contract.toml — its domain, its reference in the run's Python process (or a CUDA one), and
+// the comparison of outputs under its error models. Its cases: declared_cases.cpp.
 #include "kqual/contract/declared/declared.hpp"
 
 #include <fmt/format.h>
@@ -17,6 +17,7 @@
 #include "declared_spec.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/random.hpp"
+#include "kqual/contract/reference_host.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "python_reference.hpp"
@@ -291,7 +292,7 @@ std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::m
   return out;
 }
 
-void DeclaredContract::check_nontrivial() const {
+void DeclaredContract::check_nontrivial(ReferenceHost& host) const {
   // On the base shape of the first row: outputs must vary across cases, and every input must move
   // some output — else a kernel that writes a constant, or ignores an input, would pass.
   Dims base;
@@ -305,8 +306,9 @@ void DeclaredContract::check_nontrivial() const {
   cs.seed = 0x6b7175616cull;
   cs.id = fmt::format("{}/{}/base (non-triviality check)", to_string(key), format_dims(cs.dims));
   const auto dt = row(key);
+  PythonReference& py = host.python(s_);
   auto eval = [&](const std::string& only, std::uint64_t other) {
-    return py_.evaluate(dense_inputs(generate_inputs(s_, cs, cs.dims, dt, only, other), cs.dims, s_), cs.dims, false, cs.id, dt).values;
+    return py.evaluate(s_, dense_inputs(generate_inputs(s_, cs, cs.dims, dt, only, other), cs.dims, s_), cs.dims, false, cs.id, dt).values;
   };
   auto fail = [&](const std::string& why) {
     throw_error(ErrorKind::input, fmt::format("contract {}: the reference {}:{} {}: a zero, constant or input-ignoring kernel could "
@@ -337,16 +339,17 @@ void DeclaredContract::check_nontrivial() const {
   }
 }
 
-std::vector<Tensor> DeclaredContract::reference(const CaseData& data) const {
-  std::call_once(nontrivial_once_, [&] { check_nontrivial(); });
+std::vector<Tensor> DeclaredContract::reference(const CaseData& data, ReferenceHost& host) const {
+  std::call_once(nontrivial_once_, [&] { check_nontrivial(host); });
   const auto dt = row(data.spec.dtype);
   bool need_abs = false;
   for (const auto& t : s_.tensors)
     need_abs |= t.role == Role::output && t.error.kind == ErrorModel::reduction && t.error.magnitude == "abs_inputs";
   const auto t0 = std::chrono::steady_clock::now();
   // The reference sees every tensor dense: a strided input's rows without their padding.
-  Evaluation ev = s_.has_strided() ? py_.evaluate(dense_inputs(data.inputs, data.dims, s_), data.dims, need_abs, data.spec.id, dt)
-                                   : py_.evaluate(data.inputs, data.dims, need_abs, data.spec.id, dt);
+  PythonReference& py = host.python(s_);
+  Evaluation ev = s_.has_strided() ? py.evaluate(s_, dense_inputs(data.inputs, data.dims, s_), data.dims, need_abs, data.spec.id, dt)
+                                   : py.evaluate(s_, data.inputs, data.dims, need_abs, data.spec.id, dt);
   const auto t1 = std::chrono::steady_clock::now();
   auto out = expected_from(data, std::move(ev.values), need_abs ? &ev.magnitude : nullptr);
   if (std::getenv("KQUAL_REFERENCE_TRACE"))

@@ -1,7 +1,8 @@
 #pragma once
 // The Contract over a declared contract's Spec (declared.hpp is the public side): its domain,
 // references and comparison in declared.cpp, its cases in declared_cases.cpp. The harness treats it
-// exactly as a built-in contract.
+// exactly as a built-in contract. Its reference runs in the Python reference process of the host
+// the caller passes (the run's, kqual/contract/reference_host.hpp); the contract holds no process.
 #include <fmt/format.h>
 
 #include <map>
@@ -19,7 +20,7 @@ namespace kqual::contract::declared {
 
 class DeclaredContract final : public Contract {
  public:
-  explicit DeclaredContract(Spec s) : s_(std::move(s)), py_(s_) {
+  explicit DeclaredContract(Spec s) : s_(std::move(s)) {
     build_domain();
     check_large_shape();
   }
@@ -77,7 +78,7 @@ class DeclaredContract final : public Contract {
     d.inputs = generate_inputs(s_, spec, d.dims, row(spec.dtype));
     return d;
   }
-  std::vector<Tensor> reference(const CaseData& data) const override;
+  std::vector<Tensor> reference(const CaseData& data, ReferenceHost& host) const override;
   // Inputs drawn from normal or uniform values in f32/bf16 (the device generator's uniform [-1, 1)
   // is one such draw); integer, index, offset, mask and softmax-row inputs need their structure.
   bool inputs_generatable(const CaseSpec& spec) const override {
@@ -143,13 +144,14 @@ class DeclaredContract final : public Contract {
                        std::vector<NotRun>* not_run) const;
   void family_limits(const std::vector<std::pair<std::int64_t, Dims>>& kept, std::vector<NotRun>& not_run) const;
   void check_large_shape() const;
-  void check_nontrivial() const;
+  void check_nontrivial(ReferenceHost& host) const;
   std::vector<Tensor> expected_from(const CaseData& data, std::map<std::string, RefOutput> ref,
                                     const std::map<std::string, RefOutput>* magnitude) const;
 
   Spec s_;
   Domain d_;
-  mutable PythonReference py_;
+  // The non-triviality check runs before the first reference, once per contract (it is a property
+  // of the reference, whatever host evaluates it).
   mutable std::once_flag nontrivial_once_;
 };
 

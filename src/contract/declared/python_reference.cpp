@@ -6,10 +6,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,7 +17,6 @@
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
-#include "kqual/core/self.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/core/process.hpp"
 
@@ -28,6 +24,9 @@ namespace kqual::contract::declared {
 namespace fs = std::filesystem;
 
 namespace {
+
+constexpr double kRefAnswerS = 600;    // [s] one reply (a 2^24-element case takes ~1 s; the hello imports NumPy or PyTorch)
+constexpr double kRefExitGraceS = 5;   // [s] for a process whose pipes closed to end, so its stderr is whole
 
 constexpr const char* kDriver = R"PY(
 import sys, json, inspect, importlib.util, traceback
@@ -144,112 +143,72 @@ std::string which(const std::string& exe) {
 
 }  // namespace
 
-PythonReference::~PythonReference() { stop(); }
+PythonReference::~PythonReference() = default;  // the Child's destructor kills its group and reaps it
 
-void PythonReference::fail(const std::string& case_id, const std::string& why) const {
-  throw_error(ErrorKind::input, fmt::format("contract {}: reference {}:{}{}: {}", s_.file.string(), s_.reference.file.string(),
-                                            s_.reference.function, case_id.empty() ? "" : " on case " + case_id, why));
+void PythonReference::fail(const Spec& s, const std::string& case_id, const std::string& why) const {
+  throw_error(ErrorKind::input, fmt::format("contract {}: reference {}:{}{}: {}", s.file.string(), s.reference.file.string(),
+                                            s.reference.function, case_id.empty() ? "" : " on case " + case_id, why));
 }
 
-void PythonReference::stop() {
-  if (to_child_ >= 0) close(to_child_);
-  if (from_child_ >= 0) close(from_child_);
-  to_child_ = from_child_ = -1;
-  if (pid_ > 0) {
-    kill(pid_, SIGKILL);
-    int st = 0;
-    waitpid(pid_, &st, 0);
-  }
-  pid_ = -1;
+std::string PythonReference::stderr_after_exit() {
+  if (!child_) return "";
+  (void)child_->wait(Child::after(kRefExitGraceS));
+  return child_->stderr_tail(2000);
 }
 
-void PythonReference::start() {
+void PythonReference::start(const Spec& s) {
   const std::string py = reference_python();
-  ignore_sigpipe();  // a reference process that died is reported by the write's error, not by a signal
   dir_ = std::make_unique<ScratchDir>("kqual-ref");
-  json cfg{{"file", s_.reference.file.string()}, {"function", s_.reference.function}, {"kind", s_.reference.kind}};
-  const std::string cfg_text = cfg.dump();
-  std::vector<std::string> args = {py, "-c", kDriver, cfg_text};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string err_file = (dir_->path() / "stderr.txt").string();
-  int in_pipe[2], out_pipe[2];
-  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0)
-    throw_error(ErrorKind::io, std::string("pipe: ") + std::strerror(errno));
-  const pid_t pid = fork();
-  if (pid < 0) throw_error(ErrorKind::io, std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    dup2(in_pipe[0], STDIN_FILENO);
-    dup2(out_pipe[1], STDOUT_FILENO);
-    int ef = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (ef >= 0) dup2(ef, STDERR_FILENO);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  close(in_pipe[0]);
-  close(out_pipe[1]);
-  pid_ = pid;
-  to_child_ = in_pipe[1];
-  from_child_ = out_pipe[0];
-  const std::string hello = call("", "");
+  json cfg{{"file", s.reference.file.string()}, {"function", s.reference.function}, {"kind", s.reference.kind}};
+  ChildSpec spec;
+  spec.exe = py;
+  spec.args = {"-c", kDriver, cfg.dump()};
+  spec.env = environment_with();
+  spec.what = "the reference process";  // stderr captured: its tail explains a process that died
+  child_ = std::make_unique<Child>(spec);
+  ++started_;
+  const std::string hello = call(s, "", "");
   json h = json::parse(hello, nullptr, false);
   if (h.is_discarded() || !h.value("ok", false)) {
     const std::string why = h.is_discarded() ? hello : h.value("error", std::string("?"));
     stop();
-    fail("", fmt::format("cannot be imported with {}: {}", py, why));
+    fail(s, "", fmt::format("cannot be imported with {}: {}", py, why));
   }
 }
 
-std::string PythonReference::call(const std::string& line, const std::string& case_id) {
+// One request line (none: the hello) and its reply line, within the reference's time limit.
+std::string PythonReference::call(const Spec& s, const std::string& line, const std::string& case_id) {
+  const auto deadline = Child::after(kRefAnswerS);
   if (!line.empty()) {
-    std::string l = line + "\n";
-    std::size_t off = 0;
-    while (off < l.size()) {
-      ssize_t w = write(to_child_, l.data() + off, l.size() - off);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        stop();
-        fail(case_id, "the reference process exited (its stderr: " + (dir_ ? read_text_file(dir_->path() / "stderr.txt") : "") + ")");
-      }
-      off += std::size_t(w);
+    const ChildIo w = child_->write(line + "\n", deadline);
+    if (w == ChildIo::timed_out) {
+      stop();
+      fail(s, case_id, fmt::format("no answer in {:.0f} s", kRefAnswerS));
+    }
+    if (w == ChildIo::closed) {
+      const std::string err = stderr_after_exit();
+      stop();
+      fail(s, case_id, "the reference process exited (its stderr: " + err + ")");
     }
   }
-  // One reply line, within the reference's time limit [s] (a 2^24-element case takes ~1 s).
-  const int limit_ms = 600'000;
-  for (;;) {
-    if (auto nl = pending_.find('\n'); nl != std::string::npos) {
-      std::string reply = pending_.substr(0, nl);
-      pending_.erase(0, nl + 1);
-      return reply;
-    }
-    pollfd p{from_child_, POLLIN, 0};
-    int r = poll(&p, 1, limit_ms);
-    if (r == 0) {
-      stop();
-      fail(case_id, fmt::format("no answer in {} s", limit_ms / 1000));
-    }
-    if (r < 0 && errno == EINTR) continue;
-    char buf[65536];
-    ssize_t n = read(from_child_, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      std::string err;
-      try {
-        err = read_text_file(dir_->path() / "stderr.txt");
-      } catch (const Error&) {
-      }
-      stop();
-      fail(case_id, "the reference process exited" + (err.empty() ? std::string() : ": " + err.substr(0, 2000)));
-    }
-    pending_.append(buf, std::size_t(n));
+  std::string reply;
+  const ChildIo r = child_->read_line(reply, deadline);
+  if (r == ChildIo::timed_out) {
+    stop();
+    fail(s, case_id, fmt::format("no answer in {:.0f} s", kRefAnswerS));
   }
+  if (r == ChildIo::closed) {
+    const std::string err = stderr_after_exit();
+    stop();
+    fail(s, case_id, "the reference process exited" + (err.empty() ? std::string() : ": " + err));
+  }
+  return reply;
 }
 
-Evaluation PythonReference::evaluate(const std::vector<Tensor>& inputs, const Dims& dims, bool with_magnitude,
+Evaluation PythonReference::evaluate(const Spec& s, const std::vector<Tensor>& inputs, const Dims& dims, bool with_magnitude,
                                      const std::string& case_id, const std::map<std::string, DType>& dtypes) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (pid_ < 0) start();
+  if (!child_) start(s);
   using clk = std::chrono::steady_clock;
   const auto t0 = clk::now();
   const std::uint64_t k = calls_++;
@@ -257,7 +216,7 @@ Evaluation PythonReference::evaluate(const std::vector<Tensor>& inputs, const Di
            {"outputs", json::array()}};
   std::vector<fs::path> files;
   for (const auto& t : inputs) {
-    const TensorDef* td = s_.tensor(t.name);
+    const TensorDef* td = s.tensor(t.name);
     json shape = json::array();
     for (const auto& a : td->shape) shape.push_back(dims.at(a));
     const fs::path f = dir_->path() / fmt::format("in{}_{}.bin", k % 2, t.name);
@@ -289,13 +248,13 @@ Evaluation PythonReference::evaluate(const std::vector<Tensor>& inputs, const Di
     }
     req["inputs"][t.name] = {{"file", f.string()}, {"dtype", kind}, {"int", is_int_dtype(t.dtype)}, {"shape", shape}};
   }
-  for (const auto& sc : s_.scalars) {
+  for (const auto& sc : s.scalars) {
     if (is_int_dtype(sc.dtype)) req["scalars"][sc.name] = std::int64_t(sc.value);
     else if (sc.dtype == DType::f32) req["scalars"][sc.name] = double(float(sc.value));  // the value the kernel gets
     else req["scalars"][sc.name] = sc.value;
   }
   for (const auto& [n, v] : dims) req["axes"][n] = v;
-  for (const auto& td : s_.tensors) {
+  for (const auto& td : s.tensors) {
     if (td.role != Role::output) continue;
     json shape = json::array();
     for (const auto& a : td.shape) shape.push_back(dims.at(a));
@@ -304,11 +263,11 @@ Evaluation PythonReference::evaluate(const std::vector<Tensor>& inputs, const Di
     req["outputs"].push_back({{"name", td.name}, {"file", f.string()}, {"shape", shape}, {"int", is_int_dtype(dtypes.at(td.name))}});
   }
   const auto t1 = clk::now();
-  const std::string reply = call(req.dump(), case_id);
+  const std::string reply = call(s, req.dump(), case_id);
   const auto t2 = clk::now();
   json r = json::parse(reply, nullptr, false);
-  if (r.is_discarded()) fail(case_id, "unreadable answer: " + reply.substr(0, 500));
-  if (!r.value("ok", false)) fail(case_id, r.value("error", std::string("?")) + "\n" + r.value("trace", std::string()));
+  if (r.is_discarded()) fail(s, case_id, "unreadable answer: " + reply.substr(0, 500));
+  if (!r.value("ok", false)) fail(s, case_id, r.value("error", std::string("?")) + "\n" + r.value("trace", std::string()));
   Evaluation out;
   // One output file into its place: read() straight into the vector, no mapping of the file.
   auto read_output = [&](const fs::path& file, const TensorDef& td, std::size_t n, RefOutput& o) {
@@ -326,7 +285,7 @@ Evaluation PythonReference::evaluate(const std::vector<Tensor>& inputs, const Di
       dst = o.f.data();
     }
     const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(case_id, fmt::format("output '{}' was not written", td.name));
+    if (fd < 0) fail(s, case_id, fmt::format("output '{}' was not written", td.name));
     std::size_t got = 0;
     while (got < n * 8) {
       ssize_t r2 = read(fd, static_cast<char*>(dst) + got, n * 8 - got);
@@ -339,10 +298,10 @@ Evaluation PythonReference::evaluate(const std::vector<Tensor>& inputs, const Di
     close(fd);
     fs::remove(file);
     if (got != n * 8 || longer)
-      fail(case_id, fmt::format("output '{}': {} bytes written, expected {}", td.name, longer ? "more than " + std::to_string(got) : std::to_string(got), n * 8));
+      fail(s, case_id, fmt::format("output '{}': {} bytes written, expected {}", td.name, longer ? "more than " + std::to_string(got) : std::to_string(got), n * 8));
   };
   std::size_t fi = 0;
-  for (const auto& td : s_.tensors) {
+  for (const auto& td : s.tensors) {
     if (td.role != Role::output) continue;
     std::size_t n = 1;
     for (const auto& a : td.shape) n *= std::size_t(dims.at(a));

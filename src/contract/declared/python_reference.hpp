@@ -1,16 +1,19 @@
 #pragma once
 // A declared contract's trusted reference: a NumPy (or PyTorch) function evaluated in float64 in a
-// separate Python process, never where a candidate kernel runs. One process per contract, kept for
-// the session; tensors go through files in a private scratch folder (/dev/shm when it exists).
+// separate Python process, never where a candidate kernel runs. The process belongs to the run, not
+// to the contract: a ReferenceHost (kqual/contract/reference_host.hpp) holds one per contract,
+// started on the first evaluation and kept until the host ends. Tensors go through files in a
+// private scratch folder (/dev/shm when it exists); requests and replies are JSON lines.
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 #include "declared_spec.hpp"
+#include "kqual/core/child.hpp"
 #include "kqual/core/files.hpp"
 
 namespace kqual::contract::declared {
@@ -27,33 +30,36 @@ struct Evaluation {
 
 class PythonReference {
  public:
-  explicit PythonReference(const Spec& s) : s_(s) {}
+  PythonReference() = default;
   ~PythonReference();
   PythonReference(const PythonReference&) = delete;
   PythonReference& operator=(const PythonReference&) = delete;
 
-  // The outputs for these inputs (stored at their dtypes; widened exactly to float64, integers to
-  // int64) and axes; with_magnitude: also the reference on |inputs| (the magnitude of a reduction
-  // bound), in the same call (the inputs are handed over once).
+  // The outputs of s's reference for these inputs (stored at their dtypes; widened exactly to
+  // float64, integers to int64) and axes; with_magnitude: also the reference on |inputs| (the
+  // magnitude of a reduction bound), in the same call (the inputs are handed over once). The process
+  // starts on the first call, and again after one that ended it. Always the same contract's
+  // reference (ReferenceHost::python keys it so).
   // Throws Error(input) "contract <file>: reference <py>:<function> on case <id>: <why>" when the
   // function raises, returns the wrong shape or a non-numeric dtype, or an integer output that is
-  // not integral; and when the process cannot be started or dies.
-  Evaluation evaluate(const std::vector<Tensor>& inputs, const Dims& dims, bool with_magnitude, const std::string& case_id,
-                      const std::map<std::string, DType>& dtypes);
+  // not integral; and when the process cannot be started, dies, or gives no answer in time.
+  Evaluation evaluate(const Spec& s, const std::vector<Tensor>& inputs, const Dims& dims, bool with_magnitude,
+                      const std::string& case_id, const std::map<std::string, DType>& dtypes);
+  int processes_started() const { return started_.load(); }
 
  private:
-  void start();
-  std::string call(const std::string& line, const std::string& case_id);
-  void stop();
-  [[noreturn]] void fail(const std::string& case_id, const std::string& why) const;
+  void start(const Spec& s);
+  std::string call(const Spec& s, const std::string& line, const std::string& case_id);
+  void stop() { child_.reset(); }
+  [[noreturn]] void fail(const Spec& s, const std::string& case_id, const std::string& why) const;
+  // The process ended (or is ending): its stderr, once it has ended, for the error message.
+  std::string stderr_after_exit();
 
-  const Spec& s_;
   std::mutex mu_;
-  pid_t pid_ = -1;
-  int to_child_ = -1, from_child_ = -1;
-  std::string pending_;  // bytes read past the last reply line
+  std::unique_ptr<Child> child_;
   std::unique_ptr<ScratchDir> dir_;
   std::uint64_t calls_ = 0;
+  std::atomic<int> started_{0};
 };
 
 }  // namespace kqual::contract::declared
