@@ -1,6 +1,7 @@
 #pragma once
 // Internal to src/worker/: the worker process's state, its buffers and launch plans, shared by
-// server.cpp (the protocol loop, runs) and bench_op.cpp (timed samples). Not a public header.
+// server.cpp (the protocol loop, runs), bench_op.cpp (timed samples) and the timers
+// (timers/timers.hpp). Not a public header.
 #include <fmt/format.h>
 
 #include <cstdint>
