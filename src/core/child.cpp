@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <mutex>
 
 extern char** environ;
 
@@ -59,6 +61,50 @@ class SigpipeHeldForWrite {
   sigset_t pipe_, old_;
   bool was_pending_ = false, raised_ = false;
 };
+
+// A child in a process group of its own no longer gets what the terminal sends kqual's group
+// (Ctrl-C's SIGINT, a hangup) nor a SIGTERM sent to that group. So that it still ends with kqual, as
+// it did in kqual's group, the first Child installs a handler for those three signals, where their
+// action is the default: it kills the group of every child alive, then the signal ends kqual as it
+// would have (SA_RESETHAND put the default back; SA_NODEFER lets the raise through at once).
+constexpr std::size_t kLiveChildSlots = 1024;
+std::atomic<pid_t> g_live_children[kLiveChildSlots];  // pids of children not yet reaped; 0 = free
+
+extern "C" void child_groups_end_with_kqual(int sig) {
+  for (auto& slot : g_live_children)
+    if (const pid_t p = slot.load(std::memory_order_relaxed); p > 0) ::kill(-p, SIGKILL);  // async-signal-safe
+  raise(sig);
+}
+
+void child_install_ending_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction old{};
+      if (sigaction(sig, nullptr, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+      struct sigaction sa{};
+      sa.sa_handler = child_groups_end_with_kqual;
+      sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+      sigaction(sig, &sa, nullptr);
+    }
+  });
+}
+
+// More than kLiveChildSlots children at once go unlisted: they end with kqual only if idle.
+void child_list(pid_t pid) {
+  for (auto& slot : g_live_children) {
+    pid_t free_slot = 0;
+    if (slot.compare_exchange_strong(free_slot, pid)) return;
+  }
+}
+
+void child_unlist(pid_t pid) {
+  for (auto& slot : g_live_children) {
+    pid_t mine = pid;
+    if (slot.compare_exchange_strong(mine, 0)) return;
+  }
+}
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
@@ -148,6 +194,7 @@ Child::Child(const ChildSpec& spec) : stderr_file_(spec.stderr_file), stderr_kep
   posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
   if (capture) posix_spawn_file_actions_adddup2(&fa, err[1], STDERR_FILENO);
   else posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, spec.stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  child_install_ending_once();
   // Its own process group; no signal blocked; SIGPIPE at its default whatever this process does.
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -175,6 +222,7 @@ Child::Child(const ChildSpec& spec) : stderr_file_(spec.stderr_file), stderr_kep
     throw_error(spec.start_error_kind, fmt::format("cannot start {} '{}': {}", spec.what, args[0], std::strerror(rc)));
   }
   pid_ = pid;
+  child_list(pid_);
   to_ = in[1];
   from_ = out[0];
   err_ = capture ? err[0] : -1;
@@ -303,6 +351,7 @@ ChildExit Child::wait(Clock::time_point deadline) {
     usleep(useconds_t(std::clamp(child_ms_until(deadline), 1, 5) * 1000));
   }
   ::kill(-pid_, SIGKILL);  // the group: whatever it started, even after it ended itself
+  child_unlist(pid_);      // before the reap: once reaped, its pid may name another process
   int st = 0;
   pid_t w;
   while ((w = waitpid(pid_, &st, 0)) < 0 && errno == EINTR) {

@@ -154,6 +154,28 @@ TEST(Child, NoZombieAndNothingItStartedIsLeft) {
   EXPECT_TRUE(child_test_gone(grandchild)) << "what the child started outlived it";
 }
 
+// In a group of its own, a child does not get the terminal's Ctrl-C: kqual's handler ends it with
+// kqual, and kqual still ends by the signal itself.
+TEST(ChildDeathTest, ItEndsWithKqualOnATerminatingSignal) {
+  ScratchDir dir("kqual-child-signal");
+  const std::filesystem::path pid_file = dir.path() / "pid";
+  for (const int sig : {SIGINT, SIGTERM}) {
+    EXPECT_EXIT(
+        {
+          Child c(sh("sleep 1000"));  // not ended by its stdin closing: only a kill ends it
+          std::ofstream(pid_file) << c.pid();
+          raise(sig);
+        },
+        testing::KilledBySignal(sig), "");
+    std::ifstream in(pid_file);
+    pid_t pid = -1;
+    ASSERT_TRUE(in >> pid);
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!child_test_gone(pid) && seconds_since(t0) < 10) usleep(2000);
+    EXPECT_TRUE(child_test_gone(pid)) << "the child outlived kqual after signal " << sig;
+  }
+}
+
 TEST(Child, ItsOwnProcessGroup) {
   Child c(sh("read l"));
   EXPECT_EQ(getpgid(c.pid()), c.pid());

@@ -8,7 +8,10 @@
 // target, PyTorch's compile workers). A write to a child that no longer reads gives
 // ChildIo::closed, never a SIGPIPE for this process: SIGPIPE is blocked in the writing thread for the
 // write only and the one it raised discarded, so kqual needs no process-wide SIGPIPE setting.
-// The destructor kills the group and reaps the child; it never throws.
+// The destructor kills the group and reaps the child; it never throws. Being in a group of its own,
+// a child would not get the terminal's Ctrl-C with kqual: where SIGINT, SIGTERM and SIGHUP have their
+// default action, the first Child installs a handler that kills every live child's group and then
+// lets the signal end kqual as before.
 #include <sys/types.h>
 
 #include <chrono>
