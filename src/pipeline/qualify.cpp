@@ -11,10 +11,10 @@
 #include "kqual/bench/torch_baseline.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
-#include "kqual/check/evaluate.hpp"
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/decision/profile.hpp"
 #include "kqual/decision/qualify.hpp"
+#include "kqual/pipeline/phases.hpp"
 #include "kqual/pipeline/stages.hpp"
 #include "kqual/report/memo.hpp"
 #include "kqual/report/provenance.hpp"
@@ -171,26 +171,19 @@ bench::TimingOptions timing_options_of(const QualifyOptions& o, DType dtype, con
   return to;
 }
 
-// The correctness report into the decision's findings and the phase list.
-void record_correctness(const check::CorrectnessReport& rep, decision::QualifyFindings& f, report::PhaseList& phases) {
-  f.correct = rep.accepted();
-  f.cases = rep.cases;
-  f.passed = rep.passed;
-  f.failed = rep.failed;
-  f.refused = rep.refused;
-  f.primary_code = rep.primary_code();
-  f.settled_not_run = int(rep.settled_not_run.size());
-  f.harness_failure = rep.harness_failure;  // cases kqual could not run: no verdict on the candidate
-  for (const auto& x : rep.results)
-    if (x.status == check::CaseStatus::fail) {
-      f.first_failure = x.detail;
-      break;
-    }
-  phases.set("correctness", fmt::format("{}: {} passed, {} failed, {} refused of {} cases", rep.accepted() ? "accepted" : "rejected",
-                                        rep.passed, rep.failed, rep.refused, rep.cases));
-  phases.set("sanitizer_pass", rep.sanitizer.is_object()
-                                   ? rep.sanitizer.value("status", "not_run") + (rep.sanitizer.contains("why") ? ": " + rep.sanitizer.value("why", "") : "")
-                                   : std::string("not run"));
+// The correctness phase's summary into the decision's findings and the phase list.
+void record_correctness(const CorrectnessSummary& sum, decision::QualifyFindings& f, report::PhaseList& phases) {
+  f.correct = sum.accepted;
+  f.cases = sum.cases;
+  f.passed = sum.passed;
+  f.failed = sum.failed;
+  f.refused = sum.refused;
+  f.primary_code = sum.primary_code;
+  f.settled_not_run = sum.settled_not_run;
+  f.harness_failure = sum.harness_failure;  // cases kqual could not run: no verdict on the candidate
+  f.first_failure = sum.first_failure();
+  phases.set("correctness", sum.phase_line());
+  phases.set("sanitizer_pass", sum.sanitizer);
 }
 
 }  // namespace
@@ -249,32 +242,35 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   } else {
     // ---- load: the module in the worker; registers, shared and local bytes; argument sizes ----
     say(fmt::format("load: {} module(s) on {}", 1 + baselines.size(), tg.arch));
-    std::string load_err = check::load_and_describe(s, cand);
+    CheckOneOptions load_only;
+    load_only.correctness = false;
+    const std::string load_err = check_one(s, cand, load_only).load_error;
     if (!load_err.empty()) throw_error(ErrorKind::input, load_err);
     for (auto& b : baselines) {
-      std::string e = check::load_and_describe(s, b);
+      const std::string e = check_one(s, b, load_only).load_error;
       if (!e.empty()) throw_error(ErrorKind::internal, "baseline " + b.manifest.name + ": " + e);
     }
     phases.set("load", fmt::format("done on {} ({})", tg.device->device.value("name", "?"), tg.arch));
 
     // ---- check: the contract's cases, references out of the candidate's reach ----
-    check::CheckOptions co;
-    co.seed = o.seed;
-    co.include_large = o.large_cases;
-    co.all_cases = o.all_cases;
-    co.sanitizer_pass = o.sanitizer_pass;
+    CheckOneOptions checked;
+    checked.load = false;  // loaded above
+    checked.check.seed = o.seed;
+    checked.check.include_large = o.large_cases;
+    checked.check.all_cases = o.all_cases;
+    checked.check.sanitizer_pass = o.sanitizer_pass;
     if (o.correctness) {
       say(fmt::format("correctness: {} against {}{}", m.name, m.contract, o.large_cases ? " (with the large cases)" : ""));
-      check::CorrectnessReport rep = check::check_correctness(s, cand, co);
-      r.correctness = rep.to_json(false);
-      record_correctness(rep, f, phases);
+      const CheckedOne one = check_one(s, cand, checked);
+      r.correctness = one.report->to_json(false);
+      record_correctness(*one.correctness, f, phases);
       std::vector<json> bc;
-      check::CheckOptions small = co;
-      small.include_large = false;
-      small.sanitizer_pass = false;
-      for (const auto& b : baselines) {
+      CheckOneOptions small = checked;
+      small.check.include_large = false;
+      small.check.sanitizer_pass = false;
+      for (auto& b : baselines) {
         say("correctness: baseline " + b.manifest.name);
-        bc.push_back(check::check_correctness(s, b, small).to_json(false));
+        bc.push_back(check_one(s, b, small).report->to_json(false));
       }
       r.baselines_correctness = std::move(bc);
     } else {

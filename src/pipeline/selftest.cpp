@@ -20,6 +20,7 @@
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
+#include "kqual/pipeline/phases.hpp"
 #include "kqual/pipeline/qualify.hpp"
 #include "kqual/pipeline/stages.hpp"
 #include "kqual/report/provenance.hpp"
@@ -38,11 +39,9 @@ struct SelftestEntry {
 };
 
 // What the compile threads hand to the lanes.
-struct Built {
-  bool skip = false;                    // another contract's folder (--contract)
-  std::optional<build::Manifest> manifest;
-  std::optional<build::BuiltCandidate> built;
-  std::string manifest_error, build_error;
+struct SelftestSlot {
+  bool skip = false;  // another contract's folder (--contract), or the builders stopped
+  BuiltOne one;
 };
 
 // One folder's verdicts, folded into the tables in folder order once every lane is done.
@@ -59,67 +58,85 @@ struct Judged {
 unsigned hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 // A defect that shows only when timed: the candidate timed alone (no baselines) at every benchmark
-// shape up to 2^30 elements; the first unverified series gives the code and detail.
-void timed_finding(worker::Session& ses, const build::BuiltCandidate& b, const build::Manifest& m, std::uint64_t seed,
-                   std::map<std::string, int>& codes, std::string& timed_code, std::string& timed_detail) {
-    const contract::Contract& c = m.resolved_contract();
-    bench::TimingOptions to;
-    to.seed = seed;
-    to.rounds = 2;
-    to.samples_per_round = 10;
-    to.measure_copy = false;
-    to.give_hash_slots = m.expect_given_hash_slots;
-    for (const auto& d : c.benchmark_shapes()) {
-      std::int64_t elements = 0;
-      for (const auto& t : c.tensors()) elements += c.tensor_elements(t.name, d);
-      // Every benchmark shape up to 2^30 elements over all tensors: a timing cheat may act only at
-      // the benchmark size (broken/dataset_memo: 2^28); fresh inputs keep larger shapes cheap.
-      if (elements <= (std::int64_t(1) << 30)) to.shapes.push_back(d);
-    }
-    bench::TimingReport tr = bench::time_against_baselines(ses, b, {}, to);
-    for (const auto& sh : tr.shapes) {
-      const auto& cs = sh.series.at(0);
-      if (!cs.verified && timed_detail.empty()) {
-        timed_code = cs.verify_code.empty() ? "timed_output_wrong" : cs.verify_code;
-        ++codes[timed_code];
-        timed_detail = fmt::format("shape {}: {}", sh.shape, cs.verify_detail);
-      }
+// shape up to 2^30 elements.
+bench::TimingOptions selftest_timing_options(const build::Manifest& m, std::uint64_t seed) {
+  const contract::Contract& c = m.resolved_contract();
+  bench::TimingOptions to;
+  to.seed = seed;
+  to.rounds = 2;
+  to.samples_per_round = 10;
+  to.measure_copy = false;
+  to.give_hash_slots = m.expect_given_hash_slots;
+  for (const auto& d : c.benchmark_shapes()) {
+    std::int64_t elements = 0;
+    for (const auto& t : c.tensors()) elements += c.tensor_elements(t.name, d);
+    // Every benchmark shape up to 2^30 elements over all tensors: a timing cheat may act only at
+    // the benchmark size (broken/dataset_memo: 2^28); fresh inputs keep larger shapes cheap.
+    if (elements <= (std::int64_t(1) << 30)) to.shapes.push_back(d);
+  }
+  return to;
+}
+
+// The timed finding: the first unverified series gives the code and detail.
+void timed_finding(const bench::TimingReport& tr, std::map<std::string, int>& codes, std::string& timed_code,
+                   std::string& timed_detail) {
+  for (const auto& sh : tr.shapes) {
+    const auto& cs = sh.series.at(0);
+    if (!cs.verified && timed_detail.empty()) {
+      timed_code = cs.verify_code.empty() ? "timed_output_wrong" : cs.verify_code;
+      ++codes[timed_code];
+      timed_detail = fmt::format("shape {}: {}", sh.shape, cs.verify_detail);
     }
   }
+}
+
+// What a folder is expected to do: be accepted, or (known-broken) be rejected for its stated reason.
+struct SelftestExpectation {
+  bool broken = false;
+  std::vector<std::string> codes;  // broken: the stated reason first, then the alternatives
+  std::string text;                // "accepted", "rejected: a or b"
+  bool timed_class = false;        // a defect that shows only when timed
+};
+
+SelftestExpectation selftest_expectation(const build::Manifest& m, bool broken) {
+  SelftestExpectation x;
+  x.broken = broken;
+  if (broken && !m.expect_rejected_for)
+    throw_error(ErrorKind::input, fmt::format("{}: a known-broken candidate must state [expect] rejected_for",
+                                              m.file.string()));
+  if (broken) {
+    x.codes.push_back(*m.expect_rejected_for);
+    for (const auto& c : m.expect_also_rejected_for) x.codes.push_back(c);
+  }
+  x.text = broken ? "rejected: " + fmt::format("{}", fmt::join(x.codes, " or ")) : std::string("accepted");
+  x.timed_class = std::any_of(x.codes.begin(), x.codes.end(), [](const std::string& e) {
+    return e == "timed_output_wrong" || e == "harness_memory_written";
+  });
+  return x;
+}
 
 // One seed's row: the outcome, the case counts, and the first failure worth reading (of the stated
 // reason when the candidate is known-broken, else the timed finding, else any).
-report::SelftestSeed seed_row(const check::CorrectnessReport& rep, std::uint64_t seed, const std::string& got, bool ok,
-                              const std::map<std::string, int>& codes, const std::vector<std::string>* expected_codes,
-                              const std::string& timed_detail, bool timed_class) {
-  std::string detail;
-  for (const auto& x : rep.results)
-    if (x.status == check::CaseStatus::fail &&
-        (!expected_codes || std::find(expected_codes->begin(), expected_codes->end(), x.code) != expected_codes->end())) {
-      detail = x.detail;
-      break;
-    }
+report::SelftestSeed seed_row(const check::CorrectnessReport& rep, const CorrectnessSummary& sum, std::uint64_t seed,
+                              const std::string& got, bool ok, const std::map<std::string, int>& codes,
+                              const std::vector<std::string>* expected_codes, const std::string& timed_detail, bool timed_class) {
+  std::string detail = expected_codes ? sum.first_failure_with(*expected_codes) : sum.first_failure();
   if (detail.empty()) detail = timed_detail;
-  if (detail.empty())
-    for (const auto& x : rep.results)
-      if (x.status == check::CaseStatus::fail) {
-        detail = x.detail;
-        break;
-      }
+  if (detail.empty()) detail = sum.first_failure();
   report::SelftestSeed sd;
   sd.seed = seed;
   sd.outcome = got;
   sd.as_expected = ok;
-  sd.cases = rep.cases;
-  sd.passed = rep.passed;
-  sd.failed = rep.failed;
-  sd.evidence = rep.evidence;
-  sd.skipped = rep.skipped;
+  sd.cases = sum.cases;
+  sd.passed = sum.passed;
+  sd.failed = sum.failed;
+  sd.evidence = sum.evidence;
+  sd.skipped = sum.skipped;
   sd.failure_codes = codes;
   sd.first_failure = detail;
   sd.timed = timed_class;
   sd.sanitizer_pass = rep.sanitizer.is_null() ? json("not run") : rep.sanitizer;
-  sd.wall_ms = rep.wall_ms;
+  sd.wall_ms = sum.wall_ms;
   sd.slowest_cases = rep.to_json(false).at("slowest_cases");
   return sd;
 }
@@ -132,17 +149,76 @@ struct JudgeRun {
   std::function<void(const std::string&)> say;
 };
 
-// One folder judged in a lane's session: its manifest and build, then each seed's check (and timing,
-// for a defect class that shows only when timed), against what the folder expects.
-Judged judge_folder(const JudgeRun& run, const SelftestEntry& entry, Built bt, worker::Session& lane, std::size_t i) {
+// One seed's row, and whether the candidate was rejected there (by its cases or when timed).
+struct SeedJudged {
+  report::SelftestSeed row;
+  bool rejected = false;
+};
+
+// One seed of a folder: load, check (and time, for a defect class that shows only when timed) in
+// `run_in`, or in a worker of its own for a timed class (a launch counter in the module must start
+// from zero); the outcome against what the folder expects.
+SeedJudged judge_seed(const JudgeRun& run, const SelftestExpectation& x, const build::Manifest& m,
+                                build::BuiltCandidate& b, worker::Session& run_in, std::size_t si) {
   const SelftestOptions& o = run.o;
-  const std::optional<std::string>& sanitizer = run.sanitizer;
-  const auto& say = run.say;
+  const bool sanitized = run.sanitizer.has_value();
+  const std::uint64_t seed = o.seeds[si];
+  std::unique_ptr<worker::Session> own;
+  worker::Session* ses = &run_in;
+  if (x.timed_class && !sanitized) {
+    own = std::make_unique<worker::Session>(run_in.options());
+    ses = own.get();
+  }
+  CheckOneOptions co;
+  co.check.seed = seed;
+  co.check.include_large = o.large_cases;
+  co.check.sanitizer_pass = o.sanitizer_pass && si == 0 && !sanitized;
+  if (sanitized) co.check.max_case_elements = std::int64_t(1) << 22;  // sanitizers run kernels 10-100x slower
+  if (x.timed_class && !sanitized) co.timing = selftest_timing_options(m, seed);
+  const CheckedOne one = check_one(*ses, b, co);
+  const check::CorrectnessReport rep = one.report.value_or(check::CorrectnessReport{});
+  const CorrectnessSummary sum = one.correctness.value_or(summarize_correctness(rep));
+  std::map<std::string, int> codes = sum.failure_codes;
+  std::string timed_detail, timed_code;
+  if (one.timing) timed_finding(*one.timing, codes, timed_code, timed_detail);
+  const bool rejected = !sum.accepted || !timed_detail.empty();
+  bool ok;
+  std::string got;
+  if (!one.loaded()) {
+    got = "load failed: " + one.load_error;
+    ok = false;
+  } else if (x.broken) {
+    ok = rejected && std::any_of(x.codes.begin(), x.codes.end(), [&](const std::string& e) { return codes.count(e) > 0; });
+    got = rejected ? "rejected: " + (!sum.accepted ? sum.primary_code : timed_code) : "accepted";
+  } else {
+    ok = sum.accepted;
+    got = sum.accepted ? "accepted" : "rejected: " + sum.primary_code;
+  }
+  return {seed_row(rep, sum, seed, got, ok, codes, x.broken ? &x.codes : nullptr, timed_detail, x.timed_class), rejected};
+}
+
+// Under a sanitizer every candidate gets its own worker (and log); the sanitizer writes its summary
+// when that worker exits. `why_not` says why it did not start.
+std::unique_ptr<worker::Session> sanitized_session(const JudgeRun& run, worker::Session& lane, const build::Manifest& m,
+                                                   std::size_t i, fs::path& log, std::string& why_not) {
+  worker::SessionOptions so = lane.options();
+  so.watchdog_seconds = std::max(run.o.watchdog_seconds, 600.0);
+  log = lane.scratch() / fmt::format("sanitizer-{}-{}-{}.log", m.contract, m.name, i);
+  so.worker_wrapper = {*run.sanitizer, "--tool", run.o.sanitize, "--log-file", log.string(), "--print-limit", "20"};
+  auto s = std::make_unique<worker::Session>(so);
+  if (!s->device().present) why_not = "the worker did not start under compute-sanitizer: " + s->device().why_absent;
+  return s;
+}
+
+// One folder judged in a lane's session: its manifest and build, then each seed, against what the
+// folder expects.
+Judged judge_folder(const JudgeRun& run, const SelftestEntry& entry, SelftestSlot slot, worker::Session& lane, std::size_t i) {
   Judged j;
-  if (bt.skip) {
+  if (slot.skip) {
     j.skip = true;
     return j;
   }
+  BuiltOne& bt = slot.one;
   report::SelftestCandidate& row = j.row;
   row.dir = entry.dir.string();
   row.kind = entry.kind;
@@ -156,123 +232,71 @@ Judged judge_folder(const JudgeRun& run, const SelftestEntry& entry, Built bt, w
     return j;
   }
   const build::Manifest& m = *bt.manifest;
-  const bool broken = entry.kind == "broken";
-  j.broken = broken;
+  const SelftestExpectation x = selftest_expectation(m, entry.kind == "broken");
+  j.broken = x.broken;
   j.counted = true;
-  if (broken && !m.expect_rejected_for)
-    throw_error(ErrorKind::input, fmt::format("{}: a known-broken candidate must state [expect] rejected_for",
-                                              m.file.string()));
-  std::vector<std::string> expected_codes;
-  if (broken) {
-    expected_codes.push_back(*m.expect_rejected_for);
-    for (const auto& x : m.expect_also_rejected_for) expected_codes.push_back(x);
-    j.defect_class = expected_codes.front();
-  }
-  const std::string expected_text = broken ? "rejected: " + fmt::format("{}", fmt::join(expected_codes, " or ")) : std::string("accepted");
-  // A defect that shows only when timed: the candidate is also timed (small shapes, no baselines),
-  // in a worker of its own per seed (a launch counter in the module must start from zero).
-  const bool timed_class = std::any_of(expected_codes.begin(), expected_codes.end(), [](const std::string& e) {
-    return e == "timed_output_wrong" || e == "harness_memory_written";
-  });
+  if (x.broken) j.defect_class = x.codes.front();
   row.candidate = m.name;
   row.contract = m.contract;
-  row.expected = expected_text;
+  row.expected = x.text;
   if (!bt.built) {
     row.outcome = "build failed: " + bt.build_error;
     row.as_expected = false;
     j.unexpected = j.checks = 1;
-    j.intended_all = !broken;
+    j.intended_all = !x.broken;
     return j;
   }
-  build::BuiltCandidate& b = *bt.built;
   if (!run.device_present) {
     row.outcome = "compiled; not run (no GPU)";
     return j;
   }
-  // Under a sanitizer every candidate gets its own worker (and log); the sanitizer writes its
-  // summary when that worker exits.
   std::unique_ptr<worker::Session> san_session;
   worker::Session* run_in = &lane;
   fs::path san_log;
-  if (sanitizer) {
-    worker::SessionOptions so2 = lane.options();
-    so2.watchdog_seconds = std::max(o.watchdog_seconds, 600.0);
-    san_log = lane.scratch() / fmt::format("sanitizer-{}-{}-{}.log", m.contract, m.name, i);
-    so2.worker_wrapper = {*sanitizer, "--tool", o.sanitize, "--log-file", san_log.string(), "--print-limit", "20"};
-    san_session = std::make_unique<worker::Session>(so2);
+  if (run.sanitizer) {
+    std::string why_not;
+    san_session = sanitized_session(run, lane, m, i, san_log, why_not);
     run_in = san_session.get();
-    if (!run_in->device().present) {
-      row.outcome = "the worker did not start under compute-sanitizer: " + run_in->device().why_absent;
+    if (!why_not.empty()) {
+      row.outcome = why_not;
       row.as_expected = false;
       j.unexpected = 1;
       return j;
     }
   }
-  const std::string load_err = check::load_and_describe(*run_in, b);
   std::vector<report::SelftestSeed> seeds;
   bool as_expected = true;
-  for (std::size_t si = 0; si < o.seeds.size(); ++si) {
-    const std::uint64_t seed = o.seeds[si];
+  for (std::size_t si = 0; si < run.o.seeds.size(); ++si) {
     ++j.checks;
-    std::unique_ptr<worker::Session> own;
-    worker::Session* ses = run_in;
-    if (timed_class && !sanitizer) {
-      own = std::make_unique<worker::Session>(lane.options());
-      ses = own.get();
-    }
-    check::CheckOptions co;
-    co.seed = seed;
-    co.include_large = o.large_cases;
-    co.sanitizer_pass = o.sanitizer_pass && si == 0 && !sanitizer;
-    if (sanitizer) co.max_case_elements = std::int64_t(1) << 22;  // sanitizers run kernels 10-100x slower
-    check::CorrectnessReport rep;
-    if (load_err.empty()) rep = check::check_correctness(*ses, b, co);
-    std::map<std::string, int> codes = rep.failure_codes;
-    std::string timed_detail, timed_code;
-    if (load_err.empty() && timed_class && rep.accepted() && !sanitizer)
-      timed_finding(*ses, b, m, seed, codes, timed_code, timed_detail);
-    const bool rejected = !rep.accepted() || !timed_detail.empty();
-    bool ok;
-    std::string got;
-    const std::string primary = !rep.accepted() ? rep.primary_code() : timed_code;
-    if (!load_err.empty()) {
-      got = "load failed: " + load_err;
-      ok = false;
-    } else if (broken) {
-      ok = rejected && std::any_of(expected_codes.begin(), expected_codes.end(), [&](const std::string& e) { return codes.count(e) > 0; });
-      got = rejected ? "rejected: " + primary : "accepted";
-    } else {
-      ok = rep.accepted();
-      got = rep.accepted() ? "accepted" : "rejected: " + rep.primary_code();
-    }
-    if (rejected) j.rejected_any = true;
-    if (broken && !ok) j.intended_all = false;
-    report::SelftestSeed sd = seed_row(rep, seed, got, ok, codes, broken ? &expected_codes : nullptr, timed_detail, timed_class);
-    seeds.push_back(std::move(sd));
-    if (!ok) {
+    SeedJudged judged = judge_seed(run, x, m, *bt.built, *run_in, si);
+    report::SelftestSeed& sd = judged.row;
+    if (judged.rejected) j.rejected_any = true;
+    if (x.broken && !sd.as_expected) j.intended_all = false;
+    if (!sd.as_expected) {
       as_expected = false;
       ++j.unexpected;
     }
-    if (broken) {
+    if (x.broken) {
       ++j.class_checks;
-      if (ok) ++j.class_ok;
+      if (sd.as_expected) ++j.class_ok;
     }
+    seeds.push_back(std::move(sd));
   }
-  if (sanitizer) {
+  if (run.sanitizer) {
     san_session.reset();  // the worker exits; the sanitizer writes its summary
     json sj = worker::read_sanitizer_log(san_log).to_json();
     sj["log"] = san_log.string();
-    sj["tool"] = o.sanitize;
+    sj["tool"] = run.o.sanitize;
     row.sanitizer = sj;
   }
   {  // progress as it goes (a run stopped by a time limit still shows what it did)
     std::string outcomes;
     for (const auto& sd : seeds) outcomes += fmt::format(" {}{}", sd.as_expected ? "" : "UNEXPECTED ", sd.outcome);
-    say(fmt::format("{} {} {} (expected {}):{}", m.contract, entry.kind, m.name, expected_text, outcomes));
+    run.say(fmt::format("{} {} {} (expected {}):{}", m.contract, entry.kind, m.name, x.text, outcomes));
   }
   row.seeds = std::move(seeds);
   row.as_expected = as_expected;
-  j.good_accepted = !broken && as_expected;
+  j.good_accepted = !x.broken && as_expected;
   return j;
 }
 
@@ -397,31 +421,23 @@ SelftestOutcome selftest(const SelftestOptions& o) {
                   dev.present ? fmt::format("{} lane(s) (worker sessions) on the GPU", lanes) : std::string("no GPU: compile only")));
 
   // ---- compile: a pool of NVRTC threads, each folder into a scratch folder of its own ----
-  auto build_one = [&](std::size_t i) {
-    Built b;
-    try {
-      b.manifest = build::load_manifest(entries[i].dir);
-    } catch (const Error& e) {
-      b.manifest_error = e.what();
-      b.skip = !only.empty();  // another contract's folder, perhaps; not asked for
-    }
-    if (b.manifest && !wanted(b.manifest->contract)) b.skip = true;
-    if (b.manifest && !b.skip) {
-      try {
-        const fs::path dir = s.scratch() / fmt::format("selftest-{}", i);
-        fs::create_directories(dir);
-        b.built = build::build_candidate(*b.manifest, tg.arch, dir);
-      } catch (const Error& e) {
-        b.build_error = e.what();
-      }
-    }
-    return b;
+  BuildOneOptions bo;
+  bo.arch = tg.arch;
+  bo.pass_over = [&](const build::Manifest& m) { return wanted(m.contract) ? std::string() : "not asked for (--contract)"; };
+  auto build_folder = [&](std::size_t i) {
+    BuildOneOptions mine = bo;
+    mine.dir = s.scratch() / fmt::format("selftest-{}", i);
+    SelftestSlot slot;
+    slot.one = build_one(entries[i].dir, mine);
+    // A manifest that does not load may be another contract's folder, not asked for.
+    slot.skip = slot.one.manifest ? !slot.one.passed_over.empty() : !only.empty();
+    return slot;
   };
-  BuildPool<Built> pool(n, jobs, build_one);
+  BuildPool<SelftestSlot> pool(n, jobs, build_folder);
   auto take = [&](std::size_t i) {
-    std::optional<Built> b = pool.take(i);
-    if (b) return std::move(*b);
-    Built stopped;  // another lane failed: the builders stopped
+    std::optional<SelftestSlot> slot = pool.take(i);
+    if (slot) return std::move(*slot);
+    SelftestSlot stopped;  // another lane failed: the builders stopped
     stopped.skip = true;
     return stopped;
   };

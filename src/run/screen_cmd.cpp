@@ -48,8 +48,8 @@ void print_screen(const pipeline::ScreenOutcome& out) {
       fmt::print("  GPU {} (PCI bus order): {} judged, {} worker fault(s){}\n", g["ordinal"].get<int>(), g["judged"].get<std::size_t>(),
                  g["worker_faults"].get<int>(), g["retired"].is_null() ? "" : ", retired: " + g["retired"].get<std::string>());
   for (const auto& v : out.verdicts)
-    if (v.verdict != "accepted" && v.verdict != "incomplete")
-      fmt::print("  {:<10} {}: {}{}\n", v.verdict, v.name, v.reason,
+    if (v.verdict != pipeline::ScreenVerdictKind::accepted && v.verdict != pipeline::ScreenVerdictKind::incomplete)
+      fmt::print("  {:<10} {}: {}{}\n", to_string(v.verdict), v.name, v.reason,
                  v.detail.empty() ? "" : " — " + v.detail.substr(0, v.detail.find('\n')).substr(0, 200));
   fmt::print("wrote {}, {} and {}\n", out.results_path.string(), out.summary_path.string(), out.journal_path.string());
 }

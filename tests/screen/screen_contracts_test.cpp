@@ -50,12 +50,12 @@ TEST_F(ScreenContractsTest, ASecondFileUnderAResolvedNameIsRefused) {
   o.sources = {{tmp_->path() / "mine"}, true};
   const ScreenOutcome out = screen(o);
   const ScreenVerdict& a = verdict_of(out, "a_brings_own");
-  EXPECT_EQ(a.verdict, "refused");
+  EXPECT_EQ(a.verdict, ScreenVerdictKind::refused);
   EXPECT_EQ(a.reason, "contract_mismatch");
   EXPECT_NE(a.detail.find(own.string()), std::string::npos) << a.detail;
   EXPECT_NE(a.detail.find(user.string()), std::string::npos) << a.detail;
   const ScreenVerdict& b = verdict_of(out, "b_by_name");
-  EXPECT_EQ(b.verdict, "incomplete") << b.detail;  // compiled; no GPU
+  EXPECT_EQ(b.verdict, ScreenVerdictKind::incomplete) << b.detail;  // compiled; no GPU
   EXPECT_EQ(b.contract, "scr_same_relu");
   const json& c = out.results["contracts"]["scr_same_relu"];
   EXPECT_EQ(c.value("file", ""), user.string()) << out.results["contracts"].dump(1);
@@ -68,14 +68,14 @@ TEST_F(ScreenContractsTest, AContractFileWithACandidateNeedsTheOption) {
   test::good_candidate_naming(tmp_->path() / "cands/brings", "own/contract.toml");
   ScreenOutcome out = screen(options("out"));
   const ScreenVerdict& v = verdict_of(out, "brings");
-  EXPECT_EQ(v.verdict, "refused");
+  EXPECT_EQ(v.verdict, ScreenVerdictKind::refused);
   EXPECT_EQ(v.reason, "manifest_invalid");
   EXPECT_NE(v.detail.find("--allow-candidate-contract"), std::string::npos) << v.detail;
 
   ScreenOptions o = options("out2");
   o.sources.allow_candidate_contract = true;
   out = screen(o);
-  EXPECT_EQ(verdict_of(out, "brings").verdict, "incomplete") << verdict_of(out, "brings").detail;
+  EXPECT_EQ(verdict_of(out, "brings").verdict, ScreenVerdictKind::incomplete) << verdict_of(out, "brings").detail;
   const json& c = out.results["contracts"]["scr_own_relu"];
   EXPECT_EQ(c.value("origin", ""), "candidate");
   EXPECT_TRUE(c.value("supplied_with_candidate", false));

@@ -135,11 +135,11 @@ TEST_F(ScreenKeyTest, TheDeclaredContractAndItsReferenceAreInTheKey) {
 TEST(ScreenJournalReuse, KqualsOwnFailuresAreRetriedOnResume) {
   ScreenVerdict v;
   v.key = "k";
-  v.verdict = "accepted";
+  v.verdict = ScreenVerdictKind::accepted;
   EXPECT_TRUE(reusable(v, "k", true));
   EXPECT_FALSE(reusable(v, "other", true));
   EXPECT_FALSE(reusable(v, "", true));
-  v.verdict = "incomplete";
+  v.verdict = ScreenVerdictKind::incomplete;
   v.reason = "harness_error";
   v.codes["harness_error"] = 1;
   EXPECT_FALSE(reusable(v, "k", true));
@@ -148,10 +148,10 @@ TEST(ScreenJournalReuse, KqualsOwnFailuresAreRetriedOnResume) {
   v.reason = "compiled; no GPU";
   EXPECT_TRUE(reusable(v, "k", false));
   EXPECT_FALSE(reusable(v, "k", true));
-  v.verdict = "error";
+  v.verdict = ScreenVerdictKind::error;
   EXPECT_FALSE(reusable(v, "k", false));
   ScreenVerdict old;  // a line from before the key: never reused
-  old.verdict = "accepted";
+  old.verdict = ScreenVerdictKind::accepted;
   EXPECT_FALSE(reusable(old, "k", true));
 }
 

@@ -116,10 +116,10 @@ TEST(ScreenDispatch, EveryItemIsRecordedOnceAndAFaultCostsOnlyItsItem) {
   LaneHooks h;
   h.check = [](std::size_t lane, std::size_t item, bool* fault) {
     ScreenVerdict v;
-    v.verdict = "accepted";
+    v.verdict = ScreenVerdictKind::accepted;
     if (lane == 1 && item % 4 == 0) {  // lane 1's worker breaks down on some candidates
       *fault = true;
-      v.verdict = "rejected";
+      v.verdict = ScreenVerdictKind::rejected;
       v.reason = "crash";
     }
     return v;
@@ -142,7 +142,7 @@ TEST(ScreenDispatch, EveryItemIsRecordedOnceAndAFaultCostsOnlyItsItem) {
   EXPECT_EQ(probes.load(), rep.faults[1]);
   EXPECT_EQ(rep.faults[0] + rep.faults[2], 0);
   for (const auto& [item, vs] : rec.by_item) {
-    if (vs[0].verdict == "rejected") {
+    if (vs[0].verdict == ScreenVerdictKind::rejected) {
       EXPECT_EQ(rec.lane_of[item], 1u);
     }
   }
@@ -159,7 +159,7 @@ TEST(ScreenDispatch, ALaneWhoseGpuNoLongerAnswersIsRetiredAndTheOthersFinish) {
     while (lane != 0 && !lane0_took.load()) std::this_thread::yield();
     *fault = lane == 0;  // lane 0's first candidate faults, then its GPU is gone
     ScreenVerdict v;
-    v.verdict = *fault ? "rejected" : "accepted";
+    v.verdict = *fault ? ScreenVerdictKind::rejected : ScreenVerdictKind::accepted;
     return v;
   };
   h.probe = [](std::size_t lane) { return lane == 0 ? std::string("no CUDA-capable device is detected") : std::string(); };
@@ -178,7 +178,7 @@ TEST(ScreenDispatch, WhenEveryLaneIsRetiredTheRestIsIncompleteNotLost) {
   h.check = [](std::size_t, std::size_t, bool* fault) {
     *fault = true;
     ScreenVerdict v;
-    v.verdict = "rejected";
+    v.verdict = ScreenVerdictKind::rejected;
     return v;
   };
   h.probe = [](std::size_t) { return std::string("device lost"); };
@@ -189,7 +189,7 @@ TEST(ScreenDispatch, WhenEveryLaneIsRetiredTheRestIsIncompleteNotLost) {
   std::size_t incomplete = 0;
   for (const auto& [item, vs] : rec.by_item) {
     ASSERT_EQ(vs.size(), 1u);
-    if (vs[0].verdict == "incomplete") {
+    if (vs[0].verdict == ScreenVerdictKind::incomplete) {
       ++incomplete;
       EXPECT_EQ(vs[0].reason, "no GPU left");
       EXPECT_TRUE(has(vs[0].detail, "device lost")) << vs[0].detail;
@@ -252,10 +252,10 @@ TEST(ScreenDispatch, RealWorkersArePinnedAndACrashOrHangCostsOneVerdictAndOneWor
       seen_env[lane] = environ_of(hello.body["pid"].get<int>());
     }
     ScreenVerdict v;
-    v.verdict = "accepted";
+    v.verdict = ScreenVerdictKind::accepted;
     if (item == 2 || item == 5) {  // the candidate crashes its worker, or hangs it past the watchdog
       const worker::WorkerReply r = w.call(json{{"op", item == 2 ? "crash" : "hang"}}, 1.0);
-      v.verdict = "rejected";
+      v.verdict = ScreenVerdictKind::rejected;
       v.reason = worker::to_string(r.status);
     }
     const worker::WorkerReply p = w.call(json{{"op", "ping"}});  // as screen's check_on_gpu does
@@ -271,7 +271,7 @@ TEST(ScreenDispatch, RealWorkersArePinnedAndACrashOrHangCostsOneVerdictAndOneWor
   ASSERT_EQ(rec.by_item.size(), 8u);
   for (const auto& [item, vs] : rec.by_item) {
     ASSERT_EQ(vs.size(), 1u);
-    EXPECT_EQ(vs[0].verdict, item == 2 || item == 5 ? "rejected" : "accepted") << item;
+    EXPECT_EQ(vs[0].verdict, item == 2 || item == 5 ? ScreenVerdictKind::rejected : ScreenVerdictKind::accepted) << item;
   }
   EXPECT_EQ(rec.by_item[2][0].reason, "crashed");
   EXPECT_EQ(rec.by_item[5][0].reason, "hung");

@@ -71,10 +71,10 @@ const ScreenVerdict& by_name(const ScreenOutcome& out, const std::string& name) 
 TEST_F(ScreenTest, CompilableCandidatesAreIncompleteABrokenManifestIsRefused) {
   ScreenOutcome out = screen(opts());
   ASSERT_EQ(out.verdicts.size(), 3u);
-  EXPECT_EQ(by_name(out, "alpha").verdict, "incomplete");
-  EXPECT_EQ(by_name(out, "beta").verdict, "incomplete");
+  EXPECT_EQ(by_name(out, "alpha").verdict, ScreenVerdictKind::incomplete);
+  EXPECT_EQ(by_name(out, "beta").verdict, ScreenVerdictKind::incomplete);
   const ScreenVerdict& bad = by_name(out, "broken_manifest");
-  EXPECT_EQ(bad.verdict, "refused");
+  EXPECT_EQ(bad.verdict, ScreenVerdictKind::refused);
   EXPECT_EQ(bad.reason, "manifest_invalid");
   EXPECT_FALSE(bad.detail.empty());
   EXPECT_EQ(out.exit_code, 2);  // refused outranks incomplete
@@ -159,6 +159,49 @@ TEST_F(ScreenTest, ADamagedLineBeforeTheLastIsAnError) {
   }
 }
 
+// A verdict word screen never writes is an input error naming the journal and the line, not a
+// verdict taken on resume.
+TEST_F(ScreenTest, AnUnknownVerdictInTheJournalIsAnInputErrorNamingItsLine) {
+  ScreenOutcome first = screen(opts());
+  auto lines = lines_of(first.journal_path);
+  ASSERT_EQ(lines.size(), 4u);
+  json edited = json::parse(lines[2]);
+  edited["verdict"] = "passed";
+  write_text(first.journal_path, lines[0] + "\n" + lines[1] + "\n" + edited.dump() + "\n" + lines[3] + "\n");
+  try {
+    screen(opts());
+    FAIL() << "a journal with an unknown verdict was resumed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(first.journal_path.string() + ": line 3: "), std::string::npos) << msg;
+    EXPECT_NE(msg.find("\"passed\""), std::string::npos) << msg;
+    EXPECT_NE(msg.find("accepted, rejected, refused, incomplete or error"), std::string::npos) << msg;
+  }
+}
+
+// The words of the journal, results.json and summary.md are the table's, both ways; the counts name
+// every kind, in the table's order; the exit code follows the worst kind present.
+TEST(ScreenVerdictWords, EachKindHasOneWordAndTheCountsNameEveryKind) {
+  for (const auto& [kind, word] : kScreenVerdictNames.entries) {
+    EXPECT_STREQ(to_string(kind), word);
+    EXPECT_EQ(kScreenVerdictNames.parse(word), kind);
+    ScreenVerdict v;
+    v.verdict = kind;
+    EXPECT_EQ(v.to_json().at("verdict"), word);
+    EXPECT_EQ(ScreenVerdict::from_json(v.to_json()).verdict, kind);
+  }
+  std::vector<ScreenVerdict> vs(3);
+  vs[0].verdict = ScreenVerdictKind::accepted;
+  vs[1].verdict = ScreenVerdictKind::refused;
+  vs[2].verdict = ScreenVerdictKind::accepted;
+  const ScreenCounts c = verdict_counts(vs);
+  EXPECT_EQ(c.to_json().dump(), R"({"accepted":2,"rejected":0,"refused":1,"incomplete":0,"error":0})");
+  EXPECT_EQ(screen_exit_code(c), 2);
+  EXPECT_EQ(screen_exit_code(verdict_counts({vs[0]})), 0);
+  EXPECT_EQ(screen_exit_code(verdict_counts({vs[0]}), 1), 3);  // a missing candidate is incomplete
+}
+
 TEST_F(ScreenTest, OtherOptionsAreRefusedUnlessRestarted) {
   screen(opts());
   ScreenOptions o = opts();
@@ -196,7 +239,7 @@ TEST_F(ScreenTest, AnotherContractIsRefusedAsAMismatch) {
   o.contract = "softmax";
   ScreenOutcome out = screen(o);
   ASSERT_EQ(out.verdicts.size(), 1u);
-  EXPECT_EQ(out.verdicts[0].verdict, "refused");
+  EXPECT_EQ(out.verdicts[0].verdict, ScreenVerdictKind::refused);
   EXPECT_EQ(out.verdicts[0].reason, "contract_mismatch");
   EXPECT_NE(out.verdicts[0].detail.find("residual_add_relu"), std::string::npos) << out.verdicts[0].detail;
   o.contract = "no_such_contract";
@@ -210,7 +253,7 @@ TEST_F(ScreenTest, AFailedBuildIsRefusedWithTheCompilerLog) {
   o.inputs = {bad};
   ScreenOutcome out = screen(o);
   ASSERT_EQ(out.verdicts.size(), 1u);
-  EXPECT_EQ(out.verdicts[0].verdict, "refused");
+  EXPECT_EQ(out.verdicts[0].verdict, ScreenVerdictKind::refused);
   EXPECT_EQ(out.verdicts[0].reason, "build_failed");
   EXPECT_NE(out.verdicts[0].detail.find("kernel.cu"), std::string::npos) << out.verdicts[0].detail;  // the compiler's log
 }
@@ -258,7 +301,7 @@ TEST(ScreenKill, AKilledRunResumesWithNothingLostOrRepeated) {
   ASSERT_EQ(jr.entries.size(), std::size_t(kCopies));
   std::set<std::string> seen;
   for (const auto& e : jr.entries) EXPECT_TRUE(seen.insert(e.candidate).second) << "twice: " << e.candidate;
-  for (const auto& v : again.verdicts) EXPECT_EQ(v.verdict, "incomplete") << v.name << ": " << v.detail;
+  for (const auto& v : again.verdicts) EXPECT_EQ(v.verdict, ScreenVerdictKind::incomplete) << v.name << ": " << v.detail;
 }
 
 TEST(ScreenCandidates, InputsAreCheckedAndFoldersScannedOneLevel) {

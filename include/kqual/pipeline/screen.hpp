@@ -5,6 +5,7 @@
 // (screen_gpus.hpp); a candidate that crashes, hangs or faults costs only its own verdict (the
 // session starts a fresh worker for the next one). --shard I/N screens a deterministic share
 // (screen_shard.hpp; docs/scale-out.md).
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "kqual/contract/declared/declared.hpp"
+#include "kqual/core/enum_names.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/core/progress.hpp"
 
@@ -45,13 +47,29 @@ struct ScreenOptions {
   ProgressFn progress;           // one line per candidate as it finishes, or empty
 };
 
+// What screen says of one candidate; its word is the verdict in the journal, results.json and
+// summary.md.
+enum class ScreenVerdictKind {
+  accepted,    // every case passed, with evidence
+  rejected,    // a case failed, the module did not load, or its worker broke down
+  refused,     // never reached the GPU: manifest invalid, build failed, the wrong contract
+  incomplete,  // not judged: no GPU, no GPU left, or kqual's own failure on its cases
+  error,       // kqual itself failed on this candidate
+};
+inline constexpr EnumNames<ScreenVerdictKind, 5> kScreenVerdictNames{{{{ScreenVerdictKind::accepted, "accepted"},
+                                                                       {ScreenVerdictKind::rejected, "rejected"},
+                                                                       {ScreenVerdictKind::refused, "refused"},
+                                                                       {ScreenVerdictKind::incomplete, "incomplete"},
+                                                                       {ScreenVerdictKind::error, "error"}}}};
+inline const char* to_string(ScreenVerdictKind k) { return kScreenVerdictNames.name(k); }
+
 // The verdict of one candidate, as journaled.
 struct ScreenVerdict {
   std::string candidate;         // the folder, absolute
   std::string name;              // the folder's name (copies of one manifest share the manifest's name)
   std::string manifest_sha256;   // of kqual.toml; "" when it could not be read
   std::string key;               // of everything that decides the verdict (screen_key.hpp); "" = never reused
-  std::string verdict;           // accepted, rejected, refused, incomplete, error
+  ScreenVerdictKind verdict = ScreenVerdictKind::incomplete;
   std::string reason;            // one line: primary failure code, refusal kind, why incomplete
   std::map<std::string, int> codes;  // failure codes (rejected) or the refusal kind (refused)
   std::string detail;            // first failure's detail, the refusal's message
@@ -62,7 +80,8 @@ struct ScreenVerdict {
   bool resumed = false;          // taken from the journal, not run by this invocation
   int gpu = -1;                  // with --gpus: the GPU (ordinal in PCI bus order) whose worker judged it
   json to_json() const;
-  static ScreenVerdict from_json(const json& j);  // Error(input) when a field is missing
+  // Error(input) when a field is missing or the verdict is not one of kScreenVerdictNames' words.
+  static ScreenVerdict from_json(const json& j);
 };
 
 struct ScreenOutcome {
@@ -84,10 +103,15 @@ std::vector<std::filesystem::path> screen_candidates(const std::vector<std::file
 // Error(usage) when the journal was made with other options (unless o.restart).
 ScreenOutcome screen(const ScreenOptions& o);
 
-// Shared by screen and screen merge: verdicts per kind (every kind present, zero or not), the exit
-// code they give (as screen()'s; `missing` candidates count as incomplete), and summary.md's table.
-std::map<std::string, int> verdict_counts(const std::vector<ScreenVerdict>& verdicts);
-int screen_exit_code(const std::map<std::string, int>& counts, std::size_t missing = 0);
+// Shared by screen and screen merge: verdicts per kind, the exit code they give (as screen()'s;
+// `missing` candidates count as incomplete), and summary.md's table.
+struct ScreenCounts {
+  std::array<int, kScreenVerdictNames.entries.size()> n{};
+  int operator[](ScreenVerdictKind k) const { return n[std::size_t(k)]; }
+  json to_json() const;  // {"accepted": 3, "rejected": 1, ...}: every kind, in kScreenVerdictNames' order
+};
+ScreenCounts verdict_counts(const std::vector<ScreenVerdict>& verdicts);
+int screen_exit_code(const ScreenCounts& counts, std::size_t missing = 0);
 std::string screen_summary_table(const std::vector<ScreenVerdict>& verdicts);
 
 // The journal's file format (docs/screen.md): a header line naming the options that decide a

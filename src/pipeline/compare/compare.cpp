@@ -55,13 +55,11 @@ json compare_contract_record(const contract::Contract& c) {
   return json{{"name", c.name()}, {"source", source}};
 }
 
-}  // namespace
-
-CompareOutcome run_compare(const CompareOptions& o) {
-  // ---- 1. Everything that can be refused without building or touching a GPU ----
+// The two sides from the options: each classified (a candidate's manifest read), and what can be
+// refused before anything is built.
+void resolve_sides(const CompareOptions& o, Side (&sides)[2]) {
   if (o.old_side.input.empty()) throw_error(ErrorKind::usage, "OLD is required");
   contract::set_contract_sources(o.sources);  // before either side's manifest names its contract
-  Side sides[2];
   sides[0].label = "old";
   sides[0].spec = o.old_side;
   sides[1].label = "new";
@@ -73,12 +71,19 @@ CompareOutcome run_compare(const CompareOptions& o) {
                 fmt::format("OLD and NEW are the same build ({} with {}): give another NEW, or different --old-*/--new-* build "
                             "options (docs/compare.md)",
                             sides[0].input.string(), sides[0].spec.recipe.describe()));
+}
+
+// The measurement options refused up front.
+void check_measure_options(const CompareOptions& o) {
   if (o.startup_runs < 2) throw_error(ErrorKind::usage, "--startup-runs must be at least 2 (two blocks per side)");
   if (!(o.resolve_ms > 0)) throw_error(ErrorKind::usage, "--resolve-ms must be positive");
   if (o.processes < 1 || o.samples < 1 || o.warmup < 0) throw_error(ErrorKind::usage, "--processes/--samples must be >= 1");
   if (o.cache_modes.empty() || o.loading_modes.empty()) throw_error(ErrorKind::usage, "no cache or loading mode selected");
-  auto dtype = parse_dtype(o.dtype);
-  if (!dtype) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", o.dtype));
+}
+
+// The launch plan of an artifact side: --manifest, else the other side's candidate manifest. Both
+// sides must implement one contract.
+void share_launch_plan(const CompareOptions& o, Side (&sides)[2]) {
   std::optional<build::Manifest> shared_manifest;
   if (!o.manifest.empty()) {
     // A launch plan for prebuilt sides: no source needed (the image's symbols name the kernels).
@@ -95,99 +100,98 @@ CompareOutcome run_compare(const CompareOptions& o) {
   if (sides[0].manifest && sides[1].manifest && sides[0].manifest->contract != sides[1].manifest->contract)
     throw_error(ErrorKind::input, fmt::format("OLD implements {} but NEW implements {}: nothing to compare",
                                               sides[0].manifest->contract, sides[1].manifest->contract));
-  JudgeOptions jo;
-  for (const auto& p : o.profiles) jo.profiles.push_back(decision::load_profile(p));
-  if (jo.profiles.empty()) {
+}
+
+// The deployment profiles the verdict is given for (--profile, else the built-in defaults).
+std::vector<decision::DeploymentProfile> compare_profiles(const CompareOptions& o) {
+  std::vector<decision::DeploymentProfile> profiles;
+  for (const auto& p : o.profiles) profiles.push_back(decision::load_profile(p));
+  if (profiles.empty()) {
     decision::DeploymentProfile d;
     d.name = "default";
     d.description = "built-in defaults (docs/statistics.md); give --profile FILE for your service";
-    jo.profiles.push_back(d);
+    profiles.push_back(d);
   }
-  const contract::Contract* contract = sides[1].manifest ? &sides[1].manifest->resolved_contract() : nullptr;
+  return profiles;
+}
+
+// The shapes timed warm (--shapes, else the contract's benchmark shapes) and the one that decides.
+struct CompareShapes {
   std::vector<contract::Dims> shapes;
+  std::size_t decision_index = 0;
+};
+
+CompareShapes compare_shapes(const CompareOptions& o, const contract::Contract* contract) {
+  CompareShapes out;
   if (contract) {
-    for (const auto& t : o.shapes) shapes.push_back(contract::parse_shape(*contract, t));
-    if (shapes.empty()) shapes = contract->benchmark_shapes();
+    for (const auto& t : o.shapes) out.shapes.push_back(contract::parse_shape(*contract, t));
+    if (out.shapes.empty()) out.shapes = contract->benchmark_shapes();
   } else if (!o.shapes.empty()) {
     throw_error(ErrorKind::usage, "--shapes needs a launch plan: compare candidates, or give --manifest");
   }
-  std::size_t decision_index = shapes.empty() ? 0 : shapes.size() - 1;
+  out.decision_index = out.shapes.empty() ? 0 : out.shapes.size() - 1;
   if (!o.decision_shape.empty()) {
     if (!contract) throw_error(ErrorKind::usage, "--decision-shape needs a launch plan (a candidate or --manifest)");
     contract::Dims d = contract::parse_shape(*contract, o.decision_shape);
-    auto it = std::find(shapes.begin(), shapes.end(), d);
-    if (it == shapes.end())
+    auto it = std::find(out.shapes.begin(), out.shapes.end(), d);
+    if (it == out.shapes.end())
       throw_error(ErrorKind::usage, fmt::format("--decision-shape {} is not among the measured shapes", o.decision_shape));
-    decision_index = std::size_t(it - shapes.begin());
+    out.decision_index = std::size_t(it - out.shapes.begin());
   }
+  return out;
+}
 
-  // ---- 2. Device (through a worker; never CUDA in this process) and target ----
-  pipeline::Target tg = pipeline::open_target({o.use_gpu, o.watchdog_seconds, o.arch});
-  worker::Session& session = *tg.session;
-  const worker::DeviceFacts& dev = *tg.device;
-  const std::string arch = tg.arch;
-  const std::string why_no_gpu = tg.why_no_gpu;
-
-  report::CompareResult r;
-  r.provenance = report::provenance(o.command_line, tg.device_json());
-  r.target = {arch, tg.arch_source};
-  if (contract) r.contract = compare_contract_record(*contract);
-  std::vector<std::string>& notes = r.notes;
-
-  // ---- 3. Build (or adopt) both sides: static, no GPU ----
-  for (auto& s : sides) {
-    fs::path dir = session.scratch() / s.label;
-    fs::create_directories(dir);
-    if (s.is_candidate) {
-      say(o, fmt::format("building {}: {}", s.label, s.spec.recipe.describe()));
-      s.built = build::build_with_recipe(*s.manifest, s.spec.recipe, arch, dir, &s.prov);
-      s.image = s.built->image_path;
-    } else {
-      s.image = s.input;
-      const artifact::Artifact whole = artifact::parse_artifact(s.input.string());
-      if (whole.container == artifact::ContainerKind::host_binary) {
-        // A host executable or shared library: the driver registers each embedded fatbin as its own
-        // module; the one holding the manifest's kernels is the side.
-        if (!s.manifest)
-          throw_error(ErrorKind::usage,
-                      fmt::format("{} is a host binary with {} device module(s): give --manifest DIR so the module holding "
-                                  "the kernel can be picked",
-                                  s.input.string(), whole.containers.size()));
-        build::ModulePick pick = build::pick_module(*s.manifest, s.input, arch, dir);
-        s.image = pick.module_path;
-        s.module_pick = pick.reason;
-        s.prov.notes.push_back(pick.reason);
-        say(o, fmt::format("{}: {}", s.label, pick.reason));
-      }
-      s.prov.recipe = "prebuilt " + std::string(artifact::to_string(whole.container)) + " " + s.input.string();
-      if (s.manifest) s.built = build::adopt_prebuilt(*s.manifest, s.image, arch, &s.prov);
+// One side built from its recipe, or adopted as prebuilt (a host binary: the module holding the
+// manifest's kernels), into `dir`; its artifact parsed, the entry the driver loads on `arch`, and
+// the kernel the startup probes look up.
+void build_side(const CompareOptions& o, Side& s, const std::string& arch, const fs::path& dir) {
+  fs::create_directories(dir);
+  if (s.is_candidate) {
+    say(o, fmt::format("building {}: {}", s.label, s.spec.recipe.describe()));
+    s.built = build::build_with_recipe(*s.manifest, s.spec.recipe, arch, dir, &s.prov);
+    s.image = s.built->image_path;
+  } else {
+    s.image = s.input;
+    const artifact::Artifact whole = artifact::parse_artifact(s.input.string());
+    if (whole.container == artifact::ContainerKind::host_binary) {
+      // A host executable or shared library: the driver registers each embedded fatbin as its own
+      // module; the one holding the manifest's kernels is the side.
+      if (!s.manifest)
+        throw_error(ErrorKind::usage,
+                    fmt::format("{} is a host binary with {} device module(s): give --manifest DIR so the module holding "
+                                "the kernel can be picked",
+                                s.input.string(), whole.containers.size()));
+      build::ModulePick pick = build::pick_module(*s.manifest, s.input, arch, dir);
+      s.image = pick.module_path;
+      s.module_pick = pick.reason;
+      s.prov.notes.push_back(pick.reason);
+      say(o, fmt::format("{}: {}", s.label, pick.reason));
     }
-    s.art = artifact::parse_artifact(s.image.string());
-    s.image_sha256 = s.art.sha256;
-    if (s.prov.image_kind.empty()) s.prov.image_kind = artifact::to_string(s.art.container);
-    s.sel = artifact::select_for_arch(s.art, artifact::Arch::parse(arch));
-    // The kernel the startup probes look up.
-    if (s.built && s.manifest) {
-      const auto names = s.manifest->kernel_names(s.manifest->supports.dtypes.at(0));
-      s.startup_kernel = s.built->lowered.at(names.at(0));
-      s.startup_kernel_from = "the manifest's first launch (" + names.at(0) + ")";
-    } else if (s.sel.entry) {
-      const auto& e = s.art.entries.at(*s.sel.entry);
-      if (!e.kernels.empty()) s.startup_kernel = e.kernels.front().name;
-      if (!e.ptx_entries.empty()) s.startup_kernel = e.ptx_entries.front();
-      s.startup_kernel_from = "the first kernel of the entry the driver loads";
-    }
+    s.prov.recipe = "prebuilt " + std::string(artifact::to_string(whole.container)) + " " + s.input.string();
+    if (s.manifest) s.built = build::adopt_prebuilt(*s.manifest, s.image, arch, &s.prov);
   }
-  if (sides[0].image_sha256 == sides[1].image_sha256) {
-    if (!sides[0].is_candidate && !sides[1].is_candidate)
-      throw_error(ErrorKind::usage, fmt::format("OLD and NEW are byte-identical ({}): nothing to compare",
-                                                sides[0].image_sha256.substr(0, 16)));
-    notes.push_back("both builds produced byte-identical images: any measured difference is noise");
+  s.art = artifact::parse_artifact(s.image.string());
+  s.image_sha256 = s.art.sha256;
+  if (s.prov.image_kind.empty()) s.prov.image_kind = artifact::to_string(s.art.container);
+  s.sel = artifact::select_for_arch(s.art, artifact::Arch::parse(arch));
+  // The kernel the startup probes look up.
+  if (s.built && s.manifest) {
+    const auto names = s.manifest->kernel_names(s.manifest->supports.dtypes.at(0));
+    s.startup_kernel = s.built->lowered.at(names.at(0));
+    s.startup_kernel_from = "the manifest's first launch (" + names.at(0) + ")";
+  } else if (s.sel.entry) {
+    const auto& e = s.art.entries.at(*s.sel.entry);
+    if (!e.kernels.empty()) s.startup_kernel = e.kernels.front().name;
+    if (!e.ptx_entries.empty()) s.startup_kernel = e.ptx_entries.front();
+    s.startup_kernel_from = "the first kernel of the entry the driver loads";
   }
-  const artifact::ArtifactDiff diff = artifact::diff_artifacts(sides[0].art, sides[1].art, artifact::Arch::parse(arch));
-  const bool new_jit = sides[1].sel.path == artifact::LoadPath::ptx_jit;
+}
+
+// results.json's "sides": each side's input, build, image, loading path and (built) candidate, as
+// loaded when it was.
+json sides_record(const Side (&sides)[2]) {
   json side_json = json::object();
-  for (auto& s : sides) {
+  for (const auto& s : sides) {
     json j{{"input", s.input.string()},
            {"kind", s.is_candidate ? "candidate" : "artifact"},
            {"build", s.prov.to_json()},
@@ -201,55 +205,49 @@ CompareOutcome run_compare(const CompareOptions& o) {
     if (s.built) j["candidate"] = s.built->to_json(), j["candidate"]["image"]["kind"] = s.prov.image_kind;
     side_json[s.label] = j;
   }
-  r.sides = side_json;
+  return side_json;
+}
+
+// The static part of the results: both sides, their artifact diff, the build and diff phases.
+void record_static_phases(report::CompareResult& r, const Side (&sides)[2], const std::string& arch) {
+  if (sides[0].image_sha256 == sides[1].image_sha256) {
+    if (!sides[0].is_candidate && !sides[1].is_candidate)
+      throw_error(ErrorKind::usage, fmt::format("OLD and NEW are byte-identical ({}): nothing to compare",
+                                                sides[0].image_sha256.substr(0, 16)));
+    r.notes.push_back("both builds produced byte-identical images: any measured difference is noise");
+  }
+  const artifact::ArtifactDiff diff = artifact::diff_artifacts(sides[0].art, sides[1].art, artifact::Arch::parse(arch));
+  r.sides = sides_record(sides);
   r.artifact_diff = artifact::to_json(diff);
-  report::PhaseList& phases = r.phases;
-  phases.set("build", fmt::format("old: {}; new: {}", sides[0].prov.recipe, sides[1].prov.recipe));
-  phases.set("artifact_diff", fmt::format("old loads by {}, new by {} on {}; {} kernel(s) compared",
-                                          artifact::to_string(sides[0].sel.path), artifact::to_string(sides[1].sel.path), arch,
-                                          diff.kernels.size()));
+  r.phases.set("build", fmt::format("old: {}; new: {}", sides[0].prov.recipe, sides[1].prov.recipe));
+  r.phases.set("artifact_diff", fmt::format("old loads by {}, new by {} on {}; {} kernel(s) compared",
+                                            artifact::to_string(sides[0].sel.path), artifact::to_string(sides[1].sel.path), arch,
+                                            diff.kernels.size()));
+}
 
-  auto write = [&](report::CompareResult result, int code) {
-    CompareOutcome out;
-    out.results = report::to_json(result);
-    out.memo = report::render_compare_memo(result);
-    out.result = std::move(result);
-    out.exit_code = code;
-    const pipeline::Written w = pipeline::write_results(o.out_dir, out.results, out.memo);
-    out.results_path = w.results;
-    out.memo_path = w.memo;
-    return out;
-  };
-
-  if (!dev.present) {
-    for (const char* ph : {"correctness", "startup", "warm_timing", "decision"}) {
-      phases.set(ph, "not run: needs a GPU (" + why_no_gpu + ")");
-      r.not_run.push_back(std::string(ph) + ": needs a GPU (" + why_no_gpu + ")");
-    }
-    report::CompareVerdict& verdict = r.verdict;
-    verdict.reasons.push_back("static phases done: both sides built/parsed for " + arch + ", artifact diff computed");
-    if (new_jit && !sides[0].art.entries.empty() && sides[0].sel.path == artifact::LoadPath::native_sass)
-      verdict.reasons.push_back("NEW is JIT-compiled from PTX on " + arch +
-                                " while OLD loads native SASS: expect a first-request cost with a cold JIT cache");
-    verdict.decision = decision::ShipVerdict::incomplete;
-    verdict.exit_code = kExitIncomplete;
-    verdict.summary = "No GPU: only the static phases ran. " + why_no_gpu;
-    return write(std::move(r), kExitIncomplete);
+// Without a GPU: the static phases are the whole result, incomplete.
+void record_no_gpu(report::CompareResult& r, const Side (&sides)[2], const std::string& arch, const std::string& why_no_gpu) {
+  for (const char* ph : {"correctness", "startup", "warm_timing", "decision"}) {
+    r.phases.set(ph, "not run: needs a GPU (" + why_no_gpu + ")");
+    r.not_run.push_back(std::string(ph) + ": needs a GPU (" + why_no_gpu + ")");
   }
+  report::CompareVerdict& verdict = r.verdict;
+  verdict.reasons.push_back("static phases done: both sides built/parsed for " + arch + ", artifact diff computed");
+  if (sides[1].sel.path == artifact::LoadPath::ptx_jit && !sides[0].art.entries.empty() &&
+      sides[0].sel.path == artifact::LoadPath::native_sass)
+    verdict.reasons.push_back("NEW is JIT-compiled from PTX on " + arch +
+                              " while OLD loads native SASS: expect a first-request cost with a cold JIT cache");
+  verdict.decision = decision::ShipVerdict::incomplete;
+  verdict.exit_code = kExitIncomplete;
+  verdict.summary = "No GPU: only the static phases ran. " + why_no_gpu;
+}
 
-  // ---- 4. Measure: correctness of both, warm timing, startup ----
-  Evidence ev = measure(o, sides, session, contract, shapes, *dtype);
-  if (ev.can_launch) {
-    // The candidates as loaded: load_and_describe added what the device says of each.
-    for (auto& s : sides) {
-      side_json[s.label]["candidate"] = s.built->to_json();
-      side_json[s.label]["candidate"]["image"]["kind"] = s.prov.image_kind;
-    }
-    r.sides = side_json;
-  }
-
-  // ---- 5. Judge and write ----
-  jo.decision_index = decision_index;
+// What judge() weighs the evidence with, from the options.
+JudgeOptions compare_judge_options(const CompareOptions& o, std::vector<decision::DeploymentProfile> profiles,
+                                   const CompareShapes& plan, bool new_jit, const std::string& arch) {
+  JudgeOptions jo;
+  jo.profiles = std::move(profiles);
+  jo.decision_index = plan.decision_index;
   jo.new_uses_ptx_jit = new_jit;
   jo.arch = arch;
   jo.cold_noise_floor_ms = o.cold_noise_floor_ms;
@@ -260,8 +258,60 @@ CompareOutcome run_compare(const CompareOptions& o) {
   jo.service.requests = 50000;  // the real run: longer simulations, more replicates (a few seconds of CPU)
   jo.service.bootstrap = 200;
   jo.service.seed = o.seed;
-  Judgement j = judge(r, ev, jo);
-  return write(std::move(j.result), j.exit_code);
+  return jo;
+}
+
+// Phase "write": results.json and memo.md of the result.
+CompareOutcome write_compare(const CompareOptions& o, report::CompareResult result, int code) {
+  CompareOutcome out;
+  out.results = report::to_json(result);
+  out.memo = report::render_compare_memo(result);
+  out.result = std::move(result);
+  out.exit_code = code;
+  const pipeline::Written w = pipeline::write_results(o.out_dir, out.results, out.memo);
+  out.results_path = w.results;
+  out.memo_path = w.memo;
+  return out;
+}
+
+}  // namespace
+
+CompareOutcome run_compare(const CompareOptions& o) {
+  // ---- 1. Everything that can be refused without building or touching a GPU ----
+  Side sides[2];
+  resolve_sides(o, sides);
+  check_measure_options(o);
+  auto dtype = parse_dtype(o.dtype);
+  if (!dtype) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", o.dtype));
+  share_launch_plan(o, sides);
+  // Profiles load here, before any build: a bad profile is refused up front.
+  std::vector<decision::DeploymentProfile> profiles = compare_profiles(o);
+  const contract::Contract* contract = sides[1].manifest ? &sides[1].manifest->resolved_contract() : nullptr;
+  const CompareShapes plan = compare_shapes(o, contract);
+
+  // ---- 2. Device (through a worker; never CUDA in this process) and target ----
+  pipeline::Target tg = pipeline::open_target({o.use_gpu, o.watchdog_seconds, o.arch});
+  report::CompareResult r;
+  r.provenance = report::provenance(o.command_line, tg.device_json());
+  r.target = {tg.arch, tg.arch_source};
+  if (contract) r.contract = compare_contract_record(*contract);
+
+  // ---- 3. Build (or adopt) both sides: static, no GPU ----
+  for (auto& s : sides) build_side(o, s, tg.arch, tg.session->scratch() / s.label);
+  record_static_phases(r, sides, tg.arch);
+  if (!tg.gpu()) {
+    record_no_gpu(r, sides, tg.arch, tg.why_no_gpu);
+    return write_compare(o, std::move(r), kExitIncomplete);
+  }
+
+  // ---- 4. Measure: correctness of both, warm timing, startup ----
+  Evidence ev = measure(o, sides, *tg.session, contract, plan.shapes, *dtype);
+  if (ev.can_launch) r.sides = sides_record(sides);  // the candidates as loaded: what the device says of each
+
+  // ---- 5. Judge and write ----
+  const bool new_jit = sides[1].sel.path == artifact::LoadPath::ptx_jit;
+  Judgement j = judge(r, ev, compare_judge_options(o, std::move(profiles), plan, new_jit, tg.arch));
+  return write_compare(o, std::move(j.result), j.exit_code);
 }
 
 }  // namespace kqual::compare

@@ -10,8 +10,7 @@
 #include <map>
 
 #include "kqual/bench/timing.hpp"
-#include "kqual/check/evaluate.hpp"
-#include "kqual/check/plan.hpp"
+#include "kqual/pipeline/phases.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/startup/startup.hpp"
 #include "kqual/stats/compare.hpp"
@@ -21,18 +20,19 @@ namespace kqual::compare {
 
 namespace {
 
-CorrectnessSide to_side(const check::CorrectnessReport& rep) {
+// One side's checked correctness as the judge reads it.
+CorrectnessSide to_side(const pipeline::CheckedOne& one) {
+  const pipeline::CorrectnessSummary& sum = *one.correctness;
   CorrectnessSide c;
   c.ran = true;
-  c.accepted = rep.accepted();
-  c.cases = rep.cases;
-  c.passed = rep.passed;
-  c.failed = rep.failed;
-  c.refused = rep.refused;
-  c.primary_code = rep.primary_code();
-  for (const auto& cr : rep.results)
-    if (cr.status == check::CaseStatus::fail) c.failing[cr.spec.id] = cr.code;
-  c.report = rep.to_json(false);
+  c.accepted = sum.accepted;
+  c.cases = sum.cases;
+  c.passed = sum.passed;
+  c.failed = sum.failed;
+  c.refused = sum.refused;
+  c.primary_code = sum.primary_code;
+  for (const auto& f : sum.failures) c.failing[f.id] = f.code;
+  c.report = one.report->to_json(false);
   return c;
 }
 
@@ -102,8 +102,10 @@ Evidence measure(const CompareOptions& o, Side (&sides)[2], worker::Session& ses
     clock = now;
   };
   if (ev.can_launch) {
+    pipeline::CheckOneOptions load_only;
+    load_only.correctness = false;
     for (auto& s : sides) {
-      std::string refusal = check::load_and_describe(session, *s.built);
+      const std::string refusal = pipeline::check_one(session, *s.built, load_only).load_error;
       if (!refusal.empty()) throw_error(ErrorKind::input, fmt::format("{} ({}): {}", s.label, s.prov.recipe, refusal));
     }
   }
@@ -127,24 +129,23 @@ Evidence measure(const CompareOptions& o, Side (&sides)[2], worker::Session& ses
       bench::prepare_timing_cases(prep, *contract, to);
     });
   if (ev.can_launch && o.correctness) {
-    check::CheckOptions co;
-    co.seed = o.seed;
-    co.include_large = o.large_cases;
+    pipeline::CheckOneOptions co;
+    co.load = false;  // loaded above; `other` needs no load of its own: each case's run names the module
+    co.check.seed = o.seed;
+    co.check.include_large = o.large_cases;
     // compare asks whether NEW may replace OLD; the cases past 2^31 elements come with the large
     // ones (--large-cases), and the sanitizer pass is `kqual check`'s (its wall time would dominate
     // compare's budget).
-    co.index_cases = o.large_cases;
-    co.sanitizer_pass = false;
+    co.check.index_cases = o.large_cases;
+    co.check.sanitizer_pass = false;
     // NEW is blamed only for cases OLD passes: both sides' failing cases must be known, so a rejected
     // side runs every case (a correct side runs every case anyway).
-    co.all_cases = true;
+    co.check.all_cases = true;
     // Both sides at once, each in its own worker process (correctness is not timed).
     say(o, "correctness: old and new, each in its own worker");
     worker::Session other(session.options());
-    auto new_side = std::async(std::launch::async, [&] {
-      return to_side(check::check_correctness(other, *sides[1].built, co));
-    });
-    ev.correctness[0] = to_side(check::check_correctness(session, *sides[0].built, co));
+    auto new_side = std::async(std::launch::async, [&] { return to_side(pipeline::check_one(other, *sides[1].built, co)); });
+    ev.correctness[0] = to_side(pipeline::check_one(session, *sides[0].built, co));
     ev.correctness[1] = new_side.get();
   }
   if (primed.valid()) {

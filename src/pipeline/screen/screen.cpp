@@ -19,14 +19,13 @@
 
 #include "kqual/build/candidate.hpp"
 #include "kqual/build/manifest.hpp"
-#include "kqual/check/evaluate.hpp"
-#include "kqual/check/plan.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
+#include "kqual/pipeline/phases.hpp"
 #include "kqual/pipeline/screen_gpus.hpp"
 #include "pipeline/build_pool.hpp"
 #include "screen_contracts.hpp"
@@ -56,7 +55,7 @@ struct BuildSlot {
 
 ScreenVerdict refused(const std::string& kind, const std::string& why) {
   ScreenVerdict v;
-  v.verdict = "refused";
+  v.verdict = ScreenVerdictKind::refused;
   v.reason = kind;
   v.codes[kind] = 1;
   v.detail = why;
@@ -119,57 +118,60 @@ Lanes open_lanes(const ScreenOptions& o) {
   return l;
 }
 
-// One candidate's GPU checks in session `s`; *fault when its worker broke down on the way.
-ScreenVerdict check_on_gpu(worker::Session& s, build::BuiltCandidate& b, const check::CheckOptions& co, bool* fault) {
+// A rejection that no case gives: the module did not load, the worker broke down on the candidate.
+ScreenVerdict rejected_for(const std::string& code, const std::string& detail) {
+  ScreenVerdict v;
+  v.verdict = ScreenVerdictKind::rejected;
+  v.reason = code;
+  v.codes[code] = 1;
+  v.detail = detail;
+  return v;
+}
+
+// The correctness phase's summary as screen's verdict.
+ScreenVerdict screen_verdict_of(const CorrectnessSummary& sum) {
+  ScreenVerdict v;
+  v.codes = sum.failure_codes;
+  if (sum.incomplete) {
+    // kqual's own failure (its allocation, the upload, its reference, the worker lost outside the
+    // candidate's launch): no verdict on the candidate, and not kept on resume.
+    v.verdict = ScreenVerdictKind::incomplete;
+    v.reason = "harness_error";
+    v.codes["harness_error"] = sum.harness_errors;
+    v.detail = sum.harness_failure;
+  } else if (sum.accepted) {
+    v.verdict = ScreenVerdictKind::accepted;
+    v.reason = fmt::format("{} of {} cases passed, {} refused as the contract requires", sum.passed, sum.cases, sum.refused);
+  } else {
+    v.verdict = ScreenVerdictKind::rejected;
+    v.reason = sum.primary_code;
+    if (v.reason.empty()) {  // nothing failed, but nothing proved anything either
+      v.reason = "no_evidence";
+      v.codes["no_evidence"] = 1;
+      v.detail = "every passed case's expected output is degenerate (all zero or all equal)";
+    }
+    if (!sum.failures.empty()) v.detail = sum.first_failure();
+  }
+  return v;
+}
+
+// One candidate's GPU phases in session `s`; *fault when its worker broke down on the way.
+ScreenVerdict check_on_gpu(worker::Session& s, build::BuiltCandidate& b, const CheckOneOptions& co, bool* fault) {
   ScreenVerdict v;
   const int started = s.worker().processes_started();
   try {
-    const std::string load_err = check::load_and_describe(s, b);
-    if (!load_err.empty()) {
-      v.verdict = "rejected";
-      v.reason = "load_failed";
-      v.codes["load_failed"] = 1;
-      v.detail = load_err;
-    } else {
-      const check::CorrectnessReport rep = check::check_correctness(s, b, co);
-      v.codes = rep.failure_codes;
-      if (rep.incomplete()) {
-        // kqual's own failure (its allocation, the upload, its reference, the worker lost outside the
-        // candidate's launch): no verdict on the candidate, and not kept on resume.
-        v.verdict = "incomplete";
-        v.reason = "harness_error";
-        v.codes["harness_error"] = rep.harness_errors;
-        v.detail = rep.harness_failure;
-      } else if (rep.accepted()) {
-        v.verdict = "accepted";
-        v.reason = fmt::format("{} of {} cases passed, {} refused as the contract requires", rep.passed, rep.cases, rep.refused);
-      } else {
-        v.verdict = "rejected";
-        v.reason = rep.primary_code();
-        if (v.reason.empty()) {  // nothing failed, but nothing proved anything either
-          v.reason = "no_evidence";
-          v.codes["no_evidence"] = 1;
-          v.detail = "every passed case's expected output is degenerate (all zero or all equal)";
-        }
-        for (const auto& x : rep.results)
-          if (x.status == check::CaseStatus::fail) {
-            v.detail = x.detail;
-            break;
-          }
-      }
-    }
+    const CheckedOne one = check_one(s, b, co);
+    v = one.loaded() ? screen_verdict_of(*one.correctness) : rejected_for("load_failed", one.load_error);
   } catch (const Error& e) {
     // A worker that broke down on this candidate is the candidate's verdict; anything else is kqual's.
     if (e.kind() == ErrorKind::worker) {
-      v.verdict = "rejected";
-      v.reason = "worker_fault";
-      v.codes["worker_fault"] = 1;
+      v = rejected_for("worker_fault", e.what());
       *fault = true;
     } else {
-      v.verdict = "error";
+      v.verdict = ScreenVerdictKind::error;
       v.reason = std::string("internal error (") + to_string(e.kind()) + ")";
+      v.detail = e.what();
     }
-    v.detail = e.what();
   }
   // A crash, hang or sticky error ends the worker (the client starts a fresh one on the next call):
   // a ping that has to start one shows the candidate cost this lane its worker.
@@ -298,36 +300,32 @@ BuildSlot build_screen_slot(const ScreenOptions& o, const ScreenContracts& contr
   BuildSlot slot;
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    build::Manifest m;
     if (contracts.refusals[i]) {
       slot.verdict = contracts.refusals[i];
       slot.contract = contracts.refusals[i]->contract;
     } else {
-      try {
-        m = build::load_manifest(cand);
-      } catch (const Error& e) {
-        slot.verdict = refused("manifest_invalid", e.what());
-      }
-    }
-    if (!slot.verdict) {
-      slot.contract = m.contract;
-      if (!o.contract.empty() && m.contract != o.contract) {
-        slot.verdict = refused("contract_mismatch", fmt::format("{} is a {} candidate; this screen is against {}",
-                                                                m.file.string(), m.contract, o.contract));
-      } else {
-        try {
-          // A folder per candidate: copies of one manifest share its name and image file name.
-          const fs::path dir = scratch / fmt::format("c{}", i);
-          fs::create_directories(dir);
-          slot.built = build::build_candidate(m, arch, dir);
-        } catch (const Error& e) {
-          slot.verdict = refused("build_failed", e.what());
-        }
-      }
+      BuildOneOptions bo;
+      bo.arch = arch;
+      bo.dir = scratch / fmt::format("c{}", i);  // a folder per candidate: copies of one manifest share its file names
+      bo.pass_over = [&](const build::Manifest& m) {
+        return o.contract.empty() || m.contract == o.contract
+                   ? std::string()
+                   : fmt::format("{} is a {} candidate; this screen is against {}", m.file.string(), m.contract, o.contract);
+      };
+      BuiltOne one = build_one(cand, bo);
+      if (one.manifest) slot.contract = one.manifest->contract;
+      if (!one.manifest)
+        slot.verdict = refused("manifest_invalid", one.manifest_error);
+      else if (!one.passed_over.empty())
+        slot.verdict = refused("contract_mismatch", one.passed_over);
+      else if (!one.built)
+        slot.verdict = refused("build_failed", one.build_error);
+      else
+        slot.built = std::move(one.built);
     }
   } catch (const std::exception& e) {
     ScreenVerdict v;
-    v.verdict = "error";
+    v.verdict = ScreenVerdictKind::error;
     v.reason = "internal error";
     v.detail = e.what();
     slot.verdict = v;
@@ -349,16 +347,16 @@ DispatchReport check_screen_lanes(const ScreenOptions& o, const ScreenContracts&
   const int threads = int(std::min<std::size_t>(std::size_t(o.jobs), std::max<std::size_t>(run.todo.size(), 1)));
   BuildPool<BuildSlot> pool(run.todo.size(), threads, build_one);
 
-  check::CheckOptions co;
-  co.seed = o.seed;
-  co.include_large = o.large_cases;
-  co.all_cases = o.all_cases;
-  co.sanitizer_pass = o.sanitizer_pass;
+  CheckOneOptions co;
+  co.check.seed = o.seed;
+  co.check.include_large = o.large_cases;
+  co.check.all_cases = o.all_cases;
+  co.check.sanitizer_pass = o.sanitizer_pass;
   std::size_t shown = 0;  // progress lines count 1..n
   for (std::size_t i = 0; i < n; ++i)
     if (run.verdicts[i].resumed)
       say(fmt::format("screen [{}/{}] {}: {} ({}; from the journal)", ++shown, n, display_name(run.cands[i]),
-                      run.verdicts[i].verdict, run.verdicts[i].reason));
+                      to_string(run.verdicts[i].verdict), run.verdicts[i].reason));
   auto take_slot = [&](std::size_t k) {
     std::optional<BuildSlot> slot = pool.take(k);
     if (!slot) throw_error(ErrorKind::internal, "the build pool stopped before building a candidate a lane needs");
@@ -372,7 +370,7 @@ DispatchReport check_screen_lanes(const ScreenOptions& o, const ScreenContracts&
     if (slot.verdict) {
       v = *slot.verdict;
     } else if (!lanes.gpu()) {
-      v.verdict = "incomplete";
+      v.verdict = ScreenVerdictKind::incomplete;
       v.reason = "compiled; no GPU";
       v.detail = lanes.why_no_gpu + ": load and correctness not run";
     } else {
@@ -404,7 +402,7 @@ DispatchReport check_screen_lanes(const ScreenOptions& o, const ScreenContracts&
     append_journal_line(journal_fd, journal_path, v.to_json().dump(-1, ' ', false, json::error_handler_t::replace));
     std::error_code ec;
     fs::remove_all(build_scratch.path() / fmt::format("c{}", i), ec);  // scratch holds only what is still to run
-    say(fmt::format("screen [{}/{}] {}: {} ({}){}", ++shown, n, v.name, v.verdict, first_line(v.reason, 200),
+    say(fmt::format("screen [{}/{}] {}: {} ({}){}", ++shown, n, v.name, to_string(v.verdict), first_line(v.reason, 200),
                     v.gpu >= 0 ? fmt::format(" on GPU {}", v.gpu) : std::string()));
     run.verdicts[i] = std::move(v);
   };
@@ -415,7 +413,7 @@ DispatchReport check_screen_lanes(const ScreenOptions& o, const ScreenContracts&
 // results.json of a screen run.
 json screen_results_json(const ScreenOptions& o, const json& options, const fs::path& journal_path, const Lanes& lanes,
                          const DispatchReport& dispatched, const ScreenRun& run, const ScreenContracts& contracts,
-                         std::map<std::string, int>& counts, double wall_s) {
+                         const ScreenCounts& counts, double wall_s) {
   json rows = json::array();
   for (const auto& v : run.verdicts) {
     json j = v.to_json();
@@ -456,8 +454,7 @@ json screen_results_json(const ScreenOptions& o, const json& options, const fs::
   r["candidates"] = run.cands.size();
   r["resumed"] = run.resumed;
   r["run"] = ran;
-  r["counts"] = json{{"accepted", counts["accepted"]}, {"rejected", counts["rejected"]}, {"refused", counts["refused"]},
-                     {"incomplete", counts["incomplete"]}, {"error", counts["error"]}};
+  r["counts"] = counts.to_json();
   r["compile_threads"] = o.jobs;
   r["wall_s"] = wall_s;
   // Throughput of this invocation (resumed verdicts cost nothing here), by wall time: with a GPU,
@@ -474,12 +471,13 @@ json screen_results_json(const ScreenOptions& o, const json& options, const fs::
 
 // summary.md of a screen run.
 std::string screen_summary_md(const Lanes& lanes, const DispatchReport& dispatched, const ScreenRun& run,
-                              std::map<std::string, int>& counts, double wall_s) {
+                              const ScreenCounts& counts, double wall_s) {
+  using K = ScreenVerdictKind;
   std::string md = "# kqual screen\n\n";
   md += fmt::format("{} candidate(s) — accepted {}, rejected {}, refused {}, incomplete {}{} — {} run in {:.1f} s, {} from the "
                     "journal.\n\n",
-                    run.cands.size(), counts["accepted"], counts["rejected"], counts["refused"], counts["incomplete"],
-                    counts["error"] ? fmt::format(", kqual errors {}", counts["error"]) : std::string(), run.todo.size(),
+                    run.cands.size(), counts[K::accepted], counts[K::rejected], counts[K::refused], counts[K::incomplete],
+                    counts[K::error] ? fmt::format(", kqual errors {}", counts[K::error]) : std::string(), run.todo.size(),
                     wall_s, run.resumed);
   if (run.shard)
     md += fmt::format("Shard {} of a campaign of {} candidate(s).\n\n", run.shard->text(), run.shard_rec->total);
@@ -536,7 +534,7 @@ ScreenOutcome screen(const ScreenOptions& o) {
   const double wall_s = ms_since(t_start) / 1000.0;
 
   // ---- write: results.json and summary.md ----
-  std::map<std::string, int> counts = verdict_counts(run.verdicts);
+  const ScreenCounts counts = verdict_counts(run.verdicts);
   const json r = screen_results_json(o, options, out.journal_path, lanes, dispatched, run, contracts, counts, wall_s);
   const std::string md = screen_summary_md(lanes, dispatched, run, counts, wall_s);
   out.results_path = o.out_dir / "results.json";

@@ -18,7 +18,7 @@ namespace {
 ScreenVerdict contract_mismatch_verdict(const fs::path& cand, const std::string& value, const std::string& name, const fs::path& named,
                        const fs::path& resolved) {
   ScreenVerdict v;
-  v.verdict = "refused";
+  v.verdict = ScreenVerdictKind::refused;
   v.reason = "contract_mismatch";
   v.codes["contract_mismatch"] = 1;
   v.contract = name;

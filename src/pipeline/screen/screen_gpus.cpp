@@ -175,7 +175,7 @@ DispatchReport dispatch_lanes(std::size_t lanes, std::size_t items, const LaneHo
     why_all += fmt::format("{}lane {}: {}", l ? "; " : "", l, rep.retired[l].empty() ? "none" : rep.retired[l]);
   for (; next < items; ++next) {
     ScreenVerdict v;
-    v.verdict = "incomplete";
+    v.verdict = ScreenVerdictKind::incomplete;
     v.reason = "no GPU left";
     v.detail = lanes == 0 ? std::string("no lane") : "every GPU's worker was retired (" + why_all + ")";
     hooks.record(std::size_t(-1), next, std::move(v));

@@ -81,7 +81,7 @@ json ScreenVerdict::to_json() const {
   json c = json::object();
   for (const auto& [k, n] : codes) c[k] = n;
   json j{{"candidate", candidate}, {"name", name},         {"manifest_sha256", manifest_sha256}, {"key", key},
-         {"contract", contract},   {"verdict", verdict},   {"reason", reason},
+         {"contract", contract},   {"verdict", to_string(verdict)}, {"reason", reason},
          {"codes", c},             {"detail", detail},     {"wall_ms", wall_ms},
          {"compile_ms", compile_ms}, {"finished", finished}};
   if (gpu >= 0) j["gpu"] = gpu;  // with --gpus only: the ordinal (PCI bus order) that judged it
@@ -96,7 +96,11 @@ ScreenVerdict ScreenVerdict::from_json(const json& j) {
     v.manifest_sha256 = j.at("manifest_sha256").get<std::string>();
     v.key = j.value("key", std::string());  // absent in journals from before the key: never reused
     v.contract = j.value("contract", std::string());
-    v.verdict = j.at("verdict").get<std::string>();
+    const std::string word = j.at("verdict").get<std::string>();
+    const std::optional<ScreenVerdictKind> kind = kScreenVerdictNames.parse(word);
+    if (!kind)
+      throw_error(ErrorKind::input, fmt::format("a screen verdict \"{}\" is none of {}", word, kScreenVerdictNames.choices()));
+    v.verdict = *kind;
     v.reason = j.value("reason", std::string());
     for (const auto& [k, n] : j.at("codes").items()) v.codes[k] = n.get<int>();
     v.detail = j.value("detail", std::string());
@@ -111,8 +115,8 @@ ScreenVerdict ScreenVerdict::from_json(const json& j) {
 }
 
 bool reusable(const ScreenVerdict& j, const std::string& key, bool gpu) {
-  if (key.empty() || j.key != key || j.verdict == "error" || j.codes.count("harness_error")) return false;
-  return !(j.verdict == "incomplete" && gpu);
+  if (key.empty() || j.key != key || j.verdict == ScreenVerdictKind::error || j.codes.count("harness_error")) return false;
+  return !(j.verdict == ScreenVerdictKind::incomplete && gpu);
 }
 
 ScreenJournal read_screen_journal(const fs::path& file) {
@@ -150,7 +154,11 @@ ScreenJournal read_screen_journal(const fs::path& file) {
                                                   "use another --out or --restart", file.string(), kScreenJournalName));
       jr.header = j;
     } else {
-      jr.entries.push_back(ScreenVerdict::from_json(j));
+      try {
+        jr.entries.push_back(ScreenVerdict::from_json(j));
+      } catch (const Error& e) {
+        throw_error(ErrorKind::input, fmt::format("{}: line {}: {} (--restart starts a fresh journal)", file.string(), line_no, e.what()));
+      }
     }
     pos = nl + 1;
     jr.good_bytes = pos;
@@ -194,22 +202,25 @@ std::vector<fs::path> screen_candidates(const std::vector<fs::path>& inputs, std
   return out;
 }
 
-std::map<std::string, int> verdict_counts(const std::vector<ScreenVerdict>& verdicts) {
-  std::map<std::string, int> counts{{"accepted", 0}, {"rejected", 0}, {"refused", 0}, {"incomplete", 0}, {"error", 0}};
-  for (const auto& v : verdicts) ++counts[v.verdict];
+json ScreenCounts::to_json() const {
+  json j = json::object();
+  for (const auto& [kind, word] : kScreenVerdictNames.entries) j[word] = (*this)[kind];
+  return j;
+}
+
+ScreenCounts verdict_counts(const std::vector<ScreenVerdict>& verdicts) {
+  ScreenCounts counts;
+  for (const auto& v : verdicts) ++counts.n[std::size_t(v.verdict)];
   return counts;
 }
 
-int screen_exit_code(const std::map<std::string, int>& c, std::size_t missing) {
-  auto n = [&](const char* k) {
-    auto it = c.find(k);
-    return it == c.end() ? 0 : it->second;
-  };
-  return n("error") ? kExitInternal
-         : n("rejected") ? kExitFail
-         : n("refused") ? kExitInputError
-         : n("incomplete") || missing ? kExitIncomplete
-                                      : kExitPass;
+int screen_exit_code(const ScreenCounts& c, std::size_t missing) {
+  using K = ScreenVerdictKind;
+  return c[K::error] ? kExitInternal
+         : c[K::rejected] ? kExitFail
+         : c[K::refused] ? kExitInputError
+         : c[K::incomplete] || missing ? kExitIncomplete
+                                       : kExitPass;
 }
 
 std::string screen_summary_table(const std::vector<ScreenVerdict>& verdicts) {
@@ -223,8 +234,9 @@ std::string screen_summary_table(const std::vector<ScreenVerdict>& verdicts) {
   };
   for (std::size_t i = 0; i < verdicts.size(); ++i) {
     const auto& v = verdicts[i];
-    md += fmt::format("| {} | {} | {} | {} | {} | {:.0f} |{} {} |\n", i + 1, cell(v.name), cell(v.contract), v.verdict,
-                      cell(v.reason + (v.detail.empty() || v.verdict == "accepted" ? "" : ": " + v.detail)), v.wall_ms,
+    md += fmt::format("| {} | {} | {} | {} | {} | {:.0f} |{} {} |\n", i + 1, cell(v.name), cell(v.contract), to_string(v.verdict),
+                      cell(v.reason + (v.detail.empty() || v.verdict == ScreenVerdictKind::accepted ? "" : ": " + v.detail)),
+                      v.wall_ms,
                       gpus ? (v.gpu >= 0 ? fmt::format(" {} |", v.gpu) : std::string("  |")) : std::string(),
                       v.resumed ? "yes" : "");
   }

@@ -166,7 +166,7 @@ namespace {
 
 // results.json and summary.md of a merge (`merged`: the record results.json keeps under "merged").
 void write_merged(const MergeOptions& o, const json& shard_options, json merged, std::size_t finished, MergeOutcome& out) {
-  const std::map<std::string, int> counts = verdict_counts(out.verdicts);
+  const ScreenCounts counts = verdict_counts(out.verdicts);
   json rows = json::array();
   for (const auto& v : out.verdicts) {
     json j = v.to_json();
@@ -183,17 +183,16 @@ void write_merged(const MergeOptions& o, const json& shard_options, json merged,
   r["merged"] = std::move(merged);
   r["options"] = options;
   r["candidates"] = out.verdicts.size();
-  r["counts"] = json{{"accepted", counts.at("accepted")}, {"rejected", counts.at("rejected")}, {"refused", counts.at("refused")},
-                     {"incomplete", counts.at("incomplete")}, {"error", counts.at("error")}};
+  r["counts"] = counts.to_json();
   r["verdicts"] = rows;
 
   std::string md = "# kqual screen (merged)\n\n";
   md += fmt::format("{} candidate(s) of {} expected, from {} of {} shard(s) — accepted {}, rejected {}, refused {}, incomplete {}{}; "
                     "{} duplicate verdict(s) dropped, {} candidate(s) missing.\n\n",
-                    out.verdicts.size(), total, finished, count, counts.at("accepted"),
-                    counts.at("rejected"), counts.at("refused"), counts.at("incomplete"),
-                    counts.at("error") ? fmt::format(", kqual errors {}", counts.at("error")) : std::string(), out.duplicates,
-                    out.missing);
+                    out.verdicts.size(), total, finished, count, counts[ScreenVerdictKind::accepted],
+                    counts[ScreenVerdictKind::rejected], counts[ScreenVerdictKind::refused], counts[ScreenVerdictKind::incomplete],
+                    counts[ScreenVerdictKind::error] ? fmt::format(", kqual errors {}", counts[ScreenVerdictKind::error]) : std::string(),
+                    out.duplicates, out.missing);
   for (const auto& m : missing_shards)
     md += fmt::format("- shard {} has no results: its {} candidate(s) are missing\n", m["shard"].get<std::string>(),
                       m["candidates"].get<std::size_t>());
@@ -312,7 +311,12 @@ MergeOutcome merge_screen(const MergeOptions& o) {
     finished.insert(index);
     std::size_t rows = 0;
     for (const json& row : s.results.value("verdicts", json::array())) {
-      ScreenVerdict v = ScreenVerdict::from_json(row);
+      ScreenVerdict v;
+      try {
+        v = ScreenVerdict::from_json(row);
+      } catch (const Error& e) {
+        throw_error(ErrorKind::input, fmt::format("screen merge: {}: verdicts[{}]: {}", (s.dir / "results.json").string(), rows, e.what()));
+      }
       v.resumed = row.value("resumed", false);
       ++rows;
       const auto a = assigned.find(v.candidate);
@@ -327,7 +331,8 @@ MergeOutcome merge_screen(const MergeOptions& o) {
         if (it->second.verdict != v.verdict || it->second.key != v.key)
           throw_error(ErrorKind::input, fmt::format("screen merge: two different verdicts for {}: {} in {}, {} in {}; which one "
                                                     "stands is not the merge's to choose (screen it again)",
-                                                    v.candidate, it->second.verdict, from_dir[v.candidate].string(), v.verdict,
+                                                    v.candidate, to_string(it->second.verdict), from_dir[v.candidate].string(),
+                                                    to_string(v.verdict),
                                                     s.dir.string()));
         ++out.duplicates;  // the same shard given twice (a copy of its folder): the same verdict
       } else {

@@ -1,0 +1,100 @@
+#include "kqual/pipeline/phases.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "kqual/check/plan.hpp"
+#include "kqual/core/error.hpp"
+
+namespace kqual::pipeline {
+namespace fs = std::filesystem;
+
+namespace {
+
+double phases_ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The sanitizer pass as its phase line: its status, and why when it says.
+std::string sanitizer_phase_line(const json& sanitizer) {
+  if (!sanitizer.is_object()) return "not run";
+  return sanitizer.value("status", "not_run") + (sanitizer.contains("why") ? ": " + sanitizer.value("why", "") : "");
+}
+
+}  // namespace
+
+BuiltOne build_one(const fs::path& folder, const BuildOneOptions& o) {
+  BuiltOne b;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    b.manifest = build::load_manifest(folder);
+  } catch (const Error& e) {
+    b.manifest_error = e.what();
+  }
+  if (b.manifest && o.pass_over) b.passed_over = o.pass_over(*b.manifest);
+  if (b.manifest && b.passed_over.empty()) {
+    try {
+      fs::create_directories(o.dir);
+      b.built = build::build_candidate(*b.manifest, o.arch, o.dir);
+    } catch (const Error& e) {
+      b.build_error = e.what();
+    }
+  }
+  b.build_ms = phases_ms_since(t0);
+  return b;
+}
+
+std::string CorrectnessSummary::first_failure() const { return failures.empty() ? std::string() : failures.front().detail; }
+
+std::string CorrectnessSummary::first_failure_with(const std::vector<std::string>& codes) const {
+  for (const auto& f : failures)
+    if (std::find(codes.begin(), codes.end(), f.code) != codes.end()) return f.detail;
+  return "";
+}
+
+std::string CorrectnessSummary::phase_line() const {
+  return fmt::format("{}: {} passed, {} failed, {} refused of {} cases", accepted ? "accepted" : "rejected", passed, failed, refused,
+                     cases);
+}
+
+CorrectnessSummary summarize_correctness(const check::CorrectnessReport& rep) {
+  CorrectnessSummary s;
+  s.accepted = rep.accepted();
+  s.incomplete = rep.incomplete();
+  s.cases = rep.cases;
+  s.passed = rep.passed;
+  s.failed = rep.failed;
+  s.refused = rep.refused;
+  s.evidence = rep.evidence;
+  s.skipped = rep.skipped;
+  s.harness_errors = rep.harness_errors;
+  s.harness_failure = rep.harness_failure;
+  s.settled_not_run = int(rep.settled_not_run.size());
+  s.primary_code = rep.primary_code();
+  s.failure_codes = rep.failure_codes;
+  for (const auto& x : rep.results)
+    if (x.status == check::CaseStatus::fail) s.failures.push_back({x.spec.id, x.code, x.detail});
+  s.sanitizer = sanitizer_phase_line(rep.sanitizer);
+  s.wall_ms = rep.wall_ms;
+  return s;
+}
+
+CheckedOne check_one(worker::Session& s, build::BuiltCandidate& b, const CheckOneOptions& o) {
+  CheckedOne out;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (o.load) out.load_error = check::load_and_describe(s, b);
+  if (out.loaded()) {
+    if (o.correctness) {
+      out.report = check::check_correctness(s, b, o.check);
+      out.correctness = summarize_correctness(*out.report);
+    }
+    if (o.timing && (!out.correctness || out.correctness->accepted))
+      out.timing = bench::time_against_baselines(s, b, {}, *o.timing);
+  }
+  out.wall_ms = phases_ms_since(t0);
+  return out;
+}
+
+}  // namespace kqual::pipeline
