@@ -104,8 +104,8 @@ TEST(ImportInputErrors, DefinitionNamesTheContractCannotCarryAreRefused) {
   d["axes"]["h"]["value"] = 0;
   expect_input_error(import_definition(dir, d), f + ": axes.h.value: a const axis needs a positive integer value");
   d = json::parse(kDefinition);
-  d["inputs"]["x"]["shape"] = json::array();
-  expect_input_error(import_definition(dir, d), f + ": inputs.x.shape: []: a 0-d tensor");
+  d["inputs"]["x"]["shape"] = json::array({"n", "0"});  // a literal size (SOL-ExecBench) of 0: an empty tensor
+  expect_input_error(import_definition(dir, d), f + ": inputs.x.shape[1]: \"0\": a zero-sized dim");
 }
 
 TEST(ImportInputErrors, WorkloadLinesAreCheckedAndNamedByLine) {
@@ -114,7 +114,15 @@ TEST(ImportInputErrors, WorkloadLinesAreCheckedAndNamedByLine) {
   const json d = json::parse(kDefinition);
   expect_input_error(import_definition(dir, d, "{\"axes\": {\"n\": 7}}\n{\"axes\": {\"n\": \"8\"}}\n"),
                      w + ":2: axes.n: expected an integer, got the string \"8\"");
-  expect_input_error(import_definition(dir, d, "{\"axes\": {\"n\": 0}}\n"), w + ":1: axes.n: 0 is outside [1, 2^31 - 1]");
+  expect_input_error(import_definition(dir, d, "{\"axes\": {\"n\": -1}}\n"), w + ":1: axes.n: -1 is outside [1, 2^31 - 1]");
+  {
+    // A workload with an axis of 0 (an empty tensor) is left out of the shapes, said; the others import.
+    ScratchDir empty("kqual-import-errors");
+    const Imported e = import_definition(empty, d, "{\"axes\": {\"n\": 0}}\n{\"axes\": {\"n\": 9}}\n");
+    EXPECT_EQ(e.r.exit_code, 0) << e.r.output;
+    EXPECT_TRUE(test::contains(e.r.output, ":1: axes.n = 0 (an empty tensor): left out")) << e.r.output;
+    EXPECT_TRUE(test::contains(read_text_file(e.out / "contract.toml"), "shapes = [\"n=9\"]"));
+  }
   expect_input_error(import_definition(dir, d, "[1, 2]\n"), w + ":1: (top level): expected an object, got an array");
   expect_input_error(import_definition(dir, d, "{\"axes\": {\"n\": 7}, \"tolerance\": {\"rtol\": null}}\n"),
                      w + ":1: tolerance.rtol: expected a number, got null");

@@ -20,7 +20,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -58,21 +57,25 @@ std::string kqual_dtype(const fs::path& f, const std::string& key, const std::st
                              "fp4 are not supported yet)", d));
 }
 
-// Python's boolean words and floor division to kqual's operators (SOL-ExecBench writes axis
-// expressions such as "attention_head_dim // 2"): the text written into contract.toml.
-std::string kqual_expr_text(std::string text) {
-  for (auto [from, to] : {std::pair{" and ", " && "}, {" or ", " || "}, {"not ", "!"}, {"//", "/"}})  // '/' floors non-negative integers
-    for (std::size_t p; (p = text.find(from)) != std::string::npos;) text.replace(p, std::string(from).size(), to);
-  return text;
-}
+using detail::kqual_expr_text;
 
 // The translated expression must parse and use only axes.
-Expr constraint_expr(const fs::path& f, const std::string& key, std::string text, const std::set<std::string>& axes) {
+Expr constraint_expr(const fs::path& f, const std::string& key, std::string text, const std::set<std::string>& axes,
+                     const std::set<std::string>& tensors = {}) {
   text = kqual_expr_text(text);
   Expr e;
   try {
     e = Expr::parse(text);
   } catch (const Error& err) {
+    // flashinfer-bench ties axes to data ("total_q == qo_indptr[-1].item()"): say whose values it reads.
+    for (const auto& t : tensors)
+      if (text.find(t + ".shape[") != std::string::npos)
+        refuse(f, key, fmt::format("\"{}\" reads a dim of tensor '{}' that its shape does not have", text, t));
+    for (const auto& t : tensors)
+      for (const char* read : {"[", ".item()", ".sum(", ".max(", ".min("})
+        if (text.find(t + read) != std::string::npos)
+          refuse(f, key, fmt::format("\"{}\" reads the values of tensor '{}': kqual's constraints relate axes only, and the values of "
+                                     "an input are drawn for each case (docs/declared-contracts.md, values)", text, t));
     refuse(f, key, fmt::format("\"{}\" is not an integer expression kqual can evaluate ({})", text, err.what()));
   }
   for (const auto& v : e.variables())
@@ -80,55 +83,7 @@ Expr constraint_expr(const fs::path& f, const std::string& key, std::string text
   return e;
 }
 
-// Why the axis values `v` (every var and const axis) lie outside the domain: a derived axis below 1 or
-// not evaluable, or a constraint false; "" when inside.
-std::string outside_domain(std::map<std::string, std::int64_t> v, const std::vector<std::pair<std::string, Expr>>& derived,
-                           const std::vector<std::pair<std::string, Expr>>& constraints) {
-  try {
-    for (const auto& [n, e] : derived)
-      if ((v[n] = e.eval(v)) < 1) return fmt::format("axis {} is {}", n, v[n]);
-    for (const auto& [text, e] : constraints)
-      if (e.eval(v) == 0) return fmt::format("the Definition's constraint \"{}\" is false", text);
-  } catch (const Error& err) {
-    return err.what();
-  }
-  return "";
-}
-
-// The base shape (where the other axes' cases hold each var axis, and the value families run) must
-// satisfy the Definition's constraints, or the written contract does not load: the bases chosen from
-// the workloads, else the first workload shape inside the constraints, else one value for every var
-// axis that is (said in a note), else refused naming the constraint. Derived axes follow.
-void settle_base(const fs::path& f, std::map<std::string, std::int64_t>& axis_value, const std::vector<std::string>& var_axes,
-                 const std::vector<std::pair<std::string, Expr>>& derived, const std::vector<std::pair<std::string, Expr>>& constraints,
-                 const std::vector<std::map<std::string, std::int64_t>>& workload_shapes, std::vector<std::string>& notes) {
-  const std::string why = outside_domain(axis_value, derived, constraints);
-  if (why.empty()) return;
-  auto text = [&](const std::map<std::string, std::int64_t>& v) {
-    std::vector<std::string> parts;
-    for (const auto& a : var_axes) parts.push_back(fmt::format("{}={}", a, v.at(a)));
-    return fmt::format("{}", fmt::join(parts, ","));
-  };
-  // Then every var axis at one value: 1 to 256, then powers of two (a constraint such as n % 128 == 0).
-  std::vector<std::map<std::string, std::int64_t>> tries = workload_shapes;
-  for (std::int64_t x = 1; x <= (std::int64_t(1) << 20); x = x < 256 ? x + 1 : 2 * x) {
-    tries.emplace_back();
-    for (const auto& a : var_axes) tries.back()[a] = x;
-  }
-  for (const auto& w : tries) {
-    std::map<std::string, std::int64_t> v = axis_value;
-    for (const auto& [a, x] : w) v[a] = x;
-    if (!outside_domain(v, derived, constraints).empty()) continue;
-    notes.push_back(fmt::format("base shape {} breaks the domain ({}): the base is {}{}", text(axis_value), why, text(v),
-                                &w - tries.data() < std::ptrdiff_t(workload_shapes.size()) ? " (a workload's shape)" : ""));
-    for (const auto& [n, e] : derived) v[n] = e.eval(v);
-    axis_value = v;
-    return;
-  }
-  refuse(f, "constraints", fmt::format("the base shape {} breaks the domain ({}) and neither a workload nor one value for every "
-                                       "var axis up to 2^20 lies inside it: give workloads (--workloads) with a shape the "
-                                       "constraints admit", text(axis_value), why));
-}
+using detail::outside_domain;
 
 // The Definition's top level: an object whose name, axes, inputs, outputs and reference have the
 // types the translation reads. Its name is returned in `name`.
@@ -163,50 +118,9 @@ json read_definition(const fs::path& f, std::string& name) {
   return def;
 }
 
-// The workload lines of definition `def_name` (others are skipped), each with where it came from
-// ("W.jsonl:3") for errors.
-std::vector<std::pair<std::string, json>> read_workloads(const fs::path& file, const std::string& def_name) {
-  std::vector<std::pair<std::string, json>> workloads;
-  std::ifstream in(file);
-  if (!in) throw_error(ErrorKind::input, fmt::format("{}: cannot read", file.string()));
-  int line_no = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = fmt::format("{}:{}", file.string(), line_no);
-    json w;
-    try {
-      w = json::parse(line);
-    } catch (const json::exception& e) {
-      throw_error(ErrorKind::input, fmt::format("{}: not JSON: {}", where, e.what()));
-    }
-    const detail::JsonIn win(where);
-    win.object(w, "");
-    if (w.contains("definition") && w["definition"].is_string() && w["definition"] != def_name) continue;
-    const json& b = w.contains("workload") ? win.object(w["workload"], "workload") : w;
-    const std::string bk = w.contains("workload") ? "workload" : "";
-    for (const char* k : {"axes", "inputs"})
-      if (const json* v = win.member(b, bk, k, false)) win.object(*v, detail::JsonIn::at(bk, k));
-    for (const json* t : {win.member(w, "", "tolerance", false), win.member(b, bk, "tolerance", false)})
-      if (t) win.object(*t, "tolerance");
-    workloads.push_back({where, w});
-  }
-  return workloads;
-}
-
-using Workloads = std::vector<std::pair<std::string, json>>;  // where ("W.jsonl:3"), the line
-
-const json& workload_body(const std::pair<std::string, json>& w) { return w.second.contains("workload") ? w.second["workload"] : w.second; }
-
-// An axis value a workload gives, checked: an integer in [1, 2^31 - 1]; nullopt when it gives none.
-std::optional<std::int64_t> workload_axis(const std::pair<std::string, json>& w, const std::string& an) {
-  const json& b = workload_body(w);
-  if (!b.contains("axes") || !b["axes"].contains(an)) return std::nullopt;
-  const detail::JsonIn win(w.first);
-  const std::int64_t v = win.integer(win.object(b["axes"], "axes")[an], "axes." + an);
-  if (v < 1 || v > 2147483647) win.fail("axes." + an, fmt::format("{} is outside [1, 2^31 - 1], the sizes an axis takes", v));
-  return v;
-}
+using detail::Workloads;
+using detail::workload_axis;
+using detail::workload_body;
 
 struct Axes {
   std::set<std::string> names;
@@ -286,10 +200,13 @@ Axes translate_axes(const fs::path& f, const detail::JsonIn& in, const json& def
   }
   if (var_axes.empty()) refuse(f, "axes", "no var axis: kqual needs at least one axis to vary");
   std::vector<std::pair<std::string, Expr>>& constraints = out.constraints;
+  std::set<std::string> tensor_names;  // named when a constraint reads one's values
+  for (const char* group : {"inputs", "outputs"})
+    for (const auto& [tn, spec] : def[group].items()) tensor_names.insert(tn);
   if (def.contains("constraints"))
     for (std::size_t i = 0; i < def["constraints"].size(); ++i) {
       const std::string c = in.string(def["constraints"][i], fmt::format("constraints[{}]", i), "a string (a Python boolean expression)");
-      constraints.push_back({c, constraint_expr(f, fmt::format("constraints[{}]", i), c, axes)});
+      constraints.push_back({c, constraint_expr(f, fmt::format("constraints[{}]", i), c, axes, tensor_names)});
     }
   {
     std::vector<std::map<std::string, std::int64_t>> shapes;  // the workloads that give every var axis
@@ -299,7 +216,7 @@ Axes translate_axes(const fs::path& f, const detail::JsonIn& in, const json& def
         if (auto x = workload_axis(w, a)) v[a] = *x;
       if (v.size() == var_axes.size()) shapes.push_back(v);
     }
-    settle_base(f, axis_value, var_axes, derived, constraints, shapes, notes);
+    detail::settle_base(f, axis_value, var_axes, derived, constraints, shapes, notes);
   }
   return out;
 }
@@ -321,44 +238,26 @@ struct DefTensorsRead {
   std::vector<detail::FamilyInput> offered;                  // the inputs value families may redraw
   std::vector<std::vector<std::string>> output_shapes, tensor_shapes;
   detail::DefShape shape_of;  // for the error models and [index_cases] (import_definition_parts.cpp)
+  std::vector<std::string> notes;                            // for the import's notes
 };
-
-// A scalar input (null shape): its value, the same in every workload that sets it.
-void definition_scalar(const DefinitionImportOptions& o, const Workloads& workloads, const std::string& tn, const std::string& key,
-                       const std::string& dt, std::ostream& t) {
-  const fs::path& f = o.definition;
-  std::optional<double> value;
-  for (const auto& w : workloads) {
-    const json& b = workload_body(w);
-    if (!b.contains("inputs") || !b["inputs"].contains(tn) || !b["inputs"][tn].is_object() || !b["inputs"][tn].contains("value"))
-      continue;
-    const double v = detail::JsonIn(w.first).number(b["inputs"][tn]["value"], "inputs." + tn + ".value");
-    if (value && *value != v)
-      refuse(o.workloads, "inputs." + tn + ".value", fmt::format("the scalar takes {} and {} in different workloads; kqual's scalars are fixed per contract", *value, v));
-    value = v;
-  }
-  if (!value) refuse(f, key, "a scalar (null shape) needs its value: give the workloads (--workloads) that set it");
-  t << "[scalars." << tn << "]\ndtype = " << toml_quoted(dt == "f64" ? "f64" : dt == "i32" || dt == "i64" ? dt : "f32") << "\nvalue = "
-    << fmt::format("{:.17g}", *value) << "\n\n";
-}
 
 // One input or output: a [scalars.X] (a null shape) or a [tensors.X] section, its error model left
 // as ERROR_MODEL_OF_<name> until the tolerances are known.
 void definition_tensor(const DefinitionImportOptions& o, const detail::JsonIn& in, const Workloads& workloads, Axes& axes_read,
-                       const std::string& tn, const json& spec, bool input, std::ostream& t, DefTensorsRead& d) {
+                       const detail::DefinitionRewrite& rw, const std::string& tn, const json& spec, bool input, std::ostream& t,
+                       DefTensorsRead& d) {
   const fs::path& f = o.definition;
   std::map<std::string, std::int64_t>& axis_value = axes_read.value;
   const std::string key = std::string(input ? "inputs." : "outputs.") + tn;
   const std::string dt = kqual_dtype(f, key + ".dtype", in.string_or(spec, key, "dtype", "?"));
   if (!spec.contains("shape") || spec["shape"].is_null()) {
     if (!input) refuse(f, key + ".shape", "a scalar output is not supported");
-    definition_scalar(o, workloads, tn, key, dt, t);
+    t << detail::definition_scalar_toml(f, o.workloads, workloads, tn, key, dt, rw.bool_scalars.count(tn) > 0, d.notes);
     return;
   }
   std::vector<std::string> shape, axis_names;
   std::int64_t elements = 1;
   const json& shape_j = in.array(spec["shape"], key + ".shape");
-  if (shape_j.empty()) refuse(f, key + ".shape", "[]: a 0-d tensor; give a scalar a null shape, or a tensor its axes");
   for (std::size_t i = 0; i < shape_j.size(); ++i) {
     const std::string ax = in.string(shape_j[i], fmt::format("{}.shape[{}]", key, i), "a string (an axis name)");
     if (!axes_read.names.count(ax)) refuse(f, key + ".shape", fmt::format("unknown axis \"{}\"", ax));
@@ -390,10 +289,10 @@ void definition_tensor(const DefinitionImportOptions& o, const detail::JsonIn& i
 
 // The scalars, the tensors (inputs, then outputs) and the dtype row.
 DefTensorsRead definition_tensors(const DefinitionImportOptions& o, const detail::JsonIn& in, const json& def, const Workloads& workloads,
-                                  Axes& axes_read, std::ostream& t) {
+                                  Axes& axes_read, const detail::DefinitionRewrite& rw, std::ostream& t) {
   DefTensorsRead d;
-  for (const auto& [tn, spec] : def["inputs"].items()) definition_tensor(o, in, workloads, axes_read, tn, spec, true, t, d);
-  for (const auto& [tn, spec] : def["outputs"].items()) definition_tensor(o, in, workloads, axes_read, tn, spec, false, t, d);
+  for (const auto& [tn, spec] : def["inputs"].items()) definition_tensor(o, in, workloads, axes_read, rw, tn, spec, true, t, d);
+  for (const auto& [tn, spec] : def["outputs"].items()) definition_tensor(o, in, workloads, axes_read, rw, tn, spec, false, t, d);
   if (d.row.empty()) refuse(o.definition, "inputs", "no tensor");
   t << "[dtypes]\nrows = [{ ";
   {
@@ -459,7 +358,8 @@ void definition_families_and_policy(const Axes& axes_read, const DefTensorsRead&
 
 // The benchmark shapes: the workloads that give every var axis and lie in the contract's domain, the
 // first eight distinct ones.
-std::vector<std::string> definition_bench_shapes(const Workloads& workloads, const Axes& axes_read, std::vector<std::string>& notes) {
+std::vector<std::string> definition_bench_shapes(const Workloads& workloads, const Axes& axes_read, const detail::DefinitionRewrite& rw,
+                                                 std::vector<std::string>& notes) {
   std::vector<std::string> shapes;
   auto workload_values = [&](const auto& wl) {
     std::map<std::string, std::int64_t> v = axes_read.value;
@@ -472,6 +372,16 @@ std::vector<std::string> definition_bench_shapes(const Workloads& workloads, con
       if (auto v = workload_axis(w, a)) parts.push_back(fmt::format("{}={}", a, *v));
     if (parts.size() != axes_read.var.size()) continue;
     const std::string sh = fmt::format("{}", fmt::join(parts, ","));
+    // An axis an equality constraint fixes (now derived) must have that value in the workload too.
+    std::string differs;
+    for (const auto& [x, e] : axes_read.derived)
+      if (rw.equal_to.count(x))
+        if (auto given = workload_axis(w, x); given && *given != e.eval(workload_values(w)))
+          differs = fmt::format("it gives {} = {}, the constraint fixes {} = {}", x, *given, x, e.eval(workload_values(w)));
+    if (!differs.empty()) {
+      notes.push_back(fmt::format("{}: workload {} is not a benchmark shape: {}", w.first, sh, differs));
+      continue;
+    }
     // A benchmark shape must lie in the contract's domain (the loader checks it): a workload the
     // Definition's own constraints or derived axes exclude is named and left out.
     if (const std::string why = outside_domain(workload_values(w), axes_read.derived, axes_read.constraints); !why.empty()) {
@@ -489,18 +399,22 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   const fs::path& f = o.definition;
   const detail::JsonIn in(f.string());
   std::string def_name;
-  const json def = read_definition(f, def_name);
+  json def = read_definition(f, def_name);
   DefinitionImport r;
   r.out = o.out;
   r.name = definition_contract_name(def_name);
+  // Literal dims, 0-d tensors, shape reads and equalities in constraints, boolean scalars.
+  const detail::DefinitionRewrite rw = detail::rewrite_definition(f, def);
+  r.notes = rw.notes;
 
   // ---- workloads: axis values, scalar values, tolerances ----
   Workloads workloads;
   if (!o.workloads.empty()) {
-    workloads = read_workloads(o.workloads, def_name);
+    workloads = detail::read_workloads(o.workloads, def_name);
     r.workloads = int(workloads.size());
     if (workloads.empty()) refuse(o.workloads, "(lines)", fmt::format("no workload of definition \"{}\"", def_name));
   }
+  const Workloads sized = detail::sized_workloads(workloads, def, r.notes);  // those without an empty tensor give the shapes
   // ---- [contract] (its policy, determinism and case cap filled in later), axes, tensors ----
   std::ostringstream t;
   t << "# Imported by `kqual import-definition` from " << f.filename().string()
@@ -509,8 +423,9 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   t << "[contract]\nname = " << toml_quoted(r.name) << "\nsummary = "
     << toml_quoted(in.string_or(def, "", "description", "imported Definition " + def_name)) << "\n";
   t << "POLICY_TEXT\nDETERMINISM\nMAX_CASE_ELEMENTS\n";
-  Axes axes_read = translate_axes(f, in, def, workloads, t, r.notes);
-  DefTensorsRead tensors_read = definition_tensors(o, in, def, workloads, axes_read, t);
+  Axes axes_read = translate_axes(f, in, def, sized, t, r.notes);
+  DefTensorsRead tensors_read = definition_tensors(o, in, def, workloads, axes_read, rw, t);
+  r.notes.insert(r.notes.end(), tensors_read.notes.begin(), tensors_read.notes.end());
   for (const auto& [c, e] : axes_read.constraints)  // parsed with the axes
     t << "[[constraints]]\nexpr = " << toml_quoted(kqual_expr_text(c)) << "\nreason = " << toml_quoted("the Definition's constraint " + c) << "\n\n";
 
@@ -523,7 +438,8 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   shape_of.var = axes_read.var;
   shape_of.base = axes_read.value;
   shape_of.widest = axes_read.value;
-  for (const auto& w : workloads)
+  for (const auto& [x, e] : axes_read.derived) shape_of.derived_reads[x] = e.variables();
+  for (const auto& w : sized)
     for (const auto& a : axes_read.var)
       if (auto v = workload_axis(w, a)) shape_of.widest[a] = std::max(shape_of.widest[a], *v);
   const detail::ErrorModels models = detail::definition_error_models(shape_of, src);
@@ -534,15 +450,20 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
 
   // ---- cost, bench, reference ----
   text += "[cost]\nflops = \"0\"   # not in the Definition: give the operation's count to place it on the FMA roofline\n\n";
-  r.bench_shapes = definition_bench_shapes(workloads, axes_read, r.notes);
+  r.bench_shapes = definition_bench_shapes(sized, axes_read, rw, r.notes);
   if (!r.bench_shapes.empty()) {
     std::vector<std::string> q;
     for (const auto& s : r.bench_shapes) q.push_back(toml_quoted(s));
     text += "[bench]\nshapes = [" + fmt::format("{}", fmt::join(q, ", ")) + "]   # the workloads\n\n";
   }
   const std::string precision = detail::reference_precision(def["reference"].get<std::string>(), "run");
-  text += "[reference]\npython = \"reference.py\"\nfunction = \"run\"\nkind = \"torch\"\n# read from run()'s source: what it computes in "
-          "here (kqual's reference process hands it float64 tensors)\nprecision = " + toml_quoted(precision) + "\n";
+  // 0-d tensors and boolean scalars reach run() through kqual_run, which gives them back their form.
+  std::vector<std::string> output_names;
+  for (const auto& [tn, spec] : def["outputs"].items()) output_names.push_back(tn);
+  const std::string adapter = detail::reference_adapter_py(rw, output_names);
+  text += fmt::format("[reference]\npython = \"reference.py\"\nfunction = \"{}\"\nkind = \"torch\"\n", adapter.empty() ? "run" : "kqual_run") +
+          "# read from run()'s source: what it computes in here (kqual's reference process hands it float64 tensors)\nprecision = " +
+          toml_quoted(precision) + "\n";
   r.notes.push_back("the reference computes in " + precision);
   r.contract_toml = text;
 
@@ -550,7 +471,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   detail::write_imported_contract(
       o.out, {{"contract.toml", text},
               {"reference.py", "# The Definition's reference, as imported (kind = \"torch\": run in kqual's reference process).\n" +
-                                   def["reference"].get<std::string>() + "\n"}});  // a string: read_definition
+                                   def["reference"].get<std::string>() + "\n" + adapter}});  // a string: read_definition
   // The cases the written contract's plan leaves out (its policy lists them; declared_cases.cpp).
   const std::string policy_text = load_declared_contract(o.out).numerical_policy();
   if (const auto at = policy_text.find("Cases not run: "); at != std::string::npos) r.notes.push_back(policy_text.substr(at));

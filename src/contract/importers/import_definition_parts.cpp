@@ -78,6 +78,10 @@ std::string definition_index_cases(const DefShape& d, std::vector<std::string>& 
     bool ok = !d.outputs.empty();
     for (const auto& o : d.outputs) ok &= !o.shape.empty() && o.shape.front() == a;
     for (const auto& in : d.inputs) ok &= !holds_axis(in, a) || in.shape.front() == a;
+    for (const auto& [x, reads] : d.derived_reads)
+      if (reads.count(a))
+        for (const auto* group : {&d.inputs, &d.outputs})
+          for (const auto& t : *group) ok &= !holds_axis(t, x);
     if (!ok) continue;
     notes.push_back(fmt::format("[index_cases] axis = \"{}\": the outermost axis of every output and of every input holding it, so shapes "
                                 "over the CPU reference's cap and past 2^31 elements are generated on the device and checked in windows "
@@ -93,7 +97,8 @@ std::string definition_index_cases(const DefShape& d, std::vector<std::string>& 
         "[index_cases]\naxis = {1}\n\n",
         a, toml_quoted(a));
   }
-  notes.push_back("no [index_cases]: no var axis is the outermost axis of every output and of every input holding it; shapes over the "
+  notes.push_back("no [index_cases]: no var axis is the outermost axis of every output and of every input holding it (and sizes no "
+                  "tensor through a derived axis); shapes over the "
                   "CPU reference's cap and past 2^31 elements are not checked (listed in the policy)");
   return "";
 }

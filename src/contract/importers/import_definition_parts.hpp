@@ -4,8 +4,10 @@
 // source's tolerance, else kqual's dtype-aware default) and the [index_cases] axis
 // (import_definition_parts.cpp). Not a public header.
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,12 +21,76 @@ struct DefTensor {
   std::vector<std::string> shape;  // axis names, outermost first
 };
 
+// What a Definition says that a declared contract holds another way, rewritten in the Definition
+// before the translation reads it (import_definition_rewrite.cpp).
+struct DefinitionRewrite {
+  std::set<std::string> zero_d;                 // tensors declared 0-d (shape []): one element along c1
+  std::set<std::string> bool_scalars;           // boolean scalars: i32 0 or 1
+  std::map<std::string, std::string> equal_to;  // var axis -> the expression an equality constraint fixes it to (now derived)
+  std::vector<std::string> notes;
+};
+
+// Rewrites `def` (its groups already checked to be objects): a literal size in a shape ("1") and a 0-d
+// tensor become constant axes c<N>; `T.shape[i]` in a constraint becomes the axis there; a var axis an
+// equality constraint fixes (`len_indptr == batch_size + 1`) becomes a derived axis; a boolean scalar
+// an i32 one. Refuses, naming the file and key, a literal "0" (an empty tensor) and inputs that are all
+// scalars (the declared-contract engine generates at least one input tensor).
+DefinitionRewrite rewrite_definition(const std::filesystem::path& f, json& def);
+
+// The reference.py lines after the Definition's own: `kqual_run`, which hands run() its 0-d tensors
+// and Python bools and gives 0-d outputs back as one element; "" when the contract can call run().
+std::string reference_adapter_py(const DefinitionRewrite& rw, const std::vector<std::string>& outputs);
+
+// Python's boolean words and floor division as kqual's operators ("attention_head_dim // 2",
+// "a and b"): the expression text written into contract.toml.
+std::string kqual_expr_text(std::string text);
+
+// ---- the domain (import_definition_domain.cpp) ----
+
+// Why the axis values `v` (every var and const axis) lie outside the domain: a derived axis below 1 or
+// not evaluable, or a constraint false; "" when inside.
+std::string outside_domain(std::map<std::string, std::int64_t> v, const std::vector<std::pair<std::string, Expr>>& derived,
+                           const std::vector<std::pair<std::string, Expr>>& constraints);
+
+// The base shape (where the other axes' cases hold each var axis, and the value families run) must
+// satisfy the Definition's constraints, or the written contract does not load: the bases chosen from
+// the workloads, else those with the constraints' equalities applied ("len_indptr == batch_size + 1"
+// sets len_indptr), else the first workload shape inside the constraints, else one value for every var
+// axis (with the equalities applied), said in a note; else refused naming the constraint. Derived
+// axes follow.
+void settle_base(const std::filesystem::path& f, std::map<std::string, std::int64_t>& axis_value, const std::vector<std::string>& var_axes,
+                 const std::vector<std::pair<std::string, Expr>>& derived, const std::vector<std::pair<std::string, Expr>>& constraints,
+                 const std::vector<std::map<std::string, std::int64_t>>& workload_shapes, std::vector<std::string>& notes);
+
+// ---- the workloads (import_definition_workloads.cpp) ----
+
+using Workloads = std::vector<std::pair<std::string, json>>;  // where ("W.jsonl:3"), the line
+
+// The workload lines of definition `def_name` (others are skipped), each checked for the types read
+// and named by where it came from ("W.jsonl:3") for errors.
+Workloads read_workloads(const std::filesystem::path& file, const std::string& def_name);
+// The line itself, or its "workload" object (flashinfer-bench wraps lines as {"definition", "workload"}).
+const json& workload_body(const std::pair<std::string, json>& w);
+// An axis value a workload gives, checked: an integer in [1, 2^31 - 1]; nullopt when it gives none.
+std::optional<std::int64_t> workload_axis(const std::pair<std::string, json>& w, const std::string& an);
+// The workloads whose axes are all non-zero: a workload with an axis at 0 (an empty tensor, which the
+// declared-contract engine does not run) is named in a note and left out of the hints, bases and
+// benchmark shapes; it still gives scalar values and tolerances.
+Workloads sized_workloads(const Workloads& all, const json& def, std::vector<std::string>& notes);
+// The [scalars.<tn>] section of a scalar input: its value, the same in every workload that sets it
+// (values written at float32 in some lines and float64 in others are one value when they round to the
+// same float32); a boolean scalar's true/false as 1/0.
+std::string definition_scalar_toml(const std::filesystem::path& def_file, const std::filesystem::path& workloads_file,
+                                   const Workloads& workloads, const std::string& tn, const std::string& key, const std::string& dt,
+                                   bool is_bool, std::vector<std::string>& notes);
+
 // The Definition's shapes as the translation settled them.
 struct DefShape {
   std::map<std::string, std::int64_t> base;    // every axis at the base shape
   std::map<std::string, std::int64_t> widest;  // every axis: the largest of its base and workload values
   std::vector<std::string> var;                // var axes, in the order written
   std::vector<DefTensor> inputs, outputs;      // tensors (scalars left out)
+  std::map<std::string, std::set<std::string>> derived_reads;  // derived axis -> the axes its expression reads
 };
 
 // The product of the axes (at their widest) that some input has and no output has: a GEMM's k, 1
@@ -50,8 +116,9 @@ struct ErrorModels {
 ErrorModels definition_error_models(const DefShape& d, const SourceTolerance& src);
 
 // "[index_cases]\naxis = ..." with a comment, when a var axis is the outermost axis of every tensor
-// holding it, every output holds it and every input is f32 or bf16 (what the device generator
-// makes); "" otherwise, with why in `notes`.
+// holding it, every output holds it, no tensor holds a derived axis that reads it (a window of it
+// would change that tensor's size) and every input is f32 or bf16 (what the device generator makes);
+// "" otherwise, with why in `notes`.
 std::string definition_index_cases(const DefShape& d, std::vector<std::string>& notes);
 
 // The value families (import_families.cpp) over the data inputs, the scale families and the special

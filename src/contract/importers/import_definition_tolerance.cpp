@@ -78,13 +78,17 @@ detail::SourceTolerance definition_tolerance(const DefinitionImportOptions& o, c
                     "within the bound");
   if (tol.ratio && *tol.ratio < 1) {
     const std::optional<double> cap = tol.cap ? tol.cap : o.cap;
-    if (!cap)
-      throw_error(ErrorKind::input, fmt::format("{}: {}: {}", (o.workloads.empty() ? o.definition : o.workloads).string(), "tolerance.required_matched_ratio",
-             fmt::format("{:g} without max_error_cap: a share of elements could be arbitrarily wrong; kqual requires a hard cap (--cap)",
-                         *tol.ratio)));
-    src.ratio = fmt::format(", match_ratio = {:g}, cap = {:g}", *tol.ratio, *cap);
-    notes.push_back(fmt::format("required_matched_ratio {:g} with every element within {:g} (the strictest across workloads)",
-                                *tol.ratio, *cap));
+    if (cap) {
+      src.ratio = fmt::format(", match_ratio = {:g}, cap = {:g}", *tol.ratio, *cap);
+      notes.push_back(fmt::format("required_matched_ratio {:g} with every element within {:g} (the strictest across workloads)",
+                                  *tol.ratio, *cap));
+    } else {
+      // Without a hard cap a share of elements could be arbitrarily wrong (NaN, garbage): written as
+      // SOL-ExecBench's own default 0.99 is, every element within the bound.
+      notes.push_back(fmt::format("required_matched_ratio {:g} without max_error_cap: treated as SOL-ExecBench's default is, every "
+                                  "element must be within the bound (give --cap C to apply the ratio with every element within C)",
+                                  *tol.ratio));
+    }
   }
   if (tol.allow_negative_inf)
     notes.push_back("allow_negative_inf: kqual's NaN/Inf policy 'propagate' admits -Inf exactly where the reference has it");

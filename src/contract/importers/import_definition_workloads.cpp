@@ -1,0 +1,111 @@
+// A Definition's workloads (import_definition_parts.hpp): the lines read and checked, the axis values
+// they give, the workloads with an empty tensor left out of the shapes, and a scalar's value.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "import_definition_parts.hpp"
+#include "kqual/core/error.hpp"
+
+namespace kqual::contract::detail {
+namespace fs = std::filesystem;
+
+Workloads read_workloads(const fs::path& file, const std::string& def_name) {
+  Workloads workloads;
+  std::ifstream in(file);
+  if (!in) throw_error(ErrorKind::input, fmt::format("{}: cannot read", file.string()));
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = fmt::format("{}:{}", file.string(), line_no);
+    json w;
+    try {
+      w = json::parse(line);
+    } catch (const json::exception& e) {
+      throw_error(ErrorKind::input, fmt::format("{}: not JSON: {}", where, e.what()));
+    }
+    const JsonIn win(where);
+    win.object(w, "");
+    if (w.contains("definition") && w["definition"].is_string() && w["definition"] != def_name) continue;
+    const json& b = w.contains("workload") ? win.object(w["workload"], "workload") : w;
+    const std::string bk = w.contains("workload") ? "workload" : "";
+    for (const char* k : {"axes", "inputs"})
+      if (const json* v = win.member(b, bk, k, false)) win.object(*v, JsonIn::at(bk, k));
+    for (const json* t : {win.member(w, "", "tolerance", false), win.member(b, bk, "tolerance", false)})
+      if (t) win.object(*t, "tolerance");
+    workloads.push_back({where, w});
+  }
+  return workloads;
+}
+
+const json& workload_body(const std::pair<std::string, json>& w) { return w.second.contains("workload") ? w.second["workload"] : w.second; }
+
+std::optional<std::int64_t> workload_axis(const std::pair<std::string, json>& w, const std::string& an) {
+  const json& b = workload_body(w);
+  if (!b.contains("axes") || !b["axes"].contains(an)) return std::nullopt;
+  const JsonIn win(w.first);
+  const std::int64_t v = win.integer(win.object(b["axes"], "axes")[an], "axes." + an);
+  if (v < 1 || v > 2147483647) win.fail("axes." + an, fmt::format("{} is outside [1, 2^31 - 1], the sizes an axis takes", v));
+  return v;
+}
+
+Workloads sized_workloads(const Workloads& all, const json& def, std::vector<std::string>& notes) {
+  Workloads kept;
+  for (const auto& w : all) {
+    const json& b = workload_body(w);
+    std::string empty;
+    if (b.contains("axes"))
+      for (const auto& [an, v] : b["axes"].items())
+        if (def["axes"].contains(an) && v.is_number_integer() && v.get<std::int64_t>() == 0) empty = an;
+    if (empty.empty()) {
+      kept.push_back(w);
+      continue;
+    }
+    notes.push_back(fmt::format("{}: axes.{} = 0 (an empty tensor): left out of the hints, the base and the benchmark shapes — "
+                                "kqual's axes are at least 1, and the declared-contract engine runs no empty tensor", w.first, empty));
+  }
+  return kept;
+}
+
+std::string definition_scalar_toml(const fs::path& def_file, const fs::path& workloads_file, const Workloads& workloads,
+                                   const std::string& tn, const std::string& key, const std::string& dt, bool is_bool,
+                                   std::vector<std::string>& notes) {
+  std::optional<double> value;
+  std::string where;  // the workload that gave `value`
+  for (const auto& w : workloads) {
+    const json& b = workload_body(w);
+    if (!b.contains("inputs") || !b["inputs"].contains(tn) || !b["inputs"][tn].is_object() || !b["inputs"][tn].contains("value"))
+      continue;
+    const JsonIn win(w.first);
+    const json& vj = b["inputs"][tn]["value"];
+    // A boolean scalar: true or false (SOL-ExecBench's Python bool), or 0 or 1.
+    const bool bit = is_bool && vj.is_number_integer() && (vj.get<std::int64_t>() == 0 || vj.get<std::int64_t>() == 1);
+    const double v = !is_bool ? win.number(vj, "inputs." + tn + ".value")
+                     : bit    ? double(vj.get<std::int64_t>())
+                              : double(win.boolean(vj, "inputs." + tn + ".value"));
+    // SOL-ExecBench writes one scalar (sm_scale) at float32 in some workloads and at float64 in others:
+    // one value when both round to the same float32 (what an f32 scalar holds); an f64 scalar keeps
+    // the wider spelling.
+    if (value && *value != v) {
+      if (float(*value) != float(v))
+        throw_error(ErrorKind::input, fmt::format("{}: inputs.{}.value: the scalar takes {:.17g} ({}) and {:.17g} ({}) in different "
+                                                  "workloads; kqual's scalars are fixed per contract",
+                                                  workloads_file.string(), tn, *value, where, v, w.first));
+      notes.push_back(fmt::format("inputs.{}: {:.17g} ({}) and {:.17g} ({}) are one float32 value written at two widths: the "
+                                  "scalar is that float32", tn, *value, where, v, w.first));
+      if (v != double(float(v))) value = v, where = w.first;  // the wider spelling (an f32 scalar holds float(value) either way)
+      continue;
+    }
+    if (!value) where = w.first;
+    value = v;
+  }
+  if (!value)
+    throw_error(ErrorKind::input,
+                fmt::format("{}: {}: a scalar (null shape) needs its value: give the workloads (--workloads) that set it", def_file.string(), key));
+  return fmt::format("[scalars.{}]\ndtype = {}\nvalue = {:.17g}\n\n", tn,
+                     toml_quoted(dt == "f64" ? "f64" : dt == "i32" || dt == "i64" ? dt : "f32"), *value);
+}
+
+}  // namespace kqual::contract::detail

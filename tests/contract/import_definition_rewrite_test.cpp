@@ -1,0 +1,236 @@
+// kqual import-definition on what SOL-ExecBench and flashinfer-bench Definitions say that kqual's
+// declared contracts hold another way (src/contract/importers/import_definition_rewrite.cpp and
+// import_definition_workloads.cpp), over fixtures written here in the public formats: literal sizes
+// in shapes and 0-d tensors as a constant axis, boolean scalars, one scalar written at two float
+// widths, an explicit required_matched_ratio without a cap, workloads with an empty tensor, an
+// equality constraint that fixes an axis, a tensor's shape read in a constraint; and what stays
+// refused by name. Nothing needs torch or a GPU: the references are written, not run (the adapter
+// that reshapes 0-d tensors is run with plain python3 over a stub tensor).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "kqual/contract/declared/declared.hpp"
+#include "kqual/contract/importers/import_definition.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/core/json.hpp"
+#include "contract_test_util.hpp"
+#include "test_util.hpp"
+
+namespace kqual::contract {
+namespace {
+namespace fs = std::filesystem;
+using kqual::test::contains;
+using test_util::toml_table;
+
+const fs::path kFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/definitions";
+
+// A fixture copied into `dir` under another name (a process registers each declared contract name
+// once), with or without its workloads.
+DefinitionImportOptions fixture_as(const fs::path& dir, const std::string& stem, const std::string& name, bool workloads) {
+  DefinitionImportOptions o;
+  o.definition = dir / (name + ".json");
+  o.out = dir / name;
+  if (workloads) o.workloads = dir / (name + ".jsonl");
+  for (const auto& [from, to] : {std::pair{kFixtures / (stem + ".json"), o.definition}, {kFixtures / (stem + ".jsonl"), o.workloads}}) {
+    if (to.empty()) continue;
+    std::string text = read_text_file(from);
+    for (std::size_t p; (p = text.find("\"" + stem + "\"")) != std::string::npos;) text.replace(p, stem.size() + 2, "\"" + name + "\"");
+    write_file_atomic(to, text);
+  }
+  return o;
+}
+
+bool has_note(const DefinitionImport& r, const std::string& part) {
+  return std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return contains(n, part); });
+}
+
+// What import_definition throws for `def` (and `jsonl`), "" when it imports.
+std::string refusal_of(const json& def, const std::string& jsonl = "") {
+  static int k = 0;
+  ScratchDir dir("kqual-import-rewrite");
+  DefinitionImportOptions o;
+  o.definition = dir.path() / "def.json";
+  std::ofstream(o.definition) << def.dump();
+  if (!jsonl.empty()) {
+    o.workloads = dir.path() / "w.jsonl";
+    std::ofstream(o.workloads) << jsonl;
+  }
+  o.out = dir.path() / ("out" + std::to_string(k++));
+  try {
+    (void)import_definition(o);
+  } catch (const Error& e) {
+    EXPECT_FALSE(fs::exists(o.out)) << "nothing half-written";
+    return e.what();
+  }
+  return "";
+}
+
+// A small Definition: x[n] -> y[n], run(x) = x.
+json small_definition(const std::string& name) {
+  return json{{"name", name},
+              {"axes", {{"n", {{"type", "var"}}}}},
+              {"inputs", {{"x", {{"shape", json::array({"n"})}, {"dtype", "float32"}}}}},
+              {"outputs", {{"y", {{"shape", json::array({"n"})}, {"dtype", "float32"}}}}},
+              {"reference", "def run(x):\n    return x\n"}};
+}
+
+TEST(ImportDefinitionRewrite, LiteralSizesAndZeroDTensorsBecomeAConstantAxis) {
+  ScratchDir dir("kqual-import-rewrite");
+  const DefinitionImportOptions o = fixture_as(dir.path(), "sol_decode_literal_d128", "decode_literal_a", true);
+  const DefinitionImport r = import_definition(o);
+  EXPECT_EQ(toml_table(r.contract_toml, "[axes.c1]"), "[axes.c1]\nvalue = 1") << r.contract_toml;
+  EXPECT_TRUE(contains(toml_table(r.contract_toml, "[tensors.q]"), "shape = [\"batch_size\", \"c1\", \"head_dim\"]")) << r.contract_toml;
+  // 0-d tensors: one element along c1, the reference gets them 0-d through kqual_run.
+  EXPECT_TRUE(contains(toml_table(r.contract_toml, "[tensors.logit_scale]"), "shape = [\"c1\"]")) << r.contract_toml;
+  EXPECT_TRUE(contains(toml_table(r.contract_toml, "[tensors.max_logit]"), "shape = [\"c1\"]")) << r.contract_toml;
+  EXPECT_TRUE(contains(r.contract_toml, "function = \"kqual_run\"")) << r.contract_toml;
+  const std::string py = read_text_file(o.out / "reference.py");
+  EXPECT_TRUE(contains(py, "_KQUAL_ZERO_D = [\"logit_scale\", \"max_logit\"]")) << py;
+  EXPECT_TRUE(contains(py, "_KQUAL_ZERO_D_OUT = [\"max_logit\"]")) << py;
+  EXPECT_TRUE(has_note(r, "a literal size 1 in a shape: the constant axis c1"));
+  EXPECT_TRUE(has_note(r, "inputs.logit_scale.shape: [] (a 0-d tensor)"));
+  const Contract& c = load_declared_contract(o.out);
+  EXPECT_EQ(c.given_dims(), (std::vector<std::string>{"batch_size", "kv_len"}));
+  EXPECT_EQ(c.complete_dims({{"batch_size", 3}, {"kv_len", 5}}).at("c1"), 1);
+  Supports s;
+  s.dtypes = {DType::f32};
+  s.max_n = kUnlimited;
+  const auto cases = c.correctness_cases(s, 1, false);
+  ASSERT_FALSE(cases.empty());
+  for (const auto& cs : cases) EXPECT_EQ(cs.dims.at("c1"), 1) << cs.id;
+}
+
+TEST(ImportDefinitionRewrite, BooleanScalarIsAnI32AndScalarWidthsCompareByValue) {
+  ScratchDir dir("kqual-import-rewrite");
+  const DefinitionImportOptions o = fixture_as(dir.path(), "sol_decode_literal_d128", "decode_literal_b", true);
+  const DefinitionImport r = import_definition(o);
+  EXPECT_EQ(toml_table(r.contract_toml, "[scalars.causal]"), "[scalars.causal]\ndtype = \"i32\"\nvalue = 1") << r.contract_toml;
+  EXPECT_TRUE(contains(read_text_file(o.out / "reference.py"), "_KQUAL_BOOL = [\"causal\"]"));
+  // sm_scale is 1/sqrt(128) at float32 in one workload and at float64 in another: one float32 value.
+  EXPECT_EQ(toml_table(r.contract_toml, "[scalars.sm_scale]"), "[scalars.sm_scale]\ndtype = \"f32\"\nvalue = 0.088388347648318447")
+      << r.contract_toml;
+  EXPECT_TRUE(has_note(r, "are one float32 value written at two widths"));
+  const Contract& c = load_declared_contract(o.out);
+  const auto sc = c.scalars();
+  const auto causal = std::find_if(sc.begin(), sc.end(), [](const ScalarArg& a) { return a.name == "causal"; });
+  ASSERT_NE(causal, sc.end());
+  EXPECT_EQ(causal->dtype, DType::i32);
+  EXPECT_EQ(causal->value, 1);
+  // Values that differ at float32 are two values: still refused, naming both workloads.
+  json def = small_definition("two_scales");
+  def["inputs"]["s"] = {{"shape", nullptr}, {"dtype", "float32"}};
+  const std::string two = R"({"uuid": "a", "axes": {"n": 4}, "inputs": {"s": {"type": "scalar", "value": 0.5}}}
+{"uuid": "b", "axes": {"n": 8}, "inputs": {"s": {"type": "scalar", "value": 0.25}}}
+)";
+  const std::string why = refusal_of(def, two);
+  EXPECT_TRUE(contains(why, "inputs.s.value: the scalar takes 0.5")) << why;
+  EXPECT_TRUE(contains(why, "w.jsonl:2")) << why;
+}
+
+// kqual_run hands run() its 0-d tensors and Python bools and returns 0-d outputs as one element: run
+// with python3 over a stub tensor class defined in the Definition's reference (no torch here).
+TEST(ImportDefinitionRewrite, TheReferenceAdapterRestoresZeroDTensorsAndBools) {
+  if (kqual::test::run("python3 -c pass").exit_code != 0) GTEST_SKIP() << "no python3";
+  ScratchDir dir("kqual-import-rewrite");
+  json def = small_definition("adapter_stub");
+  def["inputs"]["s"] = {{"shape", json::array()}, {"dtype", "float32"}};
+  def["inputs"]["flag"] = {{"shape", nullptr}, {"dtype", "bool"}};
+  def["outputs"]["total"] = {{"shape", json::array()}, {"dtype", "float32"}};
+  def["reference"] =
+      "class T:\n"
+      "    def __init__(self, shape):\n        self.shape = tuple(shape)\n"
+      "    def reshape(self, *s):\n        return T(s[0] if len(s) == 1 and isinstance(s[0], tuple) else s)\n\n"
+      "def run(x, s, flag):\n"
+      "    assert s.shape == (), s.shape\n    assert flag is True, flag\n    return x, T(())\n";
+  DefinitionImportOptions o;
+  o.definition = dir.path() / "adapter_stub.json";
+  std::ofstream(o.definition) << def.dump();
+  o.workloads = dir.path() / "adapter_stub.jsonl";
+  std::ofstream(o.workloads) << R"({"uuid": "a", "axes": {"n": 4}, "inputs": {"flag": {"type": "scalar", "value": true}}})" << "\n";
+  o.out = dir.path() / "adapter_stub";
+  (void)import_definition(o);
+  const fs::path harness = dir.path() / "harness.py";
+  std::ofstream(harness) << "import runpy, sys\nm = runpy.run_path(sys.argv[1])\nT = m['T']\n"
+                            "y, total = m['kqual_run'](x=T((4,)), s=T((1,)), flag=1, n=4, c1=1)\n"
+                            "assert y.shape == (4,) and total.shape == (1,), (y.shape, total.shape)\nprint('adapter ok')\n";
+  const auto res = kqual::test::run("python3 " + kqual::test::quote(harness) + " " + kqual::test::quote(o.out / "reference.py"));
+  EXPECT_EQ(res.exit_code, 0) << res.output;
+  EXPECT_TRUE(contains(res.output, "adapter ok")) << res.output;
+}
+
+TEST(ImportDefinitionRewrite, ExplicitMatchedRatioWithoutCapIsTheDefaultAndEmptyWorkloadsAreLeftOut) {
+  ScratchDir dir("kqual-import-rewrite");
+  DefinitionImportOptions o = fixture_as(dir.path(), "sol_decode_literal_d128", "decode_literal_c", true);
+  const DefinitionImport r = import_definition(o);
+  // required_matched_ratio 0.99 without max_error_cap: every element within the bound, said in a note.
+  EXPECT_TRUE(has_note(r, "required_matched_ratio 0.99 without max_error_cap: treated as SOL-ExecBench's default is"));
+  EXPECT_FALSE(contains(r.contract_toml, "match_ratio")) << r.contract_toml;
+  EXPECT_TRUE(contains(r.contract_toml, "atol = 0.001, rtol = 0.001, combine = \"sum\" }")) << r.contract_toml;
+  // The workload with kv_len = 0 (an empty tensor) gives neither a hint nor a benchmark shape.
+  EXPECT_EQ(r.bench_shapes, (std::vector<std::string>{"batch_size=2,kv_len=37", "batch_size=8,kv_len=1024"}));
+  EXPECT_TRUE(contains(toml_table(r.contract_toml, "[axes.kv_len]"), "hints = [37, 1024]")) << r.contract_toml;
+  EXPECT_TRUE(has_note(r, "decode_literal_c.jsonl:3: axes.kv_len = 0 (an empty tensor): left out"));
+  // With a cap (--cap), the ratio applies.
+  DefinitionImportOptions capped = fixture_as(dir.path(), "sol_decode_literal_d128", "decode_literal_d", true);
+  capped.cap = 0.5;
+  EXPECT_TRUE(contains(import_definition(capped).contract_toml, "match_ratio = 0.99, cap = 0.5"));
+}
+
+TEST(ImportDefinitionRewrite, AnEqualityConstraintFixesAnAxisAndShapeReadsAreAxes) {
+  ScratchDir dir("kqual-import-rewrite");
+  const DefinitionImportOptions o = fixture_as(dir.path(), "segment_scale_i8", "segment_scale_a", true);
+  const DefinitionImport r = import_definition(o);
+  EXPECT_EQ(toml_table(r.contract_toml, "[axes.len_indptr]"), "[axes.len_indptr]\nexpr = \"batch_size + 1\"") << r.contract_toml;
+  EXPECT_EQ(toml_table(r.contract_toml, "[axes.w_rows]"), "[axes.w_rows]\nexpr = \"2 * inter\"") << r.contract_toml;
+  EXPECT_TRUE(contains(r.contract_toml, "expr = \"w_rows == 2 * inter\"")) << r.contract_toml;
+  EXPECT_TRUE(has_note(r, "constraint \"w.shape[0] == 2 * inter\" reads tensor shapes"));
+  // The workload whose len_indptr breaks the constraint is no benchmark shape.
+  EXPECT_EQ(r.bench_shapes, (std::vector<std::string>{"batch_size=3", "batch_size=17"}));
+  EXPECT_TRUE(has_note(r, "it gives len_indptr = 9, the constraint fixes len_indptr = 6"));
+  // Every case satisfies the constraints, not only the base: the contract varies batch_size alone.
+  const Contract& c = load_declared_contract(o.out);
+  EXPECT_EQ(c.given_dims(), (std::vector<std::string>{"batch_size"}));
+  Supports s;
+  s.dtypes = {DType::f32};
+  s.max_n = kUnlimited;
+  const auto cases = c.correctness_cases(s, 1, false);
+  ASSERT_GT(cases.size(), 5u);
+  for (const auto& cs : cases) {
+    EXPECT_EQ(cs.dims.at("len_indptr"), cs.dims.at("batch_size") + 1) << cs.id;
+    EXPECT_EQ(cs.dims.at("w_rows"), 16) << cs.id;
+  }
+  // indptr's size follows batch_size through a derived axis: no [index_cases] on batch_size (a window
+  // of it would cut x but not indptr).
+  EXPECT_FALSE(contains(r.contract_toml, "[index_cases]")) << r.contract_toml;
+  // Without workloads the bases satisfy the constraint too (batch_size 64, len_indptr 65).
+  const DefinitionImportOptions bare = fixture_as(dir.path(), "segment_scale_i8", "segment_scale_b", false);
+  (void)import_definition(bare);
+  EXPECT_EQ(load_declared_contract(bare.out).complete_dims({{"batch_size", 64}}).at("len_indptr"), 65);
+}
+
+TEST(ImportDefinitionRewrite, RefusesByNameWhatStaysInexpressible) {
+  // A literal 0 in a shape: an empty tensor the declared-contract engine does not run.
+  json zero = small_definition("zero_dim");
+  zero["inputs"]["x"]["shape"] = json::array({"n", "0"});
+  EXPECT_TRUE(contains(refusal_of(zero), "inputs.x.shape[1]: \"0\": a zero-sized dim")) << refusal_of(zero);
+  // Inputs that are all scalars: the engine generates at least one input tensor.
+  json scalars = small_definition("scalars_only");
+  scalars["inputs"] = {{"base", {{"shape", nullptr}, {"dtype", "float32"}}}, {"dim", {{"shape", nullptr}, {"dtype", "int32"}}}};
+  EXPECT_TRUE(contains(refusal_of(scalars), "inputs: every input is a scalar (base, dim)")) << refusal_of(scalars);
+  // A constraint on a tensor's values names the tensor.
+  json values = small_definition("values_read");
+  values["axes"]["total"] = {{"type", "var"}};
+  values["inputs"]["indptr"] = {{"shape", json::array({"n"})}, {"dtype", "float32"}};
+  values["constraints"] = json::array({"total == indptr[-1].item()"});
+  EXPECT_TRUE(contains(refusal_of(values), "reads the values of tensor 'indptr'")) << refusal_of(values);
+  // A bool tensor still needs a bool dtype.
+  json mask = small_definition("bool_tensor");
+  mask["inputs"]["m"] = {{"shape", json::array({"n"})}, {"dtype", "bool"}};
+  EXPECT_TRUE(contains(refusal_of(mask), "inputs.m.dtype: dtype \"bool\"")) << refusal_of(mask);
+}
+
+}  // namespace
+}  // namespace kqual::contract
