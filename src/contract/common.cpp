@@ -7,6 +7,7 @@
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/core/narrow_float.hpp"
 
 namespace kqual::contract {
 
@@ -75,6 +76,8 @@ double unit_roundoff(DType t) {
     case DType::bf16: return std::ldexp(1.0, -8);
     case DType::f16: return std::ldexp(1.0, -11);
     case DType::f64: return std::ldexp(1.0, -53);
+    case DType::e4m3: return std::ldexp(1.0, -4);
+    case DType::e5m2: return std::ldexp(1.0, -3);
     default: return 0;
   }
 }
@@ -87,7 +90,12 @@ double element_as_double(DType t, const std::uint8_t* p, std::size_t i) {
     case DType::i32: { std::int32_t v; std::memcpy(&v, p + 4 * i, 4); return double(v); }
     case DType::u32: { std::uint32_t v; std::memcpy(&v, p + 4 * i, 4); return double(v); }
     case DType::i64: { std::int64_t v; std::memcpy(&v, p + 8 * i, 8); return double(v); }
-    case DType::f16: break;
+    case DType::f16: { std::uint16_t h; std::memcpy(&h, p + 2 * i, 2); return decode_narrow(kF16, h); }
+    case DType::i8: return double(std::int8_t(p[i]));
+    case DType::u8: return double(p[i]);
+    case DType::e4m3: return decode_narrow(kE4M3, p[i]);
+    case DType::e5m2: return decode_narrow(kE5M2, p[i]);
+    case DType::boolean: return double(p[i]);  // a byte other than 0 or 1 shows as itself, never as "true"
   }
   throw_error(ErrorKind::internal, fmt::format("element_as_double: dtype {} not handled", to_string(t)));
 }
@@ -112,7 +120,16 @@ void store_element(DType t, std::uint8_t* p, std::size_t i, double v) {
     case DType::i32: { std::int32_t x = std::int32_t(v); std::memcpy(p + 4 * i, &x, 4); return; }
     case DType::u32: { std::uint32_t x = std::uint32_t(v); std::memcpy(p + 4 * i, &x, 4); return; }
     case DType::i64: { std::int64_t x = std::int64_t(v); std::memcpy(p + 8 * i, &x, 8); return; }
-    case DType::f16: break;
+    // One rounding from double, ties to even. f16 overflows to Inf (__float2half_rn); fp8 saturates to
+    // its largest finite value, as the __nv_fp8_e4m3 / __nv_fp8_e5m2 constructors do (__NV_SATFINITE).
+    case DType::f16: { const auto h = std::uint16_t(encode_narrow(kF16, v)); std::memcpy(p + 2 * i, &h, 2); return; }
+    case DType::e4m3: p[i] = std::uint8_t(encode_narrow(kE4M3, v, Overflow::saturate)); return;
+    case DType::e5m2: p[i] = std::uint8_t(encode_narrow(kE5M2, v, Overflow::saturate)); return;
+    // Integers in range are exact; out of range (never a reference's integer output) clamps instead of
+    // the undefined cast.
+    case DType::i8: p[i] = std::uint8_t(std::int8_t(std::clamp(v, -128.0, 127.0))); return;
+    case DType::u8: p[i] = std::uint8_t(std::clamp(v, 0.0, 255.0)); return;
+    case DType::boolean: p[i] = v != 0 ? 1 : 0; return;
   }
   throw_error(ErrorKind::internal, fmt::format("store_element: dtype {} not handled", to_string(t)));
 }

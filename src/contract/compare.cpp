@@ -17,7 +17,7 @@ namespace kqual::contract {
 
 namespace {
 
-bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16 || t == DType::f64; }
+bool is_float(DType t) { return is_floating(t); }
 
 std::uint64_t bits_at(DType t, const std::uint8_t* p, std::size_t i) {
   std::uint64_t v = 0;
@@ -132,6 +132,8 @@ bool nan_bits(DType t, std::uint64_t b) {
     case DType::bf16: return (b & 0x7FFFu) > 0x7F80u;
     case DType::f16: return (b & 0x7FFFu) > 0x7C00u;
     case DType::f64: return (b & 0x7FFFFFFFFFFFFFFFull) > 0x7FF0000000000000ull;
+    case DType::e4m3: return (b & 0x7Fu) == 0x7Fu;  // no Inf: S.1111.111 is the only NaN
+    case DType::e5m2: return (b & 0x7Fu) > 0x7Cu;
     default: return false;
   }
 }

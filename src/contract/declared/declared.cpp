@@ -20,6 +20,7 @@
 #include "kqual/contract/reference_host.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
+#include "kqual/core/narrow_float.hpp"
 #include "python_reference.hpp"
 
 namespace kqual::contract {
@@ -28,12 +29,16 @@ using namespace declared;
 
 namespace {
 
-bool is_int(DType t) { return t == DType::i32 || t == DType::i64 || t == DType::u32; }
+bool is_int(DType t) { return is_integral(t); }
 
 // Spacing of dtype t's values at |r| (one unit in the last place), subnormals included.
 double ulp_at(DType t, double r) {
-  const int p = t == DType::f64 ? 53 : t == DType::bf16 ? 8 : 24;
-  const int emin = t == DType::f64 ? -1022 : -126;  // bf16 shares f32's exponent range
+  // Precision p (mantissa bits + 1) and the smallest normal exponent: bf16 shares f32's range.
+  int p = 24, emin = -126;
+  if (t == DType::f64) p = 53, emin = -1022;
+  else if (t == DType::bf16) p = 8;
+  else if (const NarrowFormat* f = t == DType::f16 ? &kF16 : t == DType::e4m3 ? &kE4M3 : t == DType::e5m2 ? &kE5M2 : nullptr)
+    p = f->mantissa_bits + 1, emin = 1 - f->bias;
   int e = 0;
   std::frexp(std::fabs(r), &e);  // |r| = m 2^e, m in [0.5, 1)
   return std::ldexp(1.0, std::max(e, emin + 1) - p);

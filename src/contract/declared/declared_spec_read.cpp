@@ -69,9 +69,12 @@ bool boolean(const Ctx& cx, const toml::table& t, const std::string& where, cons
 
 DType dtype_of(const Ctx& cx, const std::string& key, const std::string& text, bool allow_int) {
   auto t = parse_dtype(text);
-  static const std::set<DType> usable = {DType::f32, DType::bf16, DType::f64, DType::i32, DType::i64, DType::u32};
-  if (!t || !usable.count(*t)) cx.fail(key, fmt::format("unknown dtype \"{}\" (known: f32, bf16, f64, i32, i64, u32)", text));
-  if (!allow_int && (*t == DType::i32 || *t == DType::i64 || *t == DType::u32))
+  if (!t) {
+    std::vector<std::string_view> words;
+    for (DType d : kAllDTypes) words.push_back(to_string(d));
+    cx.fail(key, fmt::format("unknown dtype \"{}\" (known: {})", text, fmt::join(words, ", ")));
+  }
+  if (!allow_int && is_integral(*t))
     cx.fail(key, fmt::format("\"{}\": a floating dtype is needed here", text));
   return *t;
 }
@@ -104,7 +107,7 @@ std::vector<std::pair<std::string, const toml::node*>> in_file_order(const toml:
   return v;
 }
 
-bool is_int(DType t) { return t == DType::i32 || t == DType::i64 || t == DType::u32; }
+bool is_int(DType t) { return is_integral(t); }
 
 const char* const kDists[] = {"normal", "uniform", "constant", "int", "indices", "offsets", "softmax_rows", "mask"};
 

@@ -73,12 +73,13 @@ void poison_padding(const Spec& s, Tensor& t, const Dims& all, std::uint64_t see
   const auto r = rows_of(s, t.name, all);
   if (!r || r->stride == r->cols) return;
   const std::size_t es = dtype_size(t.dtype);
-  const bool integer = t.dtype == DType::i32 || t.dtype == DType::i64 || t.dtype == DType::u32;
+  const bool integer = is_integral(t.dtype);
   std::vector<std::uint8_t> pattern(es, 0x7F);
   if (!integer && (seed & 1)) {
     // A quiet NaN with a payload (never one a computation makes by itself).
     if (t.dtype == DType::f32) pattern = {0x5A, 0xA5, 0xC1, 0x7F};
     else if (t.dtype == DType::bf16) pattern = {0xC5, 0x7F};
+    else if (t.dtype == DType::f16) pattern = {0x5A, 0x7E};
     else if (t.dtype == DType::f64) pattern = {0x5A, 0xA5, 0x5A, 0xA5, 0x00, 0x00, 0xF8, 0x7F};
   }
   for (std::size_t i = 0; i < r->rows; ++i)

@@ -14,17 +14,21 @@
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/random.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/core/narrow_float.hpp"
 #include "kqual/core/files.hpp"
 
 namespace kqual::contract::declared {
 namespace {
 
-bool is_int(DType t) { return t == DType::i32 || t == DType::i64 || t == DType::u32; }
+bool is_int(DType t) { return is_integral(t); }
 
 double largest_finite(DType t) {
   switch (t) {
     case DType::bf16: return double(bf16_to_f32(0x7F7F));
     case DType::f64: return DBL_MAX;
+    case DType::f16: return kF16.max_finite;
+    case DType::e4m3: return kE4M3.max_finite;
+    case DType::e5m2: return kE5M2.max_finite;
     default: return FLT_MAX;
   }
 }
@@ -33,6 +37,8 @@ double denormal(DType t, Rng& rng) {
   double v;
   if (t == DType::f32) v = double(f32_from_bits(std::uint32_t(1 + rng.below(0x7FFFFF))));
   else if (t == DType::bf16) v = double(f32_from_bits(std::uint32_t(1 + rng.below(0x7F)) << 16));
+  else if (const NarrowFormat* f = t == DType::f16 ? &kF16 : t == DType::e4m3 ? &kE4M3 : t == DType::e5m2 ? &kE5M2 : nullptr)
+    v = double(1 + rng.below((1ull << f->mantissa_bits) - 1)) * f->min_subnormal();
   else v = std::ldexp(double(1 + rng.below(1ull << 51)), -1074);
   return rng.below(2) ? -v : v;
 }
@@ -152,7 +158,7 @@ std::vector<Tensor> generate_inputs(const Spec& s, const CaseSpec& spec, const D
         double x = vals[i];
         if (is_int(t)) {
           x = std::nearbyint(x);
-          if (t == DType::u32 && x < 0) x = 0;
+          if ((t == DType::u32 || t == DType::u8) && x < 0) x = 0;
         }
         store_element(t, tn.bytes.data(), i, x);
       }

@@ -55,7 +55,7 @@ except BaseException as e:
 def load_inputs(r):
     arrays = {}
     for name, t in r["inputs"].items():
-        a = np.fromfile(t["file"], dtype={"f4": np.float32, "f8": np.float64, "i8": np.int64}[t["dtype"]])
+        a = np.fromfile(t["file"], dtype={"f4": np.float32, "f8": np.float64, "i8": np.int64, "b1": np.bool_}[t["dtype"]])
         if a.dtype == np.float32:
             a = a.astype(np.float64)
         arrays[name] = a.reshape(t["shape"])
@@ -124,7 +124,7 @@ for line in sys.stdin:
         reply(failure(e))
 )PY";
 
-bool is_int_dtype(DType t) { return t == DType::i32 || t == DType::i64 || t == DType::u32; }
+bool is_int_dtype(DType t) { return is_integral(t); }
 
 std::string which(const std::string& exe) {
   if (exe.find('/') != std::string::npos) return exe;
@@ -227,13 +227,16 @@ Evaluation PythonReference::evaluate(const Spec& s, const std::vector<Tensor>& i
     if (t.dtype == DType::f32 || t.dtype == DType::f64) {
       write_file(f, t.bytes.data(), t.bytes.size());
       kind = t.dtype == DType::f32 ? "f4" : "f8";
-    } else if (t.dtype == DType::bf16) {
+    } else if (is_floating(t.dtype)) {  // bf16, f16, e4m3, e5m2: every value is an f32 exactly
       MappedFile m = MappedFile::create(f, n * 4);
       auto* p = reinterpret_cast<float*>(m.data());
       parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
         for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) p[i] = float(element_as_double(t.dtype, t.bytes.data(), i));
       });
       kind = "f4";
+    } else if (t.dtype == DType::boolean) {  // NumPy's bool_ is one byte, 0 or 1, like the kernel's
+      write_file(f, t.bytes.data(), t.bytes.size());
+      kind = "b1";
     } else {
       MappedFile m = MappedFile::create(f, n * 8);
       auto* p = reinterpret_cast<std::int64_t*>(m.data());
