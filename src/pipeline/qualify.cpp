@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -186,12 +187,95 @@ void record_correctness(const CorrectnessSummary& sum, decision::QualifyFindings
   phases.set("sanitizer_pass", sum.sanitizer);
 }
 
+// What qualify's GPU phases work on: the candidate and its baselines, built, in one session; the
+// results and the decision's findings they fill.
+struct QualifyGpuRun {
+  const QualifyOptions& o;
+  worker::Session& s;
+  build::BuiltCandidate& cand;
+  std::vector<build::BuiltCandidate>& baselines;
+  report::QualifyResult& r;
+  decision::QualifyFindings& f;
+  const std::function<void(const std::string&)>& say;
+};
+
+// Phase "load": every module in the worker; registers, shared and local bytes; argument sizes. A
+// candidate the worker refuses is the user's input error; a baseline it refuses is kqual's.
+void qualify_load(QualifyGpuRun& q, const Target& tg) {
+  q.say(fmt::format("load: {} module(s) on {}", 1 + q.baselines.size(), tg.arch));
+  CheckOneOptions load_only;
+  load_only.correctness = false;
+  const std::string load_err = check_one(q.s, q.cand, load_only).load_error;
+  if (!load_err.empty()) throw_error(ErrorKind::input, load_err);
+  for (auto& b : q.baselines) {
+    const std::string e = check_one(q.s, b, load_only).load_error;
+    if (!e.empty()) throw_error(ErrorKind::internal, "baseline " + b.manifest.name + ": " + e);
+  }
+  q.r.phases.set("load", fmt::format("done on {} ({})", tg.device->device.value("name", "?"), tg.arch));
+}
+
+// Phase "check": the contract's cases, references out of the candidate's reach; the baselines on
+// the small cases (a wrong baseline is no baseline).
+void qualify_check(QualifyGpuRun& q) {
+  const QualifyOptions& o = q.o;
+  if (!o.correctness) {
+    q.r.phases.set("correctness", "not run: not part of `kqual bench` (timing only)");
+    return;
+  }
+  CheckOneOptions checked;
+  checked.load = false;  // qualify_load loaded every module
+  checked.check.seed = o.seed;
+  checked.check.include_large = o.large_cases;
+  checked.check.all_cases = o.all_cases;
+  checked.check.sanitizer_pass = o.sanitizer_pass;
+  q.say(fmt::format("correctness: {} against {}{}", q.cand.manifest.name, q.cand.manifest.contract,
+                    o.large_cases ? " (with the large cases)" : ""));
+  const CheckedOne one = check_one(q.s, q.cand, checked);
+  q.r.correctness = one.report->to_json(false);
+  record_correctness(*one.correctness, q.f, q.r.phases);
+  std::vector<json> bc;
+  CheckOneOptions small = checked;
+  small.check.include_large = false;
+  small.check.sanitizer_pass = false;
+  for (auto& b : q.baselines) {
+    q.say("correctness: baseline " + b.manifest.name);
+    bc.push_back(check_one(q.s, b, small).report->to_json(false));
+  }
+  q.r.baselines_correctness = std::move(bc);
+}
+
+// Phase "time": against the baselines, L2 flushed, interleaved, timed outputs re-checked; PyTorch
+// eager / compiled next to them where the reference is PyTorch. Returns the PyTorch block (null
+// when timing did not run).
+json qualify_time(QualifyGpuRun& q, const bench::TimingOptions& to, const decision::DeploymentProfile& profile,
+                  const decision::SpeedPolicy& policy) {
+  if (!q.f.correct) {
+    q.r.phases.set("timing", "not run: the candidate is incorrect");
+    return json();
+  }
+  if (!q.o.timing) {
+    q.r.phases.set("timing", "not run: not part of `kqual check` (correctness only)");
+    return json();
+  }
+  q.f.policy = policy;
+  q.f.mix = decision::shape_mix_of(profile);
+  std::vector<const build::BuiltCandidate*> bptr;
+  for (const auto& b : q.baselines) bptr.push_back(&b);
+  bench::TimingReport tr = bench::time_against_baselines(q.s, q.cand, bptr, to);
+  q.r.phases.set("timing", fmt::format("done: {} shapes, {} baselines", tr.shapes.size(), q.baselines.size()));
+  json torch_report = bench::run_torch_baselines(q.s, q.cand, tr, to, bench::parse_torch_baselines(q.o.torch_baselines)).to_json();
+  q.r.phases.set("torch_baselines", torch_report.value("status", std::string()));
+  add_timed_shapes(q.f, tr);
+  q.r.timing = std::move(tr);
+  return torch_report;
+}
+
 }  // namespace
 
 QualifyOutcome qualify(const QualifyOptions& o) {
   // ---- target: manifest, contract, device and arch ----
   QualifyOutcome out;
-  auto say = [&](const std::string& line) {
+  const std::function<void(const std::string&)> say = [&](const std::string& line) {
     if (o.progress) o.progress(line);
   };
   say("manifest: " + o.candidate.string());
@@ -240,62 +324,10 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     say("no GPU: load, correctness and timing not run (" + tg.why_no_gpu + ")");
     for (const char* ph : {"load", "correctness", "timing"}) phases.set(ph, "not run: needs a GPU (" + tg.why_no_gpu + ")");
   } else {
-    // ---- load: the module in the worker; registers, shared and local bytes; argument sizes ----
-    say(fmt::format("load: {} module(s) on {}", 1 + baselines.size(), tg.arch));
-    CheckOneOptions load_only;
-    load_only.correctness = false;
-    const std::string load_err = check_one(s, cand, load_only).load_error;
-    if (!load_err.empty()) throw_error(ErrorKind::input, load_err);
-    for (auto& b : baselines) {
-      const std::string e = check_one(s, b, load_only).load_error;
-      if (!e.empty()) throw_error(ErrorKind::internal, "baseline " + b.manifest.name + ": " + e);
-    }
-    phases.set("load", fmt::format("done on {} ({})", tg.device->device.value("name", "?"), tg.arch));
-
-    // ---- check: the contract's cases, references out of the candidate's reach ----
-    CheckOneOptions checked;
-    checked.load = false;  // loaded above
-    checked.check.seed = o.seed;
-    checked.check.include_large = o.large_cases;
-    checked.check.all_cases = o.all_cases;
-    checked.check.sanitizer_pass = o.sanitizer_pass;
-    if (o.correctness) {
-      say(fmt::format("correctness: {} against {}{}", m.name, m.contract, o.large_cases ? " (with the large cases)" : ""));
-      const CheckedOne one = check_one(s, cand, checked);
-      r.correctness = one.report->to_json(false);
-      record_correctness(*one.correctness, f, phases);
-      std::vector<json> bc;
-      CheckOneOptions small = checked;
-      small.check.include_large = false;
-      small.check.sanitizer_pass = false;
-      for (auto& b : baselines) {
-        say("correctness: baseline " + b.manifest.name);
-        bc.push_back(check_one(s, b, small).report->to_json(false));
-      }
-      r.baselines_correctness = std::move(bc);
-    } else {
-      phases.set("correctness", "not run: not part of `kqual bench` (timing only)");
-    }
-
-    // ---- time: against the baselines, L2 flushed, interleaved, timed outputs re-checked ----
-    if (!f.correct) {
-      phases.set("timing", "not run: the candidate is incorrect");
-    } else if (!o.timing) {
-      phases.set("timing", "not run: not part of `kqual check` (correctness only)");
-    } else {
-      const bench::TimingOptions to = timing_options_of(o, *bench_dtype, shapes);
-      f.policy = policy;
-      f.mix = decision::shape_mix_of(profile);
-      std::vector<const build::BuiltCandidate*> bptr;
-      for (const auto& b : baselines) bptr.push_back(&b);
-      bench::TimingReport tr = bench::time_against_baselines(s, cand, bptr, to);
-      phases.set("timing", fmt::format("done: {} shapes, {} baselines", tr.shapes.size(), baselines.size()));
-      // PyTorch eager / compiled next to the native baselines, where the reference is PyTorch.
-      torch_report = bench::run_torch_baselines(s, cand, tr, to, bench::parse_torch_baselines(o.torch_baselines)).to_json();
-      phases.set("torch_baselines", torch_report.value("status", std::string()));
-      add_timed_shapes(f, tr);
-      r.timing = std::move(tr);
-    }
+    QualifyGpuRun q{o, s, cand, baselines, r, f, say};
+    qualify_load(q, tg);
+    qualify_check(q);
+    torch_report = qualify_time(q, timing_options_of(o, *bench_dtype, shapes), profile, policy);
   }
   r.artifact = cand.to_json();
   for (const auto& b : baselines) r.baselines.push_back(b.to_json());

@@ -366,86 +366,45 @@ int selftest_lanes(int asked, bool gpu) {
   return int(std::clamp(hardware_threads() / 4, 1u, 4u));
 }
 
-}  // namespace
+// Where the candidates (and baselines) come from: --root's candidates/ and baselines/, else the
+// bundled folders. The tree selftest runs is the user's choice: its contracts/ folder is one of
+// theirs, set as a contract source here.
+struct SelftestRoots {
+  fs::path candidates;
+  std::optional<fs::path> baselines;
+};
 
-SelftestOutcome selftest(const SelftestOptions& o) {
-  SelftestOutcome out;
-  fs::path root = o.root;
-  std::optional<fs::path> baselines_root;
-  if (root.empty()) {
+SelftestRoots selftest_roots(const SelftestOptions& o) {
+  SelftestRoots r;
+  if (o.root.empty()) {
     auto c = find_bundled("candidates", fs::current_path());
     if (!c) throw_error(ErrorKind::input, "cannot find the bundled candidates/ folder (set KQUAL_HOME)");
-    root = *c;
-    baselines_root = find_bundled("baselines", fs::current_path());
+    r.candidates = *c;
+    r.baselines = find_bundled("baselines", fs::current_path());
   } else {
-    if (fs::is_directory(root / "baselines")) baselines_root = root / "baselines";
-    root /= "candidates";
+    if (fs::is_directory(o.root / "baselines")) r.baselines = o.root / "baselines";
+    r.candidates = o.root / "candidates";
   }
-  // The tree selftest runs is the user's choice: its contracts/ folder is one of theirs.
   contract::ContractSources sources = o.sources;
   if (!o.root.empty() && fs::is_directory(o.root / "contracts")) sources.user_dirs.push_back(o.root / "contracts");
   contract::set_contract_sources(sources);
+  return r;
+}
+
+// The options refused before any work; --contract names checked now (an unknown one is a clear error).
+void check_selftest_options(const SelftestOptions& o) {
   if (!o.sanitize.empty() && o.sanitize != "memcheck" && o.sanitize != "racecheck" && o.sanitize != "initcheck" &&
       o.sanitize != "synccheck")
     throw_error(ErrorKind::usage, fmt::format("--sanitize {}: expected memcheck, racecheck, initcheck or synccheck", o.sanitize));
   if (o.lanes < 0) throw_error(ErrorKind::usage, fmt::format("--lanes {}: must be at least 1 (0: automatic)", o.lanes));
   if (o.jobs < 0) throw_error(ErrorKind::usage, fmt::format("--jobs {}: must be at least 1 (0: one per host thread)", o.jobs));
-  const std::vector<std::string>& only = o.contracts;
-  for (const auto& name : only) (void)contract::find_contract(name);  // unknown names: a clear error now
-  auto wanted = [&](const std::string& contract) {
-    return only.empty() || std::find(only.begin(), only.end(), contract) != only.end();
-  };
+  for (const auto& name : o.contracts) (void)contract::find_contract(name);
+}
 
-  Target tg = open_target({true, o.watchdog_seconds, ""});
-  worker::Session& s = *tg.session;
-  const worker::DeviceFacts& dev = *tg.device;
-
-  std::optional<std::string> sanitizer;
-  std::string sanitizer_note;
-  if (!o.sanitize.empty()) {
-    sanitizer = worker::find_compute_sanitizer();
-    if (!sanitizer) sanitizer_note = "compute-sanitizer not found (PATH, /usr/local/cuda/bin; or set KQUAL_COMPUTE_SANITIZER)";
-  }
-
-  const std::vector<SelftestEntry> entries = selftest_entries(root, o.include_baselines ? baselines_root : std::nullopt);
-  const std::size_t n = entries.size();
-  const int lanes = selftest_lanes(o.lanes, dev.present);
-  const int jobs = o.jobs > 0 ? o.jobs : int(hardware_threads());
-  std::mutex say_mu;
-  auto say = [&](const std::string& line) {
-    if (!o.progress) return;
-    std::lock_guard<std::mutex> lk(say_mu);
-    o.progress(line);
-  };
-  say(fmt::format("{} candidate folder(s) under {}; {} compile thread(s); {}", n, root.string(), jobs,
-                  dev.present ? fmt::format("{} lane(s) (worker sessions) on the GPU", lanes) : std::string("no GPU: compile only")));
-
-  // ---- compile: a pool of NVRTC threads, each folder into a scratch folder of its own ----
-  BuildOneOptions bo;
-  bo.arch = tg.arch;
-  bo.pass_over = [&](const build::Manifest& m) { return wanted(m.contract) ? std::string() : "not asked for (--contract)"; };
-  auto build_folder = [&](std::size_t i) {
-    BuildOneOptions mine = bo;
-    mine.dir = s.scratch() / fmt::format("selftest-{}", i);
-    SelftestSlot slot;
-    slot.one = build_one(entries[i].dir, mine);
-    // A manifest that does not load may be another contract's folder, not asked for.
-    slot.skip = slot.one.manifest ? !slot.one.passed_over.empty() : !only.empty();
-    return slot;
-  };
-  BuildPool<SelftestSlot> pool(n, jobs, build_folder);
-  auto take = [&](std::size_t i) {
-    std::optional<SelftestSlot> slot = pool.take(i);
-    if (slot) return std::move(*slot);
-    SelftestSlot stopped;  // another lane failed: the builders stopped
-    stopped.skip = true;
-    return stopped;
-  };
-
-  const JudgeRun run{o, dev.present, sanitizer, say};
-  auto judge = [&](worker::Session& lane, std::size_t i) { return judge_folder(run, entries[i], take(i), lane, i); };
-
-  // ---- lanes: each takes the next folder; lane 0 is the target's session ----
+// The lanes: each takes the next folder and judges it in its own worker session (lane 0 in `s`, the
+// target's). The first failure stops every lane and the builders, then is thrown again.
+std::vector<Judged> judge_in_lanes(int lanes, std::size_t n, worker::Session& s, BuildPool<SelftestSlot>& pool,
+                                   const std::function<Judged(worker::Session&, std::size_t)>& judge) {
   std::vector<Judged> judged(n);
   std::atomic<std::size_t> next_judge{0};
   std::atomic<bool> stop{false};
@@ -480,6 +439,72 @@ SelftestOutcome selftest(const SelftestOptions& o) {
     for (int l = 0; l < lanes; ++l) lane_threads.emplace_back(lane_loop, l);
   }  // joined
   if (failure) std::rethrow_exception(failure);
+  return judged;
+}
+
+}  // namespace
+
+SelftestOutcome selftest(const SelftestOptions& o) {
+  SelftestOutcome out;
+  const SelftestRoots roots = selftest_roots(o);
+  check_selftest_options(o);
+  const std::vector<std::string>& only = o.contracts;
+  auto wanted = [&](const std::string& contract) {
+    return only.empty() || std::find(only.begin(), only.end(), contract) != only.end();
+  };
+
+  Target tg = open_target({true, o.watchdog_seconds, ""});
+  worker::Session& s = *tg.session;
+  const worker::DeviceFacts& dev = *tg.device;
+
+  std::optional<std::string> sanitizer;
+  std::string sanitizer_note;
+  if (!o.sanitize.empty()) {
+    sanitizer = worker::find_compute_sanitizer();
+    if (!sanitizer) sanitizer_note = "compute-sanitizer not found (PATH, /usr/local/cuda/bin; or set KQUAL_COMPUTE_SANITIZER)";
+  }
+
+  const std::vector<SelftestEntry> entries =
+      selftest_entries(roots.candidates, o.include_baselines ? roots.baselines : std::nullopt);
+  const std::size_t n = entries.size();
+  const int lanes = selftest_lanes(o.lanes, dev.present);
+  const int jobs = o.jobs > 0 ? o.jobs : int(hardware_threads());
+  std::mutex say_mu;
+  auto say = [&](const std::string& line) {
+    if (!o.progress) return;
+    std::lock_guard<std::mutex> lk(say_mu);
+    o.progress(line);
+  };
+  say(fmt::format("{} candidate folder(s) under {}; {} compile thread(s); {}", n, roots.candidates.string(), jobs,
+                  dev.present ? fmt::format("{} lane(s) (worker sessions) on the GPU", lanes) : std::string("no GPU: compile only")));
+
+  // ---- compile: a pool of NVRTC threads, each folder into a scratch folder of its own ----
+  BuildOneOptions bo;
+  bo.arch = tg.arch;
+  bo.pass_over = [&](const build::Manifest& m) { return wanted(m.contract) ? std::string() : "not asked for (--contract)"; };
+  auto build_folder = [&](std::size_t i) {
+    BuildOneOptions mine = bo;
+    mine.dir = s.scratch() / fmt::format("selftest-{}", i);
+    SelftestSlot slot;
+    slot.one = build_one(entries[i].dir, mine);
+    // A manifest that does not load may be another contract's folder, not asked for.
+    slot.skip = slot.one.manifest ? !slot.one.passed_over.empty() : !only.empty();
+    return slot;
+  };
+  BuildPool<SelftestSlot> pool(n, jobs, build_folder);
+  auto take = [&](std::size_t i) {
+    std::optional<SelftestSlot> slot = pool.take(i);
+    if (slot) return std::move(*slot);
+    SelftestSlot stopped;  // another lane failed: the builders stopped
+    stopped.skip = true;
+    return stopped;
+  };
+
+  const JudgeRun run{o, dev.present, sanitizer, say};
+  auto judge = [&](worker::Session& lane, std::size_t i) { return judge_folder(run, entries[i], take(i), lane, i); };
+
+  // ---- lanes: each takes the next folder; lane 0 is the target's session ----
+  std::vector<Judged> judged = judge_in_lanes(lanes, n, s, pool, judge);
 
   // ---- fold, in folder order ----
   report::SelftestResult res;

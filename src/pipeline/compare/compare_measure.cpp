@@ -87,6 +87,108 @@ void measure_startup_blocks(const CompareOptions& o, Side (&sides)[2], const std
   }
 }
 
+// Both sides' correctness at once, each in its own worker process (correctness is not timed).
+void measure_correctness(const CompareOptions& o, Side (&sides)[2], worker::Session& session, Evidence& ev) {
+  pipeline::CheckOneOptions co;
+  co.load = false;  // measure() loaded both; `other` needs no load of its own: each case's run names the module
+  co.check.seed = o.seed;
+  co.check.include_large = o.large_cases;
+  // compare asks whether NEW may replace OLD; the cases past 2^31 elements come with the large
+  // ones (--large-cases), and the sanitizer pass is `kqual check`'s (its wall time would dominate
+  // compare's budget).
+  co.check.index_cases = o.large_cases;
+  co.check.sanitizer_pass = false;
+  // NEW is blamed only for cases OLD passes: both sides' failing cases must be known, so a rejected
+  // side runs every case (a correct side runs every case anyway).
+  co.check.all_cases = true;
+  say(o, "correctness: old and new, each in its own worker");
+  worker::Session other(session.options());
+  auto new_side = std::async(std::launch::async, [&] { return to_side(pipeline::check_one(other, *sides[1].built, co)); });
+  ev.correctness[0] = to_side(pipeline::check_one(session, *sides[0].built, co));
+  ev.correctness[1] = new_side.get();
+}
+
+// Warm time per shape: 2 x o.processes fresh worker processes in interleaved order, each timing one
+// side alone.
+void measure_warm(const CompareOptions& o, Side (&sides)[2], worker::Session& session, const std::vector<contract::Dims>& shapes,
+                  const bench::TimingOptions& to, Evidence& ev) {
+  ev.order = interleave_order(2 * o.processes);
+  ev.processes = o.processes;
+  ev.samples = o.samples;
+  ev.warmup = o.warmup;
+  ev.warm.resize(shapes.size());
+  for (std::size_t si = 0; si < shapes.size(); ++si) {
+    ev.warm[si].shape = contract::format_dims(shapes[si]);
+    ev.warm[si].dims = shapes[si];
+  }
+  for (std::size_t k = 0; k < ev.order.size(); ++k) {
+    Side& s = sides[ev.order[k]];
+    say(o, fmt::format("warm timing: process {}/{} ({})", k + 1, ev.order.size(), s.label));
+    session.worker().stop();  // a fresh worker process for every block
+    bench::TimingReport rep = bench::time_against_baselines(session, *s.built, {}, to);
+    ev.boundary = rep.boundary;
+    for (std::size_t si = 0; si < rep.shapes.size() && si < shapes.size(); ++si) {
+      const bench::Series& se = rep.shapes[si].series.at(0);
+      WarmSide& w = ev.warm[si].side[ev.order[k]];
+      if (!se.error.empty()) {
+        w.errors.push_back(se.error);
+        continue;
+      }
+      if (se.samples_ms.empty()) continue;
+      w.medians.push_back(stats::median(se.samples_ms));
+      w.pooled.insert(w.pooled.end(), se.samples_ms.begin(), se.samples_ms.end());
+      if (!se.verified) {
+        w.verified = false;
+        w.verify_detail = se.verify_detail;
+      }
+    }
+  }
+  session.worker().stop();
+}
+
+// Startup: blocks A B B A of fresh probes; then more blocks, for the modes that could not resolve
+// resolve_ms, up to startup_max_runs per side.
+void measure_startup_modes(const CompareOptions& o, Side (&sides)[2], Evidence& ev) {
+  std::map<std::pair<int, int>, StartupMode> acc;
+  const int first[2] = {o.startup_runs, o.startup_runs};
+  measure_startup_blocks(o, sides, o.cache_modes, first, acc, ev.startup_notes);
+  int done = o.startup_runs;
+  const int max_runs = std::max(o.startup_max_runs, o.startup_runs);
+  for (int round = 0; round < 4 && done < max_runs; ++round) {
+    std::vector<decision::CacheMode> more;
+    int target = done;
+    for (const auto& [key, m] : acc) {
+      if (m.loading != o.loading_modes.front()) continue;
+      const Resolution res = resolution(m.side[0].kernel_first_use_ms, m.side[1].kernel_first_use_ms, o.resolve_ms);
+      if (res.half_width_ms <= o.resolve_ms) continue;
+      // More processes only where they could change the answer: an interval already clear of
+      // the noise floor on one side is decided, however wide it is.
+      if (m.side[0].kernel_first_use_ms.size() >= 2 && m.side[1].kernel_first_use_ms.size() >= 2) {
+        stats::DecisionOptions d;
+        d.test.effect = stats::Effect::difference;
+        d.margin.absolute = o.cold_noise_floor_ms;
+        const stats::Comparison c = stats::compare(m.side[0].kernel_first_use_ms, m.side[1].kernel_first_use_ms, d);
+        if (c.verdict != stats::Verdict::inconclusive) continue;
+      }
+      more.push_back(m.cache);
+      const int want = std::min(max_runs, std::max(res.runs_needed, done + 4));
+      target = std::max(target, want);
+      ev.startup_extensions.push_back(fmt::format("{} cache: ±{:.2f} ms detectable with {} per side, {} needed for {} ms: "
+                                                  "extending to {}",
+                                                  decision::to_string(m.cache), res.half_width_ms, res.runs_per_side,
+                                                  res.runs_needed, o.resolve_ms, want));
+    }
+    if (more.empty()) break;
+    const int extra[2] = {target - done, target - done};
+    say(o, fmt::format("startup: {} more fresh processes per side for {} mode(s) to resolve {} ms", target - done, more.size(),
+                       o.resolve_ms));
+    measure_startup_blocks(o, sides, more, extra, acc, ev.startup_notes);
+    done = target;
+  }
+  ev.startup_runs = done;
+  for (auto& [key, m] : acc) ev.startup.push_back(std::move(m));
+}
+
 }  // namespace
 
 Evidence measure(const CompareOptions& o, Side (&sides)[2], worker::Session& session, const contract::Contract* contract,
@@ -128,26 +230,7 @@ Evidence measure(const CompareOptions& o, Side (&sides)[2], worker::Session& ses
       worker::Session prep(session.options());
       bench::prepare_timing_cases(prep, *contract, to);
     });
-  if (ev.can_launch && o.correctness) {
-    pipeline::CheckOneOptions co;
-    co.load = false;  // loaded above; `other` needs no load of its own: each case's run names the module
-    co.check.seed = o.seed;
-    co.check.include_large = o.large_cases;
-    // compare asks whether NEW may replace OLD; the cases past 2^31 elements come with the large
-    // ones (--large-cases), and the sanitizer pass is `kqual check`'s (its wall time would dominate
-    // compare's budget).
-    co.check.index_cases = o.large_cases;
-    co.check.sanitizer_pass = false;
-    // NEW is blamed only for cases OLD passes: both sides' failing cases must be known, so a rejected
-    // side runs every case (a correct side runs every case anyway).
-    co.check.all_cases = true;
-    // Both sides at once, each in its own worker process (correctness is not timed).
-    say(o, "correctness: old and new, each in its own worker");
-    worker::Session other(session.options());
-    auto new_side = std::async(std::launch::async, [&] { return to_side(pipeline::check_one(other, *sides[1].built, co)); });
-    ev.correctness[0] = to_side(pipeline::check_one(session, *sides[0].built, co));
-    ev.correctness[1] = new_side.get();
-  }
+  if (ev.can_launch && o.correctness) measure_correctness(o, sides, session, ev);
   if (primed.valid()) {
     try {
       primed.get();
@@ -158,84 +241,12 @@ Evidence measure(const CompareOptions& o, Side (&sides)[2], worker::Session& ses
   }
   const bool new_blamed = new_is_blamed(ev.correctness[0], ev.correctness[1]);
   lap("load_and_correctness");
-
   if (ev.can_launch && !new_blamed) {
-    ev.order = interleave_order(2 * o.processes);
-    ev.processes = o.processes;
-    ev.samples = o.samples;
-    ev.warmup = o.warmup;
-    ev.warm.resize(shapes.size());
-    for (std::size_t si = 0; si < shapes.size(); ++si) {
-      ev.warm[si].shape = contract::format_dims(shapes[si]);
-      ev.warm[si].dims = shapes[si];
-    }
-    for (std::size_t k = 0; k < ev.order.size(); ++k) {
-      Side& s = sides[ev.order[k]];
-      say(o, fmt::format("warm timing: process {}/{} ({})", k + 1, ev.order.size(), s.label));
-      session.worker().stop();  // a fresh worker process for every block
-      bench::TimingReport rep = bench::time_against_baselines(session, *s.built, {}, to);
-      ev.boundary = rep.boundary;
-      for (std::size_t si = 0; si < rep.shapes.size() && si < shapes.size(); ++si) {
-        const bench::Series& se = rep.shapes[si].series.at(0);
-        WarmSide& w = ev.warm[si].side[ev.order[k]];
-        if (!se.error.empty()) {
-          w.errors.push_back(se.error);
-          continue;
-        }
-        if (se.samples_ms.empty()) continue;
-        w.medians.push_back(stats::median(se.samples_ms));
-        w.pooled.insert(w.pooled.end(), se.samples_ms.begin(), se.samples_ms.end());
-        if (!se.verified) {
-          w.verified = false;
-          w.verify_detail = se.verify_detail;
-        }
-      }
-    }
-    session.worker().stop();
+    measure_warm(o, sides, session, shapes, to, ev);
     lap("warm_timing");
   }
-
   if (!new_blamed) {
-    // Blocks A B B A of fresh probes; then more blocks, for the modes that could not resolve
-    // resolve_ms, up to startup_max_runs per side.
-    std::map<std::pair<int, int>, StartupMode> acc;
-    const int first[2] = {o.startup_runs, o.startup_runs};
-    measure_startup_blocks(o, sides, o.cache_modes, first, acc, ev.startup_notes);
-    int done = o.startup_runs;
-    const int max_runs = std::max(o.startup_max_runs, o.startup_runs);
-    for (int round = 0; round < 4 && done < max_runs; ++round) {
-      std::vector<decision::CacheMode> more;
-      int target = done;
-      for (const auto& [key, m] : acc) {
-        if (m.loading != o.loading_modes.front()) continue;
-        const Resolution res = resolution(m.side[0].kernel_first_use_ms, m.side[1].kernel_first_use_ms, o.resolve_ms);
-        if (res.half_width_ms <= o.resolve_ms) continue;
-        // More processes only where they could change the answer: an interval already clear of
-        // the noise floor on one side is decided, however wide it is.
-        if (m.side[0].kernel_first_use_ms.size() >= 2 && m.side[1].kernel_first_use_ms.size() >= 2) {
-          stats::DecisionOptions d;
-          d.test.effect = stats::Effect::difference;
-          d.margin.absolute = o.cold_noise_floor_ms;
-          const stats::Comparison c = stats::compare(m.side[0].kernel_first_use_ms, m.side[1].kernel_first_use_ms, d);
-          if (c.verdict != stats::Verdict::inconclusive) continue;
-        }
-        more.push_back(m.cache);
-        const int want = std::min(max_runs, std::max(res.runs_needed, done + 4));
-        target = std::max(target, want);
-        ev.startup_extensions.push_back(fmt::format("{} cache: ±{:.2f} ms detectable with {} per side, {} needed for {} ms: "
-                                                    "extending to {}",
-                                                    decision::to_string(m.cache), res.half_width_ms, res.runs_per_side,
-                                                    res.runs_needed, o.resolve_ms, want));
-      }
-      if (more.empty()) break;
-      const int extra[2] = {target - done, target - done};
-      say(o, fmt::format("startup: {} more fresh processes per side for {} mode(s) to resolve {} ms", target - done, more.size(),
-                         o.resolve_ms));
-      measure_startup_blocks(o, sides, more, extra, acc, ev.startup_notes);
-      done = target;
-    }
-    ev.startup_runs = done;
-    for (auto& [key, m] : acc) ev.startup.push_back(std::move(m));
+    measure_startup_modes(o, sides, ev);
     lap("startup");
   }
   return ev;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -210,23 +211,25 @@ void write_merged(const MergeOptions& o, const json& shard_options, json merged,
 
 }  // namespace
 
-MergeOutcome merge_screen(const MergeOptions& o) {
-  auto say = [&](const std::string& line) {
-    if (o.progress) o.progress(line);
-  };
+namespace {
+
+// One folder given to screen merge.
+struct MergeShard {
+  std::filesystem::path dir;
+  json results;  // null when the folder has only a journal (its task did not finish)
+  json options;
+  json shard;
+};
+
+// Each folder once: its results.json, or (a task that did not finish) its journal's options.
+std::vector<MergeShard> read_merge_shards(const MergeOptions& o, const std::function<void(const std::string&)>& say) {
   if (o.dirs.empty()) throw_error(ErrorKind::usage, "screen merge: no shard folder given");
-  struct Shard {
-    fs::path dir;
-    json results;  // null when the folder has only a journal (its task did not finish)
-    json options;
-    json shard;
-  };
-  std::vector<Shard> shards;
+  std::vector<MergeShard> shards;
   std::set<fs::path> seen_dirs;
   for (const auto& d : o.dirs) {
     const fs::path dir = fs::weakly_canonical(fs::absolute(d));
     if (!seen_dirs.insert(dir).second) continue;  // a folder given twice is one shard
-    Shard s{dir, json(), json(), json()};
+    MergeShard s{dir, json(), json(), json()};
     const fs::path rj = dir / "results.json", jl = dir / "journal.jsonl";
     if (fs::exists(rj)) {
       try {
@@ -251,9 +254,14 @@ MergeOutcome merge_screen(const MergeOptions& o) {
                                                 dir.string()));
     shards.push_back(std::move(s));
   }
-  // Every shard must have decided its verdicts the same way: same contract, seed, options, arch and
-  // shard count (the index differs by design), and, where known, the same candidate list.
-  const Shard* first = nullptr;
+  return shards;
+}
+
+// Every shard must have decided its verdicts the same way: same contract, seed, options, arch and
+// shard count (the index differs by design), and, where known, the same candidate list. Returns the
+// first finished shard, which the others are held to.
+const MergeShard& merge_shards_agree(const std::vector<MergeShard>& shards) {
+  const MergeShard* first = nullptr;
   for (const auto& s : shards)
     if (!s.results.is_null()) {
       first = &s;
@@ -278,27 +286,31 @@ MergeOutcome merge_screen(const MergeOptions& o) {
                                                 first->dir.string(), first->shard.value("total", 0), s.dir.string(),
                                                 s.shard.value("total", 0)));
   }
-  const int count = first->shard.value("count", 1);
-  const std::vector<std::size_t> sizes = first->shard.value("share_sizes", std::vector<std::size_t>());
-  // The campaign's list names every candidate and its shard: the one truth a merge checks against.
-  const fs::path list_file = first->shard.value("list", std::string());
+  return *first;
+}
+
+// The campaign's list names every candidate and its shard: the one truth a merge checks against.
+ShardList merge_campaign_list(const MergeShard& first) {
+  const fs::path list_file = first.shard.value("list", std::string());
   if (list_file.empty() || !fs::exists(list_file))
     throw_error(ErrorKind::usage, fmt::format("screen merge: {} names no readable candidate list ({}): the campaign's list is "
                                               "needed to name what is missing",
-                                              first->dir.string(), list_file.empty() ? "none recorded" : list_file.string()));
-  const ShardList list = read_shard_list(list_file);
-  if (list.sha256 != first->shard.value("candidates_sha256", ""))
+                                              first.dir.string(), list_file.empty() ? "none recorded" : list_file.string()));
+  ShardList list = read_shard_list(list_file);
+  if (list.sha256 != first.shard.value("candidates_sha256", ""))
     throw_error(ErrorKind::usage, fmt::format("screen merge: {} was edited after {} was screened from it: its shares no longer "
                                               "say which shard judged which candidate",
-                                              list_file.string(), first->dir.string()));
+                                              list_file.string(), first.dir.string()));
+  return list;
+}
+
+// The verdicts of the finished shards, one per candidate folder, each from the shard the list gives
+// it; a copy of a shard's verdicts counted as duplicates. Returns "shards": each folder as read.
+json collect_merged_verdicts(const std::vector<MergeShard>& shards, const ShardList& list, int count,
+                             std::map<std::string, ScreenVerdict>& by_candidate, std::set<int>& finished, MergeOutcome& out) {
   std::map<std::string, int> assigned;
   for (std::size_t i = 0; i < list.candidates.size(); ++i) assigned[list.candidates[i]] = list.shard[i];
-
-  // ---- verdicts: one per candidate folder, from the shard the list gives it ----
-  MergeOutcome out;
-  std::map<std::string, ScreenVerdict> by_candidate;
   std::map<std::string, fs::path> from_dir;
-  std::set<int> finished;
   json sources = json::array();
   for (const auto& s : shards) {
     const std::string spec = s.options.value("shard", std::string());
@@ -323,7 +335,7 @@ MergeOutcome merge_screen(const MergeOptions& o) {
       if (a == assigned.end() || a->second != index)
         throw_error(ErrorKind::input, fmt::format("screen merge: {} judged {} in shard {}, but the campaign's list {} {}: the "
                                                   "shards did not screen one list",
-                                                  s.dir.string(), v.candidate, spec, list_file.string(),
+                                                  s.dir.string(), v.candidate, spec, list.file.string(),
                                                   a == assigned.end() ? std::string("does not name it")
                                                                       : fmt::format("gives it to shard {}/{}", a->second, count)));
       auto [it, fresh] = by_candidate.emplace(v.candidate, v);
@@ -332,8 +344,7 @@ MergeOutcome merge_screen(const MergeOptions& o) {
           throw_error(ErrorKind::input, fmt::format("screen merge: two different verdicts for {}: {} in {}, {} in {}; which one "
                                                     "stands is not the merge's to choose (screen it again)",
                                                     v.candidate, to_string(it->second.verdict), from_dir[v.candidate].string(),
-                                                    to_string(v.verdict),
-                                                    s.dir.string()));
+                                                    to_string(v.verdict), s.dir.string()));
         ++out.duplicates;  // the same shard given twice (a copy of its folder): the same verdict
       } else {
         from_dir[v.candidate] = s.dir;
@@ -343,6 +354,26 @@ MergeOutcome merge_screen(const MergeOptions& o) {
     src["host"] = s.results.value("provenance", json::object()).value("host", json());
     sources.push_back(src);
   }
+  return sources;
+}
+
+}  // namespace
+
+MergeOutcome merge_screen(const MergeOptions& o) {
+  auto say = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  const std::vector<MergeShard> shards = read_merge_shards(o, say);
+  const MergeShard& first = merge_shards_agree(shards);
+  const int count = first.shard.value("count", 1);
+  const std::vector<std::size_t> sizes = first.shard.value("share_sizes", std::vector<std::size_t>());
+  const ShardList list = merge_campaign_list(first);
+
+  // ---- verdicts: one per candidate folder, from the shard the list gives it ----
+  MergeOutcome out;
+  std::map<std::string, ScreenVerdict> by_candidate;
+  std::set<int> finished;
+  json sources = collect_merged_verdicts(shards, list, count, by_candidate, finished, out);
   json missing_shards = json::array();
   for (int k = 0; k < count; ++k)
     if (!finished.count(k)) {
@@ -357,13 +388,13 @@ MergeOutcome merge_screen(const MergeOptions& o) {
   // ---- write ----
   json merged{{"shards", sources},
               {"shard_count", count},
-              {"expected_candidates", first->shard.value("total", 0)},
+              {"expected_candidates", first.shard.value("total", 0)},
               {"duplicates", out.duplicates},
               {"missing", out.missing},
               {"missing_candidates", out.missing_candidates},
               {"missing_shards", missing_shards},
-              {"list", list_file.string()}};
-  write_merged(o, first->options, std::move(merged), finished.size(), out);
+              {"list", list.file.string()}};
+  write_merged(o, first.options, std::move(merged), finished.size(), out);
   return out;
 }
 
