@@ -1,7 +1,7 @@
 // Malformed importer inputs are the user's input errors, never kqual's internal ones: `kqual
 // import-definition` and `kqual import-kernelbench` exit 2 naming the file and the key for a value of
 // another type (a name that is a number, a null where a boolean belongs), a name the written contract
-// cannot carry ("x.y") or a problem no declared contract can express (no axis, a 0-d tensor); a
+// cannot carry ("x.y") or a problem no declared contract can express (no axis, a one-element output); a
 // capture whose forward was never run on the CPU (random_forward null) imports with a note. Run as a
 // user runs them: the kqual binary, fixtures written here (Definitions inline, captures derived from
 // tests/contract/fixtures/kernelbench/ in the capture script's format).
@@ -215,11 +215,12 @@ TEST(ImportInputErrors, CaptureOfAProblemNoContractCanExpressIsRefusedByName) {
   cap["axis_constants"] = json::object();
   cap["not_axes"] = {{"M", "changing it makes the module fail: AssertionError"}};
   expect_input_error(import_capture(dir, "scale_by_scalar", cap), p + ": shapes: no module-level integer moves a tensor's shape");
-  // A 0-d tensor input (torch.tensor(0.5)) has no axis to write its shape over.
+  // A 0-d tensor input (torch.tensor(0.5)) imports as one element along c1
+  // (ImportKernelBench.ZeroDInputsAndParametersAreOneElementAlongC1); a 0-d output is one element, a loss.
   cap = capture("scale_by_scalar");
-  cap["tensors"][1] = {{"group", "input"}, {"name", "1"}, {"dtype", "float32"}, {"shape", json::array()}, {"dims", json::array()},
-                       {"param_name", "s"}, {"values", nullptr}};
-  expect_input_error(import_capture(dir, "scale_by_scalar", cap), p + ": forward input 1 (s): is a 0-d tensor");
+  cap["tensors"][2]["shape"] = json::array();
+  cap["tensors"][2]["dims"] = json::array();
+  expect_input_error(import_capture(dir, "scale_by_scalar", cap), p + ": output 0: has 1 element");
   // A dim of size 0.
   cap = capture("scale_by_scalar");
   cap["tensors"][0]["dims"][1] = {{"value", 0}, {"fixed", true}, {"why", "no module-level integer changes it"}};

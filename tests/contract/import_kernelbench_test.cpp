@@ -95,6 +95,27 @@ TEST(ImportKernelBench, ParametersBecomeInputsAndBuffersStayModelState) {
   EXPECT_TRUE(kqual::test::contains(bn.contract_toml, "range = [2, 2147483647]")) << "batch statistics need two rows: the capture's minimum";
 }
 
+// A 0-d parameter (nn.Parameter(torch.tensor(2.0))) and a 0-d input (torch.tensor(0.25) from
+// get_inputs()): one element along the constant axis c1, drawn around their one value, and given back
+// to the model 0-d by the reference.
+TEST(ImportKernelBench, ZeroDInputsAndParametersAreOneElementAlongC1) {
+  ScratchDir dir("kqual-import-kb");
+  const KernelBenchImport r = import_kernelbench(options("scale_shift_0d", dir.path() / "c"));
+  EXPECT_TRUE(kqual::test::contains(r.contract_toml, "[axes.c1]\nvalue = 1")) << r.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(r.contract_toml, "[tensors.shift]\nrole = \"input\"\nshape = [\"c1\"]\nvalues = { dist = \"uniform\", lo = 0.125, hi = 0.375 }"))
+      << r.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(r.contract_toml, "[tensors.scale]\ndescription = \"Model parameter scale\"\nrole = \"input\"\nshape = [\"c1\"]\n"
+                                     "values = { dist = \"uniform\", lo = 1, hi = 3 }")) << r.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(r.reference_py, R"("zero_d":["shift","scale"])")) << r.reference_py;
+  EXPECT_TRUE(kqual::test::contains(r.reference_py, "kw[name] = kw[name].reshape(())")) << r.reference_py;
+  bool said = false;
+  for (const auto& n : r.notes) said |= kqual::test::contains(n, "forward input 1 (shift) is 0-d: held as one element along the constant axis c1");
+  EXPECT_TRUE(said);
+  const Contract& c = load_declared_contract(dir.path() / "c");
+  EXPECT_EQ(c.given_dims(), (std::vector<std::string>{"batch_size", "dim"}));
+  EXPECT_EQ(c.complete_dims({{"batch_size", 3}, {"dim", 5}}).at("c1"), 1);
+}
+
 TEST(ImportKernelBench, IntegersStayIntegersAndNumbersBecomeScalars) {
   const KernelBenchImport g = translate_kernelbench(capture("gather_rows"), options("gather_rows", "unused"));
   // torch.randint(0, num_classes): indices into that axis, an int64 tensor, never cast.

@@ -74,6 +74,7 @@ struct KbShapes {
   std::vector<TensorInfo> tensors;
   std::vector<std::pair<std::string, json>> scalars;
   std::map<std::string, std::string> axis_name;     // "@const" or "@derived" → final name
+  std::vector<std::string> zero_d;                  // 0-d inputs and parameters: one element along c1
 
   std::string final_axis(const std::string& a) const { return a[0] == '@' ? axis_name.at(a) : a; }
 
@@ -233,6 +234,11 @@ KbShapes kb_collect_tensors(const json& cap, const KernelBenchImportOptions& o, 
       elements *= d.at("value").get<std::int64_t>();
       kb_add_dim(d, consts, ti, s);
     }
+    if (ti.dims.empty() && group != "output") {  // a 0-d tensor (torch.tensor(0.5)): the reference gets it 0-d again
+      kb_add_dim(json{{"value", 1}, {"fixed", true}}, consts, ti, s);
+      s.zero_d.push_back(ti.name);
+      notes.push_back(fmt::format("{} is 0-d: held as one element along the constant axis c1; the reference receives it 0-d", what));
+    }
     if (group == "output" && elements <= 1)
       kb_refuse(file, what, fmt::format("has {} element (shape {}: a loss or another reduction to one value): kqual checks that every "
                                         "output varies across its elements, so a kernel writing a constant cannot pass; import the "
@@ -359,13 +365,15 @@ std::pair<std::string, std::string> kb_input_values(const TensorInfo& ti, const 
       why = seen;
     }
   } else if (lo == hi) {
-    if (ti.group == "parameter") {
+    // A parameter initialised to one value, or a 0-d input (one value sampled): drawn around it.
+    if (ti.group == "parameter" || std::find(s.zero_d.begin(), s.zero_d.end(), ti.name) != s.zero_d.end()) {
       const double a = lo == 0 ? -0.5 : std::min(0.5 * lo, 1.5 * lo), b = lo == 0 ? 0.5 : std::max(0.5 * lo, 1.5 * lo);
       values = fmt::format("{{ dist = \"uniform\", lo = {}, hi = {} }}", num(a), num(b));
-      why = fmt::format("the model initialises it to {} everywhere; drawn around it instead, so a kernel that ignores it fails",
-                        num(lo));
-      r.notes.push_back(fmt::format("parameter {}: initialised to {} everywhere; kqual draws it from [{}, {}] so a kernel that "
-                                    "ignores it cannot pass", ti.source_name, num(lo), num(a), num(b)));
+      const std::string was = ti.group == "parameter" ? fmt::format("parameter {}: initialised to {} everywhere", ti.source_name, num(lo))
+                                                      : fmt::format("0-d input {}: {} when sampled", ti.name, num(lo));
+      why = (ti.group == "parameter" ? fmt::format("the model initialises it to {} everywhere", num(lo)) : was) +
+            "; drawn around it instead, so a kernel that ignores it fails";
+      r.notes.push_back(fmt::format("{}; kqual draws it from [{}, {}] so a kernel that ignores it cannot pass", was, num(a), num(b)));
     } else {
       values = fmt::format("{{ dist = \"constant\", value = {} }}", num(lo));
       why = seen + "; constant";
@@ -493,7 +501,7 @@ void kb_closing_notes(const json& cap, const KbShapes& s, KernelBenchImport& r) 
 // the outputs' shapes.
 json kb_reference_config(const json& cap, const KernelBenchImportOptions& o, const KbShapes& s) {
   json config{{"seed", o.seed}, {"args", json::array()}, {"parameters", json::object()}, {"axes", json::object()},
-              {"outputs", json::array()}};
+              {"outputs", json::array()}, {"zero_d", s.zero_d}};
   for (const auto& [c, ax] : s.axes) config["axes"][ax.name] = c;
   std::size_t si = 0;
   for (const auto& tj : cap["tensors"]) {

@@ -45,11 +45,6 @@ void check_tensor(const JsonIn& in, const json& t, const std::string& key, const
   }
   const json& dims = in.array(*in.member(t, key, "dims", true), key + ".dims");
   for (std::size_t i = 0; i < dims.size(); ++i) check_dim(in, dims[i], fmt::format("{}.dims[{}]", key, i));
-  // Not a format error: a 0-d tensor (torch.tensor(0.5)) has no axis to write its shape over.
-  if (dims.empty() && group != "output" && dtype.rfind("unsupported:", 0) != 0)
-    throw_error(ErrorKind::input, fmt::format("{}: {}: is a 0-d tensor: kqual's tensors have at least one axis (pass a number, or a "
-                                              "tensor of shape [1])", problem,
-                                              group == "input" ? fmt::format("forward input {} ({})", name, param) : "parameter '" + name + "'"));
   if (const json* v = in.member(t, key, "values", false); v && !v->is_null()) {
     in.object(*v, key + ".values");
     if (v->contains("min"))
