@@ -226,6 +226,15 @@ TEST(ImportDefinitionRewrite, RefusesByNameWhatStaysInexpressible) {
   values["inputs"]["indptr"] = {{"shape", json::array({"n"})}, {"dtype", "float32"}};
   values["constraints"] = json::array({"total == indptr[-1].item()"});
   EXPECT_TRUE(contains(refusal_of(values), "reads the values of tensor 'indptr'")) << refusal_of(values);
+  // An integer scalar whose workload gives a fraction.
+  json frac = small_definition("int_scalar_frac");
+  frac["inputs"]["k"] = {{"shape", nullptr}, {"dtype", "int32"}};
+  const std::string frac_why = refusal_of(frac, R"({"uuid": "a", "axes": {"n": 4}, "inputs": {"k": {"type": "scalar", "value": 2.5}}})" "\n");
+  EXPECT_TRUE(contains(frac_why, "inputs.k.value: 2.5 is not a value an i32 scalar holds")) << frac_why;
+  // A description with control characters (\r, \f) is escaped into contract.toml, which loads.
+  json ctrl = small_definition("control_chars");
+  ctrl["description"] = "one\r\ntwo\f\tthree";
+  EXPECT_EQ(refusal_of(ctrl), "");
   // A bool tensor still needs a bool dtype.
   json mask = small_definition("bool_tensor");
   mask["inputs"]["m"] = {{"shape", json::array({"n"})}, {"dtype", "bool"}};

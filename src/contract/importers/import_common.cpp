@@ -22,6 +22,11 @@ std::string toml_quoted(const std::string& s) {
       o += "\\n";
       continue;
     }
+    // TOML's basic strings hold no other control character (a description with \r or \f would not load).
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) {
+      o += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+      continue;
+    }
     o += c;
   }
   return o + "\"";

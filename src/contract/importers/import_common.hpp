@@ -45,7 +45,7 @@ std::string json_kind(const json& v);
 // Python keyword argument of the reference: letters, digits and _, not starting with a digit.
 bool is_plain_name(const std::string& s);
 
-// A TOML basic string: quotes, backslashes and newlines escaped.
+// A TOML basic string: quotes, backslashes and newlines escaped, other control characters as \uXXXX.
 std::string toml_quoted(const std::string& s);
 
 // Writes a contract folder whole or not at all: every file into `out`.kqual-tmp, renamed to `out`,

@@ -104,8 +104,14 @@ std::string definition_scalar_toml(const fs::path& def_file, const fs::path& wor
   if (!value)
     throw_error(ErrorKind::input,
                 fmt::format("{}: {}: a scalar (null shape) needs its value: give the workloads (--workloads) that set it", def_file.string(), key));
-  return fmt::format("[scalars.{}]\ndtype = {}\nvalue = {:.17g}\n\n", tn,
-                     toml_quoted(dt == "f64" ? "f64" : dt == "i32" || dt == "i64" ? dt : "f32"), *value);
+  // kqual's scalars are f32, f64, i32 and i64 (a u32 one is held as i64); an integer scalar's value must be one.
+  const std::string held = dt == "f64" ? "f64" : dt == "i32" || dt == "i64" ? dt : dt == "u32" ? "i64" : "f32";
+  const double lo = dt == "i32" ? -2147483648.0 : dt == "u32" ? 0.0 : -9007199254740992.0;
+  const double hi = dt == "i32" ? 2147483647.0 : dt == "u32" ? 4294967295.0 : 9007199254740992.0;
+  if (held[0] == 'i' && (*value != std::floor(*value) || *value < lo || *value > hi))
+    throw_error(ErrorKind::input, fmt::format("{}: inputs.{}.value: {:.17g} is not a value an {} scalar holds ({})", workloads_file.string(), tn,
+                                              *value, dt, where));
+  return fmt::format("[scalars.{}]\ndtype = {}\nvalue = {:.17g}\n\n", tn, toml_quoted(held), *value);
 }
 
 }  // namespace kqual::contract::detail

@@ -25,19 +25,18 @@ void check_dim(const JsonIn& in, const json& d, const std::string& key) {
   }
 }
 
-// One entry of "tensors". `problem` names the file for refusals about the problem, not the capture's format.
-void check_tensor(const JsonIn& in, const json& t, const std::string& key, const std::string& problem) {
+// One entry of "tensors", checked for the types the capture script writes.
+void check_tensor(const JsonIn& in, const json& t, const std::string& key) {
   in.object(t, key);
   const std::string group = in.string(*in.member(t, key, "group", true), key + ".group");
   if (!std::set<std::string>{"input", "parameter", "buffer", "output"}.count(group))
     in.fail(key + ".group", fmt::format("\"{}\": expected input, parameter, buffer or output", group));
-  const std::string name = in.string(*in.member(t, key, "name", true), key + ".name");
+  (void)in.string(*in.member(t, key, "name", true), key + ".name");
   const std::string dtype = in.string(*in.member(t, key, "dtype", true), key + ".dtype");
   const json& shape = in.array(*in.member(t, key, "shape", true), key + ".shape");
   for (std::size_t i = 0; i < shape.size(); ++i) (void)in.integer(shape[i], fmt::format("{}.shape[{}]", key, i));
-  std::string param = "unnamed";
   if (const json* p = in.member(t, key, "param_name", false); p && !p->is_null())
-    param = in.string(*p, key + ".param_name", "a string or null (forward's parameter name)");
+    (void)in.string(*p, key + ".param_name", "a string or null (forward's parameter name)");
   if (group == "buffer") return;
   if (group == "input" && dtype == "scalar") {
     (void)in.number(*in.member(t, key, "value", true), key + ".value");
@@ -64,7 +63,7 @@ std::vector<std::string> check_capture(const json& cap, const std::string& probl
   for (const char* k : {"tensors", "axis_constants", "constants"})
     if (!cap.contains(k)) in.fail(k, "missing from the capture (not written by tools/torch/kernelbench_capture.py?)");
   const json& tensors = in.array(cap["tensors"], "tensors");
-  for (std::size_t i = 0; i < tensors.size(); ++i) check_tensor(in, tensors[i], fmt::format("tensors[{}]", i), problem);
+  for (std::size_t i = 0; i < tensors.size(); ++i) check_tensor(in, tensors[i], fmt::format("tensors[{}]", i));
   in.object(cap["constants"], "constants");
   for (const auto& [c, a] : in.object(cap["axis_constants"], "axis_constants").items()) {
     const std::string key = "axis_constants." + c;
