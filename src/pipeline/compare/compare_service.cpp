@@ -139,89 +139,122 @@ json judge_objectives(const std::vector<svc::Objective>& objectives, const svc::
   return out;
 }
 
-}  // namespace
-
-json service_view(const std::vector<StartupMode>& startup, const WarmShape& warm, const decision::DeploymentProfile& p,
-                  decision::Decision& d, const ServiceViewOptions& o) {
-  const decision::ServiceProfile& sp = p.service;
-  const StartupMode* mode = find_mode(startup, p.jit_cache);
-  if (!mode)
-    return not_computed(fmt::format("no startup measurement in the profile's JIT cache mode '{}'", decision::to_string(p.jit_cache)));
-  std::vector<std::string> notes;
-  // ---- Startups per side: driver init + context + module load + lookup, resampled ----
+// Startups per side in the profile's JIT cache mode: driver init + context + module load + lookup,
+// resampled from the measured ones (and, after a driver upgrade, each replica's first from the cold
+// cache's); why_not when the view cannot be computed.
+struct ServiceStarts {
   svc::Distribution start[2];
   std::optional<svc::Distribution> first_start[2];
   double fail_share[2] = {0, 0};
+  std::vector<std::string> notes;
+  std::string why_not;
+};
+
+ServiceStarts service_starts(const std::vector<StartupMode>& startup, const StartupMode& mode, const decision::DeploymentProfile& p) {
+  const decision::ServiceProfile& sp = p.service;
+  ServiceStarts out;
   const StartupMode* cold = find_mode(startup, CacheMode::cold);
   for (int k = 0; k < 2; ++k) {
-    const StartupSamples& s = mode->side[k];
-    if (s.base_ms.empty())
-      return not_computed(fmt::format("{} has no successful startup in JIT cache mode '{}'", k == 0 ? "OLD" : "NEW",
-                                      decision::to_string(p.jit_cache)));
-    start[k] = svc::empirical(seconds(s.base_ms), fmt::format("{} measured starts, JIT cache {}", s.base_ms.size(),
-                                                              decision::to_string(p.jit_cache)));
-    start[k].offset_s = sp.other_startup_ms * 1e-3;
-    fail_share[k] = double(s.failures) / double(s.failures + s.base_ms.size());
+    const StartupSamples& s = mode.side[k];
+    if (s.base_ms.empty()) {
+      out.why_not = fmt::format("{} has no successful startup in JIT cache mode '{}'", k == 0 ? "OLD" : "NEW",
+                                decision::to_string(p.jit_cache));
+      return out;
+    }
+    out.start[k] = svc::empirical(seconds(s.base_ms), fmt::format("{} measured starts, JIT cache {}", s.base_ms.size(),
+                                                                  decision::to_string(p.jit_cache)));
+    out.start[k].offset_s = sp.other_startup_ms * 1e-3;
+    out.fail_share[k] = double(s.failures) / double(s.failures + s.base_ms.size());
     if (sp.driver_upgrade && p.jit_cache == CacheMode::warm) {
       if (cold && !cold->side[k].base_ms.empty()) {
-        first_start[k] = svc::empirical(seconds(cold->side[k].base_ms),
-                                        fmt::format("{} measured starts, JIT cache cold", cold->side[k].base_ms.size()));
-        first_start[k]->offset_s = start[k].offset_s;
+        out.first_start[k] = svc::empirical(seconds(cold->side[k].base_ms),
+                                            fmt::format("{} measured starts, JIT cache cold", cold->side[k].base_ms.size()));
+        out.first_start[k]->offset_s = out.start[k].offset_s;
       } else if (k == 0) {
-        notes.push_back("driver_upgrade: no cold-cache measurement, so each replica's first start is drawn from the warm one");
+        out.notes.push_back("driver_upgrade: no cold-cache measurement, so each replica's first start is drawn from the warm one");
       }
     }
   }
-  if (first_start[0] || first_start[1])
-    notes.push_back(fmt::format(
+  if (out.first_start[0] || out.first_start[1])
+    out.notes.push_back(fmt::format(
         "driver_upgrade: the JIT cache is empty after the upgrade, so each replica's first start (its first restart in "
         "the simulated run; in start episodes, that share of the starts) is drawn from the cold-cache measurement; later "
         "starts from the '{}' one",
         decision::to_string(p.jit_cache)));
   if (sp.driver_upgrade && p.jit_cache != CacheMode::warm)
-    notes.push_back(fmt::format("driver_upgrade: with jit_cache '{}' every start already finds no usable cache",
-                                decision::to_string(p.jit_cache)));
-  if (fail_share[0] >= 1 || fail_share[1] >= 1) return not_computed("every measured start of a side failed");
+    out.notes.push_back(fmt::format("driver_upgrade: with jit_cache '{}' every start already finds no usable cache",
+                                    decision::to_string(p.jit_cache)));
+  if (out.fail_share[0] >= 1 || out.fail_share[1] >= 1) out.why_not = "every measured start of a side failed";
+  return out;
+}
 
-  // ---- Service time per request: the rest of the request + the kernel's calls (Amdahl) ----
+// Service time per request: the rest of the request + the kernel's calls (Amdahl), each side's
+// calls drawn from its warm samples at the decision shape; why_not when there is no request time.
+struct ServiceTimes {
+  svc::Distribution serve[2];
+  double calls_per_request = 1, rest_s = 0;
+  std::string why_not;
+};
+
+ServiceTimes service_times(const WarmShape& warm, const decision::DeploymentProfile& p) {
+  ServiceTimes out;
   const std::vector<double>& wa = warm.side[0].pooled.empty() ? warm.side[0].medians : warm.side[0].pooled;
   const std::vector<double>& wb = warm.side[1].pooled.empty() ? warm.side[1].medians : warm.side[1].pooled;
-  if (wa.empty() || wb.empty()) return not_computed("no warm samples on both sides at the decision shape");
+  if (wa.empty() || wb.empty()) {
+    out.why_not = "no warm samples on both sides at the decision shape";
+    return out;
+  }
   const double kernel_old_s = stats::median(wa) * 1e-3;
-  double calls_per_request = 1, rest_s = 0;
-  if (sp.request_time_ms) {
-    const double req_s = *sp.request_time_ms * 1e-3;
-    calls_per_request = req_s * p.kernel_share / kernel_old_s;
-    rest_s = req_s * (1 - p.kernel_share);
+  if (p.service.request_time_ms) {
+    const double req_s = *p.service.request_time_ms * 1e-3;
+    out.calls_per_request = req_s * p.kernel_share / kernel_old_s;
+    out.rest_s = req_s * (1 - p.kernel_share);
   } else if (p.kernel_share > 0) {
-    rest_s = kernel_old_s * (1 - p.kernel_share) / p.kernel_share;
+    out.rest_s = kernel_old_s * (1 - p.kernel_share) / p.kernel_share;
   } else {
-    return not_computed("kernel_share is 0 and [service] request_time_ms is not given: no request time to simulate");
+    out.why_not = "kernel_share is 0 and [service] request_time_ms is not given: no request time to simulate";
+    return out;
   }
-  svc::Distribution serve[2];
   for (int k = 0; k < 2; ++k) {
-    serve[k] = svc::empirical(seconds(k == 0 ? wa : wb), fmt::format("{} warm samples at {}", (k == 0 ? wa : wb).size(), warm.shape));
-    serve[k].scale = calls_per_request;
-    serve[k].offset_s = rest_s;
+    out.serve[k] = svc::empirical(seconds(k == 0 ? wa : wb), fmt::format("{} warm samples at {}", (k == 0 ? wa : wb).size(), warm.shape));
+    out.serve[k].scale = out.calls_per_request;
+    out.serve[k].offset_s = out.rest_s;
   }
+  return out;
+}
 
-  // ---- Load and fleet: from the profile, or derived from it ----
+// Load and fleet: the arrival rate and replicas from the profile, or derived from it (replicas
+// sized on OLD's numbers); the simulation both sides run through, less their own startups and
+// service times. why_not when there is no arrival rate.
+struct ServiceFleet {
+  svc::ServiceConfig config;
+  double rate = 0;
+  std::string why_not;
+};
+
+ServiceFleet service_fleet(const decision::DeploymentProfile& p, const ServiceStarts& starts, const ServiceTimes& times,
+                           const ServiceViewOptions& o) {
+  const decision::ServiceProfile& sp = p.service;
+  ServiceFleet out;
   const double starts_per_s = p.process_starts_per_day / 86400.0;
-  const double rate = sp.arrival_rate_per_s.value_or(p.calls_per_process * starts_per_s / calls_per_request);
-  if (!(rate > 0))
-    return not_computed("no arrival rate: give [service] arrival_rate (the profile's process starts and calls give 0)");
+  out.rate = sp.arrival_rate_per_s.value_or(p.calls_per_process * starts_per_s / times.calls_per_request);
+  if (!(out.rate > 0)) {
+    out.why_not = "no arrival rate: give [service] arrival_rate (the profile's process starts and calls give 0)";
+    return out;
+  }
   int replicas = 1;
   if (sp.replicas) {
     replicas = *sp.replicas;
   } else {
-    const double load = rate * serve[0].mean() + starts_per_s * start[0].mean();  // [busy replicas] on OLD's numbers
+    const double load = out.rate * times.serve[0].mean() + starts_per_s * starts.start[0].mean();  // [busy replicas] on OLD's numbers
     replicas = int(std::clamp(std::ceil(load / kTargetUtilisation), 1.0, 100000.0));
   }
-  svc::ServiceConfig c;
+  svc::ServiceConfig& c = out.config;
   c.arrivals.kind = sp.burstiness == 1 ? svc::Arrivals::Kind::poisson : svc::Arrivals::Kind::gamma;
-  c.arrivals.rate_per_s = rate;
+  c.arrivals.rate_per_s = out.rate;
   c.arrivals.burstiness = sp.burstiness;
-  c.arrivals.source = sp.burstiness == 1 ? fmt::format("poisson:{:.6g}", rate) : fmt::format("gamma:{:.6g}:{:g}", rate, sp.burstiness);
+  c.arrivals.source =
+      sp.burstiness == 1 ? fmt::format("poisson:{:.6g}", out.rate) : fmt::format("gamma:{:.6g}:{:g}", out.rate, sp.burstiness);
   c.replicas = replicas;
   c.restart_rate_per_s = starts_per_s / double(replicas);
   c.preload = sp.preload;
@@ -230,20 +263,60 @@ json service_view(const std::vector<StartupMode>& startup, const WarmShape& warm
   c.first_k = sp.first_k;
   if (sp.timeout_ms) c.timeout_s = *sp.timeout_ms * 1e-3;
   c.seed = o.seed;
+  return out;
+}
+
+// The view's "inputs": what the simulation ran with, and where each figure came from.
+json service_inputs(const decision::DeploymentProfile& p, const StartupMode& mode, const WarmShape& warm, const ServiceFleet& fleet,
+                    const ServiceTimes& times, const ServiceViewOptions& o) {
+  const decision::ServiceProfile& sp = p.service;
+  return json{{"jit_cache", decision::to_string(p.jit_cache)},
+              {"loading", startup::to_string(mode.loading)},
+              {"arrival_rate_per_s", fleet.rate},
+              {"arrival_rate_from", sp.arrival_rate_per_s ? "[service] arrival_rate"
+                                                          : "calls_per_process × process_starts_per_day / 86400 / kernel "
+                                                            "calls per request"},
+              {"replicas", fleet.config.replicas},
+              {"replicas_from", sp.replicas ? "[service] replicas"
+                                            : fmt::format("sized for {:.0f} % utilisation on OLD's numbers",
+                                                          kTargetUtilisation * 100)},
+              {"restart_rate_per_replica_per_h", fleet.config.restart_rate_per_s * 3600},
+              {"kernel_calls_per_request", times.calls_per_request},
+              {"other_request_time_ms", times.rest_s * 1e3},
+              {"kernel_share", p.kernel_share},
+              {"decision_shape", warm.shape},
+              {"requests", o.requests},
+              {"bootstrap", o.bootstrap},
+              {"seed", o.seed}};
+}
+
+}  // namespace
+
+json service_view(const std::vector<StartupMode>& startup, const WarmShape& warm, const decision::DeploymentProfile& p,
+                  decision::Decision& d, const ServiceViewOptions& o) {
+  const StartupMode* mode = find_mode(startup, p.jit_cache);
+  if (!mode)
+    return not_computed(fmt::format("no startup measurement in the profile's JIT cache mode '{}'", decision::to_string(p.jit_cache)));
+  const ServiceStarts starts = service_starts(startup, *mode, p);
+  if (!starts.why_not.empty()) return not_computed(starts.why_not);
+  const ServiceTimes times = service_times(warm, p);
+  if (!times.why_not.empty()) return not_computed(times.why_not);
+  const ServiceFleet fleet = service_fleet(p, starts, times, o);
+  if (!fleet.why_not.empty()) return not_computed(fleet.why_not);
+
   svc::ReportOptions ro;
   ro.percentiles = {50, 90, 99, 99.9};
   ro.bootstrap = o.bootstrap;
   ro.objectives = p.objectives;
   ro.search_requests = std::max<std::int64_t>(2000, o.requests / 2);
   ro.min_starts = svc::samples_needed(99) + 41;  // 500: enough for a first-request p99 with an upper bound
-
   svc::ServiceReport rep[2];
   for (int k = 0; k < 2; ++k) {
-    svc::ServiceConfig x = c;
-    x.startup = start[k];
-    x.first_startup = first_start[k];
-    x.service = serve[k];
-    x.start_failure_share = fail_share[k];
+    svc::ServiceConfig x = fleet.config;
+    x.startup = starts.start[k];
+    x.first_startup = starts.first_start[k];
+    x.service = times.serve[k];
+    x.start_failure_share = starts.fail_share[k];
     rep[k] = svc::analyse(x, ro);
   }
 
@@ -252,25 +325,6 @@ json service_view(const std::vector<StartupMode>& startup, const WarmShape& warm
   std::vector<std::string> warnings;
   for (int k = 0; k < 2; ++k)
     for (const auto& w : rep[k].warnings) warnings.push_back(fmt::format("{}: {}", k == 0 ? "OLD" : "NEW", w));
-
-  json inputs = {{"jit_cache", decision::to_string(p.jit_cache)},
-                 {"loading", startup::to_string(mode->loading)},
-                 {"arrival_rate_per_s", rate},
-                 {"arrival_rate_from", sp.arrival_rate_per_s ? "[service] arrival_rate"
-                                                             : "calls_per_process × process_starts_per_day / 86400 / kernel "
-                                                               "calls per request"},
-                 {"replicas", replicas},
-                 {"replicas_from", sp.replicas ? "[service] replicas"
-                                               : fmt::format("sized for {:.0f} % utilisation on OLD's numbers",
-                                                             kTargetUtilisation * 100)},
-                 {"restart_rate_per_replica_per_h", c.restart_rate_per_s * 3600},
-                 {"kernel_calls_per_request", calls_per_request},
-                 {"other_request_time_ms", rest_s * 1e3},
-                 {"kernel_share", p.kernel_share},
-                 {"decision_shape", warm.shape},
-                 {"requests", o.requests},
-                 {"bootstrap", o.bootstrap},
-                 {"seed", o.seed}};
   return json{{"computed", true},
               {"definition",
                "a discrete-event simulation (docs/service-view.md): one FCFS queue, the replicas, process starts at the "
@@ -278,12 +332,12 @@ json service_view(const std::vector<StartupMode>& startup, const WarmShape& warm
                "module load + lookup) on its first request (or before traffic with preload); a request takes the rest of "
                "the request plus kernel calls drawn from the side's warm samples; failed starts and timeouts are misses; "
                "intervals: bootstrap over the measured startups"},
-              {"inputs", inputs},
+              {"inputs", service_inputs(p, *mode, warm, fleet, times, o)},
               {"old", svc::to_json(rep[0])},
               {"new", svc::to_json(rep[1])},
               {"objectives", objectives},
               {"warnings", warnings},
-              {"notes", notes}};
+              {"notes", starts.notes}};
 }
 
 }  // namespace kqual::compare
