@@ -1,9 +1,10 @@
 #pragma once
 // The phases every kqual pipeline runs, in this order (docs/architecture.md):
 //   target → build → load → check → time → decide → write
-// qualify, check and bench (pipeline/qualify.cpp), selftest (pipeline/selftest.cpp) and compare (pipeline/compare/) run
-// them through the helpers here; the work of each phase lives in its module (build/, check/,
-// bench/, startup/, decision/, report/), the order lives here.
+// qualify, check and bench (pipeline/qualify.cpp), selftest (pipeline/selftest.cpp), compare (pipeline/compare/) and
+// screen (pipeline/screen/) run them through the helpers here and one candidate's build, load, check
+// and time through phases.hpp; the work of each phase lives in its module (build/, check/, bench/,
+// startup/, decision/, report/), the order lives here.
 #include <filesystem>
 #include <memory>
 #include <string>
