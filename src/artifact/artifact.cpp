@@ -10,6 +10,7 @@
 
 #include "elf.hpp"
 #include "images.hpp"
+#include "kqual/core/enum_names.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
 #include "reader.hpp"
@@ -44,32 +45,20 @@ Arch Arch::parse(std::string_view text) {
   return a;
 }
 
-const char* to_string(ContainerKind k) {
-  switch (k) {
-    case ContainerKind::fatbin: return "fatbin";
-    case ContainerKind::host_binary: return "host_binary";
-    case ContainerKind::cubin: return "cubin";
-    case ContainerKind::ptx: return "ptx";
-  }
-  return "unknown";
-}
-const char* to_string(EntryKind k) {
-  switch (k) {
-    case EntryKind::ptx: return "ptx";
-    case EntryKind::sass: return "sass";
-    case EntryKind::nvvm_ir: return "nvvm_ir";
-    case EntryKind::other: return "other";
-  }
-  return "unknown";
-}
-const char* to_string(Compression c) {
-  switch (c) {
-    case Compression::none: return "none";
-    case Compression::lz4: return "lz4";
-    case Compression::zstd: return "zstd";
-  }
-  return "unknown";
-}
+namespace {
+constexpr EnumNames<ContainerKind, 4> kContainerKindNames{{{{ContainerKind::fatbin, "fatbin"},
+                                                            {ContainerKind::host_binary, "host_binary"},
+                                                            {ContainerKind::cubin, "cubin"},
+                                                            {ContainerKind::ptx, "ptx"}}}};
+constexpr EnumNames<EntryKind, 4> kEntryKindNames{
+    {{{EntryKind::ptx, "ptx"}, {EntryKind::sass, "sass"}, {EntryKind::nvvm_ir, "nvvm_ir"}, {EntryKind::other, "other"}}}};
+constexpr EnumNames<Compression, 3> kCompressionNames{
+    {{{Compression::none, "none"}, {Compression::lz4, "lz4"}, {Compression::zstd, "zstd"}}}};
+}  // namespace
+
+const char* to_string(ContainerKind k) { return kContainerKindNames.name(k); }
+const char* to_string(EntryKind k) { return kEntryKindNames.name(k); }
+const char* to_string(Compression c) { return kCompressionNames.name(c); }
 
 namespace {
 constexpr std::uint32_t kFatbinMagic = 0xBA55ED50;

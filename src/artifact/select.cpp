@@ -5,18 +5,17 @@
 #include <map>
 
 #include "kqual/artifact/artifact.hpp"
+#include "kqual/core/enum_names.hpp"
 #include "reader.hpp"
 
 namespace kqual::artifact {
 
-const char* to_string(LoadPath p) {
-  switch (p) {
-    case LoadPath::native_sass: return "native_sass";
-    case LoadPath::ptx_jit: return "ptx_jit";
-    case LoadPath::incompatible: return "incompatible";
-  }
-  return "unknown";
-}
+namespace {
+constexpr EnumNames<LoadPath, 3> kLoadPathNames{
+    {{{LoadPath::native_sass, "native_sass"}, {LoadPath::ptx_jit, "ptx_jit"}, {LoadPath::incompatible, "incompatible"}}}};
+}  // namespace
+
+const char* to_string(LoadPath p) { return kLoadPathNames.name(p); }
 
 namespace {
 
