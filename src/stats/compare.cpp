@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "kqual/core/enum_names.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/stats/summary.hpp"
 #include "kqual/core/xoshiro.hpp"
@@ -15,6 +16,11 @@ namespace kqual::stats {
 namespace {
 
 using Xoshiro = Xoshiro256;  // kqual/core/xoshiro.hpp: a seed reproduces an interval on any platform
+
+constexpr EnumNames<Verdict, 4> kVerdictNames{{{{Verdict::faster, "faster"},
+                                               {Verdict::slower, "slower"},
+                                               {Verdict::no_difference, "no difference"},
+                                               {Verdict::inconclusive, "inconclusive"}}}};
 
 void validate(const BootstrapOptions& o) {
   if (o.resamples < 100) throw_error(ErrorKind::internal, fmt::format("bootstrap needs >= 100 resamples, got {}", o.resamples));
@@ -79,15 +85,7 @@ double corrected_z(double s, double mean, double var) {
 
 }  // namespace
 
-const char* to_string(Verdict v) {
-  switch (v) {
-    case Verdict::faster: return "faster";
-    case Verdict::slower: return "slower";
-    case Verdict::no_difference: return "no difference";
-    case Verdict::inconclusive: return "inconclusive";
-  }
-  return "?";
-}
+const char* to_string(Verdict v) { return kVerdictNames.name(v, "?"); }
 
 Interval bootstrap_median_ci(std::span<const double> x, const BootstrapOptions& opt) {
   validate(opt);
