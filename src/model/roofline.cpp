@@ -6,25 +6,26 @@
 #include <cmath>
 #include <limits>
 
+#include "kqual/core/enum_names.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/model/units.hpp"
 
 namespace kqual::model {
 
-std::string_view to_string(Precision p) {
-  switch (p) {
-    case Precision::fp32: return "fp32";
-    case Precision::bf16: return "bf16";
-    case Precision::fp64: return "fp64";
-  }
-  return "fp32";
-}
+namespace {
+constexpr EnumNames<Precision, 3> kPrecisionNames{
+    {{{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}, {Precision::fp64, "fp64"}}}};
+}  // namespace
+
+std::string_view to_string(Precision p) { return kPrecisionNames.name(p, "fp32"); }
 
 Precision parse_precision(std::string_view flag, std::string_view text) {
-  if (text == "fp32" || text == "f32") return Precision::fp32;
-  if (text == "bf16") return Precision::bf16;
-  if (text == "fp64" || text == "f64") return Precision::fp64;
-  throw_error(ErrorKind::usage, fmt::format("{} '{}': unknown precision (use fp32, bf16 or fp64)", flag, text));
+  if (const auto p = kPrecisionNames.parse(text)) return *p;
+  // The dtype spellings name the same ceilings.
+  if (text == "f32") return Precision::fp32;
+  if (text == "f64") return Precision::fp64;
+  throw_error(ErrorKind::usage,
+              fmt::format("{} '{}': unknown precision (use {})", flag, text, kPrecisionNames.choices()));
 }
 
 Ceilings ceilings_for(const DeviceSpec& d, Precision p) {

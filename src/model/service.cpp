@@ -10,6 +10,7 @@
 #include <limits>
 #include <queue>
 
+#include "kqual/core/enum_names.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/model/units.hpp"
 
@@ -17,6 +18,8 @@ namespace kqual::model::service {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr EnumNames<Population, 3> kPopulationNames{
+    {{{Population::first_request, "first_request"}, {Population::first_k, "first_k"}, {Population::all, "all"}}}};
 
 }  // namespace
 
@@ -128,19 +131,13 @@ Arrivals scaled(const Arrivals& a, double factor) {
   return b;
 }
 
-const char* to_string(Population p) {
-  switch (p) {
-    case Population::first_request: return "first_request";
-    case Population::first_k: return "first_k";
-    case Population::all: return "all";
-  }
-  return "?";
-}
+const char* to_string(Population p) { return kPopulationNames.name(p, "?"); }
 
 std::optional<Population> population_from_string(std::string_view s) {
-  if (s == "first_request" || s == "first" || s == "first-request") return Population::first_request;
-  if (s == "first_k" || s == "first-k") return Population::first_k;
-  if (s == "all") return Population::all;
+  if (const auto p = kPopulationNames.parse(s)) return p;
+  // Shorter and dashed spellings people type on the command line.
+  if (s == "first" || s == "first-request") return Population::first_request;
+  if (s == "first-k") return Population::first_k;
   return std::nullopt;
 }
 

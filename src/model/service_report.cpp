@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "kqual/core/enum_names.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/model/units.hpp"
 
@@ -60,19 +61,16 @@ std::string ms(double s) { return std::isinf(s) ? std::string("a miss") : format
 // A bare number of milliseconds for "CI [380, 420] ms"; "a miss" for +infinity.
 std::string bare_ms(double s) { return std::isinf(s) ? std::string("a miss") : fmt::format("{:.4g}", s * 1e3); }
 
-const char* population_words(Population p) {
-  switch (p) {
-    case Population::first_request: return "first-request";
-    case Population::first_k: return "first-K";
-    case Population::all: return "all-request";
-  }
-  return "?";
-}
+// The population in a sentence ("the p99 first-request latency").
+constexpr EnumNames<Population, 3> kPopulationWords{
+    {{{Population::first_request, "first-request"}, {Population::first_k, "first-K"}, {Population::all, "all-request"}}}};
+constexpr EnumNames<Standing, 3> kStandingNames{
+    {{{Standing::meets, "meets"}, {Standing::misses, "misses"}, {Standing::inconclusive, "inconclusive"}}}};
 
 // The interval rule (docs/service-view.md, "Objectives"): the point estimate alone never decides.
 void judge_on_interval(ObjectiveResult& res, std::int64_t n) {
   const Objective& ob = res.objective;
-  const std::string what = fmt::format("the p{:g} {}", ob.percentile, population_words(ob.population));
+  const std::string what = fmt::format("the p{:g} {}", ob.percentile, kPopulationWords.name(ob.population, "?"));
   const std::string bound = fmt::format("the {} ms objective", bare_ms(ob.max_s));
   res.standing = Standing::inconclusive;
   if (n == 0) {
@@ -197,14 +195,7 @@ ObjectiveResult objective_result(const Objective& ob, const PopulationReport& pr
 
 }  // namespace
 
-const char* to_string(Standing s) {
-  switch (s) {
-    case Standing::meets: return "meets";
-    case Standing::misses: return "misses";
-    case Standing::inconclusive: return "inconclusive";
-  }
-  return "?";
-}
+const char* to_string(Standing s) { return kStandingNames.name(s, "?"); }
 
 const PopulationReport& population(const ServiceReport& r, Population p) {
   for (const auto& x : r.populations)

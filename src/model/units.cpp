@@ -35,6 +35,23 @@ bool leading_number(std::string_view text, double& value, std::string_view& rest
   return true;
 }
 
+// A comma-separated list, each item trimmed and read by parse_item (which throws for a bad one);
+// `what` names the items for an empty list: "numbers (e.g. 1,2.5,-3)".
+template <class T, class ParseItem>
+std::vector<T> parse_list(std::string_view flag, std::string_view text, std::string_view what, ParseItem parse_item) {
+  std::vector<T> out;
+  std::string_view t = trim(text);
+  if (t.empty()) bad(flag, text, fmt::format("is empty; give a comma-separated list of {}", what));
+  std::size_t start = 0;
+  while (start <= t.size()) {
+    const std::size_t comma = t.find(',', start);
+    out.push_back(parse_item(trim(t.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start))));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 double parse_duration(std::string_view flag, std::string_view text) {
@@ -93,43 +110,25 @@ double parse_fraction(std::string_view flag, std::string_view text) {
 }
 
 std::vector<std::int64_t> parse_count_list(std::string_view flag, std::string_view text) {
-  std::vector<std::int64_t> out;
-  std::string_view t = trim(text);
-  if (t.empty()) bad(flag, text, "is empty; give a comma-separated list of non-negative integers (e.g. 3,0,2,1,0,4)");
-  std::size_t start = 0;
-  while (start <= t.size()) {
-    const std::size_t comma = t.find(',', start);
-    const std::string_view item = trim(t.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+  return parse_list<std::int64_t>(flag, text, "non-negative integers (e.g. 3,0,2,1,0,4)", [&](std::string_view item) {
     std::string s(item);
     char* end = nullptr;
     errno = 0;
     const long long v = s.empty() ? 0 : std::strtoll(s.c_str(), &end, 10);
     if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE || v < 0)
       bad(flag, text, fmt::format("element '{}' is not a non-negative integer", item));
-    out.push_back(std::int64_t(v));
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
-  }
-  return out;
+    return std::int64_t(v);
+  });
 }
 
 std::vector<double> parse_real_list(std::string_view flag, std::string_view text) {
-  std::vector<double> out;
-  std::string_view t = trim(text);
-  if (t.empty()) bad(flag, text, "is empty; give a comma-separated list of numbers (e.g. 1,2.5,-3)");
-  std::size_t start = 0;
-  while (start <= t.size()) {
-    const std::size_t comma = t.find(',', start);
-    const std::string_view item = trim(t.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+  return parse_list<double>(flag, text, "numbers (e.g. 1,2.5,-3)", [&](std::string_view item) {
     double v = 0;
     std::string_view rest;
     if (!leading_number(item, v, rest) || !trim(rest).empty() || std::isnan(v))
       bad(flag, text, fmt::format("element '{}' is not a number", item));
-    out.push_back(v);
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
-  }
-  return out;
+    return v;
+  });
 }
 
 std::vector<std::int64_t> parse_dims(std::string_view flag, std::string_view text, std::size_t count) {
