@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kqual/core/enum_names.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/model/amdahl.hpp"
@@ -16,6 +17,18 @@ namespace kqual::decision {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The results word of each verdict, and the phrase a memo uses for it.
+constexpr EnumNames<ShipVerdict, 5> kShipVerdictNames{{{{ShipVerdict::ship, "ship"},
+                                                       {ShipVerdict::do_not_ship, "do_not_ship"},
+                                                       {ShipVerdict::no_difference, "no_difference"},
+                                                       {ShipVerdict::inconclusive, "inconclusive"},
+                                                       {ShipVerdict::incomplete, "incomplete"}}}};
+constexpr EnumNames<ShipVerdict, 5> kShipVerdictPhrases{{{{ShipVerdict::ship, "ship"},
+                                                         {ShipVerdict::do_not_ship, "do not ship as built"},
+                                                         {ShipVerdict::no_difference, "no difference"},
+                                                         {ShipVerdict::inconclusive, "inconclusive"},
+                                                         {ShipVerdict::incomplete, "incomplete (no decision)"}}}};
 
 // Seconds in the unit a reader expects for their size (min, h and days past a minute: a loss of
 // 2.21e+05 s reads as 61.4 h).
@@ -104,34 +117,11 @@ double breakeven(double cold, double saving) {
 
 }  // namespace
 
-const char* to_string(ShipVerdict v) {
-  switch (v) {
-    case ShipVerdict::ship: return "ship";
-    case ShipVerdict::do_not_ship: return "do_not_ship";
-    case ShipVerdict::no_difference: return "no_difference";
-    case ShipVerdict::inconclusive: return "inconclusive";
-    case ShipVerdict::incomplete: return "incomplete";
-  }
-  return "?";
-}
+const char* to_string(ShipVerdict v) { return kShipVerdictNames.name(v, "?"); }
 
-const char* describe(ShipVerdict v) {
-  switch (v) {
-    case ShipVerdict::ship: return "ship";
-    case ShipVerdict::do_not_ship: return "do not ship as built";
-    case ShipVerdict::no_difference: return "no difference";
-    case ShipVerdict::inconclusive: return "inconclusive";
-    case ShipVerdict::incomplete: return "incomplete (no decision)";
-  }
-  return "?";
-}
+const char* describe(ShipVerdict v) { return kShipVerdictPhrases.name(v, "?"); }
 
-std::optional<ShipVerdict> ship_verdict_from_string(const std::string& s) {
-  for (ShipVerdict v : {ShipVerdict::ship, ShipVerdict::do_not_ship, ShipVerdict::no_difference, ShipVerdict::inconclusive,
-                        ShipVerdict::incomplete})
-    if (s == to_string(v)) return v;
-  return std::nullopt;
-}
+std::optional<ShipVerdict> ship_verdict_from_string(const std::string& s) { return kShipVerdictNames.parse(s); }
 
 int exit_code(ShipVerdict v) {
   switch (v) {
@@ -259,32 +249,27 @@ Decision decide(const DecisionInput& in, const DeploymentProfile& p) {
   const ColdStartDelta* warm_mode = find_mode(in, CacheMode::warm);
   const bool jit_possible = in.new_uses_ptx_jit.value_or(true);
   if (cold->mode != CacheMode::warm && warm_mode) {
-    if (jit_possible) {
-      Mitigation m;
-      m.name = "ship native SASS";
-      m.action = fmt::format("build the new artifact with SASS for {} (e.g. -gencode arch=compute_{},code={}) so the driver loads it without JIT",
-                             in.target_arch, in.target_arch.size() > 3 ? in.target_arch.substr(3) : "XX", in.target_arch);
-      m.verdict_after = evaluate(*warm_mode, in.warm, p, false).verdict;
-      m.basis = std::string("the warm-cache measurement (no JIT at load; a native cubin loads at least as fast) — ") +
-                (in.new_uses_ptx_jit ? "artifact identity says the new build is JIT-compiled on the target"
-                                     : "artifact identity not given: confirm the new build lacks SASS for the target");
-      d.mitigations.push_back(m);
-    }
-    Mitigation m;
-    m.name = "ship a warm JIT cache";
-    m.action = "populate CUDA_CACHE_PATH at build or deploy time (one discarded run on the target driver + GPU) and ship it with the service; it is invalidated by a driver upgrade";
-    m.verdict_after = evaluate(*warm_mode, in.warm, p, false).verdict;
-    m.basis = "the warm-cache measurement";
-    d.mitigations.push_back(m);
+    if (jit_possible)
+      d.mitigations.push_back(Mitigation{
+          .name = "ship native SASS",
+          .action = fmt::format("build the new artifact with SASS for {} (e.g. -gencode arch=compute_{},code={}) so the driver loads it without JIT",
+                                in.target_arch, in.target_arch.size() > 3 ? in.target_arch.substr(3) : "XX", in.target_arch),
+          .verdict_after = evaluate(*warm_mode, in.warm, p, false).verdict,
+          .basis = std::string("the warm-cache measurement (no JIT at load; a native cubin loads at least as fast) — ") +
+                   (in.new_uses_ptx_jit ? "artifact identity says the new build is JIT-compiled on the target"
+                                        : "artifact identity not given: confirm the new build lacks SASS for the target")});
+    d.mitigations.push_back(Mitigation{
+        .name = "ship a warm JIT cache",
+        .action = "populate CUDA_CACHE_PATH at build or deploy time (one discarded run on the target driver + GPU) and ship it with the service; it is invalidated by a driver upgrade",
+        .verdict_after = evaluate(*warm_mode, in.warm, p, false).verdict,
+        .basis = "the warm-cache measurement"});
   }
-  if (cold->delta_s > 0 || core.budget_fired) {
-    Mitigation m;
-    m.name = "pre-load at start-up";
-    m.action = "load the module and launch once during process initialisation, before taking traffic, so the first request does not pay the load; each process still pays it";
-    m.verdict_after = evaluate(*cold, in.warm, p, true).verdict;
-    m.basis = "the same measurement with the first-request budget no longer applying";
-    d.mitigations.push_back(m);
-  }
+  if (cold->delta_s > 0 || core.budget_fired)
+    d.mitigations.push_back(Mitigation{
+        .name = "pre-load at start-up",
+        .action = "load the module and launch once during process initialisation, before taking traffic, so the first request does not pay the load; each process still pays it",
+        .verdict_after = evaluate(*cold, in.warm, p, true).verdict,
+        .basis = "the same measurement with the first-request budget no longer applying"});
 
   d.headline = fmt::format("{} for profile '{}': {}", describe(d.verdict), p.name, core.why);
   return d;

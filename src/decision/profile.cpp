@@ -9,10 +9,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "kqual/core/enum_names.hpp"
 #include "kqual/core/error.hpp"
 
 namespace kqual::decision {
 namespace {
+
+constexpr EnumNames<CacheMode, 3> kCacheModeNames{
+    {{{CacheMode::off, "off"}, {CacheMode::cold, "cold"}, {CacheMode::warm, "warm"}}}};
 
 [[noreturn]] void bad(const std::string& src, const std::string& key, const std::string& what) {
   throw_error(ErrorKind::input, fmt::format("deployment profile {}: key '{}': {}", src, key, what));
@@ -72,10 +76,15 @@ int count(const std::string& src, const std::string& key, const toml::node& n) {
   return int(v);
 }
 
-void parse_service(const std::string& src, const toml::node& node, ServiceProfile& s) {
+// The table of a [section]; an input error naming it for anything else.
+const toml::table& section_table(const std::string& src, const char* section, const toml::node& node) {
   const toml::table* t = node.as_table();
-  if (!t) bad(src, "service", fmt::format("must be a table ([service]), got {} {}", type_name(node), describe(node)));
-  for (const auto& [k, n] : *t) {
+  if (!t) bad(src, section, fmt::format("must be a table ([{}]), got {} {}", section, type_name(node), describe(node)));
+  return *t;
+}
+
+void parse_service(const std::string& src, const toml::node& node, ServiceProfile& s) {
+  for (const auto& [k, n] : section_table(src, "service", node)) {
     const std::string key = "service." + std::string(k.str());
     const std::string_view name = k.str();
     if (name == "arrival_rate") s.arrival_rate_per_s = positive(src, key, n);
@@ -158,9 +167,7 @@ void parse_shapes(const std::string& src, const toml::node& node, DeploymentProf
 }
 
 void parse_decision(const std::string& src, const toml::node& node, DeploymentProfile& p) {
-  const toml::table* t = node.as_table();
-  if (!t) bad(src, "decision", fmt::format("must be a table ([decision]), got {} {}", type_name(node), describe(node)));
-  for (const auto& [k, n] : *t) {
+  for (const auto& [k, n] : section_table(src, "decision", node)) {
     const std::string key = "decision." + std::string(k.str());
     const std::string_view name = k.str();
     auto fraction = [&] {
@@ -177,21 +184,9 @@ void parse_decision(const std::string& src, const toml::node& node, DeploymentPr
 
 }  // namespace
 
-const char* to_string(CacheMode m) {
-  switch (m) {
-    case CacheMode::off: return "off";
-    case CacheMode::cold: return "cold";
-    case CacheMode::warm: return "warm";
-  }
-  return "?";
-}
+const char* to_string(CacheMode m) { return kCacheModeNames.name(m, "?"); }
 
-std::optional<CacheMode> cache_mode_from_string(std::string_view s) {
-  if (s == "off") return CacheMode::off;
-  if (s == "cold") return CacheMode::cold;
-  if (s == "warm") return CacheMode::warm;
-  return std::nullopt;
-}
+std::optional<CacheMode> cache_mode_from_string(std::string_view s) { return kCacheModeNames.parse(s); }
 
 DeploymentProfile parse_profile(std::string_view toml_text, const std::string& src) {
   toml::table t;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "kqual/core/enum_names.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/xoshiro.hpp"
 #include "kqual/decision/profile.hpp"
@@ -13,6 +14,13 @@
 
 namespace kqual::decision {
 namespace {
+
+constexpr EnumNames<ShapeCall, 6> kShapeCallNames{{{{ShapeCall::faster, "faster"},
+                                                   {ShapeCall::slower, "slower"},
+                                                   {ShapeCall::no_difference, "no_difference"},
+                                                   {ShapeCall::inconclusive, "inconclusive"},
+                                                   {ShapeCall::not_compared, "not_compared"},
+                                                   {ShapeCall::failed, "failed"}}}};
 
 // "n=4096,k=3" and "k=3, n=4096" name the same shape; a bare number is a one-dim contract's n.
 std::map<std::string, std::string> shape_key(const std::string& text) {
@@ -279,17 +287,9 @@ void decide(SpeedJudgement& j) {
 
 }  // namespace
 
-const char* to_string(ShapeCall c) {
-  switch (c) {
-    case ShapeCall::faster: return "faster";
-    case ShapeCall::slower: return "slower";
-    case ShapeCall::no_difference: return "no_difference";
-    case ShapeCall::inconclusive: return "inconclusive";
-    case ShapeCall::not_compared: return "not_compared";
-    case ShapeCall::failed: return "failed";
-  }
-  return "?";
-}
+const char* to_string(ShapeCall c) { return kShapeCallNames.name(c, "?"); }
+
+std::optional<ShapeCall> shape_call_from_string(std::string_view s) { return kShapeCallNames.parse(s); }
 
 ShapeMix shape_mix_of(const DeploymentProfile& p) {
   ShapeMix m;

@@ -59,9 +59,7 @@ std::string str(const json& j, const std::string& path, const char* key) {
 }
 
 ShapeCall shape_call_from(const std::string& word, const std::string& path) {
-  for (ShapeCall c : {ShapeCall::faster, ShapeCall::slower, ShapeCall::no_difference, ShapeCall::inconclusive,
-                      ShapeCall::not_compared, ShapeCall::failed})
-    if (word == to_string(c)) return c;
+  if (const auto c = shape_call_from_string(word)) return *c;
   throw_error(ErrorKind::input, fmt::format("{}: unknown shape verdict '{}'", path, word));
 }
 

@@ -7,6 +7,7 @@
 // recorded samples, so `kqual decide` re-judges a result offline with the same numbers.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kqual/core/json.hpp"
@@ -59,6 +60,7 @@ SpeedPolicy speed_policy(const DeploymentProfile& p, const std::string& margin, 
 
 enum class ShapeCall { faster, slower, no_difference, inconclusive, not_compared, failed };
 const char* to_string(ShapeCall c);  // "faster", "slower", "no_difference", "inconclusive", "not_compared", "failed"
+std::optional<ShapeCall> shape_call_from_string(std::string_view s);  // to_string's words; nullopt for any other
 
 struct ShapeJudgement {
   std::string shape, baseline;
