@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "kqual/core/enum_names.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/sha256.hpp"
 #include "kqual/cuda/nvrtc.hpp"
@@ -20,6 +21,9 @@
 namespace kqual::startup {
 namespace fs = std::filesystem;
 namespace {
+
+// CUDA_MODULE_LOADING's values.
+constexpr EnumNames<LoadingMode, 2> kLoadingModeNames{{{{LoadingMode::lazy, "LAZY"}, {LoadingMode::eager, "EAGER"}}}};
 
 std::vector<std::uint8_t> read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -153,7 +157,14 @@ void summarise(ModeResult& m) {
 
 }  // namespace
 
-const char* to_string(LoadingMode m) { return m == LoadingMode::lazy ? "LAZY" : "EAGER"; }
+const char* to_string(LoadingMode m) { return kLoadingModeNames.name(m); }
+
+std::optional<LoadingMode> loading_mode_from_string(std::string_view s) {
+  if (const auto m = kLoadingModeNames.parse(s)) return m;
+  if (s == "lazy") return LoadingMode::lazy;  // the command line's spelling
+  if (s == "eager") return LoadingMode::eager;
+  return std::nullopt;
+}
 
 const std::vector<std::string>& phase_names() {
   static const std::vector<std::string> names{"process_start",   "driver_init",  "context",          "module_load",
@@ -192,10 +203,11 @@ std::vector<std::string> ptx_entries(std::string_view ptx) {
   return names;
 }
 
-StartupReport measure_startup(const StartupConfig& cfg) {
-  auto say = [&](const std::string& s) {
-    if (cfg.progress) cfg.progress(s);
-  };
+namespace {
+
+using Say = std::function<void(const std::string&)>;
+
+void check_startup_config(const StartupConfig& cfg) {
   if (cfg.runs < 1) throw_error(ErrorKind::usage, fmt::format("kqual startup: --runs must be >= 1, got {}", cfg.runs));
   if (cfg.cache_modes.empty() || cfg.loading_modes.empty()) throw_error(ErrorKind::usage, "kqual startup: no mode selected");
   if (fs::is_directory(cfg.artifact))
@@ -203,10 +215,11 @@ StartupReport measure_startup(const StartupConfig& cfg) {
                 fmt::format("kqual startup: {} is a directory; candidate directories (manifest + source) are not supported "
                             "by this version yet — pass a cubin, fatbin or PTX file, or a .cu source with --compile",
                             cfg.artifact));
-  StartupReport rep;
-  rep.artifact = cfg.artifact;
-  rep.launch = cfg.launch;
-  const std::vector<std::uint8_t> bytes = read_all(cfg.artifact);
+}
+
+// The artifact's bytes, with its identity (size, SHA-256, kind) recorded in `rep`.
+std::vector<std::uint8_t> identify_artifact(const StartupConfig& cfg, StartupReport& rep) {
+  std::vector<std::uint8_t> bytes = read_all(cfg.artifact);
   rep.artifact_bytes = bytes.size();
   rep.artifact_sha256 = sha256_hex(bytes.data(), bytes.size());
   rep.artifact_kind = artifact_kind(cfg.artifact, bytes);
@@ -215,149 +228,216 @@ StartupReport measure_startup(const StartupConfig& cfg) {
                                               "nor PTX text (.version/.target)", cfg.artifact));
   if (rep.artifact_kind == "cu" && !cfg.compile)
     throw_error(ErrorKind::usage, fmt::format("kqual startup: {} is CUDA source; pass --compile (NVRTC, timed apart from loading)", cfg.artifact));
+  return bytes;
+}
 
-  TempRoot root(cfg.temp_root);
-  const std::string exe = cfg.probe_executable;
-  std::string image_path = cfg.artifact;
-  std::string kernel = cfg.kernel;
-  rep.kernel_source = kernel.empty() ? "" : "--kernel";
+// Build-time compilation, in its own fresh processes: never part of a load time.
+CompileTiming time_compilation(const StartupConfig& cfg, const Say& say) {
+  CompileTiming ct;
+  ct.source = cfg.artifact;
+  ct.arch = cfg.arch;
+  const int n = cfg.compile_runs > 0 ? cfg.compile_runs : std::min(cfg.runs, 10);
+  for (int i = 0; i < n; ++i) {
+    say(fmt::format("compile {}/{} (NVRTC, {})", i + 1, n, cfg.arch));
+    std::vector<std::string> args{"__startup-probe", "--compile", cfg.artifact, "--arch", cfg.arch};
+    if (!cfg.simulate.empty()) args.insert(args.end(), {"--simulate", cfg.simulate});
+    const ProbeSample s = to_sample(run_process(cfg.probe_executable, args, {}, {}, cfg.watchdog_s), cfg.watchdog_s);
+    if (!s.ok) {
+      ++ct.failures;
+      ct.failure_messages.push_back(s.failure);
+      if (ct.failures >= std::size_t(cfg.max_consecutive_failures) && ct.nvrtc_ms.empty()) break;
+      continue;
+    }
+    ct.nvrtc_ms.push_back(s.raw.value("nvrtc_ms", 0.0));
+    ct.total_ms.push_back(s.raw.value("total_ms", 0.0));
+    ct.nvrtc_version = s.raw.value("nvrtc_version", std::string());
+  }
+  if (!ct.nvrtc_ms.empty()) {
+    ct.nvrtc = stats::summarize(ct.nvrtc_ms);
+    ct.total = stats::summarize(ct.total_ms);
+  }
+  return ct;
+}
 
-  if (rep.artifact_kind == "cu") {
-    // Build-time compilation, in its own fresh processes: never part of a load time.
-    CompileTiming ct;
-    ct.source = cfg.artifact;
-    ct.arch = cfg.arch;
-    const int n = cfg.compile_runs > 0 ? cfg.compile_runs : std::min(cfg.runs, 10);
-    for (int i = 0; i < n; ++i) {
-      say(fmt::format("compile {}/{} (NVRTC, {})", i + 1, n, cfg.arch));
-      std::vector<std::string> args{"__startup-probe", "--compile", cfg.artifact, "--arch", cfg.arch};
-      if (!cfg.simulate.empty()) args.insert(args.end(), {"--simulate", cfg.simulate});
-      const ProbeSample s = to_sample(run_process(exe, args, {}, {}, cfg.watchdog_s), cfg.watchdog_s);
-      if (!s.ok) {
-        ++ct.failures;
-        ct.failure_messages.push_back(s.failure);
-        if (ct.failures >= std::size_t(cfg.max_consecutive_failures) && ct.nvrtc_ms.empty()) break;
-        continue;
-      }
-      ct.nvrtc_ms.push_back(s.raw.value("nvrtc_ms", 0.0));
-      ct.total_ms.push_back(s.raw.value("total_ms", 0.0));
-      ct.nvrtc_version = s.raw.value("nvrtc_version", std::string());
-    }
-    if (!ct.nvrtc_ms.empty()) {
-      ct.nvrtc = stats::summarize(ct.nvrtc_ms);
-      ct.total = stats::summarize(ct.total_ms);
-    }
-    rep.compile = ct;
-    // The image the load probes use: compiled once more here (NVRTC needs no driver).
-    cuda::NvrtcRequest req;
-    req.source.assign(bytes.begin(), bytes.end());
-    req.source_name = cfg.artifact;
-    req.arch = cfg.arch;
-    if (!kernel.empty()) req.name_expressions.push_back(kernel);
-    const cuda::NvrtcResult res = cuda::nvrtc_compile(req);
-    if (!kernel.empty()) {
-      kernel = res.lowered_name(cfg.kernel);
-      rep.kernel_source = fmt::format("--kernel {} (lowered by NVRTC)", cfg.kernel);
-    } else if (!res.is_cubin) {
-      const auto e = ptx_entries(res.ptx);
-      if (!e.empty()) {
-        kernel = e.front();
-        rep.kernel_source = "first .entry in the compiled PTX";
-      }
-    }
-    image_path = (root.path() / (res.is_cubin ? "image.cubin" : "image.ptx")).string();
-    std::ofstream(image_path, std::ios::binary).write(reinterpret_cast<const char*>(res.image.data()), std::streamsize(res.image.size()));
-    rep.loaded_image_sha256 = sha256_hex(res.image.data(), res.image.size());
-  } else {
-    rep.loaded_image_sha256 = rep.artifact_sha256;
-    if (kernel.empty() && rep.artifact_kind == "ptx") {
-      const auto e = ptx_entries(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-      if (!e.empty()) {
-        kernel = e.front();
-        rep.kernel_source = "first .entry in the PTX";
-      }
+// What the probes load and look up.
+struct LoadTarget {
+  std::string image_path;
+  std::string kernel;  // "" → function lookup and launches are not measured
+};
+
+// A .cu compiled once more here (NVRTC needs no driver) into `root`; the kernel named by its
+// lowered name, else the first .entry of the PTX it became.
+LoadTarget compile_load_image(const StartupConfig& cfg, const std::vector<std::uint8_t>& source, const fs::path& root,
+                              StartupReport& rep) {
+  LoadTarget t{"", cfg.kernel};
+  cuda::NvrtcRequest req;
+  req.source.assign(source.begin(), source.end());
+  req.source_name = cfg.artifact;
+  req.arch = cfg.arch;
+  if (!t.kernel.empty()) req.name_expressions.push_back(t.kernel);
+  const cuda::NvrtcResult res = cuda::nvrtc_compile(req);
+  if (!t.kernel.empty()) {
+    t.kernel = res.lowered_name(cfg.kernel);
+    rep.kernel_source = fmt::format("--kernel {} (lowered by NVRTC)", cfg.kernel);
+  } else if (!res.is_cubin) {
+    const auto e = ptx_entries(res.ptx);
+    if (!e.empty()) {
+      t.kernel = e.front();
+      rep.kernel_source = "first .entry in the compiled PTX";
     }
   }
-  rep.kernel = kernel;
-  if (kernel.empty())
+  t.image_path = (root / (res.is_cubin ? "image.cubin" : "image.ptx")).string();
+  std::ofstream(t.image_path, std::ios::binary).write(reinterpret_cast<const char*>(res.image.data()), std::streamsize(res.image.size()));
+  rep.loaded_image_sha256 = sha256_hex(res.image.data(), res.image.size());
+  return t;
+}
+
+// The artifact file itself; without --kernel, a PTX's first .entry.
+LoadTarget artifact_load_image(const StartupConfig& cfg, const std::vector<std::uint8_t>& bytes, StartupReport& rep) {
+  LoadTarget t{cfg.artifact, cfg.kernel};
+  rep.loaded_image_sha256 = rep.artifact_sha256;
+  if (t.kernel.empty() && rep.artifact_kind == "ptx") {
+    const auto e = ptx_entries(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    if (!e.empty()) {
+      t.kernel = e.front();
+      rep.kernel_source = "first .entry in the PTX";
+    }
+  }
+  return t;
+}
+
+void note_unmeasured_phases(const StartupConfig& cfg, StartupReport& rep) {
+  if (rep.kernel.empty())
     rep.notes.push_back("no kernel named: function lookup and launches were not measured (name one with --kernel; "
                         "reading kernel names out of cubins and fatbins belongs to the artifact parser and is not wired in yet)");
   else if (!cfg.launch)
     rep.notes.push_back("first launch and steady launches not measured: kqual launches only kernels you declare "
                         "parameter-free with --launch-args none (it cannot know what an unknown kernel's pointers need)");
+}
 
+// One slot per (loading mode, cache mode); a warm slot has its own cache directory.
+std::vector<Slot> make_slots(const StartupConfig& cfg, const fs::path& root) {
   std::vector<Slot> slots;
   for (auto l : cfg.loading_modes)
     for (auto c : cfg.cache_modes) {
       Slot s;
       s.result.cache = c;
       s.result.loading = l;
-      if (c == CacheMode::warm) s.warm_dir = root.path() / fmt::format("warm-{}", to_string(l));
+      if (c == CacheMode::warm) s.warm_dir = root / fmt::format("warm-{}", to_string(l));
       slots.push_back(std::move(s));
     }
-  const std::vector<std::string> args = probe_args(cfg, image_path, kernel);
+  return slots;
+}
 
-  auto run_one = [&](Slot& s, int run) {
-    const auto env = environment_for(s, root.path(), run);
-    ProbeSample sample = to_sample(run_process(exe, args, env, kUnset, cfg.watchdog_s, "--spawn-ns"), cfg.watchdog_s);
+// Runs one probe process of a slot in its pinned environment; a cold run's cache is removed after
+// it (run < 0: a discarded preflight run, whose cache stays).
+class ProbeRunner {
+ public:
+  ProbeRunner(const StartupConfig& cfg, const fs::path& root, const LoadTarget& target)
+      : cfg_(cfg), root_(root), args_(probe_args(cfg, target.image_path, target.kernel)) {}
+
+  ProbeSample run(const Slot& s, int run) const {
+    const auto env = environment_for(s, root_, run);
+    ProbeSample sample =
+        to_sample(run_process(cfg_.probe_executable, args_, env, kUnset, cfg_.watchdog_s, "--spawn-ns"), cfg_.watchdog_s);
     if (run >= 0 && s.result.cache == CacheMode::cold) fs::remove_all(env.at("CUDA_CACHE_PATH"));
     return sample;
-  };
+  }
+  const fs::path& root() const { return root_; }
 
-  // Preflight: the first warm pre-population doubles as the GPU check (or one discarded cold run).
-  bool gpu = true;
+ private:
+  const StartupConfig& cfg_;
+  fs::path root_;
+  std::vector<std::string> args_;
+};
+
+// True, with the reason kept in `rep`, when the probe found no GPU.
+bool found_no_gpu(const ProbeSample& p, StartupReport& rep) {
+  if (p.ok || !p.raw.value("no_gpu", false)) return false;
+  rep.gpu_unavailable = p.raw.value("error", std::string("no GPU"));
+  return true;
+}
+
+// Preflight: the first warm pre-population doubles as the GPU check (or one discarded cold run).
+// Returns whether a GPU answered.
+bool preflight(std::vector<Slot>& slots, const ProbeRunner& runner, StartupReport& rep, const Say& say) {
+  bool any_warm = false;
   for (auto& s : slots) {
     if (s.result.cache != CacheMode::warm) continue;
+    any_warm = true;
     fs::create_directories(s.warm_dir);
     say(fmt::format("populate the warm JIT cache ({} loading), discarded", to_string(s.result.loading)));
-    const ProbeSample p = run_one(s, -1);
-    if (!p.ok && p.raw.value("no_gpu", false)) {
-      gpu = false;
-      rep.gpu_unavailable = p.raw.value("error", std::string("no GPU"));
-      break;
-    }
+    const ProbeSample p = runner.run(s, -1);
+    if (found_no_gpu(p, rep)) return false;
     if (!p.ok) rep.notes.push_back(fmt::format("warm-cache population ({}) failed: {}", to_string(s.result.loading), p.failure));
   }
-  if (gpu && std::none_of(slots.begin(), slots.end(), [](const Slot& s) { return s.result.cache == CacheMode::warm; })) {
-    Slot probe = slots.front();
-    const ProbeSample p = run_one(probe, -1);
-    if (!p.ok && p.raw.value("no_gpu", false)) {
-      gpu = false;
-      rep.gpu_unavailable = p.raw.value("error", std::string("no GPU"));
-    }
-  }
+  if (any_warm) return true;
+  return !found_no_gpu(runner.run(slots.front(), -1), rep);
+}
 
-  if (gpu) {
-    // Interleaved: run i of every mode before run i + 1 of any, so drift spreads over all modes.
-    for (int run = 0; run < cfg.runs; ++run) {
-      for (auto& s : slots) {
-        if (!s.result.gave_up.empty()) continue;
-        say(fmt::format("run {}/{}: cache {}, {} loading", run + 1, cfg.runs, to_string(s.result.cache), to_string(s.result.loading)));
-        ProbeSample p = run_one(s, run);
-        if (!p.ok && p.raw.value("no_gpu", false)) {
-          gpu = false;
-          rep.gpu_unavailable = p.raw.value("error", std::string("no GPU"));
-        }
-        s.consecutive_failures = p.ok ? 0 : s.consecutive_failures + 1;
-        if (!p.ok) ++s.result.failures;
-        if (s.result.environment.empty()) {
-          s.result.environment = environment_for(s, root.path(), run);
-          if (s.result.cache == CacheMode::cold) s.result.environment["CUDA_CACHE_PATH"] = "<a fresh empty directory per process>";
-          if (s.result.cache == CacheMode::warm)
-            s.result.environment["CUDA_CACHE_PATH"] = "<one directory, populated by a discarded run first>";
-          for (const auto& u : kUnset)
-            if (!s.result.environment.count(u)) s.result.environment[u] = "<unset>";
-        }
-        if (p.ok && rep.device.is_null() && p.raw.contains("device")) rep.device = p.raw["device"];
-        s.result.samples.push_back(std::move(p));
-        if (s.consecutive_failures >= cfg.max_consecutive_failures && s.result.samples.size() == s.result.failures)
-          s.result.gave_up = fmt::format("gave up after {} consecutive failures with no success", s.consecutive_failures);
-      }
-      if (!gpu) break;
+// The environment a slot's probes ran in, as the report shows it: per-run folders described, and
+// every removed variable listed as unset.
+std::map<std::string, std::string> reported_environment(const Slot& s, const fs::path& root, int run) {
+  std::map<std::string, std::string> env = environment_for(s, root, run);
+  if (s.result.cache == CacheMode::cold) env["CUDA_CACHE_PATH"] = "<a fresh empty directory per process>";
+  if (s.result.cache == CacheMode::warm) env["CUDA_CACHE_PATH"] = "<one directory, populated by a discarded run first>";
+  for (const auto& u : kUnset)
+    if (!env.count(u)) env[u] = "<unset>";
+  return env;
+}
+
+// Interleaved: run i of every mode before run i + 1 of any, so drift spreads over all modes. A mode
+// gives up after max_consecutive_failures with no success. Returns false when the GPU went away.
+bool run_interleaved(const StartupConfig& cfg, std::vector<Slot>& slots, const ProbeRunner& runner, StartupReport& rep,
+                     const Say& say) {
+  for (int run = 0; run < cfg.runs; ++run) {
+    bool gpu = true;
+    for (auto& s : slots) {
+      if (!s.result.gave_up.empty()) continue;
+      say(fmt::format("run {}/{}: cache {}, {} loading", run + 1, cfg.runs, to_string(s.result.cache), to_string(s.result.loading)));
+      ProbeSample p = runner.run(s, run);
+      if (found_no_gpu(p, rep)) gpu = false;
+      s.consecutive_failures = p.ok ? 0 : s.consecutive_failures + 1;
+      if (!p.ok) ++s.result.failures;
+      if (s.result.environment.empty()) s.result.environment = reported_environment(s, runner.root(), run);
+      if (p.ok && rep.device.is_null() && p.raw.contains("device")) rep.device = p.raw["device"];
+      s.result.samples.push_back(std::move(p));
+      if (s.consecutive_failures >= cfg.max_consecutive_failures && s.result.samples.size() == s.result.failures)
+        s.result.gave_up = fmt::format("gave up after {} consecutive failures with no success", s.consecutive_failures);
     }
+    if (!gpu) return false;
   }
-  rep.gpu_ran = gpu;
-  if (!gpu) {
+  return true;
+}
+
+}  // namespace
+
+StartupReport measure_startup(const StartupConfig& cfg) {
+  const Say say = [&](const std::string& s) {
+    if (cfg.progress) cfg.progress(s);
+  };
+  check_startup_config(cfg);
+  StartupReport rep;
+  rep.artifact = cfg.artifact;
+  rep.launch = cfg.launch;
+  const std::vector<std::uint8_t> bytes = identify_artifact(cfg, rep);
+
+  TempRoot root(cfg.temp_root);
+  rep.kernel_source = cfg.kernel.empty() ? "" : "--kernel";
+  LoadTarget target;
+  if (rep.artifact_kind == "cu") {
+    rep.compile = time_compilation(cfg, say);
+    target = compile_load_image(cfg, bytes, root.path(), rep);
+  } else {
+    target = artifact_load_image(cfg, bytes, rep);
+  }
+  rep.kernel = target.kernel;
+  note_unmeasured_phases(cfg, rep);
+
+  std::vector<Slot> slots = make_slots(cfg, root.path());
+  const ProbeRunner runner(cfg, root.path(), target);
+  rep.gpu_ran = preflight(slots, runner, rep, say) && run_interleaved(cfg, slots, runner, rep, say);
+  if (!rep.gpu_ran) {
     rep.notes.push_back("no GPU phase ran: " + rep.gpu_unavailable +
                         " — driver init, context, module load, function lookup and launches need a GPU");
     slots.clear();
@@ -411,6 +491,15 @@ json to_json(const StartupReport& r) {
   return j;
 }
 
+namespace {
+
+// One line of a summary in the text report: "median    1.234  p90    2.345  min ... ms".
+std::string summary_ms(const stats::Summary& p) {
+  return fmt::format("median {:9.3f}  p90 {:9.3f}  min {:9.3f}  max {:9.3f} ms", p.median, p.p90, p.min, p.max);
+}
+
+}  // namespace
+
 std::string to_text(const StartupReport& r) {
   std::string s = fmt::format("artifact  {} ({}, {} bytes, sha256 {})\n", r.artifact, r.artifact_kind, r.artifact_bytes,
                               r.artifact_sha256.substr(0, 16));
@@ -421,12 +510,8 @@ std::string to_text(const StartupReport& r) {
   if (r.compile) {
     const auto& c = *r.compile;
     s += fmt::format("\nbuild-time compile (NVRTC {}, {}; fresh processes, not part of any load time)\n", c.nvrtc_version, c.arch);
-    if (c.nvrtc)
-      s += fmt::format("  nvrtcCompileProgram  median {:9.3f}  p90 {:9.3f}  min {:9.3f}  max {:9.3f} ms  (n={})\n", c.nvrtc->median,
-                       c.nvrtc->p90, c.nvrtc->min, c.nvrtc->max, c.nvrtc->n);
-    if (c.total)
-      s += fmt::format("  create→image         median {:9.3f}  p90 {:9.3f}  min {:9.3f}  max {:9.3f} ms\n", c.total->median, c.total->p90,
-                       c.total->min, c.total->max);
+    if (c.nvrtc) s += fmt::format("  nvrtcCompileProgram  {}  (n={})\n", summary_ms(*c.nvrtc), c.nvrtc->n);
+    if (c.total) s += fmt::format("  create→image         {}\n", summary_ms(*c.total));
     for (const auto& f : c.failure_messages) s += "  failed: " + f + "\n";
   }
   if (!r.gpu_ran) s += fmt::format("\nGPU phases NOT run: {}\n", r.gpu_unavailable);
@@ -436,8 +521,7 @@ std::string to_text(const StartupReport& r) {
     for (const auto& name : phase_names()) {
       auto it = m.phases.find(name);
       if (it == m.phases.end()) continue;
-      const auto& p = it->second;
-      s += fmt::format("  {:<17} median {:9.3f}  p90 {:9.3f}  min {:9.3f}  max {:9.3f} ms\n", name, p.median, p.p90, p.min, p.max);
+      s += fmt::format("  {:<17} {}\n", name, summary_ms(it->second));
     }
     std::size_t shown = 0;
     for (const auto& smp : m.samples)

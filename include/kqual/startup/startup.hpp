@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kqual/core/json.hpp"
@@ -23,6 +24,8 @@ using decision::CacheMode;
 
 enum class LoadingMode { lazy, eager };  // CUDA_MODULE_LOADING
 const char* to_string(LoadingMode m);    // "LAZY", "EAGER"
+// to_string's words, or "lazy" / "eager"; nullopt for anything else.
+std::optional<LoadingMode> loading_mode_from_string(std::string_view s);
 
 // Phase names, in order, as they appear in JSON and text. Times are [ms].
 //   process_start   exec of the probe → its main() (dynamic linking; the parent's clock at spawn)
