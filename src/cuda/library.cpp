@@ -204,6 +204,29 @@ void check_cub(int r, const std::string& what) {
   if (r != 0) throw_error(ErrorKind::cuda, fmt::format("{} failed: cudaError {} ({})", what, r, cub_ops::error_string(r)));
 }
 
+// One CUB routine over a call's input (ptrs[0]) and output (ptrs[1]). CUB's two-phase convention:
+// with temp == nullptr it only writes the temporary storage it needs into `bytes` and does no work;
+// with the storage, it enqueues the work on `stream`. Returns CUB's cudaError.
+int call_cub_routine(const std::string& routine, DType dtype, void* temp, std::size_t& bytes,
+                     const std::vector<CUdeviceptr>& ptrs, const std::vector<std::int64_t>& scalars, CUstream stream) {
+  auto* s = reinterpret_cast<CUstream_st*>(stream);
+  const void* in = reinterpret_cast<const void*>(ptrs[0]);
+  void* out = reinterpret_cast<void*>(ptrs[1]);
+  if (routine == "cub.exclusive_sum")
+    return dtype == DType::i32 ? cub_ops::exclusive_sum_i32(temp, bytes, static_cast<const std::int32_t*>(in),
+                                                            static_cast<std::int32_t*>(out), scalars[0], s)
+                               : cub_ops::exclusive_sum_f32(temp, bytes, static_cast<const float*>(in),
+                                                            static_cast<float*>(out), scalars[0], s);
+  if (routine == "cub.segmented_sum")
+    return dtype == DType::bf16 ? cub_ops::row_sum_bf16(temp, bytes, static_cast<const std::uint16_t*>(in),
+                                                        static_cast<std::uint16_t*>(out), scalars[0], scalars[1], s)
+                                : cub_ops::row_sum_f32(temp, bytes, static_cast<const float*>(in), static_cast<float*>(out),
+                                                       scalars[0], scalars[1], s);
+  if (routine == "cub.sum")
+    return cub_ops::sum_f32(temp, bytes, static_cast<const float*>(in), static_cast<float*>(out), scalars[0], s);
+  return 0;
+}
+
 }  // namespace
 
 LibraryCall::LibraryCall(const std::string& name, std::vector<CUdeviceptr> pointers, std::vector<std::int64_t> scalars,
@@ -229,24 +252,8 @@ LibraryCall::LibraryCall(const std::string& name, std::vector<CUdeviceptr> point
   }
   // CUB: size query (no work), then the allocation — both at plan time.
   std::size_t bytes = 0;
-  auto* s = reinterpret_cast<CUstream_st*>(stream);
-  const void* in = reinterpret_cast<const void*>(ptrs_[0]);
-  void* out = reinterpret_cast<void*>(ptrs_[1]);
-  int r = 0;
-  if (n.routine == "cub.exclusive_sum") {
-    r = dtype_ == DType::i32 ? cub_ops::exclusive_sum_i32(nullptr, bytes, static_cast<const std::int32_t*>(in),
-                                                           static_cast<std::int32_t*>(out), scalars_[0], s)
-                             : cub_ops::exclusive_sum_f32(nullptr, bytes, static_cast<const float*>(in),
-                                                          static_cast<float*>(out), scalars_[0], s);
-  } else if (n.routine == "cub.segmented_sum") {
-    r = dtype_ == DType::bf16 ? cub_ops::row_sum_bf16(nullptr, bytes, static_cast<const std::uint16_t*>(in),
-                                                      static_cast<std::uint16_t*>(out), scalars_[0], scalars_[1], s)
-                              : cub_ops::row_sum_f32(nullptr, bytes, static_cast<const float*>(in), static_cast<float*>(out),
-                                                     scalars_[0], scalars_[1], s);
-  } else if (n.routine == "cub.sum") {
-    r = cub_ops::sum_f32(nullptr, bytes, static_cast<const float*>(in), static_cast<float*>(out), scalars_[0], s);
-  }
-  check_cub(r, fmt::format("{} (temporary storage query)", name_));
+  check_cub(call_cub_routine(n.routine, dtype_, nullptr, bytes, ptrs_, scalars_, stream),
+            fmt::format("{} (temporary storage query)", name_));
   temp_bytes_ = std::max<std::size_t>(bytes, 1);
   temp_ = DeviceBuffer(temp_bytes_);
 }
@@ -278,26 +285,8 @@ void LibraryCall::enqueue(CUstream stream) {
     }
     return;
   }
-  auto* s = reinterpret_cast<CUstream_st*>(stream);
-  void* t = reinterpret_cast<void*>(temp_.get());
   std::size_t bytes = temp_bytes_;
-  const void* in = reinterpret_cast<const void*>(ptrs_[0]);
-  void* out = reinterpret_cast<void*>(ptrs_[1]);
-  int r = 0;
-  if (n.routine == "cub.exclusive_sum") {
-    r = dtype_ == DType::i32 ? cub_ops::exclusive_sum_i32(t, bytes, static_cast<const std::int32_t*>(in),
-                                                           static_cast<std::int32_t*>(out), scalars_[0], s)
-                             : cub_ops::exclusive_sum_f32(t, bytes, static_cast<const float*>(in), static_cast<float*>(out),
-                                                          scalars_[0], s);
-  } else if (n.routine == "cub.segmented_sum") {
-    r = dtype_ == DType::bf16 ? cub_ops::row_sum_bf16(t, bytes, static_cast<const std::uint16_t*>(in),
-                                                      static_cast<std::uint16_t*>(out), scalars_[0], scalars_[1], s)
-                              : cub_ops::row_sum_f32(t, bytes, static_cast<const float*>(in), static_cast<float*>(out),
-                                                     scalars_[0], scalars_[1], s);
-  } else if (n.routine == "cub.sum") {
-    r = cub_ops::sum_f32(t, bytes, static_cast<const float*>(in), static_cast<float*>(out), scalars_[0], s);
-  }
-  check_cub(r, name_);
+  check_cub(call_cub_routine(n.routine, dtype_, reinterpret_cast<void*>(temp_.get()), bytes, ptrs_, scalars_, stream), name_);
 }
 
 }  // namespace kqual::cuda
