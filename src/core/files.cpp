@@ -17,6 +17,20 @@
 namespace kqual {
 namespace fs = std::filesystem;
 
+namespace {
+
+// Maps `bytes` of the open file `fd` (nothing for an empty file) and closes fd either way: the
+// mapping outlives the descriptor.
+std::uint8_t* map_and_close(int fd, std::size_t bytes, int prot, int flags, const fs::path& p) {
+  void* a = bytes ? mmap(nullptr, bytes, prot, flags, fd, 0) : nullptr;
+  const int map_errno = errno;  // before close() may change it
+  ::close(fd);
+  if (a == MAP_FAILED) throw_error(ErrorKind::io, fmt::format("cannot map '{}': {}", p.string(), std::strerror(map_errno)));
+  return static_cast<std::uint8_t*>(a);
+}
+
+}  // namespace
+
 MappedFile MappedFile::open_read(const fs::path& p) {
   MappedFile m;
   int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
@@ -24,15 +38,7 @@ MappedFile MappedFile::open_read(const fs::path& p) {
   struct stat st{};
   fstat(fd, &st);
   m.size_ = std::size_t(st.st_size);
-  if (m.size_) {
-    void* a = mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (a == MAP_FAILED) {
-      ::close(fd);
-      throw_error(ErrorKind::io, fmt::format("cannot map '{}': {}", p.string(), std::strerror(errno)));
-    }
-    m.data_ = static_cast<std::uint8_t*>(a);
-  }
-  ::close(fd);
+  m.data_ = map_and_close(fd, m.size_, PROT_READ, MAP_PRIVATE, p);
   return m;
 }
 
@@ -45,15 +51,7 @@ MappedFile MappedFile::create(const fs::path& p, std::size_t bytes) {
     throw_error(ErrorKind::io, fmt::format("cannot size '{}' to {} bytes: {}", p.string(), bytes, std::strerror(errno)));
   }
   m.size_ = bytes;
-  if (bytes) {
-    void* a = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (a == MAP_FAILED) {
-      ::close(fd);
-      throw_error(ErrorKind::io, fmt::format("cannot map '{}': {}", p.string(), std::strerror(errno)));
-    }
-    m.data_ = static_cast<std::uint8_t*>(a);
-  }
-  ::close(fd);
+  m.data_ = map_and_close(fd, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, p);
   return m;
 }
 
