@@ -121,165 +121,221 @@ Supports widest_claims(const Domain& d) {
   return s;
 }
 
-std::vector<RefusalExample> refusal_examples(const Domain& d) {
-  if (d.dtypes.empty()) throw_error(ErrorKind::internal, "a domain without dtypes has no request to refuse");
-  const Dims base = example_base(d);
-  const DType t0 = d.dtypes.front();
-  const Request ok = make_request(d, t0, base);
-  if (auto r = check_request(d, "(domain)", ok, widest_claims(d)))
-    throw_error(ErrorKind::internal,
-                fmt::format("the domain refuses its own small request {} ({}): {}", format_dims(base), r->code, r->reason));
-  auto with_dims = [&](Dims dims) {
-    Request r = ok;
-    r.dims = dims;
-    for (const auto& ts : d.tensors) r.lengths[ts.name] = product(ts.shape, dims);
-    return r;
-  };
+namespace {
 
-  std::vector<RefusalExample> v;
-  auto add = [&](Request r, const char* code, std::optional<Supports> claims = std::nullopt) {
-    v.push_back(RefusalExample{std::move(r), code, std::move(claims)});
-  };
-  int outside = 0;
-  for (DType t : kOutsidePreference)
-    if (!has(d.dtypes, t) && outside++ < 2) {
-      Request r = ok;
-      r.dtype = t;
-      add(r, "dtype_unsupported");
-    }
-  if (!d.tensors.empty()) {
-    Request r = ok;
-    r.lengths.erase(d.tensors.back().name);
-    add(r, "missing_tensor");
-  }
-  for (const auto& dim : d.dims)
-    if (dim.from_length_of.empty()) {
-      Request r = ok;
-      r.dims.erase(dim.name);
-      add(r, "missing_dim");
-      break;
-    }
-  for (const auto& dim : d.dims) {
-    Dims z = base;
-    z[dim.name] = 0;
-    add(with_dims(z), "empty");
-  }
-  for (const auto& dim : d.dims)
-    if (dim.max != kUnlimited) {
-      Dims z = base;
-      z[dim.name] = dim.max + 1;
-      add(with_dims(z), "dim_too_large");
-    }
-  const auto ceil = dim_maxima(d);
-  for (const auto& l : d.limits) {
-    // Grow the limit's dims one after the other (each up to its own maximum) until the product is over.
-    Dims z = base;
-    for (const auto& n : l.dims) {
-      const std::int64_t others = product(l.dims, z) / z[n];
-      const std::int64_t need = l.max / others + 1;  // others * need > l.max
-      z[n] = std::min(need, ceil.at(n));
-      if (product(l.dims, z) > l.max) break;
-    }
-    if (product(l.dims, z) > l.max) add(with_dims(z), "too_large");
-  }
-  if (!d.tensors.empty()) {
-    Request r = ok;
-    r.lengths[d.tensors.back().name] -= 1;
-    add(r, d.mismatch_code == "shape_mismatch" ? "shape_mismatch" : "length_mismatch");
-  }
-  if (auto r = transposed_example(d, ok)) add(*r, "transposed");
-  if (!d.tensors.empty()) {
-    const TensorSpec& ts = d.tensors.front();
-    Request r = ok;
-    const bool two_rows = ts.layout == Layout::row_major && ts.shape.size() == 2 && base.at(ts.shape[0]) == 2;
-    r.strides[ts.name] = two_rows ? 3 : 2;
-    add(r, "non_contiguous");
-  }
-  for (const auto& ts : d.tensors)
-    if (ts.layout == Layout::strided && base.at(ts.row_length) > 1) {
-      Dims z = base;
-      z[ts.shape[1]] = base.at(ts.row_length) - 1;
-      add(with_dims(z), "non_contiguous");  // rows overlapping
-      break;
-    }
-  {
-    Request r = ok;
-    r.offset_elements = -1;
-    add(r, "negative_offset");
-  }
-  if (!d.in_place) {
-    Request r = ok;
-    r.in_place = true;
-    add(r, "aliasing_unsupported");
+// The refusal examples of one domain, in the order refusal_examples gives them: each a change to
+// `ok`, a small request the domain accepts under the widest claims, refused for its code (under
+// its claims, where they are given).
+class RefusalExampleSet {
+ public:
+  explicit RefusalExampleSet(const Domain& d)
+      : d_(d), base_(example_base(d)), t0_(d.dtypes.front()), ok_(make_request(d, t0_, base_)) {
+    if (auto r = check_request(d, "(domain)", ok_, widest_claims(d)))
+      throw_error(ErrorKind::internal,
+                  fmt::format("the domain refuses its own small request {} ({}): {}", format_dims(base_), r->code, r->reason));
   }
 
-  if (d.constraint) {
-    if (!d.constraint_example)
+  std::vector<RefusalExample> take() { return std::move(v_); }
+
+  // dtype_unsupported, missing_tensor, missing_dim: what the request lacks or the domain lacks.
+  void missing_parts() {
+    int outside = 0;
+    for (DType t : kOutsidePreference)
+      if (!has(d_.dtypes, t) && outside++ < 2) {
+        Request r = ok_;
+        r.dtype = t;
+        add(r, "dtype_unsupported");
+      }
+    if (!d_.tensors.empty()) {
+      Request r = ok_;
+      r.lengths.erase(d_.tensors.back().name);
+      add(r, "missing_tensor");
+    }
+    for (const auto& dim : d_.dims)
+      if (dim.from_length_of.empty()) {
+        Request r = ok_;
+        r.dims.erase(dim.name);
+        add(r, "missing_dim");
+        break;
+      }
+  }
+
+  // empty, dim_too_large, too_large: a dim at 0, past its maximum, a limit's product over.
+  void sizes() {
+    for (const auto& dim : d_.dims) {
+      Dims z = base_;
+      z[dim.name] = 0;
+      add(with_dims(z), "empty");
+    }
+    for (const auto& dim : d_.dims)
+      if (dim.max != kUnlimited) {
+        Dims z = base_;
+        z[dim.name] = dim.max + 1;
+        add(with_dims(z), "dim_too_large");
+      }
+    const auto ceil = dim_maxima(d_);
+    for (const auto& l : d_.limits) {
+      // Grow the limit's dims one after the other (each up to its own maximum) until the product is over.
+      Dims z = base_;
+      for (const auto& n : l.dims) {
+        const std::int64_t others = product(l.dims, z) / z[n];
+        const std::int64_t need = l.max / others + 1;  // others * need > l.max
+        z[n] = std::min(need, ceil.at(n));
+        if (product(l.dims, z) > l.max) break;
+      }
+      if (product(l.dims, z) > l.max) add(with_dims(z), "too_large");
+    }
+  }
+
+  // Length or shape mismatch, transposed, non_contiguous, negative_offset, aliasing_unsupported: the
+  // tensors as laid out in memory.
+  void layouts() {
+    if (!d_.tensors.empty()) {
+      Request r = ok_;
+      r.lengths[d_.tensors.back().name] -= 1;
+      add(r, d_.mismatch_code == "shape_mismatch" ? "shape_mismatch" : "length_mismatch");
+    }
+    if (auto r = transposed_example(d_, ok_)) add(*r, "transposed");
+    if (!d_.tensors.empty()) {
+      const TensorSpec& ts = d_.tensors.front();
+      Request r = ok_;
+      const bool two_rows = ts.layout == Layout::row_major && ts.shape.size() == 2 && base_.at(ts.shape[0]) == 2;
+      r.strides[ts.name] = two_rows ? 3 : 2;
+      add(r, "non_contiguous");
+    }
+    for (const auto& ts : d_.tensors)
+      if (ts.layout == Layout::strided && base_.at(ts.row_length) > 1) {
+        Dims z = base_;
+        z[ts.shape[1]] = base_.at(ts.row_length) - 1;
+        add(with_dims(z), "non_contiguous");  // rows overlapping
+        break;
+      }
+    {
+      Request r = ok_;
+      r.offset_elements = -1;
+      add(r, "negative_offset");
+    }
+    if (!d_.in_place) {
+      Request r = ok_;
+      r.in_place = true;
+      add(r, "aliasing_unsupported");
+    }
+  }
+
+  void constraint() {
+    if (!d_.constraint) return;
+    if (!d_.constraint_example)
       throw_error(ErrorKind::internal, "a domain with constraints gives a request outside them (constraint_example)");
-    add(with_dims(*d.constraint_example), "constraint");
+    add(with_dims(*d_.constraint_example), "constraint");
   }
 
   // Claim-dependent: refused under the claims given, accepted under the widest claims.
-  {
-    Supports s = widest_claims(d);
-    s.dtypes.erase(std::remove(s.dtypes.begin(), s.dtypes.end(), t0), s.dtypes.end());
-    add(ok, "dtype_not_claimed", s);
-  }
-  {
-    Supports s = widest_claims(d);
-    s.max_n = claim_quantity(d, base) - 1;
-    add(ok, "exceeds_claim", s);
-  }
-  // The contract's own alignment: the smallest offset every tensor's alignment admits (in elements).
-  std::int64_t step = 1;
-  bool aligned_by_contract = false;
-  for (const auto& ts : d.tensors)
-    if (ts.alignment > 0) {
-      aligned_by_contract = true;
-      const std::int64_t es = std::int64_t(dtype_size(tensor_dtype(d, ts.name, t0)));
-      while ((step * es) % ts.alignment) step *= 2;
+  void narrower_claims() {
+    {
+      Supports s = widest_claims(d_);
+      s.dtypes.erase(std::remove(s.dtypes.begin(), s.dtypes.end(), t0_), s.dtypes.end());
+      add(ok_, "dtype_not_claimed", s);
     }
-  if (aligned_by_contract && step > 1) {
-    Request r = ok;
-    r.offset_elements = 1;
-    add(r, "misaligned");  // refused whatever the candidate claims
+    {
+      Supports s = widest_claims(d_);
+      s.max_n = claim_quantity(d_, base_) - 1;
+      add(ok_, "exceeds_claim", s);
+    }
   }
-  {
-    std::int64_t smallest = kUnlimited;
-    for (const auto& ts : d.tensors) smallest = std::min(smallest, step * std::int64_t(dtype_size(tensor_dtype(d, ts.name, t0))));
-    Supports s = widest_claims(d);
-    s.min_alignment_bytes = 1;
-    while (s.min_alignment_bytes <= smallest) s.min_alignment_bytes *= 2;
-    Request r = ok;
-    r.offset_elements = step;
-    add(r, "misaligned", s);
+
+  // misaligned: off the contract's own alignment (whatever the candidate claims), off an alignment
+  // the candidate claims, and for strided tensors a row stride off either.
+  void misalignments() {
+    // The contract's own alignment: the smallest offset every tensor's alignment admits (in elements).
+    std::int64_t step = 1;
+    bool aligned_by_contract = false;
+    for (const auto& ts : d_.tensors)
+      if (ts.alignment > 0) {
+        aligned_by_contract = true;
+        const std::int64_t es = element_bytes(ts);
+        while ((step * es) % ts.alignment) step *= 2;
+      }
+    if (aligned_by_contract && step > 1) {
+      Request r = ok_;
+      r.offset_elements = 1;
+      add(r, "misaligned");  // refused whatever the candidate claims
+    }
+    {
+      std::int64_t smallest = kUnlimited;
+      for (const auto& ts : d_.tensors) smallest = std::min(smallest, step * element_bytes(ts));
+      Supports s = widest_claims(d_);
+      s.min_alignment_bytes = 1;
+      while (s.min_alignment_bytes <= smallest) s.min_alignment_bytes *= 2;
+      Request r = ok_;
+      r.offset_elements = step;
+      add(r, "misaligned", s);
+    }
+    for (const auto& ts : d_.tensors)
+      if (ts.layout == Layout::strided) misaligned_strides(ts);
   }
-  for (const auto& ts : d.tensors) {
-    if (ts.layout != Layout::strided) continue;
-    const std::int64_t len = base.at(ts.row_length), m = ts.stride_multiple;
+
+  void aliasing_not_claimed() {
+    if (!d_.in_place) return;
+    Supports s = widest_claims(d_);
+    s.in_place = false;
+    Request r = ok_;
+    r.in_place = true;
+    add(r, "aliasing_not_claimed", s);
+  }
+
+ private:
+  void add(Request r, const char* code, std::optional<Supports> claims = std::nullopt) {
+    v_.push_back(RefusalExample{std::move(r), code, std::move(claims)});
+  }
+  Request with_dims(const Dims& dims) const {
+    Request r = ok_;
+    r.dims = dims;
+    for (const auto& ts : d_.tensors) r.lengths[ts.name] = product(ts.shape, dims);
+    return r;
+  }
+  std::int64_t element_bytes(const TensorSpec& ts) const {
+    return std::int64_t(dtype_size(tensor_dtype(d_, ts.name, t0_)));
+  }
+
+  // A strided tensor's row stride: off the contract's stride multiple, and (with more than one
+  // row) admitted by the contract but starting rows off an alignment the candidate could claim.
+  void misaligned_strides(const TensorSpec& ts) {
+    const std::int64_t len = base_.at(ts.row_length), m = ts.stride_multiple;
     if (m > 1) {
-      Dims z = base;
+      Dims z = base_;
       z[ts.shape[1]] = (len + m - 1) / m * m + 1;
       add(with_dims(z), "misaligned");  // the contract's stride claim, whatever the candidate claims
     }
-    if (base.at(ts.shape[0]) > 1) {
-      // A stride the contract admits whose rows start off an alignment the candidate could claim.
-      Dims z = base;
+    if (base_.at(ts.shape[0]) > 1) {
+      Dims z = base_;
       z[ts.shape[1]] = (len + m - 1) / m * m + m;
-      const std::int64_t bytes = z[ts.shape[1]] * std::int64_t(dtype_size(tensor_dtype(d, ts.name, t0)));
-      Supports s = widest_claims(d);
+      const std::int64_t bytes = z[ts.shape[1]] * element_bytes(ts);
+      Supports s = widest_claims(d_);
       s.min_alignment_bytes = (bytes & -bytes) * 2;
       add(with_dims(z), "misaligned", s);
     }
   }
-  if (d.in_place) {
-    Supports s = widest_claims(d);
-    s.in_place = false;
-    Request r = ok;
-    r.in_place = true;
-    add(r, "aliasing_not_claimed", s);
-  }
-  return v;
+
+  const Domain& d_;
+  const Dims base_;
+  const DType t0_;
+  const Request ok_;
+  std::vector<RefusalExample> v_;
+};
+
+}  // namespace
+
+std::vector<RefusalExample> refusal_examples(const Domain& d) {
+  if (d.dtypes.empty()) throw_error(ErrorKind::internal, "a domain without dtypes has no request to refuse");
+  RefusalExampleSet set(d);
+  set.missing_parts();
+  set.sizes();
+  set.layouts();
+  set.constraint();
+  set.narrower_claims();
+  set.misalignments();
+  set.aliasing_not_claimed();
+  return set.take();
 }
 
 }  // namespace kqual::contract
