@@ -34,7 +34,7 @@ std::string compare_speedup(const Node& r) {
     c.band = std::make_pair(1.0 / (1.0 + *m), 1.0 / (1.0 - *m));
     c.band_label = fmt::format("equivalence margin ±{:g} %: no difference", *m * 100);
   }
-  std::string table, missing;
+  std::string rows, missing;
   for (const Node& sh : w->at("shapes").items()) {
     const std::string shape = sh.at("shape").str();
     const bool decides = sh.has("decision_shape") && sh.at("decision_shape").boolean();
@@ -62,11 +62,11 @@ std::string compare_speedup(const Node& r) {
       auto su = sd->opt("summary_of_process_medians_ms");
       return su ? ms_text(su->at("median").num()) : std::string("—");
     };
-    table += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                         "<td class=\"num\">{} – {}</td><td>{}</td><td>{}</td></tr>\n",
-                         esc(row.label), esc(med("old")), esc(med("new")), esc(speedup_text(row.value)),
-                         esc(speedup_text(row.ci->first)), esc(speedup_text(row.ci->second)), verdict_word(iv.verdict),
-                         esc(iv.reason + (errs.empty() ? "" : "; " + errs)));
+    rows += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+                        "<td class=\"num\">{} – {}</td><td>{}</td><td>{}</td></tr>\n",
+                        esc(row.label), esc(med("old")), esc(med("new")), esc(speedup_text(row.value)),
+                        esc(speedup_text(row.ci->first)), esc(speedup_text(row.ci->second)), verdict_word(iv.verdict),
+                        esc(iv.reason + (errs.empty() ? "" : "; " + errs)));
     c.rows.push_back(std::move(row));
   }
   if (c.rows.empty())
@@ -75,8 +75,8 @@ std::string compare_speedup(const Node& r) {
                    "median. Timed region: {}</p>\n",
                    w->scalar("processes_per_side", "?"), w->scalar("samples_per_process", "?"), esc(w->text("boundary")));
   s += svg_chart(c);
-  s += "<table>\n<tr><th>shape</th><th>OLD median</th><th>NEW median</th><th>speed-up</th><th>95 % CI</th><th>verdict</th>"
-       "<th>why</th></tr>\n" + table + "</table>\n";
+  s += table("<th>shape</th><th>OLD median</th><th>NEW median</th><th>speed-up</th><th>95 % CI</th><th>verdict</th><th>why</th>",
+             rows);
   if (!missing.empty()) s += "<ul>\n" + missing + "</ul>\n";
   return s + "</section>\n";
 }
@@ -97,7 +97,7 @@ std::string compare_startup(const Node& r) {
     c.band = std::make_pair(-*nf, *nf);
     c.band_label = fmt::format("noise floor ±{:g} ms: no difference", *nf);
   }
-  std::string table;
+  std::string rows;
   auto med = [](const Node& m, const char* side, const char* key) {
     auto sd = m.opt(side);
     if (!sd) return std::string("—");
@@ -123,18 +123,19 @@ std::string compare_startup(const Node& r) {
     if (auto res = m.opt("resolution"))
       detect = fmt::format("±{} ms{}", fixed(res->at("detectable_difference_ms").num(), 2),
                            res->has("resolved") && !res->at("resolved").boolean() ? " (target not reached)" : "");
-    table += fmt::format("<tr><td>{}</td><td class=\"num\">{} / {}</td><td class=\"num\">{}</td><td class=\"num\">{} / {}</td>"
-                         "<td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td></tr>\n",
-                         esc(mode), esc(med(m, "old", "module_load_summary_ms")), esc(med(m, "new", "module_load_summary_ms")),
-                         esc(med(m, "new", "jit_wall_summary_ms")), esc(med(m, "old", "first_request_summary_ms")),
-                         esc(med(m, "new", "first_request_summary_ms")), esc(delta), verdict_word(verdict), esc(detect));
+    rows += fmt::format("<tr><td>{}</td><td class=\"num\">{} / {}</td><td class=\"num\">{}</td><td class=\"num\">{} / {}</td>"
+                        "<td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td></tr>\n",
+                        esc(mode), esc(med(m, "old", "module_load_summary_ms")), esc(med(m, "new", "module_load_summary_ms")),
+                        esc(med(m, "new", "jit_wall_summary_ms")), esc(med(m, "old", "first_request_summary_ms")),
+                        esc(med(m, "new", "first_request_summary_ms")), esc(delta), verdict_word(verdict), esc(detect));
   }
   s += fmt::format("<p class=\"note\">{} fresh processes per side per mode. Delta: {}</p>\n", st->scalar("runs_per_side_per_mode", "?"),
                    esc(st->text("delta_definition")));
   if (!c.rows.empty()) s += svg_chart(c);
   else s += not_run("no cache mode has startup samples on both sides");
-  s += "<table>\n<tr><th>mode</th><th>module load OLD / NEW</th><th>JIT wall NEW</th><th>first request OLD / NEW</th>"
-       "<th>delta [ms]</th><th>verdict</th><th>detectable (95 %)</th></tr>\n" + table + "</table>\n";
+  s += table("<th>mode</th><th>module load OLD / NEW</th><th>JIT wall NEW</th><th>first request OLD / NEW</th>"
+             "<th>delta [ms]</th><th>verdict</th><th>detectable (95 %)</th>",
+             rows);
   if (auto notes = st->opt("notes")) {
     const auto n = strings(*notes);
     if (!n.empty()) s += list(n);
@@ -157,8 +158,7 @@ std::string compare_correctness(const Node& r) {
   if (auto rel = r.opt("correctness_relation"))
     s += fmt::format("<p><strong>{}</strong>: {}</p>\n", esc(rel->text("relation")), esc(rel->text("explanation")));
   if (!fails.empty())
-    s += "<h3>First failing cases</h3>\n<table>\n<tr><th>side</th><th>case</th><th>code</th><th>detail</th></tr>\n" + fails +
-         "</table>\n";
+    s += "<h3>First failing cases</h3>\n" + table("<th>side</th><th>case</th><th>code</th><th>detail</th>", fails);
   return s + "</section>\n";
 }
 

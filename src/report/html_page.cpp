@@ -101,6 +101,10 @@ std::string list(const std::vector<std::string>& items) {
   return s + "</ul>\n";
 }
 
+std::string table(const std::string& header_cells, const std::string& rows) {
+  return "<table>\n<tr>" + header_cells + "</tr>\n" + rows + "</table>\n";
+}
+
 std::vector<std::string> strings(const Node& arr) {
   std::vector<std::string> v;
   for (const Node& n : arr.items()) v.push_back(n.str());

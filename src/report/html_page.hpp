@@ -26,6 +26,8 @@ std::string fixed(double v, int digits);
 std::string ms_text(double v);
 std::string verdict_word(const std::string& v);
 std::string list(const std::vector<std::string>& items);
+// "<table>" with one header row (`header_cells`: "<th>shape</th>...") above `rows` (whole <tr> lines).
+std::string table(const std::string& header_cells, const std::string& rows);
 std::vector<std::string> strings(const Node& arr);
 // Verdict block: decision, summary, reasons, and what would reverse it.
 std::string verdict_section(const Node& verdict, const std::string& headline, const std::vector<std::string>& reverse,

@@ -34,7 +34,7 @@ std::string qualify_speedup(const Node& r) {
   if (!t) return s + not_run(phase_text(r, "timing", "the results hold no timing")) + "</section>\n";
   Chart c = speedup_chart("speed-up = baseline time / candidate time (log scale; > 1: the candidate is faster)");
   std::optional<double> margin;
-  std::string table;
+  std::string rows;
   for (const Node& sh : t->at("shapes").items()) {
     const std::string shape = sh.at("shape").str() + (sh.has("dtype") ? " " + sh.text("dtype") : "");
     const auto names = compared_baselines(sh);
@@ -54,9 +54,9 @@ std::string qualify_speedup(const Node& r) {
       row.value_text = fmt::format("{} [{}, {}] {}", speedup_text(row.value), speedup_text(row.ci->first),
                                    speedup_text(row.ci->second), iv.verdict);
       row.tooltip = fmt::format("{} vs {}: {}", shape, row.label, iv.reason);
-      table += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td>{}</td><td>{}</td></tr>\n",
-                           esc(shape), esc(row.label), esc(speedup_text(row.value)), esc(speedup_text(row.ci->first)),
-                           esc(speedup_text(row.ci->second)), verdict_word(iv.verdict), esc(iv.reason));
+      rows += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td>{}</td><td>{}</td></tr>\n",
+                          esc(shape), esc(row.label), esc(speedup_text(row.value)), esc(speedup_text(row.ci->first)),
+                          esc(speedup_text(row.ci->second)), verdict_word(iv.verdict), esc(iv.reason));
       c.rows.push_back(std::move(row));
     }
   }
@@ -67,10 +67,8 @@ std::string qualify_speedup(const Node& r) {
   if (c.rows.empty()) return s + not_run("no shape has a candidate and a baseline both timed (see the timing phase: " +
                                          phase_text(r, "timing", "?") + ")") + "</section>\n";
   if (t->has("boundary")) s += "<p class=\"note\">Timed region: " + esc(t->text("boundary")) + "</p>\n";
-  s += svg_chart(c);
-  s += "<table>\n<tr><th>shape</th><th>baseline</th><th>speed-up</th><th>95 % CI</th><th>verdict</th><th>why</th></tr>\n" +
-       table + "</table>\n";
-  return s + "</section>\n";
+  return s + svg_chart(c) + table("<th>shape</th><th>baseline</th><th>speed-up</th><th>95 % CI</th><th>verdict</th><th>why</th>", rows) +
+         "</section>\n";
 }
 
 std::string qualify_roofline(const Node& r) {
@@ -95,7 +93,7 @@ std::string qualify_roofline(const Node& r) {
   c.base = 0.0;
   c.ref_label = "1.0: the measured copy ceiling";
   c.tick_text = [](double v) { return fmt::format("{:g}", v); };
-  std::string table;
+  std::string rows;
   for (const Node& sh : shapes) {
     const std::string shape = sh.at("shape").str();
     for (const Node& se : sh.at("series").items()) {
@@ -110,9 +108,9 @@ std::string qualify_roofline(const Node& r) {
       row.value_text = fmt::format("{:.1f} % ({:.2f} TB/s)", 100 * row.value, bps / 1e12);
       row.tooltip = fmt::format("{} {}: {:.2f} TB/s of {:.2f} TB/s", shape, row.label, bps / 1e12, *ceiling / 1e12);
       const double flops = se.number("flops_per_s").value_or(0.0);
-      table += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{:.2f}</td><td class=\"num\">{:.1f} %</td><td class=\"num\">{}</td></tr>\n",
-                           esc(shape), esc(row.label), bps / 1e12, 100 * row.value,
-                           flops > 0 ? fmt::format("{:.1f}", flops / 1e9) : std::string("—"));
+      rows += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{:.2f}</td><td class=\"num\">{:.1f} %</td><td class=\"num\">{}</td></tr>\n",
+                          esc(shape), esc(row.label), bps / 1e12, 100 * row.value,
+                          flops > 0 ? fmt::format("{:.1f}", flops / 1e9) : std::string("—"));
       c.rows.push_back(std::move(row));
     }
   }
@@ -122,10 +120,9 @@ std::string qualify_roofline(const Node& r) {
                    "means the kernel moves its data as fast as a copy does. Compute-bound contracts (GEMM) are limited "
                    "by arithmetic instead; their FLOP/s are listed.</p>\n",
                    *ceiling / 1e12, esc(ceiling_shape));
-  s += svg_chart(c);
-  s += "<table>\n<tr><th>shape</th><th>implementation</th><th>achieved [TB/s]</th><th>of the ceiling</th><th>GFLOP/s</th></tr>\n" +
-       table + "</table>\n";
-  return s + "</section>\n";
+  return s + svg_chart(c) +
+         table("<th>shape</th><th>implementation</th><th>achieved [TB/s]</th><th>of the ceiling</th><th>GFLOP/s</th>", rows) +
+         "</section>\n";
 }
 
 std::string qualify_correctness(const Node& r) {
@@ -142,8 +139,7 @@ std::string qualify_correctness(const Node& r) {
     }
   s += "</table>\n";
   if (!fails.empty())
-    s += "<h3>First failing cases</h3>\n<table>\n<tr><th>implementation</th><th>case</th><th>code</th><th>detail</th></tr>\n" +
-         fails + "</table>\n";
+    s += "<h3>First failing cases</h3>\n" + table("<th>implementation</th><th>case</th><th>code</th><th>detail</th>", fails);
   return s + "</section>\n";
 }
 
