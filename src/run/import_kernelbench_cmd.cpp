@@ -3,20 +3,40 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "command_util.hpp"
 #include "kqual/contract/importers/import_kernelbench.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/run/cli.hpp"
 
 namespace kqual::run {
+namespace {
+
+int run_import_kernelbench(const contract::KernelBenchImportOptions& o, const GlobalOptions& g) {
+  const contract::KernelBenchImport r = contract::import_kernelbench(o);
+  if (g.json) {
+    json doc = schema_header("import-kernelbench");
+    doc.update(json{{"contract", r.name}, {"out", r.out.string()}, {"bench_shape", r.bench_shape}, {"notes", r.notes}});
+    print_json(doc);
+  } else {
+    fmt::print("imported KernelBench problem as contract {} into {} (contract.toml, reference.py, problem.py, capture.json)\n",
+               r.name, r.out.string());
+    fmt::print("  benchmark shape: {}\n", r.bench_shape);
+    for (const auto& n : r.notes) fmt::print("  note: {}\n", n);
+    print_imported_contract_use(r.name);
+  }
+  return kExitPass;
+}
+
+}  // namespace
 
 void add_import_kernelbench_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  auto o = std::make_shared<contract::KernelBenchImportOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "import-kernelbench",
+  auto [cmd, o] = add_command<contract::KernelBenchImportOptions>(
+      app, g, exit_code, "import-kernelbench",
       "A KernelBench problem (class Model, get_inputs, get_init_inputs) as a declared contract folder: its forward as the "
       "PyTorch reference, shapes and dtypes captured with PyTorch, module-level size constants as axes, the fixed shape as "
-      "the benchmark shape; refuses by name what kqual cannot express (a random forward, unsupported dtypes)");
+      "the benchmark shape; refuses by name what kqual cannot express (a random forward, unsupported dtypes)",
+      run_import_kernelbench);
   cmd->add_option("problem", o->problem, "PROBLEM.py")->required();
   cmd->add_option("--out", o->out, "The contract folder to write (must not exist)")->required();
   cmd->add_option("--name", o->name, "The contract's name (default kb_<file stem>)");
@@ -28,22 +48,6 @@ void add_import_kernelbench_command(CLI::App& app, GlobalOptions& g, int* exit_c
   cmd->add_option("--atol", o->atol, "Absolute tolerance of float outputs (default KernelBench's: 1e-4, 1e-2 for bf16)");
   cmd->add_option("--rtol", o->rtol, "Relative tolerance of float outputs (default KernelBench's: 1e-4, 1e-2 for bf16)");
   cmd->add_option("--torch-seed", o->seed, "torch.manual_seed before Model(*get_init_inputs()) in the reference")->capture_default_str();
-  cmd->callback([o, &g, exit_code] {
-    const contract::KernelBenchImport r = contract::import_kernelbench(*o);
-    if (g.json) {
-      json doc = schema_header("import-kernelbench");
-      doc.update(json{{"contract", r.name}, {"out", r.out.string()}, {"bench_shape", r.bench_shape}, {"notes", r.notes}});
-      fmt::print("{}\n", doc.dump(2));
-    } else {
-      fmt::print("imported KernelBench problem as contract {} into {} (contract.toml, reference.py, problem.py, capture.json)\n",
-                 r.name, r.out.string());
-      fmt::print("  benchmark shape: {}\n", r.bench_shape);
-      for (const auto& n : r.notes) fmt::print("  note: {}\n", n);
-      fmt::print("a candidate names it with contract = \"{}\" (found through --contracts DIR, $KQUAL_CONTRACTS or the project's contracts/ folder)\n",
-                 r.name);
-    }
-    *exit_code = kExitPass;
-  });
 }
 
 }  // namespace kqual::run

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "command_util.hpp"
 #include "kqual/build/triton.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/json.hpp"
@@ -30,7 +31,7 @@ int run_import_triton(ImportTritonOptions& opts, const GlobalOptions& g) {
       for (const auto& e : all)
         ks.push_back(json{{"label", e.label()}, {"name", e.stem}, {"cubin", !e.cubin.empty()}, {"metadata", !e.metadata.empty()}});
       doc["kernels"] = std::move(ks);
-      fmt::print("{}\n", doc.dump(2));
+      print_json(doc);
     } else {
       for (const auto& e : all)
         fmt::print("{}{}{}\n", e.label(), e.cubin.empty() ? "  (no cubin)" : "", e.metadata.empty() ? "  (no metadata)" : "");
@@ -50,7 +51,7 @@ int run_import_triton(ImportTritonOptions& opts, const GlobalOptions& g) {
                     {"shared_bytes", r.meta.shared},
                     {"params", std::move(params)},
                     {"placeholders", r.placeholders}});
-    fmt::print("{}\n", doc.dump(2));
+    print_json(doc);
   } else {
     fmt::print("imported Triton kernel {} ({} SASS, {} threads per block, {} B dynamic shared memory, {} parameters)\n"
                "  from {}\n  into {}: kqual.toml + {}.cubin\n",
@@ -65,12 +66,12 @@ int run_import_triton(ImportTritonOptions& opts, const GlobalOptions& g) {
 }  // namespace
 
 void add_import_triton_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  auto opts = std::make_shared<ImportTritonOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "import-triton",
+  auto [cmd, opts] = add_command<ImportTritonOptions>(
+      app, g, exit_code, "import-triton",
       "Make a candidate folder from a kernel in a Triton cache (~/.triton/cache or one of its entries): the cubin, and a "
       "kqual.toml with the kernel name, block (num_warps x 32), dynamic shared memory and the kernel's parameter sizes, "
-      "plus TODO placeholders (contract, argument mapping, grid) that kqual refuses until completed. No GPU needed.");
+      "plus TODO placeholders (contract, argument mapping, grid) that kqual refuses until completed. No GPU needed.",
+      run_import_triton);
   cmd->add_option("cache_dir", opts->cache_dir, "Triton cache folder, or one entry of it")->required();
   cmd->add_option("--kernel", opts->o.kernel,
                   "Which kernel (its name, or FOLDER/NAME when several compiles share a name); required when the cache "
@@ -78,7 +79,6 @@ void add_import_triton_command(CLI::App& app, GlobalOptions& g, int* exit_code) 
   cmd->add_option("--out", opts->out, "The candidate folder to create (must not exist)");
   cmd->add_option("--arch", opts->o.arch, "Also require that the cubin loads on this GPU, e.g. sm_90");
   cmd->add_flag("--list", opts->list, "List the cache's kernels and exit");
-  cmd->callback([opts, &g, exit_code] { *exit_code = run_import_triton(*opts, g); });
 }
 
 }  // namespace kqual::run

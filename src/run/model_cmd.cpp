@@ -23,6 +23,7 @@
 #include "kqual/run/cli.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/version.hpp"
+#include "command_util.hpp"
 #include "model_cmd_internal.hpp"
 
 namespace kqual::run {
@@ -39,7 +40,11 @@ json envelope(const GlobalOptions& g, const std::string& command) {
   return j;
 }
 
-void emit_json(const json& j) { fmt::print("{}\n", j.dump(2)); }
+void print_result(const GlobalOptions& g, const std::string& command, json result) {
+  json j = envelope(g, command);
+  j["result"] = std::move(result);
+  print_json(j);
+}
 
 // `kqual model waves --json` works as well as `kqual --json model waves`: unknown options fall
 // through to the parent, where --json lives.
@@ -59,11 +64,7 @@ void print_occupancy(const model::Occupancy& o) {
 namespace {
 
 using namespace kqual::model;
-using model_cli::emit_json;
-using model_cli::envelope;
-using model_cli::print_occupancy;
-using model_cli::SlotOptions;
-using model_cli::subcommand;
+using namespace kqual::run::model_cli;
 
 // ---- model roofline ----------------------------------------------------------------------------
 void add_roofline(CLI::App* model, GlobalOptions& g, int* exit_code) {
@@ -92,7 +93,7 @@ void add_roofline(CLI::App* model, GlobalOptions& g, int* exit_code) {
       json j = envelope(g, "model roofline --list-devices");
       j["devices"] = json::array();
       for (const auto& d : known_devices()) j["devices"].push_back(to_json(d));
-      if (g.json) return emit_json(j);
+      if (g.json) return print_json(j);
       fmt::print("{:<6} {:<28} {:<7} {:>4} {:>10} {:>10} {:>11} {:>10}\n", "key", "name", "arch", "SMs", "DRAM TB/s",
                  "FP32 TF/s", "BF16 TF/s*", "FP64 TF/s");
       for (const auto& d : known_devices())
@@ -163,7 +164,7 @@ void add_roofline(CLI::App* model, GlobalOptions& g, int* exit_code) {
       j["status"] = "incomplete";
       j["reason"] = *incomplete;
       j["input"] = input;
-      if (g.json) emit_json(j);
+      if (g.json) print_json(j);
       std::fflush(stdout);
       fmt::print(stderr, "kqual model roofline: {}\n  (add --device KEY to use datasheet ceilings instead)\n", *incomplete);
       *exit_code = kExitIncomplete;
@@ -176,7 +177,7 @@ void add_roofline(CLI::App* model, GlobalOptions& g, int* exit_code) {
     j["ceilings"] = to_json(in.ceilings);
     j["result"] = to_json(r);
     if (g.json) {
-      emit_json(j);
+      print_json(j);
     } else {
       fmt::print("Ceilings: {} [{}]: {}, {}\n  source: {}\n", in.ceilings.device, in.ceilings.precision,
                  format_si(in.ceilings.bytes_per_s, "B/s"), format_si(in.ceilings.flops_per_s, "FLOP/s"),
@@ -264,12 +265,11 @@ void add_waves(CLI::App* model, GlobalOptions& g, int*) {
 
     if (g.json) {
       json j = envelope(g, "model waves");
-      j["input"] = {{"tiles", o->tiles}, {"slots", sl.slots}, {"slots_from", sl.how}};
+      sl.add_to(j, o->tiles);
       if (gemm) j["input"]["gemm"] = {{"m", gm}, {"n", gn}, {"k", gk}, {"tile", {tm, tn, tk}}, {"k_iterations", k_iters}};
-      if (sl.occupancy) j["occupancy"] = to_json(*sl.occupancy);
       j["result"] = to_json(w);
       if (sk) j["split_k"] = to_json(*sk);
-      return emit_json(j);
+      return print_json(j);
     }
     if (sl.occupancy) print_occupancy(*sl.occupancy);
     fmt::print("Slots: {} ({})\n", sl.slots, sl.how);
@@ -310,11 +310,7 @@ void add_amdahl(CLI::App* model, GlobalOptions& g, int*) {
       if (!(x > 0) || !std::isfinite(x))
         throw_error(ErrorKind::usage, fmt::format("--kernel-speedup '{}': every speedup must be > 0", o->speedups));
     const AmdahlReport r = amdahl_report(share, k);
-    if (g.json) {
-      json j = envelope(g, "model amdahl");
-      j["result"] = to_json(r);
-      return emit_json(j);
-    }
+    if (g.json) return print_result(g, "model amdahl", to_json(r));
     fmt::print("Share {}  ceiling {}\n", format_percent(share),
                std::isfinite(r.ceiling) ? fmt::format("{:.4g}x", r.ceiling) : std::string("unbounded"));
     for (const auto& p : r.points)
@@ -343,11 +339,7 @@ void add_breakeven(CLI::App* model, GlobalOptions& g, int*) {
         throw_error(ErrorKind::usage, fmt::format("--calls-per-process '{}': must be >= 0", o->calls));
     }
     const BreakevenReport r = breakeven_report(cold, warm, calls);
-    if (g.json) {
-      json j = envelope(g, "model breakeven");
-      j["result"] = to_json(r);
-      return emit_json(j);
-    }
+    if (g.json) return print_result(g, "model breakeven", to_json(r));
     fmt::print("Extra cold cost {}  warm saving {} per call  break-even {}\n", format_seconds(cold),
                format_seconds(warm), r.breakeven.never ? std::string("never") : format_count(r.breakeven.calls) + " calls");
     if (r.has_calls_per_process)

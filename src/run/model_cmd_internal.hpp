@@ -21,7 +21,8 @@ namespace kqual::run::model_cli {
 // "model roofline --list-devices" → schema "kqual.model-roofline-list-devices/1".
 json envelope(const GlobalOptions& g, const std::string& command);
 
-void emit_json(const json& j);
+// The envelope with one "result" (--json of a command that computes one thing).
+void print_result(const GlobalOptions& g, const std::string& command, json result);
 
 // `kqual model waves --json` works as well as `kqual --json model waves`: unknown options fall
 // through to the parent, where --json lives.
@@ -63,6 +64,12 @@ struct SlotOptions {
     std::optional<model::SmLimits> limits;
     std::string how;
     const model::DeviceSpec* device = nullptr;
+
+    // "input" (tiles, slots and how they were found) and, when the occupancy model ran, "occupancy".
+    void add_to(json& j, std::int64_t tiles) const {
+      j["input"] = {{"tiles", tiles}, {"slots", slots}, {"slots_from", how}};
+      if (occupancy) j["occupancy"] = to_json(*occupancy);
+    }
   };
   Resolved resolve(const char* default_device) const {
     Resolved r;

@@ -14,17 +14,14 @@
 #include "kqual/model/units.hpp"
 #include "kqual/model/waves.hpp"
 #include "kqual/run/cli.hpp"
+#include "command_util.hpp"
 #include "model_cmd_internal.hpp"
 
 namespace kqual::run {
 namespace {
 
 using namespace kqual::model;
-using model_cli::emit_json;
-using model_cli::envelope;
-using model_cli::SlotOptions;
-using model_cli::subcommand;
-using model_cli::print_occupancy;
+using namespace kqual::run::model_cli;
 
 std::string join_ints(const std::vector<std::int64_t>& v) {
   std::string s;
@@ -32,34 +29,55 @@ std::string join_ints(const std::vector<std::int64_t>& v) {
   return "[" + s + "]";
 }
 
-std::vector<bool> variants(const std::string& flag_value, const char* broken_name) {
-  if (flag_value == "both") return {false, true};
-  if (flag_value == "correct") return {false};
-  if (flag_value == broken_name) return {true};
-  throw_error(ErrorKind::usage,
-              fmt::format("--variant '{}': use correct, {} or both", flag_value, broken_name));
+// --variant of a walkthrough that shows a mapping correct and broken: correct, the broken one's
+// name, or both (the default).
+struct VariantOption {
+  explicit VariantOption(const char* broken) : broken_name(broken) {}
+  const char* broken_name;
+  std::string value = "both";
+
+  void add(CLI::App* s) {
+    s->add_option("--variant", value, fmt::format("correct, {} or both (default)", broken_name));
+  }
+  std::vector<bool> broken_flags() const {
+    if (value == "both") return {false, true};
+    if (value == "correct") return {false};
+    if (value == broken_name) return {true};
+    throw_error(ErrorKind::usage, fmt::format("--variant '{}': use correct, {} or both", value, broken_name));
+  }
+  // The walkthroughs asked for, the correct one first: make(broken) builds one.
+  template <class Make>
+  auto walkthroughs(Make make) const {
+    std::vector<decltype(make(false))> ws;
+    for (bool broken : broken_flags()) ws.push_back(make(broken));
+    return ws;
+  }
+};
+
+// --json: {"walkthroughs": [...]} in the command's envelope.
+template <class W>
+void print_walkthroughs(const GlobalOptions& g, const std::string& command, const std::vector<W>& ws) {
+  json j = envelope(g, command);
+  j["walkthroughs"] = json::array();
+  for (const auto& w : ws) j["walkthroughs"].push_back(to_json(w));
+  print_json(j);
 }
 
 void add_explain_scan(CLI::App* explain, GlobalOptions& g, int*) {
   struct Opts {
-    std::string counts = "3,0,2,1,0,4", variant = "both";
+    std::string counts = "3,0,2,1,0,4";
     std::int64_t block = 3;
+    VariantOption variant{"missing-carry"};
   };
   auto o = std::make_shared<Opts>();
   auto* s = subcommand(explain, "scan", "Exclusive scan over blocks: local offsets, block totals, carries, output ranges");
   s->add_option("--counts", o->counts, "Per-element output counts (default 3,0,2,1,0,4)");
   s->add_option("--block-size", o->block, "Elements per block (default 3: two blocks for the default counts)");
-  s->add_option("--variant", o->variant, "correct, missing-carry or both (default)");
+  o->variant.add(s);
   s->callback([o, &g] {
     const auto counts = parse_count_list("--counts", o->counts);
-    std::vector<ScanWalkthrough> ws;
-    for (bool broken : variants(o->variant, "missing-carry")) ws.push_back(explain_scan(counts, o->block, broken));
-    if (g.json) {
-      json j = envelope(g, "explain scan");
-      j["walkthroughs"] = json::array();
-      for (const auto& w : ws) j["walkthroughs"].push_back(to_json(w));
-      return emit_json(j);
-    }
+    const auto ws = o->variant.walkthroughs([&](bool broken) { return explain_scan(counts, o->block, broken); });
+    if (g.json) return print_walkthroughs(g, "explain scan", ws);
     for (const auto& w : ws) {
       fmt::print("== exclusive scan, {} ==\n", w.missing_carry ? "BROKEN: missing carry" : "correct");
       fmt::print("counts         {}\n", join_ints(w.counts));
@@ -93,11 +111,7 @@ void add_explain_transpose(CLI::App* explain, GlobalOptions& g, int*) {
   s->add_option("--show", o->show, "View coordinates to list (default 32)");
   s->callback([o, &g] {
     const auto w = explain_transpose(o->rows, o->cols, o->elem_bytes, o->lanes, o->show);
-    if (g.json) {
-      json j = envelope(g, "explain transpose");
-      j["result"] = to_json(w);
-      return emit_json(j);
-    }
+    if (g.json) return print_result(g, "explain transpose", to_json(w));
     fmt::print("storage {} x {} row-major, strides {{{}, 1}}; view {} x {}, strides {{{}, {}}}\n", w.rows, w.cols,
                w.cols, w.view_rows, w.view_cols, w.view_stride_row, w.view_stride_col);
     fmt::print("offset(i, j) = i*{} + j*{}\n\nview coordinate -> storage element offset:\n", w.view_stride_row,
@@ -117,24 +131,19 @@ void add_explain_transpose(CLI::App* explain, GlobalOptions& g, int*) {
 
 void add_explain_softmax(CLI::App* explain, GlobalOptions& g, int*) {
   struct Opts {
-    std::string values = "1,2,3,4,5,6,7,8", variant = "both";
+    std::string values = "1,2,3,4,5,6,7,8";
     std::int64_t chunk = 4;
+    VariantOption variant{"forget-rescale"};
   };
   auto o = std::make_shared<Opts>();
   auto* s = subcommand(explain, "softmax", "Online softmax: (max, sum) states per chunk and how they merge");
   s->add_option("--values", o->values, "Input row (default 1,2,3,4,5,6,7,8)");
   s->add_option("--chunk", o->chunk, "Values per chunk (default 4)");
-  s->add_option("--variant", o->variant, "correct, forget-rescale or both (default)");
+  o->variant.add(s);
   s->callback([o, &g] {
     const auto values = parse_real_list("--values", o->values);
-    std::vector<SoftmaxWalkthrough> ws;
-    for (bool broken : variants(o->variant, "forget-rescale")) ws.push_back(explain_softmax(values, o->chunk, broken));
-    if (g.json) {
-      json j = envelope(g, "explain softmax");
-      j["walkthroughs"] = json::array();
-      for (const auto& w : ws) j["walkthroughs"].push_back(to_json(w));
-      return emit_json(j);
-    }
+    const auto ws = o->variant.walkthroughs([&](bool broken) { return explain_softmax(values, o->chunk, broken); });
+    if (g.json) return print_walkthroughs(g, "explain softmax", ws);
     for (const auto& w : ws) {
       fmt::print("== online softmax, {} ==\n", w.forget_rescale ? "BROKEN: merge forgets to rescale" : "correct merge");
       for (std::size_t c = 0; c < w.chunk_states.size(); ++c)
@@ -170,10 +179,9 @@ void add_explain_waves(CLI::App* explain, GlobalOptions& g, int*) {
     const auto t = wave_timeline(o->tiles, sl.slots);
     if (g.json) {
       json j = envelope(g, "explain waves");
-      j["input"] = {{"tiles", o->tiles}, {"slots", sl.slots}, {"slots_from", sl.how}};
-      if (sl.occupancy) j["occupancy"] = to_json(*sl.occupancy);
+      sl.add_to(j, o->tiles);
       j["result"] = to_json(t);
-      return emit_json(j);
+      return print_json(j);
     }
     if (sl.occupancy) print_occupancy(*sl.occupancy);
     fmt::print("{} tiles on {} slots ({}): waves = ceil({} / {}) = {}\n", o->tiles, sl.slots, sl.how, o->tiles, sl.slots,

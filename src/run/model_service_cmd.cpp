@@ -13,8 +13,8 @@
 #include "kqual/model/service.hpp"
 #include "kqual/model/service_report.hpp"
 #include "kqual/model/units.hpp"
-#include "kqual/report/provenance.hpp"
 #include "kqual/run/cli.hpp"
+#include "model_cmd_internal.hpp"
 
 namespace kqual::run {
 
@@ -112,11 +112,10 @@ void add_model_service_command(CLI::App* model, GlobalOptions& g, int* /*exit_co
     std::vector<double> percentiles{50, 99, 99.9};
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* s = model->add_subcommand(
-      "service",
+  CLI::App* s = model_cli::subcommand(
+      model, "service",
       "Discrete-event simulation of a service: latency percentiles of first and all requests, goodput, objectives "
       "(docs/service-view.md)");
-  s->fallthrough();
   s->add_option("--arrivals", o->arrivals,
                 "poisson:RATE, gamma:RATE:BURSTINESS (1 = Poisson, below 1 burstier) or trace:PATH (timestamps, bare "
                 "numbers in seconds); RATE in requests per second (default poisson:50)");
@@ -199,14 +198,7 @@ void add_model_service_command(CLI::App* model, GlobalOptions& g, int* /*exit_co
     result["sojourn_ms"] = sojourn;
     const json closed = closed_form(r, all);
     result["closed_form"] = closed;
-    if (g.json) {
-      json j = schema_header("model-service");
-      j["command"] = "model service";
-      j["provenance"] = report::provenance(g.command_line, json());
-      j["result"] = result;
-      fmt::print("{}\n", j.dump(2));
-      return;
-    }
+    if (g.json) return model_cli::print_result(g, "model service", std::move(result));
     print_text(r, closed);
   });
 }

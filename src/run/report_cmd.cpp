@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "command_util.hpp"
 #include "kqual/pipeline/compare.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
@@ -27,17 +28,6 @@ struct ReportArgs {
   std::string md;    // "" → no memo file (the memo goes to stdout when neither output is asked for)
 };
 
-json read_results(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw_error(ErrorKind::input, fmt::format("{}: no such file", path));
-  if (!fs::is_regular_file(path, ec)) throw_error(ErrorKind::input, fmt::format("{}: not a regular file", path));
-  try {
-    return json::parse(read_text_file(path));
-  } catch (const json::parse_error& e) {
-    throw_error(ErrorKind::input, fmt::format("{} is not JSON: {}", path, e.what()));
-  }
-}
-
 void write_output(const std::string& path, const std::string& text) {
   const fs::path p(path);
   if (p.has_parent_path()) fs::create_directories(p.parent_path());
@@ -45,22 +35,16 @@ void write_output(const std::string& path, const std::string& text) {
 }
 
 int run_report(const ReportArgs& a, const GlobalOptions& g) {
-  const json doc = read_results(a.input);
+  const json doc = read_results_document(a.input);
+  // Everything is rendered before anything is written; the renderers read the document as
+  // qualify/compare write it, and a document shaped otherwise is named as the input's fault.
   std::string html, memo;
-  report::ResultsKind kind{};
-  try {
-    kind = report::results_kind(doc);
+  naming_results_file(a.input, doc, [&] {
+    const report::ResultsKind kind = report::results_kind(doc);
     if (!a.html.empty()) html = report::render_html(doc);
     if (!a.md.empty() || a.html.empty())
       memo = kind == report::ResultsKind::compare ? report::render_compare_memo(doc) : report::render_qualify_memo(doc);
-  } catch (const Error& e) {
-    throw_error(e.kind(), fmt::format("{}: {}", a.input, e.what()));
-  } catch (const json::exception& e) {
-    // The memo renderers read the document as qualify/compare write it; say so instead of failing
-    // as an internal error.
-    throw_error(ErrorKind::input, fmt::format("{}: not shaped as a {} results document: {}", a.input,
-                                              doc.value("schema", std::string("?")), e.what()));
-  }
+  });
   json wrote = json::array();
   if (!a.html.empty()) {
     write_output(a.html, html);
@@ -75,7 +59,7 @@ int run_report(const ReportArgs& a, const GlobalOptions& g) {
     json out = schema_header("report");
     out.update(json{{"input", a.input}, {"input_schema", schema}, {"wrote", wrote}});
     if (a.html.empty() && a.md.empty()) out["memo"] = memo;
-    fmt::print("{}\n", out.dump(2));
+    print_json(out);
   } else if (a.html.empty() && a.md.empty()) {
     fmt::print("{}", memo);
   } else {
@@ -90,16 +74,15 @@ int run_report(const ReportArgs& a, const GlobalOptions& g) {
 }  // namespace
 
 void add_report_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  auto a = std::make_shared<ReportArgs>();
-  auto* cmd = app.add_subcommand(
-      "report",
+  auto [cmd, a] = add_command<ReportArgs>(
+      app, g, exit_code, "report",
       "Render a results.json (from qualify, check, bench or compare) again: --html OUT.html writes one self-contained "
       "page (inline SVG charts and CSS, no script, nothing fetched); --md OUT.md the memo; with neither, the memo goes "
-      "to stdout. Exit 2 for a file that is not such a results document (nothing is written). docs/report.md");
-  cmd->add_option("results", a->input, "results.json written by kqual qualify, check, bench or compare")->required();
+      "to stdout. Exit 2 for a file that is not such a results document (nothing is written). docs/report.md",
+      run_report);
+  add_results_argument(cmd, a->input);
   cmd->add_option("--html", a->html, "Write the HTML page here (written atomically)");
   cmd->add_option("--md", a->md, "Write the Markdown memo here (written atomically)");
-  cmd->callback([a, &g, exit_code] { *exit_code = run_report(*a, g); });
 }
 
 }  // namespace kqual::run

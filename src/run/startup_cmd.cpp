@@ -8,8 +8,8 @@
 #include <memory>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
+#include "command_util.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/run/cli.hpp"
 #include "kqual/core/exit_codes.hpp"
@@ -26,30 +26,22 @@ struct StartupArgs {
   std::string out;
 };
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> v;
-  std::stringstream ss(s);
-  for (std::string t; std::getline(ss, t, ',');)
-    if (!t.empty()) v.push_back(t);
-  return v;
-}
-
 int run_startup(StartupArgs& a, const GlobalOptions& g) {
   auto& cfg = a.cfg;
   if (!a.launch_args.empty() && a.launch_args != "none")
     throw_error(ErrorKind::usage, fmt::format("--launch-args {}: only 'none' (a zero-parameter kernel) is supported", a.launch_args));
   cfg.launch = a.launch_args == "none";
   cfg.cache_modes.clear();
-  for (const auto& m : split(a.modes)) {
+  for (const auto& m : split_commas(a.modes)) {
     auto c = decision::cache_mode_from_string(m);
     if (!c) throw_error(ErrorKind::usage, fmt::format("--modes: unknown JIT cache mode '{}' (off, cold, warm)", m));
     cfg.cache_modes.push_back(*c);
   }
   cfg.loading_modes.clear();
-  for (const auto& m : split(a.loading)) {
-    if (m == "lazy" || m == "LAZY") cfg.loading_modes.push_back(startup::LoadingMode::lazy);
-    else if (m == "eager" || m == "EAGER") cfg.loading_modes.push_back(startup::LoadingMode::eager);
-    else throw_error(ErrorKind::usage, fmt::format("--loading: unknown module loading mode '{}' (lazy, eager)", m));
+  for (const auto& m : split_commas(a.loading)) {
+    auto l = startup::loading_mode_from_string(m);
+    if (!l) throw_error(ErrorKind::usage, fmt::format("--loading: unknown module loading mode '{}' (lazy, eager)", m));
+    cfg.loading_modes.push_back(*l);
   }
   cfg.progress = progress_for(g, "startup").sink();
   const startup::StartupReport rep = startup::measure_startup(cfg);
@@ -60,7 +52,7 @@ int run_startup(StartupArgs& a, const GlobalOptions& g) {
     if (!f) throw_error(ErrorKind::io, fmt::format("cannot write {}", a.out));
     f << j.dump(2) << "\n";
   }
-  if (g.json) fmt::print("{}\n", j.dump(2));
+  if (g.json) print_json(j);
   else fmt::print("{}", startup::to_text(rep));
   if (!rep.gpu_ran) return kExitIncomplete;
   const bool compile_failed = rep.compile && rep.compile->failures > 0;
@@ -74,12 +66,12 @@ int run_startup(StartupArgs& a, const GlobalOptions& g) {
 }  // namespace
 
 void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  auto a = std::make_shared<StartupArgs>();
-  auto* cmd = app.add_subcommand(
-      "startup",
+  auto [cmd, a] = add_command<StartupArgs>(
+      app, g, exit_code, "startup",
       "Startup evidence: in fresh processes, time driver init, context, module load (with the driver's JIT wall time), "
       "function lookup, first launch and steady launches, for JIT cache off/cold/warm and LAZY/EAGER module loading. "
-      "Exit 3 without a GPU (only NVRTC compilation runs), 1 if a probe crashed, hung or failed.");
+      "Exit 3 without a GPU (only NVRTC compilation runs), 1 if a probe crashed, hung or failed.",
+      run_startup);
   cmd->add_option("artifact", a->cfg.artifact, "cubin, fatbin or PTX file; or a .cu source with --compile")->required();
   cmd->add_option("--runs", a->cfg.runs, "fresh processes per mode")->capture_default_str();
   cmd->add_option("--kernel", a->cfg.kernel,
@@ -97,7 +89,6 @@ void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   cmd->add_option("--watchdog", a->cfg.watchdog_s, "seconds before a probe counts as hung and is killed")->capture_default_str();
   cmd->add_option("--out", a->out, "also write the JSON report to this file");
   add_quiet_flag(cmd, g);
-  cmd->callback([a, &g, exit_code] { *exit_code = run_startup(*a, g); });
 
   // The probe: one sample, one JSON line on stdout. Hidden (empty group): users never call it.
   auto p = std::make_shared<startup::ProbeRequest>();
