@@ -31,13 +31,14 @@ void add_screen_verdict_options(CLI::App* cmd, pipeline::ScreenOptions& o) {
 namespace {
 
 void print_screen(const pipeline::ScreenOutcome& out) {
+  using K = pipeline::ScreenVerdictKind;
   const json& r = out.results;
-  const json& c = r["counts"];
+  const pipeline::ScreenCounts c = pipeline::verdict_counts(out.verdicts);  // results.json's "counts"
   fmt::print("kqual screen: {} candidate(s){}: accepted {}, rejected {}, refused {}, incomplete {}{}\n",
              r["candidates"].get<std::size_t>(),
              r.contains("shard") ? fmt::format(" (shard {})", r["shard"]["spec"].get<std::string>()) : std::string(),
-             c["accepted"].get<int>(), c["rejected"].get<int>(), c["refused"].get<int>(), c["incomplete"].get<int>(),
-             c["error"].get<int>() ? fmt::format(", kqual errors {}", c["error"].get<int>()) : "");
+             c[K::accepted], c[K::rejected], c[K::refused], c[K::incomplete],
+             c[K::error] ? fmt::format(", kqual errors {}", c[K::error]) : "");
   fmt::print("  {} run in {:.1f} s, {} from the journal{}\n", r["run"].get<std::size_t>(), r["wall_s"].get<double>(),
              r["resumed"].get<std::size_t>(),
              r["candidates_per_hour"].is_null() ? std::string()
@@ -48,21 +49,22 @@ void print_screen(const pipeline::ScreenOutcome& out) {
       fmt::print("  GPU {} (PCI bus order): {} judged, {} worker fault(s){}\n", g["ordinal"].get<int>(), g["judged"].get<std::size_t>(),
                  g["worker_faults"].get<int>(), g["retired"].is_null() ? "" : ", retired: " + g["retired"].get<std::string>());
   for (const auto& v : out.verdicts)
-    if (v.verdict != pipeline::ScreenVerdictKind::accepted && v.verdict != pipeline::ScreenVerdictKind::incomplete)
+    if (v.verdict != K::accepted && v.verdict != K::incomplete)
       fmt::print("  {:<10} {}: {}{}\n", to_string(v.verdict), v.name, v.reason,
                  v.detail.empty() ? "" : " — " + v.detail.substr(0, v.detail.find('\n')).substr(0, 200));
   fmt::print("wrote {}, {} and {}\n", out.results_path.string(), out.summary_path.string(), out.journal_path.string());
 }
 
 void print_merge(const pipeline::MergeOutcome& out) {
+  using K = pipeline::ScreenVerdictKind;
   const json& r = out.results;
-  const json& c = r["counts"];
+  const pipeline::ScreenCounts c = pipeline::verdict_counts(out.verdicts);  // results.json's "counts"
   const json& m = r["merged"];
   fmt::print("kqual screen merge: {} candidate(s) of {} expected, from {} shard folder(s): accepted {}, rejected {}, refused {}, "
              "incomplete {}{}\n",
              r["candidates"].get<std::size_t>(), m["expected_candidates"].get<std::size_t>(), m["shards"].size(),
-             c["accepted"].get<int>(), c["rejected"].get<int>(), c["refused"].get<int>(), c["incomplete"].get<int>(),
-             c["error"].get<int>() ? fmt::format(", kqual errors {}", c["error"].get<int>()) : "");
+             c[K::accepted], c[K::rejected], c[K::refused], c[K::incomplete],
+             c[K::error] ? fmt::format(", kqual errors {}", c[K::error]) : "");
   fmt::print("  duplicates dropped {}, missing {}\n", out.duplicates, out.missing);
   for (const auto& s : m["missing_shards"])
     fmt::print("  shard {} has no results: {} candidate(s) missing\n", s["shard"].get<std::string>(), s["candidates"].get<std::size_t>());
