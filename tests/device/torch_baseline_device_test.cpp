@@ -2,7 +2,8 @@
 //   - the real capture of the fixture problems agrees with the hand-written captures the CPU tests
 //     translate (tests/contract/fixtures/kernelbench), on what the translation depends on;
 //   - an imported problem's reference (problem.py through reference.py) runs in kqual's reference
-//     process: `kqual contracts --verify` on it;
+//     process: `kqual contracts --verify` on it, and so do imported Definitions whose run() gets 0-d
+//     tensors and bools through the importer's kqual_run;
 //   - qualify times PyTorch eager and compiled next to the native baselines, on the declared torch
 //     fixture gelu_torch with the bundled GELU kernel: both series present, their outputs re-checked.
 #include <gtest/gtest.h>
@@ -36,7 +37,7 @@ TEST(TorchDevice, CaptureAgreesWithTheHandWrittenFixtures) {
   std::string why;
   if (!torch_importable(&why)) GTEST_SKIP() << why;
   for (const char* name : {"leaky_relu_rows", "linear_gelu", "batch_norm_1d", "gather_rows", "argmax_dim", "scale_by_scalar",
-                           "dropout_random", "half_input", "mse_loss"}) {
+                           "dropout_random", "half_input", "mse_loss", "scale_shift_0d"}) {
     SCOPED_TRACE(name);
     const json got = contract::capture_kernelbench(kFixtures / (std::string(name) + ".py"));
     const json want = json::parse(read_text_file(kFixtures / (std::string(name) + ".capture.json")));
@@ -60,7 +61,8 @@ TEST(TorchDevice, ImportedProblemVerifiesInTheReferenceProcess) {
   std::string why;
   if (!torch_importable(&why)) GTEST_SKIP() << why;
   ScratchDir dir("kqual-kb-dev");
-  for (const char* name : {"leaky_relu_rows", "linear_gelu", "batch_norm_1d", "gather_rows", "argmax_dim", "scale_by_scalar"}) {
+  for (const char* name : {"leaky_relu_rows", "linear_gelu", "batch_norm_1d", "gather_rows", "argmax_dim", "scale_by_scalar",
+                           "scale_shift_0d"}) {
     const fs::path out = dir.path() / name;
     auto r = test::run(test::quote(test::kqual_exe()) + " import-kernelbench " + test::quote(kFixtures / (std::string(name) + ".py")) +
                        " --out " + test::quote(out));
@@ -72,6 +74,23 @@ TEST(TorchDevice, ImportedProblemVerifiesInTheReferenceProcess) {
                      test::quote(dir.path() / "d"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("forward: is random"), std::string::npos) << r.output;
+}
+
+// Definitions whose import rewrites what run() receives (tests/contract/fixtures/definitions: a 0-d
+// tensor in and out and a bool scalar through kqual_run; an equality constraint as a derived axis): the
+// PyTorch reference runs in kqual's reference process, non-triviality check included.
+TEST(TorchDevice, ImportedDefinitionsWithRewritesVerify) {
+  std::string why;
+  if (!torch_importable(&why)) GTEST_SKIP() << why;
+  ScratchDir dir("kqual-def-dev");
+  const fs::path defs = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/definitions";
+  for (const char* name : {"sol_decode_literal_d128", "segment_scale_i8"}) {
+    auto r = test::run(test::quote(test::kqual_exe()) + " import-definition " + test::quote(defs / (std::string(name) + ".json")) +
+                       " --workloads " + test::quote(defs / (std::string(name) + ".jsonl")) + " --out " + test::quote(dir.path() / name));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  const auto r = test::run(test::quote(test::kqual_exe()) + " contracts --dir " + test::quote(dir.path()) + " --verify");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
 TEST(TorchDevice, QualifyTimesEagerAndCompiled) {
