@@ -103,16 +103,27 @@ void parse_service(const std::string& src, const toml::node& node, ServiceProfil
   }
 }
 
-void parse_objectives(const std::string& src, const toml::node& node, std::vector<model::service::Objective>& out) {
+// Each table of an array of tables ([[objective]], [[shape]]) with its place ("objective[2]"), for
+// fn(where, table); input errors for anything else, `entry_must` saying what an entry holds.
+template <class Fn>
+void for_each_entry(const std::string& src, const char* name, const toml::node& node, const std::string& array_must,
+                    const std::string& entry_must, Fn fn) {
   const toml::array* a = node.as_array();
-  if (!a) bad(src, "objective", "must be an array of tables ([[objective]] entries)");
+  if (!a) bad(src, name, array_must);
   for (std::size_t i = 0; i < a->size(); ++i) {
-    const std::string where = fmt::format("objective[{}]", i);
+    const std::string where = fmt::format("{}[{}]", name, i);
     const toml::table* t = a->get(i)->as_table();
-    if (!t) bad(src, where, "must be a table with population, percentile and max_ms");
+    if (!t) bad(src, where, entry_must);
+    fn(where, *t);
+  }
+}
+
+void parse_objectives(const std::string& src, const toml::node& node, std::vector<model::service::Objective>& out) {
+  for_each_entry(src, "objective", node, "must be an array of tables ([[objective]] entries)",
+                 "must be a table with population, percentile and max_ms", [&](const std::string& where, const toml::table& t) {
     model::service::Objective o;
     bool have_pop = false, have_p = false, have_max = false;
-    for (const auto& [k, n] : *t) {
+    for (const auto& [k, n] : t) {
       const std::string key = where + "." + std::string(k.str());
       if (k.str() == "population") {
         const std::string v = text(src, key, n);
@@ -133,19 +144,15 @@ void parse_objectives(const std::string& src, const toml::node& node, std::vecto
     }
     if (!have_pop || !have_p || !have_max) bad(src, where, "needs population, percentile and max_ms");
     out.push_back(o);
-  }
+  });
 }
 
 void parse_shapes(const std::string& src, const toml::node& node, DeploymentProfile& p) {
-  const toml::array* a = node.as_array();
-  if (!a) bad(src, "shape", "must be an array of tables ([[shape]] entries with shape and calls)");
-  for (std::size_t i = 0; i < a->size(); ++i) {
-    const std::string where = fmt::format("shape[{}]", i);
-    const toml::table* t = a->get(i)->as_table();
-    if (!t) bad(src, where, "must be a table with shape and calls");
+  for_each_entry(src, "shape", node, "must be an array of tables ([[shape]] entries with shape and calls)",
+                 "must be a table with shape and calls", [&](const std::string& where, const toml::table& t) {
     std::optional<std::string> shape;
     std::optional<double> calls;
-    for (const auto& [k, n] : *t) {
+    for (const auto& [k, n] : t) {
       const std::string key = where + "." + std::string(k.str());
       if (k.str() == "shape") {
         shape = text(src, key, n);
@@ -160,7 +167,7 @@ void parse_shapes(const std::string& src, const toml::node& node, DeploymentProf
     for (const auto& [other, c] : p.shape_calls)
       if (other == *shape) bad(src, where + ".shape", fmt::format("\"{}\" is listed twice", *shape));
     p.shape_calls.emplace_back(*shape, *calls);
-  }
+  });
   double total = 0;
   for (const auto& [s, c] : p.shape_calls) total += c;
   if (!p.shape_calls.empty() && total <= 0) bad(src, "shape", "every listed shape has 0 calls: nothing to weigh");
