@@ -4,13 +4,17 @@
 //     base and hints (their t-1, t, t+1 become boundary cases); expr → a derived axis when kqual's
 //     integer expressions can evaluate it, refused otherwise.
 //   inputs/outputs: shape over the axes, one dtype row; a null shape is a scalar whose value comes
-//     from the workloads (the same in all of them, or refused).
-//   constraints: Python boolean expressions over the axes (and/or/not), evaluated before launch.
-//   reference: the `run` source, as reference.py with kind = "torch", in kqual's reference process.
+//     from the workloads (the same in all of them, or refused). A literal size ("1") or a 0-d tensor
+//     is a constant axis c<N>, a bool scalar an i32 0/1 (rewritten first: import_definition_rewrite.cpp).
+//   constraints: Python boolean expressions over the axes (and/or/not), evaluated before launch;
+//     T.shape[i] is that axis, and a var axis an equality fixes is a derived axis.
+//   reference: the `run` source, as reference.py with kind = "torch", in kqual's reference process
+//     (through kqual_run, which restores 0-d tensors and bools, when the rewrite changed them).
 //   tolerance: flashinfer-bench fails an element only past both atol and rtol·|ref| (combine =
 //     "max"); SOL-ExecBench (its max_atol/max_rtol keys, unwrapped workload lines) passes an element
 //     within atol + rtol·|ref| (combine = "sum", torch.allclose's form); SOL's required_matched_ratio
-//     with max_error_cap; across workloads the strictest of each. kqual's own bundled contracts are
+//     with max_error_cap (without a cap, every element within the bound); across workloads the
+//     strictest of each. kqual's own bundled contracts are
 //     stricter (bounds from the arithmetic).
 //   values: the Definition states none: every input N(0, 1), plus value families (small_scale,
 //     large_scale, nonzero_mean) over the data inputs, each with a comment saying why
