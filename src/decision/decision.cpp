@@ -45,6 +45,11 @@ std::string net_text(double point, double lo, double hi) {
   const model::SecondsTriple t = model::format_seconds_interval(point, lo, hi);
   return fmt::format("{} net (interval [{}, {}])", t.point, t.lo, t.hi);
 }
+// "12 ms → 15 ms, change 3 ms [2.5 ms, 3.5 ms] (slower)": a measured change with its interval.
+std::string change_text(double before_s, double after_s, double delta_s, const stats::Interval& ci, stats::Verdict v) {
+  return fmt::format("{} → {}, change {} [{}, {}] ({})", dur(before_s), dur(after_s), dur(delta_s), dur(ci.lo), dur(ci.hi),
+                     stats::to_string(v));
+}
 std::string calls_text(double c) {
   if (std::isinf(c)) return "never";
   return c < 1e6 ? fmt::format("{:.0f}", std::ceil(c)) : fmt::format("{:.3g}", c);
@@ -200,12 +205,11 @@ Decision decide(const DecisionInput& in, const DeploymentProfile& p) {
 
   // Reasons: the rule that fired, then the evidence behind each component.
   d.reasons.insert(d.reasons.begin(), core.why);
-  d.reasons.push_back(fmt::format("first request (JIT cache {}): {} → {}, change {} [{}, {}] ({})", to_string(cold->mode),
-                                  dur(cold->old_first_request_s), dur(cold->new_first_request_s), dur(cold->delta_s),
-                                  dur(cold->delta_ci_s.lo), dur(cold->delta_ci_s.hi), stats::to_string(cold->verdict)));
-  d.reasons.push_back(fmt::format("warm time per call: {} → {}, change {} [{}, {}] ({})", dur(in.warm.old_per_call_s),
-                                  dur(in.warm.new_per_call_s), dur(in.warm.delta_s), dur(in.warm.delta_ci_s.lo),
-                                  dur(in.warm.delta_ci_s.hi), stats::to_string(in.warm.verdict)));
+  d.reasons.push_back(fmt::format("first request (JIT cache {}): {}", to_string(cold->mode),
+                                  change_text(cold->old_first_request_s, cold->new_first_request_s, cold->delta_s,
+                                              cold->delta_ci_s, cold->verdict)));
+  d.reasons.push_back(fmt::format("warm time per call: {}", change_text(in.warm.old_per_call_s, in.warm.new_per_call_s,
+                                                                        in.warm.delta_s, in.warm.delta_ci_s, in.warm.verdict)));
   if (d.kernel_speedup && d.end_to_end_speedup)
     d.reasons.push_back(fmt::format("kernel {:.3g}x → at most {:.3g}x per request with {:.0f} % of request time in this kernel (ceiling {})",
                                     *d.kernel_speedup, *d.end_to_end_speedup, p.kernel_share * 100,

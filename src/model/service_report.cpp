@@ -77,14 +77,17 @@ void judge_on_interval(ObjectiveResult& res, std::int64_t n) {
     res.standing_text = fmt::format("{} was not simulated (no request in the population)", what);
   } else if (!res.ci_lo_s || !res.ci_hi_s) {
     res.standing_text = fmt::format("{} has no interval (no replicates over measured startups) to judge {} on", what, bound);
-  } else if (*res.ci_hi_s <= ob.max_s) {
-    res.standing = Standing::meets;
-    res.standing_text = fmt::format("{} CI [{}, {}] ms lies within {}", what, bare_ms(*res.ci_lo_s), bare_ms(*res.ci_hi_s), bound);
-  } else if (*res.ci_lo_s > ob.max_s) {
-    res.standing = Standing::misses;
-    res.standing_text = fmt::format("{} CI [{}, {}] ms lies above {}", what, bare_ms(*res.ci_lo_s), bare_ms(*res.ci_hi_s), bound);
   } else {
-    res.standing_text = fmt::format("{} CI [{}, {}] ms contains {}", what, bare_ms(*res.ci_lo_s), bare_ms(*res.ci_hi_s), bound);
+    const std::string ci = fmt::format("{} CI [{}, {}] ms", what, bare_ms(*res.ci_lo_s), bare_ms(*res.ci_hi_s));
+    if (*res.ci_hi_s <= ob.max_s) {
+      res.standing = Standing::meets;
+      res.standing_text = fmt::format("{} lies within {}", ci, bound);
+    } else if (*res.ci_lo_s > ob.max_s) {
+      res.standing = Standing::misses;
+      res.standing_text = fmt::format("{} lies above {}", ci, bound);
+    } else {
+      res.standing_text = fmt::format("{} contains {}", ci, bound);
+    }
   }
 }
 
