@@ -85,6 +85,10 @@ worker::RunRequest generated_request(Session& s, const BuiltCandidate& b, const 
   request.module = b.image_path.string();
   request.launches = plan.launches;
   request.poison = {0xFF, 0x7F};
+  // Run 2's poison must be finite in the outputs' dtype (second_poison_byte); only the widths are
+  // known here, and 0x7B.. is finite in every float dtype, bf16 and f32 included.
+  for (const auto& buf : buffers)
+    if (buf.kind == worker::BufferKind::output && buf.elem_bytes > 0 && buf.elem_bytes < 4) request.poison[1] = 0x7B;
   request.placements = {"guarded", "guarded"};
   request.generator_module = generator_module(s);
   request.buffers = std::move(buffers);

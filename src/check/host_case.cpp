@@ -58,7 +58,8 @@ struct HostCaseRuns {
 
 // Two runs. Run 1: outputs poisoned with 0xFF (f32/bf16 NaN), each input's last byte at the end of
 // a mapping whose next page is unmapped (up to its claimed alignment less one byte earlier), every
-// SM's shared memory filled with 0xA5. Run 2: poison 0x7F (a large finite value), each input's
+// SM's shared memory filled with 0xA5. Run 2: poison 0x7F (a large finite value; 0x7B where an output
+// is f16 or fp8, whose 0x7F.. is NaN: second_poison_byte), each input's
 // first byte at the start of a mapping after an unmapped page, shared memory 0x5A. Reads past an
 // input fault; outputs keep guard regions, which see writes. The inputs are written to files in `dir`.
 worker::RunRequest host_case_request(const BuiltCandidate& b, const ResolvedPlan& plan, const contract::CaseSpec& spec,
@@ -86,6 +87,7 @@ worker::RunRequest host_case_request(const BuiltCandidate& b, const ResolvedPlan
     buf.align = std::max(claimed_align, dtype_size(t.dtype));
     request.buffers.push_back(buf);
   }
+  if (request.poison.size() == 2) request.poison[1] = second_poison_byte(prepared.expected);
   for (const auto& t : prepared.expected) {
     request.buffers.push_back({t.name, worker::BufferKind::output, t.bytes.size(), offset_of(t), ""});
     request.out_files[t.name] = {(dir / (t.name + ".out0")).string(), (dir / (t.name + ".out1")).string()};

@@ -95,6 +95,11 @@ std::string device_too_small(Session& s, const contract::Contract& c, const cont
 std::vector<worker::Buffer> generated_buffers(const contract::Contract& c, const contract::CaseSpec& spec,
                                               const std::vector<contract::Tensor>* outputs,
                                               const std::map<std::string, std::vector<std::pair<std::uint64_t, std::uint64_t>>>* windows);
+// Run 2's poison byte: 0x7F, a large finite value in f32, bf16 and f64; 0x7B when an output is f16,
+// e4m3 or e5m2, where 0x7F.. is NaN like run 1's 0xFF.. (an unwritten element where the reference
+// is NaN would pass both runs). 0x7B.. is finite in every float dtype (f16 60768, e4m3 352).
+std::uint8_t second_poison_byte(const std::vector<contract::Tensor>& outputs);
+
 // The candidate's request for a generated case: its plan, two runs (poison 0xFF, 0x7F) with guarded
 // buffers, the generator module, `buffers` and the plan's scratch.
 worker::RunRequest generated_request(Session& s, const BuiltCandidate& b, const ResolvedPlan& plan, std::vector<worker::Buffer> buffers);

@@ -140,5 +140,11 @@ bool is_value_failure(const std::string& code) {
   return code == "wrong_result" || code == "nondeterministic" || code == "nan_policy" || code == "unwritten_output";
 }
 
+std::uint8_t second_poison_byte(const std::vector<contract::Tensor>& outputs) {
+  for (const auto& t : outputs)
+    if (t.dtype == DType::f16 || t.dtype == DType::e4m3 || t.dtype == DType::e5m2) return 0x7B;
+  return 0x7F;
+}
+
 }  // namespace detail
 }  // namespace kqual::check

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cfloat>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -45,6 +47,42 @@ double ulp_at(DType t, double r) {
 }
 
 
+// The smallest and largest value an integer dtype holds.
+std::pair<double, double> integer_range(DType t) {
+  switch (t) {
+    case DType::i8: return {-128, 127};
+    case DType::u8: return {0, 255};
+    case DType::boolean: return {0, 1};
+    case DType::i32: return {double(INT32_MIN), double(INT32_MAX)};
+    case DType::u32: return {0, double(UINT32_MAX)};
+    default: return {-0x1p63, 0x1p63};
+  }
+}
+
+// The quantized model's rule: a real value to the value the output must hold.
+double quantize(const ErrorModel& m, DType t, double v) {
+  if (!is_int(t)) {
+    const NarrowFormat* f = t == DType::f16 ? &kF16 : t == DType::e4m3 ? &kE4M3 : t == DType::e5m2 ? &kE5M2 : nullptr;
+    if (f) return decode_narrow(*f, encode_narrow(*f, v, m.saturate ? Overflow::saturate : Overflow::to_special));
+    const double r = rounded_to(t, v);
+    if (!m.saturate || !std::isinf(r) || std::isinf(v)) return r;
+    const double largest = t == DType::f64 ? DBL_MAX : t == DType::bf16 ? double(bf16_to_f32(0x7F7F)) : double(FLT_MAX);
+    return std::copysign(largest, v);
+  }
+  if (!std::isfinite(v)) return v;  // refused by the caller as a contract error
+  double q = v;
+  switch (m.rounding) {
+    case ErrorModel::half_even: q = std::nearbyint(v); break;
+    case ErrorModel::half_away: q = std::round(v); break;
+    case ErrorModel::floor: q = std::floor(v); break;
+    case ErrorModel::ceil: q = std::ceil(v); break;
+    case ErrorModel::toward_zero: q = std::trunc(v); break;
+  }
+  if (m.clamp) return std::clamp(q, m.clamp->first, m.clamp->second);
+  if (m.saturate) return std::clamp(q, integer_range(t).first, integer_range(t).second);
+  return q;
+}
+
 std::string model_text(const TensorDef& t) {
   const ErrorModel& e = t.error;
   const char* nan = e.nan == ErrorModel::propagate ? "NaN and +-Inf where the reference has them"
@@ -52,6 +90,13 @@ std::string model_text(const TensorDef& t) {
                                                   : "non-finite exactly where the reference is";
   switch (e.kind) {
     case ErrorModel::exact: return fmt::format("{}: exact (the float64 reference rounded once to the output's dtype; integers never cast).", t.name);
+    case ErrorModel::quantized: {
+      static const char* const kRounding[] = {"half to even", "half away from zero", "down", "up", "toward zero"};
+      return fmt::format("{}: quantized: the reference's real value rounded {}{}{}, exactly; either neighbour where that value lies within "
+                         "{:g} x 2^-24 of a rounding boundary.",
+                         t.name, kRounding[e.rounding], e.clamp ? fmt::format(", clamped to [{:g}, {:g}]", e.clamp->first, e.clamp->second) : "",
+                         e.saturate ? ", saturating at the dtype's range" : "", e.band);
+    }
     case ErrorModel::ulp: return fmt::format("{}: within {:g} ulp of the output dtype at the reference; {}.", t.name, e.ulps, nan);
     case ErrorModel::allclose:
       return fmt::format("{}: |y - ref| <= {}({:g}, {:g} |ref|) + the output's rounding{}; {}.", t.name, e.either ? "max" : "sum", e.atol, e.rtol,
@@ -221,6 +266,48 @@ void DeclaredContract::build_domain() {
   if (!d_.constraint_example) d_.constraint = nullptr;  // constraints no small request breaks: none to refuse
 }
 
+void DeclaredContract::quantized_expected(const TensorDef& td, const CaseData& data, const std::vector<double>& real, Tensor& e) const {
+  // The value the output must hold, and where the kernel's f32 arithmetic may land on either side
+  // of a rounding boundary, both neighbours: ref = their midpoint, bound = half their distance (no
+  // third value of the dtype lies within it).
+  const ErrorModel& m = td.error;
+  const std::size_t n = std::size_t(e.elements);
+  e.ref.resize(n);
+  e.bound.assign(n, 0.0);
+  std::atomic<std::size_t> bad{n};
+  parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
+    for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) {
+      const double v = real[i];
+      const double q = quantize(m, e.dtype, v);
+      if (is_int(e.dtype) && !(q >= integer_range(e.dtype).first && q <= integer_range(e.dtype).second)) {
+        std::size_t was = bad.load();
+        while (i < was && !bad.compare_exchange_weak(was, i)) {
+        }
+        continue;
+      }
+      store_element(e.dtype, e.bytes.data(), i, q);
+      e.ref[i] = q;
+      const double delta = m.band * 0x1p-24 * std::fabs(v);
+      if (!(delta > 0) || !std::isfinite(v)) continue;
+      // Exactly on a boundary (a tie of half_even, an integer of floor): the rule decides, that is
+      // what it is for; the neighbours are admitted only for values the kernel computes inexactly.
+      if (quantize(m, e.dtype, std::nextafter(v, -INFINITY)) != quantize(m, e.dtype, std::nextafter(v, INFINITY))) continue;
+      const double lo = quantize(m, e.dtype, v - delta), hi = quantize(m, e.dtype, v + delta);
+      if (lo != hi && std::isfinite(lo) && std::isfinite(hi)) {
+        e.ref[i] = lo / 2 + hi / 2;
+        e.bound[i] = std::fabs(hi - lo) / 2;
+      }
+    }
+  });
+  if (bad.load() < n) {
+    const std::size_t i = bad.load();
+    throw_error(ErrorKind::input, fmt::format("contract {}: reference output '{}' on case {}: element {} = {} quantizes to {}, outside {} "
+                                              "(declare saturate = true or a clamp, or fix the reference)",
+                                              s_.file.string(), td.name, data.spec.id, i, real[i], quantize(m, e.dtype, real[i]), to_string(e.dtype)));
+  }
+  to_storage(s_, e, data.dims);
+}
+
 std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::map<std::string, RefOutput> ref,
                                                     const std::map<std::string, RefOutput>* magnitude) const {
   std::vector<Tensor> out;
@@ -235,10 +322,16 @@ std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::m
     advise_huge_pages(e.bytes.data(), n * dtype_size(e.dtype));
     e.bytes.resize(n * dtype_size(e.dtype));
     RefOutput& r = ref.at(td.name);
+    if (td.error.kind == ErrorModel::quantized) {
+      quantized_expected(td, data, r.f, e);
+      out.push_back(std::move(e));
+      continue;
+    }
     if (is_int(e.dtype)) {
       for (std::size_t i = 0; i < n; ++i) {
         const std::int64_t v = r.i[i];
-        const bool fits = e.dtype == DType::i64 || (e.dtype == DType::i32 ? v >= INT32_MIN && v <= INT32_MAX : v >= 0 && v <= std::int64_t(UINT32_MAX));
+        const auto [lo, hi] = integer_range(e.dtype);
+        const bool fits = e.dtype == DType::i64 || (double(v) >= lo && double(v) <= hi);
         if (!fits)
           throw_error(ErrorKind::input, fmt::format("contract {}: reference output '{}' on case {}: element {} = {} does not fit {}",
                                                     s_.file.string(), td.name, data.spec.id, i, v, to_string(e.dtype)));
@@ -467,7 +560,7 @@ std::optional<GpuReference> DeclaredContract::gpu_reference(const CaseData& data
     const std::string out = r.ends_with("_magnitude") ? r.substr(0, r.size() - 10) : r;
     Tensor t;
     t.name = r;
-    t.dtype = is_int(tensor_dtype(out, data.spec.dtype)) ? DType::i64 : DType::f64;
+    t.dtype = reference_gives_integers(*s_.tensor(out), tensor_dtype(out, data.spec.dtype)) ? DType::i64 : DType::f64;
     t.elements = s_.dense_elements(*s_.tensor(out), data.dims);  // dense, whatever the output's layout
     g.raw_outputs.push_back(t);
   }

@@ -145,6 +145,8 @@ class DeclaredContract final : public Contract {
   void family_limits(const std::vector<std::pair<std::int64_t, Dims>>& kept, std::vector<NotRun>& not_run) const;
   void check_large_shape() const;
   void check_nontrivial(ReferenceHost& host) const;
+  // A quantized output's expected bytes, values and bounds from the reference's real values.
+  void quantized_expected(const TensorDef& td, const CaseData& data, const std::vector<double>& real, Tensor& e) const;
   std::vector<Tensor> expected_from(const CaseData& data, std::map<std::string, RefOutput> ref,
                                     const std::map<std::string, RefOutput>* magnitude) const;
 

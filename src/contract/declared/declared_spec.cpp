@@ -17,6 +17,8 @@ namespace kqual::contract::declared {
 namespace fs = std::filesystem;
 using namespace read;
 
+bool reference_gives_integers(const TensorDef& t, DType d) { return is_integral(d) && t.error.kind != ErrorModel::quantized; }
+
 const TensorDef* Spec::tensor(const std::string& n) const {
   for (const auto& t : tensors)
     if (t.name == n) return &t;
@@ -318,8 +320,12 @@ void spec_dtypes_table(const Ctx& cx, const toml::table& root, Spec& s) {
     if (t.role != Role::output) continue;
     for (const auto& [key, row] : s.rows) {
       const DType d = t.dtype ? *t.dtype : row.at(t.name);
-      if (is_int(d) && t.error.kind != ErrorModel::exact)
-        cx.fail("tensors." + t.name + ".error.model", fmt::format("an integer output ({}) is compared exactly: never cast to float", to_string(d)));
+      if (is_int(d) && t.error.kind != ErrorModel::exact && t.error.kind != ErrorModel::quantized)
+        cx.fail("tensors." + t.name + ".error.model",
+                fmt::format("an integer output ({}) is compared exactly, or quantized from a real value: never cast to float", to_string(d)));
+      if (t.error.kind == ErrorModel::quantized && !is_int(d) && (t.error.rounding != ErrorModel::half_even || t.error.clamp))
+        cx.fail("tensors." + t.name + ".error",
+                fmt::format("a floating output ({}) rounds to nearest even and saturates or not: rounding and clamp are for integer outputs", to_string(d)));
       if (!t.aliases.empty()) {
         const TensorDef* in = s.tensor(t.aliases);
         const DType di = in->dtype ? *in->dtype : row.at(in->name);

@@ -49,7 +49,16 @@ struct Values {
 };
 
 struct ErrorModel {
-  enum Kind { exact, ulp, allclose, reduction } kind = exact;
+  enum Kind { exact, ulp, allclose, reduction, quantized } kind = exact;
+  // quantized: the reference gives the real value before the output's last rounding; kqual rounds it
+  // by `rounding` (integers; floats always round to nearest even, as cvt.rn), clamps it to `clamp`
+  // (or, with `saturate`, to the dtype's range; fp8 and f16 to their largest finite value instead of
+  // NaN or Inf), and the output must equal that — or either neighbour where the real value lies
+  // within band x 2^-24 x |value| of a rounding boundary (a kernel computes it in f32).
+  enum Rounding { half_even, half_away, floor, ceil, toward_zero } rounding = half_even;
+  bool saturate = false;
+  std::optional<std::pair<double, double>> clamp;
+  double band = 8;
   double ulps = 0, atol = 0, rtol = 0, c = 0;
   double match_ratio = 1, cap = 0;  // allclose: a share (1 - match_ratio) may exceed the bound, none the cap
   bool either = false;              // allclose: max(atol, rtol |ref|) (fail only past both, as flashinfer-bench) instead of the sum
@@ -58,6 +67,11 @@ struct ErrorModel {
   std::optional<DType> eps_dtype;   // reduction: eps of this dtype (default: the output's)
   enum Nan { propagate, finite, same_class } nan = propagate;
 };
+
+struct TensorDef;
+// The reference gives this output as exact integers (int64), not as float64 values: integer
+// outputs, unless they are quantized from a real value.
+bool reference_gives_integers(const TensorDef& t, DType d);
 
 struct TensorDef {
   std::string name;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "kqual/core/enum_names.hpp"
 #include "kqual/core/error.hpp"
 
 namespace kqual::contract::declared::read {
@@ -141,15 +142,41 @@ void read_values(const Ctx& cx, const toml::table& t, const std::string& where, 
   }
 }
 
+// The quantized model's keys: how the real value becomes the output's (docs/declared-contracts.md).
+void read_quantized(const Ctx& cx, const toml::table& t, const std::string& where, ErrorModel& e) {
+  static constexpr EnumNames<ErrorModel::Rounding, 5> kRoundings{{{{ErrorModel::half_even, "half_even"},
+                                                                   {ErrorModel::half_away, "half_away"},
+                                                                   {ErrorModel::floor, "floor"},
+                                                                   {ErrorModel::ceil, "ceil"},
+                                                                   {ErrorModel::toward_zero, "toward_zero"}}}};
+  const std::string r = str(cx, t, where, "rounding", false, "half_even");
+  const auto rounding = kRoundings.parse(r);
+  if (!rounding) cx.fail(where + ".rounding", fmt::format("unknown rounding \"{}\" (known: {})", r, kRoundings.choices()));
+  e.rounding = *rounding;
+  e.saturate = boolean(cx, t, where, "saturate", false);
+  e.band = num(cx, t, where, "band", 8);
+  if (!(e.band >= 0) || e.band > 1e6) cx.fail(where + ".band", fmt::format("{} is not in [0, 1e6] (units of 2^-24 |value|)", e.band));
+  if (const toml::node* n = t.get("clamp")) {
+    const toml::array* a = n->as_array();
+    if (!a || a->size() != 2 || !(*a)[0].is_number() || !(*a)[1].is_number())
+      cx.fail(where + ".clamp", fmt::format("expected [lo, hi], two numbers, got {}", text_of(*n)));
+    const double lo = (*a)[0].value<double>().value_or(0), hi = (*a)[1].value<double>().value_or(0);
+    if (!(lo <= hi)) cx.fail(where + ".clamp", fmt::format("[{:g}, {:g}] is empty", lo, hi));
+    e.clamp = std::pair{lo, hi};
+  }
+}
+
 ErrorModel read_error(const Ctx& cx, const toml::table& t, const std::string& where, const Spec& s) {
-  check_keys(cx, t, where, {"model", "ulps", "atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps", "nan", "combine"});
+  check_keys(cx, t, where, {"model", "ulps", "atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps", "nan", "combine",
+                            "rounding", "saturate", "clamp", "band"});
   ErrorModel e;
   const std::string m = str(cx, t, where, "model", false, "exact");
   if (m == "exact") e.kind = ErrorModel::exact;
   else if (m == "ulps") e.kind = ErrorModel::ulp;
   else if (m == "allclose") e.kind = ErrorModel::allclose;
   else if (m == "reduction") e.kind = ErrorModel::reduction;
-  else cx.fail(where + ".model", fmt::format("unknown error model \"{}\" (known: exact, ulps, allclose, reduction)", m));
+  else if (m == "quantized") e.kind = ErrorModel::quantized;
+  else cx.fail(where + ".model", fmt::format("unknown error model \"{}\" (known: exact, ulps, allclose, reduction, quantized)", m));
   auto only = [&](std::initializer_list<const char*> keys, const char* model) {
     for (const char* k : keys)
       if (t.get(k)) cx.fail(where + "." + k, fmt::format("not a parameter of model \"{}\"", model));
@@ -167,13 +194,19 @@ ErrorModel read_error(const Ctx& cx, const toml::table& t, const std::string& wh
   e.either = combine == "max";
   if (t.get("eps")) e.eps_dtype = dtype_of(cx, where + ".eps", str(cx, t, where, "eps", true), false);
   switch (e.kind) {
-    case ErrorModel::exact: only({"ulps", "atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps", "combine"}, "exact"); break;
+    case ErrorModel::exact:
+      only({"ulps", "atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps", "combine", "rounding", "saturate", "clamp", "band"}, "exact");
+      break;
+    case ErrorModel::quantized:
+      only({"ulps", "atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps", "combine"}, "quantized");
+      read_quantized(cx, t, where, e);
+      break;
     case ErrorModel::ulp:
-      only({"atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps", "combine"}, "ulps");
+      only({"atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps", "combine", "rounding", "saturate", "clamp", "band"}, "ulps");
       if (!(e.ulps > 0)) cx.fail(where + ".ulps", "missing or not positive: the admitted distance in units in the last place");
       break;
     case ErrorModel::allclose:
-      only({"ulps", "c", "axis", "magnitude", "eps"}, "allclose");
+      only({"ulps", "c", "axis", "magnitude", "eps", "rounding", "saturate", "clamp", "band"}, "allclose");
       if (e.atol < 0 || e.rtol < 0) cx.fail(where, "atol and rtol must be >= 0");
       if (!(e.match_ratio > 0 && e.match_ratio <= 1))
         cx.fail(where + ".match_ratio", fmt::format("{} is not in (0, 1]", e.match_ratio));
@@ -183,7 +216,7 @@ ErrorModel read_error(const Ctx& cx, const toml::table& t, const std::string& wh
       if (e.match_ratio == 1 && t.get("cap")) cx.fail(where + ".cap", "only meaningful with match_ratio below 1");
       break;
     case ErrorModel::reduction:
-      only({"ulps", "match_ratio", "cap", "rtol", "combine"}, "reduction");
+      only({"ulps", "match_ratio", "cap", "rtol", "combine", "rounding", "saturate", "clamp", "band"}, "reduction");
       if (!(e.c > 0)) cx.fail(where + ".c", "missing or not positive: the constant of c * eps * K * magnitude");
       if (e.axis.empty()) cx.fail(where + ".axis", "missing: the reduction axis K");
       if (!s.axis(e.axis)) cx.fail(where + ".axis", fmt::format("unknown axis \"{}\"", e.axis));

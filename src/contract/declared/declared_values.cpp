@@ -119,7 +119,7 @@ std::vector<Tensor> generate_inputs(const Spec& s, const CaseSpec& spec, const D
           if (v.dist == "normal") x = v.scale * (v.mean + v.std * rng.normal());
           else if (v.dist == "uniform") x = v.scale * rng.uniform(v.lo, v.hi);
           else if (v.dist == "constant") x = v.value;
-          else if (v.dist == "int") x = std::floor(v.lo) + double(rng.below(std::uint64_t(std::floor(v.hi) - std::floor(v.lo)) + 1));
+          else if (v.dist == "int") x = v.scale * (std::floor(v.lo) + double(rng.below(std::uint64_t(std::floor(v.hi) - std::floor(v.lo)) + 1)));
           else if (v.dist == "indices") x = double(rng.below(std::uint64_t(dims.at(v.axis))));
           else if (v.dist == "mask") x = rng.uniform() < v.p ? 1.0 : 0.0;
           vals[i] = x;

@@ -263,7 +263,7 @@ Evaluation PythonReference::evaluate(const Spec& s, const std::vector<Tensor>& i
     for (const auto& a : td.shape) shape.push_back(dims.at(a));
     const fs::path f = dir_->path() / fmt::format("out_{}.bin", td.name);
     files.push_back(f);
-    req["outputs"].push_back({{"name", td.name}, {"file", f.string()}, {"shape", shape}, {"int", is_int_dtype(dtypes.at(td.name))}});
+    req["outputs"].push_back({{"name", td.name}, {"file", f.string()}, {"shape", shape}, {"int", reference_gives_integers(td, dtypes.at(td.name))}});
   }
   const auto t1 = clk::now();
   const std::string reply = call(s, req.dump(), case_id);
@@ -274,7 +274,7 @@ Evaluation PythonReference::evaluate(const Spec& s, const std::vector<Tensor>& i
   Evaluation out;
   // One output file into its place: read() straight into the vector, no mapping of the file.
   auto read_output = [&](const fs::path& file, const TensorDef& td, std::size_t n, RefOutput& o) {
-    const bool integer = is_int_dtype(dtypes.at(td.name));
+    const bool integer = reference_gives_integers(td, dtypes.at(td.name));
     void* dst = nullptr;
     if (integer) {
       o.i.reserve(n);
