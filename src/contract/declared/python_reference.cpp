@@ -29,7 +29,7 @@ constexpr double kRefAnswerS = 600;    // [s] one reply (a 2^24-element case tak
 constexpr double kRefExitGraceS = 5;   // [s] for a process whose pipes closed to end, so its stderr is whole
 
 constexpr const char* kDriver = R"PY(
-import sys, json, inspect, importlib.util, traceback
+import sys, json, inspect, importlib.util, random, traceback
 def reply(o):
     sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
 def failure(e):
@@ -71,6 +71,11 @@ def call(arrays, r):
             raise TypeError("parameter(s) %s are neither an input, a scalar nor an axis (known: %s)"
                             % (", ".join(missing), ", ".join(sorted(kw))))
         kw = {k: v for k, v in kw.items() if k in params}
+    seed = r.get("rng_seed", 0)
+    random.seed(seed)
+    np.random.seed(seed)
+    if torch is not None:
+        torch.manual_seed(seed)
     with np.errstate(all="ignore"):
         out = fn(**kw)
     names = [o["name"] for o in r["outputs"]]
@@ -206,14 +211,14 @@ std::string PythonReference::call(const Spec& s, const std::string& line, const 
 }
 
 Evaluation PythonReference::evaluate(const Spec& s, const std::vector<Tensor>& inputs, const Dims& dims, bool with_magnitude,
-                                     const std::string& case_id, const std::map<std::string, DType>& dtypes) {
+                                     const std::string& case_id, const std::map<std::string, DType>& dtypes, std::uint64_t rng_seed) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!child_) start(s);
   using clk = std::chrono::steady_clock;
   const auto t0 = clk::now();
   const std::uint64_t k = calls_++;
   json req{{"magnitude", with_magnitude}, {"inputs", json::object()}, {"scalars", json::object()}, {"axes", json::object()},
-           {"outputs", json::array()}};
+           {"outputs", json::array()}, {"rng_seed", rng_seed & 0xFFFFFFFFu}};
   std::vector<fs::path> files;
   for (const auto& t : inputs) {
     const TensorDef* td = s.tensor(t.name);

@@ -43,8 +43,10 @@ class PythonReference {
   // Throws Error(input) "contract <file>: reference <py>:<function> on case <id>: <why>" when the
   // function raises, returns the wrong shape or a non-numeric dtype, or an integer output that is
   // not integral; and when the process cannot be started, dies, or gives no answer in time.
+  // rng_seed seeds NumPy's, PyTorch's and Python's global generators before the call: a reference
+  // that draws random numbers answers differently for another seed (DeclaredContract's check).
   Evaluation evaluate(const Spec& s, const std::vector<Tensor>& inputs, const Dims& dims, bool with_magnitude,
-                      const std::string& case_id, const std::map<std::string, DType>& dtypes);
+                      const std::string& case_id, const std::map<std::string, DType>& dtypes, std::uint64_t rng_seed = 0);
   int processes_started() const { return started_.load(); }
 
  private:

@@ -1,0 +1,74 @@
+// A reference that draws random numbers (sampling, dropout) cannot be compared element by element:
+// the contract is refused by name when it is first used, whichever generator it draws from.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "kqual/contract/declared/declared.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "contract_test_util.hpp"
+
+namespace kqual::contract {
+namespace {
+namespace fs = std::filesystem;
+
+const char* kToml = R"toml(
+[contract]
+name = "NAME"
+summary = "y = f(x)"
+[axes.n]
+range = [1, 100000]
+hints = [32]
+base = 64
+[tensors.x]
+role = "input"
+shape = ["n"]
+[tensors.y]
+role = "output"
+shape = ["n"]
+error = { model = "ulps", ulps = 1 }
+[dtypes]
+all = ["f32"]
+[cost]
+flops = "n"
+[reference]
+python = "reference.py"
+function = "f"
+)toml";
+
+std::string first_use_error(const std::string& name, const std::string& py) {
+  ScratchDir dir("kqual-statistical-test");
+  fs::create_directories(dir.path() / name);
+  std::string toml = kToml;
+  toml.replace(toml.find("NAME"), 4, name);
+  std::ofstream(dir.path() / name / "contract.toml") << toml;
+  std::ofstream(dir.path() / name / "reference.py") << py;
+  const Contract& c = load_declared_contract(dir.path() / name / "contract.toml");
+  Supports s;
+  s.dtypes = {DType::f32};
+  try {
+    (void)c.reference(c.make_case(c.correctness_cases(s, 1, false).front()), test_util::run_host());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(StatisticalReference, SamplingReferencesAreRefusedByName) {
+  if (!test_util::have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy";
+  for (const auto& [name, py] : std::vector<std::pair<std::string, std::string>>{
+           {"np_sampler", "import numpy as np\ndef f(x):\n    return x + np.random.normal(size=x.shape)\n"},
+           {"py_sampler", "import random\ndef f(x):\n    return x * random.random()\n"},
+           {"dropout", "import numpy as np\ndef f(x):\n    return x * (np.random.rand(*x.shape) > 0.5)\n"}}) {
+    const std::string e = first_use_error(name, py);
+    EXPECT_NE(e.find("is a statistical operation"), std::string::npos) << name << ": " << e;
+  }
+  // A fixed generator of its own is deterministic: not a sample, accepted.
+  EXPECT_EQ(first_use_error("own_generator",
+                            "import numpy as np\ndef f(x):\n    g = np.random.default_rng(7)\n    return x * g.uniform(1, 2, size=x.shape)\n"),
+            "");
+}
+
+}  // namespace
+}  // namespace kqual::contract
