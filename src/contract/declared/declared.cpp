@@ -47,42 +47,6 @@ double ulp_at(DType t, double r) {
 }
 
 
-// The smallest and largest value an integer dtype holds.
-std::pair<double, double> integer_range(DType t) {
-  switch (t) {
-    case DType::i8: return {-128, 127};
-    case DType::u8: return {0, 255};
-    case DType::boolean: return {0, 1};
-    case DType::i32: return {double(INT32_MIN), double(INT32_MAX)};
-    case DType::u32: return {0, double(UINT32_MAX)};
-    default: return {-0x1p63, 0x1p63};
-  }
-}
-
-// The quantized model's rule: a real value to the value the output must hold.
-double quantize(const ErrorModel& m, DType t, double v) {
-  if (!is_int(t)) {
-    const NarrowFormat* f = t == DType::f16 ? &kF16 : t == DType::e4m3 ? &kE4M3 : t == DType::e5m2 ? &kE5M2 : nullptr;
-    if (f) return decode_narrow(*f, encode_narrow(*f, v, m.saturate ? Overflow::saturate : Overflow::to_special));
-    const double r = rounded_to(t, v);
-    if (!m.saturate || !std::isinf(r) || std::isinf(v)) return r;
-    const double largest = t == DType::f64 ? DBL_MAX : t == DType::bf16 ? double(bf16_to_f32(0x7F7F)) : double(FLT_MAX);
-    return std::copysign(largest, v);
-  }
-  if (!std::isfinite(v)) return v;  // refused by the caller as a contract error
-  double q = v;
-  switch (m.rounding) {
-    case ErrorModel::half_even: q = std::nearbyint(v); break;
-    case ErrorModel::half_away: q = std::round(v); break;
-    case ErrorModel::floor: q = std::floor(v); break;
-    case ErrorModel::ceil: q = std::ceil(v); break;
-    case ErrorModel::toward_zero: q = std::trunc(v); break;
-  }
-  if (m.clamp) return std::clamp(q, m.clamp->first, m.clamp->second);
-  if (m.saturate) return std::clamp(q, integer_range(t).first, integer_range(t).second);
-  return q;
-}
-
 std::string model_text(const TensorDef& t) {
   const ErrorModel& e = t.error;
   const char* nan = e.nan == ErrorModel::propagate ? "NaN and +-Inf where the reference has them"
@@ -264,48 +228,6 @@ void DeclaredContract::build_domain() {
         d_.constraint_example = c;
       }
   if (!d_.constraint_example) d_.constraint = nullptr;  // constraints no small request breaks: none to refuse
-}
-
-void DeclaredContract::quantized_expected(const TensorDef& td, const CaseData& data, const std::vector<double>& real, Tensor& e) const {
-  // The value the output must hold, and where the kernel's f32 arithmetic may land on either side
-  // of a rounding boundary, both neighbours: ref = their midpoint, bound = half their distance (no
-  // third value of the dtype lies within it).
-  const ErrorModel& m = td.error;
-  const std::size_t n = std::size_t(e.elements);
-  e.ref.resize(n);
-  e.bound.assign(n, 0.0);
-  std::atomic<std::size_t> bad{n};
-  parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
-    for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) {
-      const double v = real[i];
-      const double q = quantize(m, e.dtype, v);
-      if (is_int(e.dtype) && !(q >= integer_range(e.dtype).first && q <= integer_range(e.dtype).second)) {
-        std::size_t was = bad.load();
-        while (i < was && !bad.compare_exchange_weak(was, i)) {
-        }
-        continue;
-      }
-      store_element(e.dtype, e.bytes.data(), i, q);
-      e.ref[i] = q;
-      const double delta = m.band * 0x1p-24 * std::fabs(v);
-      if (!(delta > 0) || !std::isfinite(v)) continue;
-      // Exactly on a boundary (a tie of half_even, an integer of floor): the rule decides, that is
-      // what it is for; the neighbours are admitted only for values the kernel computes inexactly.
-      if (quantize(m, e.dtype, std::nextafter(v, -INFINITY)) != quantize(m, e.dtype, std::nextafter(v, INFINITY))) continue;
-      const double lo = quantize(m, e.dtype, v - delta), hi = quantize(m, e.dtype, v + delta);
-      if (lo != hi && std::isfinite(lo) && std::isfinite(hi)) {
-        e.ref[i] = lo / 2 + hi / 2;
-        e.bound[i] = std::fabs(hi - lo) / 2;
-      }
-    }
-  });
-  if (bad.load() < n) {
-    const std::size_t i = bad.load();
-    throw_error(ErrorKind::input, fmt::format("contract {}: reference output '{}' on case {}: element {} = {} quantizes to {}, outside {} "
-                                              "(declare saturate = true or a clamp, or fix the reference)",
-                                              s_.file.string(), td.name, data.spec.id, i, real[i], quantize(m, e.dtype, real[i]), to_string(e.dtype)));
-  }
-  to_storage(s_, e, data.dims);
 }
 
 std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::map<std::string, RefOutput> ref,

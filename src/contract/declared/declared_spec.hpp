@@ -72,6 +72,8 @@ struct TensorDef;
 // The reference gives this output as exact integers (int64), not as float64 values: integer
 // outputs, unless they are quantized from a real value.
 bool reference_gives_integers(const TensorDef& t, DType d);
+// The smallest and largest value an integer dtype (bool included) holds (declared_quantized.cpp).
+std::pair<double, double> integer_range(DType t);
 
 struct TensorDef {
   std::string name;
