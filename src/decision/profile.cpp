@@ -15,9 +15,6 @@
 namespace kqual::decision {
 namespace {
 
-constexpr EnumNames<CacheMode, 3> kCacheModeNames{
-    {{{CacheMode::off, "off"}, {CacheMode::cold, "cold"}, {CacheMode::warm, "warm"}}}};
-
 [[noreturn]] void bad(const std::string& src, const std::string& key, const std::string& what) {
   throw_error(ErrorKind::input, fmt::format("deployment profile {}: key '{}': {}", src, key, what));
 }
@@ -190,10 +187,6 @@ void parse_decision(const std::string& src, const toml::node& node, DeploymentPr
 }
 
 }  // namespace
-
-const char* to_string(CacheMode m) { return kCacheModeNames.name(m, "?"); }
-
-std::optional<CacheMode> cache_mode_from_string(std::string_view s) { return kCacheModeNames.parse(s); }
 
 DeploymentProfile parse_profile(std::string_view toml_text, const std::string& src) {
   toml::table t;

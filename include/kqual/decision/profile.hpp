@@ -7,19 +7,16 @@
 #include <string_view>
 #include <vector>
 
+#include "kqual/core/jit_cache.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/model/service.hpp"
 
 namespace kqual::decision {
 
-// State of the driver's JIT cache (CUDA_CACHE_PATH) when a process of the service starts.
-enum class CacheMode {
-  off,   // CUDA_CACHE_DISABLE=1: every PTX load compiles
-  cold,  // a fresh cache directory (new container, new host): the first load compiles
-  warm,  // the cache already holds this module's compiled code
-};
-const char* to_string(CacheMode m);                 // "off", "cold", "warm"
-std::optional<CacheMode> cache_mode_from_string(std::string_view s);
+// The JIT cache state a fresh process of the service finds (core/jit_cache.hpp).
+using kqual::CacheMode;
+using kqual::cache_mode_from_string;
+using kqual::to_string;
 
 // How the service is simulated for the service view (docs/service-view.md, "Profiles"): the
 // `[service]` table. Every key is optional; what is left out is derived from the profile.

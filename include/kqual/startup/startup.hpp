@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "kqual/core/json.hpp"
-#include "kqual/decision/profile.hpp"
+#include "kqual/core/jit_cache.hpp"
 #include "kqual/stats/summary.hpp"
 
 namespace kqual::startup {
 
-using decision::CacheMode;
+using kqual::CacheMode;
 
 enum class LoadingMode { lazy, eager };  // CUDA_MODULE_LOADING
 const char* to_string(LoadingMode m);    // "LAZY", "EAGER"
