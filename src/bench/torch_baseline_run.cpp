@@ -12,7 +12,7 @@
 #include "kqual/check/evaluate.hpp"
 #include "kqual/check/plan.hpp"
 #include "kqual/contract/declared/declared.hpp"
-#include "kqual/contract/importers/import_kernelbench.hpp"
+#include "kqual/core/self.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/worker/session.hpp"
@@ -46,7 +46,10 @@ TorchStart start_torch_worker(worker::Session& s, const TorchOperation& op, cons
   fs::path script;
   try {
     python = contract::reference_python();
-    script = contract::torch_tool("timing_worker.py");
+    const auto tools = find_project_folder("tools/torch");
+    if (!tools || !fs::exists(*tools / "timing_worker.py"))
+      throw_error(ErrorKind::input, "tools/torch/timing_worker.py not found ($KQUAL_HOME/tools/torch, or a folder above the kqual executable)");
+    script = *tools / "timing_worker.py";
   } catch (const Error& e) {
     ts.blocker = std::string("not run: ") + e.what();
     return ts;
