@@ -429,3 +429,26 @@ TEST(DeclaredF16Mask, MaskedSoftmaxRejectsEachKnownBrokenKernelForItsStatedClass
 
 }  // namespace
 }  // namespace kqual::contract
+
+namespace kqual::contract {
+namespace {
+
+// Both contracts' axes stop at 2^31 elements (the device generator makes no f16 or bool inputs, so no
+// case past it could check a claim there): their policies list no shapes past 2^31 as not run, where
+// a contract reaching past 2^31 without [index_cases] (rmsnorm_strided) still does.
+TEST(DeclaredF16Mask, NoShapesPast2To31AreListedWhereTheAxesStopBelow) {
+  for (const char* name : {"layernorm_f16", "masked_softmax"}) {
+    const Contract& c = load_declared_contract(kF16MaskRepo / "contracts" / name);
+    Supports widest;
+    widest.dtypes = c.dtypes();
+    widest.max_n = std::numeric_limits<std::int64_t>::max();
+    EXPECT_FALSE(c.claimed_range(widest).past_int32()) << name;
+    EXPECT_EQ(c.numerical_policy().find("past 2^31"), std::string::npos) << name << ": " << c.numerical_policy();
+  }
+  const Contract& strided = load_declared_contract(kF16MaskRepo / "contracts/rmsnorm_strided");
+  EXPECT_NE(strided.numerical_policy().find("every shape past 2^31 elements: no [index_cases] axis"), std::string::npos)
+      << strided.numerical_policy();
+}
+
+}  // namespace
+}  // namespace kqual::contract

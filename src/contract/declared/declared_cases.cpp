@@ -255,7 +255,9 @@ std::string DeclaredContract::coverage_gaps() const {
   // Grouped by why, in the order first met; each group names up to kShown shapes.
   std::vector<std::string> order;
   std::map<std::string, std::vector<std::string>> by_why;
-  if (s_.independent_axis.empty())
+  // Only where the axes' ranges reach past 2^31 elements: a contract whose ranges stop below (one with
+  // f16 or bool inputs, which the device generator does not make) has no such shape to leave out.
+  if (s_.independent_axis.empty() && claimed_range(all).past_int32())
     order.push_back("every shape past 2^31 elements: no [index_cases] axis, so a claim reaching there is not checked there");
   for (const auto& g : gaps) {
     if (!by_why.count(g.why)) order.push_back(g.why);
