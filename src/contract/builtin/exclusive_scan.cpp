@@ -11,8 +11,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <set>
 
+#include "builtin_cases.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/random.hpp"
@@ -52,11 +52,9 @@ class ExclusiveScan final : public Contract {
               .reason = "the i32 scan is exact (modulo 2^32) in any order: any run-to-run difference is already a wrong "
                         "element",
               .opt_out = "none: an exact integer scan has one right answer"};
-    return {.required = false,
-            .reason = "the f32 error bound admits any association order, and single-pass scans with decoupled look-back "
-                      "(CUB's) combine tile prefixes in an order that depends on timing",
-            .opt_out = "claim [supports] deterministic = true in the candidate's manifest to be held to bitwise "
-                       "reproducibility"};
+    return builtin::any_order_admitted(
+        "the f32 error bound admits any association order, and single-pass scans with decoupled look-back (CUB's) combine "
+        "tile prefixes in an order that depends on timing");
   }
 
   std::string numerical_policy() const override {
@@ -137,19 +135,11 @@ class ExclusiveScan final : public Contract {
                                              1025, 4095, 4096, 4097, 8191,  8192,  8193,  12289,  65537,  999983, (1 << 24) + 1};
     std::vector<CaseSpec> cases;
     auto add = [&](DType t, std::int64_t n, const std::string& fam, std::int64_t off) {
-      if (n > cand.max_n) return;
-      CaseSpec c;
-      c.dtype = t;
-      c.dims = {{"n", n}};
-      c.family = fam;
-      c.offset_elements = off;
-      c.seed = mix_seed(seed, std::uint64_t(n) * 131 + std::hash<std::string>{}(fam) + std::uint64_t(t) * 7 + std::uint64_t(off));
-      c.id = fmt::format("{}/n={}/{}{}", to_string(t), n, fam, off ? "/offset=1" : "");
-      cases.push_back(c);
+      if (n <= cand.max_n) cases.push_back(builtin::vector_family_case(t, n, fam, off, seed));
     };
     for (DType t : dtypes()) {
       if (!cand.supports(t)) continue;
-      const bool unaligned = std::int64_t(dtype_size(t)) % cand.min_alignment_bytes == 0;
+      const bool unaligned = builtin::admits_element_offset(cand, t);
       const std::vector<std::string> fams = t == DType::i32
                                                 ? std::vector<std::string>{"counts", "signed", "wrap"}
                                                 : std::vector<std::string>{"normal", "nonzero_mean", "alternating", "log_uniform"};
@@ -175,43 +165,32 @@ class ExclusiveScan final : public Contract {
   CaseData make_case(const CaseSpec& spec) const override {
     const std::int64_t n64 = spec.dim("n");
     if (n64 < 1) throw_error(ErrorKind::unsupported, "case with n < 1");
-    const std::set<std::string> known = {"counts", "signed", "wrap", "normal", "nonzero_mean", "alternating", "log_uniform", "specials"};
-    if (!known.count(spec.family)) throw_error(ErrorKind::internal, "unknown value family '" + spec.family + "'");
+    builtin::require_known_family(spec, {"counts", "signed", "wrap", "normal", "nonzero_mean", "alternating", "log_uniform", "specials"});
     if (spec.dtype != DType::i32 && spec.dtype != DType::f32)
       throw_error(ErrorKind::unsupported, fmt::format("exclusive_scan has no dtype {}", to_string(spec.dtype)));
     const std::size_t n = std::size_t(n64);
     CaseData d;
     d.spec = spec;
     d.dims["n"] = n64;
-    Tensor x;
-    x.name = "x";
-    x.dtype = spec.dtype;
-    x.elements = n64;
-    x.bytes.resize(n * 4);
-    // Chunks of 2^16 elements with their own generator: the same data whatever the thread count.
-    constexpr std::size_t kChunk = std::size_t(1) << 16;
-    const std::size_t chunks = (n + kChunk - 1) / kChunk;
-    parallel_for(chunks, [&](std::size_t c) {
-      Rng rng(mix_seed(spec.seed, c));
-      for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
-        if (spec.dtype == DType::i32) {
-          std::int32_t v;
-          if (spec.family == "counts") v = rng.below(3) == 0 ? 0 : std::int32_t(rng.below(10));  // runs of zeros
-          else if (spec.family == "signed") v = std::int32_t(rng.below(2000001)) - 1000000;
-          else {  // "wrap": large magnitudes, the sum overflows within a few elements
-            std::uint32_t w = std::uint32_t(rng.below(std::uint64_t(1) << 30)) + (std::uint32_t(1) << 30);
-            if (rng.below(5) == 0) w = 0u - w;
-            std::memcpy(&v, &w, 4);
-          }
-          std::memcpy(x.bytes.data() + 4 * i, &v, 4);
-        } else {
-          float v;
-          if (spec.family == "normal" || spec.family == "specials") v = float(rng.normal());
-          else if (spec.family == "nonzero_mean") v = float(0.7 + 0.03 * rng.normal());  // mean >> std, biased rounding
-          else if (spec.family == "alternating") v = float((i % 2 ? -1.0 : 1.0) * (1.0 + rng.uniform()));
-          else v = float((rng.below(2) ? -1.0 : 1.0) * std::ldexp(1.0 + rng.uniform(), int(rng.below(41)) - 20));
-          std::memcpy(x.bytes.data() + 4 * i, &v, 4);
+    Tensor x = builtin::zeroed_tensor("x", spec.dtype, n64);
+    builtin::for_each_in_seeded_chunks(n, spec.seed, [&](std::size_t i, Rng& rng) {
+      if (spec.dtype == DType::i32) {
+        std::int32_t v;
+        if (spec.family == "counts") v = rng.below(3) == 0 ? 0 : std::int32_t(rng.below(10));  // runs of zeros
+        else if (spec.family == "signed") v = std::int32_t(rng.below(2000001)) - 1000000;
+        else {  // "wrap": large magnitudes, the sum overflows within a few elements
+          std::uint32_t w = std::uint32_t(rng.below(std::uint64_t(1) << 30)) + (std::uint32_t(1) << 30);
+          if (rng.below(5) == 0) w = 0u - w;
+          std::memcpy(&v, &w, 4);
         }
+        std::memcpy(x.bytes.data() + 4 * i, &v, 4);
+      } else {
+        float v;
+        if (spec.family == "normal" || spec.family == "specials") v = float(rng.normal());
+        else if (spec.family == "nonzero_mean") v = float(0.7 + 0.03 * rng.normal());  // mean >> std, biased rounding
+        else if (spec.family == "alternating") v = float((i % 2 ? -1.0 : 1.0) * (1.0 + rng.uniform()));
+        else v = float((rng.below(2) ? -1.0 : 1.0) * std::ldexp(1.0 + rng.uniform(), int(rng.below(41)) - 20));
+        std::memcpy(x.bytes.data() + 4 * i, &v, 4);
       }
     });
     if (spec.family == "specials" && n >= 8) {
@@ -228,11 +207,7 @@ class ExclusiveScan final : public Contract {
   std::vector<Tensor> reference(const CaseData& data, ReferenceHost& /*host*/) const override {
     const Tensor& x = data.inputs.at(0);
     const std::size_t n = std::size_t(x.elements);
-    Tensor y;
-    y.name = "y";
-    y.dtype = x.dtype;
-    y.elements = x.elements;
-    y.bytes.resize(n * 4);
+    Tensor y = builtin::zeroed_tensor("y", x.dtype, x.elements);
     if (x.dtype == DType::i32) {
       std::uint32_t acc = 0;  // modulo 2^32
       for (std::size_t i = 0; i < n; ++i) {

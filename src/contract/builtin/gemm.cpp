@@ -24,8 +24,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <set>
 
+#include "builtin_cases.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/random.hpp"
@@ -53,14 +53,9 @@ double ulp_out(DType t, double x) {
 
 // The expected output from an f64 reference and S (shared by the CPU and GPU paths).
 Tensor expected_c(DType t, std::int64_t m, std::int64_t n, std::int64_t k, const double* cref, const double* sabs) {
-  Tensor c;
-  c.name = "c";
-  c.dtype = t;
-  c.elements = m * n;
+  Tensor c = builtin::zeroed_tensor("c", t, m * n, true);
   const std::size_t count = std::size_t(m * n);
-  c.bytes.resize(count * dtype_size(t));
-  c.ref.assign(cref, cref + count);
-  c.bound.resize(count);
+  std::copy(cref, cref + count, c.ref.begin());
   const double rel = gamma_of(k) * unit_roundoff(DType::f32) + double(k) * std::ldexp(1.0, -53);
   for (std::size_t i = 0; i < count; ++i) {
     const double r = cref[i];
@@ -136,11 +131,9 @@ class Gemm final : public Contract {
   // two runs that add in different orders are both within it; the difference between them is held
   // to the same bound.
   Reproducibility reproducibility(DType) const override {
-    return {.required = false,
-            .reason = "split-K and stream-K with atomic accumulation are standard gemm techniques, and the "
-                      "reduction-aware error bound already covers any summation order",
-            .opt_out = "claim [supports] deterministic = true in the candidate's manifest to be held to bitwise "
-                       "reproducibility"};
+    return builtin::any_order_admitted(
+        "split-K and stream-K with atomic accumulation are standard gemm techniques, and the reduction-aware error bound "
+        "already covers any summation order");
   }
 
   std::string numerical_policy() const override {
@@ -190,8 +183,7 @@ class Gemm final : public Contract {
     std::vector<CaseSpec> cases;
     for (DType t : dtypes()) {
       if (!cand.supports(t)) continue;
-      const std::int64_t esize = std::int64_t(dtype_size(t));
-      const bool offsets_ok = esize % cand.min_alignment_bytes == 0;
+      const bool offsets_ok = builtin::admits_element_offset(cand, t);
       std::vector<S> list = t == DType::f32 ? f32_cases : bf16_cases;
       if (include_large) {
         const auto& big = t == DType::f32 ? f32_large : bf16_large;
@@ -224,8 +216,8 @@ class Gemm final : public Contract {
   CaseData make_case(const CaseSpec& spec) const override {
     const std::int64_t m = spec.dim("m"), n = spec.dim("n"), k = spec.dim("k");
     if (m < 1 || n < 1 || k < 1) throw_error(ErrorKind::unsupported, fmt::format("gemm case {} has an empty dim", spec.id));
-    static const std::set<std::string> known = {"normal", "nonzero_mean", "integers", "identity", "row_scaled", "specials"};
-    if (!known.count(spec.family)) throw_error(ErrorKind::internal, "unknown gemm value family '" + spec.family + "'");
+    builtin::require_known_family(spec, {"normal", "nonzero_mean", "integers", "identity", "row_scaled", "specials"},
+                                  "gemm value family");
     CaseData d;
     d.spec = spec;
     d.dims = {{"m", m}, {"n", n}, {"k", k}};
@@ -233,23 +225,18 @@ class Gemm final : public Contract {
     const std::string& fam = spec.family;
     // Element e of a (row e / k) or b (column e % n), from a generator per 2^16-element chunk.
     auto fill = [&](std::vector<float>& v, std::uint64_t which, std::int64_t cols, bool is_a) {
-      constexpr std::size_t kChunk = std::size_t(1) << 16;
-      const std::size_t count = v.size(), chunks = (count + kChunk - 1) / kChunk;
-      parallel_for(chunks, [&](std::size_t ch) {
-        Rng rng(mix_seed(spec.seed, which * 1000003 + ch));
-        for (std::size_t e = ch * kChunk; e < std::min(count, (ch + 1) * kChunk); ++e) {
-          const std::int64_t row = std::int64_t(e) / cols, col = std::int64_t(e) % cols;
-          float x;
-          if (fam == "nonzero_mean") x = is_a ? float(1.0 + 0.5 * rng.normal()) : float(0.5 + 0.25 * rng.normal());
-          else if (fam == "integers") x = float(std::int64_t(rng.below(7)) - 3);
-          else if (fam == "identity") x = is_a ? (row % k == col ? 1.0f : 0.0f) : float(rng.normal());
-          else if (fam == "row_scaled")
-            // a's rows and b's columns scaled over 2^-20..2^20 and 2^-18..2^18: the bound must be per element.
-            x = is_a ? float(std::ldexp(rng.normal(), int(row % 41) - 20)) : float(std::ldexp(rng.normal(), int(col % 37) - 18));
-          else x = float(rng.normal());  // normal, specials
-          v[e] = x;
-        }
-      });
+      builtin::for_each_in_seeded_chunks(v.size(), spec.seed, [&](std::size_t e, Rng& rng) {
+        const std::int64_t row = std::int64_t(e) / cols, col = std::int64_t(e) % cols;
+        float x;
+        if (fam == "nonzero_mean") x = is_a ? float(1.0 + 0.5 * rng.normal()) : float(0.5 + 0.25 * rng.normal());
+        else if (fam == "integers") x = float(std::int64_t(rng.below(7)) - 3);
+        else if (fam == "identity") x = is_a ? (row % k == col ? 1.0f : 0.0f) : float(rng.normal());
+        else if (fam == "row_scaled")
+          // a's rows and b's columns scaled over 2^-20..2^20 and 2^-18..2^18: the bound must be per element.
+          x = is_a ? float(std::ldexp(rng.normal(), int(row % 41) - 20)) : float(std::ldexp(rng.normal(), int(col % 37) - 18));
+        else x = float(rng.normal());  // normal, specials
+        v[e] = x;
+      }, which * 1000003);
     };
     fill(a, 1, k, true);
     fill(b, 2, n, false);
@@ -262,22 +249,8 @@ class Gemm final : public Contract {
       B(k - 1, n / 2) = 0.0f;             // ... except Inf * 0 = NaN at (m-1, n/2)
       B(0, n - 1) = -inf;                 // last column of c: ±Inf (or NaN where it meets +Inf)
     }
-    auto pack = [&](const char* name, const std::vector<float>& v) {
-      Tensor t;
-      t.name = name;
-      t.dtype = spec.dtype;
-      t.elements = std::int64_t(v.size());
-      t.bytes.resize(v.size() * dtype_size(spec.dtype));
-      if (spec.dtype == DType::f32) {
-        std::memcpy(t.bytes.data(), v.data(), v.size() * 4);
-      } else {
-        auto* p = reinterpret_cast<std::uint16_t*>(t.bytes.data());
-        for (std::size_t i = 0; i < v.size(); ++i) p[i] = f32_to_bf16_rne(v[i]);
-      }
-      return t;
-    };
-    d.inputs.push_back(pack("a", a));
-    d.inputs.push_back(pack("b", b));
+    d.inputs.push_back(builtin::float_values_tensor("a", spec.dtype, a));
+    d.inputs.push_back(builtin::float_values_tensor("b", spec.dtype, b));
     return d;
   }
 

@@ -11,8 +11,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <set>
 
+#include "builtin_cases.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/random.hpp"
@@ -51,11 +51,9 @@ class ReduceSum final : public Contract {
   // written for any association order; each run is held to it, and so is the difference between
   // two runs.
   Reproducibility reproducibility(DType) const override {
-    return {.required = false,
-            .reason = "splitting rows over blocks that atomicAdd onto a zeroed output is a standard technique, and the "
-                      "reduction-aware error bound already covers any summation order",
-            .opt_out = "claim [supports] deterministic = true in the candidate's manifest to be held to bitwise "
-                       "reproducibility"};
+    return builtin::any_order_admitted(
+        "splitting rows over blocks that atomicAdd onto a zeroed output is a standard technique, and the reduction-aware "
+        "error bound already covers any summation order");
   }
 
   std::string numerical_policy() const override {
@@ -92,20 +90,11 @@ class ReduceSum final : public Contract {
     const std::vector<std::string> fams = {"normal", "nonzero_mean", "alternating", "specials"};
     std::vector<CaseSpec> cases;
     auto add = [&](DType t, ReduceShape s, const std::string& fam, std::int64_t off) {
-      if (s.rows * s.cols > cand.max_n) return;
-      CaseSpec c;
-      c.dtype = t;
-      c.dims = {{"rows", s.rows}, {"cols", s.cols}};
-      c.family = fam;
-      c.offset_elements = off;
-      c.seed = mix_seed(seed, std::uint64_t(s.rows) * 1000003 + std::uint64_t(s.cols) * 131 + std::hash<std::string>{}(fam) +
-                                  std::uint64_t(t) * 7 + std::uint64_t(off));
-      c.id = fmt::format("{}/rows={},cols={}/{}{}", to_string(t), s.rows, s.cols, fam, off ? "/offset=1" : "");
-      cases.push_back(c);
+      if (s.rows * s.cols <= cand.max_n) cases.push_back(builtin::matrix_family_case(t, s.rows, s.cols, fam, off, seed, 131));
     };
     for (DType t : dtypes()) {
       if (!cand.supports(t)) continue;
-      const bool unaligned = std::int64_t(dtype_size(t)) % cand.min_alignment_bytes == 0;
+      const bool unaligned = builtin::admits_element_offset(cand, t);
       for (std::size_t k = 0; k < shapes.size(); ++k) {
         const ReduceShape s = shapes[k];
         std::string fam = fams[(k + (t == DType::bf16 ? 1 : 0)) % fams.size()];
@@ -129,21 +118,15 @@ class ReduceSum final : public Contract {
   CaseData make_case(const CaseSpec& spec) const override {
     const std::int64_t rows64 = spec.dim("rows"), cols64 = spec.dim("cols");
     if (rows64 < 1 || cols64 < 1) throw_error(ErrorKind::unsupported, "case with rows < 1 or cols < 1");
-    const std::set<std::string> known = {"normal", "nonzero_mean", "alternating", "specials"};
-    if (!known.count(spec.family)) throw_error(ErrorKind::internal, "unknown value family '" + spec.family + "'");
+    builtin::require_known_family(spec, {"normal", "nonzero_mean", "alternating", "specials"});
     if (spec.dtype != DType::f32 && spec.dtype != DType::bf16)
       throw_error(ErrorKind::unsupported, fmt::format("reduce_sum has no dtype {}", to_string(spec.dtype)));
     const std::size_t rows = std::size_t(rows64), cols = std::size_t(cols64), n = rows * cols;
-    const std::size_t es = dtype_size(spec.dtype);
     CaseData d;
     d.spec = spec;
     d.dims["rows"] = rows64;
     d.dims["cols"] = cols64;
-    Tensor x;
-    x.name = "x";
-    x.dtype = spec.dtype;
-    x.elements = std::int64_t(n);
-    x.bytes.resize(n * es);
+    Tensor x = builtin::zeroed_tensor("x", spec.dtype, std::int64_t(n));
     auto put = [&](std::size_t i, float v) {
       if (spec.dtype == DType::f32) std::memcpy(x.bytes.data() + 4 * i, &v, 4);
       else {
@@ -151,19 +134,14 @@ class ReduceSum final : public Contract {
         std::memcpy(x.bytes.data() + 2 * i, &b, 2);
       }
     };
-    constexpr std::size_t kChunk = std::size_t(1) << 16;
-    const std::size_t chunks = (n + kChunk - 1) / kChunk;
-    parallel_for(chunks, [&](std::size_t c) {
-      Rng rng(mix_seed(spec.seed, c));
-      for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
-        float v;
-        if (spec.family == "normal" || spec.family == "specials") v = float(rng.normal());
-        else if (spec.family == "nonzero_mean") v = float(0.7 + 0.03 * rng.normal());  // mean >> std
-        // (0.7, not a power of two: a narrow accumulator then rounds every add the same way, so its
-        // error grows linearly with the row instead of as a random walk)
-        else v = float(((i % cols) % 2 ? -1.0 : 1.0) * (1.0 + rng.uniform()));     // alternating sign per row
-        put(i, v);
-      }
+    builtin::for_each_in_seeded_chunks(n, spec.seed, [&](std::size_t i, Rng& rng) {
+      float v;
+      if (spec.family == "normal" || spec.family == "specials") v = float(rng.normal());
+      else if (spec.family == "nonzero_mean") v = float(0.7 + 0.03 * rng.normal());  // mean >> std
+      // (0.7, not a power of two: a narrow accumulator then rounds every add the same way, so its
+      // error grows linearly with the row instead of as a random walk)
+      else v = float(((i % cols) % 2 ? -1.0 : 1.0) * (1.0 + rng.uniform()));  // alternating sign per row
+      put(i, v);
     });
     if (spec.family == "specials" && rows >= 4) {
       const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
@@ -184,13 +162,7 @@ class ReduceSum final : public Contract {
     const Tensor& x = data.inputs.at(0);
     const std::size_t rows = std::size_t(data.dims.at("rows")), cols = std::size_t(data.dims.at("cols"));
     const DType t = x.dtype;
-    Tensor y;
-    y.name = "y";
-    y.dtype = t;
-    y.elements = std::int64_t(rows);
-    y.bytes.resize(rows * dtype_size(t));
-    y.ref.resize(rows);
-    y.bound.resize(rows);
+    Tensor y = builtin::zeroed_tensor("y", t, std::int64_t(rows), true);
     const double u = unit_roundoff(DType::f32);
     const double uo = unit_roundoff(t);
     const double k = double(cols - 1);

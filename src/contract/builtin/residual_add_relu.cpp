@@ -10,9 +10,9 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <set>
 #include <thread>
 
+#include "builtin_cases.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/random.hpp"
@@ -81,8 +81,7 @@ class ResidualAddRelu final : public Contract {
     std::vector<CaseSpec> cases;
     for (DType t : dtypes()) {
       if (!cand.supports(t)) continue;
-      std::int64_t esize = std::int64_t(dtype_size(t));
-      bool unaligned = esize % cand.min_alignment_bytes == 0;
+      const bool unaligned = builtin::admits_element_offset(cand, t);
       for (std::int64_t n : sizes) {
         if (n > cand.max_n) continue;
         for (const auto& fam : families) {
@@ -90,14 +89,7 @@ class ResidualAddRelu final : public Contract {
           if (n > 2'000'000 && fam != "normal" && fam != "specials") continue;
           for (std::int64_t off : {std::int64_t(0), std::int64_t(1)}) {
             if (off == 1 && (!unaligned || (fam != "normal" && fam != "specials"))) continue;
-            CaseSpec c;
-            c.dtype = t;
-            c.dims = {{"n", n}};
-            c.family = fam;
-            c.offset_elements = off;
-            c.seed = mix_seed(seed, std::uint64_t(n) * 131 + std::hash<std::string>{}(fam) + std::uint64_t(t) * 7 + std::uint64_t(off));
-            c.id = fmt::format("{}/n={}/{}{}", to_string(t), n, fam, off ? "/offset=1" : "");
-            cases.push_back(c);
+            cases.push_back(builtin::vector_family_case(t, n, fam, off, seed));
           }
         }
       }
@@ -221,7 +213,7 @@ extern "C" __global__ void kqual_ref_add_relu_bf16(const unsigned short* x, cons
     const float fmax = spec.dtype == DType::f32 ? FLT_MAX : bf16_to_f32(0x7F7F);
     // Values come in chunks of 2^16 elements, each from its own generator seeded by (seed, chunk):
     // the data is the same whatever the thread count, and large cases are generated in parallel.
-    auto fill = [&](std::size_t begin, std::size_t end, Rng& rng) {
+    auto fill = [&](std::size_t i, Rng& rng) {
       auto denormal = [&]() {
         // A random subnormal of the storage type, either sign.
         std::uint32_t bits;
@@ -232,42 +224,34 @@ extern "C" __global__ void kqual_ref_add_relu_bf16(const unsigned short* x, cons
         float v = f32_from_bits(bits);
         return rng.below(2) ? -v : v;
       };
-      for (std::size_t i = begin; i < end; ++i) {
-        float x = 0, r = 0;
-        if (spec.family == "normal") {
-          x = float(rng.normal()); r = float(rng.normal());
-        } else if (spec.family == "uniform") {
-          x = float(rng.uniform(-1, 1)); r = float(rng.uniform(-1, 1));
-        } else if (spec.family == "nonzero_mean") {
-          x = float(3.0 + rng.normal()); r = float(-1.0 + 0.5 * rng.normal());
-        } else if (spec.family == "all_negative") {
-          x = -float(rng.uniform(1e-3, 100)); r = -float(rng.uniform(1e-3, 100));
-        } else if (spec.family == "near_max") {
-          // Half of the pairs share a sign, so their sum overflows to ±Inf.
-          x = float(rng.uniform(0.5, 1.0)) * fmax; r = float(rng.uniform(0.5, 1.0)) * fmax;
-          if (rng.below(2)) x = -x;
-          if (rng.below(2)) r = -r;
-        } else if (spec.family == "denormals") {
-          x = denormal();
-          r = rng.below(4) == 0 ? float(rng.normal()) * 1e-37f : denormal();
-        } else {  // specials
-          x = float(rng.normal()); r = float(rng.normal());
-          const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
-                                    -std::numeric_limits<float>::infinity(), -0.0f, 0.0f};
-          if (rng.below(8) == 0) x = specials[rng.below(5)];
-          if (rng.below(8) == 0) r = specials[rng.below(5)];
-        }
-        xs[i] = x; rs[i] = r;
+      float x = 0, r = 0;
+      if (spec.family == "normal") {
+        x = float(rng.normal()); r = float(rng.normal());
+      } else if (spec.family == "uniform") {
+        x = float(rng.uniform(-1, 1)); r = float(rng.uniform(-1, 1));
+      } else if (spec.family == "nonzero_mean") {
+        x = float(3.0 + rng.normal()); r = float(-1.0 + 0.5 * rng.normal());
+      } else if (spec.family == "all_negative") {
+        x = -float(rng.uniform(1e-3, 100)); r = -float(rng.uniform(1e-3, 100));
+      } else if (spec.family == "near_max") {
+        // Half of the pairs share a sign, so their sum overflows to ±Inf.
+        x = float(rng.uniform(0.5, 1.0)) * fmax; r = float(rng.uniform(0.5, 1.0)) * fmax;
+        if (rng.below(2)) x = -x;
+        if (rng.below(2)) r = -r;
+      } else if (spec.family == "denormals") {
+        x = denormal();
+        r = rng.below(4) == 0 ? float(rng.normal()) * 1e-37f : denormal();
+      } else {  // specials
+        x = float(rng.normal()); r = float(rng.normal());
+        const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                                  -std::numeric_limits<float>::infinity(), -0.0f, 0.0f};
+        if (rng.below(8) == 0) x = specials[rng.below(5)];
+        if (rng.below(8) == 0) r = specials[rng.below(5)];
       }
+      xs[i] = x; rs[i] = r;
     };
-    const std::set<std::string> known = {"normal", "uniform", "nonzero_mean", "all_negative", "near_max", "denormals", "specials"};
-    if (!known.count(spec.family)) throw_error(ErrorKind::internal, "unknown value family '" + spec.family + "'");
-    constexpr std::size_t kChunk = std::size_t(1) << 16;
-    const std::size_t chunks = (n + kChunk - 1) / kChunk;
-    parallel_for(chunks, [&](std::size_t c) {
-      Rng rng(mix_seed(spec.seed, c));
-      fill(c * kChunk, std::min(n, (c + 1) * kChunk), rng);
-    });
+    builtin::require_known_family(spec, {"normal", "uniform", "nonzero_mean", "all_negative", "near_max", "denormals", "specials"});
+    builtin::for_each_in_seeded_chunks(n, spec.seed, fill);
     if (spec.family == "specials" && n >= 4) {
       // Make sure the classic traps are present whatever the random draw did.
       xs[0] = std::numeric_limits<float>::quiet_NaN();
@@ -275,33 +259,15 @@ extern "C" __global__ void kqual_ref_add_relu_bf16(const unsigned short* x, cons
       xs[2] = -0.0f; rs[2] = -0.0f;
       xs[n - 1] = std::numeric_limits<float>::quiet_NaN(); rs[n - 1] = -1.0f;
     }
-    auto pack = [&](const std::string& name, const std::vector<float>& v) {
-      Tensor t;
-      t.name = name;
-      t.dtype = spec.dtype;
-      t.elements = n64;
-      t.bytes.resize(n * dtype_size(spec.dtype));
-      if (spec.dtype == DType::f32) {
-        std::memcpy(t.bytes.data(), v.data(), n * 4);
-      } else {
-        auto* p = reinterpret_cast<std::uint16_t*>(t.bytes.data());
-        for (std::size_t i = 0; i < n; ++i) p[i] = f32_to_bf16_rne(v[i]);
-      }
-      return t;
-    };
-    d.inputs.push_back(pack("x", xs));
-    d.inputs.push_back(pack("r", rs));
+    d.inputs.push_back(builtin::float_values_tensor("x", spec.dtype, xs));
+    d.inputs.push_back(builtin::float_values_tensor("r", spec.dtype, rs));
     return d;
   }
 
   std::vector<Tensor> reference(const CaseData& data, ReferenceHost& /*host*/) const override {
     const Tensor& x = data.inputs.at(0);
     const Tensor& r = data.inputs.at(1);
-    Tensor y;
-    y.name = "y";
-    y.dtype = x.dtype;
-    y.elements = x.elements;
-    y.bytes.resize(x.bytes.size());
+    Tensor y = builtin::zeroed_tensor("y", x.dtype, x.elements);
     std::size_t n = std::size_t(x.elements);
     if (x.dtype == DType::f32) {
       auto* px = reinterpret_cast<const float*>(x.bytes.data());

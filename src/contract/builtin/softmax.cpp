@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "builtin_cases.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/random.hpp"
@@ -107,16 +108,8 @@ class Softmax final : public Contract {
     std::vector<CaseSpec> cases;
     auto add = [&](DType t, Shape s, const std::string& fam, std::int64_t off = 0) {
       if (!cand.supports(t) || s.rows * s.cols > cand.max_n) return;
-      if (off && std::int64_t(dtype_size(t)) % cand.min_alignment_bytes != 0) return;
-      CaseSpec c;
-      c.dtype = t;
-      c.dims = {{"rows", s.rows}, {"cols", s.cols}};
-      c.family = fam;
-      c.offset_elements = off;
-      c.seed = mix_seed(seed, std::uint64_t(s.rows) * 1000003u + std::uint64_t(s.cols) * 31u +
-                                  std::hash<std::string>{}(fam) + std::uint64_t(t) * 7u + std::uint64_t(off));
-      c.id = fmt::format("{}/rows={},cols={}/{}{}", to_string(t), s.rows, s.cols, fam, off ? "/offset=1" : "");
-      cases.push_back(c);
+      if (off && !builtin::admits_element_offset(cand, t)) return;
+      cases.push_back(builtin::matrix_family_case(t, s.rows, s.cols, fam, off, seed, 31));
     };
     const std::vector<Shape> shapes = {{1, 1},    {7, 1},     {5, 2},     {6, 3},     {5, 31},    {5, 32},
                                        {5, 33},   {9, 127},   {9, 128},   {9, 129},   {7, 255},   {7, 256},
@@ -159,10 +152,7 @@ class Softmax final : public Contract {
   CaseData make_case(const CaseSpec& spec) const override {
     const std::int64_t rows = spec.dim("rows"), cols = spec.dim("cols");
     if (rows < 1 || cols < 1) throw_error(ErrorKind::unsupported, fmt::format("case {}: empty shape", spec.id));
-    static const char* families[] = {"normal", "nonzero_mean", "large_logits", "all_equal", "ramp", "neg_inf", "specials"};
-    bool known = false;
-    for (const char* f : families) known |= spec.family == f;
-    if (!known) throw_error(ErrorKind::internal, "unknown value family '" + spec.family + "'");
+    builtin::require_known_family(spec, {"normal", "nonzero_mean", "large_logits", "all_equal", "ramp", "neg_inf", "specials"});
     CaseData d;
     d.spec = spec;
     d.dims = {{"rows", rows}, {"cols", cols}};
@@ -224,18 +214,7 @@ class Softmax final : public Contract {
         }
       }
     });
-    Tensor x;
-    x.name = "x";
-    x.dtype = spec.dtype;
-    x.elements = rows * cols;
-    x.bytes.resize(R * C * dtype_size(spec.dtype));
-    if (spec.dtype == DType::f32) {
-      std::memcpy(x.bytes.data(), v.data(), v.size() * 4);
-    } else {
-      auto* p = reinterpret_cast<std::uint16_t*>(x.bytes.data());
-      for (std::size_t i = 0; i < v.size(); ++i) p[i] = f32_to_bf16_rne(v[i]);
-    }
-    d.inputs.push_back(std::move(x));
+    d.inputs.push_back(builtin::float_values_tensor("x", spec.dtype, v));
     return d;
   }
 
@@ -243,13 +222,7 @@ class Softmax final : public Contract {
     const Tensor& x = data.inputs.at(0);
     const DType t = x.dtype;
     const std::size_t R = std::size_t(data.dims.at("rows")), C = std::size_t(data.dims.at("cols"));
-    Tensor y;
-    y.name = "y";
-    y.dtype = t;
-    y.elements = x.elements;
-    y.bytes.resize(x.bytes.size());
-    y.ref.resize(R * C);
-    y.bound.resize(R * C);
+    Tensor y = builtin::zeroed_tensor("y", t, x.elements, true);
     const double u = std::ldexp(1.0, -24), ub = unit_roundoff(DType::bf16);
     const double nan = std::numeric_limits<double>::quiet_NaN();
     parallel_for(R, [&](std::size_t r) {

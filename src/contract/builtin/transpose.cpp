@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 
+#include "builtin_cases.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/random.hpp"
@@ -99,15 +100,7 @@ class Transpose final : public Contract {
     std::vector<CaseSpec> cases;
     auto add = [&](DType t, Shape s, const std::string& fam, std::int64_t off) {
       if (!cand.supports(t) || s.rows * s.cols > cand.max_n) return;
-      CaseSpec c;
-      c.dtype = t;
-      c.dims = {{"rows", s.rows}, {"cols", s.cols}};
-      c.family = fam;
-      c.offset_elements = off;
-      c.seed = mix_seed(seed, std::uint64_t(s.rows) * 1000003u + std::uint64_t(s.cols) * 31u +
-                                  std::hash<std::string>{}(fam) + std::uint64_t(t) * 7u + std::uint64_t(off));
-      c.id = fmt::format("{}/rows={},cols={}/{}{}", to_string(t), s.rows, s.cols, fam, off ? "/offset=1" : "");
-      cases.push_back(c);
+      cases.push_back(builtin::matrix_family_case(t, s.rows, s.cols, fam, off, seed, 31));
     };
     for (const Shape& s : shapes) {
       const bool big = s.rows * s.cols > 2'000'000;
@@ -119,7 +112,7 @@ class Transpose final : public Contract {
     }
     // One-element start offsets (misaligned vector access) where the candidate claims element alignment.
     for (DType t : {DType::f32, DType::bf16}) {
-      if (std::int64_t(dtype_size(t)) % cand.min_alignment_bytes != 0) continue;
+      if (!builtin::admits_element_offset(cand, t)) continue;
       for (Shape s : {Shape{33, 31}, Shape{64, 64}, Shape{1031, 7}}) add(t, s, t == DType::f32 ? "specials" : "random_bits", 1);
     }
     if (include_large) {
@@ -137,21 +130,14 @@ class Transpose final : public Contract {
   CaseData make_case(const CaseSpec& spec) const override {
     const std::int64_t rows = spec.dim("rows"), cols = spec.dim("cols");
     if (rows < 1 || cols < 1) throw_error(ErrorKind::unsupported, fmt::format("case {}: empty shape", spec.id));
-    static const char* families[] = {"index", "random_bits", "specials"};
-    bool known = false;
-    for (const char* f : families) known |= spec.family == f;
-    if (!known) throw_error(ErrorKind::internal, "unknown value family '" + spec.family + "'");
+    builtin::require_known_family(spec, {"index", "random_bits", "specials"});
     CaseData d;
     d.spec = spec;
     d.dims = {{"rows", rows}, {"cols", cols}};
     const std::size_t n = std::size_t(rows * cols);
     const DType t = spec.dtype;
     const std::size_t es = dtype_size(t);
-    Tensor x;
-    x.name = "x";
-    x.dtype = t;
-    x.elements = std::int64_t(n);
-    x.bytes.resize(n * es);
+    Tensor x = builtin::zeroed_tensor("x", t, std::int64_t(n));
     std::uint8_t* p = x.bytes.data();
     auto put = [&](std::size_t i, std::uint32_t bits) { std::memcpy(p + i * es, &bits, es); };
     // Patterns are bit patterns, never produced by float arithmetic, so NaN payloads are exact.
@@ -175,21 +161,16 @@ class Transpose final : public Contract {
       const std::uint32_t v[] = {0x7FC1u, 0xFFC3u, 0x7F81u, 0xFFA5u, 0x7FC0u, 0x7F80u, 0xFF80u, 0x8000u, 0x0001u, 0x807Fu};
       return v[rng.below(10)];
     };
-    constexpr std::size_t kChunk = std::size_t(1) << 16;
-    const std::size_t chunks = (n + kChunk - 1) / kChunk;
-    parallel_for(chunks, [&](std::size_t c) {
-      Rng rng(mix_seed(spec.seed, c));
-      for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
-        if (spec.family == "index") {
-          // Every element distinct (up to 2^24 for f32), so any permutation error shows.
-          if (t == DType::f32) put(i, f32_bits(float(i % (std::size_t(1) << 24)) + 0.5f * float(i >> 24)));
-          else if (t == DType::i32) put(i, std::uint32_t(i) ^ 0x5A000000u);
-          else put(i, std::uint32_t(f32_to_bf16_rne(float(i % 65521) - 32000.0f)));
-        } else if (spec.family == "random_bits") {
-          put(i, random_finite(rng));
-        } else {  // specials: random finite values with one in eight special
-          put(i, rng.below(8) == 0 && t != DType::i32 ? special(rng) : random_finite(rng));
-        }
+    builtin::for_each_in_seeded_chunks(n, spec.seed, [&](std::size_t i, Rng& rng) {
+      if (spec.family == "index") {
+        // Every element distinct (up to 2^24 for f32), so any permutation error shows.
+        if (t == DType::f32) put(i, f32_bits(float(i % (std::size_t(1) << 24)) + 0.5f * float(i >> 24)));
+        else if (t == DType::i32) put(i, std::uint32_t(i) ^ 0x5A000000u);
+        else put(i, std::uint32_t(f32_to_bf16_rne(float(i % 65521) - 32000.0f)));
+      } else if (spec.family == "random_bits") {
+        put(i, random_finite(rng));
+      } else {  // specials: random finite values with one in eight special
+        put(i, rng.below(8) == 0 && t != DType::i32 ? special(rng) : random_finite(rng));
       }
     });
     if (spec.family == "specials" && is_float_type(t)) {
@@ -208,11 +189,7 @@ class Transpose final : public Contract {
     const Tensor& x = data.inputs.at(0);
     const std::size_t rows = std::size_t(data.dims.at("rows")), cols = std::size_t(data.dims.at("cols"));
     const std::size_t es = dtype_size(x.dtype);
-    Tensor y;
-    y.name = "y";
-    y.dtype = x.dtype;
-    y.elements = x.elements;
-    y.bytes.resize(x.bytes.size());
+    Tensor y = builtin::zeroed_tensor("y", x.dtype, x.elements);
     // Blocked by 64 rows so that both sides stay cache friendly; blocks in parallel.
     constexpr std::size_t kB = 64;
     parallel_for((rows + kB - 1) / kB, [&](std::size_t b) {

@@ -1,0 +1,117 @@
+#pragma once
+// Internal to src/contract/builtin/: what the built-in contracts do alike when they make cases —
+// a case's id and seed from its shape and value family, the family check, inputs packed from f32
+// values, empty outputs, data drawn in seeded chunks (the same whatever the thread count), and the
+// reproducibility rule of a contract whose bound admits any summation order. Not a public header.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "kqual/contract/compare.hpp"
+#include "kqual/contract/contract.hpp"
+#include "kqual/contract/random.hpp"
+#include "kqual/core/error.hpp"
+
+namespace kqual::contract::builtin {
+
+// A one-element start offset keeps the alignment the candidate claims (so its misaligned-access
+// cases may be run).
+inline bool admits_element_offset(const Supports& cand, DType t) {
+  return std::int64_t(dtype_size(t)) % cand.min_alignment_bytes == 0;
+}
+
+// A case of one value family over n contiguous elements: id "<dtype>/n=<n>/<family>[/offset=1]".
+inline CaseSpec vector_family_case(DType t, std::int64_t n, const std::string& family, std::int64_t offset, std::uint64_t seed) {
+  CaseSpec c;
+  c.dtype = t;
+  c.dims = {{"n", n}};
+  c.family = family;
+  c.offset_elements = offset;
+  c.seed = mix_seed(seed, std::uint64_t(n) * 131 + std::hash<std::string>{}(family) + std::uint64_t(t) * 7 + std::uint64_t(offset));
+  c.id = fmt::format("{}/n={}/{}{}", to_string(t), n, family, offset ? "/offset=1" : "");
+  return c;
+}
+
+// A case of one value family over a rows x cols matrix: id "<dtype>/rows=R,cols=C/<family>[/offset=1]".
+// cols_seed_weight is what cols is multiplied by in the case's seed: 31 for softmax and transpose,
+// 131 for reduce_sum, the seeds their cases have always had.
+inline CaseSpec matrix_family_case(DType t, std::int64_t rows, std::int64_t cols, const std::string& family, std::int64_t offset,
+                                   std::uint64_t seed, std::uint64_t cols_seed_weight) {
+  CaseSpec c;
+  c.dtype = t;
+  c.dims = {{"rows", rows}, {"cols", cols}};
+  c.family = family;
+  c.offset_elements = offset;
+  c.seed = mix_seed(seed, std::uint64_t(rows) * 1000003 + std::uint64_t(cols) * cols_seed_weight + std::hash<std::string>{}(family) +
+                              std::uint64_t(t) * 7 + std::uint64_t(offset));
+  c.id = fmt::format("{}/rows={},cols={}/{}{}", to_string(t), rows, cols, family, offset ? "/offset=1" : "");
+  return c;
+}
+
+// Error(internal) unless the case's family is one of `families` ("unknown <what> '<family>'").
+inline void require_known_family(const CaseSpec& spec, std::initializer_list<const char*> families,
+                                 const char* what = "value family") {
+  for (const char* f : families)
+    if (spec.family == f) return;
+  throw_error(ErrorKind::internal, fmt::format("unknown {} '{}'", what, spec.family));
+}
+
+// An input tensor from f32 values: f32 as they are, bf16 rounded to nearest even (the two dtypes of
+// the contracts that draw their data as floats).
+inline Tensor float_values_tensor(const std::string& name, DType t, const std::vector<float>& v) {
+  Tensor x;
+  x.name = name;
+  x.dtype = t;
+  x.elements = std::int64_t(v.size());
+  x.bytes.resize(v.size() * dtype_size(t));
+  if (t == DType::f32) {
+    std::memcpy(x.bytes.data(), v.data(), v.size() * 4);
+  } else {
+    auto* p = reinterpret_cast<std::uint16_t*>(x.bytes.data());
+    for (std::size_t i = 0; i < v.size(); ++i) p[i] = f32_to_bf16_rne(v[i]);
+  }
+  return x;
+}
+
+// A tensor of `elements` elements, its bytes zeroed, to be filled; with_bound: also a reference value
+// and an error bound per element (an expected output under an error model).
+inline Tensor zeroed_tensor(const std::string& name, DType t, std::int64_t elements, bool with_bound = false) {
+  Tensor y;
+  y.name = name;
+  y.dtype = t;
+  y.elements = elements;
+  y.bytes.resize(std::size_t(elements) * dtype_size(t));
+  if (with_bound) {
+    y.ref.resize(std::size_t(elements));
+    y.bound.resize(std::size_t(elements));
+  }
+  return y;
+}
+
+// body(i, rng) for i in [0, n), in chunks of 2^16 elements in parallel; chunk c draws from its own
+// generator seeded by (seed, first_stream + c), so the data is the same whatever the thread count.
+template <class Body>
+void for_each_in_seeded_chunks(std::size_t n, std::uint64_t seed, Body&& body, std::uint64_t first_stream = 0) {
+  constexpr std::size_t kChunk = std::size_t(1) << 16;
+  const std::size_t chunks = (n + kChunk - 1) / kChunk;
+  parallel_for(chunks, [&](std::size_t c) {
+    Rng rng(mix_seed(seed, first_stream + c));
+    for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) body(i, rng);
+  });
+}
+
+// The rule of a contract whose error bound admits any summation order: two runs need not agree
+// bitwise (each is held to the bound, and so is their difference) unless the candidate claims so.
+inline Reproducibility any_order_admitted(std::string reason) {
+  return {.required = false,
+          .reason = std::move(reason),
+          .opt_out = "claim [supports] deterministic = true in the candidate's manifest to be held to bitwise "
+                     "reproducibility"};
+}
+
+}  // namespace kqual::contract::builtin
