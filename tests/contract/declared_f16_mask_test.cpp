@@ -433,6 +433,20 @@ TEST(DeclaredF16Mask, MaskedSoftmaxRejectsEachKnownBrokenKernelForItsStatedClass
 namespace kqual::contract {
 namespace {
 
+// Each policy names the framework whose special values it follows, as every bundled one does, and
+// masked_softmax the one place it departs from it (rows that keep nothing) and whose behaviour it takes.
+TEST(DeclaredF16Mask, PoliciesNameTheFrameworkTheyFollow) {
+  for (const char* name : {"layernorm_f16", "masked_softmax"}) {
+    const std::string policy = load_declared_contract(kF16MaskRepo / "contracts" / name).numerical_policy();
+    EXPECT_NE(policy.find("Special values follow PyTorch eager ("), std::string::npos) << name << ": " << policy;
+  }
+  const std::string masked = load_declared_contract(kF16MaskRepo / "contracts/masked_softmax").numerical_policy();
+  for (const char* says : {"FlashAttention-style", "masked_fill(~mask, float('-inf')).softmax(-1) gives NaN there"})
+    EXPECT_NE(masked.find(says), std::string::npos) << says << " not in: " << masked;
+  EXPECT_NE(load_declared_contract(kF16MaskRepo / "contracts/layernorm_f16").numerical_policy().find("y rounded once to f16"),
+            std::string::npos);
+}
+
 // Both contracts' axes stop at 2^31 elements (the device generator makes no f16 or bool inputs, so no
 // case past it could check a claim there): their policies list no shapes past 2^31 as not run, where
 // a contract reaching past 2^31 without [index_cases] (rmsnorm_strided) still does.
