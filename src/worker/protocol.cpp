@@ -2,11 +2,23 @@
 
 #include <fmt/format.h>
 
+#include "kqual/core/enum_names.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 
 namespace kqual::worker {
 namespace {
+
+constexpr EnumNames<BufferKind, 3> kBufferKindNames{{{
+    {BufferKind::input, "input"}, {BufferKind::output, "output"}, {BufferKind::scratch, "scratch"}}}};
+
+// A map keyed by name as a JSON object (an empty one when the map is).
+template <class Map>
+json object_json(const Map& m) {
+  json o = json::object();
+  for (const auto& [k, v] : m) o[k] = v;
+  return o;
+}
 
 // A field of a message, or Error(worker) naming the op and the field.
 const json& field(const json& j, const char* op, const char* name) {
@@ -61,10 +73,9 @@ std::vector<Buffer> buffers_from(const json& j, const char* op) {
     Buffer b;
     b.name = get<std::string>(x, op, "name");
     const std::string kind = get<std::string>(x, op, "kind");
-    if (kind == "input") b.kind = BufferKind::input;
-    else if (kind == "output") b.kind = BufferKind::output;
-    else if (kind == "scratch") b.kind = BufferKind::scratch;
-    else throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' buffer '{}' has kind '{}'", op, b.name, kind));
+    const std::optional<BufferKind> parsed = kBufferKindNames.parse(kind);
+    if (!parsed) throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' buffer '{}' has kind '{}'", op, b.name, kind));
+    b.kind = *parsed;
     b.bytes = get<std::size_t>(x, op, "bytes");
     b.offset = get_or<std::size_t>(x, op, "offset", 0);
     b.file = get_or<std::string>(x, op, "file", "");
@@ -175,23 +186,14 @@ std::string combine_chunk_hashes(const std::vector<std::uint64_t>& chunks) {
   return fmt::format("{:016x}", fast_hash64(chunks.data(), chunks.size() * sizeof(std::uint64_t)));
 }
 
-const char* to_string(BufferKind k) {
-  switch (k) {
-    case BufferKind::input: return "input";
-    case BufferKind::output: return "output";
-    case BufferKind::scratch: return "scratch";
-  }
-  return "?";
-}
+const char* to_string(BufferKind k) { return kBufferKindNames.name(k, "?"); }
 
 json to_json(const HelloRequest&) { return json{{"op", "hello"}}; }
 json to_json(const LoadRequest& r) { return json{{"op", "load"}, {"module", r.module}, {"kernels", r.kernels}}; }
 json to_json(const LibraryInfoRequest& r) { return json{{"op", "library_info"}, {"libraries", r.libraries}}; }
 json to_json(const RunRequest& r) {
-  json out_files = json::object();
-  for (const auto& [k, v] : r.out_files) out_files[k] = v;
   return json{{"op", "run"},          {"module", r.module},   {"buffers", buffers_json(r.buffers)},
-              {"launches", launches_json(r.launches)}, {"poison", r.poison}, {"out_files", out_files},
+              {"launches", launches_json(r.launches)}, {"poison", r.poison}, {"out_files", object_json(r.out_files)},
               {"guard_bytes", r.guard_bytes}, {"placements", r.placements}, {"trap_only", r.trap_only},
               {"scribble", r.scribble}, {"generator_module", r.generator_module}, {"gen_seeds", r.gen_seeds}};
 }
@@ -221,21 +223,9 @@ json to_json(const BenchRequest& r) {
          {"generator_module", r.generator_module},
          {"save_launches", r.save_launches},
          {"give_hash_slots", r.give_hash_slots}};
-  if (!r.save_files.empty()) {
-    json f = json::object();
-    for (const auto& [k, v] : r.save_files) f[k] = v;
-    j["save_files"] = f;
-  }
-  if (!r.out_files.empty()) {
-    json f = json::object();
-    for (const auto& [k, v] : r.out_files) f[k] = v;
-    j["out_files"] = f;
-  }
-  if (!r.alt_out_files.empty()) {
-    json f = json::object();
-    for (const auto& [k, v] : r.alt_out_files) f[k] = v;
-    j["alt_out_files"] = f;
-  }
+  if (!r.save_files.empty()) j["save_files"] = object_json(r.save_files);
+  if (!r.out_files.empty()) j["out_files"] = object_json(r.out_files);
+  if (!r.alt_out_files.empty()) j["alt_out_files"] = object_json(r.alt_out_files);
   return j;
 }
 json to_json(const CopyBenchRequest& r) { return json{{"op", "copy_bench"}, {"bytes", r.bytes}, {"samples", r.samples}}; }
@@ -346,15 +336,11 @@ json to_json(const RunReply& r) {
   return json{{"ok", true}, {"runs", runs}};
 }
 json to_json(const BenchReply& r) {
-  json h = json::object(), ah = json::object(), sh = json::object(), fh = json::object();
-  for (const auto& [k, v] : r.out_hashes) h[k] = v;
-  for (const auto& [k, v] : r.alt_out_hashes) ah[k] = v;
-  for (const auto& [k, v] : r.sample_hashes) sh[k] = v;
-  for (const auto& [k, v] : r.final_hashes) fh[k] = v;
   return json{{"ok", true},          {"samples_ms", r.samples_ms}, {"warmup_ms", r.warmup_ms},
               {"flush_bytes", r.flush_bytes}, {"stop_reason", r.stop_reason}, {"guard_violations", guards_json(r.guard_violations)},
-              {"out_hashes", h}, {"alt_out_hashes", ah}, {"sample_hashes", sh}, {"sample_datasets", r.sample_datasets},
-              {"final_hashes", fh}, {"timer", to_string(r.timer)}, {"event_ms", r.event_ms},
+              {"out_hashes", object_json(r.out_hashes)}, {"alt_out_hashes", object_json(r.alt_out_hashes)},
+              {"sample_hashes", object_json(r.sample_hashes)}, {"sample_datasets", r.sample_datasets},
+              {"final_hashes", object_json(r.final_hashes)}, {"timer", to_string(r.timer)}, {"event_ms", r.event_ms},
               {"kernels_per_sample", r.kernels_per_sample}, {"graph_launches", r.graph_launches},
               {"sm_clock_mhz", r.sm_clock_mhz}, {"mem_clock_mhz", r.mem_clock_mhz},
               {"reference_sm_mhz", r.reference_sm_mhz}, {"max_temperature_c", r.max_temperature_c},
@@ -365,9 +351,7 @@ json to_json(const BenchReply& r) {
 json to_json(const CopyBenchReply& r) { return json{{"ok", true}, {"samples_ms", r.samples_ms}, {"bytes", r.bytes}}; }
 json to_json(const LoadReply& r) { return json{{"ok", true}, {"kernels", r.kernels}}; }
 json to_json(const LibraryInfoReply& r) {
-  json v = json::object();
-  for (const auto& [k, x] : r.versions) v[k] = x;
-  return json{{"ok", true}, {"versions", v}};
+  return json{{"ok", true}, {"versions", object_json(r.versions)}};
 }
 json to_json(const HelloReply& r) { return json{{"ok", true}, {"device", r.device}}; }
 

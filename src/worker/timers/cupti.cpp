@@ -61,7 +61,7 @@ TimerRegistration cupti_timer_registration() {
   return {TimerKind::cupti,
           "the GPU's own start of the plan's first kernel to the end of its last, from CUPTI activity records (any "
           "stream; the CUDA-event interval of the same samples is kept beside as event_ms)",
-          [](const TimedPlans& p) -> std::unique_ptr<Timer> { return std::make_unique<CuptiTimer>(p); }};
+          &make_timer_of<CuptiTimer>};
 }
 
 }  // namespace kqual::worker::detail

@@ -18,7 +18,7 @@ TimerRegistration events_timer_registration() {
   return {TimerKind::events,
           "CUDA events recorded on the worker's stream immediately before the first and after the last launch of the "
           "implementation's launch plan; nothing else is enqueued in between",
-          [](const TimedPlans& p) -> std::unique_ptr<Timer> { return std::make_unique<EventsTimer>(p); }};
+          &make_timer_of<EventsTimer>};
 }
 
 }  // namespace kqual::worker::detail

@@ -94,7 +94,7 @@ TimerRegistration graph_timer_registration() {
   return {TimerKind::graph,
           "CUDA events around one replay of a CUDA graph holding the launch plan N times (N in graph_launches), divided "
           "by N: no host launch gaps, warm L2",
-          [](const TimedPlans& p) -> std::unique_ptr<Timer> { return std::make_unique<GraphTimer>(p); }};
+          &make_timer_of<GraphTimer>};
 }
 
 }  // namespace kqual::worker::detail

@@ -80,6 +80,12 @@ struct TimerRegistration {
   std::unique_ptr<Timer> (*make)(const TimedPlans&);
 };
 
+// A registration's make for a timer class constructed from the timed plans.
+template <class T>
+std::unique_ptr<Timer> make_timer_of(const TimedPlans& plans) {
+  return std::make_unique<T>(plans);
+}
+
 // One per timer file (events.cpp, cupti.cpp, graph.cpp), listed in registry.cpp.
 TimerRegistration events_timer_registration();
 TimerRegistration cupti_timer_registration();
