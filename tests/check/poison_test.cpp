@@ -3,9 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "kqual/contract/compare.hpp"
+#include "kqual/check/evaluate.hpp"
+#include "kqual/contract/contract.hpp"
 #include "kqual/core/dtype.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/worker/protocol.hpp"
 #include "../../src/check/internal.hpp"
 
 namespace kqual::check {
@@ -30,6 +35,43 @@ TEST(Poison, RunTwosByteIsFiniteInEveryFloatOutput) {
     EXPECT_TRUE(std::isnan(contract::element_as_double(t, bytes, 0))) << to_string(t) << ": run 1's 0xFF.. is NaN";
   }
   EXPECT_EQ(detail::second_poison_byte({out_of(DType::f32), out_of(DType::bf16)}), 0x7F);  // unchanged where it was finite
+}
+
+// A one-byte output holds a value in every byte: an element equal to one run's poison (0xFF: -1 in
+// i8, NaN in e4m3; run 2's 0x7F: 127 in i8) was written when the other run holds something else
+// there; only an element holding each run's own poison is unwritten.
+std::string judge_i8(const std::vector<std::uint8_t>& run1, const std::vector<std::uint8_t>& run2) {
+  ScratchDir dir("kqual-poison-test");
+  contract::Tensor want = out_of(DType::i8);
+  want.elements = 4;
+  want.bytes = {0, 1, 126, 3};
+  worker::RunRequest request;
+  request.poison = {0xFF, detail::second_poison_byte({want})};
+  for (const auto& [k, bytes] : {std::pair{0, run1}, std::pair{1, run2}}) {
+    const std::string f = (dir.path() / ("y.out" + std::to_string(k))).string();
+    std::ofstream(f, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    request.out_files["y"].push_back(f);
+  }
+  worker::Answer<worker::RunReply> answer;
+  answer.raw.status = worker::WorkerReply::Status::ok;
+  answer.reply = worker::RunReply{};
+  answer.reply->runs.resize(2);
+  CaseResult res;
+  RunToRunPolicy policy{.required = true, .reason = "r", .opt_out = "o", .rule_from = "contract"};
+  return detail::judge_runs(contract::find_contract("residual_add_relu"), policy, answer, request, {want}, res) ? "" : res.code + ": " + res.detail;
+}
+
+TEST(Poison, AOneByteElementWrittenWithARunsPoisonIsJudgedByItsValue) {
+  // -1 written where the reference has 1 and 127 where it has 126, in both runs: each run holds the
+  // other's poison somewhere, and no element holds both: wrong codes.
+  const std::string wrong = judge_i8({0, 0xFF, 0x7F, 3}, {0, 0xFF, 0x7F, 3});
+  EXPECT_EQ(wrong.substr(0, wrong.find(':')), "wrong_result") << wrong;
+  EXPECT_NE(wrong.find("y[1]: expected 1, got -1"), std::string::npos) << wrong;
+  // Each run's own poison left in element 1: unwritten, as before.
+  const std::string unwritten = judge_i8({0, 0xFF, 126, 3}, {0, 0x7F, 126, 3});
+  EXPECT_EQ(unwritten.substr(0, unwritten.find(':')), "unwritten_output") << unwritten;
+  EXPECT_NE(unwritten.find("run 1 (poison 0xff)"), std::string::npos) << unwritten;
+  EXPECT_EQ(judge_i8({0, 1, 126, 3}, {0, 1, 126, 3}), "");
 }
 
 }  // namespace

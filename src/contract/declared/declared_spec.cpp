@@ -397,6 +397,22 @@ void spec_families_table(const Ctx& cx, const toml::table& root, Spec& s) {
   }
 }
 
+// dist = "bits" draws the dtype's own bit patterns as values: an i64 has more than a double holds
+// exactly, and a bool byte other than 0 and 1 is no value of it.
+void check_bit_patterns(const Ctx& cx, const Spec& s) {
+  for (const Family& f : s.families)
+    for (const auto& [tn, v] : f.values) {
+      if (v.dist != "bits") continue;
+      const TensorDef* td = s.tensor(tn);
+      for (const auto& [key, row] : s.rows) {
+        const DType d = td->dtype ? *td->dtype : row.at(tn);
+        if (d == DType::i64 || d == DType::boolean)
+          cx.fail(f.name == "base" ? "tensors." + tn + ".values.dist" : "families." + f.name + "." + tn + ".dist",
+                  fmt::format("\"bits\" draws bit patterns of floating dtypes and integers up to 32 bits; '{}' is {}", tn, to_string(d)));
+      }
+    }
+}
+
 void spec_cost_table(const Ctx& cx, const toml::table& root, Spec& s, const std::set<std::string>& known) {
   std::set<std::string> cost_names = known;
   for (const auto& t : s.tensors) cost_names.insert("size_" + t.name);
@@ -511,6 +527,7 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
   spec_dtypes_table(cx, root, s);
   spec_constraints(cx, root, s, known);
   spec_families_table(cx, root, s);
+  check_bit_patterns(cx, s);
   spec_cost_table(cx, root, s, known);
   spec_bench_table(cx, root, s);
   spec_reference_table(cx, root, s, known);

@@ -110,7 +110,7 @@ std::vector<std::pair<std::string, const toml::node*>> in_file_order(const toml:
 
 bool is_int(DType t) { return is_integral(t); }
 
-const char* const kDists[] = {"normal", "uniform", "constant", "int", "indices", "offsets", "softmax_rows", "mask"};
+const char* const kDists[] = {"normal", "uniform", "constant", "int", "indices", "offsets", "softmax_rows", "mask", "bits"};
 
 // Applies the keys of `t` over `v` (a tensor's values, or a family's overrides of them).
 void read_values(const Ctx& cx, const toml::table& t, const std::string& where, Values& v, const Spec& s) {

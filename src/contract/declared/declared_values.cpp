@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -41,6 +42,15 @@ double denormal(DType t, Rng& rng) {
     v = double(1 + rng.below((1ull << f->mantissa_bits) - 1)) * f->min_subnormal();
   else v = std::ldexp(double(1 + rng.below(1ull << 51)), -1074);
   return rng.below(2) ? -v : v;
+}
+
+// One of the dtype's bit patterns, each equally likely, as the value it stands for: every code of a
+// narrow float (subnormals, the largest, -0, NaN and Inf where the format has them) is drawn.
+double random_pattern(DType t, Rng& rng) {
+  const std::uint64_t bits = rng.next();
+  std::uint8_t b[8];
+  std::memcpy(b, &bits, sizeof b);
+  return element_as_double(t, b, 0);
 }
 
 std::uint64_t name_hash(const std::string& s) {
@@ -122,6 +132,7 @@ std::vector<Tensor> generate_inputs(const Spec& s, const CaseSpec& spec, const D
           else if (v.dist == "int") x = v.scale * (std::floor(v.lo) + double(rng.below(std::uint64_t(std::floor(v.hi) - std::floor(v.lo)) + 1)));
           else if (v.dist == "indices") x = double(rng.below(std::uint64_t(dims.at(v.axis))));
           else if (v.dist == "mask") x = rng.uniform() < v.p ? 1.0 : 0.0;
+          else if (v.dist == "bits") x = random_pattern(t, rng);
           vals[i] = x;
         }
       });
