@@ -142,24 +142,16 @@ CaseResult run_device_verified_case(Session& s, const BuiltCandidate& b, const c
     cleanup();
     return res;
   }
-  std::map<std::string, std::size_t> offset;
+  std::map<std::string, std::size_t> next_at;
   for (const auto& ow : ows) {
-    const std::vector<contract::Tensor> exp = window_reference(s, c, spec, ow);
-    auto it = std::find_if(exp.begin(), exp.end(), [&](const contract::Tensor& t) { return t.name == ow.tensor; });
-    if (it == exp.end()) throw_error(ErrorKind::internal, fmt::format("window {}: the reference has no '{}'", ow.why, ow.tensor));
-    const std::size_t at = offset[ow.tensor];
-    offset[ow.tensor] += it->bytes.size();
-    for (std::size_t k = 0; k < again.poison.size(); ++k) {
-      MappedFile f = MappedFile::open_read(again.out_files.at(ow.tensor).at(k));
-      if (at + it->bytes.size() > f.size()) throw_error(ErrorKind::internal, "window file shorter than its windows");
-      contract::Comparison cmp = c.compare(*it, f.data() + at, again.poison[k]);
-      if (!cmp.ok) {
-        res.code = cmp.code;
-        res.detail = fmt::format("{}; run {} (poison 0x{:02x}), {} (element offsets relative to element {}): {}", summary, k + 1,
-                                 again.poison[k], ow.why, ow.begin, cmp.detail);
-        cleanup();
-        return res;
-      }
+    const ReadBackWindow got = read_back_window(s, c, spec, ow, again, next_at);
+    if (got.rejected_run) {
+      const std::size_t k = *got.rejected_run;
+      res.code = got.rejection.code;
+      res.detail = fmt::format("{}; run {} (poison 0x{:02x}), {} (element offsets relative to element {}): {}", summary, k + 1,
+                               again.poison[k], ow.why, ow.begin, got.rejection.detail);
+      cleanup();
+      return res;
     }
   }
   cleanup();

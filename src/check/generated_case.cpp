@@ -132,6 +132,29 @@ bool generated_runs_clean(const worker::Answer<worker::RunReply>& r, CaseResult&
   return true;
 }
 
+ReadBackWindow read_back_window(Session& s, const contract::Contract& c, const contract::CaseSpec& spec, const contract::OutputWindow& w,
+                                const worker::RunRequest& request, std::map<std::string, std::size_t>& next_at) {
+  ReadBackWindow out;
+  const std::vector<contract::Tensor> exp = window_reference(s, c, spec, w);
+  auto it = std::find_if(exp.begin(), exp.end(), [&](const contract::Tensor& t) { return t.name == w.tensor; });
+  if (it == exp.end()) throw_error(ErrorKind::internal, fmt::format("window {}: the reference has no '{}'", w.why, w.tensor));
+  out.expected = *it;
+  const std::size_t at = next_at[w.tensor], size = out.expected.bytes.size();
+  next_at[w.tensor] += size;
+  for (std::size_t k = 0; k < request.poison.size(); ++k) {
+    MappedFile f = MappedFile::open_read(request.out_files.at(w.tensor).at(k));
+    if (at + size > f.size()) throw_error(ErrorKind::internal, "window file shorter than its windows");
+    contract::Comparison cmp = c.compare(out.expected, f.data() + at, request.poison[k]);
+    if (!cmp.ok) {
+      out.rejected_run = k;
+      out.rejection = std::move(cmp);
+      break;
+    }
+    out.runs.emplace_back(f.data() + at, f.data() + at + size);
+  }
+  return out;
+}
+
 // A case past 2^31 elements: inputs generated on the device, the whole output scanned for poison,
 // windows of it compared with the contract's reference on the sub-case they depend on.
 CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec,
@@ -181,32 +204,22 @@ CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contrac
   RunToRun r2r;  // the two runs' difference over every window, judged after all windows were compared
   r2r.policy = run_to_run_policy(c, b.manifest.supports, spec.dtype);
   // Windows, in the order the worker concatenated them (sorted by start per tensor).
-  std::map<std::string, std::size_t> offset;
+  std::map<std::string, std::size_t> next_at;
   std::vector<contract::OutputWindow> sorted = windows;
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& bb) { return a.begin < bb.begin; });
   for (const auto& w : sorted) {
-    const std::vector<contract::Tensor> exp = window_reference(s, c, spec, w);
-    auto it = std::find_if(exp.begin(), exp.end(), [&](const contract::Tensor& t) { return t.name == w.tensor; });
-    if (it == exp.end()) throw_error(ErrorKind::internal, fmt::format("window {}: the reference has no '{}'", w.why, w.tensor));
-    const std::size_t at = offset[w.tensor];
-    offset[w.tensor] += it->bytes.size();
-    std::vector<std::vector<std::uint8_t>> got;
-    for (std::size_t k = 0; k < request.poison.size(); ++k) {
-      MappedFile f = MappedFile::open_read(request.out_files.at(w.tensor).at(k));
-      if (at + it->bytes.size() > f.size()) throw_error(ErrorKind::internal, "window file shorter than its windows");
-      contract::Comparison cmp = c.compare(*it, f.data() + at, request.poison[k]);
-      if (!cmp.ok) {
-        res.code = cmp.code;
-        res.detail = fmt::format("run {} (poison 0x{:02x}), window {} (element offsets relative to element {}): {}", k + 1,
-                                 request.poison[k], w.why, w.begin, cmp.detail);
-        cleanup();
-        return res;
-      }
-      got.emplace_back(f.data() + at, f.data() + at + it->bytes.size());
+    const ReadBackWindow got = read_back_window(s, c, spec, w, request, next_at);
+    if (got.rejected_run) {
+      const std::size_t k = *got.rejected_run;
+      res.code = got.rejection.code;
+      res.detail = fmt::format("run {} (poison 0x{:02x}), window {} (element offsets relative to element {}): {}", k + 1,
+                               request.poison[k], w.why, w.begin, got.rejection.detail);
+      cleanup();
+      return res;
     }
-    if (got.size() == 2 && !same_bytes(*it, got[0].data(), got[1].data())) {
+    if (got.runs.size() == 2 && !same_bytes(got.expected, got.runs[0].data(), got.runs[1].data())) {
       // Measured against the window's bounds; windows of one output fold into one difference.
-      OutputDifference d = measure_difference(*it, got[0].data(), got[1].data());
+      OutputDifference d = measure_difference(got.expected, got.runs[0].data(), got.runs[1].data());
       d.worst_index += d.worst_index >= 0 ? w.begin : 0;
       auto o = std::find_if(r2r.outputs.begin(), r2r.outputs.end(), [&](const OutputDifference& x) { return x.name == d.name; });
       if (o == r2r.outputs.end()) r2r.outputs.push_back(d);

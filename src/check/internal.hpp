@@ -109,6 +109,18 @@ std::optional<ResolvedPlan> admit_generated(Session& s, const BuiltCandidate& b,
 // A generated case's worker reply before its outputs are looked at: false with res set on a fault,
 // a write past an output or an input changed on the device.
 bool generated_runs_clean(const worker::Answer<worker::RunReply>& r, CaseResult& res);
+// One output window read back from a run's files (RunRequest::out_files: per output, one file per
+// poison run, holding its windows one after another in the order they were asked for) and judged:
+// the contract's reference for it, the bytes of each run up to the first one the contract rejects,
+// and that rejection. next_at: where each output's next window starts in its files (advanced).
+struct ReadBackWindow {
+  contract::Tensor expected;
+  std::vector<std::vector<std::uint8_t>> runs;  // the runs the contract accepts, in run order
+  std::optional<std::size_t> rejected_run;      // the first run it rejects
+  contract::Comparison rejection;
+};
+ReadBackWindow read_back_window(Session& s, const contract::Contract& c, const contract::CaseSpec& spec, const contract::OutputWindow& w,
+                                const worker::RunRequest& request, std::map<std::string, std::size_t>& next_at);
 
 // generated_case.cpp
 std::string generator_module(Session& s);
