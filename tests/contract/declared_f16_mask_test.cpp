@@ -87,6 +87,16 @@ std::map<std::string, std::string> rejections_by_family(const Contract& c, const
 
 std::string code_of(const std::string& rejection) { return rejection.substr(0, rejection.find(':')); }
 
+// What a manifest's comment says of the families: each listed family's first rejection has the code
+// given ("" = every case of the family accepted).
+void expect_families(const std::map<std::string, std::string>& got, const std::map<std::string, std::string>& said,
+                     const std::string& defect) {
+  for (const auto& [fam, code] : said) {
+    ASSERT_TRUE(got.count(fam)) << defect << ": no family " << fam;
+    EXPECT_EQ(code_of(got.at(fam)), code) << defect << ", family " << fam << ": " << got.at(fam);
+  }
+}
+
 // The class a known-broken candidate's manifest states.
 std::string stated_class(const std::string& contract, const std::string& defect) {
   const build::Manifest m = build::load_manifest(kF16MaskRepo / "candidates" / contract / "broken" / defect / "kqual.toml");
@@ -245,9 +255,14 @@ TEST(DeclaredF16Mask, LayernormF16RejectsEachKnownBrokenKernelForItsStatedClass)
       EXPECT_EQ(code_of(got), want) << defect << ", seed " << seed << ": " << got;
       if (seed == kSeeds[0]) std::cout << "layernorm_f16 " << defect << ": " << got.substr(0, 300) << "\n";
     }
-    for (const auto& [fam, r] : rejections_by_family(c, layernorm_f16_claims(), kSeeds[0], layernorm_kernel(bug)))
-      std::cout << "   " << fam << ": " << r.substr(0, 200) << "\n";
   }
+  // The families each manifest's comment names.
+  auto families = [&](LnBug bug) { return rejections_by_family(c, layernorm_f16_claims(), kSeeds[0], layernorm_kernel(bug)); };
+  expect_families(families(LnBug::half_stats), {{"wide", "wrong_result"}, {"nonzero_mean", "nan_policy"}}, "half_stats");
+  expect_families(families(LnBug::no_eps), {{"constant_rows", "nan_policy"}}, "no_eps");
+  expect_families(families(LnBug::one_pass), {{"nonzero_mean", "wrong_result"}, {"base", ""}, {"wide", ""}, {"extremes", ""},
+                                              {"tiny", ""}, {"constant_rows", ""}, {"specials", ""}},
+                  "one_pass");
 }
 
 // ---- masked_softmax -----------------------------------------------------------------------------
@@ -422,9 +437,13 @@ TEST(DeclaredF16Mask, MaskedSoftmaxRejectsEachKnownBrokenKernelForItsStatedClass
         if (seed == kSeeds[0] && guard == 0xA5) std::cout << "masked_softmax " << defect << ": " << got.substr(0, 300) << "\n";
       }
     }
-    for (const auto& [fam, r] : rejections_by_family(c, masked_softmax_claims(), kSeeds[0], masked_softmax_kernel(bug)))
-      std::cout << "   " << fam << ": " << r.substr(0, 200) << "\n";
   }
+  // The families each manifest's comment names.
+  auto families = [&](MsBug bug) { return rejections_by_family(c, masked_softmax_claims(), kSeeds[0], masked_softmax_kernel(bug, 0xA5)); };
+  expect_families(families(MsBug::ignore_mask), {{"fully_masked", "wrong_result"}}, "ignore_mask");
+  expect_families(families(MsBug::fill_1e4), {{"fully_masked", "wrong_result"}}, "fill_1e4");
+  expect_families(families(MsBug::no_max), {{"large_logits", "nan_policy"}, {"base", ""}, {"fully_masked", ""}, {"sparse", ""}}, "no_max");
+  expect_families(families(MsBug::int_mask), {{"fully_masked", "wrong_result"}}, "int_mask");
 }
 
 }  // namespace
