@@ -235,10 +235,13 @@ TEST(ImportDefinitionRewrite, RefusesByNameWhatStaysInexpressible) {
   json ctrl = small_definition("control_chars");
   ctrl["description"] = "one\r\ntwo\f\tthree";
   EXPECT_EQ(refusal_of(ctrl), "");
-  // A bool tensor still needs a bool dtype.
+  // A bool tensor is a mask now (import_dtypes_test.cpp); fp4 has no storage type.
   json mask = small_definition("bool_tensor");
   mask["inputs"]["m"] = {{"shape", json::array({"n"})}, {"dtype", "bool"}};
-  EXPECT_TRUE(contains(refusal_of(mask), "inputs.m.dtype: dtype \"bool\"")) << refusal_of(mask);
+  EXPECT_EQ(refusal_of(mask), "");
+  json fp4 = small_definition("fp4_tensor");
+  fp4["inputs"]["m"] = {{"shape", json::array({"n"})}, {"dtype", "float4_e2m1"}};
+  EXPECT_TRUE(contains(refusal_of(fp4), "inputs.m.dtype: dtype \"float4_e2m1\"")) << refusal_of(fp4);
 }
 
 }  // namespace

@@ -8,12 +8,16 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
+
+#include <fmt/format.h>
 
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/contract/importers/import_definition.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
+#include "kqual/core/json.hpp"
 #include "contract_test_util.hpp"
 #include "test_util.hpp"
 
@@ -272,7 +276,7 @@ TEST(ImportDefinition, RaisesTheCaseCapToLargeConstantTensors) {
 TEST(ImportDefinition, RefusesByNameWhatCannotBeExpressed) {
   const std::string var = R"({"n": {"type": "var"}})";
   const std::string x = R"({"x": {"shape": ["n"], "dtype": "float32"}})";
-  EXPECT_NE(refusal(def_with(var, R"({"x": {"shape": ["n"], "dtype": "float16"}})")).find("inputs.x.dtype: dtype \"float16\""),
+  EXPECT_NE(refusal(def_with(var, R"({"x": {"shape": ["n"], "dtype": "float4_e2m1"}})")).find("inputs.x.dtype: dtype \"float4_e2m1\""),
             std::string::npos);
   EXPECT_NE(refusal(def_with(var, R"({"x": {"shape": ["n"], "dtype": "int32"}})")).find("integer input 'x'"), std::string::npos);
   EXPECT_NE(refusal(def_with(var, R"({"x": {"shape": ["m"], "dtype": "float32"}})")).find("unknown axis \"m\""), std::string::npos);
@@ -293,6 +297,207 @@ TEST(ImportDefinition, RefusesByNameWhatCannotBeExpressed) {
             std::string::npos);
   EXPECT_NE(refusal(R"({"name": "d"})").find("axes: missing"), std::string::npos);
   EXPECT_NE(refusal("{not json").find("not JSON"), std::string::npos);
+}
+
+
+// ---- The narrow, one-byte and bool dtypes (fixtures written here in flashinfer-bench's format) ----
+// Definitions carry PyTorch references, which cannot run on this machine: each imported contract is
+// loaded, its cases generated, and the written error models, values and families checked.
+
+DefinitionImport import_fixture(const fs::path& dir, const std::string& stem) {
+  DefinitionImportOptions o;
+  o.definition = kDefinitionFixtures / (stem + ".json");
+  o.workloads = kDefinitionFixtures / (stem + ".jsonl");
+  o.out = dir / stem;
+  return import_definition(o);
+}
+
+// The inputs of the largest case of `family` (the most elements: a 1 % share shows there), made by
+// the loaded contract.
+CaseData largest_case_of(const Contract& c, const std::string& family) {
+  Supports s;
+  s.dtypes = c.dtypes();
+  s.max_n = kUnlimited;
+  std::optional<CaseData> best;
+  std::int64_t most = -1;
+  for (const auto& cs : c.correctness_cases(s, 1, false)) {
+    if (cs.family != family) continue;
+    CaseData d = c.make_case(cs);
+    std::int64_t n = 0;
+    for (const auto& in : d.inputs) n += in.elements;
+    if (n > most) most = n, best = std::move(d);
+  }
+  if (!best) ADD_FAILURE() << "no case of family " << family;
+  return best ? std::move(*best) : CaseData{};
+}
+
+double largest_magnitude(const Tensor& t) {
+  double most = 0;
+  for (std::int64_t i = 0; i < t.elements; ++i) {
+    const double v = element_as_double(t.dtype, t.bytes.data(), std::size_t(i));
+    if (std::isfinite(v)) most = std::max(most, std::fabs(v));
+  }
+  return most;
+}
+
+TEST(ImportDefinitionDtypes, Float16TakesItsOwnToleranceAndExtremes) {
+  ScratchDir dir("kqual-import-dtypes");
+  const DefinitionImport r = import_fixture(dir.path(), "silu_mul_f16_h256");
+  const std::string& t = r.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(t, "rows = [{ gate = \"f16\", out = \"f16\", up = \"f16\" }]")) << t;
+  // kqual's default for an f16 output: the f32 terms, + 2^-11 (one more half ulp), atol at least 2^-10.
+  const std::string out = toml_table(t, "[tensors.out]");
+  const auto num_after = [&](const std::string& key) { return std::stod(out.substr(out.find(key) + key.size())); };
+  EXPECT_NEAR(num_after("rtol = "), 2 * std::ldexp(1.0, -24) * 16 * 16 + std::ldexp(1.0, -11), 1e-8) << "K = 256: " << out;
+  EXPECT_NEAR(num_after("atol = "), std::ldexp(1.0, -10), 1e-8) << out;
+  EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+    return kqual::test::contains(n, "+ 2^-11 (f16: one more half ulp") && kqual::test::contains(n, "at least 2^-10 (one f16 ulp at 1)");
+  }));
+  // extreme_scale at f16's own largest values, not 2^50 (Inf in f16); denormals are f16's.
+  EXPECT_EQ(toml_table(t, "[families.extreme_scale]"), "[families.extreme_scale]\nmax_elements = 1048576\ngate = { extremes = 0.01 }\nup = { extremes = 0.01 }")
+      << t;
+  EXPECT_TRUE(kqual::test::contains(t, "[families.large_scale]")) << "1e3 x N(0, 1) fits f16: " << t;
+  // The precision note: float32 where run() casts, rounded to float16 by .half().
+  EXPECT_TRUE(kqual::test::contains(t, "float32 where run() casts to it (.float())")) << t;
+  EXPECT_TRUE(kqual::test::contains(t, "rounded to bfloat16/float16 where it casts so (.half()")) << t;
+  const Contract& c = load_declared_contract(r.out);
+  const CaseData d = largest_case_of(c, "extreme_scale");
+  for (const auto& in : d.inputs) {
+    EXPECT_EQ(in.dtype, DType::f16);
+    EXPECT_GT(largest_magnitude(in), 32752) << in.name << ": near 65504";
+    EXPECT_LE(largest_magnitude(in), 65504) << in.name;
+  }
+}
+
+TEST(ImportDefinitionDtypes, AnFp8QuantizerGetsAtLeastOneUlpAndE4m3InputsStayInRange) {
+  ScratchDir dir("kqual-import-dtypes");
+  const DefinitionImport r = import_fixture(dir.path(), "quant_fp8_rows_h128");
+  const std::string& t = r.contract_toml;
+  // The workload's 1e-2 is below one e4m3 ulp (2^-3 relative): raised, and said; scale keeps 1e-2.
+  EXPECT_TRUE(kqual::test::contains(toml_table(t, "[tensors.q]"), "error = { model = \"allclose\", atol = 0.01, rtol = 0.125, combine = \"max\" }"))
+      << t;
+  EXPECT_TRUE(kqual::test::contains(toml_table(t, "[tensors.scale]"), "error = { model = \"allclose\", atol = 0.01, rtol = 0.01, combine = \"max\" }"))
+      << t;
+  EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(),
+                          [](const std::string& n) { return kqual::test::contains(n, "output 'q' (e4m3): the tolerance raised to at least one e4m3 ulp"); }));
+  EXPECT_TRUE(kqual::test::contains(t, "rounded to float8 where it casts so (torch.float8_e4m3fn")) << t;
+  EXPECT_TRUE(kqual::test::contains(t, "rows = [{ q = \"e4m3\", scale = \"f32\", x = \"bf16\" }]")) << t;
+  (void)load_declared_contract(r.out);
+}
+
+// A Definition y = f(a, b) over one var axis with the given input dtypes and reference source, as JSON text.
+std::string two_input_definition(const std::string& name, const std::string& da, const std::string& db, const std::string& reference) {
+  json def{{"name", name},
+           {"axes", {{"n", {{"type", "var"}}}}},
+           {"inputs", {{"a", {{"shape", json::array({"n"})}, {"dtype", da}}}, {"b", {{"shape", json::array({"n"})}, {"dtype", db}}}}},
+           {"outputs", {{"y", {{"shape", json::array({"n"})}, {"dtype", "float32"}}}}},
+           {"reference", reference}};
+  return def.dump();
+}
+
+TEST(ImportDefinitionDtypes, Fp8InputsGetFamiliesWithinTheirRange) {
+  ScratchDir dir("kqual-import-dtypes");
+  DefinitionImportOptions o;
+  o.definition = dir.path() / "fp8_add.json";
+  write_file_atomic(o.definition, two_input_definition("fp8_add", "float8_e4m3fn", "float8_e5m2", "def run(a, b):\n    return a + b\n"));
+  o.out = dir.path() / "fp8_add";
+  const std::string t = import_definition(o).contract_toml;
+  // e4m3 (normal values in [2^-6, 448]): no small_scale or large_scale; e5m2 takes both.
+  EXPECT_EQ(toml_table(t, "[families.small_scale]"), "[families.small_scale]\nmax_elements = 1048576\nb = { scale = 0.001 }") << t;
+  EXPECT_EQ(toml_table(t, "[families.large_scale]"), "[families.large_scale]\nmax_elements = 1048576\nb = { scale = 1000 }") << t;
+  EXPECT_TRUE(kqual::test::contains(t, "# a (e4m3: normal values in [2^-6, 448]) get no small_scale or large_scale")) << t;
+  EXPECT_EQ(toml_table(t, "[families.extreme_scale]"), "[families.extreme_scale]\nmax_elements = 1048576\na = { extremes = 0.01 }\nb = { extremes = 0.01 }")
+      << t;
+  const Contract& c = load_declared_contract(o.out);
+  const CaseData d = largest_case_of(c, "extreme_scale");
+  for (const auto& in : d.inputs) EXPECT_GT(largest_magnitude(in), in.dtype == DType::e4m3 ? 224 : 28672) << in.name;
+}
+
+TEST(ImportDefinitionDtypes, Int8DataImportsOverItsRangeAndAnIntegerOutputIsExact) {
+  ScratchDir dir("kqual-import-dtypes");
+  const DefinitionImport r = import_fixture(dir.path(), "gemm_w8a8_i8");
+  const std::string& t = r.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(toml_table(t, "[tensors.a]"), "values = { dist = \"int\", lo = -128, hi = 127 }")) << t;
+  EXPECT_TRUE(kqual::test::contains(toml_table(t, "[tensors.c]"), "error = { model = \"exact\" }")) << t;
+  EXPECT_FALSE(kqual::test::contains(t, "[families.")) << "no float family over integer inputs: " << t;
+  EXPECT_TRUE(kqual::test::contains(t, "\ndeterministic = true")) << "an integer-only operation is exact run to run: " << t;
+  const Contract& c = load_declared_contract(r.out);
+  const CaseData d = largest_case_of(c, "base");
+  for (const auto& in : d.inputs) {
+    EXPECT_EQ(in.dtype, DType::i8);
+    double lo = 0, hi = 0;
+    for (std::int64_t i = 0; i < in.elements; ++i) {
+      lo = std::min(lo, element_as_double(in.dtype, in.bytes.data(), std::size_t(i)));
+      hi = std::max(hi, element_as_double(in.dtype, in.bytes.data(), std::size_t(i)));
+    }
+    EXPECT_LT(lo, -100) << in.name;
+    EXPECT_GT(hi, 100) << in.name;
+  }
+  // A wider integer input still says what it lacks.
+  EXPECT_NE(refusal(def_with(R"({"n": {"type": "var"}})", R"({"x": {"shape": ["n"], "dtype": "uint32"}})")).find("integer input 'x'"),
+            std::string::npos);
+}
+
+TEST(ImportDefinitionDtypes, ABoolMaskImportsAndABoolOutputIsExact) {
+  ScratchDir dir("kqual-import-dtypes");
+  const DefinitionImport r = import_fixture(dir.path(), "masked_relu_bool");
+  const std::string& t = r.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(toml_table(t, "[tensors.keep]"), "values = { dist = \"mask\", p = 0.5 }")) << t;
+  EXPECT_TRUE(kqual::test::contains(toml_table(t, "[tensors.positive]"), "error = { model = \"exact\" }")) << t;
+  // Only x is redrawn by the families; the mask never gets NaN or extreme values.
+  EXPECT_EQ(toml_table(t, "[families.specials]"), "[families.specials]\nmax_elements = 1048576\nx = { specials = 0.01 }") << t;
+  const Contract& c = load_declared_contract(r.out);
+  const CaseData d = largest_case_of(c, "base");
+  bool saw_mask = false;
+  for (const auto& in : d.inputs) {
+    if (in.name != "keep") continue;
+    saw_mask = true;
+    EXPECT_EQ(in.dtype, DType::boolean);
+    std::int64_t ones = 0;
+    for (std::int64_t i = 0; i < in.elements; ++i) {
+      const double v = element_as_double(in.dtype, in.bytes.data(), std::size_t(i));
+      EXPECT_TRUE(v == 0 || v == 1);
+      ones += v == 1;
+    }
+    EXPECT_GT(ones, 0);
+    EXPECT_LT(ones, in.elements);
+  }
+  EXPECT_TRUE(saw_mask);
+}
+
+TEST(ImportDefinitionDtypes, ASamplingReferenceIsRefusedAtImportByName) {
+  ScratchDir dir("kqual-import-dtypes");
+  std::string why;
+  try {
+    (void)import_fixture(dir.path(), "top_p_sampling_v64");
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  // The docstring and the comment that name torch.rand are not code; line 11 of run's source is.
+  EXPECT_TRUE(kqual::test::contains(why, "top_p_sampling_v64.json: reference: statistical operation: the reference samples "
+                                         "(torch.multinomial at line 11); no statistical judge is declared"))
+      << why;
+  EXPECT_FALSE(fs::exists(dir.path() / "top_p_sampling_v64"));
+  // The other samplers, by a static read of the source.
+  int k = 0;
+  auto with_reference = [&](const std::string& src) { return refusal(two_input_definition(fmt::format("s{}", k++), "float32", "float32", src)); };
+  const std::pair<const char*, const char*> samplers[] = {
+      {"def run(a, b):\n    return a + torch.randn_like(b)\n", "(torch.randn_like at line 2)"},
+      {"import numpy as np\ndef run(a, b):\n    return a * np.random.rand(*b.shape)\n", "(np.random.rand at line 3)"},
+      {"import random\ndef run(a, b):\n    return a * random.random()\n", "(random.random at line 3)"},
+      {"def run(a, b):\n    return torch.bernoulli(a)\n", "(torch.bernoulli at line 2)"},
+      {"def run(a, b):\n    return torch.randint(0, 4, a.shape) + b\n", "(torch.randint at line 2)"},
+      {"def run(a, b):\n    return F.dropout(a, 0.1) + b\n", "(F.dropout in training mode at line 2)"},
+      {"def run(a, b):\n    return a.uniform_() + b\n", "(.uniform_() at line 2)"}};
+  for (const auto& [src, where] : samplers) {
+    const std::string got = with_reference(src);
+    EXPECT_TRUE(kqual::test::contains(got, "reference: statistical operation: the reference samples " + std::string(where))) << src << "\n" << got;
+  }
+  // Not sampling: dropout outside training, a fixed generator, a comment, a dropout of p = 0.
+  for (const char* quiet : {"def run(a, b):\n    return F.dropout(a, 0.1, training=False) + b\n",
+                            "def run(a, b):\n    return a + torch.rand(b.shape, generator=torch.Generator().manual_seed(0))\n",
+                            "def run(a, b):\n    # torch.rand(3)\n    return a + b\n", "def run(a, b):\n    return torch.nn.Dropout(p=0.0)(a) + b\n"})
+    EXPECT_EQ(with_reference(quiet), "") << quiet;
 }
 
 }  // namespace

@@ -213,9 +213,55 @@ std::string refusal(const json& cap, KernelBenchImportOptions o) {
   return "";
 }
 
+// float16, int8 and bool tensors import: f16 outputs under KernelBench's half-precision tolerance
+// (1e-2), f16 data with f16's own extremes, an int8 input over its range, a bool input a mask with the
+// sampled share, a bool output exact. get_inputs()'s torch.rand is not the reference sampling.
+TEST(ImportKernelBench, HalfInt8AndBoolTensorsImport) {
+  ScratchDir dir("kqual-import-kb-dtypes");
+  const KernelBenchImport r = import_kernelbench(options("half_input", dir.path() / "half"));
+  const std::string& t = r.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(t, "rows = [{ x = \"f16\", out = \"f16\" }]")) << t;
+  // get_inputs() makes float16 tensors; forward casts nothing: the reference computes in float64.
+  EXPECT_TRUE(kqual::test::contains(t, "float64: kqual hands forward() float64 tensors and its source casts to no other dtype")) << t;
+  EXPECT_TRUE(kqual::test::contains(t, "error = { model = \"allclose\", atol = 0.01, rtol = 0.01 }")) << t;
+  EXPECT_TRUE(kqual::test::contains(t, "[families.extreme_scale]\nmax_elements = 1048576\nx = { extremes = 0.01 }")) << t;
+  const Contract& c = load_declared_contract(dir.path() / "half");
+  EXPECT_EQ(c.dtypes(), (std::vector<DType>{DType::f16}));
+  // The same capture with the input as int8 and bool, the output as fp8 and bool.
+  json i8 = capture("half_input");
+  i8["tensors"][0]["dtype"] = "int8";
+  i8["tensors"][1]["dtype"] = "float8_e4m3fn";
+  const std::string ti8 = translate_kernelbench(i8, options("half_input", "unused")).contract_toml;
+  EXPECT_TRUE(kqual::test::contains(ti8, "values = { dist = \"int\", lo = -128, hi = 127 }")) << ti8;
+  EXPECT_TRUE(kqual::test::contains(ti8, "error = { model = \"allclose\", atol = 0.01, rtol = 0.125 }")) << "one e4m3 ulp: " << ti8;
+  EXPECT_FALSE(kqual::test::contains(ti8, "[families.")) << ti8;
+  json mask = capture("half_input");
+  mask["tensors"][0]["dtype"] = "bool";
+  mask["tensors"][0]["values"]["mean"] = 0.25;
+  mask["tensors"][1]["dtype"] = "bool";
+  const std::string tb = translate_kernelbench(mask, options("half_input", "unused")).contract_toml;
+  EXPECT_TRUE(kqual::test::contains(tb, "values = { dist = \"mask\", p = 0.25 }")) << tb;
+  EXPECT_TRUE(kqual::test::contains(tb, "error = { model = \"exact\" }")) << tb;
+  EXPECT_TRUE(kqual::test::contains(tb, "\ndeterministic = true")) << tb;
+}
+
 TEST(ImportKernelBench, RefusesByNameWhatCannotBeExpressed) {
-  EXPECT_TRUE(kqual::test::contains(refusal(capture("dropout_random"), options("dropout_random", "")), "dropout_random.py: forward: is random"));
-  EXPECT_TRUE(kqual::test::contains(refusal(capture("half_input"), options("half_input", "")), "forward input 0 (x): has dtype float16"));
+  // nn.Dropout(0.5) is read in the source; with its p from a variable, the capture's two seeded runs differ.
+  EXPECT_TRUE(kqual::test::contains(refusal(capture("dropout_random"), options("dropout_random", "")),
+                                    "dropout_random.py: forward: statistical operation: the reference samples (nn.Dropout(0.5) in training "
+                                    "mode at line 10); no statistical judge is declared"));
+  KernelBenchImportOptions unread = options("dropout_random", "");
+  unread.problem.clear();
+  std::string dynamic;
+  try {
+    (void)translate_kernelbench(capture("dropout_random"), unread);
+  } catch (const Error& e) {
+    dynamic = e.what();
+  }
+  EXPECT_TRUE(kqual::test::contains(dynamic, "forward: is random")) << dynamic;
+  json fp4 = capture("half_input");
+  fp4["tensors"][0]["dtype"] = "float4_e2m1fn_x2";
+  EXPECT_TRUE(kqual::test::contains(refusal(fp4, options("half_input", "")), "forward input 0 (x): has dtype float4_e2m1fn_x2"));
   EXPECT_TRUE(kqual::test::contains(refusal(capture("mse_loss"), options("mse_loss", "")), "output 0: has 1 element"));
   // A list argument; a shape whose dims no constant moves, over the cap.
   json list = capture("scale_by_scalar");

@@ -60,6 +60,44 @@ void write_imported_contract(const std::filesystem::path& out, const std::map<st
 // run and the difference between two runs to the bound). Integer outputs only: required (exact).
 std::string determinism_toml(bool any_float_output, const std::string& source);
 
+// ---- tensor dtypes the importers take (import_dtypes.cpp) ----
+
+// kqual's word for a peer's tensor dtype ("float16" -> "f16", "float8_e4m3fn" -> "e4m3", "bool" ->
+// "bool"), or "" for one the importers do not take (fp4, complex, other float8 formats).
+std::string imported_dtype(const std::string& peer);
+// The peers' spellings imported_dtype takes, for refusals: "float32, bfloat16, ...".
+std::string imported_dtype_names();
+// Integers and bool (kqual's words): compared exactly, never given float value families.
+bool is_exact_dtype(const std::string& kq);
+// e4m3 and e5m2: 3 and 2 mantissa bits.
+bool is_fp8_dtype(const std::string& kq);
+// The least a tolerance must admit for an fp8 output (kqual's word): one fp8 ulp at the value, as a
+// relative term (2^-3 for e4m3, 2^-2 for e5m2: ulp(x) <= that x for a normal x) and an absolute one
+// for the subnormals (2^-9, 2^-16). A kernel that rounds a value computed in f32 from another order of
+// operations lands on a neighbour of the reference's rounding. Zero for other dtypes.
+struct Fp8Floor {
+  double atol = 0, rtol = 0;
+};
+Fp8Floor fp8_floor(const std::string& kq);
+// The `values` of an integer or bool DATA input whose source states no distribution: i8 and u8 (the
+// weights and activations of a quantized kernel) every value of the dtype, bool a mask with p = 0.5;
+// "" for the wider integers (indices, offsets, lengths: their meaning is not in the source).
+std::string exact_input_values(const std::string& kq);
+
+// ---- a reference that samples (import_sampling.cpp) ----
+
+// Where a reference's Python source draws random numbers, by a static read (comments and docstrings
+// skipped): "torch.multinomial at line 12"; "" when it does not. torch.rand*, randint, randperm,
+// multinomial, bernoulli, torch.normal and the in-place samplers (.uniform_(), ...), np.random,
+// Python's random, F.dropout unless training=False or p = 0, nn.Dropout with a literal p > 0. A call
+// given its own `generator=` draws a fixed stream (a seeded generator) and is not counted.
+// `function`: when not empty, the torch and Python samplers count only inside that function's body
+// (KernelBench's forward: get_inputs() and __init__ draw inputs and weights with a seed), nn.Dropout
+// anywhere; line numbers are the source's own (1 = its first line).
+std::string sampling_call(const std::string& python_source, const std::string& function);
+// "statistical operation: the reference samples (<where>); no statistical judge is declared ...".
+std::string sampling_refusal(const std::string& where);
+
 // ---- the KernelBench capture (import_kernelbench_capture.cpp) ----
 
 // Checks every field of a capture that translate_kernelbench reads for the type the capture script

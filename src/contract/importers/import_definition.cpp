@@ -54,11 +54,9 @@ namespace {
 using detail::toml_quoted;
 
 std::string kqual_dtype(const fs::path& f, const std::string& key, const std::string& d) {
-  static const std::map<std::string, std::string> known = {{"float32", "f32"}, {"bfloat16", "bf16"}, {"float64", "f64"},
-                                                           {"int32", "i32"},   {"int64", "i64"},    {"uint32", "u32"}};
-  if (auto it = known.find(d); it != known.end()) return it->second;
-  refuse(f, key, fmt::format("dtype \"{}\" has no kqual storage type (kqual has f32, bf16, f64, i32, i64, u32; float16, fp8 and "
-                             "fp4 are not supported yet)", d));
+  if (std::string k = detail::imported_dtype(d); !k.empty()) return k;
+  refuse(f, key, fmt::format("dtype \"{}\" has no kqual storage type (kqual takes {}; fp4 and other formats are not supported)", d,
+                             detail::imported_dtype_names()));
 }
 
 using detail::kqual_expr_text;
@@ -270,7 +268,10 @@ void definition_tensor(const DefinitionImportOptions& o, const detail::JsonIn& i
     elements = axis_value[ax] > 0 && elements > (std::int64_t(1) << 40) / axis_value[ax] ? std::int64_t(1) << 40 : elements * axis_value[ax];
   }
   if (elements > d.base_largest.second) d.base_largest = {tn, elements};
-  if (input && (dt == "i32" || dt == "i64" || dt == "u32"))
+  // i8 / u8 inputs are a quantized kernel's data (weights, activations) and bool ones masks; the wider
+  // integers are indices, offsets or lengths, whose meaning the Definition does not state.
+  const std::string exact_values = detail::exact_input_values(dt);
+  if (input && detail::is_exact_dtype(dt) && exact_values.empty())
     refuse(f, key + ".dtype", fmt::format("integer input '{}': what its values mean (indices into an axis, offsets, a mask) is not "
                                           "in the Definition; import without it is not possible — declare its values by hand "
                                           "(docs/declared-contracts.md, values)", tn));
@@ -280,10 +281,15 @@ void definition_tensor(const DefinitionImportOptions& o, const detail::JsonIn& i
   d.tensor_shapes.push_back(axis_names);
   if (!input) d.output_shapes.push_back(axis_names);
   (input ? d.shape_of.inputs : d.shape_of.outputs).push_back({tn, dt, axis_names});
-  if (input) {
+  if (input && !exact_values.empty()) {
+    t << "values = " << exact_values
+      << (dt == "bool" ? "   # a mask: the Definition states no share of true values\n\n"
+                       : "   # a quantized kernel's data (weights, activations): every value of the dtype\n\n");
+    d.notes.push_back(fmt::format("input '{}' ({}): values = {}; no float value family redraws it", tn, dt, exact_values));
+  } else if (input) {
     t << "values = { dist = \"normal\" }\n\n";
-    d.offered.push_back({tn, "normal", axis_names, dt});  // integer inputs were refused above
-  } else if (dt == "i32" || dt == "i64" || dt == "u32") {
+    d.offered.push_back({tn, "normal", axis_names, dt});  // the wider integer inputs were refused above
+  } else if (detail::is_exact_dtype(dt)) {
     t << "error = { model = \"exact\" }\n\n";
   } else {
     d.any_float_output = true;
@@ -404,6 +410,9 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   const detail::JsonIn in(f.string());
   std::string def_name;
   json def = read_definition(f, def_name);
+  // A reference that samples has no element-by-element expected output (import_sampling.cpp).
+  if (const std::string where = detail::sampling_call(def["reference"].get<std::string>(), ""); !where.empty())
+    refuse(f, "reference", detail::sampling_refusal(where));
   DefinitionImport r;
   r.out = o.out;
   r.name = definition_contract_name(def_name);

@@ -6,6 +6,7 @@
 // them say why each exists and where the imported tolerance leaves little of it.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -19,7 +20,12 @@ constexpr double kSmall = 1e-3, kLarge = 1e3;  // the factors of small_scale and
 constexpr double kMean = 4, kStd = 0.5;        // nonzero_mean: normal inputs
 constexpr double kLo = 3, kHi = 5;             // nonzero_mean: uniform inputs (mean 4, positive)
 
+constexpr double kExtremeShare = 0.01;          // extreme_scale of f16 / fp8 inputs: values near the largest finite one
+
 std::string names(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ", ")); }
+
+// f16, e4m3 and e5m2: a range too short for extreme_scale's factor.
+bool is_narrow_input(const FamilyInput& in) { return in.dtype == "f16" || is_fp8_dtype(in.dtype); }
 
 }  // namespace
 
@@ -74,18 +80,30 @@ std::string value_families_toml(const std::vector<FamilyInput>& data, const Fami
     << "#   about 1/sqrt(row length)); a one-pass variance E[x^2] - E[x]^2 cancels 16.25 - 16 and loses ~6\n"
     << "#   bits, visible when accumulated in bf16.\n";
   if (!how.no_scale_up.empty()) t << "# large_scale is not written: " << how.no_scale_up << "\n";
+  std::vector<std::string> narrow_range;  // e4m3 inputs: normal values only within [2^-6, 448]
+  for (const auto& in : data)
+    if (in.dtype == "e4m3") narrow_range.push_back(in.name);
+  if (!narrow_range.empty())
+    t << "# " << names(narrow_range) << " (e4m3: normal values in [2^-6, 448]) get no small_scale or large_scale: 1e-3 x N(0, 1)\n"
+      << "#   is mostly below e4m3's smallest normal (zeros and subnormals, which denormals covers), 1e3 x N(0, 1) past its\n"
+      << "#   largest finite value; extreme_scale puts values near 448 instead.\n";
   if (!how.any_small_case)
     t << "# NOTE: no case of this contract has every tensor within " << kFamilyMaxElements << " elements (its constant axes make\n"
       << "#   each case larger), so as written these families run on no case. `small_only = false` in a family runs\n"
       << "#   it on every case (one more reference evaluation per case, on the CPU in float64: slow for large\n"
       << "#   constant tensors).\n";
-  auto table = [&](const char* family, auto&& value) {
+  // A family over the inputs `keep` accepts; not written when none does.
+  auto table = [&](const char* family, bool (*keep)(const FamilyInput&), auto&& value) {
+    if (std::none_of(data.begin(), data.end(), keep)) return;
     t << "[families." << family << "]\nmax_elements = " << kFamilyMaxElements << "\n";
-    for (const auto& in : data) t << in.name << " = " << value(in) << "\n";
+    for (const auto& in : data)
+      if (keep(in)) t << in.name << " = " << value(in) << "\n";
   };
-  table("small_scale", [](const FamilyInput&) { return fmt::format("{{ scale = {:g} }}", kSmall); });
-  if (how.no_scale_up.empty()) table("large_scale", [](const FamilyInput&) { return fmt::format("{{ scale = {:g} }}", kLarge); });
-  table("nonzero_mean", [](const FamilyInput& in) {
+  auto every = [](const FamilyInput&) { return true; };
+  auto scalable = [](const FamilyInput& in) { return in.dtype != "e4m3"; };
+  table("small_scale", scalable, [](const FamilyInput&) { return fmt::format("{{ scale = {:g} }}", kSmall); });
+  if (how.no_scale_up.empty()) table("large_scale", scalable, [](const FamilyInput&) { return fmt::format("{{ scale = {:g} }}", kLarge); });
+  table("nonzero_mean", every, [](const FamilyInput& in) {
     return in.dist == "uniform" ? fmt::format("{{ lo = {:g}, hi = {:g} }}", kLo, kHi) : fmt::format("{{ mean = {:g}, std = {:g} }}", kMean, kStd);
   });
   t << "\n";
@@ -108,14 +126,24 @@ std::string special_families_toml(const std::vector<FamilyInput>& data, const Fa
     << "# denormals: every value a subnormal of the input's dtype. Under the tolerance a flushed subnormal\n"
     << "#   moves an output by ~1e-38, which no absolute term sees; what this family catches is a kernel\n"
     << "#   that flushes them and then divides by the zero it made (a norm without eps, 0 * Inf = NaN).\n";
-  if (how.no_scale_up.empty())
-    t << "# extreme_scale: the data 2^50 times larger in f32 and bf16 (2^400 in f64): as large as squares and\n"
-      << "#   dot products of the values still fit the dtype (2^100 x 2^20 terms < 2^128), so the reference's\n"
-      << "#   precision and the input dtype's agree; a kernel that accumulates in a narrower type (f16 overflows\n"
-      << "#   at 65504), or approximates exp, tanh or rsqrt on a short range, goes wrong.\n";
-  else
+  std::vector<std::string> narrow;  // f16 and fp8 inputs: their own largest values
+  for (const auto& in : data)
+    if (is_narrow_input(in)) narrow.push_back(in.name);
+  if (how.no_scale_up.empty()) {
+    if (narrow.size() < data.size())
+      t << "# extreme_scale: the data 2^50 times larger in f32 and bf16 (2^400 in f64): as large as squares and\n"
+        << "#   dot products of the values still fit the dtype (2^100 x 2^20 terms < 2^128), so the reference's\n"
+        << "#   precision and the input dtype's agree; a kernel that accumulates in a narrower type (f16 overflows\n"
+        << "#   at 65504), or approximates exp, tanh or rsqrt on a short range, goes wrong.\n";
+    if (!narrow.empty())
+      t << "# extreme_scale for " << names(narrow) << " (f16 / fp8): 1 % of the values at +-[0.5, 1) x the dtype's own largest\n"
+        << "#   finite value (65504 f16, 448 e4m3, 57344 e5m2; a scale of 2^50 would make them all Inf). Their squares and\n"
+        << "#   products fit f32 (65504^2 < 2^32), where a kernel computing in f16 or fp8 overflows.\n";
+  } else {
     t << "# extreme_scale is not written: " << how.no_scale_up << "\n";
-  t << "# Values near the dtype's largest finite value are not written: a sum of their squares or products\n"
+  }
+  t << "# Values near the dtype's largest finite value are not written" << (narrow.empty() ? "" : " for f32, bf16 and f64 inputs")
+    << ": a sum of their squares or products\n"
     << "#   overflows in the input dtype (as PyTorch does in float32) where a float64 reference does not, so\n"
     << "#   the expected output would not be the source's.\n";
   auto table = [&](const char* family, auto&& value) {
@@ -127,6 +155,7 @@ std::string special_families_toml(const std::vector<FamilyInput>& data, const Fa
   table("denormals", [](const FamilyInput&) { return std::string("{ denormals = 1 }"); });
   if (how.no_scale_up.empty())
     table("extreme_scale", [](const FamilyInput& in) {
+      if (is_narrow_input(in)) return fmt::format("{{ extremes = {:g} }}", kExtremeShare);
       return fmt::format("{{ scale = {:.17g} }}", std::ldexp(1.0, in.dtype == "f64" ? 400 : 50));
     });
   t << "\n";

@@ -147,13 +147,35 @@ std::string kb_contract_name(const std::string& file, const KernelBenchImportOpt
 }
 
 std::string kb_dtype(const std::string& file, const std::string& what, const std::string& d) {
-  static const std::map<std::string, std::string> known = {
-      {"float32", "f32"}, {"float64", "f64"}, {"bfloat16", "bf16"}, {"int32", "i32"}, {"int64", "i64"}};
-  if (auto it = known.find(d); it != known.end()) return it->second;
+  // uint32 is not a dtype PyTorch tensors are made in by KernelBench problems; the rest as the Definition importer.
+  if (std::string k = detail::imported_dtype(d); !k.empty() && k != "u32") return k;
   if (d.rfind("unsupported:", 0) == 0)
     kb_refuse(file, what, fmt::format("is a Python {}: forward's inputs and outputs must be tensors (or, for inputs, numbers)", d.substr(12)));
-  kb_refuse(file, what, fmt::format("has dtype {}: kqual stores float32, float64, bfloat16, int32 and int64 (float16, float8, bool, "
-                                    "uint8 and complex are not supported yet)", d));
+  kb_refuse(file, what, fmt::format("has dtype {}: kqual stores float32, float64, bfloat16, float16, float8_e4m3fn, float8_e5m2, int8, "
+                                    "uint8, int32, int64 and bool (fp4, complex and other formats are not supported)", d));
+}
+
+// A forward that samples (torch.rand in forward, dropout with a literal p in training mode) is refused
+// from the problem's source, before PyTorch runs; a p given by a variable is left to the capture.
+void kb_refuse_sampling(const std::filesystem::path& problem) {
+  std::error_code ec;
+  if (problem.empty() || !std::filesystem::is_regular_file(problem, ec)) return;
+  if (const std::string where = detail::sampling_call(read_text_file(problem), "forward"); !where.empty())
+    kb_refuse(problem.string(), "forward", detail::sampling_refusal(where));
+}
+
+// The problem's source without get_inputs() and get_init_inputs(): the dtypes those make inputs in
+// (torch.rand(..., dtype=torch.float16)) are not casts of forward's.
+std::string kb_source_without_input_makers(const std::string& src) {
+  std::istringstream in(src);
+  std::string line, out;
+  bool skipping = false;
+  while (std::getline(in, line)) {
+    const bool top = !line.empty() && line[0] != ' ' && line[0] != '\t';
+    if (top) skipping = line.rfind("def get_inputs(", 0) == 0 || line.rfind("def get_init_inputs(", 0) == 0;
+    if (!skipping) out += line + "\n";
+  }
+  return out;
 }
 
 // One captured dim: an axis when it moves with a module-level constant (a >= 1), else a constant axis.
@@ -308,7 +330,7 @@ void kb_write_contract_and_axes(std::ostringstream& t, const json& cap, const Ke
                           "torch.allclose. Parameters are inputs a kernel receives.SPECIAL_VALUES_POLICY", o.seed, precision))
     << "\n";
   const bool any_float_output = std::any_of(s.tensors.begin(), s.tensors.end(), [](const auto& ti) {
-    return ti.group == "output" && ti.dtype != "i32" && ti.dtype != "i64";
+    return ti.group == "output" && !detail::is_exact_dtype(ti.dtype);
   });
   t << detail::determinism_toml(any_float_output, "KernelBench");
   if (z.bench_elements > (std::int64_t(1) << 24))
@@ -339,9 +361,21 @@ void kb_write_contract_and_axes(std::ostringstream& t, const json& cap, const Ke
 // An input's value distribution from the capture's sampled statistics, and why (for the comment).
 std::pair<std::string, std::string> kb_input_values(const TensorInfo& ti, const json& sampled, const KbShapes& s,
                                                     KernelBenchImport& r, KbTensorsWritten& w) {
-  const bool is_int = ti.dtype == "i32" || ti.dtype == "i64";
+  const bool is_int = detail::is_exact_dtype(ti.dtype);
   const json* st = ti.j->contains("values") && (*ti.j)["values"].is_object() ? &(*ti.j)["values"] : nullptr;
   std::string values, why;
+  if (ti.dtype == "i8" || ti.dtype == "u8") {  // a quantized kernel's data: every value of the dtype
+    values = detail::exact_input_values(ti.dtype);
+    why = "a quantized kernel's data (weights, activations): every value of the dtype";
+    return {values, why};
+  }
+  if (ti.dtype == "bool") {  // a mask, true as often as sampled
+    const double p = st && st->contains("mean") ? (*st)["mean"].get<double>() : 0.5;
+    const double share = p > 0 && p < 1 ? p : 0.5;
+    values = fmt::format("{{ dist = \"mask\", p = {} }}", num(share));
+    why = st && st->contains("mean") ? fmt::format("a mask, true in {} of the sampled values", num(p)) : "a mask: not sampled, p = 0.5";
+    return {values, why};
+  }
   if (!st || !st->contains("min")) {
     values = is_int ? "{ dist = \"int\", lo = 0, hi = 1 }" : "{ dist = \"normal\" }";
     why = "not sampled: assumed";
@@ -404,7 +438,7 @@ KbTensorsWritten kb_write_tensors(std::ostringstream& t, const json& cap, const 
     std::vector<std::string> shape;
     for (const auto& d : ti.dims) shape.push_back(toml_str(s.final_axis(d.axis)));
     w.row[ti.name] = ti.dtype;
-    const bool is_int = ti.dtype == "i32" || ti.dtype == "i64";
+    const bool is_int = detail::is_exact_dtype(ti.dtype);
     t << "[tensors." << ti.name << "]\n";
     if (ti.group == "parameter") t << "description = " << toml_str("Model parameter " + ti.source_name) << "\n";
     t << "role = " << (ti.group == "output" ? "\"output\"" : "\"input\"") << "\nshape = [" << fmt::format("{}", fmt::join(shape, ", "))
@@ -413,13 +447,21 @@ KbTensorsWritten kb_write_tensors(std::ostringstream& t, const json& cap, const 
       if (is_int) {
         t << "error = { model = \"exact\" }\n\n";
       } else {
-        const double dflt = ti.dtype == "bf16" ? 1e-2 : 1e-4;
-        const double atol = o.atol >= 0 ? o.atol : dflt, rtol = o.rtol >= 0 ? o.rtol : dflt;
+        // KernelBench's get_tolerance_for_precision: 1e-2 for the half-width floats, 1e-4 otherwise.
+        const bool half_width = ti.dtype == "bf16" || ti.dtype == "f16" || detail::is_fp8_dtype(ti.dtype);
+        const double dflt = half_width ? 1e-2 : 1e-4;
+        double atol = o.atol >= 0 ? o.atol : dflt, rtol = o.rtol >= 0 ? o.rtol : dflt;
+        const detail::Fp8Floor fl = detail::fp8_floor(ti.dtype);
+        atol = std::max(atol, fl.atol);
+        rtol = std::max(rtol, fl.rtol);
         w.widest_atol = std::max(w.widest_atol, atol);
         w.output_shapes.push_back({});
         for (const auto& d : ti.dims) w.output_shapes.back().push_back(s.final_axis(d.axis));
-        t << "# KernelBench's tolerance (torch.allclose, atol = rtol = " << num(dflt) << " for " << ti.dtype << ") unless --atol/--rtol\n"
-          << "error = { model = \"allclose\", atol = " << num(atol) << ", rtol = " << num(rtol) << " }\n\n";
+        t << "# KernelBench's tolerance (torch.allclose, atol = rtol = " << num(dflt) << " for " << ti.dtype << ") unless --atol/--rtol\n";
+        if (fl.rtol > 0)
+          t << "# " << ti.dtype << ": at least one " << ti.dtype << " ulp at the value (rtol " << num(fl.rtol) << ", atol " << num(fl.atol)
+            << " among the subnormals): a kernel rounding another f32 value lands on a neighbour\n";
+        t << "error = { model = \"allclose\", atol = " << num(atol) << ", rtol = " << num(rtol) << " }\n\n";
       }
       continue;
     }
@@ -460,7 +502,7 @@ void kb_write_families(std::ostringstream& t, const KbShapes& s, const KbSizes& 
   how.tool = "kqual import-kernelbench";
   how.atol = w.widest_atol;
   for (const auto& ti : s.tensors)
-    if (ti.group != "output" && ti.dtype != "i32" && ti.dtype != "i64" && std::none_of(data.begin(), data.end(), [&](const auto& d) { return d.name == ti.name; }))
+    if (ti.group != "output" && !detail::is_exact_dtype(ti.dtype) && std::none_of(data.begin(), data.end(), [&](const auto& d) { return d.name == ti.name; }))
       how.kept.push_back(ti.name);
   // Families run on cases whose every tensor is within 2^16 elements; the smallest cases hold one
   // axis at its minimum and the others at their base.
@@ -534,6 +576,7 @@ KernelBenchImport translate_kernelbench(const json& cap, const KernelBenchImport
   const std::string file = !o.problem.empty() ? o.problem.string() : named ? cap["file"].get<std::string>() : "problem";
   // Every field read below has the type the capture script writes (else an input error naming the
   // capture file and the key); a random forward is refused there.
+  kb_refuse_sampling(o.problem);
   const std::vector<std::string> capture_notes = detail::check_capture(cap, file, o.capture.string());
   if (o.max_elements < 1 || o.max_elements > (std::int64_t(1) << 28))
     throw_error(ErrorKind::usage, fmt::format("--max-elements {}: outside [1, 2^28]", o.max_elements));
@@ -549,7 +592,7 @@ KernelBenchImport translate_kernelbench(const json& cap, const KernelBenchImport
   std::string problem_source;
   if (std::error_code ec; !o.problem.empty() && std::filesystem::is_regular_file(o.problem, ec)) problem_source = read_text_file(o.problem);
   const std::string precision = problem_source.empty() ? std::string("float64 (the problem's source was not read: casts in it are not known)")
-                                                       : detail::reference_precision(problem_source, "forward");
+                                                       : detail::reference_precision(kb_source_without_input_makers(problem_source), "forward");
   std::ostringstream t;
   kb_write_contract_and_axes(t, cap, o, file, r.name, precision, shapes, sizes);
   const KbTensorsWritten written = kb_write_tensors(t, cap, o, shapes, r);

@@ -145,6 +145,9 @@ KernelBenchImport import_kernelbench(const KernelBenchImportOptions& o) {
   if (o.out.empty()) throw_error(ErrorKind::usage, "--out: the contract folder to write");
   if (fs::exists(o.out, ec)) throw_error(ErrorKind::input, fmt::format("{} exists: give a new folder", o.out.string()));
   if (!fs::is_regular_file(o.problem)) throw_error(ErrorKind::input, fmt::format("{}: no such file", o.problem.string()));
+  // A forward that samples is refused from the source, before PyTorch runs (import_sampling.cpp).
+  if (const std::string where = detail::sampling_call(read_text_file(o.problem), "forward"); !where.empty())
+    throw_error(ErrorKind::input, fmt::format("{}: forward: {}", o.problem.string(), detail::sampling_refusal(where)));
   json cap;
   if (!o.capture.empty()) {
     try {

@@ -1,0 +1,132 @@
+// A reference that draws random numbers, found by a static read of its Python source
+// (import_common.hpp). kqual judges a kernel element by element against the reference's output; a
+// sampler's output is one draw, which the kernel's own draw need not match, and no statistical judge
+// (a test of the distribution) is declared for imported contracts: such a reference is refused at
+// import, naming the call and its line, rather than when the contract is first used.
+#include <fmt/format.h>
+
+#include <regex>
+#include <sstream>
+#include <vector>
+
+#include "import_common.hpp"
+
+namespace kqual::contract::detail {
+
+namespace {
+
+struct SamplingLine {
+  int number = 0;     // 1-based, in the source
+  std::string code;   // the line without its comment
+};
+
+// `#` outside a string literal starts a comment.
+std::string sampling_strip_comment(const std::string& line) {
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote) {
+      if (c == '\\') ++i;
+      else if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#') {
+      return line.substr(0, i);
+    }
+  }
+  return line;
+}
+
+std::size_t sampling_indent(const std::string& line) { return line.find_first_not_of(" \t"); }
+
+// The code lines of `src`: comments removed, lines inside a triple-quoted string (docstrings) left out.
+std::vector<SamplingLine> sampling_code_lines(const std::string& src) {
+  std::vector<SamplingLine> out;
+  std::istringstream in(src);
+  std::string line;
+  bool in_doc = false;
+  for (int n = 1; std::getline(in, line); ++n) {
+    std::size_t triples = 0;
+    for (const char* q : {"\"\"\"", "'''"})
+      for (std::size_t p = line.find(q); p != std::string::npos; p = line.find(q, p + 3)) ++triples;
+    if (in_doc || triples > 0) {
+      if (triples % 2 == 1) in_doc = !in_doc;
+      continue;
+    }
+    out.push_back({n, sampling_strip_comment(line)});
+  }
+  return out;
+}
+
+// The lines of `function`'s body (the def line's indentation closes it).
+std::vector<SamplingLine> sampling_function_body(const std::vector<SamplingLine>& lines, const std::string& function) {
+  const std::regex def("^\\s*(async\\s+)?def\\s+" + function + "\\s*\\(");
+  std::vector<SamplingLine> body;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (!std::regex_search(lines[i].code, def)) continue;
+    const std::size_t indent = sampling_indent(lines[i].code);
+    for (std::size_t j = i + 1; j < lines.size(); ++j) {
+      const std::size_t at = sampling_indent(lines[j].code);
+      if (at == std::string::npos) continue;  // blank
+      if (at <= indent) break;
+      body.push_back(lines[j]);
+    }
+  }
+  return body;
+}
+
+// The first sampler called on one line of code, shown as written ("torch.multinomial"); "".
+std::string sampler_on_line(const std::string& code) {
+  static const std::regex torch_call(R"(\btorch\.(rand|randn|rand_like|randn_like|randint|randint_like|randperm|multinomial|bernoulli|poisson|normal)\s*\()");
+  static const std::regex method_call(
+      R"(\.(multinomial|bernoulli|bernoulli_|uniform_|normal_|exponential_|geometric_|cauchy_|log_normal_|random_)\s*\()");
+  static const std::regex numpy_call(R"(\b(np|numpy)\.random\.(\w+))");
+  static const std::regex python_call(R"((^|[^\w.])random\.(\w+)\s*\()");
+  static const std::regex dropout_call(R"(\b(F|functional|torch)\.(dropout|dropout1d|dropout2d|dropout3d|alpha_dropout|feature_alpha_dropout)\s*\()");
+  static const std::regex not_training(R"(training\s*=\s*False|,\s*False\s*\)|,\s*(p\s*=\s*)?0(\.0*)?\s*[,)])");
+  static const std::regex own_generator(R"(\bgenerator\s*=)");
+  std::smatch m;
+  if (std::regex_search(code, m, dropout_call) && !std::regex_search(code, not_training))
+    return fmt::format("{}.{} in training mode", m[1].str(), m[2].str());
+  if (std::regex_search(code, own_generator)) return "";
+  if (std::regex_search(code, m, torch_call)) return "torch." + m[1].str();
+  if (std::regex_search(code, m, numpy_call)) return fmt::format("{}.random.{}", m[1].str(), m[2].str());
+  if (std::regex_search(code, m, python_call)) return "random." + m[2].str();
+  if (std::regex_search(code, m, method_call)) return "." + m[1].str() + "()";
+  return "";
+}
+
+// nn.Dropout with a literal p above 0 (random in training mode, as KernelBench runs the model);
+// a p given by a variable is left to the capture, which runs forward twice.
+std::string dropout_module_on_line(const std::string& code) {
+  static const std::regex module(R"(\bnn\.(Dropout|Dropout1d|Dropout2d|Dropout3d|AlphaDropout|FeatureAlphaDropout)\s*\(\s*(p\s*=\s*)?([0-9][0-9.eE+-]*)\s*[,)])");
+  std::smatch m;
+  if (!std::regex_search(code, m, module)) return "";
+  double p = 0;
+  try {
+    p = std::stod(m[3].str());
+  } catch (const std::exception&) {
+    return "";
+  }
+  return p > 0 ? fmt::format("nn.{}({}) in training mode", m[1].str(), m[3].str()) : "";
+}
+
+}  // namespace
+
+std::string sampling_call(const std::string& src, const std::string& function) {
+  const std::vector<SamplingLine> lines = sampling_code_lines(src);
+  const std::vector<SamplingLine> scanned = function.empty() ? lines : sampling_function_body(lines, function);
+  for (const auto& l : scanned)
+    if (const std::string s = sampler_on_line(l.code); !s.empty()) return fmt::format("{} at line {}", s, l.number);
+  for (const auto& l : lines)
+    if (const std::string s = dropout_module_on_line(l.code); !s.empty()) return fmt::format("{} at line {}", s, l.number);
+  return "";
+}
+
+std::string sampling_refusal(const std::string& where) {
+  return fmt::format("statistical operation: the reference samples ({}); no statistical judge is declared (kqual compares a kernel's "
+                     "output with the reference's element by element, and a draw need not match another draw)",
+                     where);
+}
+
+}  // namespace kqual::contract::detail
