@@ -10,6 +10,7 @@
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kqual/contract/compare.hpp"
@@ -18,6 +19,21 @@
 #include "kqual/core/error.hpp"
 
 namespace kqual::contract::builtin {
+
+// What a built-in contract is, given once when it is made: its name, its one-line summary and its
+// domain (the three answers every contract gives as data; the rest is its own code).
+class DescribedContract : public Contract {
+ public:
+  DescribedContract(std::string name, std::string summary, Domain domain)
+      : name_(std::move(name)), summary_(std::move(summary)), domain_(std::move(domain)) {}
+  std::string name() const final { return name_; }
+  std::string summary() const final { return summary_; }
+  const Domain& domain() const final { return domain_; }
+
+ private:
+  std::string name_, summary_;
+  Domain domain_;
+};
 
 // A one-element start offset keeps the alignment the candidate claims (so its misaligned-access
 // cases may be run).

@@ -23,24 +23,22 @@ namespace {
 
 constexpr std::int64_t kMaxN = std::int64_t(1) << 40;  // contract domain limit [elements]
 
-class ExclusiveScan final : public Contract {
+class ExclusiveScan final : public builtin::DescribedContract {
  public:
-  std::string name() const override { return "exclusive_scan"; }
-  std::string summary() const override {
-    return "y[0] = 0, y[i] = x[0] + ... + x[i-1] (exclusive prefix sum) over n contiguous elements";
-  }
-  const Domain& domain() const override {
-    static const Domain d{
-        .dims = {{.name = "n", .from_length_of = "x"}},
-        .tensors = {{.name = "x", .role = Role::input, .shape = {"n"}, .description = "values, n elements"},
-                    {.name = "y", .role = Role::output, .shape = {"n"}, .description = "exclusive prefix sums, n elements"}},
-        .dtypes = {DType::i32, DType::f32},
-        .limits = {{.dims = {"n"}, .max = kMaxN}},
-        .claim = {.dims = {"n"}},
-        .in_place = InPlace{"y", "x"},
-    };
-    return d;
-  }
+  ExclusiveScan()
+      : DescribedContract(
+            "exclusive_scan",
+            "y[0] = 0, y[i] = x[0] + ... + x[i-1] (exclusive prefix sum) over n contiguous elements",
+            Domain{
+                .dims = {{.name = "n", .from_length_of = "x"}},
+                .tensors = {{.name = "x", .role = Role::input, .shape = {"n"}, .description = "values, n elements"},
+                            {.name = "y", .role = Role::output, .shape = {"n"},
+                             .description = "exclusive prefix sums, n elements"}},
+                .dtypes = {DType::i32, DType::f32},
+                .limits = {{.dims = {"n"}, .max = kMaxN}},
+                .claim = {.dims = {"n"}},
+                .in_place = InPlace{"y", "x"},
+            }) {}
   // i32: required — the sum modulo 2^32 is exact in any order, so a difference between runs is a
   // wrong element. f32: not required — the error bound admits any association order, and the
   // standard single-pass scan (decoupled look-back, CUB's DeviceScan) combines a tile's

@@ -100,32 +100,31 @@ extern "C" __global__ void gemm_ref_bf16(const unsigned short* a, const unsigned
 }
 )";
 
-class Gemm final : public Contract {
+class Gemm final : public builtin::DescribedContract {
  public:
-  std::string name() const override { return "gemm"; }
-  std::string summary() const override {
-    return "c = a·b, row-major contiguous a (m x k), b (k x n), c (m x n); f32 FMA accumulation";
-  }
-  const Domain& domain() const override {
-    static const Domain d{
-        .dims = {{.name = "m"}, {.name = "n"}, {.name = "k"}},
-        .tensors = {{.name = "a", .role = Role::input, .shape = {"m", "k"}, .description = "m x k, row-major",
-                     .layout = Layout::row_major},
-                    {.name = "b", .role = Role::input, .shape = {"k", "n"}, .description = "k x n, row-major",
-                     .layout = Layout::row_major},
-                    {.name = "c", .role = Role::output, .shape = {"m", "n"}, .description = "m x n, row-major",
-                     .layout = Layout::row_major}},
-        .dtypes = {DType::f32, DType::bf16},
-        // Mixed dtypes (bf16 in, f32 out) are a different operation.
-        .dtype_note = "a, b and c share the dtype",
-        // The contract's size limit, per dim (too_large, as it has always been called for gemm).
-        .limits = {{.dims = {"m"}, .max = kMaxGemmDim}, {.dims = {"n"}, .max = kMaxGemmDim}, {.dims = {"k"}, .max = kMaxGemmDim}},
-        .claim = {},  // max_n bounds every tensor's element count
-        .no_in_place_reason = "gemm reads every input element many times, so c may never alias a or b",
-        .mismatch_code = "shape_mismatch",
-    };
-    return d;
-  }
+  Gemm()
+      : DescribedContract(
+            "gemm",
+            "c = a·b, row-major contiguous a (m x k), b (k x n), c (m x n); f32 FMA accumulation",
+            Domain{
+                .dims = {{.name = "m"}, {.name = "n"}, {.name = "k"}},
+                .tensors = {{.name = "a", .role = Role::input, .shape = {"m", "k"}, .description = "m x k, row-major",
+                             .layout = Layout::row_major},
+                            {.name = "b", .role = Role::input, .shape = {"k", "n"}, .description = "k x n, row-major",
+                             .layout = Layout::row_major},
+                            {.name = "c", .role = Role::output, .shape = {"m", "n"}, .description = "m x n, row-major",
+                             .layout = Layout::row_major}},
+                .dtypes = {DType::f32, DType::bf16},
+                // Mixed dtypes (bf16 in, f32 out) are a different operation.
+                .dtype_note = "a, b and c share the dtype",
+                // The contract's size limit, per dim (too_large, as it has always been called for gemm).
+                .limits = {{.dims = {"m"}, .max = kMaxGemmDim},
+                           {.dims = {"n"}, .max = kMaxGemmDim},
+                           {.dims = {"k"}, .max = kMaxGemmDim}},
+                .claim = {},  // max_n bounds every tensor's element count
+                .no_in_place_reason = "gemm reads every input element many times, so c may never alias a or b",
+                .mismatch_code = "shape_mismatch",
+            }) {}
   // Not required: split-K and stream-K with atomic accumulation into c are standard techniques for
   // small m*n with large k, and the error bound is already written for any f32 summation order, so
   // two runs that add in different orders are both within it; the difference between them is held

@@ -27,25 +27,23 @@ struct ReduceShape {
   std::int64_t rows, cols;
 };
 
-class ReduceSum final : public Contract {
+class ReduceSum final : public builtin::DescribedContract {
  public:
-  std::string name() const override { return "reduce_sum"; }
-  std::string summary() const override {
-    return "y[r] = sum of row r of x (rows x cols, row-major, contiguous); y has rows elements";
-  }
-  const Domain& domain() const override {
-    static const Domain d{
-        .dims = {{.name = "rows"}, {.name = "cols"}},
-        .tensors = {{.name = "x", .role = Role::input, .shape = {"rows", "cols"}, .description = "rows x cols, row-major"},
-                    {.name = "y", .role = Role::output, .shape = {"rows"}, .description = "row sums, rows elements"}},
-        .dtypes = {DType::f32, DType::bf16},
-        .limits = {{.dims = {"rows", "cols"}, .max = kMaxElements}},
-        .claim = {.dims = {"rows", "cols"}},
-        .no_in_place_reason = "y has rows elements, x rows x cols",
-        .alignment_note = "rows start at r*cols and are aligned only when cols is a multiple of the vector width",
-    };
-    return d;
-  }
+  ReduceSum()
+      : DescribedContract(
+            "reduce_sum",
+            "y[r] = sum of row r of x (rows x cols, row-major, contiguous); y has rows elements",
+            Domain{
+                .dims = {{.name = "rows"}, {.name = "cols"}},
+                .tensors = {{.name = "x", .role = Role::input, .shape = {"rows", "cols"},
+                             .description = "rows x cols, row-major"},
+                            {.name = "y", .role = Role::output, .shape = {"rows"}, .description = "row sums, rows elements"}},
+                .dtypes = {DType::f32, DType::bf16},
+                .limits = {{.dims = {"rows", "cols"}, .max = kMaxElements}},
+                .claim = {.dims = {"rows", "cols"}},
+                .no_in_place_reason = "y has rows elements, x rows x cols",
+                .alignment_note = "rows start at r*cols and are aligned only when cols is a multiple of the vector width",
+            }) {}
   // Not required: splitting a long row over several blocks that atomicAdd their partial sums onto a
   // zeroed output is the standard way to fill the GPU when rows are few, and the error bound is
   // written for any association order; each run is held to it, and so is the difference between

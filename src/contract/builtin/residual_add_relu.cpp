@@ -36,22 +36,21 @@ std::uint16_t ref_bf16(std::uint16_t x, std::uint16_t r) {
   return f32_to_bf16_rne(relu_policy(float(s)));
 }
 
-class ResidualAddRelu final : public Contract {
+class ResidualAddRelu final : public builtin::DescribedContract {
  public:
-  std::string name() const override { return "residual_add_relu"; }
-  std::string summary() const override { return "y = relu(x + r), elementwise over n contiguous elements"; }
-  const Domain& domain() const override {
-    static const Domain d{
-        .dims = {{.name = "n", .from_length_of = "x"}},
-        .tensors = {{.name = "x", .role = Role::input, .shape = {"n"}, .description = "activations, n elements"},
-                    {.name = "r", .role = Role::input, .shape = {"n"}, .description = "residual, n elements"},
-                    {.name = "y", .role = Role::output, .shape = {"n"}, .description = "result, n elements"}},
-        .dtypes = {DType::f32, DType::bf16},
-        .claim = {.dims = {"n"}},
-        .in_place = InPlace{"y", "x"},
-    };
-    return d;
-  }
+  ResidualAddRelu()
+      : DescribedContract(
+            "residual_add_relu",
+            "y = relu(x + r), elementwise over n contiguous elements",
+            Domain{
+                .dims = {{.name = "n", .from_length_of = "x"}},
+                .tensors = {{.name = "x", .role = Role::input, .shape = {"n"}, .description = "activations, n elements"},
+                            {.name = "r", .role = Role::input, .shape = {"n"}, .description = "residual, n elements"},
+                            {.name = "y", .role = Role::output, .shape = {"n"}, .description = "result, n elements"}},
+                .dtypes = {DType::f32, DType::bf16},
+                .claim = {.dims = {"n"}},
+                .in_place = InPlace{"y", "x"},
+            }) {}
   std::string numerical_policy() const override {
     return "Bit-exact. f32: x + r is one IEEE-754 single-precision add (round to nearest even; denormal inputs "
            "and results preserved, so flush-to-zero builds fail), then relu. bf16: x and r widened to f32, added "

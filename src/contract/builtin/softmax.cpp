@@ -39,24 +39,22 @@ namespace {
 
 constexpr std::int64_t kMaxSoftmaxDim = (std::int64_t(1) << 31) - 1;
 
-class Softmax final : public Contract {
+class Softmax final : public builtin::DescribedContract {
  public:
-  std::string name() const override { return "softmax"; }
-  std::string summary() const override {
-    return "y = softmax(x) along each row: y[r][j] = exp(x[r][j] - max_r) / sum_k exp(x[r][k] - max_r); rows x cols, row-major";
-  }
-  const Domain& domain() const override {
-    static const Domain d{
-        .dims = {{.name = "rows", .max = kMaxSoftmaxDim}, {.name = "cols", .max = kMaxSoftmaxDim}},
-        .tensors = {{.name = "x", .role = Role::input, .shape = {"rows", "cols"}, .description = "logits, rows x cols, row-major"},
-                    {.name = "y", .role = Role::output, .shape = {"rows", "cols"},
-                     .description = "probabilities, rows x cols, row-major"}},
-        .dtypes = {DType::f32, DType::bf16},
-        .claim = {.dims = {"rows", "cols"}},
-        .in_place = InPlace{"y", "x"},
-    };
-    return d;
-  }
+  Softmax()
+      : DescribedContract(
+            "softmax",
+            "y = softmax(x) along each row: y[r][j] = exp(x[r][j] - max_r) / sum_k exp(x[r][k] - max_r); rows x cols, row-major",
+            Domain{
+                .dims = {{.name = "rows", .max = kMaxSoftmaxDim}, {.name = "cols", .max = kMaxSoftmaxDim}},
+                .tensors = {{.name = "x", .role = Role::input, .shape = {"rows", "cols"},
+                             .description = "logits, rows x cols, row-major"},
+                            {.name = "y", .role = Role::output, .shape = {"rows", "cols"},
+                             .description = "probabilities, rows x cols, row-major"}},
+                .dtypes = {DType::f32, DType::bf16},
+                .claim = {.dims = {"rows", "cols"}},
+                .in_place = InPlace{"y", "x"},
+            }) {}
   std::string numerical_policy() const override {
     return "Bounded error against an f64 CPU reference, per element. For a finite row with max m and d_j = x_j - m, "
            "y_j = e_j / S with e_j = exp(d_j), S = sum_j e_j. Admitted: |y_hat_j - y_j| <= y_j * (E(d_j) + eps_S + 4u) "

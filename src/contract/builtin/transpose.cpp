@@ -29,23 +29,20 @@ std::uint64_t raw_bits(DType t, const std::uint8_t* p, std::size_t i) {
   return v;
 }
 
-class Transpose final : public Contract {
+class Transpose final : public builtin::DescribedContract {
  public:
-  std::string name() const override { return "transpose"; }
-  std::string summary() const override {
-    return "y = x^T: x is rows x cols, y is cols x rows, both row-major and contiguous; y[j*rows + i] = x[i*cols + j]";
-  }
-  const Domain& domain() const override {
-    static const Domain d{
-        .dims = {{.name = "rows", .max = kMaxTransposeDim}, {.name = "cols", .max = kMaxTransposeDim}},
-        .tensors = {{.name = "x", .role = Role::input, .shape = {"rows", "cols"}, .description = "rows x cols, row-major"},
-                    {.name = "y", .role = Role::output, .shape = {"cols", "rows"}, .description = "cols x rows, row-major"}},
-        .dtypes = {DType::f32, DType::bf16, DType::i32},
-        .claim = {.dims = {"rows", "cols"}},
-        .no_in_place_reason = "an in-place transpose of a non-square matrix is another operation",
-    };
-    return d;
-  }
+  Transpose()
+      : DescribedContract(
+            "transpose",
+            "y = x^T: x is rows x cols, y is cols x rows, both row-major and contiguous; y[j*rows + i] = x[i*cols + j]",
+            Domain{
+                .dims = {{.name = "rows", .max = kMaxTransposeDim}, {.name = "cols", .max = kMaxTransposeDim}},
+                .tensors = {{.name = "x", .role = Role::input, .shape = {"rows", "cols"}, .description = "rows x cols, row-major"},
+                            {.name = "y", .role = Role::output, .shape = {"cols", "rows"}, .description = "cols x rows, row-major"}},
+                .dtypes = {DType::f32, DType::bf16, DType::i32},
+                .claim = {.dims = {"rows", "cols"}},
+                .no_in_place_reason = "an in-place transpose of a non-square matrix is another operation",
+            }) {}
   std::string numerical_policy() const override {
     return "Bit-exact for every dtype: each output element carries the storage bits of its input element, "
            "y[j*rows + i] = x[i*cols + j]. This is stricter than value equality: NaN payloads (quiet and signalling) "
