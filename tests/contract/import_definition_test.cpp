@@ -498,6 +498,15 @@ TEST(ImportDefinitionDtypes, ASamplingReferenceIsRefusedAtImportByName) {
                             "def run(a, b):\n    return a + torch.rand(b.shape, generator=torch.Generator().manual_seed(0))\n",
                             "def run(a, b):\n    # torch.rand(3)\n    return a + b\n", "def run(a, b):\n    return torch.nn.Dropout(p=0.0)(a) + b\n"})
     EXPECT_EQ(with_reference(quiet), "") << quiet;
+  // SOL-ExecBench's custom_inputs_entrypoint draws the inputs: its body is not the reference.
+  json custom = json::parse(two_input_definition("custom_inputs", "float32", "float32",
+                                                 "import torch\ndef make(axes, device):\n    n = axes['n']\n    return {'a': torch.randn(n), 'b': "
+                                                 "torch.randn(n)}\n\ndef run(a, b):\n    return a + b\n"));
+  custom["custom_inputs_entrypoint"] = "make";
+  EXPECT_EQ(refusal(custom.dump()), "");
+  custom["name"] = "custom_inputs_2";
+  custom["custom_inputs_entrypoint"] = "other";
+  EXPECT_TRUE(kqual::test::contains(refusal(custom.dump()), "(torch.randn at line 4)"));
 }
 
 }  // namespace

@@ -93,8 +93,9 @@ std::string exact_input_values(const std::string& kq);
 // given its own `generator=` draws a fixed stream (a seeded generator) and is not counted.
 // `function`: when not empty, the torch and Python samplers count only inside that function's body
 // (KernelBench's forward: get_inputs() and __init__ draw inputs and weights with a seed), nn.Dropout
-// anywhere; line numbers are the source's own (1 = its first line).
-std::string sampling_call(const std::string& python_source, const std::string& function);
+// anywhere; line numbers are the source's own (1 = its first line). `except_function`: a function
+// whose body is not read (SOL-ExecBench's custom_inputs_entrypoint, which draws the inputs).
+std::string sampling_call(const std::string& python_source, const std::string& function, const std::string& except_function = "");
 // "statistical operation: the reference samples (<where>); no statistical judge is declared ...".
 std::string sampling_refusal(const std::string& where);
 

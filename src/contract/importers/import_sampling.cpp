@@ -5,6 +5,7 @@
 // import, naming the call and its line, rather than when the contract is first used.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 #include <vector>
@@ -113,8 +114,19 @@ std::string dropout_module_on_line(const std::string& code) {
 
 }  // namespace
 
-std::string sampling_call(const std::string& src, const std::string& function) {
-  const std::vector<SamplingLine> lines = sampling_code_lines(src);
+std::string sampling_call(const std::string& src, const std::string& function, const std::string& except_function) {
+  std::vector<SamplingLine> lines = sampling_code_lines(src);
+  if (!except_function.empty()) {
+    // The function that draws the inputs (SOL-ExecBench's custom_inputs_entrypoint), its def line too.
+    const std::vector<SamplingLine> body = sampling_function_body(lines, except_function);
+    const std::regex def("^\\s*(async\\s+)?def\\s+" + except_function + "\\s*\\(");
+    std::vector<SamplingLine> kept;
+    for (const auto& l : lines)
+      if (!std::regex_search(l.code, def) &&
+          std::none_of(body.begin(), body.end(), [&](const SamplingLine& b) { return b.number == l.number; }))
+        kept.push_back(l);
+    lines = std::move(kept);
+  }
   const std::vector<SamplingLine> scanned = function.empty() ? lines : sampling_function_body(lines, function);
   for (const auto& l : scanned)
     if (const std::string s = sampler_on_line(l.code); !s.empty()) return fmt::format("{} at line {}", s, l.number);
