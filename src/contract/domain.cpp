@@ -68,6 +68,8 @@ const DimSpec* inferred_from(const Domain& d, const Dims& given, const TensorSpe
 // so a limit on a product bounds each factor).
 std::map<std::string, std::int64_t> dim_ceilings(const Domain& d, std::int64_t max_n) {
   std::map<std::string, std::int64_t> c = dim_maxima(d);
+  for (const auto& dim : d.dims)
+    if (dim.fixed > 0) c[dim.name] = std::min(c[dim.name], dim.fixed);
   for (const auto& l : d.limits)
     for (const auto& n : l.dims) c[n] = std::min(c[n], l.max);
   for (const auto& n : d.claim.dims) c[n] = std::min(c[n], max_n);

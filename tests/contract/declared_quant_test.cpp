@@ -319,6 +319,30 @@ function = "f"
   }
 }
 
+// A constant axis bounds what a claim reaches: the per-tensor scale ([one], one = 1) stays one
+// element whatever max_n a candidate claims, so the dequantizer (n below 2^31) claims nothing past
+// 2^31 elements and the quantizer reaches past it through x and q alone.
+TEST(QuantContracts, AOneElementScaleStaysOneElementUnderAnyClaim) {
+  for (const char* name : {"fp8_e4m3_quantize", "fp8_e4m3_dequantize"}) {
+    const Contract& c = load_declared_contract(kQuantRepo / "contracts" / name);
+    Supports wide;
+    wide.dtypes = c.dtypes();
+    wide.min_alignment_bytes = 1;
+    wide.max_n = kUnlimited;
+    const ClaimedRange r = c.claimed_range(wide);
+    EXPECT_EQ(r.tensor_elements.at("scale"), 1) << name;
+    EXPECT_NE(r.tensor, "scale") << name;
+    EXPECT_EQ(r.past_int32(), std::string(name) == "fp8_e4m3_quantize") << name << ": " << r.max_elements;
+  }
+  // A request giving the constant another value is still the contract's constraint.
+  const Contract& q = load_declared_contract(kQuantRepo / "contracts/fp8_e4m3_quantize");
+  Supports s;
+  s.dtypes = q.dtypes();
+  const auto refused = q.validate(q.request(DType::f32, {{"n", 64}, {"one", 2}}), s);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->code, "constraint") << refused->reason;
+}
+
 // The int8 families: rows of the ties family whose max is 127 have scale 1 and exact ties decided
 // to even; an all-zero row has scale 0 and q 0; the outliers' rows quantize the others to 0.
 TEST(QuantContracts, Int8FamiliesReachTheirEdges) {

@@ -94,6 +94,9 @@ struct DimSpec {
   // Requests that give tensor lengths only (1-D contracts): an absent dim is this tensor's length.
   // Empty: the dim must be in the request (missing_dim).
   std::string from_length_of{};
+  // A dim the contract fixes (a declared constant axis, e.g. a one-element scale's): its one value
+  // bounds the claimed range; another value is the contract's constraint to refuse. 0: not fixed.
+  std::int64_t fixed = 0;
 };
 
 // The contract's own limit on a product of dims (too_large above it): {"rows","cols"} <= 2^40, or

@@ -145,7 +145,8 @@ void DeclaredContract::check_large_shape() const {
 
 void DeclaredContract::build_domain() {
   for (const auto& a : s_.axes)
-    d_.dims.push_back({.name = a.name, .max = a.kind == Axis::variable ? a.max : kUnlimited});
+    d_.dims.push_back({.name = a.name, .max = a.kind == Axis::variable ? a.max : kUnlimited,
+                       .fixed = a.kind == Axis::constant ? a.expr.eval({}) : 0});
   for (const auto& t : s_.tensors) {
     TensorSpec ts{.name = t.name, .role = t.role, .shape = t.shape, .description = t.description, .dtype = t.dtype,
                   .layout = t.layout == "row_major" ? Layout::row_major : Layout::contiguous, .alignment = t.alignment};
