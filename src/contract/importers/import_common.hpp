@@ -98,6 +98,11 @@ std::string exact_input_values(const std::string& kq);
 std::string sampling_call(const std::string& python_source, const std::string& function, const std::string& except_function = "");
 // "statistical operation: the reference samples (<where>); no statistical judge is declared ...".
 std::string sampling_refusal(const std::string& where);
+// A KernelBench problem whose forward samples, refused from its source before PyTorch runs
+// ("<file>: forward: <refusal>"); a dropout p given by a variable is left to the capture.
+void refuse_sampling_forward(const std::filesystem::path& problem);
+// The problem's source without get_inputs() and get_init_inputs(), whose dtypes are not forward's casts.
+std::string without_input_makers(const std::string& src);
 
 // ---- the KernelBench capture (import_kernelbench_capture.cpp) ----
 

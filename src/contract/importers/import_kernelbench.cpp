@@ -155,29 +155,6 @@ std::string kb_dtype(const std::string& file, const std::string& what, const std
                                     "uint8, int32, int64 and bool (fp4, complex and other formats are not supported)", d));
 }
 
-// A forward that samples (torch.rand in forward, dropout with a literal p in training mode) is refused
-// from the problem's source, before PyTorch runs; a p given by a variable is left to the capture.
-void kb_refuse_sampling(const std::filesystem::path& problem) {
-  std::error_code ec;
-  if (problem.empty() || !std::filesystem::is_regular_file(problem, ec)) return;
-  if (const std::string where = detail::sampling_call(read_text_file(problem), "forward"); !where.empty())
-    kb_refuse(problem.string(), "forward", detail::sampling_refusal(where));
-}
-
-// The problem's source without get_inputs() and get_init_inputs(): the dtypes those make inputs in
-// (torch.rand(..., dtype=torch.float16)) are not casts of forward's.
-std::string kb_source_without_input_makers(const std::string& src) {
-  std::istringstream in(src);
-  std::string line, out;
-  bool skipping = false;
-  while (std::getline(in, line)) {
-    const bool top = !line.empty() && line[0] != ' ' && line[0] != '\t';
-    if (top) skipping = line.rfind("def get_inputs(", 0) == 0 || line.rfind("def get_init_inputs(", 0) == 0;
-    if (!skipping) out += line + "\n";
-  }
-  return out;
-}
-
 // One captured dim: an axis when it moves with a module-level constant (a >= 1), else a constant axis.
 void kb_add_dim(const json& d, const json& consts, TensorInfo& ti, KbShapes& s) {
   const std::int64_t v = d.at("value").get<std::int64_t>();
@@ -576,7 +553,7 @@ KernelBenchImport translate_kernelbench(const json& cap, const KernelBenchImport
   const std::string file = !o.problem.empty() ? o.problem.string() : named ? cap["file"].get<std::string>() : "problem";
   // Every field read below has the type the capture script writes (else an input error naming the
   // capture file and the key); a random forward is refused there.
-  kb_refuse_sampling(o.problem);
+  detail::refuse_sampling_forward(o.problem);
   const std::vector<std::string> capture_notes = detail::check_capture(cap, file, o.capture.string());
   if (o.max_elements < 1 || o.max_elements > (std::int64_t(1) << 28))
     throw_error(ErrorKind::usage, fmt::format("--max-elements {}: outside [1, 2^28]", o.max_elements));
@@ -592,7 +569,7 @@ KernelBenchImport translate_kernelbench(const json& cap, const KernelBenchImport
   std::string problem_source;
   if (std::error_code ec; !o.problem.empty() && std::filesystem::is_regular_file(o.problem, ec)) problem_source = read_text_file(o.problem);
   const std::string precision = problem_source.empty() ? std::string("float64 (the problem's source was not read: casts in it are not known)")
-                                                       : detail::reference_precision(kb_source_without_input_makers(problem_source), "forward");
+                                                       : detail::reference_precision(detail::without_input_makers(problem_source), "forward");
   std::ostringstream t;
   kb_write_contract_and_axes(t, cap, o, file, r.name, precision, shapes, sizes);
   const KbTensorsWritten written = kb_write_tensors(t, cap, o, shapes, r);

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "import_common.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
 
 namespace kqual::contract::detail {
 
@@ -139,6 +141,29 @@ std::string sampling_refusal(const std::string& where) {
   return fmt::format("statistical operation: the reference samples ({}); no statistical judge is declared (kqual compares a kernel's "
                      "output with the reference's element by element, and a draw need not match another draw)",
                      where);
+}
+
+// A forward that samples (torch.rand in forward, dropout with a literal p in training mode) is refused
+// from the problem's source, before PyTorch runs; a p given by a variable is left to the capture.
+void refuse_sampling_forward(const std::filesystem::path& problem) {
+  std::error_code ec;
+  if (problem.empty() || !std::filesystem::is_regular_file(problem, ec)) return;
+  if (const std::string where = sampling_call(read_text_file(problem), "forward"); !where.empty())
+    throw_error(ErrorKind::input, fmt::format("{}: forward: {}", problem.string(), sampling_refusal(where)));
+}
+
+// The problem's source without get_inputs() and get_init_inputs(): the dtypes those make inputs in
+// (torch.rand(..., dtype=torch.float16)) are not casts of forward's.
+std::string without_input_makers(const std::string& src) {
+  std::istringstream in(src);
+  std::string line, out;
+  bool skipping = false;
+  while (std::getline(in, line)) {
+    const bool top = !line.empty() && line[0] != ' ' && line[0] != '\t';
+    if (top) skipping = line.rfind("def get_inputs(", 0) == 0 || line.rfind("def get_init_inputs(", 0) == 0;
+    if (!skipping) out += line + "\n";
+  }
+  return out;
 }
 
 }  // namespace kqual::contract::detail
