@@ -22,17 +22,6 @@ namespace fs = std::filesystem;
 #define NEED_NUMPY() \
   if (!test_util::have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy (install python3-numpy)"
 
-struct Folder {
-  ScratchDir dir{"kqual-dtypes-test"};
-  fs::path file;
-  Folder(const std::string& name, const std::string& toml, const std::string& py) {
-    fs::create_directories(dir.path() / name);
-    file = dir.path() / name / "contract.toml";
-    std::ofstream(file) << toml;
-    std::ofstream(dir.path() / name / "reference.py") << py;
-  }
-};
-
 // y = quantize(x * k): i8, half to even, clamped to [-127, 127]; x holds halves (ties everywhere)
 // in the `ties` family and values past the clamp in `wide`.
 std::string quantizer(const std::string& name, const std::string& error, const std::string& out_dtype = "i8",
@@ -96,7 +85,7 @@ void store_i8(std::uint8_t* out, std::size_t i, double q) { out[i] = std::uint8_
 
 TEST(QuantizedModel, HalfEvenInt8QuantizerAcceptsTheRuleAndRejectsItsNeighbours) {
   NEED_NUMPY();
-  Folder f("q8", quantizer("q8", R"({ model = "quantized", rounding = "half_even", clamp = [-127, 127] })"), kTimesK);
+  test_util::ContractFolder f(quantizer("q8", R"({ model = "quantized", rounding = "half_even", clamp = [-127, 127] })"), kTimesK, "q8");
   const Contract& c = load_declared_contract(f.file);
   auto clamp127 = [](double q) { return std::clamp(q, -127.0, 127.0); };
   EXPECT_EQ(judge(c, DType::i8, [&](double x, std::uint8_t* o, std::size_t i) { store_i8(o, i, clamp127(std::nearbyint(float(x)))); }), "");
@@ -127,8 +116,8 @@ TEST(QuantizedModel, HalfEvenInt8QuantizerAcceptsTheRuleAndRejectsItsNeighbours)
 // a kernel's f32 product may land on the tie or past it: either neighbour is right there, and only there.
 TEST(QuantizedModel, NearABoundaryEitherNeighbourIsRight) {
   NEED_NUMPY();
-  Folder f("q8k", quantizer("q8k", R"({ model = "quantized", rounding = "half_even", clamp = [-127, 127] })", "i8", "1.00000011920928955078125"),
-           "def f(x, k):\n    return x * k\n");
+  test_util::ContractFolder f(quantizer("q8k", R"({ model = "quantized", rounding = "half_even", clamp = [-127, 127] })", "i8", "1.00000011920928955078125"),
+           "def f(x, k):\n    return x * k\n", "q8k");
   const Contract& c = load_declared_contract(f.file);
   const float k = 1.0f + 0x1p-23f;
   auto clamp127 = [](double q) { return std::clamp(q, -127.0, 127.0); };
@@ -145,7 +134,7 @@ TEST(QuantizedModel, NearABoundaryEitherNeighbourIsRight) {
 
 TEST(QuantizedModel, Fp8SaturatesOrNotAsDeclared) {
   NEED_NUMPY();
-  Folder sat("e4", quantizer("e4", R"({ model = "quantized", saturate = true })", "e4m3"), kTimesK);
+  test_util::ContractFolder sat(quantizer("e4", R"({ model = "quantized", saturate = true })", "e4m3"), kTimesK, "e4");
   const Contract& c = load_declared_contract(sat.file);
   auto fp8 = [](Overflow o) {
     return [o](double x, std::uint8_t* out, std::size_t i) { out[i] = std::uint8_t(encode_narrow(kE4M3, float(x), o)); };
@@ -159,7 +148,7 @@ TEST(QuantizedModel, Fp8SaturatesOrNotAsDeclared) {
   });
   EXPECT_NE(e5, "");
 
-  Folder nan("e4n", quantizer("e4n", R"({ model = "quantized" })", "e4m3"), kTimesK);
+  test_util::ContractFolder nan(quantizer("e4n", R"({ model = "quantized" })", "e4m3"), kTimesK, "e4n");
   const Contract& n = load_declared_contract(nan.file);
   EXPECT_EQ(judge(n, DType::e4m3, fp8(Overflow::to_special)), "");
   EXPECT_NE(judge(n, DType::e4m3, fp8(Overflow::saturate)), "");
@@ -168,7 +157,7 @@ TEST(QuantizedModel, Fp8SaturatesOrNotAsDeclared) {
 TEST(QuantizedModel, WhatTheModelCannotMeanIsRefusedByName) {
   NEED_NUMPY();
   auto error_of = [](const std::string& toml) {
-    Folder f("bad", toml, kTimesK);
+    test_util::ContractFolder f(toml, kTimesK, "bad");
     try {
       (void)load_declared_contract(f.file);
     } catch (const Error& e) {
@@ -189,7 +178,7 @@ TEST(QuantizedModel, WhatTheModelCannotMeanIsRefusedByName) {
 // A reference value a quantized integer output cannot hold, without saturate or clamp: the contract's error.
 TEST(QuantizedModel, AnUnclampedValuePastTheDtypeIsTheContractsError) {
   NEED_NUMPY();
-  Folder f("q8w", quantizer("q8w", R"({ model = "quantized" })"), kTimesK);
+  test_util::ContractFolder f(quantizer("q8w", R"({ model = "quantized" })"), kTimesK, "q8w");
   const Contract& c = load_declared_contract(f.file);
   try {
     (void)judge(c, DType::i8, [](double x, std::uint8_t* o, std::size_t i) { store_i8(o, i, std::clamp(std::nearbyint(x), -128.0, 127.0)); });

@@ -38,13 +38,10 @@ function = "f"
 )toml";
 
 std::string first_use_error(const std::string& name, const std::string& py) {
-  ScratchDir dir("kqual-statistical-test");
-  fs::create_directories(dir.path() / name);
   std::string toml = kToml;
   toml.replace(toml.find("NAME"), 4, name);
-  std::ofstream(dir.path() / name / "contract.toml") << toml;
-  std::ofstream(dir.path() / name / "reference.py") << py;
-  const Contract& c = load_declared_contract(dir.path() / name / "contract.toml");
+  const test_util::ContractFolder folder(toml, py, name);
+  const Contract& c = load_declared_contract(folder.file);
   Supports s;
   s.dtypes = {DType::f32};
   try {

@@ -30,17 +30,7 @@ using test_util::have_numpy;
 
 const fs::path kRepo = KQUAL_SOURCE_DIR;
 
-// A contract folder written by a test: contract.toml + reference.py.
-struct Written {
-  ScratchDir dir{"kqual-declared-test"};
-  fs::path file;
-  Written(const std::string& toml, const std::string& py, const std::string& name = "c") {
-    fs::create_directories(dir.path() / name);
-    file = dir.path() / name / "contract.toml";
-    std::ofstream(file) << toml;
-    std::ofstream(dir.path() / name / "reference.py") << py;
-  }
-};
+using Written = test_util::ContractFolder;
 
 const char* kMinimal = R"(
 [contract]
