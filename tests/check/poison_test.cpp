@@ -39,7 +39,8 @@ TEST(Poison, RunTwosByteIsFiniteInEveryFloatOutput) {
 
 // A one-byte output holds a value in every byte: an element equal to one run's poison (0xFF: -1 in
 // i8, NaN in e4m3; run 2's 0x7F: 127 in i8) was written when the other run holds something else
-// there; only an element holding each run's own poison is unwritten.
+// there in the same bytes; an element holding a run's own poison where the other run holds other
+// bytes is unwritten in that run.
 std::string judge_i8(const std::vector<std::uint8_t>& run1, const std::vector<std::uint8_t>& run2) {
   ScratchDir dir("kqual-poison-test");
   contract::Tensor want = out_of(DType::i8);
@@ -72,6 +73,17 @@ TEST(Poison, AOneByteElementWrittenWithARunsPoisonIsJudgedByItsValue) {
   EXPECT_EQ(unwritten.substr(0, unwritten.find(':')), "unwritten_output") << unwritten;
   EXPECT_NE(unwritten.find("run 1 (poison 0xff)"), std::string::npos) << unwritten;
   EXPECT_EQ(judge_i8({0, 1, 126, 3}, {0, 1, 126, 3}), "");
+}
+
+// A kernel whose tail path depends on where the inputs sit (H200, 2026-12-05: fp8 and f16 kernels
+// skipping their tail in run 2's placement only): run 1 right, run 2 still holding its poison there.
+TEST(Poison, AnElementLeftWithItsPoisonInOneRunOnlyIsUnwrittenInThatRun) {
+  const std::string r = judge_i8({0, 1, 126, 3}, {0, 1, 126, 0x7F});
+  EXPECT_EQ(r.substr(0, r.find(':')), "unwritten_output") << r;
+  EXPECT_NE(r.find("run 2 (poison 0x7f)"), std::string::npos) << r;
+  // The same bytes in run 1 and a value written in run 2: run 1 left it.
+  const std::string r1 = judge_i8({0, 0xFF, 126, 3}, {0, 1, 126, 3});
+  EXPECT_EQ(r1.substr(0, r1.find(':')), "unwritten_output") << r1;
 }
 
 }  // namespace

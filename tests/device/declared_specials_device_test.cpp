@@ -20,6 +20,7 @@
 
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/declared/declared.hpp"
+#include "kqual/contract/reference_host.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
@@ -136,6 +137,7 @@ TEST(DeclaredSpecials, PyTorchEagerPassesEachContractsSpecialValueCases) {
 
   // Every case of every special-value family, inputs and poisoned outputs written, the reference kept.
   std::vector<PreparedSpecial> cases;
+  contract::ReferenceHost host;  // one Python reference process per contract for every case
   json request{{"cases", json::array()}};
   for (const char* name : kSpecialsContracts) {
     const fs::path file = root / "contracts" / name / "contract.toml";
@@ -155,7 +157,7 @@ TEST(DeclaredSpecials, PyTorchEagerPassesEachContractsSpecialValueCases) {
       PreparedSpecial p;
       p.c = &c;
       p.data = c.make_case(spec);
-      p.expected = c.reference(p.data);
+      p.expected = c.reference(p.data, host);
       const std::string tag = fmt::format("{:04d}", cases.size());
       json r{{"contract", name}, {"id", spec.id}, {"dtype", std::string(to_string(spec.dtype))}, {"inputs", json::object()},
              {"outputs", json::array()}, {"axes", json::object()}, {"scalars", json::object()}};
