@@ -12,13 +12,14 @@ namespace {
 constexpr double kTorchExitGraceS = 5;  // [s] for a worker whose pipes closed to end, so its stderr is whole
 }  // namespace
 
-TorchWorker::TorchWorker(const std::string& python, const fs::path& script, const json& cfg, const fs::path& err_file) {
+TorchWorker::TorchWorker(const std::string& python, const fs::path& script, const json& cfg, const fs::path& err_file, std::string what)
+    : what_(std::move(what)) {
   ChildSpec spec;
   spec.exe = python;
   spec.args = {script.string(), cfg.dump()};
   spec.env = environment_with();
   spec.stderr_file = err_file;
-  spec.what = "the PyTorch timing worker";
+  spec.what = what_;
   try {
     child_ = std::make_unique<Child>(spec);
   } catch (const Error& e) {
@@ -45,7 +46,7 @@ json TorchWorker::died() {
     (void)child_->wait(Child::after(kTorchExitGraceS));
     err = child_->stderr_tail(1500);
   }
-  return json{{"ok", false}, {"code", "worker_died"}, {"error", "the PyTorch timing worker exited" + (err.empty() ? "" : ": " + err)}};
+  return json{{"ok", false}, {"code", "worker_died"}, {"error", what_ + " exited" + (err.empty() ? "" : ": " + err)}};
 }
 
 }  // namespace kqual::bench

@@ -14,8 +14,10 @@ namespace kqual::bench {
 
 class TorchWorker {
  public:
-  // Starts `python script cfg`; stderr goes to err_file (its tail explains a worker that died).
-  TorchWorker(const std::string& python, const std::filesystem::path& script, const json& cfg, const std::filesystem::path& err_file);
+  // Starts `python script cfg`; stderr goes to err_file (its tail explains a worker that died). `what`
+  // names it in errors.
+  TorchWorker(const std::string& python, const std::filesystem::path& script, const json& cfg, const std::filesystem::path& err_file,
+              std::string what = "the PyTorch timing worker");
 
   // One reply (request nullptr: the hello) within timeout_s; {"ok": false, "code": "worker_died" |
   // "timeout" | "protocol", ...} when there is none.
@@ -25,6 +27,7 @@ class TorchWorker {
   json died();
   std::unique_ptr<Child> child_;  // its destructor kills the group and reaps the worker
   std::string start_error_;       // why it could not be started (child_ is null then)
+  std::string what_;
 };
 
 }  // namespace kqual::bench

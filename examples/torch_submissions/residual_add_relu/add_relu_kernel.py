@@ -1,0 +1,59 @@
+"""The CUDA kernel every bundled residual_add_relu submission uses: relu(x + r) for float32 and
+bfloat16, built once with torch.utils.cpp_extension.load_inline (PyTorch caches the build by name, so
+the submissions that import this module compile it once per machine).
+
+The contract (kqual's built-in residual_add_relu): the sum rounded once to the dtype, NaN stays NaN,
+every value that is not > 0 (-0 and -Inf included) gives +0.
+"""
+import torch
+from torch.utils.cpp_extension import load_inline
+
+CUDA_SRC = r"""
+#include <torch/extension.h>
+#include <cuda_bf16.h>
+#include <c10/cuda/CUDAStream.h>
+
+__device__ __forceinline__ float relu_policy(float s) { return s != s ? s : (s > 0.0f ? s : 0.0f); }
+
+__global__ void add_relu_f32(const float* x, const float* r, float* y, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    y[i] = relu_policy(x[i] + r[i]);
+}
+
+__global__ void add_relu_bf16(const __nv_bfloat16* x, const __nv_bfloat16* r, __nv_bfloat16* y, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    y[i] = __float2bfloat16_rn(relu_policy(__bfloat162float(x[i]) + __bfloat162float(r[i])));
+}
+
+void add_relu_into(torch::Tensor x, torch::Tensor r, torch::Tensor y) {
+  TORCH_CHECK(x.is_cuda() && x.is_contiguous() && r.is_contiguous() && y.is_contiguous(), "contiguous CUDA tensors");
+  const long long n = x.numel();
+  if (n == 0) return;
+  const int block = 256;
+  const int grid = (int)std::min<long long>((n + block - 1) / block, 132 * 32);
+  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  if (x.scalar_type() == at::kFloat)
+    add_relu_f32<<<grid, block, 0, stream>>>(x.data_ptr<float>(), r.data_ptr<float>(), y.data_ptr<float>(), n);
+  else if (x.scalar_type() == at::kBFloat16)
+    add_relu_bf16<<<grid, block, 0, stream>>>((const __nv_bfloat16*)x.data_ptr(), (const __nv_bfloat16*)r.data_ptr(),
+                                              (__nv_bfloat16*)y.data_ptr(), n);
+  else
+    TORCH_CHECK(false, "float32 or bfloat16");
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+"""
+CPP_SRC = "void add_relu_into(torch::Tensor x, torch::Tensor r, torch::Tensor y);"
+
+ext = load_inline(name="kqual_example_add_relu", cpp_sources=CPP_SRC, cuda_sources=CUDA_SRC, functions=["add_relu_into"],
+                  extra_cuda_cflags=["-O3"], verbose=False)
+
+
+def add_relu(x, r):
+    y = torch.empty_like(x)
+    ext.add_relu_into(x.contiguous(), r.contiguous(), y)
+    return y
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x, r):
+        return add_relu(x, r)

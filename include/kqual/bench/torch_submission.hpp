@@ -1,0 +1,123 @@
+#pragma once
+// A candidate written for PyTorch (a `ModelNew` module whose kernels come from load_inline, Triton or
+// torch.library) checked against a contract: kqual makes the contract's cases and references as for
+// any candidate; the submission runs in tools/torch/submission_worker.py, a process of its own per
+// candidate, killed when a case outlives its deadline; the outputs it writes are judged here
+// (docs/torch-submissions.md).
+//
+// What changes against a kernel candidate, and is said in every result: the submission allocates
+// its outputs, so poisoned outputs and guard pages do not apply; instead every output is compared
+// with the reference on two datasets given in the same tensors (a result cached by data_ptr and
+// shape is caught), a third call on fresh tensors is compared with the first, inputs are hashed
+// before and after each call, the output is read once the caller's stream is done and again after
+// the whole device is, and the kernels each case launches are listed with the PyTorch profiler.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kqual/contract/contract.hpp"
+#include "kqual/core/enum_names.hpp"
+#include "kqual/core/json.hpp"
+
+namespace kqual::bench {
+
+struct TorchSubmission {
+  std::filesystem::path file;            // the submission's .py
+  std::string class_name = "ModelNew";   // the module class it defines
+  std::filesystem::path problem_dir;     // the contract's folder (an imported KernelBench problem: reference.py with CONFIG)
+  std::vector<std::string> allow_kernels;  // regular expressions of library kernels the problem or the user allows
+};
+
+// Why a submission's case failed, one class per way PyTorch-level submissions are known to cheat or
+// break (docs/torch-submissions.md has the table).
+enum class SubmissionFailure {
+  none,
+  wrong_result,        // an output differs from the reference beyond the contract's bound
+  nan_policy,          // NaN / Inf where the contract's policy says otherwise
+  cached_output,       // the second dataset, given in the same tensors, got the first dataset's output
+  first_call_differs,  // the first call's output differs from a later call's on the same values
+  input_mutated,       // an input's bytes changed during a call
+  unjoined_stream,     // work left on a side stream the call did not join to the caller's stream
+  late_result,         // output bytes written after the call's stream was done (a thread, a deferred write)
+  reference_called,    // a library kernel (ATen, cuBLAS, cuDNN, Inductor) did the work: the allow-list does not name it
+  timer_patched,       // torch.cuda.Event, torch.cuda.synchronize, time.* or another watched function replaced
+  output_mismatch,     // not a plain CUDA tensor of the problem's dtype and size (a lazy or wrapped result)
+  parameters_differ,   // the problem's Model has parameters the submission's module does not
+  exception,           // the submission raised (or a CUDA error it caused did)
+  crash,               // the worker process died during the case
+  hang,                // no answer within the case's deadline: the worker was killed
+  harness_error,       // kqual's side failed (an unreadable reply, files it could not read): not the submission's verdict
+};
+inline constexpr EnumNames<SubmissionFailure, 16> kSubmissionFailureNames{{{
+    {SubmissionFailure::none, "none"},
+    {SubmissionFailure::wrong_result, "wrong_result"},
+    {SubmissionFailure::nan_policy, "nan_policy"},
+    {SubmissionFailure::cached_output, "cached_output"},
+    {SubmissionFailure::first_call_differs, "first_call_differs"},
+    {SubmissionFailure::input_mutated, "input_mutated"},
+    {SubmissionFailure::unjoined_stream, "unjoined_stream"},
+    {SubmissionFailure::late_result, "late_result"},
+    {SubmissionFailure::reference_called, "reference_called"},
+    {SubmissionFailure::timer_patched, "timer_patched"},
+    {SubmissionFailure::output_mismatch, "output_mismatch"},
+    {SubmissionFailure::parameters_differ, "parameters_differ"},
+    {SubmissionFailure::exception, "exception"},
+    {SubmissionFailure::crash, "crash"},
+    {SubmissionFailure::hang, "hang"},
+    {SubmissionFailure::harness_error, "harness_error"},
+}}};
+inline const char* to_string(SubmissionFailure f) { return kSubmissionFailureNames.name(f); }
+
+struct SubmissionCaseResult {
+  std::string id;  // the contract's case id
+  SubmissionFailure failure = SubmissionFailure::none;
+  std::string detail;
+  std::vector<std::string> kernels;  // what the profiled call launched
+};
+
+// The three output files of one output tensor: calls 1 (dataset A), 2 (dataset B in A's tensors), 3
+// (dataset A, fresh tensors).
+struct SubmissionOutputFiles {
+  std::string name;
+  std::filesystem::path call[3];
+};
+
+// One case judged from the worker's reply and the files it wrote; expected_a / expected_b: the
+// references of the two datasets, in the order of `files`. Pure: no process, no GPU.
+SubmissionCaseResult judge_submission_case(const contract::Contract& c, const std::string& id, const json& reply,
+                                           const std::vector<contract::Tensor>& expected_a,
+                                           const std::vector<contract::Tensor>& expected_b,
+                                           const std::vector<SubmissionOutputFiles>& files);
+
+struct SubmissionCheckOptions {
+  std::uint64_t seed = 20261205;
+  double case_timeout_s = 120;   // per case (the worker's import and first compile included in the first)
+  std::filesystem::path worker;  // the worker script; empty: tools/torch/submission_worker.py
+  std::string python;            // empty: the reference interpreter
+  std::filesystem::path scratch; // where case files go (removed after); empty: a temporary folder
+  std::int64_t max_case_elements = std::int64_t(1) << 24;  // larger cases are left out (said in the result)
+  bool stop_at_first_failure = true;
+};
+
+struct SubmissionCheck {
+  bool accepted = false;
+  bool harness_failed = false;  // kqual could not judge (harness_error): neither accepted nor rejected
+  std::string worker_torch, worker_device;
+  int cases = 0, passed = 0, skipped = 0;
+  std::vector<SubmissionCaseResult> failures;
+  std::vector<std::string> kernels;      // every kernel the submission launched, over every case
+  std::vector<std::string> not_applied;  // harness rules that cannot hold for a PyTorch submission, each with why
+  std::string summary() const;           // "accepted: 37 cases ..." / "rejected: cached_output at <id>: ..."
+  json to_json() const;
+};
+
+// Every correctness case of `c` the submission can take (its dtypes, up to max_case_elements), each
+// run as above. Throws Error(input) for a problem folder or submission that cannot be used.
+SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchSubmission& s, const SubmissionCheckOptions& o);
+
+// The shape of each tensor of `c` at `dims` (the declared axes, outermost first; a built-in's
+// domain). Throws Error(internal) for a tensor or axis it does not know.
+std::vector<std::int64_t> tensor_shape(const contract::Contract& c, const std::string& tensor, const contract::Dims& dims);
+
+}  // namespace kqual::bench

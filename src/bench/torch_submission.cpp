@@ -1,0 +1,256 @@
+// A PyTorch submission run case by case in its own worker process (torch_submission.hpp): the
+// contract's cases and references here, the calls in tools/torch/submission_worker.py, the verdict
+// from torch_submission_judge.cpp.
+#include "kqual/bench/torch_submission.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "kqual/bench/torch_baseline.hpp"
+#include "kqual/contract/declared/declared.hpp"
+#include "kqual/contract/reference_host.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/core/self.hpp"
+#include "torch_baseline_worker.hpp"
+
+namespace kqual::bench {
+namespace fs = std::filesystem;
+
+std::vector<std::int64_t> tensor_shape(const contract::Contract& c, const std::string& tensor, const contract::Dims& dims) {
+  std::vector<std::string> axes;
+  bool found = false;
+  if (const auto ref = torch_reference_of(c)) {
+    if (auto it = ref->shapes.find(tensor); it != ref->shapes.end()) {
+      axes = it->second;
+      found = true;
+    }
+  }
+  if (!found)
+    for (const auto& t : c.domain().tensors)
+      if (t.name == tensor) {
+        axes = t.shape;
+        found = true;
+      }
+  if (!found) throw_error(ErrorKind::internal, fmt::format("{}: no tensor '{}' in the contract", c.name(), tensor));
+  std::vector<std::int64_t> shape;
+  for (const auto& a : axes) {
+    auto it = dims.find(a);
+    if (it == dims.end())
+      throw_error(ErrorKind::internal, fmt::format("{}: tensor '{}' has axis '{}', which the dims {} lack", c.name(), tensor, a,
+                                                   contract::format_dims(dims)));
+    shape.push_back(it->second);
+  }
+  return shape;
+}
+
+std::string SubmissionCheck::summary() const {
+  if (harness_failed)
+    return fmt::format("not judged: kqual's side failed at {}: {}", failures.empty() ? "?" : failures.front().id,
+                       failures.empty() ? "" : failures.front().detail);
+  if (accepted) return fmt::format("accepted: {} of {} cases right ({} left out)", passed, cases, skipped);
+  const auto& f = failures.front();
+  return fmt::format("rejected: {} at {}: {}", to_string(f.failure), f.id, f.detail);
+}
+
+json SubmissionCheck::to_json() const {
+  json fs_ = json::array();
+  for (const auto& f : failures)
+    fs_.push_back({{"case", f.id}, {"code", to_string(f.failure)}, {"detail", f.detail}, {"kernels", f.kernels}});
+  return json{{"verdict", harness_failed ? "error" : accepted ? "accepted" : "rejected"},
+              {"torch", worker_torch},
+              {"device", worker_device},
+              {"cases", cases},
+              {"passed", passed},
+              {"skipped", skipped},
+              {"failures", fs_},
+              {"kernels", kernels},
+              {"not_applied", not_applied}};
+}
+
+namespace {
+
+fs::path worker_script(const SubmissionCheckOptions& o) {
+  if (!o.worker.empty()) return o.worker;
+  const auto tools = find_project_folder("tools/torch");
+  if (!tools || !fs::exists(*tools / "submission_worker.py"))
+    throw_error(ErrorKind::input, "tools/torch/submission_worker.py not found ($KQUAL_HOME/tools/torch, or a folder above the kqual executable)");
+  return *tools / "submission_worker.py";
+}
+
+json scalars_of(const contract::Contract& c) {
+  json s = json::object();
+  for (const auto& sc : c.scalars()) {
+    if (sc.dtype == DType::i32 || sc.dtype == DType::i64 || sc.dtype == DType::u32) s[sc.name] = std::int64_t(sc.value);
+    else if (sc.dtype == DType::f32) s[sc.name] = double(float(sc.value));
+    else s[sc.name] = sc.value;
+  }
+  return s;
+}
+
+std::int64_t case_elements(const contract::Contract& c, const contract::CaseSpec& spec) {
+  std::int64_t most = 0;
+  for (const auto& t : c.domain().tensors) {
+    std::int64_t n = 1;
+    for (const auto& a : t.shape)
+      if (auto it = spec.dims.find(a); it != spec.dims.end()) n *= it->second;
+    most = std::max(most, n);
+  }
+  return most;
+}
+
+// The cases a submission takes: the contract's correctness cases at their dtypes, one per (dtype,
+// dims, family): alignment offsets do not apply (PyTorch allocates the tensors it is given).
+std::vector<contract::CaseSpec> submission_cases(const contract::Contract& c, const SubmissionCheckOptions& o, int* skipped) {
+  contract::Supports all;
+  all.dtypes = c.dtypes();
+  all.min_alignment_bytes = 1;
+  std::vector<contract::CaseSpec> out;
+  std::set<std::string> seen;
+  for (auto& spec : c.correctness_cases(all, o.seed, false)) {
+    const std::string key = fmt::format("{}/{}/{}", to_string(spec.dtype), contract::format_dims(spec.dims), spec.family);
+    if (spec.offset_elements != 0 || !seen.insert(key).second) continue;
+    if (case_elements(c, spec) > o.max_case_elements) {
+      ++*skipped;
+      continue;
+    }
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
+json tensor_files(const contract::Contract& c, const contract::Tensor& t, const contract::Dims& dims, const std::vector<fs::path>& files) {
+  json f = json::array();
+  for (const auto& p : files) f.push_back(p.string());
+  return json{{"dtype", to_string(t.dtype)}, {"shape", tensor_shape(c, t.name, dims)}, {"files", f}};
+}
+
+class CaseRunner {
+ public:
+  CaseRunner(const contract::Contract& c, const SubmissionCheckOptions& o, const fs::path& dir) : c_(c), o_(o), dir_(dir) {}
+
+  SubmissionCaseResult run(TorchWorker& w, const contract::CaseSpec& spec, contract::ReferenceHost& host) {
+    for (const auto& t : c_.domain().tensors)
+      if (t.layout == contract::Layout::strided)
+        throw_error(ErrorKind::input, fmt::format("{}: tensor '{}' is strided; PyTorch submissions are given dense tensors only",
+                                                  c_.name(), t.name));
+    contract::CaseSpec spec_b = spec;
+    spec_b.seed = spec.seed ^ 0x9E3779B97F4A7C15ULL;  // dataset B: the same case drawn again
+    const contract::CaseData a = c_.make_case(spec), b = c_.make_case(spec_b);
+    const std::vector<contract::Tensor> ea = c_.reference(a, host), eb = c_.reference(b, host);
+    const fs::path d = dir_ / "case";
+    fs::remove_all(d);
+    fs::create_directories(d);
+    json req{{"op", "check"}, {"id", spec.id}, {"axes", json::object()}, {"scalars", scalars_of(c_)}, {"inputs", json::object()},
+             {"outputs", json::array()}, {"deadline_s", o_.case_timeout_s}};
+    for (const auto& [k, v] : a.dims) req["axes"][k] = v;
+    for (std::size_t i = 0; i < a.inputs.size(); ++i) {
+      const auto& t = a.inputs[i];
+      const fs::path fa = d / (t.name + ".a"), fb = d / (t.name + ".b");
+      write_file(fa, t.bytes.data(), t.bytes.size());
+      write_file(fb, b.inputs.at(i).bytes.data(), b.inputs.at(i).bytes.size());
+      req["inputs"][t.name] = tensor_files(c_, t, a.dims, {fa, fb});
+    }
+    std::vector<SubmissionOutputFiles> files;
+    for (const auto& t : ea) {
+      SubmissionOutputFiles f;
+      f.name = t.name;
+      for (int k = 0; k < 3; ++k) f.call[k] = d / fmt::format("{}.out{}", t.name, k + 1);
+      json j = tensor_files(c_, t, a.dims, {f.call[0], f.call[1], f.call[2]});
+      j["name"] = t.name;
+      req["outputs"].push_back(j);
+      files.push_back(f);
+    }
+    const json reply = w.call(&req, o_.case_timeout_s);
+    SubmissionCaseResult r = judge_submission_case(c_, spec.id, reply, ea, eb, files);
+    fs::remove_all(d);
+    return r;
+  }
+
+ private:
+  const contract::Contract& c_;
+  const SubmissionCheckOptions& o_;
+  fs::path dir_;
+};
+
+// What the hello says about the submission before any case: its import raised, it has no such class,
+// or importing it replaced a watched function. Throws Error(input) where PyTorch or CUDA is missing.
+std::optional<SubmissionCaseResult> hello_failure(const contract::Contract& c, const json& hello) {
+  const std::string code = hello.value("code", std::string());
+  if (!hello.value("ok", false)) {
+    if (code == "no_torch" || code == "no_cuda" || code == "usage")
+      throw_error(ErrorKind::input, "the PyTorch submission worker cannot run here: " + hello.value("error", std::string()));
+    json as_case = hello;
+    if (code == "submission_import" || code == "no_class") as_case["code"] = "exception";
+    return judge_submission_case(c, "import", as_case, {}, {}, {});
+  }
+  if (!hello.value("replaced", json::array()).empty())
+    return judge_submission_case(c, "import", json{{"ok", false}, {"replaced", hello["replaced"]}}, {}, {}, {});
+  return std::nullopt;
+}
+
+void add_not_applied(SubmissionCheck& r) {
+  r.not_applied = {
+      "poisoned outputs and guard bytes: the submission allocates its outputs (every output element is compared with the "
+      "reference on two datasets instead, so an element left unwritten or stale cannot pass both)",
+      "alignment offsets and trap pages: PyTorch allocates the input tensors (offset cases are left out)",
+      "compute-sanitizer and the kernel's registers and spills: the kernels are built by the submission at run time",
+      "the watched functions, side streams and the profiler's kernel list are checked from inside the submission's own "
+      "interpreter: a submission written to defeat them from there could",
+  };
+}
+
+}  // namespace
+
+SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchSubmission& s, const SubmissionCheckOptions& o) {
+  if (!fs::is_regular_file(s.file)) throw_error(ErrorKind::input, fmt::format("submission {}: no such file", s.file.string()));
+  SubmissionCheck r;
+  add_not_applied(r);
+  const std::vector<contract::CaseSpec> cases = submission_cases(c, o, &r.skipped);
+  if (cases.empty())
+    throw_error(ErrorKind::input, fmt::format("{}: no case at most {} elements for a PyTorch submission", c.name(), o.max_case_elements));
+  std::optional<ScratchDir> own;
+  fs::path dir = o.scratch;
+  if (dir.empty()) {
+    own.emplace("kqual-submission");
+    dir = own->path();
+  }
+  json cfg{{"submission", fs::absolute(s.file).string()}, {"class", s.class_name}, {"allow_kernels", s.allow_kernels}, {"seed", o.seed}};
+  cfg["contract_dir"] = fs::exists(s.problem_dir / "reference.py") && fs::exists(s.problem_dir / "problem.py")
+                            ? json(fs::absolute(s.problem_dir).string())
+                            : json(nullptr);
+  TorchWorker w(o.python.empty() ? contract::reference_python() : o.python, worker_script(o), cfg, dir / "worker.stderr",
+                "the PyTorch submission worker");
+  const json hello = w.call(nullptr, o.case_timeout_s);
+  if (const auto f = hello_failure(c, hello)) {
+    r.failures.push_back(*f);
+    r.harness_failed = f->failure == SubmissionFailure::harness_error;
+    return r;
+  }
+  r.worker_torch = hello.value("torch", std::string());
+  r.worker_device = hello.value("device", std::string());
+  contract::ReferenceHost host;
+  CaseRunner runner(c, o, dir);
+  std::set<std::string> kernels;
+  for (const auto& spec : cases) {
+    ++r.cases;
+    SubmissionCaseResult one = runner.run(w, spec, host);
+    kernels.insert(one.kernels.begin(), one.kernels.end());
+    if (one.failure == SubmissionFailure::none) {
+      ++r.passed;
+      continue;
+    }
+    if (one.failure == SubmissionFailure::harness_error) r.harness_failed = true;
+    r.failures.push_back(std::move(one));
+    if (o.stop_at_first_failure || r.harness_failed) break;
+    if (r.failures.back().failure == SubmissionFailure::crash || r.failures.back().failure == SubmissionFailure::hang) break;
+  }
+  r.kernels.assign(kernels.begin(), kernels.end());
+  r.accepted = r.failures.empty() && r.passed == r.cases;
+  return r;
+}
+
+}  // namespace kqual::bench

@@ -1,0 +1,186 @@
+// One case of a PyTorch submission judged from the worker's reply and the files it wrote
+// (torch_submission.hpp). Order: what the worker saw around the calls (replaced functions, changed
+// inputs, unjoined or late work, library kernels), then the outputs against the references.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <iterator>
+
+#include "kqual/bench/torch_submission.hpp"
+#include "kqual/core/dtype.hpp"
+
+namespace kqual::bench {
+namespace fs = std::filesystem;
+
+namespace {
+
+SubmissionCaseResult failed(const std::string& id, SubmissionFailure f, std::string detail) {
+  SubmissionCaseResult r;
+  r.id = id;
+  r.failure = f;
+  r.detail = std::move(detail);
+  return r;
+}
+
+std::string joined(const json& arr, std::size_t most = 4) {
+  std::string s;
+  std::size_t k = 0;
+  for (const auto& v : arr) {
+    if (k == most) {
+      s += fmt::format(" and {} more", arr.size() - most);
+      break;
+    }
+    s += (k++ ? ", " : "") + (v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return s;
+}
+
+// The worker's own failure codes (submission_worker.py) and the client's (TorchWorker::call).
+SubmissionCaseResult refused(const std::string& id, const json& reply) {
+  const std::string code = reply.value("code", std::string()), err = reply.value("error", std::string());
+  if (code == "exception") return failed(id, SubmissionFailure::exception, "the submission raised: " + err);
+  if (code == "output_mismatch") return failed(id, SubmissionFailure::output_mismatch, err);
+  if (code == "parameters_differ") return failed(id, SubmissionFailure::parameters_differ, err);
+  if (code == "timeout") return failed(id, SubmissionFailure::hang, "no answer: " + err + "; the worker was killed");
+  if (code == "worker_died") return failed(id, SubmissionFailure::crash, err);
+  return failed(id, SubmissionFailure::harness_error, fmt::format("the submission worker answered {}: {}", code.empty() ? "?" : code, err));
+}
+
+// What the worker watched around the three calls, worst first.
+SubmissionCaseResult watched(const std::string& id, const json& reply) {
+  const json replaced = reply.value("replaced", json::array());
+  if (!replaced.empty())
+    return failed(id, SubmissionFailure::timer_patched,
+                  fmt::format("the submission replaced {} (compared by identity with the objects captured before it was imported)",
+                              joined(replaced)));
+  const json calls = reply.value("calls", json::array());
+  for (std::size_t k = 0; k < calls.size(); ++k) {
+    const json& c = calls[k];
+    const json changed = c.value("inputs_changed", json::array());
+    if (!changed.empty())
+      return failed(id, SubmissionFailure::input_mutated, fmt::format("call {}: input {} changed during the call (hashed before and after)",
+                                                                      k + 1, joined(changed)));
+  }
+  for (std::size_t k = 0; k < calls.size(); ++k) {
+    const json& c = calls[k];
+    const int pending = c.value("pending_streams", 0), late = c.value("late_bytes", 0), threads = c.value("new_threads", 0);
+    if (pending > 0)
+      return failed(id, SubmissionFailure::unjoined_stream,
+                    fmt::format("call {}: {} side stream(s) still held work when the caller's stream was done{}", k + 1, pending,
+                                late > 0 ? fmt::format(", and {} output(s) changed after it", late) : std::string()));
+    if (late > 0 || threads > 0)
+      return failed(id, SubmissionFailure::late_result,
+                    fmt::format("call {}: {}", k + 1,
+                                late > 0 ? fmt::format("{} output(s) read when the caller's stream was done differ from the same outputs "
+                                                       "read after the whole device was{}",
+                                                       late, threads > 0 ? fmt::format(" ({} thread(s) it started still ran)", threads) : "")
+                                         : fmt::format("{} thread(s) it started were still running after it returned", threads)));
+  }
+  const json libs = reply.value("library_kernels", json::array());
+  if (!libs.empty()) {
+    json names = json::array();
+    for (const auto& l : libs) names.push_back(fmt::format("{} ({})", l.value("kernel", std::string()), l.value("library", std::string())));
+    return failed(id, SubmissionFailure::reference_called,
+                  fmt::format("the work was handed to a library: {} launched; allow a kernel by name with allow_kernels if the "
+                              "problem permits it",
+                              joined(names, 3)));
+  }
+  return {};
+}
+
+std::vector<std::uint8_t> read_all(const fs::path& f) {
+  std::ifstream in(f, std::ios::binary);
+  if (!in) return {};
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A byte whose repeated pattern no element holds: the submission allocated its outputs, so no
+// element can be the harness's poison; the comparison judges every element by its value.
+std::uint8_t absent_byte(const std::vector<std::uint8_t>& bytes, std::size_t esize) {
+  std::array<bool, 256> seen{};
+  for (std::size_t i = 0; i + esize <= bytes.size(); i += esize) {
+    bool same = true;
+    for (std::size_t j = 1; j < esize && same; ++j) same = bytes[i + j] == bytes[i];
+    if (same) seen[bytes[i]] = true;
+  }
+  for (int b = 0; b < 256; ++b)
+    if (!seen[std::size_t(b)]) return std::uint8_t(b);
+  return 0xA5;  // every pattern occurs (only possible for one-byte outputs of 256+ elements): 0xA5 is then a value too
+}
+
+struct Judged {
+  contract::Comparison cmp;
+  std::vector<std::uint8_t> bytes;
+  bool readable = true;
+};
+
+Judged judge_output(const contract::Contract& c, const contract::Tensor& want, const fs::path& file) {
+  Judged j;
+  j.bytes = read_all(file);
+  if (j.bytes.size() != want.bytes.size()) {
+    j.readable = false;
+    j.cmp.ok = false;
+    j.cmp.detail = fmt::format("{}: {} bytes, expected {}", file.string(), j.bytes.size(), want.bytes.size());
+    return j;
+  }
+  j.cmp = c.compare(want, j.bytes.data(), absent_byte(j.bytes, dtype_size(want.dtype)));
+  return j;
+}
+
+SubmissionFailure value_failure(const contract::Comparison& cmp) {
+  return cmp.code == "nan_policy" ? SubmissionFailure::nan_policy : SubmissionFailure::wrong_result;
+}
+
+}  // namespace
+
+SubmissionCaseResult judge_submission_case(const contract::Contract& c, const std::string& id, const json& reply,
+                                           const std::vector<contract::Tensor>& expected_a,
+                                           const std::vector<contract::Tensor>& expected_b,
+                                           const std::vector<SubmissionOutputFiles>& files) {
+  if (!reply.is_object() || !reply.value("ok", false)) {
+    // A replaced timer explains what followed, whatever the call then did.
+    if (reply.is_object() && !reply.value("replaced", json::array()).empty()) return watched(id, reply);
+    return refused(id, reply);
+  }
+  if (SubmissionCaseResult w = watched(id, reply); w.failure != SubmissionFailure::none) return w;
+  SubmissionCaseResult ok;
+  ok.id = id;
+  for (const auto& k : reply.value("kernels", json::array())) ok.kernels.push_back(k.get<std::string>());
+  for (std::size_t t = 0; t < files.size(); ++t) {
+    const auto& f = files[t];
+    auto find = [&](const std::vector<contract::Tensor>& v) -> const contract::Tensor* {
+      for (const auto& x : v)
+        if (x.name == f.name) return &x;
+      return nullptr;
+    };
+    const contract::Tensor* a = find(expected_a);
+    const contract::Tensor* b = find(expected_b);
+    if (!a || !b) return failed(id, SubmissionFailure::harness_error, "no reference for output " + f.name);
+    const Judged one = judge_output(c, *a, f.call[0]), two = judge_output(c, *b, f.call[1]), three = judge_output(c, *a, f.call[2]);
+    for (const Judged* j : {&one, &two, &three})
+      if (!j->readable) return failed(id, SubmissionFailure::harness_error, "an output file the worker wrote: " + j->cmp.detail);
+    if (!one.cmp.ok) {
+      if (three.cmp.ok)
+        return failed(id, SubmissionFailure::first_call_differs,
+                      fmt::format("output '{}': the first call was wrong ({}) and a later call on the same values right", f.name,
+                                  one.cmp.detail));
+      return failed(id, value_failure(one.cmp), fmt::format("call 1, output '{}': {}", f.name, one.cmp.detail));
+    }
+    if (!two.cmp.ok) {
+      if (two.bytes == one.bytes && a->bytes != b->bytes)
+        return failed(id, SubmissionFailure::cached_output,
+                      fmt::format("output '{}': new values given in the same tensors (same data_ptr, shape and dtype) got the "
+                                  "previous values' output, byte for byte ({})",
+                                  f.name, two.cmp.detail));
+      return failed(id, value_failure(two.cmp), fmt::format("call 2 (dataset B in the same tensors), output '{}': {}", f.name, two.cmp.detail));
+    }
+    if (!three.cmp.ok)
+      return failed(id, value_failure(three.cmp), fmt::format("call 3 (dataset A again, fresh tensors), output '{}': {}", f.name,
+                                                              three.cmp.detail));
+  }
+  return ok;
+}
+
+}  // namespace kqual::bench

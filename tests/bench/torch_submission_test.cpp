@@ -1,0 +1,166 @@
+// PyTorch submissions judged on the CPU: the C++ side (cases, files, the worker protocol, the
+// verdict of each failure class) against a NumPy stand-in for the worker
+// (fixtures/fake_submission_worker.py). The real worker, with PyTorch and a GPU, runs in
+// tests/device/torch_submission_device_test.cpp.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "kqual/bench/torch_submission.hpp"
+#include "kqual/contract/contract.hpp"
+#include "kqual/contract/declared/declared.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+
+namespace kqual::bench {
+namespace {
+namespace fs = std::filesystem;
+
+// relu(x + r) as the contract states it: the sum in f64 rounded once to f32, NaN kept, +0 otherwise.
+constexpr const char* kGood = R"PY(
+import numpy as np
+
+def add_relu(x, r):
+    s = (x.astype(np.float64) + r.astype(np.float64)).astype(np.float32)
+    return np.where(np.isnan(s), s, np.where(s > 0, s, np.float32(0)))
+
+def forward(x, r):
+    return [add_relu(x, r)]
+)PY";
+
+class TorchSubmissionTest : public ::testing::Test {
+ protected:
+  SubmissionCheck check(const std::string& body, double timeout_s = 60) {
+    const fs::path f = dir_.path() / "submission.py";
+    std::ofstream(f) << body;
+    TorchSubmission s;
+    s.file = f;
+    SubmissionCheckOptions o;
+    o.worker = KQUAL_FAKE_SUBMISSION_WORKER;
+    o.case_timeout_s = timeout_s;
+    o.max_case_elements = 1 << 16;
+    return check_torch_submission(contract::find_contract("residual_add_relu"), s, o);
+  }
+  void SetUp() override {
+    try {
+      (void)contract::reference_python();
+    } catch (const Error& e) {
+      GTEST_SKIP() << "no Python with NumPy: " << e.what();
+    }
+  }
+  static std::string code(const SubmissionCheck& r) { return r.failures.empty() ? "none" : to_string(r.failures.front().failure); }
+  ScratchDir dir_{"kqual-submission-test"};
+};
+
+TEST_F(TorchSubmissionTest, ACorrectSubmissionIsAcceptedOnEveryCase) {
+  const SubmissionCheck r = check(kGood);
+  EXPECT_TRUE(r.accepted) << r.summary();
+  EXPECT_GT(r.cases, 10);
+  EXPECT_EQ(r.passed, r.cases);
+  EXPECT_EQ(r.kernels, std::vector<std::string>{"fake_kernel"});
+  EXPECT_FALSE(r.not_applied.empty());
+  EXPECT_EQ(r.to_json().value("verdict", ""), "accepted");
+}
+
+TEST_F(TorchSubmissionTest, ValueFailuresAreJudgedByTheContract) {
+  // relu written as max(s, 0) with NaN turned into 0: the contract's NaN policy.
+  const SubmissionCheck r = check(std::string(kGood) + R"PY(
+def forward(x, r):
+    s = (x.astype(np.float64) + r.astype(np.float64)).astype(np.float32)
+    return [np.nan_to_num(np.maximum(s, 0), nan=0.0, posinf=np.inf)]
+)PY");
+  EXPECT_FALSE(r.accepted);
+  EXPECT_EQ(code(r), "nan_policy") << r.summary();
+}
+
+TEST_F(TorchSubmissionTest, AnOutputCachedByTensorIdentityIsCaught) {
+  const SubmissionCheck r = check(std::string(kGood) + R"PY(
+_cache = {}
+def forward(x, r):
+    key = (id(x), id(r), x.shape)
+    if key not in _cache:
+        _cache[key] = add_relu(x, r)
+    return [_cache[key]]
+)PY");
+  EXPECT_EQ(code(r), "cached_output") << r.summary();
+  EXPECT_NE(r.summary().find("same data_ptr"), std::string::npos) << r.summary();
+}
+
+TEST_F(TorchSubmissionTest, AFirstCallThatDiffersFromLaterOnesIsCaught) {
+  const SubmissionCheck r = check(std::string(kGood) + R"PY(
+_calls = [0]
+def forward(x, r):
+    _calls[0] += 1
+    y = add_relu(x, r)
+    if _calls[0] == 1:
+        y = y * np.float32(1.5) + np.float32(1)
+    return [y]
+)PY");
+  EXPECT_EQ(code(r), "first_call_differs") << r.summary();
+}
+
+TEST_F(TorchSubmissionTest, AnInputChangedByTheCallIsCaught) {
+  const SubmissionCheck r = check(std::string(kGood) + R"PY(
+def forward(x, r):
+    y = add_relu(x, r)
+    x[...] = 0
+    return [y]
+)PY");
+  EXPECT_EQ(code(r), "input_mutated") << r.summary();
+  EXPECT_NE(r.summary().find("input x"), std::string::npos) << r.summary();
+}
+
+TEST_F(TorchSubmissionTest, WhatTheWorkerWatchedDecidesBeforeTheValues) {
+  EXPECT_EQ(code(check(std::string(kGood) + "WATCH = {'replaced': ['torch.cuda.Event.elapsed_time']}\n")), "timer_patched");
+  const SubmissionCheck at_import = check(std::string(kGood) + "WATCH = {'replaced_at_import': ['time.perf_counter']}\n");
+  EXPECT_EQ(code(at_import), "timer_patched") << at_import.summary();
+  EXPECT_EQ(at_import.failures.front().id, "import");
+  EXPECT_EQ(code(check(std::string(kGood) + "WATCH = {'pending_streams': 1, 'late_bytes': 1}\n")), "unjoined_stream");
+  EXPECT_EQ(code(check(std::string(kGood) + "WATCH = {'late_bytes': 1}\n")), "late_result");
+  EXPECT_EQ(code(check(std::string(kGood) + "WATCH = {'new_threads': 1}\n")), "late_result");
+  const SubmissionCheck lib = check(std::string(kGood) +
+                                    "WATCH = {'library_kernels': [{'kernel': 'void at::native::vectorized_elementwise_kernel<4, "
+                                    "at::native::AddFunctor<float>>', 'library': 'ATen'}]}\n");
+  EXPECT_EQ(code(lib), "reference_called") << lib.summary();
+  EXPECT_NE(lib.summary().find("AddFunctor"), std::string::npos) << lib.summary();
+}
+
+TEST_F(TorchSubmissionTest, ExceptionsCrashesAndHangsAreTheSubmissionsVerdict) {
+  EXPECT_EQ(code(check("import numpy\ndef forward(x, r):\n    raise RuntimeError('CUDA error: illegal memory access')\n")), "exception");
+  const SubmissionCheck imp = check("import no_such_module_here\n");
+  EXPECT_EQ(code(imp), "exception") << imp.summary();
+  EXPECT_EQ(imp.failures.front().id, "import");
+  EXPECT_EQ(code(check("import os\ndef forward(x, r):\n    os._exit(3)\n")), "crash");
+  const SubmissionCheck hang = check(std::string(kGood) + "HANG = True\n", 3);
+  EXPECT_EQ(code(hang), "hang") << hang.summary();
+}
+
+TEST_F(TorchSubmissionTest, KqualsOwnFailureIsNotBlamedOnTheSubmission) {
+  // Bytes on the protocol that are not a reply: kqual cannot judge, so neither accepted nor rejected.
+  const SubmissionCheck r = check("import sys\ndef forward(x, r):\n    sys.stdout.write('not json\\n'); sys.stdout.flush()\n    return []\n");
+  EXPECT_TRUE(r.harness_failed) << r.summary();
+  EXPECT_FALSE(r.accepted);
+  EXPECT_EQ(r.to_json().value("verdict", ""), "error");
+}
+
+TEST(TorchSubmissionJudge, AnOutputFileOfTheWrongSizeIsAHarnessError) {
+  ScratchDir dir("kqual-submission-judge");
+  const contract::Contract& c = contract::find_contract("residual_add_relu");
+  contract::Tensor want;
+  want.name = "y";
+  want.elements = 4;
+  want.bytes.assign(16, 0);
+  SubmissionOutputFiles f;
+  f.name = "y";
+  for (int k = 0; k < 3; ++k) {
+    f.call[k] = dir.path() / ("y" + std::to_string(k));
+    std::ofstream(f.call[k], std::ios::binary) << "abc";
+  }
+  const json reply{{"ok", true}, {"calls", json::array()}, {"kernels", json::array()}};
+  const SubmissionCaseResult r = judge_submission_case(c, "id", reply, {want}, {want}, {f});
+  EXPECT_EQ(r.failure, SubmissionFailure::harness_error);
+  EXPECT_NE(r.detail.find("3 bytes, expected 16"), std::string::npos) << r.detail;
+}
+
+}  // namespace
+}  // namespace kqual::bench

@@ -1,0 +1,343 @@
+#!/usr/bin/env python3
+"""kqual's PyTorch submission worker: runs a candidate written for PyTorch (a `ModelNew` module with
+load_inline / Triton / torch.library kernels) on kqual's inputs, in a process of its own that kqual
+starts per candidate and kills when a request outlives its deadline. The submission's Python and host
+code run here and nowhere else; kqual judges the outputs this worker writes against its own
+references, computed in another process (docs/torch-submissions.md).
+
+Usage: submission_worker.py CONFIG_JSON
+CONFIG: {"submission": file, "class": "ModelNew", "contract_dir": folder of an imported KernelBench
+problem (reference.py with CONFIG, problem.py) or null, "allow_kernels": [regex], "seed": int,
+"sleep_cycles": int (the spin put on the caller's stream before each checked call; default 2e7)}
+
+Protocol: one JSON line answered per JSON line on stdin, replies on the process's original stdout
+(the submission's own prints, Python or C, go to stderr). The first line out is the hello:
+{"ok": true, "torch", "device", "mode": "kernelbench" | "keywords", "replaced": [watched names the
+import replaced]} or {"ok": false, "code": "no_torch" | "no_cuda" | "usage" | "submission_import" |
+"no_class", "error"}.
+
+"check" {id, axes, scalars, inputs: {name: {files: [A, B], dtype, shape}}, outputs: [{name, dtype,
+shape, files: [call1, call2, call3]}], deadline_s}: four calls at this case:
+  1. on fresh tensors of dataset A, the caller's stream held busy first (torch.cuda._sleep): the
+     output read once the caller's stream is done and again after the whole device is: bytes that
+     differ were written by work the call did not join to the caller's stream; side streams still
+     busy (each started with a spin twice the caller's: kqual_submission_guard.StreamTracker), and
+     threads the call left running, are counted; inputs hashed before and after
+  2. the same tensors refilled in place with dataset B (same data_ptr, shape and dtype, new values)
+  3. fresh tensors of dataset A again (a first call that differs from later ones)
+  4. fresh tensors of dataset A under the PyTorch profiler: the kernels launched
+Outputs of calls 1-3 are written to the files given. Reply {"ok": true, "calls": [{late_bytes,
+pending_streams, new_threads, inputs_changed}], "kernels", "library_kernels", "replaced"}, or
+{"ok": false, "code": "exception" | "output_mismatch" | "parameters_differ", "call", "error"}.
+
+"time" {axes, scalars, inputs: {name: {files: [d0, d1, ...], ...}}, outputs: [{name, dtype, shape,
+files: [d0, d1, ...]}], samples, warmup, flush: bool}: each launch on the next dataset (fresh inputs
+per timed launch), the L2 flushed before it outside the window, events from the original
+torch.cuda.Event recorded on the caller's stream, every tracked side stream joined to it before the
+end event. The last launch of each dataset writes its outputs (kqual verifies timed outputs).
+Reply {"ok": true, "samples_ms", "replaced"}.
+"""
+import faulthandler
+import hashlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import traceback
+
+_proto = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)          # C-level prints of the submission: to stderr
+sys.stdout = sys.stderr  # Python-level ones too
+
+
+def reply(obj):
+    _proto.write(json.dumps(obj) + "\n")
+    _proto.flush()
+
+
+def exc_text(e):
+    return "".join(traceback.format_exception_only(type(e), e)).strip()
+
+
+class Refusal(Exception):
+    """What the worker names itself (code, message), as opposed to the submission's own exceptions."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def tb_tail(limit=1500):
+    return traceback.format_exc()[-limit:]
+
+
+cfg = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+if not cfg.get("submission"):
+    reply({"ok": False, "code": "usage", "error": "usage: submission_worker.py CONFIG_JSON with a 'submission' file"})
+    sys.exit(0)
+try:
+    import numpy as np
+    import torch
+except Exception as e:
+    reply({"ok": False, "code": "no_torch", "error": "torch not importable with %s: %s" % (sys.executable, exc_text(e))})
+    sys.exit(0)
+if not torch.cuda.is_available():
+    reply({"ok": False, "code": "no_cuda", "error": "torch %s sees no CUDA device" % torch.__version__})
+    sys.exit(0)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kqual_submission_guard as guard  # noqa: E402
+
+DT = {"f32": torch.float32, "f64": torch.float64, "bf16": torch.bfloat16, "f16": torch.float16, "i32": torch.int32,
+      "i64": torch.int64, "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool,
+      "e4m3": getattr(torch, "float8_e4m3fn", None), "e5m2": getattr(torch, "float8_e5m2", None)}
+dev = torch.device("cuda")
+torch.cuda.init()
+originals = guard.Originals()  # before the submission exists
+Event = torch.cuda.Event
+caller = torch.cuda.Stream()   # kqual's stream for every call; made before the tracker is installed
+tracker = guard.StreamTracker(torch)
+tracker.install()
+sleep_cycles = int(cfg.get("sleep_cycles", 20_000_000))
+
+
+def load_module(name, path):
+    # A submission may import modules of its own folder (a kernel shared by several files).
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # torch.compile and torch.library look functions' modules up by name
+    spec.loader.exec_module(mod)
+    return mod
+
+
+reference = None  # the imported problem's generated reference.py: CONFIG and the problem module
+if cfg.get("contract_dir"):
+    try:
+        reference = load_module("kqual_submission_reference", os.path.join(cfg["contract_dir"], "reference.py"))
+        reference._problem()
+    except BaseException as e:
+        reply({"ok": False, "code": "usage", "error": "the problem's contract folder %s: %s" % (cfg["contract_dir"], exc_text(e))})
+        sys.exit(0)
+try:
+    submission = load_module("kqual_submission", cfg["submission"])
+except BaseException as e:
+    reply({"ok": False, "code": "submission_import", "error": "%s: %s" % (cfg["submission"], exc_text(e)), "traceback": tb_tail()})
+    sys.exit(0)
+cls = getattr(submission, cfg.get("class", "ModelNew"), None)
+if cls is None:
+    reply({"ok": False, "code": "no_class", "error": "%s defines no %s (it defines: %s)" % (
+        cfg["submission"], cfg.get("class", "ModelNew"), ", ".join(n for n in dir(submission) if not n.startswith("_")))})
+    sys.exit(0)
+replaced_at_import = originals.replaced()
+
+models = {}
+
+
+def model_for(axes):
+    """The submission's module at these axis values, built as the problem builds Model: the module's
+    constants set, torch seeded, the problem's get_init_inputs()."""
+    key = tuple(sorted(axes.items()))
+    if key in models:
+        return models[key]
+    init = []
+    if reference is not None:
+        mod = reference._problem()
+        consts = reference.CONFIG.get("axes", {})
+        saved = {c: getattr(mod, c) for c in consts.values()}
+        try:
+            for axis, const in consts.items():
+                setattr(mod, const, int(axes[axis]))
+            init = list(mod.get_init_inputs())
+        finally:
+            for c, v in saved.items():
+                setattr(mod, c, v)
+    torch.manual_seed(int(cfg.get("seed", 0)))
+    m = cls(*init).to(dev)
+    if len(models) >= 8:
+        models.clear()
+    models[key] = m
+    return m
+
+
+def caller_fn(model, r):
+    """A function of one dataset's tensors that calls the submission as the problem calls Model."""
+    if reference is not None:
+        conf = reference.CONFIG
+        names = dict(model.named_parameters())
+        names.update(dict(model.named_buffers()))
+        missing = [p for p in conf.get("parameters", {}).values() if p not in names]
+        if missing:
+            raise Refusal("parameters_differ", "the problem's Model has parameters %s that %s does not (it has: %s)" % (
+                ", ".join(missing), cls.__name__, ", ".join(sorted(names)) or "none"))
+
+        def call(t):
+            kw = dict(t, **r.get("scalars", {}))
+            for name in conf.get("zero_d", []):
+                kw[name] = kw[name].reshape(())
+            args = [kw[a] for a in conf["args"]]
+            params = {p: kw[n] for n, p in conf.get("parameters", {}).items()}
+            if params:
+                return torch.func.functional_call(model, params, tuple(args))
+            return model(*args)
+        return call
+    sig = inspect.signature(model.forward).parameters
+    var_kw = any(p.kind == p.VAR_KEYWORD for p in sig.values())
+
+    def call_kw(t):
+        kw = dict(t, **r.get("scalars", {}))
+        kw.update(r.get("axes", {}))
+        return model(**(kw if var_kw else {k: v for k, v in kw.items() if k in sig}))
+    return call_kw
+
+
+def load_inputs(r, d):
+    out = {}
+    for name, t in r["inputs"].items():
+        if DT.get(t["dtype"]) is None:
+            raise ValueError("dtype %s has no torch dtype here" % t["dtype"])
+        raw = torch.from_numpy(np.fromfile(t["files"][d], dtype=np.uint8))
+        out[name] = raw.view(DT[t["dtype"]]).reshape(t["shape"]).to(dev)
+    return out
+
+
+def digest(t):
+    return hashlib.blake2b(t.detach().contiguous().view(torch.uint8).cpu().numpy().tobytes(), digest_size=16).hexdigest()
+
+
+def outputs_of(result, r):
+    outs = list(result) if isinstance(result, (tuple, list)) else [result]
+    want = r["outputs"]
+    if len(outs) != len(want):
+        raise Refusal("output_mismatch", "the submission returned %d outputs, the problem %d" % (len(outs), len(want)))
+    for o, w in zip(outs, want):
+        if type(o) is not torch.Tensor:
+            raise Refusal("output_mismatch", "output %s is a %s, not a torch.Tensor (a lazy or wrapped result is not an "
+                                                 "output)" % (w["name"], type(o).__name__))
+        if o.device.type != "cuda" or o.dtype != DT[w["dtype"]] or o.numel() != int(np.prod(w["shape"])):
+            raise Refusal("output_mismatch", "output %s: %s %s on %s, the problem's is %s %s on cuda" % (
+                w["name"], o.dtype, list(o.shape), o.device, w["dtype"], w["shape"]))
+    return outs
+
+
+def host_bytes(outs):
+    return [o.detach().contiguous().view(torch.uint8).cpu().numpy().tobytes() for o in outs]
+
+
+def checked_call(call, tensors, r):
+    """One call on the caller's stream, held busy first; what it left unjoined or running."""
+    threads = guard.live_threads()
+    before = {n: digest(t) for n, t in tensors.items()}
+    torch.cuda.synchronize()
+    try:
+        with torch.cuda.stream(caller), torch.no_grad():
+            tracker.arm(caller, 2 * sleep_cycles)
+            torch.cuda._sleep(sleep_cycles)
+            outs = outputs_of(call(tensors), r)
+            done = Event()
+            done.record(caller)
+    finally:
+        tracker.disarm()
+    done.synchronize()
+    with torch.cuda.stream(caller):
+        early = host_bytes(outs)  # copied on the caller's stream: what a caller would read
+    pending = len(tracker.pending(caller))
+    torch.cuda.synchronize()
+    late = host_bytes(outs)
+    info = {"late_bytes": sum(a != b for a, b in zip(early, late)), "pending_streams": pending,
+            "new_threads": len(guard.live_threads() - threads),
+            "inputs_changed": [n for n, t in tensors.items() if digest(t) != before[n]]}
+    return late, info
+
+
+def write(r, k, data):
+    for o, b in zip(r["outputs"], data):
+        with open(o["files"][k], "wb") as f:
+            f.write(b)
+
+
+def do_check(r):
+    model = model_for(r.get("axes", {}))
+    call = caller_fn(model, r)
+    calls = []
+    a = load_inputs(r, 0)
+    data, info = checked_call(call, a, r)
+    write(r, 0, data)
+    calls.append(info)
+    b = load_inputs(r, 1)
+    with torch.no_grad():
+        for n in a:
+            a[n].copy_(b[n])  # same storage, new values: a result cached by data_ptr and shape shows here
+    data, info = checked_call(call, a, r)
+    write(r, 1, data)
+    calls.append(info)
+    data, info = checked_call(call, load_inputs(r, 0), r)
+    write(r, 2, data)
+    calls.append(info)
+    t = load_inputs(r, 0)
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof, torch.no_grad():
+        outputs_of(call(t), r)
+        torch.cuda.synchronize()
+    kernels = sorted({e.name for e in prof.events() if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA})
+    return {"ok": True, "calls": calls, "kernels": kernels,
+            "library_kernels": guard.library_kernels(kernels, cfg.get("allow_kernels", [])), "replaced": originals.replaced()}
+
+
+def do_time(r):
+    model = model_for(r.get("axes", {}))
+    call = caller_fn(model, r)
+    k = len(next(iter(r["inputs"].values()))["files"])
+    datasets = [load_inputs(r, d) for d in range(k)]
+    props = torch.cuda.get_device_properties(dev)
+    flush = torch.empty(2 * int(getattr(props, "L2_cache_size", 0) or (64 << 20)), dtype=torch.uint8, device=dev)
+    samples, last = [], {}
+    n, warmup = int(r.get("samples", 20)), int(r.get("warmup", 3))
+    torch.cuda.synchronize()
+    for i in range(warmup + n):
+        d = i % k
+        with torch.cuda.stream(caller), torch.no_grad():
+            if r.get("flush", True):
+                flush.fill_(i & 0xFF)
+            e0, e1 = Event(enable_timing=True), Event(enable_timing=True)
+            e0.record(caller)
+            outs = outputs_of(call(datasets[d]), r)
+            tracker.join(caller)
+            e1.record(caller)
+        e1.synchronize()
+        if i >= warmup:
+            samples.append(e0.elapsed_time(e1))
+        last[d] = outs
+    torch.cuda.synchronize()
+    for d, outs in last.items():
+        write(r, d, host_bytes(outs))
+    return {"ok": True, "samples_ms": samples, "replaced": originals.replaced()}
+
+
+reply({"ok": True, "torch": torch.__version__, "device": torch.cuda.get_device_name(dev),
+       "mode": "kernelbench" if reference is not None else "keywords", "replaced": replaced_at_import})
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    try:
+        r = json.loads(line)
+    except ValueError as e:
+        reply({"ok": False, "code": "usage", "error": "request not JSON: %s" % exc_text(e)})
+        continue
+    faulthandler.dump_traceback_later(max(1.0, float(r.get("deadline_s", 60)) - 1.0), exit=False)
+    try:
+        if r.get("op") == "check":
+            reply(do_check(r))
+        elif r.get("op") == "time":
+            reply(do_time(r))
+        else:
+            reply({"ok": False, "code": "usage", "error": "unknown op %r (check, time)" % r.get("op")})
+    except Refusal as e:
+        reply({"ok": False, "code": e.code, "error": str(e), "replaced": originals.replaced()})
+    except BaseException as e:  # the submission's exception (or a CUDA error it caused) is its verdict
+        reply({"ok": False, "code": "exception", "error": exc_text(e)[:2000], "traceback": tb_tail(),
+               "replaced": originals.replaced()})
+    finally:
+        faulthandler.cancel_dump_traceback_later()
