@@ -48,6 +48,7 @@ std::vector<std::int64_t> tensor_shape(const contract::Contract& c, const std::s
 }
 
 std::string SubmissionCheck::summary() const {
+  if (!not_run.empty()) return "not run: " + not_run;
   if (harness_failed)
     return fmt::format("not judged: kqual's side failed at {}: {}", failures.empty() ? "?" : failures.front().id,
                        failures.empty() ? "" : failures.front().detail);
@@ -60,7 +61,8 @@ json SubmissionCheck::to_json() const {
   json fs_ = json::array();
   for (const auto& f : failures)
     fs_.push_back({{"case", f.id}, {"code", to_string(f.failure)}, {"detail", f.detail}, {"kernels", f.kernels}});
-  return json{{"verdict", harness_failed ? "error" : accepted ? "accepted" : "rejected"},
+  return json{{"verdict", !not_run.empty() ? "not_run" : harness_failed ? "error" : accepted ? "accepted" : "rejected"},
+              {"not_run", not_run},
               {"torch", worker_torch},
               {"device", worker_device},
               {"cases", cases},
@@ -177,12 +179,12 @@ class CaseRunner {
 };
 
 // What the hello says about the submission before any case: its import raised, it has no such class,
-// or importing it replaced a watched function. Throws Error(input) where PyTorch or CUDA is missing.
+// or importing it replaced a watched function. Throws Error(input) for a configuration it refused.
 std::optional<SubmissionCaseResult> hello_failure(const contract::Contract& c, const json& hello) {
   const std::string code = hello.value("code", std::string());
   if (!hello.value("ok", false)) {
-    if (code == "no_torch" || code == "no_cuda" || code == "usage")
-      throw_error(ErrorKind::input, "the PyTorch submission worker cannot run here: " + hello.value("error", std::string()));
+    if (code == "usage")
+      throw_error(ErrorKind::input, "the PyTorch submission worker refused its configuration: " + hello.value("error", std::string()));
     json as_case = hello;
     if (code == "submission_import" || code == "no_class") as_case["code"] = "exception";
     return judge_submission_case(c, "import", as_case, {}, {}, {});
@@ -192,8 +194,10 @@ std::optional<SubmissionCaseResult> hello_failure(const contract::Contract& c, c
   return std::nullopt;
 }
 
-void add_not_applied(SubmissionCheck& r) {
-  r.not_applied = {
+}  // namespace
+
+std::vector<std::string> submission_rules_not_applied() {
+  return {
       "poisoned outputs and guard bytes: the submission allocates its outputs (every output element is compared with the "
       "reference on two datasets instead, so an element left unwritten or stale cannot pass both)",
       "alignment offsets and trap pages: PyTorch allocates the input tensors (offset cases are left out)",
@@ -203,12 +207,10 @@ void add_not_applied(SubmissionCheck& r) {
   };
 }
 
-}  // namespace
-
 SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchSubmission& s, const SubmissionCheckOptions& o) {
   if (!fs::is_regular_file(s.file)) throw_error(ErrorKind::input, fmt::format("submission {}: no such file", s.file.string()));
   SubmissionCheck r;
-  add_not_applied(r);
+  r.not_applied = submission_rules_not_applied();
   const std::vector<contract::CaseSpec> cases = submission_cases(c, o, &r.skipped);
   if (cases.empty())
     throw_error(ErrorKind::input, fmt::format("{}: no case at most {} elements for a PyTorch submission", c.name(), o.max_case_elements));
@@ -225,6 +227,10 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
   TorchWorker w(o.python.empty() ? contract::reference_python() : o.python, worker_script(o), cfg, dir / "worker.stderr",
                 "the PyTorch submission worker");
   const json hello = w.call(nullptr, o.case_timeout_s);
+  if (const std::string code = hello.value("code", std::string()); code == "no_torch" || code == "no_cuda") {
+    r.not_run = hello.value("error", code);
+    return r;
+  }
   if (const auto f = hello_failure(c, hello)) {
     r.failures.push_back(*f);
     r.harness_failed = f->failure == SubmissionFailure::harness_error;

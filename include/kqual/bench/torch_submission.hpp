@@ -101,6 +101,7 @@ struct SubmissionCheckOptions {
 };
 
 struct SubmissionCheck {
+  std::string not_run;          // why nothing ran (no PyTorch, no CUDA device here): neither accepted nor rejected
   bool accepted = false;
   bool harness_failed = false;  // kqual could not judge (harness_error): neither accepted nor rejected
   std::string worker_torch, worker_device;
@@ -112,12 +113,34 @@ struct SubmissionCheck {
   json to_json() const;
 };
 
+// The harness rules a PyTorch submission cannot be held to, each with what stands in for it.
+std::vector<std::string> submission_rules_not_applied();
+
 // Every correctness case of `c` the submission can take (its dtypes, up to max_case_elements), each
-// run as above. Throws Error(input) for a problem folder or submission that cannot be used.
+// run as above. Where the worker cannot run (no PyTorch, no CUDA device) the result says so in
+// not_run. Throws Error(input) for a problem folder or submission that cannot be used.
 SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchSubmission& s, const SubmissionCheckOptions& o);
 
 // The shape of each tensor of `c` at `dims` (the declared axes, outermost first; a built-in's
 // domain). Throws Error(internal) for a tensor or axis it does not know.
 std::vector<std::int64_t> tensor_shape(const contract::Contract& c, const std::string& tensor, const contract::Dims& dims);
+
+// A candidate folder whose kqual.toml says [candidate] kind = "torch_module": the submission file
+// (`module`, relative to the folder), its class, the contract it answers (`contract`: a name, or a
+// path that resolves as any manifest's contract path does), library kernels it may call
+// (`allow_kernels`) and, for a bundled known-broken one, [expect] rejected_for / or_rejected_for.
+struct TorchSubmissionManifest {
+  std::filesystem::path file;  // the kqual.toml
+  std::string name, description, contract;
+  TorchSubmission submission;
+  std::string expect_rejected_for;  // "" when none is stated
+  std::vector<std::string> expect_or;
+};
+// True when `path` (a folder with kqual.toml, or the file) is such a manifest; false for any other
+// manifest or path. Throws Error(input) only for a file that cannot be parsed as TOML.
+bool is_torch_submission_manifest(const std::filesystem::path& path);
+// Reads it; throws Error(input) naming the file and key for a missing module, an unknown key, a
+// module file that does not exist.
+TorchSubmissionManifest read_torch_submission_manifest(const std::filesystem::path& path);
 
 }  // namespace kqual::bench

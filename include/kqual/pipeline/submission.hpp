@@ -1,0 +1,40 @@
+#pragma once
+// `kqual check SUBMISSION.py --problem PROBLEM` and `kqual check DIR` where DIR's kqual.toml says
+// [candidate] kind = "torch_module": a PyTorch submission judged against a contract
+// (bench/torch_submission.hpp), written to results.json and summary.md (docs/torch-submissions.md).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kqual/bench/torch_submission.hpp"
+
+namespace kqual::pipeline {
+
+struct SubmissionOptions {
+  std::filesystem::path candidate;         // a .py file, or a torch_module manifest (folder or file)
+  std::string problem;                     // --problem: a contract name, contract.toml or its folder (required for a .py)
+  std::string class_name;                  // --class (default: the manifest's, else ModelNew)
+  std::vector<std::string> allow_kernels;  // --allow-kernel REGEX, added to the manifest's
+  std::filesystem::path out_dir = "kqual-out";
+  std::uint64_t seed = 20261205;
+  double watchdog_seconds = 120;           // per case
+  bool use_gpu = true;
+  bool all_cases = false;                  // every case after the first failure
+};
+
+struct SubmissionOutcome {
+  std::string name, contract;
+  bench::SubmissionCheck check;
+  std::filesystem::path results_path, summary_path;
+  int exit_code = 0;  // 0 accepted, 1 rejected, 3 not run here (no PyTorch / GPU), 4 kqual's side failed
+};
+
+// Whether `candidate` is a PyTorch submission: a .py file, or a manifest of kind torch_module.
+bool is_torch_submission(const std::filesystem::path& candidate);
+
+// Throws Error(input) for a missing --problem, a contract that cannot be resolved, a manifest that
+// cannot be read.
+SubmissionOutcome check_submission(const SubmissionOptions& o);
+
+}  // namespace kqual::pipeline

@@ -1,0 +1,105 @@
+// A PyTorch submission's manifest ([candidate] kind = "torch_module"; torch_submission.hpp).
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <set>
+
+#include "kqual/bench/torch_submission.hpp"
+#include "kqual/core/error.hpp"
+
+namespace kqual::bench {
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path manifest_file(const fs::path& path) { return fs::is_directory(path) ? path / "kqual.toml" : path; }
+
+toml::table parse(const fs::path& file) {
+  try {
+    return toml::parse_file(file.string());
+  } catch (const toml::parse_error& e) {
+    throw_error(ErrorKind::input, fmt::format("{}: not TOML: {}", file.string(), std::string(e.description())));
+  }
+}
+
+[[noreturn]] void bad(const fs::path& file, const std::string& key, const std::string& why) {
+  throw_error(ErrorKind::input, fmt::format("{}: {}: {}", file.string(), key, why));
+}
+
+void only_keys(const fs::path& file, const toml::table& t, const std::string& table, const std::set<std::string>& keys) {
+  for (const auto& [k, v] : t)
+    if (!keys.count(std::string(k.str())))
+      bad(file, table + "." + std::string(k.str()),
+          fmt::format("unknown key (a torch_module manifest takes {})", fmt::join(keys, ", ")));
+}
+
+std::string text(const fs::path& file, const toml::table& t, const std::string& table, const std::string& key, bool required,
+                 const std::string& fallback = "") {
+  const toml::node* n = t.get(key);
+  if (!n) {
+    if (required) bad(file, table + "." + key, "missing");
+    return fallback;
+  }
+  const auto* s = n->as_string();
+  if (!s) bad(file, table + "." + key, "expected a string");
+  return s->get();
+}
+
+std::vector<std::string> strings(const fs::path& file, const toml::table& t, const std::string& table, const std::string& key) {
+  std::vector<std::string> out;
+  const toml::node* n = t.get(key);
+  if (!n) return out;
+  const auto* arr = n->as_array();
+  if (!arr) bad(file, table + "." + key, "expected an array of strings");
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    const auto* s = arr->get(i)->as_string();
+    if (!s) bad(file, fmt::format("{}.{}[{}]", table, key, i), "expected a string");
+    out.push_back(s->get());
+  }
+  return out;
+}
+
+}  // namespace
+
+bool is_torch_submission_manifest(const fs::path& path) {
+  const fs::path file = manifest_file(path);
+  if (!fs::is_regular_file(file) || file.extension() != ".toml") return false;
+  const toml::table t = parse(file);
+  const auto* cand = t["candidate"].as_table();
+  return cand && (*cand)["kind"].value_or(std::string()) == "torch_module";
+}
+
+TorchSubmissionManifest read_torch_submission_manifest(const fs::path& path) {
+  const fs::path file = manifest_file(path);
+  if (!fs::is_regular_file(file)) throw_error(ErrorKind::input, fmt::format("{}: no such manifest", file.string()));
+  const toml::table t = parse(file);
+  only_keys(file, t, "", {"candidate", "expect"});
+  const auto* cand = t["candidate"].as_table();
+  if (!cand) bad(file, "candidate", "missing table");
+  only_keys(file, *cand, "candidate", {"name", "description", "kind", "module", "class", "contract", "allow_kernels"});
+  TorchSubmissionManifest m;
+  m.file = file;
+  if (text(file, *cand, "candidate", "kind", true) != "torch_module")
+    bad(file, "candidate.kind", "not \"torch_module\" (a kernel candidate's manifest is read by the build phase)");
+  m.name = text(file, *cand, "candidate", "name", true);
+  m.description = text(file, *cand, "candidate", "description", false);
+  m.contract = text(file, *cand, "candidate", "contract", true);
+  m.submission.file = file.parent_path() / text(file, *cand, "candidate", "module", true);
+  if (!fs::is_regular_file(m.submission.file))
+    bad(file, "candidate.module", fmt::format("{}: no such file", m.submission.file.string()));
+  m.submission.class_name = text(file, *cand, "candidate", "class", false, "ModelNew");
+  m.submission.allow_kernels = strings(file, *cand, "candidate", "allow_kernels");
+  if (const auto* ex = t["expect"].as_table()) {
+    only_keys(file, *ex, "expect", {"rejected_for", "or_rejected_for"});
+    m.expect_rejected_for = text(file, *ex, "expect", "rejected_for", true);
+    m.expect_or = strings(file, *ex, "expect", "or_rejected_for");
+    for (const auto& code : m.expect_or)
+      if (!kSubmissionFailureNames.parse(code)) bad(file, "expect.or_rejected_for", "unknown failure class " + code);
+    if (!kSubmissionFailureNames.parse(m.expect_rejected_for) || m.expect_rejected_for == "none")
+      bad(file, "expect.rejected_for",
+          fmt::format("unknown failure class {} (one of {})", m.expect_rejected_for, kSubmissionFailureNames.choices()));
+  }
+  return m;
+}
+
+}  // namespace kqual::bench

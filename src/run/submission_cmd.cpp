@@ -1,0 +1,55 @@
+// `kqual check` of a PyTorch submission: --problem, --class, --allow-kernel, and the path the check
+// command takes when its candidate is a .py file or a torch_module manifest (pipeline/submission.hpp).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "kqual/contract/declared/declared.hpp"
+#include "kqual/core/error.hpp"
+
+#include "kqual/pipeline/submission.hpp"
+#include "kqual/run/cli.hpp"
+
+namespace kqual::run {
+
+void add_submission_options(CLI::App* cmd, pipeline::SubmissionOptions& s) {
+  cmd->add_option("--problem", s.problem,
+                  "For a PyTorch submission (a .py file with class ModelNew): the problem it answers, as a contract name, a "
+                  "contract.toml, or an imported problem's folder (kqual import-kernelbench); docs/torch-submissions.md");
+  cmd->add_option("--class", s.class_name, "For a PyTorch submission: the module class to build (default ModelNew)");
+  cmd->add_option("--allow-kernel", s.allow_kernels,
+                  "For a PyTorch submission: a regular expression of library kernels (ATen, cuBLAS, cuDNN, Inductor) it may "
+                  "launch; repeatable. Any other library kernel rejects it as reference_called");
+}
+
+bool check_submission_if_any(const GlobalOptions& g, const pipeline::QualifyOptions& q, pipeline::SubmissionOptions& s,
+                             int* exit_code) {
+  if (!pipeline::is_torch_submission(q.candidate)) {
+    if (!s.problem.empty() || !s.class_name.empty() || !s.allow_kernels.empty())
+      throw_error(ErrorKind::usage, fmt::format("--problem, --class and --allow-kernel are for PyTorch submissions; {} is a "
+                                                "kernel candidate (its manifest names its contract)",
+                                                q.candidate.string()));
+    return false;
+  }
+  contract::set_contract_sources(q.sources);  // --contracts, --allow-candidate-contract: as for a kernel candidate
+  s.candidate = q.candidate;
+  s.out_dir = q.out_dir;
+  s.seed = q.seed;
+  s.watchdog_seconds = std::max(q.watchdog_seconds, 120.0);  // the first case includes the submission's own compile
+  s.use_gpu = q.use_gpu;
+  s.all_cases = q.all_cases;
+  const pipeline::SubmissionOutcome out = pipeline::check_submission(s);
+  if (g.json) {
+    std::cout << out.check.to_json().dump(2) << "\n";
+  } else {
+    fmt::print("kqual: {} ({}): PyTorch submission\n", out.name, out.contract);
+    fmt::print("verdict: {}\n", out.check.summary());
+    fmt::print("wrote {} and {}\n", out.results_path.string(), out.summary_path.string());
+  }
+  *exit_code = out.exit_code;
+  return true;
+}
+
+}  // namespace kqual::run

@@ -1,0 +1,106 @@
+// `kqual check` of a PyTorch submission through the kqual binary, without a GPU: the bundled
+// submissions' manifests read, a check that cannot run here says so (exit 3, results.json written),
+// and the usage errors name what is wrong. The judging itself: tests/bench/torch_submission_test.cpp;
+// on the GPU: tests/device/torch_submission_device_test.cpp.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "kqual/bench/torch_submission.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/core/json.hpp"
+#include "kqual/core/process.hpp"
+#include "test_util.hpp"
+
+namespace kqual {
+namespace {
+namespace fs = std::filesystem;
+
+const fs::path kExamples = test::repo_root() / "examples/torch_submissions/residual_add_relu";
+
+ProcessResult kqual(const std::vector<std::string>& args) { return run_process(test::kqual_exe().string(), args, {}, {}, 120); }
+
+TEST(SubmissionCli, EveryBundledSubmissionManifestReadsWithAKnownClass) {
+  int good = 0, broken = 0;
+  std::set<std::string> classes;
+  for (const char* kind : {"good", "broken"})
+    for (const auto& d : fs::directory_iterator(kExamples / kind)) {
+      const bench::TorchSubmissionManifest m = bench::read_torch_submission_manifest(d.path());
+      EXPECT_TRUE(fs::is_regular_file(m.submission.file)) << m.file;
+      EXPECT_EQ(m.contract, "residual_add_relu");
+      if (std::string(kind) == "good") {
+        EXPECT_TRUE(m.expect_rejected_for.empty()) << m.file;
+        ++good;
+      } else {
+        EXPECT_FALSE(m.expect_rejected_for.empty()) << m.file;
+        classes.insert(m.expect_rejected_for);
+        ++broken;
+      }
+    }
+  EXPECT_EQ(good, 3);  // load_inline, Triton, torch.library
+  EXPECT_GE(broken, 10);
+  EXPECT_GE(classes.size(), 9u) << "one known-broken submission per class";
+}
+
+TEST(SubmissionCli, ACheckThatCannotRunHereSaysSoAndWritesItsResults) {
+  ScratchDir out("kqual-submission-cli");
+  const ProcessResult pr = kqual({"check", (kExamples / "good/triton").string(), "--no-gpu", "--out", out.path().string()});
+  EXPECT_EQ(pr.exit_code, 3) << pr.out << pr.err;
+  EXPECT_NE(pr.out.find("not run: --no-gpu"), std::string::npos) << pr.out;
+  const json r = json::parse(read_text_file(out.path() / "results.json"));
+  EXPECT_EQ(r.value("kind", ""), "torch_submission");
+  EXPECT_EQ(r["check"].value("verdict", ""), "not_run");
+  EXPECT_EQ(r.value("contract", ""), "residual_add_relu");
+  const std::string md = read_text_file(out.path() / "summary.md");
+  EXPECT_NE(md.find("poisoned outputs and guard bytes"), std::string::npos) << md;
+}
+
+TEST(SubmissionCli, UsageErrorsNameWhatIsMissing) {
+  const ProcessResult no_problem = kqual({"check", (kExamples / "good_triton.py").string(), "--no-gpu"});
+  EXPECT_EQ(no_problem.exit_code, 2);
+  EXPECT_NE(no_problem.err.find("--problem"), std::string::npos) << no_problem.err;
+  const ProcessResult kernel = kqual({"check", (test::repo_root() / "candidates/residual_add_relu/good").string(), "--problem",
+                                      "residual_add_relu", "--no-gpu"});
+  EXPECT_EQ(kernel.exit_code, 2);
+  EXPECT_NE(kernel.err.find("kernel candidate"), std::string::npos) << kernel.err;
+  const ProcessResult q = kqual({"qualify", (kExamples / "good/triton").string(), "--no-gpu"});
+  EXPECT_EQ(q.exit_code, 2);
+  EXPECT_NE(q.err.find("use kqual check"), std::string::npos) << q.err;
+  const ProcessResult unknown = kqual({"check", (kExamples / "good_triton.py").string(), "--problem", "no_such_problem", "--no-gpu"});
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
+}
+
+TEST(SubmissionCli, ABrokenManifestIsAnInputErrorNamingTheKey) {
+  ScratchDir tmp("kqual-submission-manifest");
+  fs::copy_file(kExamples / "good_triton.py", tmp.path() / "s.py");
+  write_file_atomic(tmp.path() / "kqual.toml", "[candidate]\nname = \"x\"\nkind = \"torch_module\"\nmodule = \"s.py\"\n"
+                                               "contract = \"residual_add_relu\"\nwarmup = 3\n");
+  const ProcessResult pr = kqual({"check", tmp.path().string(), "--no-gpu"});
+  EXPECT_EQ(pr.exit_code, 2);
+  EXPECT_NE(pr.err.find("candidate.warmup"), std::string::npos) << pr.err;
+  write_file_atomic(tmp.path() / "kqual.toml", "[candidate]\nname = \"x\"\nkind = \"torch_module\"\nmodule = \"missing.py\"\n"
+                                               "contract = \"residual_add_relu\"\n");
+  const ProcessResult missing = kqual({"check", tmp.path().string(), "--no-gpu"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("missing.py"), std::string::npos) << missing.err;
+}
+
+TEST(SubmissionCli, AContractBesideTheSubmissionDoesNotJudgeIt) {
+  // The trust boundary of kernel candidates holds for submissions: a contract file shipped with the
+  // submission is refused unless the user allows it.
+  ScratchDir tmp("kqual-submission-judge");
+  fs::copy_file(kExamples / "good_triton.py", tmp.path() / "s.py");
+  fs::copy_file(test::repo_root() / "contracts/rmsnorm/contract.toml", tmp.path() / "contract.toml");
+  fs::copy_file(test::repo_root() / "contracts/rmsnorm/reference.py", tmp.path() / "reference.py");
+  write_file_atomic(tmp.path() / "kqual.toml", "[candidate]\nname = \"x\"\nkind = \"torch_module\"\nmodule = \"s.py\"\n"
+                                               "contract = \"contract.toml\"\n");
+  const ProcessResult pr = kqual({"check", tmp.path().string(), "--no-gpu"});
+  EXPECT_EQ(pr.exit_code, 2) << pr.out << pr.err;
+  EXPECT_NE(pr.err.find("--allow-candidate-contract"), std::string::npos) << pr.err;
+}
+
+}  // namespace
+}  // namespace kqual
