@@ -34,12 +34,14 @@ set(KQUAL_ROOM_DEPS_contract_builtin "")
 set(KQUAL_ROOM_DEPS_contract_declared "")
 set(KQUAL_ROOM_DEPS_contract_importers declared)
 # pipeline/: the phases every command composes (stages, decide, qualify, selftest, the build pool) at the
-# top; compare (two kernels judged per shape and profile) and screen (many candidates across GPU lanes,
-# journals, shards, Slurm) each in a room of their own, using the top level and not each other.
-set(KQUAL_ROOMS_pipeline compare screen)
+# top; compare (two kernels judged per shape and profile), screen (many candidates across GPU lanes,
+# journals, shards, Slurm) and replay (a recorded failing case as a reproducer folder) each in a room of
+# their own, using the top level and not each other.
+set(KQUAL_ROOMS_pipeline compare screen replay)
 set(KQUAL_ROOM_DEPS_pipeline_top "")
 set(KQUAL_ROOM_DEPS_pipeline_compare "")
 set(KQUAL_ROOM_DEPS_pipeline_screen "")
+set(KQUAL_ROOM_DEPS_pipeline_replay "")
 
 # kqual_add_modules(): the kqual_<module> targets, and kqual_lib (kqual::kqual) linking them all.
 function(kqual_add_modules)

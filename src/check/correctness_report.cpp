@@ -92,6 +92,8 @@ json CorrectnessReport::to_json(bool all_cases) const {
     if (r.run_to_run.is_object()) cs.back()["run_to_run"] = r.run_to_run;
     if (!r.note.empty()) cs.back()["note"] = r.note;
     if (!r.debug.empty()) cs.back()["debug"] = r.debug;
+    if (!r.input_sha256.empty()) cs.back()["input_sha256"] = r.input_sha256;
+    if (r.failing_elements.is_array() && !r.failing_elements.empty()) cs.back()["failing_elements"] = r.failing_elements;
   }
   std::vector<const CaseResult*> by_time;
   for (const auto& r : results) by_time.push_back(&r);

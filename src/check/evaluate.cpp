@@ -155,7 +155,46 @@ bool run_ordered_cases(Session& s, const BuiltCandidate& b, const contract::Cont
   return false;
 }
 
+// CheckOptions::only_case: that one case, counted as the case loop counts it.
+void run_only_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const CheckOptions& o, CorrectnessReport& rep,
+                   int* diagnoses) {
+  const contract::CaseSpec spec = require_case(c, b.manifest.supports, o.seed, o.only_case);
+  if (over_size_cap(c, spec, o)) {
+    ++rep.skipped;
+    return;
+  }
+  CaseResult r = run_one_case(s, b, c, spec, o, diagnoses);
+  rep.wall_ms += r.wall_ms;
+  if (harness_not_run(r, rep)) return;
+  if (r.status == CaseStatus::skipped) {
+    ++rep.skipped;
+  } else {
+    count_case(rep, r);
+  }
+  rep.results.push_back(r);
+}
+
 }  // namespace
+
+std::optional<contract::CaseSpec> find_case(const contract::Contract& c, const contract::Supports& cand, std::uint64_t seed,
+                                            const std::string& id) {
+  for (auto& spec : c.correctness_cases(cand, seed, true))
+    if (spec.id == id) return spec;
+  for (auto& spec : c.index_cases(cand, seed))
+    if (spec.id == id) return spec;
+  return std::nullopt;
+}
+
+contract::CaseSpec require_case(const contract::Contract& c, const contract::Supports& cand, std::uint64_t seed,
+                                const std::string& id) {
+  if (auto spec = find_case(c, cand, seed, id)) return *spec;
+  std::vector<contract::CaseSpec> cases = c.correctness_cases(cand, seed, true);
+  std::string some;
+  for (std::size_t i = 0; i < cases.size() && i < 4; ++i) some += (i ? ", " : "") + cases[i].id;
+  throw_error(ErrorKind::input, fmt::format("--case '{}': contract {} has no case with this id for the candidate's claims under "
+                                            "seed {} ({} cases, e.g. {})",
+                                            id, c.name(), seed, cases.size(), some));
+}
 
 CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const CheckOptions& o) {
   const contract::Contract& c = b.manifest.resolved_contract();
@@ -163,6 +202,11 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
   rep.candidate = b.manifest.name;
   rep.run_to_run_rule = run_to_run_rules(c, b);
   int diagnoses = 4;  // failing cases diagnosed (out-of-bounds read? leftover shared memory?) per candidate
+  if (!o.only_case.empty()) {
+    run_only_case(s, b, c, o, rep, &diagnoses);
+    sanitizer_after_cases(s, b, c, o, rep);
+    return rep;
+  }
   const bool stopped_on_fault = run_ordered_cases(s, b, c, o, rep, &diagnoses);
   const bool settled = !o.all_cases && rep.failed > 0;
   if (o.index_cases && s.device().present && settled)

@@ -10,6 +10,7 @@
 
 #include "kqual/check/run_to_run.hpp"
 #include "kqual/core/files.hpp"
+#include "kqual/core/sha256.hpp"
 #include "kqual/worker/protocol.hpp"
 #include "internal.hpp"
 
@@ -252,6 +253,8 @@ CaseResult run_case_styled(Session& s, const BuiltCandidate& b, const contract::
   fs::create_directories(dir);
   HostCaseRuns runs{s, b, c, policy, prepared->expected, host_case_request(b, *admitted, spec, *prepared, style, dir)};
   judge_host_case(runs, *prepared, style, res);
+  if (res.status == CaseStatus::fail)
+    for (const auto& t : prepared->data.inputs) res.input_sha256[t.name] = sha256_hex(t.bytes.data(), t.bytes.size());
   std::error_code ec;
   fs::remove_all(dir, ec);
   return res;

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "kqual/check/labels.hpp"
+#include "kqual/contract/compare.hpp"
 #include "kqual/check/run_to_run.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/worker/protocol.hpp"
@@ -104,6 +105,33 @@ std::optional<std::uint8_t> absent_pattern(const contract::Tensor& t, const std:
   return std::nullopt;
 }
 
+// The first offending elements of output t in one run's file, compared with `poison` as the verdict
+// was: what a reproducer (kqual replay) shows next to the case's inputs. Each: the output, the run,
+// the element's index (of the tensor's storage), the expected element and the written one as value
+// and bits, and the reference in higher precision with its bound where the contract has one.
+json offending_elements(const contract::Contract& c, const contract::Tensor& t, const std::string& file, std::uint8_t poison,
+                        std::size_t run) {
+  const MappedFile out = MappedFile::open_read(file);
+  json elements = json::array();
+  if (out.size() != t.bytes.size()) return elements;
+  const contract::Comparison cmp = c.compare(t, out.data(), poison);
+  for (const std::int64_t i : cmp.examples) {
+    if (i < 0 || i >= t.elements) continue;
+    const std::size_t at = std::size_t(i);
+    json e{{"output", t.name},
+           {"run", run + 1},
+           {"index", i},
+           {"expected", contract::format_element(t.dtype, t.bytes.data(), at)},
+           {"actual", contract::format_element(t.dtype, out.data(), at)}};
+    if (at < t.ref.size() && at < t.bound.size()) {
+      e["reference"] = t.ref[at];
+      e["bound"] = t.bound[at];
+    }
+    elements.push_back(std::move(e));
+  }
+  return elements;
+}
+
 }  // namespace
 
 namespace detail {
@@ -141,6 +169,7 @@ bool judge_runs(const contract::Contract& c, const RunToRunPolicy& policy, const
       std::string code;
       std::string detail = verify_output_file(c, t, files[k], request.poison[k], &code);
       if (detail.empty()) continue;
+      std::uint8_t judged_with = request.poison[k];
       // (A strided output's padding must hold the run's own poison: it keeps the verdict as it is.)
       if (code == "unwritten_output" && t.row_stride == 0 && k < 2 && !left_unwritten(t, files, request.poison, k)) {
         // Every element holding this run's poison holds it in the other run too: the kernel wrote
@@ -151,11 +180,13 @@ bool judge_runs(const contract::Contract& c, const RunToRunPolicy& policy, const
           if (!by_value.empty()) {
             code = by_value_code;
             detail = by_value;
+            judged_with = *b;
           }
         }
       }
       res.code = code;
       res.detail = fmt::format("run {} (poison 0x{:02x}): {}", k + 1, request.poison[k], detail);
+      if (code != "internal") res.failing_elements = offending_elements(c, t, files[k], judged_with, k);
       return false;
     }
   }

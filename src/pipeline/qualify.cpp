@@ -228,15 +228,18 @@ void qualify_check(QualifyGpuRun& q) {
   checked.check.include_large = o.large_cases;
   checked.check.all_cases = o.all_cases;
   checked.check.sanitizer_pass = o.sanitizer_pass;
+  checked.check.only_case = o.only_case;
   q.say(fmt::format("correctness: {} against {}{}", q.cand.manifest.name, q.cand.manifest.contract,
                     o.large_cases ? " (with the large cases)" : ""));
   const CheckedOne one = check_one(q.s, q.cand, checked);
   q.r.correctness = one.report->to_json(false);
   record_correctness(*one.correctness, q.f, q.r.phases);
+  if (!o.only_case.empty()) q.r.phases.set("correctness", q.r.phases.get("correctness") + " (--case " + o.only_case + " only)");
   std::vector<json> bc;
   CheckOneOptions small = checked;
   small.check.include_large = false;
   small.check.sanitizer_pass = false;
+  small.check.only_case.clear();
   for (auto& b : q.baselines) {
     q.say("correctness: baseline " + b.manifest.name);
     bc.push_back(check_one(q.s, b, small).report->to_json(false));
@@ -282,6 +285,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   contract::set_contract_sources(o.sources);  // before the manifest names its contract
   build::Manifest m = build::load_manifest(o.candidate);
   const contract::Contract& c = m.resolved_contract();
+  if (!o.only_case.empty()) (void)check::require_case(c, m.supports, o.seed, o.only_case);  // an unknown id: exit 2 before any GPU work
   auto bench_dtype = parse_dtype(o.dtype);
   if (!bench_dtype) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", o.dtype));
   (void)bench::parse_torch_baselines(o.torch_baselines);  // a bad --torch-baselines is a usage error before any GPU work

@@ -49,6 +49,7 @@ std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
     add_import_definition_command(*app, s.g, &s.exit_code);
     add_slurm_command(*app, s.g, &s.exit_code);
     add_import_kernelbench_command(*app, s.g, &s.exit_code);
+    add_replay_command(*app, s.g, &s.exit_code);
   }
   return app;
 }

@@ -120,6 +120,10 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
     add_common(cmd, o, g);
     add_contract_source_options(cmd, o.sources);
     if (timing) add_baseline_option(cmd, o.baseline_dirs);
+    if (!timing)
+      cmd->add_option("--case", o.only_case,
+                      "Run only the case with this id (as results.json names it, e.g. f32/n=1025/normal), generated under "
+                      "--seed exactly as in the run that recorded it: the command a `kqual replay` folder gives");
     if (!run_commands) return;
     cmd->callback([&g, &o, exit_code, correctness, timing, name] {
       o.command_line = g.command_line;

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,6 +49,11 @@ struct CaseResult {
   // compared). A passing case with a difference carries `note` (within the bound, not required).
   json run_to_run;
   std::string note;
+  // A failing case, for a reproducer (kqual replay): the SHA-256 of each input's bytes as uploaded
+  // (host-made cases), and the first offending elements of a wrong output (judge_runs.cpp:
+  // [{"output", "run", "index", "expected", "actual", "reference", "bound"}]); empty otherwise.
+  std::map<std::string, std::string> input_sha256;
+  json failing_elements;
 };
 
 struct CorrectnessReport {
@@ -96,7 +102,20 @@ struct CheckOptions {
   double index_case_timeout_s = 30;
   int sanitizer_cases = 3;
   std::int64_t sanitizer_max_elements = std::int64_t(1) << 16;
+  // Not empty: only the case with this id runs (kqual check --case ID, a reproducer's command), found
+  // by find_case under `seed` whatever include_large and index_cases say; the sanitizer pass follows
+  // as usual. An id that is not one of the candidate's cases is an input error (require_case).
+  std::string only_case;
 };
+
+// The case `id` among the contract's cases for the claims `cand` under `seed`: the correctness cases,
+// the large ones included, then the cases past 2^31 elements (generated on the device); nullopt when
+// no case has that id. Case ids and seeds are a pure function of the contract, the claims and `seed`.
+std::optional<contract::CaseSpec> find_case(const contract::Contract& c, const contract::Supports& cand, std::uint64_t seed,
+                                            const std::string& id);
+// find_case, or Error(input) naming the id, the contract and the seed, with a few ids that exist.
+contract::CaseSpec require_case(const contract::Contract& c, const contract::Supports& cand, std::uint64_t seed,
+                                const std::string& id);
 
 CorrectnessReport check_correctness(worker::Session& s, const build::BuiltCandidate& b, const CheckOptions& o);
 

@@ -25,6 +25,7 @@ struct QualifyOptions {
   std::uint64_t seed = 20261202;
   bool large_cases = true;                // include 2^27+5 and > 2^31-byte cases
   bool all_cases = false;                 // run every case after the first failure (check::CheckOptions::all_cases)
+  std::string only_case;                  // --case ID (kqual check): only this case, found under `seed` (check::CheckOptions::only_case)
   bool sanitizer_pass = true;             // small passed cases again under compute-sanitizer memcheck + racecheck
   std::vector<std::string> shapes;        // benchmark shapes, "4096" or "m=..,n=..,k=.." (default: the contract's)
   std::string dtype = "f32";              // benchmark dtype

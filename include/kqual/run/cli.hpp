@@ -87,5 +87,6 @@ void add_import_kernelbench_command(CLI::App& app, GlobalOptions& g, int* exit_c
 void add_slurm_command(CLI::App& app, GlobalOptions& g, int* exit_code);      // slurm screen: a campaign as a job array
 void add_contracts_command(CLI::App& app, GlobalOptions& g, int* exit_code);  // contracts: built-in and declared
 void add_import_definition_command(CLI::App& app, GlobalOptions& g, int* exit_code);  // Definition JSON -> declared contract
+void add_replay_command(CLI::App& app, GlobalOptions& g, int* exit_code);     // replay RESULTS.json: a failing case as a reproducer folder
 
 }  // namespace kqual::run
