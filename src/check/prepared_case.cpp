@@ -79,7 +79,7 @@ std::shared_ptr<const PreparedCase> prepare_case(Session& s, const contract::Con
   std::lock_guard<std::mutex> preparing(case_cache().preparing(key));
   if (auto hit = case_cache().find(key)) return hit;  // prepared by another lane while this one waited
   auto p = std::make_shared<PreparedCase>();
-  p->data = c.make_case(spec);
+  p->data = c.make_case_in(spec, reference_host(s));  // a [generator] runs in the run's reference process
   p->expected = compute_reference(s, c, p->data, &p->reference);
   std::vector<std::string> why;
   for (const auto& t : p->expected) {

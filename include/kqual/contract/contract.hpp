@@ -153,6 +153,13 @@ class Contract {
   virtual std::optional<GpuReference> gpu_reference(const CaseData& /*data*/) const;
   virtual std::vector<Tensor> reference_from_gpu(const CaseData& data, const std::vector<Tensor>& raw) const;
   virtual CaseData make_case(const CaseSpec& spec) const = 0;
+  // The same in the processes of the run (`host`, as for reference() below): a declared contract
+  // whose inputs come from its [generator] runs it in its reference process there (make_case starts
+  // a process of its own for the call); every other contract ignores `host`.
+  virtual CaseData make_case_in(const CaseSpec& spec, ReferenceHost& host) const {
+    (void)host;
+    return make_case(spec);
+  }
   // Cases past 2^31 (and 2^32) elements, for candidates whose claims reach there: generated on the
   // device and checked in windows (contract/generated.hpp). Empty when the claims stop below 2^31
   // elements, or when the contract has no windowed check (docs/contracts.md says which).

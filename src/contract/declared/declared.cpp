@@ -74,14 +74,6 @@ std::string model_text(const TensorDef& t) {
   }
   return "";
 }
-// Each input's dense view (a strided one without its padding), for the reference.
-std::vector<Tensor> dense_inputs(const std::vector<Tensor>& in, const Dims& all, const Spec& s) {
-  std::vector<Tensor> v;
-  v.reserve(in.size());
-  for (const auto& t : in) v.push_back(dense_view(s, t, all));
-  return v;
-}
-
 }  // namespace
 
 namespace declared {
@@ -312,64 +304,6 @@ std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::m
     out.push_back(std::move(e));
   }
   return out;
-}
-
-void DeclaredContract::check_nontrivial(ReferenceHost& host) const {
-  // On the base shape of the first row: outputs must vary across cases, and every input must move
-  // some output — else a kernel that writes a constant, or ignores an input, would pass.
-  Dims base;
-  for (const auto& a : s_.axes)
-    if (a.kind == Axis::variable) base[a.name] = a.base;
-  const DType key = s_.rows.front().first;
-  CaseSpec cs;
-  cs.dtype = key;
-  cs.dims = s_.complete(base);
-  cs.family = "base";
-  cs.seed = 0x6b7175616cull;
-  cs.id = fmt::format("{}/{}/base (non-triviality check)", to_string(key), format_dims(cs.dims));
-  const auto dt = row(key);
-  PythonReference& py = host.python(s_);
-  auto eval = [&](const std::string& only, std::uint64_t other) {
-    return py.evaluate(s_, dense_inputs(generate_inputs(s_, cs, cs.dims, dt, only, other), cs.dims, s_), cs.dims, false, cs.id, dt).values;
-  };
-  auto fail = [&](const std::string& why) {
-    throw_error(ErrorKind::input, fmt::format("contract {}: the reference {}:{} {}: a zero, constant or input-ignoring kernel could "
-                                              "pass it (non-triviality check on {})",
-                                              s_.file.string(), s_.reference.file.filename().string(), s_.reference.function, why, cs.id));
-  };
-  const auto a = eval("", 0);
-  auto same = [](const RefOutput& x, const RefOutput& y) {
-    if (x.i != y.i) return false;
-    if (x.f.size() != y.f.size()) return false;
-    for (std::size_t i = 0; i < x.f.size(); ++i)
-      if (!(x.f[i] == y.f[i] || (std::isnan(x.f[i]) && std::isnan(y.f[i])))) return false;
-    return true;
-  };
-  // The same inputs under another seed of the global generators: a reference that samples (top-k /
-  // top-p sampling, dropout) cannot be compared element by element, and no statistical judge exists.
-  const auto resampled =
-      py.evaluate(s_, dense_inputs(generate_inputs(s_, cs, cs.dims, dt, "", 0), cs.dims, s_), cs.dims, false, cs.id, dt, 0x9e3779b9);
-  for (const auto& [name, o] : a)
-    if (!same(o, resampled.values.at(name)))
-      throw_error(ErrorKind::input, fmt::format("contract {}: the reference {}:{} is a statistical operation: two calls on the same inputs "
-                                                "with another random seed gave different '{}' — it draws random numbers, and an "
-                                                "element-by-element comparison cannot judge a sample (no statistical judge is declared; "
-                                                "refused on {})",
-                                                s_.file.string(), s_.reference.file.filename().string(), s_.reference.function, name, cs.id));
-  for (const auto& [name, o] : a) {
-    const std::size_t n = o.f.empty() ? o.i.size() : o.f.size();
-    bool constant = true;
-    for (std::size_t i = 1; i < n && constant; ++i)
-      constant = o.f.empty() ? o.i[i] == o.i[0] : (o.f[i] == o.f[0] || (std::isnan(o.f[i]) && std::isnan(o.f[0])));
-    if (constant && n > 1) fail(fmt::format("gives output '{}' the same value at every element", name));
-  }
-  for (const auto& td : s_.tensors) {
-    if (td.role != Role::input) continue;
-    const auto b = eval(td.name, 0x5eed);
-    bool moved = false;
-    for (const auto& [name, o] : a) moved |= !same(o, b.at(name));
-    if (!moved) fail(fmt::format("does not change any output when input '{}' changes", td.name));
-  }
 }
 
 std::vector<Tensor> DeclaredContract::reference(const CaseData& data, ReferenceHost& host) const {

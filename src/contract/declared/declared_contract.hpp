@@ -71,20 +71,18 @@ class DeclaredContract final : public Contract {
   double min_bytes(const Dims& dims, DType t) const override;
 
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override;
-  CaseData make_case(const CaseSpec& spec) const override {
-    CaseData d;
-    d.spec = spec;
-    d.dims = s_.complete(spec.dims);
-    d.inputs = generate_inputs(s_, spec, d.dims, row(spec.dtype));
-    return d;
-  }
+  // The case's inputs: drawn as declared, those from the [generator] made by it in the host's
+  // reference process (the one-argument form: a host of its own for the call); declared_inputs.cpp.
+  CaseData make_case(const CaseSpec& spec) const override;
+  CaseData make_case_in(const CaseSpec& spec, ReferenceHost& host) const override;
   std::vector<Tensor> reference(const CaseData& data, ReferenceHost& host) const override;
   // Inputs drawn from normal or uniform values in f32/bf16 (the device generator's uniform [-1, 1)
-  // is one such draw); integer, index, offset, mask and softmax-row inputs need their structure.
+  // is one such draw); integer, index, offset, mask and softmax-row inputs need their structure, and
+  // a [generator]'s inputs its values.
   bool inputs_generatable(const CaseSpec& spec) const override {
     for (const auto& td : s_.tensors) {
       if (td.role != Role::input) continue;
-      if (td.values.dist != "normal" && td.values.dist != "uniform") return false;
+      if (td.values.generated || (td.values.dist != "normal" && td.values.dist != "uniform")) return false;
       const DType d = tensor_dtype(td.name, spec.dtype);
       if (d != DType::f32 && d != DType::bf16) return false;
     }
@@ -155,6 +153,8 @@ class DeclaredContract final : public Contract {
   // The non-triviality check runs before the first reference, once per contract (it is a property
   // of the reference, whatever host evaluates it).
   mutable std::once_flag nontrivial_once_;
+  // A [generator] is held to its seed once per contract, on the first case made with a host.
+  mutable std::once_flag generator_once_;
 };
 
 }  // namespace kqual::contract::declared

@@ -391,6 +391,9 @@ void spec_families_table(const Ctx& cx, const toml::table& root, Spec& s) {
       const TensorDef* td = s.tensor(tn);
       if (!td || td->role != Role::input)
         cx.fail(where + "." + tn, fmt::format("\"{}\" is not an input tensor (or the key small_only or max_elements)", tn));
+      if (td->values.generated)
+        cx.fail(where + "." + tn, fmt::format("'{}' takes its values from the [generator] in every family: a family redraws the inputs "
+                                              "kqual draws", tn));
       read_values(cx, table_at(cx, &tv, where + "." + tn), where + "." + tn, f.values[tn], s);
     }
     s.families.push_back(f);
@@ -493,6 +496,9 @@ void spec_index_cases_table(const Ctx& cx, const toml::table& root, Spec& s) {
                                               "be one stretch of memory", s.independent_axis, td.name, fmt::join(td.shape, ", ")));
     if (td.role == Role::output && pos == td.shape.end())
       cx.fail("index_cases.axis", fmt::format("output '{}' does not run along \"{}\"", td.name, s.independent_axis));
+    if (td.role == Role::input && td.values.generated)
+      cx.fail("index_cases.axis", fmt::format("input '{}' takes its values from the [generator], which the device generator does not "
+                                              "run", td.name));
     if (td.role == Role::input && td.values.dist != "normal" && td.values.dist != "uniform" && td.values.dist != "constant")
       cx.fail("index_cases.axis", fmt::format("input '{}' draws {} values, which the device generator does not make (it draws "
                                               "uniform values in [-1, 1))", td.name, td.values.dist));
@@ -518,7 +524,7 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
                                               e.description()));
   }
   check_keys(cx, root, "", {"contract", "axes", "scalars", "tensors", "dtypes", "constraints", "families", "cost", "bench",
-                            "reference", "index_cases"});
+                            "reference", "generator", "index_cases"});
   std::set<std::string> known;  // axis names, as the tables below may use them
   spec_contract_table(cx, root, s);
   spec_axes_table(cx, root, s, known);
@@ -531,6 +537,7 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
   spec_cost_table(cx, root, s, known);
   spec_bench_table(cx, root, s);
   spec_reference_table(cx, root, s, known);
+  read_generator(cx, root, s);  // declared_generated.cpp
   spec_index_cases_table(cx, root, s);
   check_layouts(cx, s);
   return s;

@@ -39,13 +39,20 @@ struct Scalar {
 
 // How one input's values are drawn (a `values` table; families override keys of it).
 struct Values {
-  std::string dist = "normal";  // normal, uniform, constant, int, indices, offsets, softmax_rows, mask
+  // normal, uniform, constant, int, indices, offsets, softmax_rows, mask, bits; with source =
+  // "generator" also any (no claim beyond dtype and shape).
+  std::string dist = "normal";
   double mean = 0, std = 1, lo = -1, hi = 1, value = 0, p = 0.5, scale = 1;
   std::string axis;             // indices: values in [0, axis); offsets: monotone, 0 .. axis
   bool unique = false;          // indices: no repeats within a row
   double specials = 0;          // share of elements set to NaN, +Inf, -Inf or -0
   double denormals = 0;         // share set to subnormals of the tensor's dtype
   double extremes = 0;          // share set to +-[0.5, 1) x the dtype's largest finite value
+  // source = "generator": the contract's [generator] function makes the values (in the reference
+  // process), and `dist` with its keys is what kqual checks them against instead of drawing them
+  // (declared_generated.cpp); every family keeps them.
+  bool generated = false;
+  double tol = -1;              // softmax_rows from a generator: |row sum - 1| allowed (-1: the dtype's)
 };
 
 struct ErrorModel {
@@ -121,6 +128,16 @@ struct CudaReference {
   std::int64_t max_case_elements = std::int64_t(1) << 28;
 };
 
+// [generator]: a Python function that makes the inputs whose values say source = "generator"
+// (indices, offsets, masks, probabilities a kernel needs in their structure), run in the contract's
+// reference process with the case's axes, scalars and seed (docs/declared-contracts.md, "Inputs from
+// a generator").
+struct Generator {
+  std::filesystem::path file;   // a .py file (may be the reference's own)
+  std::string function;
+  std::string kind = "numpy";   // numpy or torch
+};
+
 struct Reference {
   std::filesystem::path file;   // a .py file
   std::string function;
@@ -154,6 +171,7 @@ struct Spec {
   bool deterministic = true;
   std::string deterministic_reason;
   Reference reference;
+  std::optional<Generator> generator;
   // [index_cases] axis: outputs are independent across this axis (the outermost of every tensor
   // holding it), so cases past 2^31 elements are generated on the device and checked in windows of it.
   std::string independent_axis;
@@ -184,7 +202,8 @@ std::unique_ptr<Contract> make_contract(Spec s);
 const Spec* spec_of(const Contract& c);
 
 // Inputs for one case (values stored at the tensor's dtype; a strided tensor in its storage, the
-// padding poisoned: declared_strided.cpp); declared_values.cpp.
+// padding poisoned: declared_strided.cpp); declared_values.cpp. Inputs whose values come from the
+// generator are left zero here (their bytes sized): fill_generated (declared_generated.hpp) sets them.
 std::vector<Tensor> generate_inputs(const Spec& s, const CaseSpec& spec, const Dims& dims,
                                     const std::map<std::string, DType>& dtypes, const std::string& only_tensor = "",
                                     std::uint64_t other_seed = 0);
@@ -192,6 +211,8 @@ std::vector<Tensor> generate_inputs(const Spec& s, const CaseSpec& spec, const D
 // Strided layouts (declared_strided.cpp): the view of a strided tensor as dense rows, and back.
 // A tensor's dense copy (rows of `cols` taken every `stride` elements); others returned as they are.
 Tensor dense_view(const Spec& s, const Tensor& t, const Dims& all);
+// Each input's dense view (a strided one without its padding), for the reference.
+std::vector<Tensor> dense_inputs(const std::vector<Tensor>& in, const Dims& all, const Spec& s);
 // Expands a dense output to the tensor's storage (padding filled with element 0's value, so that a
 // constant output still reads as constant), recording row_length and row_stride.
 void to_storage(const Spec& s, Tensor& t, const Dims& all);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "kqual/core/enum_names.hpp"
@@ -111,26 +112,58 @@ std::vector<std::pair<std::string, const toml::node*>> in_file_order(const toml:
 bool is_int(DType t) { return is_integral(t); }
 
 const char* const kDists[] = {"normal", "uniform", "constant", "int", "indices", "offsets", "softmax_rows", "mask", "bits"};
+// What kqual checks a generator's values against (declared_generated.cpp); "any": dtype and shape only.
+const char* const kGeneratedDists[] = {"any", "int", "uniform", "indices", "offsets", "softmax_rows", "mask"};
+
+namespace {
+
+// A generated input's values table: which structure kqual checks the generator's values for; keys
+// that would alter values (a scale, special values) have no place there.
+void read_generated_values(const Ctx& cx, const toml::table& t, const std::string& where, Values& v) {
+  check_keys(cx, t, where, {"source", "dist", "lo", "hi", "axis", "unique", "tol"});
+  v.dist = str(cx, t, where, "dist", false, "any");
+  if (std::find(std::begin(kGeneratedDists), std::end(kGeneratedDists), v.dist) == std::end(kGeneratedDists))
+    cx.fail(where + ".dist", fmt::format("\"{}\": with source = \"generator\" the dist is the structure kqual checks the generated values "
+                                         "for, one of {}", v.dist, fmt::join(kGeneratedDists, ", ")));
+  // Bounds not given: the dtype's range (checked for every integer tensor anyway).
+  v.lo = num(cx, t, where, "lo", -std::numeric_limits<double>::infinity());
+  v.hi = num(cx, t, where, "hi", std::numeric_limits<double>::infinity());
+  v.tol = num(cx, t, where, "tol", -1);
+  if (t.get("tol") && !(v.tol >= 0 && v.tol < 1)) cx.fail(where + ".tol", fmt::format("{} is not in [0, 1)", v.tol));
+  if (t.get("tol") && v.dist != "softmax_rows") cx.fail(where + ".tol", "only softmax_rows has a row-sum tolerance");
+}
+
+}  // namespace
 
 // Applies the keys of `t` over `v` (a tensor's values, or a family's overrides of them).
 void read_values(const Ctx& cx, const toml::table& t, const std::string& where, Values& v, const Spec& s) {
-  check_keys(cx, t, where, {"dist", "mean", "std", "lo", "hi", "value", "p", "scale", "axis", "unique", "specials",
-                            "denormals", "extremes"});
-  v.dist = str(cx, t, where, "dist", false, v.dist);
-  if (std::find(std::begin(kDists), std::end(kDists), v.dist) == std::end(kDists))
-    cx.fail(where + ".dist", fmt::format("unknown distribution \"{}\" (known: {})", v.dist, fmt::join(kDists, ", ")));
-  v.mean = num(cx, t, where, "mean", v.mean);
-  v.std = num(cx, t, where, "std", v.std);
-  v.lo = num(cx, t, where, "lo", v.lo);
-  v.hi = num(cx, t, where, "hi", v.hi);
-  v.value = num(cx, t, where, "value", v.value);
-  v.p = num(cx, t, where, "p", v.p);
-  v.scale = num(cx, t, where, "scale", v.scale);
+  const std::string source = str(cx, t, where, "source", false, "kqual");
+  if (source != "kqual" && source != "generator")
+    cx.fail(where + ".source", fmt::format("\"{}\": expected \"kqual\" (drawn as declared here, the default) or \"generator\" (made by "
+                                           "the [generator] function)", source));
+  v.generated = source == "generator";
+  if (v.generated) {
+    read_generated_values(cx, t, where, v);
+  } else {
+    check_keys(cx, t, where, {"source", "dist", "mean", "std", "lo", "hi", "value", "p", "scale", "axis", "unique", "specials",
+                              "denormals", "extremes"});
+    v.dist = str(cx, t, where, "dist", false, v.dist);
+    if (std::find(std::begin(kDists), std::end(kDists), v.dist) == std::end(kDists))
+      cx.fail(where + ".dist", fmt::format("unknown distribution \"{}\" (known: {}; \"any\" only with source = \"generator\")", v.dist,
+                                           fmt::join(kDists, ", ")));
+    v.mean = num(cx, t, where, "mean", v.mean);
+    v.std = num(cx, t, where, "std", v.std);
+    v.lo = num(cx, t, where, "lo", v.lo);
+    v.hi = num(cx, t, where, "hi", v.hi);
+    v.value = num(cx, t, where, "value", v.value);
+    v.p = num(cx, t, where, "p", v.p);
+    v.scale = num(cx, t, where, "scale", v.scale);
+    v.specials = num(cx, t, where, "specials", v.specials);
+    v.denormals = num(cx, t, where, "denormals", v.denormals);
+    v.extremes = num(cx, t, where, "extremes", v.extremes);
+  }
   v.axis = str(cx, t, where, "axis", false, v.axis);
   v.unique = boolean(cx, t, where, "unique", v.unique);
-  v.specials = num(cx, t, where, "specials", v.specials);
-  v.denormals = num(cx, t, where, "denormals", v.denormals);
-  v.extremes = num(cx, t, where, "extremes", v.extremes);
   for (auto [key, share] : {std::pair{"specials", v.specials}, {"denormals", v.denormals}, {"extremes", v.extremes}, {"p", v.p}})
     if (!(share >= 0 && share <= 1)) cx.fail(where + "." + key, fmt::format("{} is not a share in [0, 1]", share));
   if (v.std < 0) cx.fail(where + ".std", fmt::format("{} is negative", v.std));

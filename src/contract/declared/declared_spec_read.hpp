@@ -53,6 +53,10 @@ CudaReference read_cuda(const Ctx& cx, const toml::table& t, const Spec& s, cons
 // td.layout, and for a strided one its row-stride axis, added to s.axes and `known` the first time
 // a tensor names it.
 void read_layout(const Ctx& cx, const toml::table& t, const std::string& where, TensorDef& td, Spec& s, std::set<std::string>& known);
+// [generator] (declared_generated.cpp): its file, function and kind, and what the inputs it makes
+// may be (every input with source = "generator" needs it, and it needs one such input); unique
+// indices imply the constraint that a row fits in their axis.
+void read_generator(const Ctx& cx, const toml::table& root, Spec& s);
 // What a strided tensor allows or forbids elsewhere in the file (aliasing, index_cases).
 void check_layouts(const Ctx& cx, const Spec& s);
 

@@ -43,6 +43,13 @@ Tensor dense_view(const Spec& s, const Tensor& t, const Dims& all) {
   return d;
 }
 
+std::vector<Tensor> dense_inputs(const std::vector<Tensor>& in, const Dims& all, const Spec& s) {
+  std::vector<Tensor> v;
+  v.reserve(in.size());
+  for (const auto& t : in) v.push_back(dense_view(s, t, all));
+  return v;
+}
+
 void to_storage(const Spec& s, Tensor& t, const Dims& all) {
   const auto r = rows_of(s, t.name, all);
   if (!r) return;

@@ -76,6 +76,15 @@ std::vector<Tensor> generate_inputs(const Spec& s, const CaseSpec& spec, const D
     std::int64_t n64 = 1;
     for (const auto& a : td.shape) n64 *= dims.at(a);
     const std::size_t n = std::size_t(n64);
+    if (v.generated) {  // the generator's values replace these zeros (fill_generated, declared_generated.cpp)
+      Tensor tn;
+      tn.name = td.name;
+      tn.dtype = t;
+      tn.elements = n64;
+      tn.bytes.assign(n * dtype_size(t), 0);
+      out.push_back(std::move(tn));
+      continue;
+    }
     const std::size_t row = std::size_t(dims.at(td.shape.back()));  // the innermost axis: a "row"
     std::uint64_t seed = mix_seed(spec.seed, name_hash(td.name));
     if (td.name == only_tensor) seed = mix_seed(other_seed, name_hash(td.name));

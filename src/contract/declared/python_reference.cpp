@@ -1,7 +1,7 @@
-// The reference process of a declared contract (python_reference.hpp). The driver below is the
-// only Python kqual runs: it imports the contract's reference file, then answers one JSON line per
-// case. A reference that raises, returns the wrong shape or dtype, or cannot be imported is a
-// contract error naming the file and the case, never a candidate failure.
+// The reference process of a declared contract (python_reference.hpp); its Python side is in
+// python_reference_driver.cpp. A reference (or generator) that raises, returns the wrong shape or
+// dtype, or cannot be imported is a contract error naming the file and the case, never a candidate
+// failure.
 #include "python_reference.hpp"
 
 #include <fcntl.h>
@@ -28,106 +28,6 @@ namespace {
 constexpr double kRefAnswerS = 600;    // [s] one reply (a 2^24-element case takes ~1 s; the hello imports NumPy or PyTorch)
 constexpr double kRefExitGraceS = 5;   // [s] for a process whose pipes closed to end, so its stderr is whole
 
-constexpr const char* kDriver = R"PY(
-import sys, json, inspect, importlib.util, random, traceback
-def reply(o):
-    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
-def failure(e):
-    return {"ok": False, "error": "".join(traceback.format_exception_only(type(e), e)).strip(),
-            "trace": traceback.format_exc(limit=6)}
-cfg = json.loads(sys.argv[1])
-torch = None
-try:
-    import numpy as np
-    if cfg["kind"] == "torch":
-        import torch
-    spec = importlib.util.spec_from_file_location("kqual_contract_reference", cfg["file"])
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    fn = getattr(mod, cfg["function"], None)
-    if fn is None or not callable(fn):
-        raise AttributeError("%s defines no function '%s'" % (cfg["file"], cfg["function"]))
-    params = inspect.signature(fn).parameters
-    var_kw = any(p.kind == p.VAR_KEYWORD for p in params.values())
-    reply({"ok": True, "numpy": np.__version__, "torch": torch.__version__ if torch else None})
-except BaseException as e:
-    reply(failure(e)); sys.exit(0)
-def load_inputs(r):
-    arrays = {}
-    for name, t in r["inputs"].items():
-        a = np.fromfile(t["file"], dtype={"f4": np.float32, "f8": np.float64, "i8": np.int64, "b1": np.bool_}[t["dtype"]])
-        if a.dtype == np.float32:
-            a = a.astype(np.float64)
-        arrays[name] = a.reshape(t["shape"])
-    return arrays
-def call(arrays, r):
-    kw = {name: (torch.from_numpy(a) if torch is not None else a) for name, a in arrays.items()}
-    kw.update(r["scalars"])
-    kw.update(r["axes"])
-    if not var_kw:
-        missing = [p for p, v in params.items() if p not in kw and v.default is inspect.Parameter.empty
-                   and v.kind not in (v.VAR_POSITIONAL,)]
-        if missing:
-            raise TypeError("parameter(s) %s are neither an input, a scalar nor an axis (known: %s)"
-                            % (", ".join(missing), ", ".join(sorted(kw))))
-        kw = {k: v for k, v in kw.items() if k in params}
-    seed = r.get("rng_seed", 0)
-    random.seed(seed)
-    np.random.seed(seed)
-    if torch is not None:
-        torch.manual_seed(seed)
-    with np.errstate(all="ignore"):
-        out = fn(**kw)
-    names = [o["name"] for o in r["outputs"]]
-    if isinstance(out, dict):
-        extra = [k for k in out if k not in names]
-        lost = [k for k in names if k not in out]
-        if extra or lost:
-            raise ValueError("returned outputs %s, expected %s" % (sorted(out), names))
-        return out
-    if isinstance(out, (tuple, list)) and len(names) > 1:
-        if len(out) != len(names):
-            raise ValueError("returned %d outputs, expected %d (%s)" % (len(out), len(names), ", ".join(names)))
-        return dict(zip(names, out))
-    if len(names) != 1:
-        raise ValueError("returned one value, expected %d outputs (%s): return a dict" % (len(names), ", ".join(names)))
-    return {names[0]: out}
-def write(outs, r, suffix):
-    for o in r["outputs"]:
-        v = outs[o["name"]]
-        if torch is not None and isinstance(v, torch.Tensor):
-            # NumPy has no bfloat16 (nor fp8): a reference that rounds its result itself
-            # (SOL-ExecBench's flux_rope ends with .to(torch.bfloat16)) is widened exactly.
-            if v.is_floating_point() and v.dtype not in (torch.float32, torch.float64):
-                v = v.to(torch.float64)
-            v = v.detach().cpu().numpy()
-        v = np.asarray(v)
-        if tuple(v.shape) != tuple(o["shape"]):
-            raise ValueError("output '%s' has shape %s, expected %s" % (o["name"], tuple(v.shape), tuple(o["shape"])))
-        if v.dtype.kind not in "fiub":
-            raise TypeError("output '%s' has dtype %s, expected numbers" % (o["name"], v.dtype))
-        if o["int"]:
-            if v.dtype.kind == "f":
-                bad = ~np.isfinite(v) | (v != np.round(v))
-                if bad.any():
-                    i = int(np.flatnonzero(bad.ravel())[0])
-                    raise ValueError("integer output '%s' has the non-integral value %r at element %d" % (o["name"], float(v.ravel()[i]), i))
-            np.ascontiguousarray(v, dtype=np.int64).tofile(o["file"] + suffix)
-        else:
-            np.ascontiguousarray(v, dtype=np.float64).tofile(o["file"] + suffix)
-for line in sys.stdin:
-    r = json.loads(line)
-    try:
-        arrays = load_inputs(r)
-        # |inputs| first: the reference may write into its arguments.
-        mags = {k: np.abs(a) for k, a in arrays.items()} if r.get("magnitude") else None
-        write(call(arrays, r), r, "")
-        if mags is not None:
-            write(call(mags, r), r, ".mag")
-        reply({"ok": True})
-    except BaseException as e:
-        reply(failure(e))
-)PY";
 
 bool is_int_dtype(DType t) { return is_integral(t); }
 
@@ -155,6 +55,96 @@ void PythonReference::fail(const Spec& s, const std::string& case_id, const std:
                                             s.reference.function, case_id.empty() ? "" : " on case " + case_id, why));
 }
 
+void PythonReference::fail_generator(const Spec& s, const std::string& case_id, const std::string& why) const {
+  throw_error(ErrorKind::input, fmt::format("contract {}: generator {}:{}{}: {}", s.file.string(), s.generator->file.filename().string(),
+                                            s.generator->function, case_id.empty() ? "" : " on case " + case_id, why));
+}
+
+namespace {
+
+// n 8-byte values from `file` into dst, then the file removed; false when it holds another size.
+bool read_words(const fs::path& file, void* dst, std::size_t n, std::size_t& got, bool& longer) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  got = 0;
+  while (got < n * 8) {
+    ssize_t r = ::read(fd, static_cast<char*>(dst) + got, n * 8 - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += std::size_t(r);
+  }
+  char extra;
+  longer = got == n * 8 && ::read(fd, &extra, 1) == 1;
+  close(fd);
+  fs::remove(file);
+  return got == n * 8 && !longer;
+}
+
+}  // namespace
+
+std::map<std::string, RefOutput> PythonReference::generate(const Spec& s, const Dims& dims, const std::string& family, std::uint32_t seed,
+                                                           const std::string& case_id, const std::map<std::string, DType>& dtypes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!child_) start(s);
+  json req{{"op", "generate"}, {"seed", seed}, {"family", family}, {"scalars", json::object()}, {"axes", json::object()},
+           {"tensors", json::array()}, {"other_inputs", json::array()}};
+  for (const auto& sc : s.scalars) {
+    if (is_int_dtype(sc.dtype)) req["scalars"][sc.name] = std::int64_t(sc.value);
+    else if (sc.dtype == DType::f32) req["scalars"][sc.name] = double(float(sc.value));
+    else req["scalars"][sc.name] = sc.value;
+  }
+  for (const auto& [n, v] : dims) req["axes"][n] = v;
+  struct Want {
+    const TensorDef* td;
+    fs::path file;
+    std::size_t n;
+  };
+  std::vector<Want> wants;
+  const std::uint64_t k = calls_++;
+  for (const auto& td : s.tensors) {
+    if (td.role != Role::input) continue;
+    if (!td.values.generated) {
+      req["other_inputs"].push_back(td.name);
+      continue;
+    }
+    const DType d = dtypes.at(td.name);
+    json shape = json::array();
+    std::size_t n = 1;
+    for (const auto& a : td.shape) {
+      shape.push_back(dims.at(a));
+      n *= std::size_t(dims.at(a));
+    }
+    const fs::path f = dir_->path() / fmt::format("gen{}_{}.bin", k % 2, td.name);
+    const char* kind = d == DType::boolean ? "bool" : is_int_dtype(d) ? "int" : "float";
+    req["tensors"].push_back({{"name", td.name}, {"file", f.string()}, {"shape", shape}, {"axes", td.shape}, {"kind", kind},
+                              {"dtype", std::string(to_string(d))}});
+    wants.push_back({&td, f, n});
+  }
+  const std::string reply = call(s, req.dump(), case_id);
+  json r = json::parse(reply, nullptr, false);
+  if (r.is_discarded()) fail_generator(s, case_id, "unreadable answer: " + reply.substr(0, 500));
+  if (!r.value("ok", false)) fail_generator(s, case_id, r.value("error", std::string("?")) + "\n" + r.value("trace", std::string()));
+  std::map<std::string, RefOutput> out;
+  for (const auto& w : wants) {
+    RefOutput& o = out[w.td->name];
+    const bool integer = is_int_dtype(dtypes.at(w.td->name));
+    void* dst = nullptr;
+    if (integer) {
+      o.i.resize(w.n);
+      dst = o.i.data();
+    } else {
+      o.f.resize(w.n);
+      dst = o.f.data();
+    }
+    std::size_t got = 0;
+    bool longer = false;
+    if (!read_words(w.file, dst, w.n, got, longer))
+      fail_generator(s, case_id, fmt::format("input '{}': {} bytes written, expected {}", w.td->name,
+                                             longer ? "more than " + std::to_string(got) : std::to_string(got), w.n * 8));
+  }
+  return out;
+}
+
 std::string PythonReference::stderr_after_exit() {
   if (!child_) return "";
   (void)child_->wait(Child::after(kRefExitGraceS));
@@ -165,9 +155,11 @@ void PythonReference::start(const Spec& s) {
   const std::string py = reference_python();
   dir_ = std::make_unique<ScratchDir>("kqual-ref");
   json cfg{{"file", s.reference.file.string()}, {"function", s.reference.function}, {"kind", s.reference.kind}};
+  if (s.generator)
+    cfg["generator"] = {{"file", s.generator->file.string()}, {"function", s.generator->function}, {"kind", s.generator->kind}};
   ChildSpec spec;
   spec.exe = py;
-  spec.args = {"-c", kDriver, cfg.dump()};
+  spec.args = {"-c", reference_driver_source(), cfg.dump()};
   spec.env = environment_with();
   spec.what = "the reference process";  // stderr captured: its tail explains a process that died
   child_ = std::make_unique<Child>(spec);
@@ -177,6 +169,8 @@ void PythonReference::start(const Spec& s) {
   if (h.is_discarded() || !h.value("ok", false)) {
     const std::string why = h.is_discarded() ? hello : h.value("error", std::string("?"));
     stop();
+    // A contract that needs PyTorch where it is not installed is named as such (the driver's words).
+    if (why.find("needs PyTorch") != std::string::npos) fail(s, "", why.substr(why.find("needs PyTorch")));
     fail(s, "", fmt::format("cannot be imported with {}: {}", py, why));
   }
 }
@@ -292,20 +286,10 @@ Evaluation PythonReference::evaluate(const Spec& s, const std::vector<Tensor>& i
       o.f.resize(n);
       dst = o.f.data();
     }
-    const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(s, case_id, fmt::format("output '{}' was not written", td.name));
+    if (!fs::exists(file)) fail(s, case_id, fmt::format("output '{}' was not written", td.name));
     std::size_t got = 0;
-    while (got < n * 8) {
-      ssize_t r2 = read(fd, static_cast<char*>(dst) + got, n * 8 - got);
-      if (r2 < 0 && errno == EINTR) continue;
-      if (r2 <= 0) break;
-      got += std::size_t(r2);
-    }
-    char extra;
-    const bool longer = got == n * 8 && read(fd, &extra, 1) == 1;
-    close(fd);
-    fs::remove(file);
-    if (got != n * 8 || longer)
+    bool longer = false;
+    if (!read_words(file, dst, n, got, longer))
       fail(s, case_id, fmt::format("output '{}': {} bytes written, expected {}", td.name, longer ? "more than " + std::to_string(got) : std::to_string(got), n * 8));
   };
   std::size_t fi = 0;

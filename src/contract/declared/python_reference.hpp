@@ -18,6 +18,9 @@
 
 namespace kqual::contract::declared {
 
+// The Python text the process runs (python_reference_driver.cpp).
+const char* reference_driver_source();
+
 struct RefOutput {
   std::vector<double> f;        // floating outputs: float64 values
   std::vector<std::int64_t> i;  // integer outputs: exact
@@ -47,6 +50,14 @@ class PythonReference {
   // that draws random numbers answers differently for another seed (DeclaredContract's check).
   Evaluation evaluate(const Spec& s, const std::vector<Tensor>& inputs, const Dims& dims, bool with_magnitude,
                       const std::string& case_id, const std::map<std::string, DType>& dtypes, std::uint64_t rng_seed = 0);
+  // The inputs of s whose values say source = "generator", made by its [generator] function for these
+  // axes, family and seed (NumPy's, PyTorch's and Python's global generators seeded with it too), by
+  // name: integers and bool as int64 (i), floats as float64 (f). The driver checks each one's dtype
+  // kind and shape; the caller checks its values against the declaration (declared_generated.cpp).
+  // Throws Error(input) "contract <file>: generator <py>:<function> on case <id>: <why>" when the
+  // function raises or returns something else, and as evaluate does when the process fails.
+  std::map<std::string, RefOutput> generate(const Spec& s, const Dims& dims, const std::string& family, std::uint32_t seed,
+                                            const std::string& case_id, const std::map<std::string, DType>& dtypes);
   int processes_started() const { return started_.load(); }
 
  private:
@@ -54,6 +65,7 @@ class PythonReference {
   std::string call(const Spec& s, const std::string& line, const std::string& case_id);
   void stop() { child_.reset(); }
   [[noreturn]] void fail(const Spec& s, const std::string& case_id, const std::string& why) const;
+  [[noreturn]] void fail_generator(const Spec& s, const std::string& case_id, const std::string& why) const;
   // The process ended (or is ending): its stderr, once it has ended, for the error message.
   std::string stderr_after_exit();
 

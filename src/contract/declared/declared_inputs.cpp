@@ -1,0 +1,136 @@
+// A declared contract's case inputs and the reference's non-triviality check (declared_contract.hpp):
+// inputs drawn as their `values` declare, those a [generator] makes run in the reference process
+// (declared_generated.cpp); the check that a kernel writing a constant, or ignoring an input,
+// cannot pass the contract's reference.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "declared_contract.hpp"
+#include "declared_generated.hpp"
+#include "declared_spec.hpp"
+#include "kqual/contract/reference_host.hpp"
+#include "kqual/core/error.hpp"
+#include "python_reference.hpp"
+
+namespace kqual::contract::declared {
+
+CaseData DeclaredContract::make_case(const CaseSpec& spec) const {
+  if (s_.generator) {
+    ReferenceHost own;  // a process for this call only: a run passes its own host instead
+    return make_case_in(spec, own);
+  }
+  CaseData d;
+  d.spec = spec;
+  d.dims = s_.complete(spec.dims);
+  d.inputs = generate_inputs(s_, spec, d.dims, row(spec.dtype));
+  return d;
+}
+
+CaseData DeclaredContract::make_case_in(const CaseSpec& spec, ReferenceHost& host) const {
+  if (!s_.generator) return make_case(spec);
+  CaseData d;
+  d.spec = spec;
+  d.dims = s_.complete(spec.dims);
+  const auto dt = row(spec.dtype);
+  d.inputs = generate_inputs(s_, spec, d.dims, dt);
+  PythonReference& py = host.python(s_);
+  std::call_once(generator_once_, [&] { check_generator_deterministic(s_, py, spec, d.dims, dt); });
+  fill_generated(s_, py, spec, d.dims, dt, generator_seed(spec.seed), d.inputs);
+  return d;
+}
+
+namespace {
+
+bool same(const RefOutput& x, const RefOutput& y) {
+  if (x.i != y.i) return false;
+  if (x.f.size() != y.f.size()) return false;
+  for (std::size_t i = 0; i < x.f.size(); ++i)
+    if (!(x.f[i] == y.f[i] || (std::isnan(x.f[i]) && std::isnan(y.f[i])))) return false;
+  return true;
+}
+
+}  // namespace
+
+void DeclaredContract::check_nontrivial(ReferenceHost& host) const {
+  // On the base shape of the first row: an output of several elements must vary across them, one of
+  // a single element (a loss, a norm) must change when the inputs are redrawn, and every input must
+  // move some output — else a kernel that writes a constant, or ignores an input, would pass.
+  Dims base;
+  for (const auto& a : s_.axes)
+    if (a.kind == Axis::variable) base[a.name] = a.base;
+  const DType key = s_.rows.front().first;
+  CaseSpec cs;
+  cs.dtype = key;
+  cs.dims = s_.complete(base);
+  cs.family = "base";
+  cs.seed = 0x6b7175616cull;
+  cs.id = fmt::format("{}/{}/base (non-triviality check)", to_string(key), format_dims(cs.dims));
+  const auto dt = row(key);
+  PythonReference& py = host.python(s_);
+  // The inputs with `only` drawn from another seed (`other`), the generator's made with seed g.
+  auto inputs_for = [&](const CaseSpec& c, const std::string& only, std::uint64_t other, std::uint32_t g) {
+    std::vector<Tensor> in = generate_inputs(s_, c, c.dims, dt, only, other);
+    if (s_.generator) fill_generated(s_, py, c, c.dims, dt, g, in);
+    return dense_inputs(in, c.dims, s_);
+  };
+  const std::uint32_t gseed = generator_seed(cs.seed);
+  const std::vector<Tensor> inputs = inputs_for(cs, "", 0, gseed);
+  auto eval = [&](const std::vector<Tensor>& in, std::uint64_t rng_seed = 0) {
+    return py.evaluate(s_, in, cs.dims, false, cs.id, dt, rng_seed).values;
+  };
+  auto fail = [&](const std::string& why) {
+    throw_error(ErrorKind::input, fmt::format("contract {}: the reference {}:{} {}: a zero, constant or input-ignoring kernel could "
+                                              "pass it (non-triviality check on {})",
+                                              s_.file.string(), s_.reference.file.filename().string(), s_.reference.function, why, cs.id));
+  };
+  const auto a = eval(inputs);
+  // The same inputs under another seed of the global generators: a reference that samples (top-k /
+  // top-p sampling, dropout) cannot be compared element by element, and no statistical judge exists.
+  const auto resampled = eval(inputs, 0x9e3779b9);
+  for (const auto& [name, o] : a)
+    if (!same(o, resampled.at(name)))
+      throw_error(ErrorKind::input, fmt::format("contract {}: the reference {}:{} is a statistical operation: two calls on the same inputs "
+                                                "with another random seed gave different '{}' — it draws random numbers, and an "
+                                                "element-by-element comparison cannot judge a sample (no statistical judge is declared; "
+                                                "refused on {})",
+                                                s_.file.string(), s_.reference.file.filename().string(), s_.reference.function, name, cs.id));
+  std::vector<std::string> single;  // one-element outputs: judged by redrawing the inputs instead
+  for (const auto& [name, o] : a) {
+    const std::size_t n = o.f.empty() ? o.i.size() : o.f.size();
+    bool constant = true;
+    for (std::size_t i = 1; i < n && constant; ++i)
+      constant = o.f.empty() ? o.i[i] == o.i[0] : (o.f[i] == o.f[0] || (std::isnan(o.f[i]) && std::isnan(o.f[0])));
+    if (n == 1) single.push_back(name);
+    else if (constant) fail(fmt::format("gives output '{}' the same value at every element", name));
+  }
+  if (!single.empty()) {
+    CaseSpec other = cs;
+    other.seed = cs.seed ^ 0x5eedull;
+    const auto b = eval(inputs_for(other, "", 0, generator_seed(other.seed)));
+    for (const auto& name : single)
+      if (same(a.at(name), b.at(name)))
+        fail(fmt::format("gives the one-element output '{}' the same value when every input is redrawn", name));
+  }
+  for (const auto& td : s_.tensors) {
+    if (td.role != Role::input || td.values.generated) continue;
+    const auto b = eval(inputs_for(cs, td.name, 0x5eed, gseed));
+    bool moved = false;
+    for (const auto& [name, o] : a) moved |= !same(o, b.at(name));
+    if (!moved) fail(fmt::format("does not change any output when input '{}' changes", td.name));
+  }
+  if (!s_.generator) return;
+  // The generator's inputs, made under another seed; a generator that gives the same values for any
+  // seed (a fixed structure: arange, a full mask) leaves nothing to compare.
+  const std::vector<Tensor> regen = inputs_for(cs, "", 0, gseed ^ 0x5eedu);
+  std::vector<std::string> changed;
+  for (std::size_t i = 0; i < regen.size(); ++i)
+    if (s_.tensor(regen[i].name)->values.generated && regen[i].bytes != inputs[i].bytes) changed.push_back(regen[i].name);
+  if (changed.empty()) return;
+  const auto b = eval(regen);
+  bool moved = false;
+  for (const auto& [name, o] : a) moved |= !same(o, b.at(name));
+  if (!moved) fail(fmt::format("does not change any output when the generated input(s) {} change", fmt::join(changed, ", ")));
+}
+
+}  // namespace kqual::contract::declared
