@@ -130,6 +130,17 @@ TEST_F(BuiltinReplay, AnOffsetCaseSaysWhereItsTensorsStart) {
   EXPECT_NE(read_text_file(scratch.path() / "repro/README.md").find("1 element(s) past an aligned address"), std::string::npos);
 }
 
+TEST_F(BuiltinReplay, PastMaxBytesTheTensorsAreNotWrittenAndTheFolderSaysSo) {
+  ReplayOptions o = options();
+  o.max_bytes = 1000;  // the case holds 3 x 257 x 4 bytes
+  const ReplayOutcome out = replay(recorded(missing_tail()), o);
+  EXPECT_TRUE(out.tensors.empty());
+  EXPECT_FALSE(fs::exists(scratch.path() / "repro/inputs"));
+  ASSERT_FALSE(out.notes.empty());
+  EXPECT_NE(out.notes.back().find("over --max-bytes 1000"), std::string::npos) << out.notes.back();
+  EXPECT_NE(read_text_file(scratch.path() / "repro/README.md").find("over --max-bytes 1000"), std::string::npos);
+}
+
 TEST_F(BuiltinReplay, WithoutRecordedHashesTheFolderSaysTheyWereNotCompared) {
   const ReplayOutcome out = replay(recorded(missing_tail(), false), options());
   EXPECT_FALSE(out.inputs_verified);
