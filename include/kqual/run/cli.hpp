@@ -13,6 +13,7 @@
 #include "kqual/pipeline/compare.hpp"
 #include "kqual/pipeline/qualify.hpp"
 #include "kqual/pipeline/screen.hpp"
+#include "kqual/pipeline/submission.hpp"
 
 namespace CLI {
 class App;
@@ -46,6 +47,7 @@ struct CliState {
   std::filesystem::path selftest_out;
   CompareCliOptions compare;
   pipeline::ScreenOptions screen;
+  pipeline::SubmissionOptions submission;  // kqual check of a PyTorch submission (src/run/submission_cmd.cpp)
 };
 
 // The whole command line over `state`. With run_commands = false no subcommand body runs: parsing
@@ -70,6 +72,13 @@ void add_quiet_flag(CLI::App* cmd, GlobalOptions& g);
 // Progress lines of `command` on stderr ("kqual <command> [  1.2 s] <phase>"), silent with --quiet.
 // Every long command prints its phases through this one helper; stdout keeps the results.
 Progress progress_for(const GlobalOptions& g, const std::string& command);
+
+// kqual check's options for a PyTorch submission (--problem, --class, --allow-kernel), and the path the
+// check command takes when its candidate is one: true when it was (the outcome printed, the exit code
+// stored), false for a kernel candidate (src/run/submission_cmd.cpp).
+void add_submission_options(CLI::App* cmd, pipeline::SubmissionOptions& s);
+bool check_submission_if_any(const GlobalOptions& g, const pipeline::QualifyOptions& q, pipeline::SubmissionOptions& s,
+                             int* exit_code);
 
 // Subcommand registration: each lives in its own src/run/<name>_cmd.cpp.
 void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands);   // qualify, check, bench, selftest
