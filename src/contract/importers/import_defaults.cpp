@@ -41,7 +41,7 @@ DefaultTolerance default_tolerance(const std::string& out_dtype, std::int64_t co
       "no tolerance in the source: kqual's default for a {} output, computed in {} (eps = 2u = {:.3g}), reduction length K = {} "
       "({}): rtol = eps max(64, 16 sqrt(K)){} = {:.3g}, atol = eps max(64, 8 x {}){} = {:.3g}",
       out_dtype, f64 ? "f64" : "f32", 2 * u, k,
-      kc > 1 ? fmt::format("the contraction over the input axes no output has, {}", kc)
+      kc > 1 ? fmt::format("the contraction over the floating inputs' axes no output has, gathered tables left out, {}", kc)
              : fmt::format("no contraction; the output's innermost axis, {}, which a norm or softmax reduces along", kr),
       narrow_rtol, t.rtol, kc, narrow_atol, t.atol);
   return t;

@@ -243,11 +243,23 @@ struct DefTensorsRead {
   std::vector<std::string> notes;                            // for the import's notes
 };
 
+// What the integer inputs' values are read from (import_integer_inputs.cpp): run()'s uses of them, and
+// the Definition's input generator (SOL-ExecBench's custom_inputs_entrypoint) with the inputs its
+// workloads mark "custom".
+struct IntegerSources {
+  const json* def = nullptr;     // the Definition, rewritten
+  std::map<std::string, std::vector<detail::IndexUse>> uses;
+  std::string why_no_read;
+  std::string entrypoint;        // "" when the Definition has no input generator
+  std::set<std::string> custom;  // inputs some workload marks {"type": "custom"}
+  bool any_generated = false;    // some input takes its values from the generator: [generator] written
+};
+
 // One input or output: a [scalars.X] (a null shape) or a [tensors.X] section, its error model left
 // as ERROR_MODEL_OF_<name> until the tolerances are known.
 void definition_tensor(const DefinitionImportOptions& o, const detail::JsonIn& in, const Workloads& workloads, Axes& axes_read,
-                       const detail::DefinitionRewrite& rw, const std::string& tn, const json& spec, bool input, std::ostream& t,
-                       DefTensorsRead& d) {
+                       const detail::DefinitionRewrite& rw, IntegerSources& ints, const std::string& tn, const json& spec, bool input,
+                       std::ostream& t, DefTensorsRead& d) {
   const fs::path& f = o.definition;
   std::map<std::string, std::int64_t>& axis_value = axes_read.value;
   const std::string key = std::string(input ? "inputs." : "outputs.") + tn;
@@ -269,25 +281,39 @@ void definition_tensor(const DefinitionImportOptions& o, const detail::JsonIn& i
   }
   if (elements > d.base_largest.second) d.base_largest = {tn, elements};
   // i8 / u8 inputs are a quantized kernel's data (weights, activations) and bool ones masks; the wider
-  // integers are indices, offsets or lengths, whose meaning the Definition does not state.
-  const std::string exact_values = detail::exact_input_values(dt);
-  if (input && detail::is_exact_dtype(dt) && exact_values.empty())
-    refuse(f, key + ".dtype", fmt::format("integer input '{}': what its values mean (indices into an axis, offsets, a mask) is not "
-                                          "in the Definition; import without it is not possible — declare its values by hand "
-                                          "(docs/declared-contracts.md, values)", tn));
+  // integers are indices, offsets or lengths: their values from the problem's generator, a constraint
+  // on them or run()'s use of them (import_integer_inputs.cpp), else refused there by name.
+  std::string exact_values = detail::exact_input_values(dt), values_comment;
+  const bool generated = input && detail::is_exact_dtype(dt) && !ints.entrypoint.empty() && (exact_values.empty() || ints.custom.count(tn));
+  if (input && detail::is_exact_dtype(dt) && (exact_values.empty() || generated)) {
+    const detail::IntegerInputValues iv =
+        exact_values.empty() ? detail::integer_input_values(f, tn, *ints.def, rw, ints.uses, ints.why_no_read, generated)
+                             : detail::IntegerInputValues{fmt::format("{{ source = \"generator\", dist = \"{}\" }}", dt == "bool" ? "mask" : "any"),
+                                                          "made by the Definition's custom_inputs_entrypoint (its workloads mark it custom)",
+                                                          fmt::format("input '{}': from the Definition's input generator (custom_inputs_entrypoint)", tn)};
+    exact_values = iv.values;
+    values_comment = iv.comment;
+    d.notes.push_back(iv.note);
+    ints.any_generated |= generated;
+  }
   d.row[tn] = dt;
   t << "[tensors." << tn << "]\nrole = " << (input ? "\"input\"" : "\"output\"") << "\nshape = [" << fmt::format("{}", fmt::join(shape, ", "))
     << "]\n";
   d.tensor_shapes.push_back(axis_names);
   if (!input) d.output_shapes.push_back(axis_names);
   (input ? d.shape_of.inputs : d.shape_of.outputs).push_back({tn, dt, axis_names});
-  if (input && !exact_values.empty()) {
+  if (input && !values_comment.empty()) {
+    t << "values = " << exact_values << "   # " << values_comment << "\n\n";
+  } else if (input && !exact_values.empty()) {
     t << "values = " << exact_values
       << (dt == "bool" ? "   # a mask: the Definition states no share of true values\n\n"
                        : "   # a quantized kernel's data (weights, activations): every value of the dtype\n\n");
     d.notes.push_back(fmt::format("input '{}' ({}): values = {}; no float value family redraws it", tn, dt, exact_values));
   } else if (input) {
     t << "values = { dist = \"normal\" }\n\n";
+    if (!ints.entrypoint.empty() && ints.custom.count(tn))
+      d.notes.push_back(fmt::format("input '{}': the Definition's input generator makes it (its workloads mark it custom); kqual draws "
+                                    "it and its value families instead (values = {{ source = \"generator\" }} takes the source's values)", tn));
     d.offered.push_back({tn, "normal", axis_names, dt});  // the wider integer inputs were refused above
   } else if (detail::is_exact_dtype(dt)) {
     t << "error = { model = \"exact\" }\n\n";
@@ -299,10 +325,10 @@ void definition_tensor(const DefinitionImportOptions& o, const detail::JsonIn& i
 
 // The scalars, the tensors (inputs, then outputs) and the dtype row.
 DefTensorsRead definition_tensors(const DefinitionImportOptions& o, const detail::JsonIn& in, const json& def, const Workloads& workloads,
-                                  Axes& axes_read, const detail::DefinitionRewrite& rw, std::ostream& t) {
+                                  Axes& axes_read, const detail::DefinitionRewrite& rw, IntegerSources& ints, std::ostream& t) {
   DefTensorsRead d;
-  for (const auto& [tn, spec] : def["inputs"].items()) definition_tensor(o, in, workloads, axes_read, rw, tn, spec, true, t, d);
-  for (const auto& [tn, spec] : def["outputs"].items()) definition_tensor(o, in, workloads, axes_read, rw, tn, spec, false, t, d);
+  for (const auto& [tn, spec] : def["inputs"].items()) definition_tensor(o, in, workloads, axes_read, rw, ints, tn, spec, true, t, d);
+  for (const auto& [tn, spec] : def["outputs"].items()) definition_tensor(o, in, workloads, axes_read, rw, ints, tn, spec, false, t, d);
   if (d.row.empty()) refuse(o.definition, "inputs", "no tensor");
   t << "[dtypes]\nrows = [{ ";
   {
@@ -403,6 +429,29 @@ std::vector<std::string> definition_bench_shapes(const Workloads& workloads, con
   return shapes;
 }
 
+// The integer inputs' sources: run()'s uses of them (one static read for all), the input generator
+// when the Definition names one its reference defines, and the inputs its workloads mark custom.
+IntegerSources integer_sources(const json& def, const Workloads& workloads, const std::string& inputs_maker) {
+  IntegerSources s;
+  s.def = &def;
+  std::vector<std::string> ints, tensors;
+  for (const auto& [tn, spec] : def["inputs"].items()) {
+    if (!spec.contains("shape") || spec["shape"].is_null()) continue;
+    const std::string dt = spec.contains("dtype") && spec["dtype"].is_string() ? spec["dtype"].get<std::string>() : "";
+    (dt == "int32" || dt == "int64" || dt == "uint32" ? ints : tensors).push_back(tn);
+  }
+  const std::string source = def["reference"].get<std::string>();
+  s.uses = detail::read_index_uses(source, "run", ints, tensors, s.why_no_read);
+  if (detail::is_plain_name(inputs_maker) && source.find("def " + inputs_maker + "(") != std::string::npos) s.entrypoint = inputs_maker;
+  for (const auto& w : workloads) {
+    const json& b = workload_body(w);
+    if (!b.contains("inputs") || !b["inputs"].is_object()) continue;
+    for (const auto& [tn, x] : b["inputs"].items())
+      if (x.is_object() && x.contains("type") && x["type"] == "custom") s.custom.insert(tn);
+  }
+  return s;
+}
+
 }  // namespace
 
 DefinitionImport import_definition(const DefinitionImportOptions& o) {
@@ -442,7 +491,8 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     << toml_quoted(in.string_or(def, "", "description", "imported Definition " + def_name)) << "\n";
   t << "POLICY_TEXT\nDETERMINISM\nMAX_CASE_ELEMENTS\n";
   Axes axes_read = translate_axes(f, in, def, sized, t, r.notes);
-  DefTensorsRead tensors_read = definition_tensors(o, in, def, workloads, axes_read, rw, t);
+  IntegerSources ints = integer_sources(def, workloads, inputs_maker);
+  DefTensorsRead tensors_read = definition_tensors(o, in, def, workloads, axes_read, rw, ints, t);
   r.notes.insert(r.notes.end(), tensors_read.notes.begin(), tensors_read.notes.end());
   for (const auto& [c, e] : axes_read.constraints)  // parsed with the axes
     t << "[[constraints]]\nexpr = " << toml_quoted(kqual_expr_text(c)) << "\nreason = " << toml_quoted("the Definition's constraint " + c) << "\n\n";
@@ -457,6 +507,10 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   shape_of.base = axes_read.value;
   shape_of.widest = axes_read.value;
   for (const auto& [x, e] : axes_read.derived) shape_of.derived_reads[x] = e.variables();
+  for (const auto& [tn, uses] : ints.uses)
+    for (const auto& u : uses)
+      if (u.how == "index" && def["inputs"][u.tensor]["shape"].is_array() && u.dim < int(def["inputs"][u.tensor]["shape"].size()))
+        shape_of.gathered.insert(def["inputs"][u.tensor]["shape"][std::size_t(u.dim)].get<std::string>());
   for (const auto& w : sized)
     for (const auto& a : axes_read.var)
       if (auto v = workload_axis(w, a)) shape_of.widest[a] = std::max(shape_of.widest[a], *v);
@@ -482,6 +536,10 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   text += fmt::format("[reference]\npython = \"reference.py\"\nfunction = \"{}\"\nkind = \"torch\"\n", adapter.empty() ? "run" : "kqual_run") +
           "# read from run()'s source: what it computes in here (kqual's reference process hands it float64 tensors)\nprecision = " +
           toml_quoted(precision) + "\n";
+  const std::string generator = ints.any_generated ? detail::generator_adapter_py(ints.entrypoint) : "";
+  if (ints.any_generated)
+    text += "\n# The Definition's own input generator (custom_inputs_entrypoint) makes the inputs with source = \"generator\";\n"
+            "# kqual draws the others.\n[generator]\npython = \"reference.py\"\nfunction = \"kqual_inputs\"\nkind = \"torch\"\n";
   r.notes.push_back("the reference computes in " + precision);
   r.contract_toml = text;
 
@@ -489,7 +547,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   detail::write_imported_contract(
       o.out, {{"contract.toml", text},
               {"reference.py", "# The Definition's reference, as imported (kind = \"torch\": run in kqual's reference process).\n" +
-                                   def["reference"].get<std::string>() + "\n" + adapter}});  // a string: read_definition
+                                   def["reference"].get<std::string>() + "\n" + adapter + generator}});  // a string: read_definition
   // The cases the written contract's plan leaves out (its policy lists them; declared_cases.cpp).
   const std::string policy_text = load_declared_contract(o.out).numerical_policy();
   if (const auto at = policy_text.find("Cases not run: "); at != std::string::npos) r.notes.push_back(policy_text.substr(at));

@@ -22,9 +22,13 @@ std::int64_t contraction_length(const DefShape& d) {
   std::set<std::string> in_outputs, contracted;
   for (const auto& o : d.outputs)
     for (const auto& a : o.shape) in_outputs.insert(a);
+  // The wide integer and bool inputs (indices, offsets, lengths, masks) span index space, and a table
+  // an integer input indexes (a paged KV cache's pages) is read at the entries selected, not summed
+  // over; i8 / u8 inputs are data (a quantized GEMM's operands) and count.
   for (const auto& i : d.inputs)
-    for (const auto& a : i.shape)
-      if (!in_outputs.count(a)) contracted.insert(a);
+    if (!is_exact_dtype(i.dtype) || i.dtype == "i8" || i.dtype == "u8")
+      for (const auto& a : i.shape)
+        if (!in_outputs.count(a) && !d.gathered.count(a)) contracted.insert(a);
   std::int64_t k = 1;
   for (const auto& a : contracted) k = std::min<std::int64_t>(k * std::max<std::int64_t>(1, d.widest.at(a)), std::int64_t(1) << 40);
   return k;

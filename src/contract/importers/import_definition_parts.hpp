@@ -27,6 +27,9 @@ struct DefinitionRewrite {
   std::set<std::string> zero_d;                 // tensors declared 0-d (shape []): one element along c1
   std::set<std::string> bool_scalars;           // boolean scalars: i32 0 or 1
   std::map<std::string, std::string> equal_to;  // var axis -> the expression an equality constraint fixes it to (now derived)
+  // An integer input a constraint reads the last value of (`total_q == qo_indptr[-1].item()`): its
+  // values are offsets ending at that axis (the constraint, removed from the constraints).
+  std::map<std::string, std::string> offsets_of, offsets_constraint;
   std::vector<std::string> notes;
 };
 
@@ -44,6 +47,45 @@ std::string reference_adapter_py(const DefinitionRewrite& rw, const std::vector<
 // Python's boolean words and floor division as kqual's operators ("attention_head_dim // 2",
 // "a and b"): the expression text written into contract.toml.
 std::string kqual_expr_text(std::string text);
+
+// ---- integer inputs (import_integer_inputs.cpp) ----
+
+// A constraint "AXIS == T[-1].item()" (either side, with or without .item()) with T a 1-D int32,
+// int64 or uint32 input: T holds offsets (0 first, never decreasing) ending at AXIS, recorded in
+// rw.offsets_of and removed from the constraints (the values declare it; kqual checks every case).
+void value_constraints(json& def, DefinitionRewrite& rw);
+
+// Where run() uses an integer input's values: as an index into (how "index") or a slice stop along
+// ("stop") dim `dim` of input `tensor`; `written` when the subscript is assigned to (line: run()'s).
+struct IndexUse {
+  std::string tensor;
+  int dim = 0;
+  std::string how;
+  bool written = false;
+  int line = 0;
+};
+// A static read of run()'s source by Python's own parser (kqual's reference interpreter): for each of
+// `ints`, its uses on `tensors` (the other tensor inputs). Empty with `why_not` set when the read
+// cannot run (no Python, a source that does not parse).
+std::map<std::string, std::vector<IndexUse>> read_index_uses(const std::string& source, const std::string& function,
+                                                             const std::vector<std::string>& ints, const std::vector<std::string>& tensors,
+                                                             std::string& why_not);
+
+// The `values` of an integer input (int32, int64, uint32), a comment and a note: offsets from a
+// constraint (rw), else indices into the axis run() indexes with it (unique when it writes through
+// them), else a length in [1, N] along a constant axis it slices up to. `from_generator`: the
+// Definition's input generator makes it (source = "generator"), checked as that structure when one is
+// known, else dtype and shape only. Refuses naming the input and why when nothing states its values.
+struct IntegerInputValues {
+  std::string values, comment, note;
+};
+IntegerInputValues integer_input_values(const std::filesystem::path& f, const std::string& tn, const json& def, const DefinitionRewrite& rw,
+                                        const std::map<std::string, std::vector<IndexUse>>& uses, const std::string& why_no_read,
+                                        bool from_generator);
+
+// The reference.py lines of the [generator]: kqual_inputs(seed, family, **axes_and_scalars), calling
+// SOL-ExecBench's custom_inputs_entrypoint `entrypoint` as its evaluator does (a dict, a device: the CPU).
+std::string generator_adapter_py(const std::string& entrypoint);
 
 // ---- the domain (import_definition_domain.cpp) ----
 
@@ -91,10 +133,11 @@ struct DefShape {
   std::vector<std::string> var;                // var axes, in the order written
   std::vector<DefTensor> inputs, outputs;      // tensors (scalars left out)
   std::map<std::string, std::set<std::string>> derived_reads;  // derived axis -> the axes its expression reads
+  std::set<std::string> gathered;              // axes an integer input's values index (tables read at those entries)
 };
 
-// The product of the axes (at their widest) that some input has and no output has: a GEMM's k, 1
-// when there is none.
+// The product of the axes (at their widest) that some floating input has and no output has, the
+// gathered ones left out: a GEMM's k, 1 when there is none.
 std::int64_t contraction_length(const DefShape& d);
 
 // The tolerance the source states (the strictest across workloads), how it combines, and SOL's

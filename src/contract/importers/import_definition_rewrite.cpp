@@ -172,6 +172,7 @@ DefinitionRewrite rewrite_definition(const fs::path& f, json& def) {
   DefinitionRewrite rw;
   literal_dims(f, def, rw);
   shape_reads(def, rw);
+  value_constraints(def, rw);  // import_integer_inputs.cpp
   equality_axes(def, rw);
   bool any_tensor_input = false;
   std::vector<std::string> scalars;

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "import_definition_parts.hpp"
+#include "kqual/contract/random.hpp"
 #include "kqual/core/error.hpp"
 
 namespace kqual::contract::detail {
@@ -101,9 +102,28 @@ std::string definition_scalar_toml(const fs::path& def_file, const fs::path& wor
     if (!value) where = w.first;
     value = v;
   }
+  std::string comment;
+  if (!value && (dt == "f32" || dt == "f64" || dt == "bf16" || dt == "f16")) {
+    // No workload sets it: both peers' input generators then draw it, torch.randn(()).item() (N(0, 1)).
+    // kqual's scalars are fixed per contract: one such draw, seeded by the file and the scalar's name,
+    // away from 0 and +-1 (where a kernel that drops the scalar, or its sign, would still pass).
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a: the same draw on every machine
+    for (unsigned char c : def_file.filename().string() + "/" + tn) h = (h ^ c) * 1099511628211ull;
+    Rng rng(h);
+    double v = 0;
+    do v = std::round(rng.normal() * 1000) / 1000;
+    while (std::fabs(v) < 0.1 || std::fabs(std::fabs(v) - 1) < 0.1);
+    value = v;
+    comment = "# no workload gives it: the peers' input generators draw such an input from N(0, 1) (torch.randn(()).item());\n"
+              "# kqual holds one such draw, seeded by the Definition's file and the scalar's name, away from 0 and +-1\n";
+    notes.push_back(fmt::format("{}: no workload gives its value: as flashinfer-bench's and SOL-ExecBench's input generators draw an "
+                                "input no workload sets (N(0, 1)), kqual holds one draw, {:g} (give --workloads for the real value)", key, v));
+  }
   if (!value)
     throw_error(ErrorKind::input,
-                fmt::format("{}: {}: a scalar (null shape) needs its value: give the workloads (--workloads) that set it", def_file.string(), key));
+                fmt::format("{}: {}: a scalar (null shape) needs its value: give the workloads (--workloads) that set it (an integer scalar "
+                            "no workload sets is drawn from [-1024, 1024) by the peers' generators: what it counts is not stated)",
+                            def_file.string(), key));
   // kqual's scalars are f32, f64, i32 and i64 (a u32 one is held as i64); an integer scalar's value must be one.
   const std::string held = dt == "f64" ? "f64" : dt == "i32" || dt == "i64" ? dt : dt == "u32" ? "i64" : "f32";
   const double lo = dt == "i32" ? -2147483648.0 : dt == "u32" ? 0.0 : -9007199254740992.0;
@@ -111,7 +131,9 @@ std::string definition_scalar_toml(const fs::path& def_file, const fs::path& wor
   if (held[0] == 'i' && (*value != std::floor(*value) || *value < lo || *value > hi))
     throw_error(ErrorKind::input, fmt::format("{}: inputs.{}.value: {:.17g} is not a value an {} scalar holds ({})", workloads_file.string(), tn,
                                               *value, dt, where));
-  return fmt::format("[scalars.{}]\ndtype = {}\nvalue = {:.17g}\n\n", tn, toml_quoted(held), *value);
+  // A drawn value is written as drawn (three decimals); a workload's exactly as it was given.
+  const std::string shown = comment.empty() ? fmt::format("{:.17g}", *value) : fmt::format("{}", *value);
+  return fmt::format("{}[scalars.{}]\ndtype = {}\nvalue = {}\n\n", comment, tn, toml_quoted(held), shown);
 }
 
 }  // namespace kqual::contract::detail
