@@ -34,13 +34,13 @@ def load(path, function):
     return fn, params, any(p.kind == p.VAR_KEYWORD for p in params.values())
 try:
     import numpy as np
-    wants = [w for w, k in (("[reference] kind", cfg["kind"]), ("[generator] kind", gen["kind"] if gen else "")) if k == "torch"]
+    wants = [w for w, k in (("[reference]", cfg["kind"]), ("[generator]", gen["kind"] if gen else "")) if k == "torch"]
     if wants:
         try:
             import torch
         except ImportError as e:
-            raise ImportError("needs PyTorch: %s = \"torch\", and %s cannot import torch (%s); run it where PyTorch is "
-                              "installed" % (" and ".join(wants), sys.executable, e))
+            raise ImportError("needs PyTorch: %s, and %s cannot import torch (%s); run it where PyTorch is installed"
+                              % (" and ".join('%s kind = "torch"' % w for w in wants), sys.executable, e))
     ref_torch = cfg["kind"] == "torch"
     fn, params, var_kw = load(cfg["file"], cfg["function"])
     if gen:
