@@ -103,9 +103,9 @@ TEST_F(ManifestTest, BadManifestsNameFileKeyAndValue) {
   e = error_of(replace(good(), "\"k.cu\"", "\"missing.cu\""));
   EXPECT_NE(e.find("candidate.source"), std::string::npos) << e;
   EXPECT_NE(e.find("missing.cu"), std::string::npos) << e;
-  e = error_of(replace(good(), "[\"f32\"]", "[\"f16\"]"));
+  e = error_of(replace(good(), "[\"f32\"]", "[\"f64\"]"));
   EXPECT_NE(e.find("supports.dtypes[0]"), std::string::npos) << e;
-  EXPECT_NE(e.find("'f16'"), std::string::npos) << e;
+  EXPECT_NE(e.find("'f64'"), std::string::npos) << e;
   e = error_of(replace(good(), "\"cdiv(n, 256)\"", "\"cdiv(n, \""));
   EXPECT_NE(e.find("launch[0].grid"), std::string::npos) << e;
   e = error_of(replace(good(), "\"cdiv(n, 256)\"", "\"cdiv(m, 256)\""));

@@ -171,7 +171,7 @@ TEST(ResidualAddReluDomain, RefusesUnsupportedRequestsWithReasons) {
   Supports s = f32_bf16(16);
   EXPECT_FALSE(C().validate(req(DType::f32, 1024), s));
   auto code = [&](const Request& r, const Supports& sup) { auto x = C().validate(r, sup); return x ? x->code : "accepted"; };
-  EXPECT_EQ(code(req(DType::f16, 1024), s), "dtype_unsupported");
+  EXPECT_EQ(code(req(DType::f64, 1024), s), "dtype_unsupported");
   EXPECT_EQ(code(req(DType::i32, 1024), s), "dtype_unsupported");
   Request mm = req(DType::f32, 1024);
   mm.lengths["r"] = 1000;

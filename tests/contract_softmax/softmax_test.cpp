@@ -430,7 +430,7 @@ TEST(SoftmaxDomain, EveryRefusalWithAReason) {
   };
   const Supports s = claims(16);
   EXPECT_EQ(code(req(DType::f32, 8, 1024), s), "accepted");
-  EXPECT_EQ(code(req(DType::f16, 8, 1024), s), "dtype_unsupported");
+  EXPECT_EQ(code(req(DType::f64, 8, 1024), s), "dtype_unsupported");
   EXPECT_EQ(code(req(DType::bf16, 8, 1024), claims(16, {DType::f32})), "dtype_not_claimed");
   Request mt = req(DType::f32, 8, 1024);
   mt.lengths.erase("y");

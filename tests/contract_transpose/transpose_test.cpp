@@ -190,7 +190,7 @@ TEST(TransposeDomain, EveryRefusalWithAReason) {
   };
   const Supports s = claims(16);
   EXPECT_EQ(code(req(DType::f32, 64, 32), s), "accepted");
-  EXPECT_EQ(code(req(DType::f16, 64, 32), s), "dtype_unsupported");
+  EXPECT_EQ(code(req(DType::f64, 64, 32), s), "dtype_unsupported");
   EXPECT_EQ(code(req(DType::bf16, 64, 32), claims(16, {DType::f32})), "dtype_not_claimed");
   Request mt = req(DType::f32, 64, 32);
   mt.lengths.erase("x");

@@ -2,6 +2,7 @@
 // x's rows); writes are strided by rows (one 32-byte sector per element), as a framework's generic
 // permute kernel without tiling does it.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 template <typename T>
 __global__ void transpose_naive(const T* __restrict__ x, T* __restrict__ y, long long rows, long long cols) {

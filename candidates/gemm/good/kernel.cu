@@ -5,8 +5,10 @@
 // multiplied, so one barrier per k-tile suffices. Every global load and store is guarded, so any
 // m, n, k >= 1 works; out-of-range elements are loaded as 0 (0 * 0 adds nothing).
 // Each output is one f32 FMA chain in k order: deterministic, and the error is that of sequential
-// summation. bf16: loads widened to f32, one rounding to bf16 at the store.
+// summation. bf16 and f16: loads widened to f32 (their products are exact in f32), one rounding at
+// the store (f16: Inf past 65504).
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 namespace {
 
@@ -15,9 +17,21 @@ constexpr int kPadA = 4;  // As rows stay 16-byte aligned for float4 reads
 
 __device__ __forceinline__ float to_f(float v) { return v; }
 __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
 template <typename T> __device__ __forceinline__ T from_f(float v);
 template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+
+#ifdef KQUAL_BUG_F16_ACCUMULATOR
+// KNOWN-BROKEN (broken/f16_accumulator): every FMA result rounded to f16, the running sum kept in f16
+// (11 significant bits, and Inf past 65504): outputs off the correctly rounded f16 by an ulp and more
+// (the bound is half an ulp plus f32 roundings), and rows whose products pass 65504 but cancel in pairs
+// (family overflow) come out Inf where c is finite: wrong_result.
+__device__ __forceinline__ float acc_round(float v) { return __half2float(__float2half_rn(v)); }
+#else
+__device__ __forceinline__ float acc_round(float v) { return v; }
+#endif
 
 }  // namespace
 
@@ -78,7 +92,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int i = 0; i < 8; ++i)
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+        for (int j = 0; j < 8; ++j) acc[i][j] = acc_round(fmaf(av[i], bv[j], acc[i][j]));
     }
     // The other stage was last read before the previous barrier: safe to overwrite now.
     if (t + 1 < tiles) store(cur ^ 1);

@@ -1,16 +1,20 @@
-// y = relu(x + r), vectorised: 16-byte loads and stores (4 f32 or 8 bf16 per access), several
+// y = relu(x + r), vectorised: 16-byte loads and stores (4 f32 or 8 bf16 / f16 per access), several
 // independent accesses in flight per thread, default cache policy: streaming hints (ld.global.cs /
 // st.global.cs) measured 5 % slower on the H200 at 2^28 elements, where a grid of one tile per block
 // with plain 16-byte accesses matches torch.compile's kernel (docs/gpu-runs.md, tenth session).
 // Pointers that are not 16-byte aligned (an odd start offset) take a peeled head when x, r and y
 // share the same misalignment, and a scalar path otherwise, so any element offset is supported.
+// bf16 and f16: widened to f32, added in f32, relu, rounded once to nearest even (f16: Inf past 65504,
+// subnormals kept: the f32 add sees them as normal numbers).
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 namespace {
 
 template <typename T> struct Vec;
 template <> struct Vec<float> { static constexpr int width = 4; };
 template <> struct Vec<__nv_bfloat16> { static constexpr int width = 8; };
+template <> struct Vec<__half> { static constexpr int width = 8; };
 
 __device__ __forceinline__ float relu_nan(float v) {
   // v > 0 keeps v; NaN compares false but must propagate; everything else (-0, -Inf) becomes +0.
@@ -19,14 +23,37 @@ __device__ __forceinline__ float relu_nan(float v) {
 
 __device__ __forceinline__ float to_f(float v) { return v; }
 __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
 template <typename T> __device__ __forceinline__ T from_f(float v);
 template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
 
 template <typename T>
 __device__ __forceinline__ T add_relu(T x, T r) {
   return from_f<T>(relu_nan(__fadd_rn(to_f(x), to_f(r))));
 }
+
+#if defined(KQUAL_BUG_F16_FTZ_ADD)
+// KNOWN-BROKEN (broken/f16_ftz_add): f16 summed in f16 with subnormals flushed to sign-preserving zero,
+// inputs and result, as add.ftz.f16 does (written out, so the effect does not hang on the instruction):
+// x + r below 2^-14 comes out 0 where the contract keeps the subnormal (2^-24 .. 2^-14).
+__device__ __forceinline__ __half flush_subnormal(__half v) {
+  const unsigned short b = __half_as_ushort(v);
+  return (b & 0x7C00u) == 0 ? __ushort_as_half((unsigned short)(b & 0x8000u)) : v;
+}
+template <>
+__device__ __forceinline__ __half add_relu<__half>(__half x, __half r) {
+  return from_f<__half>(relu_nan(__half2float(flush_subnormal(__hadd(flush_subnormal(x), flush_subnormal(r))))));
+}
+#elif defined(KQUAL_BUG_HMAX_RELU)
+// KNOWN-BROKEN (broken/hmax_relu): relu as __hmax(x + r, 0) in f16. __hmax returns the other operand
+// when one is NaN, so relu(NaN) comes out 0 where the contract keeps NaN (Inf - Inf included).
+template <>
+__device__ __forceinline__ __half add_relu<__half>(__half x, __half r) {
+  return __hmax(__hadd(x, r), __float2half_rn(0.0f));
+}
+#endif
 
 template <typename T>
 __device__ __forceinline__ uint4 add_relu_pack(uint4 xv, uint4 rv) {

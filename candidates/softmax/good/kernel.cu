@@ -5,12 +5,14 @@
 //   pass 2: y = exp(x - m) * (1 / s).
 // Rows of up to 1024 elements: one warp per row, 8 rows per 256-thread block (many short rows
 // keep every SM busy). Longer rows: one 256-thread block per row. 16-byte vector loads and stores
-// when the row starts on a 16-byte boundary (4 f32 or 8 bf16 per access), scalar otherwise.
+// when the row starts on a 16-byte boundary (4 f32 or 8 bf16 / f16 per access), scalar otherwise.
+// bf16 and f16: widened to f32, the same f32 math, each output rounded once.
 // exp is the fast __expf; the contract's error model admits it (2 + 1.173|d| ulp).
 // Special values, as the contract states: NaN in a row -> NaN row (NaN propagates through s);
 // +Inf in a row or a row of only -Inf -> NaN row (forced at the end); -Inf entries -> 0.
 // Deterministic: a fixed slice per thread and a fixed merge order.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 namespace {
 
@@ -24,9 +26,29 @@ __device__ __forceinline__ float qnan() { return __int_as_float(0x7fffffff); }
 
 __device__ __forceinline__ float to_f(float v) { return v; }
 __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
 template <typename T> __device__ __forceinline__ T from_f(float v);
 template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+
+#ifdef KQUAL_BUG_F16_EXP_NO_MAX
+// KNOWN-BROKEN (broken/f16_exp_no_max): e = exp(x) of the logit itself, in f16 (hexp), with no row max
+// subtracted; the max is still tracked, only for the +Inf and all -Inf rows. f16's exp overflows past
+// x = 11.09 (65504) and gives 0 below x = -17.3, so rows holding either come out NaN (Inf * (1 / Inf),
+// 0 * (1 / 0)): nan_policy; rows inside carry f16's 11-bit exp (wrong_result).
+__device__ __forceinline__ float shifted_exp(float x, float) { return __half2float(hexp(__float2half_rn(x))); }
+__device__ __forceinline__ void fold(float& m, float& s, float v) {
+  if (v > m) m = v;
+  if (v != neg_inf()) s += shifted_exp(v, m);
+}
+__device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
+  m = fmaxf(m, m2);
+  s = s + s2;
+}
+#else
+// exp(x - m): the error of the argument is proportional to |x - m| (the contract's model).
+__device__ __forceinline__ float shifted_exp(float x, float m) { return __expf(x - m); }
 
 // Fold one value into (m, s). -Inf contributes 0 (and must not form -Inf - -Inf); NaN poisons s.
 __device__ __forceinline__ void fold(float& m, float& s, float v) {
@@ -48,6 +70,7 @@ __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
   }
   m = mn;
 }
+#endif
 
 __device__ __forceinline__ void warp_merge(float& m, float& s) {
 #pragma unroll
@@ -93,12 +116,12 @@ __device__ __forceinline__ void row_write(const T* __restrict__ xr, T* __restric
       uint4 q;
       T* o = reinterpret_cast<T*>(&q);
 #pragma unroll
-      for (int k = 0; k < W; ++k) o[k] = from_f<T>(__expf(to_f(e[k]) - m) * inv);
+      for (int k = 0; k < W; ++k) o[k] = from_f<T>(shifted_exp(to_f(e[k]), m) * inv);
       __stcs(yv + v, q);  // written once, not read again: streaming store
     }
     done = nv * W;
   }
-  for (long long j = done + idx; j < cols; j += nthreads) yr[j] = from_f<T>(__expf(to_f(xr[j]) - m) * inv);
+  for (long long j = done + idx; j < cols; j += nthreads) yr[j] = from_f<T>(shifted_exp(to_f(xr[j]), m) * inv);
 }
 
 __device__ __forceinline__ float reciprocal_or_nan(float m, float s) {

@@ -1,6 +1,8 @@
 // Contract: c = a·b, row-major and contiguous: a (m x k), b (k x n), c (m x n).
 // f32: a, b, c f32; products and sums in f32 FMA (no TF32 tensor cores, no narrower accumulation).
 // bf16: a, b, c bf16; products and sums in f32 (or wider), c rounded once to bf16.
+// f16: a, b, c f16; likewise (an 11-bit x 11-bit product is exact in f32), c rounded once to f16,
+// Inf past 65504.
 // Error model (not a flat allclose), per output element:
 //   |c[i][j] - ref[i][j]| <= A[i][j] + 0.5 ulp_out(|ref[i][j]| + A[i][j]),
 //   A[i][j] = (gamma(k) * u_acc + k * 2^-53) * S[i][j],  S[i][j] = sum_p |a[i][p] * b[p][j]|,
@@ -43,8 +45,8 @@ double gamma_of(std::int64_t k) { return std::min(double(k), 1.5 * std::sqrt(dou
 // Distance between |x| and the next representable value of the output dtype (normal range; the
 // subnormal spacing below it).
 double ulp_out(DType t, double x) {
-  const int mant = t == DType::bf16 ? 7 : 23;         // stored mantissa bits
-  const int emin = -126;                               // f32 and bf16 share the exponent range
+  const int mant = t == DType::bf16 ? 7 : t == DType::f16 ? 10 : 23;  // stored mantissa bits
+  const int emin = t == DType::f16 ? -14 : -126;                      // f32 and bf16 share the exponent range
   x = std::fabs(x);
   int e = x > 0 && std::isfinite(x) ? std::ilogb(x) : emin;
   if (e < emin) e = emin;
@@ -98,6 +100,27 @@ extern "C" __global__ void gemm_ref_bf16(const unsigned short* a, const unsigned
   cref[i * n + j] = s;
   sabs[i * n + j] = t;
 }
+// f16 decoded from its bits (no cuda_fp16.h needed): subnormals, Inf and NaN included.
+__device__ double f16_at(const unsigned short* p, long long q) {
+  const unsigned h = p[q], e = (h >> 10) & 0x1Fu, f = h & 0x3FFu;
+  const double sign = (h & 0x8000u) ? -1.0 : 1.0;
+  if (e == 0x1Fu) return f ? __longlong_as_double(0x7FF8000000000000ll) : sign * __longlong_as_double(0x7FF0000000000000ll);
+  return e ? sign * ldexp((double)(f | 0x400u), (int)e - 25) : sign * ldexp((double)f, -24);
+}
+extern "C" __global__ void gemm_ref_f16(const unsigned short* a, const unsigned short* b, double* cref, double* sabs,
+                                        long long m, long long n, long long k) {
+  long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  long long i = blockIdx.y;
+  if (j >= n || i >= m) return;
+  double s = 0.0, t = 0.0;
+  for (long long p = 0; p < k; ++p) {
+    double x = f16_at(a, i * k + p), y = f16_at(b, p * n + j);
+    s += x * y;
+    t += fabs(x) * fabs(y);
+  }
+  cref[i * n + j] = s;
+  sabs[i * n + j] = t;
+}
 )";
 
 class Gemm final : public builtin::DescribedContract {
@@ -114,7 +137,7 @@ class Gemm final : public builtin::DescribedContract {
                              .layout = Layout::row_major},
                             {.name = "c", .role = Role::output, .shape = {"m", "n"}, .description = "m x n, row-major",
                              .layout = Layout::row_major}},
-                .dtypes = {DType::f32, DType::bf16},
+                .dtypes = {DType::f32, DType::bf16, DType::f16},
                 // Mixed dtypes (bf16 in, f32 out) are a different operation.
                 .dtype_note = "a, b and c share the dtype",
                 // The contract's size limit, per dim (too_large, as it has always been called for gemm).
@@ -137,7 +160,7 @@ class Gemm final : public builtin::DescribedContract {
 
   std::string numerical_policy() const override {
     return "Bounded error, per element: |c - ref| <= A + 0.5 ulp_out(|ref| + A), A = (gamma(k) u + k 2^-53) S, "
-           "S = sum_p |a[i][p] b[p][j]|, u = 2^-24 (f32 accumulation, for both dtypes), gamma(k) = min(k, 1.5 sqrt(k) + 4). "
+           "S = sum_p |a[i][p] b[p][j]|, u = 2^-24 (f32 accumulation, for every dtype), gamma(k) = min(k, 1.5 sqrt(k) + 4). "
            "gamma = k is the worst case for any order of k rounded f32 FMAs; for long reductions the bound is "
            "probabilistic (rounding errors as a random walk; sequential summation of same-sign terms has a standard "
            "deviation near 0.25 sqrt(k) u S, so 1.5 sqrt(k) + 4 is ~6 of them). Any f32 summation order (sequential, "
@@ -148,7 +171,12 @@ class Gemm final : public builtin::DescribedContract {
            "for m*n*k > 2^31. NaN: a NaN anywhere in row i of a (or column j of b), or Inf*0, makes c[i][j] NaN; "
            "infinities must match exactly; NaN never matches a number. Run to run: bitwise reproducibility is not "
            "required (split-K with atomics is admitted); two runs must each be within the bound and differ by no "
-           "more than it.";
+           "more than it. f16: a, b and c f16, accumulation in f32 (f16 products are exact in f32), c rounded once "
+           "to f16: the 0.5 ulp term with 11 significant bits (2^-25 below 2^-14, among f16's subnormals) and Inf past "
+           "65504. Its families reach those edges: row_scaled over 2^-12..2^4 (a) and 2^-10..2^2 (b), with subnormal "
+           "inputs and outputs; overflow, where rows of c pass 65504 (Inf) and other rows' products pass it but "
+           "cancel in pairs to a finite c, exact in f32: an f16 accumulator turns those into Inf. The large cases "
+           "(m*n*k > 2^31) are referenced by the fp64 GPU kernel for every dtype, f16 decoded from its bits.";
   }
 
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {
@@ -177,15 +205,24 @@ class Gemm final : public builtin::DescribedContract {
         {4099, 1, 64, "nonzero_mean"}, {257, 131, 509, "identity"}, {65, 63, 64, "specials"}, {1031, 1029, 256, "normal"},
         {64, 64, 8197, "normal"}, {64, 64, 8197, "nonzero_mean"}, {33, 17, 16384, "nonzero_mean"},
         {65, 63, 64, "normal", 1}};
+    // f16: bf16's shapes, row_scaled within f16's range (subnormal inputs and outputs), and overflow
+    // (c past 65504; products past it cancelling in pairs, where an f16 accumulator gives Inf).
+    const std::vector<S> f16_cases = {
+        {1, 1, 1, "normal"}, {15, 16, 17, "normal"}, {17, 17, 8, "specials"}, {64, 64, 64, "integers"},
+        {127, 128, 129, "normal"}, {129, 129, 31, "nonzero_mean"}, {131, 257, 67, "row_scaled"}, {33, 31, 31, "row_scaled"},
+        {1, 4099, 64, "normal"}, {4099, 1, 64, "nonzero_mean"}, {257, 131, 509, "identity"}, {65, 63, 64, "specials"},
+        {63, 64, 65, "overflow"}, {129, 65, 8, "overflow"}, {1031, 1029, 256, "normal"},
+        {64, 64, 8197, "normal"}, {64, 64, 8197, "nonzero_mean"}, {33, 17, 16384, "nonzero_mean"},
+        {65, 63, 64, "normal", 1}};
     const std::vector<S> f32_large = {{4096, 4096, 4096, "normal"}, {2053, 1031, 16384, "nonzero_mean"}};
-    const std::vector<S> bf16_large = {{4096, 4096, 4096, "nonzero_mean"}};
+    const std::vector<S> narrow_large = {{4096, 4096, 4096, "nonzero_mean"}};  // bf16, f16
     std::vector<CaseSpec> cases;
     for (DType t : dtypes()) {
       if (!cand.supports(t)) continue;
       const bool offsets_ok = builtin::admits_element_offset(cand, t);
-      std::vector<S> list = t == DType::f32 ? f32_cases : bf16_cases;
+      std::vector<S> list = t == DType::f32 ? f32_cases : t == DType::bf16 ? bf16_cases : f16_cases;
       if (include_large) {
-        const auto& big = t == DType::f32 ? f32_large : bf16_large;
+        const auto& big = t == DType::f32 ? f32_large : narrow_large;
         list.insert(list.end(), big.begin(), big.end());
       }
       for (const S& s : list) {
@@ -215,8 +252,9 @@ class Gemm final : public builtin::DescribedContract {
   CaseData make_case(const CaseSpec& spec) const override {
     const std::int64_t m = spec.dim("m"), n = spec.dim("n"), k = spec.dim("k");
     if (m < 1 || n < 1 || k < 1) throw_error(ErrorKind::unsupported, fmt::format("gemm case {} has an empty dim", spec.id));
-    builtin::require_known_family(spec, {"normal", "nonzero_mean", "integers", "identity", "row_scaled", "specials"},
+    builtin::require_known_family(spec, {"normal", "nonzero_mean", "integers", "identity", "row_scaled", "specials", "overflow"},
                                   "gemm value family");
+    const bool f16 = spec.dtype == DType::f16;
     CaseData d;
     d.spec = spec;
     d.dims = {{"m", m}, {"n", n}, {"k", k}};
@@ -230,15 +268,20 @@ class Gemm final : public builtin::DescribedContract {
         if (fam == "nonzero_mean") x = is_a ? float(1.0 + 0.5 * rng.normal()) : float(0.5 + 0.25 * rng.normal());
         else if (fam == "integers") x = float(std::int64_t(rng.below(7)) - 3);
         else if (fam == "identity") x = is_a ? (row % k == col ? 1.0f : 0.0f) : float(rng.normal());
-        else if (fam == "row_scaled")
+        else if (fam == "row_scaled" && !f16)
           // a's rows and b's columns scaled over 2^-20..2^20 and 2^-18..2^18: the bound must be per element.
           x = is_a ? float(std::ldexp(rng.normal(), int(row % 41) - 20)) : float(std::ldexp(rng.normal(), int(col % 37) - 18));
+        else if (fam == "row_scaled")
+          // f16: 2^-12..2^4 and 2^-10..2^2: subnormal inputs (below 2^-14) and outputs, c within 65504.
+          x = is_a ? float(std::ldexp(rng.normal(), int(row % 17) - 12)) : float(std::ldexp(rng.normal(), int(col % 13) - 10));
+        else if (fam == "overflow") x = is_a ? overflow_a(row, col, rng) : overflow_b(row, col);
         else x = float(rng.normal());  // normal, specials
         v[e] = x;
       }, which * 1000003);
     };
     fill(a, 1, k, true);
     fill(b, 2, n, false);
+    if (fam == "overflow") pair_overflow_rows(a, m, k);
     if (fam == "specials") {
       const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
       auto A = [&](std::int64_t i, std::int64_t p) -> float& { return a[std::size_t(i * k + p)]; };
@@ -251,6 +294,23 @@ class Gemm final : public builtin::DescribedContract {
     d.inputs.push_back(builtin::float_values_tensor("a", spec.dtype, a));
     d.inputs.push_back(builtin::float_values_tensor("b", spec.dtype, b));
     return d;
+  }
+
+  // Family overflow (for f16; exact integers, so every f32 partial sum and c itself are exact): b[p][j] =
+  // 64 + 16 ((p / 2 + j) % 4), equal within each pair of k; rows i % 3 == 0 of a hold 1024 .. 1535 (every
+  // product is past 65504, c is Inf), rows i % 3 == 1 the same at even p, each cancelled at p + 1 down to
+  // (i + p / 2) % 4 (pair_overflow_rows: c = sum of those times b, finite, while a running sum passes
+  // 65504), rows i % 3 == 2 N(0, 1/16).
+  static float overflow_a(std::int64_t row, std::int64_t, Rng& rng) {
+    return row % 3 == 2 ? float(0.25 * rng.normal()) : float(1024 + rng.below(512));
+  }
+  static float overflow_b(std::int64_t p, std::int64_t j) { return float(64 + 16 * ((p / 2 + j) % 4)); }
+  static void pair_overflow_rows(std::vector<float>& a, std::int64_t m, std::int64_t k) {
+    for (std::int64_t i = 1; i < m; i += 3) {
+      float* r = a.data() + i * k;
+      for (std::int64_t p = 0; p + 1 < k; p += 2) r[p + 1] = -(r[p] - float((i + p / 2) % 4));
+      if (k % 2) r[k - 1] = 0.0f;  // the unpaired last one
+    }
   }
 
   std::vector<Tensor> reference(const CaseData& data, ReferenceHost& /*host*/) const override {
@@ -288,7 +348,8 @@ class Gemm final : public builtin::DescribedContract {
     GpuReference g;
     g.source = kGpuReferenceSource;
     GpuLaunch l;
-    l.kernel = data.inputs.at(0).dtype == DType::bf16 ? "gemm_ref_bf16" : "gemm_ref_f32";
+    const DType dt = data.inputs.at(0).dtype;
+    l.kernel = dt == DType::bf16 ? "gemm_ref_bf16" : dt == DType::f16 ? "gemm_ref_f16" : "gemm_ref_f32";
     l.grid[0] = (n + 255) / 256;
     l.grid[1] = m;  // m <= 16384 < 65535
     l.block[0] = 256;

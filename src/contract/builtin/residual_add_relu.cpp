@@ -1,8 +1,12 @@
 // Contract: y = relu(x + r), elementwise, contiguous.
 // f32: IEEE single add (round to nearest even, denormals preserved), then relu.
 // bf16: inputs and output bf16; x and r widened to f32, added in f32, relu, rounded RNE to bf16.
+// f16: the same with f16 (11 significant bits, largest 65504, subnormals from 2^-24): x + r in f32,
+// relu, rounded RNE to f16 (past 65504: Inf).
 // Reference: the sum is formed in f64 and rounded once to f32 — bit-identical to an IEEE f32 add,
-// because f64 has more than 2*24+2 significand bits (double rounding is innocuous for +).
+// because f64 has more than 2*24+2 significand bits (double rounding is innocuous for +). f16: the
+// exact sum (in f64) rounded once to f16, which is what an f32 add rounded to f16 gives, since f32
+// has 2*11+2 = 24 significand bits (and a sum of two f16 values below 2^-14 is exact in both).
 // relu: NaN → NaN (any payload), x > 0 → x, otherwise (including -0 and -Inf) → +0.
 #include <fmt/format.h>
 
@@ -17,6 +21,7 @@
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/random.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/core/narrow_float.hpp"
 
 namespace kqual::contract {
 namespace {
@@ -36,6 +41,12 @@ std::uint16_t ref_bf16(std::uint16_t x, std::uint16_t r) {
   return f32_to_bf16_rne(relu_policy(float(s)));
 }
 
+std::uint16_t ref_f16(std::uint16_t x, std::uint16_t r) {
+  const double s = decode_narrow(kF16, x) + decode_narrow(kF16, r);  // exact: both are f16
+  if (std::isnan(s)) return std::uint16_t(encode_narrow(kF16, s));
+  return std::uint16_t(encode_narrow(kF16, s > 0 ? s : 0.0));       // relu before the one rounding
+}
+
 class ResidualAddRelu final : public builtin::DescribedContract {
  public:
   ResidualAddRelu()
@@ -47,18 +58,22 @@ class ResidualAddRelu final : public builtin::DescribedContract {
                 .tensors = {{.name = "x", .role = Role::input, .shape = {"n"}, .description = "activations, n elements"},
                             {.name = "r", .role = Role::input, .shape = {"n"}, .description = "residual, n elements"},
                             {.name = "y", .role = Role::output, .shape = {"n"}, .description = "result, n elements"}},
-                .dtypes = {DType::f32, DType::bf16},
+                .dtypes = {DType::f32, DType::bf16, DType::f16},
                 .claim = {.dims = {"n"}},
                 .in_place = InPlace{"y", "x"},
             }) {}
   std::string numerical_policy() const override {
     return "Bit-exact. f32: x + r is one IEEE-754 single-precision add (round to nearest even; denormal inputs "
            "and results preserved, so flush-to-zero builds fail), then relu. bf16: x and r widened to f32, added "
-           "in f32, relu, rounded to nearest even bf16. relu(NaN) is NaN (any payload; fmaxf would swallow it); "
+           "in f32, relu, rounded to nearest even bf16. f16 likewise (rounded to nearest even f16; a sum past 65504 is "
+           "Inf, as two values near 65504 give; f16 subnormals, 2^-24 .. 2^-14, are kept in inputs and results, so "
+           "a kernel that flushes them, as add.ftz.f16 does, fails). relu(NaN) is NaN (any payload; fmaxf would swallow it); "
            "relu(v) = v for v > 0 (+Inf stays +Inf); every other value, -0 and -Inf included, gives +0. "
            "Inf + (-Inf) is NaN. Reference: the sum in f64, rounded once to f32 (exact for one add), on the CPU "
-           "of the coordinating process."
-           " Run to run: two runs must agree bitwise (an exact result has one right answer).";
+           "of the coordinating process (f16: the exact sum rounded once to f16, which equals the f32 sum rounded to "
+           "f16). Run to run: two runs must agree bitwise (an exact result has one right answer). The large cases "
+           "generated and verified on the device (2^27+5, 2^29+7 elements) are f32 and bf16 only. " +
+           std::string(builtin::kNoGeneratedF16) + ".";
   }
 
   // Required: the output is bit-exact (one IEEE add, then relu), so a run that differs from another
@@ -97,7 +112,8 @@ class ResidualAddRelu final : public builtin::DescribedContract {
         // overflow). Generated on the device and verified there against device_reference (made on
         // the CPU, the 2^29+7 case cost 46 s of files and CPU reference).
         for (std::int64_t n : {(std::int64_t(1) << 27) + 5, (std::int64_t(1) << 29) + 7}) {
-          if (n > cand.max_n || (t != DType::f32 && n > (std::int64_t(1) << 28))) continue;
+          // f16: the device generator makes no f16 values (builtin::kNoGeneratedF16).
+          if (t == DType::f16 || n > cand.max_n || (t != DType::f32 && n > (std::int64_t(1) << 28))) continue;
           CaseSpec c;
           c.dtype = t;
           c.dims = {{"n", n}};
@@ -128,7 +144,7 @@ class ResidualAddRelu final : public builtin::DescribedContract {
     const std::int64_t past31 = std::min<std::int64_t>(cand.max_n, (std::int64_t(1) << 31) + (1 << 20) + 3);
     std::optional<DType> narrowest;
     for (DType t : dtypes()) {
-      if (!cand.supports(t)) continue;
+      if (!cand.supports(t) || t == DType::f16) continue;  // builtin::kNoGeneratedF16
       add(t, past31, "past-2^31");
       if (!narrowest || dtype_size(t) < dtype_size(*narrowest)) narrowest = t;
     }
@@ -209,18 +225,22 @@ extern "C" __global__ void kqual_ref_add_relu_bf16(const unsigned short* x, cons
     d.dims["n"] = n64;
     std::size_t n = std::size_t(n64);
     std::vector<float> xs(n), rs(n);
-    const float fmax = spec.dtype == DType::f32 ? FLT_MAX : bf16_to_f32(0x7F7F);
+    const float fmax = spec.dtype == DType::f32 ? FLT_MAX : spec.dtype == DType::bf16 ? bf16_to_f32(0x7F7F) : float(kF16.max_finite);
+    // The smallest normal of the storage type's neighbourhood: a quarter of the denormals family's r are
+    // normal values scaled near it, so sums cross between the subnormal and the normal range.
+    const float tiny = spec.dtype == DType::f16 ? std::ldexp(1.0f, -13) : 1e-37f;
     // Values come in chunks of 2^16 elements, each from its own generator seeded by (seed, chunk):
     // the data is the same whatever the thread count, and large cases are generated in parallel.
     auto fill = [&](std::size_t i, Rng& rng) {
       auto denormal = [&]() {
         // A random subnormal of the storage type, either sign.
-        std::uint32_t bits;
+        float v;
         if (spec.dtype == DType::f32)
-          bits = std::uint32_t(1 + rng.below(0x7FFFFF));
-        else
-          bits = std::uint32_t(1 + rng.below(0x7F)) << 16;
-        float v = f32_from_bits(bits);
+          v = f32_from_bits(std::uint32_t(1 + rng.below(0x7FFFFF)));
+        else if (spec.dtype == DType::bf16)
+          v = f32_from_bits(std::uint32_t(1 + rng.below(0x7F)) << 16);
+        else  // f16: 2^-24 .. 2^-14 - 2^-24, exact in f32 (and so in the f16 input)
+          v = f16_to_f32(std::uint16_t(1 + rng.below(0x3FF)));
         return rng.below(2) ? -v : v;
       };
       float x = 0, r = 0;
@@ -239,7 +259,7 @@ extern "C" __global__ void kqual_ref_add_relu_bf16(const unsigned short* x, cons
         if (rng.below(2)) r = -r;
       } else if (spec.family == "denormals") {
         x = denormal();
-        r = rng.below(4) == 0 ? float(rng.normal()) * 1e-37f : denormal();
+        r = rng.below(4) == 0 ? float(rng.normal()) * tiny : denormal();
       } else {  // specials
         x = float(rng.normal()); r = float(rng.normal());
         const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
@@ -277,7 +297,8 @@ extern "C" __global__ void kqual_ref_add_relu_bf16(const unsigned short* x, cons
       auto* px = reinterpret_cast<const std::uint16_t*>(x.bytes.data());
       auto* pr = reinterpret_cast<const std::uint16_t*>(r.bytes.data());
       auto* py = reinterpret_cast<std::uint16_t*>(y.bytes.data());
-      for (std::size_t i = 0; i < n; ++i) py[i] = ref_bf16(px[i], pr[i]);
+      const bool f16 = x.dtype == DType::f16;
+      for (std::size_t i = 0; i < n; ++i) py[i] = f16 ? ref_f16(px[i], pr[i]) : ref_bf16(px[i], pr[i]);
     }
     return {y};
   }

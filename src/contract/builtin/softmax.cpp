@@ -1,6 +1,6 @@
 // Contract: y = softmax(x) along each row of a rows x cols row-major matrix:
 // y[r][j] = exp(x[r][j] - m_r) / sum_k exp(x[r][k] - m_r), m_r = max_k x[r][k].
-// f32: f32 in, f32 math, f32 out. bf16: bf16 in and out, math in f32, output rounded once.
+// f32: f32 in, f32 math, f32 out. bf16, f16: bf16 (f16) in and out, math in f32, output rounded once.
 // Reference: f64 on the CPU (exp, sum and division in double), with a per-element error bound
 // (see numerical_policy()). Special values follow what a plain max-subtracting kernel produces.
 #include <fmt/format.h>
@@ -23,6 +23,8 @@ double exp_rel(double d);
 double sum_rel(std::int64_t cols);
 double div_rel();
 double abs_floor();
+double out_rel(DType t);
+double out_abs(DType t);
 // Relative error admitted for exp(d) evaluated in f32 from x - m: the rounding of x - m (|d| u),
 // and exp itself, including fast-math __expf (2 + 1.173 |d| ulp, 1 ulp <= 2u): (6 + 4 |d|) u.
 double exp_rel(double d) { return (6.0 + 4.0 * std::fabs(d)) * std::ldexp(1.0, -24); }
@@ -33,6 +35,10 @@ double sum_rel(std::int64_t cols) { return 6.0 * double(cols + 2) * std::ldexp(1
 double div_rel() { return 4.0 * std::ldexp(1.0, -24); }
 // Absolute floor: results below the smallest normal may be flushed to zero (FTZ, __expf underflow).
 double abs_floor() { return std::ldexp(1.0, -125); }
+// The output's rounding, relative (its unit roundoff) and absolute (half the spacing of its
+// subnormals: f16 outputs below 2^-14 are multiples of 2^-24, a probability of 1e-6 is one of them).
+double out_rel(DType t) { return t == DType::f32 ? std::ldexp(1.0, -24) : unit_roundoff(t); }
+double out_abs(DType t) { return t == DType::f16 ? std::ldexp(1.0, -25) : 0.0; }
 }  // namespace softmax_model
 
 namespace {
@@ -51,7 +57,7 @@ class Softmax final : public builtin::DescribedContract {
                              .description = "logits, rows x cols, row-major"},
                             {.name = "y", .role = Role::output, .shape = {"rows", "cols"},
                              .description = "probabilities, rows x cols, row-major"}},
-                .dtypes = {DType::f32, DType::bf16},
+                .dtypes = {DType::f32, DType::bf16, DType::f16},
                 .claim = {.dims = {"rows", "cols"}},
                 .in_place = InPlace{"y", "x"},
             }) {}
@@ -61,7 +67,10 @@ class Softmax final : public builtin::DescribedContract {
            "+ 2^-125 for f32 output, with u = 2^-24, E(d) = (6 + 4|d|) u (the rounding of x - m and exp, including "
            "fast-math __expf: 2 + 1.173|d| ulp), eps_S = sum_k E(d_k) y_k + 6 (cols + 2) u (the row sum in f32 in any "
            "order, online (max, sum) rescaling included), 4u for the division (IEEE or __fdividef). bf16 output adds "
-           "the final rounding: y_j * (rel_f32 * (1 + u_b) + u_b), u_b = 2^-8. The 2^-125 floor admits flushing "
+           "the final rounding: y_j * (rel_f32 * (1 + u_b) + u_b), u_b = 2^-8. f16 output (f16 in, math in f32, "
+           "rounded once): y_j * (rel_f32 * (1 + u_h) + u_h) + 2^-25, u_h = 2^-11 (11 significant bits), 2^-25 "
+           "half the spacing of f16's subnormals (outputs from 2^-24 to 2^-14 are kept: flushing them fails); "
+           "exp computed in f16 without the max subtracted overflows past x = 11.09 (65504) and fails. The 2^-125 floor admits flushing "
            "results below the smallest normal to zero. The exp argument must carry an error proportional to |x - m|: "
            "exp2(x*log2e - m*log2e) with both products rounded has one proportional to |x| and fails on large "
            "logits (an FMA for x*log2e - m*log2e is fine: the common error cancels across the row). A row "
@@ -70,8 +79,9 @@ class Softmax final : public builtin::DescribedContract {
            "the whole row NaN; a +Inf in a row makes the whole row NaN (Inf - Inf); a row of only -Inf is NaN "
            "(-Inf - (-Inf)); a -Inf entry in a row with a finite max gives exactly 0 (within the floor). NaN never "
            "matches a number; infinities are never admitted where the reference is finite. Logits up to |x| = 1e4 "
-           "(far beyond exp overflow at 88.7) are tested: only max subtraction survives them. Run to run: two runs "
-           "must agree bitwise.";
+           "(far beyond exp overflow at 88.7) are tested: only max subtraction survives them (bf16 up to 400, f16 up "
+           "to 1000, where their spacing keeps rows from being one-hot). Run to run: two runs must agree bitwise. " +
+           std::string(builtin::kNoGeneratedF16) + ".";
   }
 
   // Required, although the bound admits any order of the row sum: every output of a row waits for
@@ -91,7 +101,7 @@ class Softmax final : public builtin::DescribedContract {
   // rows x 1031 just past 2^31 elements, in each claimed dtype; whole rows around elements 2^31
   // and 2^32 are compared.
   std::vector<CaseSpec> index_cases(const Supports& cand, std::uint64_t seed) const override {
-    return matrix_index_cases(*this, cand, seed, 1031);
+    return builtin::without_f16(matrix_index_cases(*this, cand, seed, 1031));
   }
   std::vector<OutputWindow> index_case_windows(const CaseSpec& spec) const override {
     return row_block_windows(spec, 2, spec.dim("cols"));
@@ -132,10 +142,20 @@ class Softmax final : public builtin::DescribedContract {
         add(DType::bf16, s, "normal");
       if (in(s, {{5, 33}, {4, 1025}})) add(DType::bf16, s, "large_logits");
       if (in(s, {{9, 129}, {4, 1025}})) add(DType::bf16, s, "specials");
+      // f16: bf16's shapes, and the families that reach its subnormal outputs (ramp: probabilities down to
+      // ~5e-7, below 2^-14) and its -Inf and offset rows.
+      if (in(s, {{1, 1}, {7, 1}, {5, 33}, {9, 128}, {7, 257}, {4, 1025}, {3, 4097}, {16, 8192}, {4099, 33}, {1031, 1031}}))
+        add(DType::f16, s, "normal");
+      if (in(s, {{5, 33}, {4, 1025}})) add(DType::f16, s, "large_logits");
+      if (in(s, {{9, 129}, {4, 1025}})) add(DType::f16, s, "specials");
+      if (in(s, {{9, 129}, {3, 4097}})) add(DType::f16, s, "ramp");
+      if (in(s, {{5, 33}})) add(DType::f16, s, "neg_inf");
+      if (in(s, {{9, 127}})) add(DType::f16, s, "nonzero_mean");
     }
     add(DType::f32, {5, 33}, "normal", 1);
     add(DType::f32, {4, 1025}, "specials", 1);
     add(DType::bf16, {9, 129}, "normal", 1);
+    add(DType::f16, {9, 129}, "normal", 1);
     if (include_large) {
       add(DType::f32, {8, 4194305}, "normal");   // very long rows: 2^25 elements
       add(DType::bf16, {131072, 513}, "normal");  // very many rows: 2^26 elements
@@ -171,7 +191,8 @@ class Softmax final : public builtin::DescribedContract {
         // Around ±(100 .. 1e4): exp overflows (or underflows to 0) unless the max is subtracted,
         // yet a spread of 1.5 keeps the softmax far from one-hot.
         // bf16 spacing at 1e4 is 64, which would make rows one-hot: its logits stay below 400.
-        const double top = spec.dtype == DType::bf16 ? 400.0 : 1e4;
+        // f16 spacing at 1000 is 0.5 (and exp in f16 overflows at 11.09): its logits stay below 1000.
+        const double top = spec.dtype == DType::bf16 ? 400.0 : spec.dtype == DType::f16 ? 1000.0 : 1e4;
         const double base = (rng.below(2) ? 1.0 : -1.0) * rng.uniform(100, top);
         for (std::size_t j = 0; j < C; ++j) row[j] = float(base + 1.5 * rng.normal());
       } else if (fam == "all_equal") {
@@ -221,7 +242,7 @@ class Softmax final : public builtin::DescribedContract {
     const DType t = x.dtype;
     const std::size_t R = std::size_t(data.dims.at("rows")), C = std::size_t(data.dims.at("cols"));
     Tensor y = builtin::zeroed_tensor("y", t, x.elements, true);
-    const double u = std::ldexp(1.0, -24), ub = unit_roundoff(DType::bf16);
+    const double uo = softmax_model::out_rel(t), ao = softmax_model::out_abs(t);
     const double nan = std::numeric_limits<double>::quiet_NaN();
     parallel_for(R, [&](std::size_t r) {
       std::vector<double> xs(C), e(C);
@@ -254,7 +275,7 @@ class Softmax final : public builtin::DescribedContract {
         const double yj = e[j] / s;
         const double rel = (e[j] > 0 ? softmax_model::exp_rel(xs[j] - m) : 0.0) + eps_s + softmax_model::div_rel();
         ref[j] = yj;
-        bound[j] = (t == DType::f32 ? yj * (rel + u) : yj * (rel * (1 + ub) + ub)) + softmax_model::abs_floor();
+        bound[j] = (t == DType::f32 ? yj * (rel + uo) : yj * (rel * (1 + uo) + uo) + ao) + softmax_model::abs_floor();
         store_element(t, y.bytes.data(), r * C + j, yj);
       }
     });

@@ -21,12 +21,19 @@ namespace {
 
 constexpr std::int64_t kMaxTransposeDim = (std::int64_t(1) << 31) - 1;  // each of rows, cols fits an i32
 
-bool is_float_type(DType t) { return t == DType::f32 || t == DType::bf16; }
+bool is_float_type(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
 std::uint64_t raw_bits(DType t, const std::uint8_t* p, std::size_t i) {
   std::uint64_t v = 0;
   std::memcpy(&v, p + i * dtype_size(t), dtype_size(t));
   return v;
+}
+
+// Family index in f16: element i holds the (i mod 63488)-th finite f16 bit pattern (0x0000 .. 0x7BFF,
+// then 0x8000 .. 0xFBFF): every finite value, subnormals and -0 included, before any repeats.
+std::uint32_t f16_index_bits(std::size_t i) {
+  const std::uint32_t k = std::uint32_t(i % 63488);
+  return k < 31744 ? k : 0x8000u | (k - 31744);
 }
 
 class Transpose final : public builtin::DescribedContract {
@@ -39,7 +46,7 @@ class Transpose final : public builtin::DescribedContract {
                 .dims = {{.name = "rows", .max = kMaxTransposeDim}, {.name = "cols", .max = kMaxTransposeDim}},
                 .tensors = {{.name = "x", .role = Role::input, .shape = {"rows", "cols"}, .description = "rows x cols, row-major"},
                             {.name = "y", .role = Role::output, .shape = {"cols", "rows"}, .description = "cols x rows, row-major"}},
-                .dtypes = {DType::f32, DType::bf16, DType::i32},
+                .dtypes = {DType::f32, DType::bf16, DType::f16, DType::i32},
                 .claim = {.dims = {"rows", "cols"}},
                 .no_in_place_reason = "an in-place transpose of a non-square matrix is another operation",
             }) {}
@@ -50,7 +57,9 @@ class Transpose final : public builtin::DescribedContract {
            "(x + 0.0f canonicalises NaN to 0x7fffffff and turns -0 into +0) is wrong_result. Failure codes: the "
            "poison pattern surviving is unwritten_output; NaN where a number belongs (or the reverse) is nan_policy; "
            "any other bit difference, NaN payloads included, is wrong_result. Reference: a bit copy on the CPU."
-           " Run to run: two runs must agree bitwise (an exact result has one right answer).";
+           " f16 (2-byte elements, like bf16) is tested with every finite f16 bit pattern as a value (index), "
+           "random bits, and NaN payloads, infinities, -0 and subnormals. Run to run: two runs must agree bitwise "
+           "(an exact result has one right answer). " + std::string(builtin::kNoGeneratedF16) + ".";
   }
 
   // Required: every element is a bit copy of one input element, so any difference between two runs
@@ -64,7 +73,7 @@ class Transpose final : public builtin::DescribedContract {
   // rows x cols just past 2^31 elements (about 46349 x 46355), in each claimed float dtype; the
   // output's rows (x's columns) around elements 2^31 and 2^32 of y are compared.
   std::vector<CaseSpec> index_cases(const Supports& cand, std::uint64_t seed) const override {
-    return matrix_index_cases(*this, cand, seed, 46349);
+    return builtin::without_f16(matrix_index_cases(*this, cand, seed, 46349));
   }
   std::vector<OutputWindow> index_case_windows(const CaseSpec& spec) const override {
     const std::int64_t rows = spec.dim("rows"), cols = spec.dim("cols");
@@ -106,11 +115,14 @@ class Transpose final : public builtin::DescribedContract {
       add(DType::bf16, s, "random_bits", 0);
       if (s.rows == s.cols + 2 || s.rows == 1009 || s.rows == 1) add(DType::bf16, s, "specials", 0);
       if (s.rows != s.cols || s.rows == 33) add(DType::i32, s, "index", 0);
+      // f16: every finite bit pattern in turn (index), NaN payloads, infinities, -0 and subnormals (specials).
+      if (s.rows != s.cols || s.rows == 33) add(DType::f16, s, "index", 0);
+      if (s.rows == s.cols + 2 || s.rows == 1009 || s.rows == 1 || s.rows == 33) add(DType::f16, s, "specials", 0);
     }
     // One-element start offsets (misaligned vector access) where the candidate claims element alignment.
-    for (DType t : {DType::f32, DType::bf16}) {
+    for (DType t : {DType::f32, DType::bf16, DType::f16}) {
       if (!builtin::admits_element_offset(cand, t)) continue;
-      for (Shape s : {Shape{33, 31}, Shape{64, 64}, Shape{1031, 7}}) add(t, s, t == DType::f32 ? "specials" : "random_bits", 1);
+      for (Shape s : {Shape{33, 31}, Shape{64, 64}, Shape{1031, 7}}) add(t, s, t == DType::bf16 ? "random_bits" : "specials", 1);
     }
     if (include_large) {
       add(DType::f32, {8193, 8191}, "random_bits", 0);  // 2^26 elements, many waves of tiles
@@ -141,9 +153,9 @@ class Transpose final : public builtin::DescribedContract {
     auto random_finite = [&](Rng& rng) -> std::uint32_t {
       for (;;) {
         std::uint32_t b = std::uint32_t(rng.next());
-        if (t == DType::bf16) b &= 0xFFFF;
+        if (dtype_size(t) == 2) b &= 0xFFFF;
         if (t == DType::i32) return b;
-        const std::uint32_t exp_mask = t == DType::f32 ? 0x7F800000u : 0x7F80u;
+        const std::uint32_t exp_mask = t == DType::f32 ? 0x7F800000u : t == DType::bf16 ? 0x7F80u : 0x7C00u;
         if ((b & exp_mask) != exp_mask) return b;  // not Inf/NaN
       }
     };
@@ -155,6 +167,10 @@ class Transpose final : public builtin::DescribedContract {
                                    0x7F800000u, 0xFF800000u, 0x80000000u, 0x00000001u, 0x807FFFFFu};
         return v[rng.below(10)];
       }
+      if (t == DType::f16) {
+        const std::uint32_t v[] = {0x7E01u, 0xFE13u, 0x7C01u, 0xFD5Au, 0x7E00u, 0x7C00u, 0xFC00u, 0x8000u, 0x0001u, 0x83FFu};
+        return v[rng.below(10)];
+      }
       const std::uint32_t v[] = {0x7FC1u, 0xFFC3u, 0x7F81u, 0xFFA5u, 0x7FC0u, 0x7F80u, 0xFF80u, 0x8000u, 0x0001u, 0x807Fu};
       return v[rng.below(10)];
     };
@@ -163,7 +179,8 @@ class Transpose final : public builtin::DescribedContract {
         // Every element distinct (up to 2^24 for f32), so any permutation error shows.
         if (t == DType::f32) put(i, f32_bits(float(i % (std::size_t(1) << 24)) + 0.5f * float(i >> 24)));
         else if (t == DType::i32) put(i, std::uint32_t(i) ^ 0x5A000000u);
-        else put(i, std::uint32_t(f32_to_bf16_rne(float(i % 65521) - 32000.0f)));
+        else if (t == DType::bf16) put(i, std::uint32_t(f32_to_bf16_rne(float(i % 65521) - 32000.0f)));
+        else put(i, f16_index_bits(i));
       } else if (spec.family == "random_bits") {
         put(i, random_finite(rng));
       } else {  // specials: random finite values with one in eight special
@@ -172,11 +189,13 @@ class Transpose final : public builtin::DescribedContract {
     });
     if (spec.family == "specials" && is_float_type(t)) {
       // The corners of the matrix carry a non-canonical NaN, -0 and a signalling NaN whatever the draw did.
-      const bool f = t == DType::f32;
-      put(0, f ? 0x7FC00001u : 0x7FC1u);
-      if (n > 1) put(n - 1, f ? 0x80000000u : 0x8000u);
-      if (cols > 1) put(std::size_t(cols - 1), f ? 0x7F800001u : 0x7F81u);
-      if (rows > 1) put(std::size_t((rows - 1) * cols), f ? 0xFFC12345u : 0xFFC3u);
+      const int k = t == DType::f32 ? 0 : t == DType::bf16 ? 1 : 2;
+      const std::uint32_t nan[] = {0x7FC00001u, 0x7FC1u, 0x7E01u}, negzero[] = {0x80000000u, 0x8000u, 0x8000u},
+                          snan[] = {0x7F800001u, 0x7F81u, 0x7C01u}, negnan[] = {0xFFC12345u, 0xFFC3u, 0xFE13u};
+      put(0, nan[k]);
+      if (n > 1) put(n - 1, negzero[k]);
+      if (cols > 1) put(std::size_t(cols - 1), snan[k]);
+      if (rows > 1) put(std::size_t((rows - 1) * cols), negnan[k]);
     }
     d.inputs.push_back(std::move(x));
     return d;
