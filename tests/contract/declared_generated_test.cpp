@@ -360,5 +360,58 @@ TEST(declared_generator, UniqueIndicesImplyAConstraint) {
   EXPECT_FALSE(c.validate(c.request(DType::f32, c.complete_dims({{"rows", 4}, {"cols", 8}, {"nnz", 8}})), s));
 }
 
+// A loss: one output element cannot vary across its elements; the non-triviality check requires that
+// redrawing every input changes it instead (a constant-writing kernel could pass otherwise).
+TEST(declared_generator, OneElementOutputsAreJudgedByRedrawingTheInputs) {
+  GEN_NEED_NUMPY();
+  const std::string toml = R"toml(
+[contract]
+name = "NAME"
+summary = "mean squared error of p against t: one value"
+[axes.n]
+range = [1, 100000]
+hints = [32]
+base = 64
+[axes.one]
+value = 1
+[tensors.p]
+role = "input"
+shape = ["n"]
+[tensors.t]
+role = "input"
+shape = ["n"]
+[tensors.loss]
+role = "output"
+shape = ["one"]
+error = { model = "allclose", atol = 1e-6, rtol = 1e-5 }
+[dtypes]
+all = ["f32"]
+[cost]
+flops = "3 * n"
+[reference]
+python = "reference.py"
+function = "f"
+)toml";
+  auto named = [&](const std::string& n) {
+    std::string t = toml;
+    t.replace(t.find("NAME"), 4, n);
+    return t;
+  };
+  Supports s;
+  s.dtypes = {DType::f32};
+  test_util::ContractFolder good(named("one_value_mse"), "import numpy as np\n\ndef f(p, t):\n    return np.array([np.mean((p - t) ** 2)])\n",
+                                 "one_value_mse");
+  const Contract& c = load_declared_contract(good.file);
+  for (const auto& cs : c.correctness_cases(s, 3, false)) {
+    const auto want = c.reference(c.make_case(cs), test_util::run_host());
+    ASSERT_EQ(want.at(0).elements, 1) << cs.id;
+  }
+  test_util::ContractFolder constant(named("one_value_const"), "import numpy as np\n\ndef f(p, t):\n    return np.array([0.5])\n",
+                                     "one_value_const");
+  const Contract& k = load_declared_contract(constant.file);
+  const std::string e = error_of([&] { (void)k.reference(k.make_case(k.correctness_cases(s, 3, false).front()), test_util::run_host()); });
+  EXPECT_NE(e.find("gives the one-element output 'loss' the same value when every input is redrawn"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace kqual::contract

@@ -233,16 +233,17 @@ KbShapes kb_collect_tensors(const json& cap, const KernelBenchImportOptions& o, 
       elements *= d.at("value").get<std::int64_t>();
       kb_add_dim(d, consts, ti, s);
     }
-    if (ti.dims.empty() && group != "output") {  // a 0-d tensor (torch.tensor(0.5)): the reference gets it 0-d again
+    if (ti.dims.empty()) {  // a 0-d tensor (torch.tensor(0.5), a loss): one element along c1
       kb_add_dim(json{{"value", 1}, {"fixed", true}}, consts, ti, s);
-      s.zero_d.push_back(ti.name);
-      notes.push_back(fmt::format("{} is 0-d: held as one element along the constant axis c1; the reference receives it 0-d", what));
+      if (group != "output") s.zero_d.push_back(ti.name);  // the reference gets an input 0-d again
+      notes.push_back(fmt::format("{} is 0-d: held as one element along the constant axis c1{}", what,
+                                  group == "output" ? "" : "; the reference receives it 0-d"));
     }
+    // One value (a loss, a norm): it cannot vary across its elements, so the contract's non-triviality
+    // check requires instead that redrawing every input changes it (a constant-writing kernel fails).
     if (group == "output" && elements <= 1)
-      kb_refuse(file, what, fmt::format("has {} element (shape {}: a loss or another reduction to one value): kqual checks that every "
-                                        "output varies across its elements, so a kernel writing a constant cannot pass; import the "
-                                        "operation before its final reduction",
-                                        elements, t["shape"].dump()));
+      notes.push_back(fmt::format("{} has one element (a loss or another reduction to one value): judged as any output; the reference "
+                                  "must change it when every input is redrawn, so a kernel writing a constant cannot pass", what));
     s.tensors.push_back(std::move(ti));
   }
   if (in_index == 0) kb_refuse(file, "get_inputs()", "returns no input");
