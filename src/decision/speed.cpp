@@ -225,14 +225,22 @@ void reversals(SpeedJudgement& j) {
   }
 }
 
+// The first shape for which `holds` is true; nullptr when none.
+template <class Pred>
+const ShapeJudgement* first_shape(const SpeedJudgement& j, Pred holds) {
+  const auto it = std::find_if(j.shapes.begin(), j.shapes.end(), holds);
+  return it == j.shapes.end() ? nullptr : &*it;
+}
+
+// A verdict and the sentence that decided it.
+struct Decided {
+  std::string verdict, deciding;
+};
+
 // The verdict (rules 1-8 of judge_speed's comment) and the sentence that decided it.
-void decide(SpeedJudgement& j) {
-  for (const auto& s : j.shapes)
-    if (s.call == ShapeCall::failed) {
-      j.verdict = "do_not_ship";
-      j.deciding = fmt::format("At {} the candidate failed or was wrong while being timed.", s.shape);
-      return;
-    }
+Decided decided_verdict(const SpeedJudgement& j) {
+  if (const ShapeJudgement* s = first_shape(j, [](const ShapeJudgement& x) { return x.call == ShapeCall::failed; }))
+    return {"do_not_ship", fmt::format("At {} the candidate failed or was wrong while being timed.", s->shape)};
   std::vector<std::string> missing;
   for (const auto& s : j.shapes)
     if (s.call == ShapeCall::not_compared && (s.calls > 0 || !j.mix.from_profile)) missing.push_back(s.shape);
@@ -241,48 +249,34 @@ void decide(SpeedJudgement& j) {
     if (std::none_of(j.shapes.begin(), j.shapes.end(), [&](const ShapeJudgement& s) { return shape_key(s.shape) == key; }))
       missing.push_back(shape + " (in the profile, not timed)");
   }
-  if (!missing.empty()) {
-    j.verdict = "incomplete";
-    j.deciding = fmt::format("Not every shape of the deployment's mix was compared with a valid baseline ({}): no speed claim "
-                             "covers the mix.",
-                             fmt::format("{}", fmt::join(missing, ", ")));
-    return;
-  }
-  for (const auto& s : j.shapes)
-    if (s.weight > 0 && s.beyond_limit) {
-      j.verdict = "do_not_ship";
-      j.deciding = fmt::format("{} is {} slower (CI [{:.3f}, {:.3f}]), beyond the {} regression limit: no average makes up for "
-                               "a shape the deployment calls getting that much slower.",
-                               s.shape, pct(s.ratio - 1), s.ci.lo, s.ci.hi, pct(s.limit));
-      return;
-    }
+  if (!missing.empty())
+    return {"incomplete", fmt::format("Not every shape of the deployment's mix was compared with a valid baseline ({}): no speed "
+                                      "claim covers the mix.",
+                                      fmt::format("{}", fmt::join(missing, ", ")))};
+  if (const ShapeJudgement* s = first_shape(j, [](const ShapeJudgement& x) { return x.weight > 0 && x.beyond_limit; }))
+    return {"do_not_ship", fmt::format("{} is {} slower (CI [{:.3f}, {:.3f}]), beyond the {} regression limit: no average makes up "
+                                       "for a shape the deployment calls getting that much slower.",
+                                       s->shape, pct(s->ratio - 1), s->ci.lo, s->ci.hi, pct(s->limit))};
   const OverallEffect& o = j.overall;
   const std::string overall = fmt::format("the {}-weighted geometric mean time ratio is {:.3f} (CI [{:.3f}, {:.3f}])",
                                           j.mix.from_profile ? "profile" : "time", o.ratio, o.ci.lo, o.ci.hi);
-  if (o.ci.lo > 1 + o.margin) {
-    j.verdict = "do_not_ship";
-    j.deciding = fmt::format("Slower overall: {}, wholly above 1 + {}.", overall, pct(o.margin));
-    return;
-  }
-  for (const auto& s : j.shapes)
-    if (s.weight > 0 && s.may_exceed_limit) {
-      j.verdict = "inconclusive";
-      j.deciding = fmt::format("{} may be more than {} slower (CI reaches {:.3f}): {}, but ship needs every shape of the mix "
-                               "under the regression limit.",
-                               s.shape, pct(s.limit), s.ci.hi, overall);
-      return;
-    }
-  if (o.ci.hi < 1 - o.margin) {
-    j.verdict = "ship";
-    j.deciding = fmt::format("Faster overall: {}, wholly below 1 − {}, and no shape of the mix can be past its regression limit.",
-                             overall, pct(o.margin));
-  } else if (o.ci.lo >= 1 - o.margin && o.ci.hi <= 1 + o.margin) {
-    j.verdict = "no_difference";
-    j.deciding = fmt::format("No difference that matters: {}, inside ±{}.", overall, pct(o.margin));
-  } else {
-    j.verdict = "inconclusive";
-    j.deciding = fmt::format("Inconclusive: {}, which crosses the ±{} margin.", overall, pct(o.margin));
-  }
+  if (o.ci.lo > 1 + o.margin) return {"do_not_ship", fmt::format("Slower overall: {}, wholly above 1 + {}.", overall, pct(o.margin))};
+  if (const ShapeJudgement* s = first_shape(j, [](const ShapeJudgement& x) { return x.weight > 0 && x.may_exceed_limit; }))
+    return {"inconclusive", fmt::format("{} may be more than {} slower (CI reaches {:.3f}): {}, but ship needs every shape of the "
+                                        "mix under the regression limit.",
+                                        s->shape, pct(s->limit), s->ci.hi, overall)};
+  if (o.ci.hi < 1 - o.margin)
+    return {"ship", fmt::format("Faster overall: {}, wholly below 1 − {}, and no shape of the mix can be past its regression limit.",
+                                overall, pct(o.margin))};
+  if (o.ci.lo >= 1 - o.margin && o.ci.hi <= 1 + o.margin)
+    return {"no_difference", fmt::format("No difference that matters: {}, inside ±{}.", overall, pct(o.margin))};
+  return {"inconclusive", fmt::format("Inconclusive: {}, which crosses the ±{} margin.", overall, pct(o.margin))};
+}
+
+void decide(SpeedJudgement& j) {
+  Decided d = decided_verdict(j);
+  j.verdict = std::move(d.verdict);
+  j.deciding = std::move(d.deciding);
 }
 
 }  // namespace

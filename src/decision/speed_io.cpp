@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <type_traits>
 
 #include "kqual/core/error.hpp"
 #include "kqual/decision/profile.hpp"
@@ -58,6 +59,24 @@ std::string str(const json& j, const std::string& path, const char* key) {
   return v.get<std::string>();
 }
 
+void read_field(const json& j, const std::string& path, const char* key, double& v) { v = num(j, path, key); }
+void read_field(const json& j, const std::string& path, const char* key, stats::Interval& v) { v = interval(j, path, key); }
+void read_field(const json& j, const std::string& path, const char* key, bool& v) { v = at(j, path, key).get<bool>(); }
+
+// A compared shape's measured fields by their JSON names, in the order to_json writes them: fn(name,
+// field) for each. to_json writes them, speed_judgement_from_json reads them back.
+template <class Shape, class Fn>
+void for_each_measured_field(Shape& s, Fn&& fn) {
+  fn("baseline_median_s", s.baseline_median_s);
+  fn("candidate_median_s", s.candidate_median_s);
+  fn("ratio", s.ratio);
+  fn("ci", s.ci);
+  fn("margin", s.margin);
+  fn("regression_limit", s.limit);
+  fn("beyond_limit", s.beyond_limit);
+  fn("may_exceed_limit", s.may_exceed_limit);
+}
+
 ShapeCall shape_call_from(const std::string& word, const std::string& path) {
   if (const auto c = shape_call_from_string(word)) return *c;
   throw_error(ErrorKind::input, fmt::format("{}: unknown shape verdict '{}'", path, word));
@@ -95,16 +114,11 @@ json to_json(const SpeedJudgement& j) {
   for (const auto& s : j.shapes) {
     json r{{"shape", s.shape},   {"baseline", s.baseline}, {"verdict", to_string(s.call)}, {"sentence", s.sentence},
            {"calls", s.calls},   {"weight", s.weight}};
-    if (s.call != ShapeCall::not_compared && s.call != ShapeCall::failed) {
-      r["baseline_median_s"] = s.baseline_median_s;
-      r["candidate_median_s"] = s.candidate_median_s;
-      r["ratio"] = s.ratio;
-      r["ci"] = stats::to_json(s.ci);
-      r["margin"] = s.margin;
-      r["regression_limit"] = s.limit;
-      r["beyond_limit"] = s.beyond_limit;
-      r["may_exceed_limit"] = s.may_exceed_limit;
-    }
+    if (s.call != ShapeCall::not_compared && s.call != ShapeCall::failed)
+      for_each_measured_field(s, [&](const char* name, const auto& value) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(value)>, stats::Interval>) r[name] = stats::to_json(value);
+        else r[name] = value;
+      });
     shapes.push_back(r);
   }
   json overall{{"computed", j.overall.computed}};
@@ -160,16 +174,8 @@ SpeedJudgement speed_judgement_from_json(const json& j) {
     s.sentence = str(r, rp, "sentence");
     s.calls = num(r, rp, "calls");
     s.weight = num(r, rp, "weight");
-    if (r.contains("ratio")) {
-      s.baseline_median_s = num(r, rp, "baseline_median_s");
-      s.candidate_median_s = num(r, rp, "candidate_median_s");
-      s.ratio = num(r, rp, "ratio");
-      s.ci = interval(r, rp, "ci");
-      s.margin = num(r, rp, "margin");
-      s.limit = num(r, rp, "regression_limit");
-      s.beyond_limit = at(r, rp, "beyond_limit").get<bool>();
-      s.may_exceed_limit = at(r, rp, "may_exceed_limit").get<bool>();
-    }
+    if (r.contains("ratio"))
+      for_each_measured_field(s, [&](const char* name, auto& value) { read_field(r, rp, name, value); });
     out.shapes.push_back(std::move(s));
   }
   const json& o = at(j, p, "overall");

@@ -63,12 +63,8 @@ CorrectnessSummary summarize_correctness(const check::CorrectnessReport& rep) {
   CorrectnessSummary s;
   s.accepted = rep.accepted();
   s.incomplete = rep.incomplete();
-  s.cases = rep.cases;
-  s.passed = rep.passed;
-  s.failed = rep.failed;
-  s.refused = rep.refused;
-  s.evidence = rep.evidence;
-  s.skipped = rep.skipped;
+  s.counts() = {.cases = rep.cases, .passed = rep.passed, .failed = rep.failed, .refused = rep.refused,
+                .evidence = rep.evidence, .skipped = rep.skipped};
   s.harness_errors = rep.harness_errors;
   s.harness_failure = rep.harness_failure;
   s.settled_not_run = int(rep.settled_not_run.size());

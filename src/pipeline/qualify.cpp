@@ -175,10 +175,7 @@ bench::TimingOptions timing_options_of(const QualifyOptions& o, DType dtype, con
 // The correctness phase's summary into the decision's findings and the phase list.
 void record_correctness(const CorrectnessSummary& sum, decision::QualifyFindings& f, report::PhaseList& phases) {
   f.correct = sum.accepted;
-  f.cases = sum.cases;
-  f.passed = sum.passed;
-  f.failed = sum.failed;
-  f.refused = sum.refused;
+  f.counts() = sum.counts();
   f.primary_code = sum.primary_code;
   f.settled_not_run = sum.settled_not_run;
   f.harness_failure = sum.harness_failure;  // cases kqual could not run: no verdict on the candidate

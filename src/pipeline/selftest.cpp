@@ -127,11 +127,7 @@ report::SelftestSeed seed_row(const check::CorrectnessReport& rep, const Correct
   sd.seed = seed;
   sd.outcome = got;
   sd.as_expected = ok;
-  sd.cases = sum.cases;
-  sd.passed = sum.passed;
-  sd.failed = sum.failed;
-  sd.evidence = sum.evidence;
-  sd.skipped = sum.skipped;
+  sd.counts() = sum.counts();
   sd.failure_codes = codes;
   sd.first_failure = detail;
   sd.timed = timed_class;

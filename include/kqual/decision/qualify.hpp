@@ -12,7 +12,18 @@
 
 namespace kqual::decision {
 
-struct QualifyFindings {
+// How a correctness phase's cases ended, as every result that records the phase carries them (the
+// pipeline's summary, qualify's findings, compare's sides, selftest's seeds): copied as one.
+struct CaseCounts {
+  int cases = 0, passed = 0, failed = 0, refused = 0;
+  int evidence = 0;  // passed cases whose expected output is not degenerate
+  int skipped = 0;   // cases not run: over the size cap, or the device cannot hold them
+
+  CaseCounts& counts() { return *this; }
+  const CaseCounts& counts() const { return *this; }
+};
+
+struct QualifyFindings : CaseCounts {
   std::string arch;                        // the target the candidate was built for
   bool gpu = true;                         // false: only the static phases ran
   std::string why_no_gpu;
@@ -20,8 +31,7 @@ struct QualifyFindings {
   // the candidate's launch, its reference), naming what; nothing is decided about the candidate.
   std::string harness_failure;
   bool correctness_run = true;
-  bool correct = true;                     // accepted by the contract (when run)
-  int cases = 0, passed = 0, failed = 0, refused = 0;
+  bool correct = true;                     // accepted by the contract (when run); the counts: CaseCounts
   std::string primary_code, first_failure; // when rejected
   bool baselines_expected = true;          // false: the user asked for no baselines (no shape is then "not compared")
   int settled_not_run = 0;                 // cases not run: the first failing case had settled the verdict

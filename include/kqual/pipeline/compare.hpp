@@ -18,6 +18,7 @@
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/decision/decision.hpp"
+#include "kqual/decision/qualify.hpp"
 #include "kqual/build/toolchain.hpp"
 #include "kqual/report/results.hpp"
 #include "kqual/startup/startup.hpp"
@@ -108,10 +109,9 @@ decision::DecisionInput decision_input(const std::vector<StartupPair>& startup, 
 // ---- What the GPU phases measured, as data: judge() weighs it (CPU tests build it by hand) ----
 
 // Correctness of one side over the contract's cases.
-struct CorrectnessSide {
+struct CorrectnessSide : decision::CaseCounts {
   bool ran = false;
   bool accepted = false;
-  int cases = 0, passed = 0, failed = 0, refused = 0;
   std::string primary_code;                     // most frequent failure code
   std::map<std::string, std::string> failing;   // case id → failure code
   json report;                                  // the harness's report (JSON), as written to results.json

@@ -19,6 +19,7 @@
 #include "kqual/build/candidate.hpp"
 #include "kqual/build/manifest.hpp"
 #include "kqual/check/evaluate.hpp"
+#include "kqual/decision/qualify.hpp"
 #include "kqual/worker/session.hpp"
 
 namespace kqual::pipeline {
@@ -56,12 +57,9 @@ struct CaseFailure {
 
 // What a correctness report says, in the terms every command reads it in: qualify's findings and
 // phase lines, compare's sides, selftest's seed rows, screen's verdicts.
-struct CorrectnessSummary {
+struct CorrectnessSummary : decision::CaseCounts {
   bool accepted = false;    // no failure, some evidence, no case kqual failed to run
   bool incomplete = false;  // kqual's own failure decided nothing (harness errors, no failure)
-  int cases = 0, passed = 0, failed = 0, refused = 0;
-  int evidence = 0;         // passed cases whose expected output is not degenerate
-  int skipped = 0;          // cases not run: over the size cap, or the device cannot hold them
   int harness_errors = 0;   // cases not run because kqual itself failed
   std::string harness_failure;  // the first of them: "<case id>: <what failed>"
   int settled_not_run = 0;  // cases not run because the first failure settled the verdict

@@ -160,11 +160,10 @@ struct SelftestClassRow {
 };
 
 // One seed's run of one candidate.
-struct SelftestSeed {
+struct SelftestSeed : decision::CaseCounts {  // the counts written: cases, passed, failed, evidence, skipped
   std::uint64_t seed = 0;
   std::string outcome;  // "accepted", "rejected: <code>", "load failed: ..."
   bool as_expected = false;
-  int cases = 0, passed = 0, failed = 0, evidence = 0, skipped = 0;
   std::map<std::string, int> failure_codes;
   std::string first_failure;
   bool timed = false;

@@ -26,10 +26,7 @@ CorrectnessSide to_side(const pipeline::CheckedOne& one) {
   CorrectnessSide c;
   c.ran = true;
   c.accepted = sum.accepted;
-  c.cases = sum.cases;
-  c.passed = sum.passed;
-  c.failed = sum.failed;
-  c.refused = sum.refused;
+  c.counts() = sum.counts();
   c.primary_code = sum.primary_code;
   for (const auto& f : sum.failures) c.failing[f.id] = f.code;
   c.report = one.report->to_json(false);

@@ -53,14 +53,18 @@ struct BuildSlot {
   std::string contract;
 };
 
-ScreenVerdict refused(const std::string& kind, const std::string& why) {
+// A verdict for one reason that no case gives: the reason is its one code, and `detail` says why.
+ScreenVerdict verdict_for(ScreenVerdictKind kind, const std::string& code, const std::string& detail) {
   ScreenVerdict v;
-  v.verdict = ScreenVerdictKind::refused;
-  v.reason = kind;
-  v.codes[kind] = 1;
-  v.detail = why;
+  v.verdict = kind;
+  v.reason = code;
+  v.codes[code] = 1;
+  v.detail = detail;
   return v;
 }
+
+// The candidate ended before the GPU: its manifest, contract or build.
+ScreenVerdict refused(const std::string& kind, const std::string& why) { return verdict_for(ScreenVerdictKind::refused, kind, why); }
 
 // The worker sessions GPU checks run in: one on the default device, or one per --gpus device.
 struct Lanes {
@@ -120,12 +124,7 @@ Lanes open_lanes(const ScreenOptions& o) {
 
 // A rejection that no case gives: the module did not load, the worker broke down on the candidate.
 ScreenVerdict rejected_for(const std::string& code, const std::string& detail) {
-  ScreenVerdict v;
-  v.verdict = ScreenVerdictKind::rejected;
-  v.reason = code;
-  v.codes[code] = 1;
-  v.detail = detail;
-  return v;
+  return verdict_for(ScreenVerdictKind::rejected, code, detail);
 }
 
 // The correctness phase's summary as screen's verdict.
