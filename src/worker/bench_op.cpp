@@ -103,7 +103,7 @@ BenchSets make_bench_sets(State& st, const BenchRequest& req) {
   }
   if (b.two)
     for (const auto& g : b.sets[0]) {
-      if (g.kind != "input") continue;
+      if (g.kind != BufferKind::input) continue;
       auto& d = b.datasets[g.name];
       d[0] = cuda::DeviceBuffer(g.bytes);
       d[0].upload(g.input->data(), g.bytes);
@@ -250,7 +250,7 @@ class BenchCall {
 BenchCall::BenchCall(State& st, const BenchRequest& req)
     : st_(st), req_(req), ctx_(st.context()), stream_(st.stream->get()), sets_(make_bench_sets(st, req)), flush_(st, req) {
   for (const auto& g : sets_.sets[0])
-    if (g.kind == "output") outputs_.push_back(g.name), output_bytes_ += g.bytes;
+    if (g.kind == BufferKind::output) outputs_.push_back(g.name), output_bytes_ += g.bytes;
   checked_ = req.check_samples && !outputs_.empty();
   reply_.timer = req.timer;
   timer_ = make_timer(req.timer, TimedPlans{st, req, sets_.sets, sets_.plans, checked_, output_bytes_});
@@ -273,7 +273,7 @@ BenchCall::BenchCall(State& st, const BenchRequest& req)
 void BenchCall::size_hasher(std::size_t copies) {
   std::size_t words_per_copy = 0;
   for (const auto& g : sets_.sets[0])
-    if (g.kind == "output") words_per_copy += g.chunk_elements ? chunk_count(g) : 1;
+    if (g.kind == BufferKind::output) words_per_copy += g.chunk_elements ? chunk_count(g) : 1;
   const std::size_t per_sample = words_per_copy * copies;
   if (!checked_ || per_sample <= hasher_.capacity) return;
   hasher_.f = st_.own("kqual_hash");
@@ -294,11 +294,11 @@ double BenchCall::launch(std::uint32_t salt, std::size_t k, int d, const std::st
   const bool fresh = req_.fresh_inputs;
   const std::uint64_t seed = fresh ? fresh_seed(req_.fresh_base, launches_) : 0;
   for (auto& g : sets_.sets[k]) {
-    if (g.kind == "input" && fresh && g.gen_stream >= 0)
+    if (g.kind == BufferKind::input && fresh && g.gen_stream >= 0)
       generate_input(st_, g, seed, req_.generator_module);
-    else if (g.kind == "input" && sets_.two)
+    else if (g.kind == BufferKind::input && sets_.two)
       KQUAL_CU(cuMemcpyDtoDAsync, g.view(), sets_.datasets.at(g.name)[std::size_t(d)].get(), g.bytes, stream_);
-    else if (g.kind == "output" && checked_)
+    else if (g.kind == BufferKind::output && checked_)
       KQUAL_CU(cuMemsetD8Async, g.view(), 0xFF, g.bytes, stream_);
   }
   if (checked_)
@@ -325,7 +325,7 @@ void BenchCall::record_hashes(std::size_t k, int d, std::uint64_t seed, const st
   for (std::size_t c = 0; c < n_copies; ++c) {
     const std::vector<Guarded>& bufs = c == 0 ? sets_.sets[k] : more[c - 1];
     for (const auto& g : bufs) {
-      if (g.kind != "output") continue;
+      if (g.kind != BufferKind::output) continue;
       if (g.chunk_elements) {
         const std::size_t n = chunk_count(g);
         hasher_.shadow(stream_, next_slot, n);
@@ -361,7 +361,7 @@ void BenchCall::save_outputs(std::size_t k) {
   if (slot == save_slot_.end()) return;
   const std::size_t at = slot->second;
   for (const auto& g : sets_.sets[k]) {
-    if (g.kind != "output") continue;
+    if (g.kind != BufferKind::output) continue;
     auto it = req_.save_files.find(g.name);
     if (it == req_.save_files.end() || at >= it->second.size())
       throw_error(ErrorKind::worker, fmt::format("worker protocol: 'bench' save_files has no path {} for output '{}'", at, g.name));
@@ -432,7 +432,7 @@ void BenchCall::return_dataset_outputs(int d) {
   const auto& files = d == 0 ? req_.out_files : req_.alt_out_files;
   auto& hashes = d == 0 ? reply_.out_hashes : reply_.alt_out_hashes;
   for (auto& g : sets_.sets[0]) {
-    if (g.kind != "output") continue;
+    if (g.kind != BufferKind::output) continue;
     if (files.count(g.name)) {
       MappedFile out = MappedFile::create(files.at(g.name), g.bytes);
       g.download_view(out.data());

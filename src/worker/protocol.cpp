@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <type_traits>
+
 #include "kqual/core/enum_names.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
@@ -40,6 +42,34 @@ template <class T>
 T get_or(const json& j, const char* op, const char* name, T dflt) {
   if (!j.is_object() || !j.contains(name)) return dflt;
   return get<T>(j, op, name);
+}
+
+// BenchRequest's settings (every field but the module, buffers, launches and the file maps) by their
+// wire names, in the order to_json writes them: fn(name, field) for each. to_json writes them all;
+// bench_request_from_json reads each one given and keeps BenchRequest's default for one absent.
+template <class Request, class Fn>
+void for_each_bench_setting(Request& r, Fn&& fn) {
+  fn("out_hashes", r.out_hashes);
+  fn("flush", r.flush);
+  fn("flush_mode", r.flush_mode);
+  fn("warmup", r.warmup);
+  fn("min_samples", r.min_samples);
+  fn("max_samples", r.max_samples);
+  fn("max_seconds", r.max_seconds);
+  fn("target_rel_noise", r.target_rel_noise);
+  fn("guard_bytes", r.guard_bytes);
+  fn("check_samples", r.check_samples);
+  fn("timer", r.timer);
+  fn("graph_launches", r.graph_launches);
+  fn("clock_guard", r.clock_guard);
+  fn("clock_share", r.clock_share);
+  fn("max_discards", r.max_discards);
+  fn("backoff_ms", r.backoff_ms);
+  fn("fresh_inputs", r.fresh_inputs);
+  fn("fresh_base", r.fresh_base);
+  fn("generator_module", r.generator_module);
+  fn("save_launches", r.save_launches);
+  fn("give_hash_slots", r.give_hash_slots);
 }
 
 // The timer a message names (absent: events), or Error(worker) naming the word and the choices.
@@ -198,31 +228,11 @@ json to_json(const RunRequest& r) {
               {"scribble", r.scribble}, {"generator_module", r.generator_module}, {"gen_seeds", r.gen_seeds}};
 }
 json to_json(const BenchRequest& r) {
-  json j{{"op", "bench"},
-         {"module", r.module},
-         {"buffers", buffers_json(r.buffers)},
-         {"launches", launches_json(r.launches)},
-         {"out_hashes", r.out_hashes},
-         {"flush", r.flush},
-         {"flush_mode", r.flush_mode},
-         {"warmup", r.warmup},
-         {"min_samples", r.min_samples},
-         {"max_samples", r.max_samples},
-         {"max_seconds", r.max_seconds},
-         {"target_rel_noise", r.target_rel_noise},
-         {"guard_bytes", r.guard_bytes},
-         {"check_samples", r.check_samples},
-         {"timer", to_string(r.timer)},
-         {"graph_launches", r.graph_launches},
-         {"clock_guard", r.clock_guard},
-         {"clock_share", r.clock_share},
-         {"max_discards", r.max_discards},
-         {"backoff_ms", r.backoff_ms},
-         {"fresh_inputs", r.fresh_inputs},
-         {"fresh_base", r.fresh_base},
-         {"generator_module", r.generator_module},
-         {"save_launches", r.save_launches},
-         {"give_hash_slots", r.give_hash_slots}};
+  json j{{"op", "bench"}, {"module", r.module}, {"buffers", buffers_json(r.buffers)}, {"launches", launches_json(r.launches)}};
+  for_each_bench_setting(r, [&](const char* name, const auto& value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, TimerKind>) j[name] = to_string(value);
+    else j[name] = value;
+  });
   if (!r.save_files.empty()) j["save_files"] = object_json(r.save_files);
   if (!r.out_files.empty()) j["out_files"] = object_json(r.out_files);
   if (!r.alt_out_files.empty()) j["alt_out_files"] = object_json(r.alt_out_files);
@@ -273,37 +283,21 @@ BenchRequest bench_request_from_json(const json& j) {
   r.buffers = buffers_from(j, "bench");
   r.launches = launches_from(j, "bench");
   r.out_files = get_or<std::map<std::string, std::string>>(j, "bench", "out_files", {});
-  r.out_hashes = get_or<bool>(j, "bench", "out_hashes", false);
-  r.flush = get_or<bool>(j, "bench", "flush", true);
-  r.flush_mode = get_or<std::string>(j, "bench", "flush_mode", "write");
+  r.alt_out_files = get_or<std::map<std::string, std::string>>(j, "bench", "alt_out_files", {});
+  r.save_files = get_or<std::map<std::string, std::vector<std::string>>>(j, "bench", "save_files", {});
+  for_each_bench_setting(r, [&](const char* name, auto& value) {  // absent: BenchRequest's default
+    using T = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<T, TimerKind>) value = timer_from(j, "bench");
+    else value = get_or<T>(j, "bench", name, value);
+  });
   if (r.flush_mode != "write" && r.flush_mode != "clean" && r.flush_mode != "invalidate")
     throw_error(ErrorKind::worker, fmt::format("worker protocol: 'bench' flush_mode '{}' (write, clean or invalidate)", r.flush_mode));
-  r.warmup = get_or<int>(j, "bench", "warmup", 3);
-  r.min_samples = get_or<int>(j, "bench", "min_samples", 20);
-  r.max_samples = get_or<int>(j, "bench", "max_samples", 1000);
-  r.max_seconds = get_or<double>(j, "bench", "max_seconds", 5.0);
-  r.target_rel_noise = get_or<double>(j, "bench", "target_rel_noise", 0.005);
-  r.guard_bytes = get_or<std::size_t>(j, "bench", "guard_bytes", 4096);
-  r.check_samples = get_or<bool>(j, "bench", "check_samples", true);
-  r.alt_out_files = get_or<std::map<std::string, std::string>>(j, "bench", "alt_out_files", {});
-  r.timer = timer_from(j, "bench");
-  r.graph_launches = get_or<int>(j, "bench", "graph_launches", 0);
   if (r.graph_launches < 0 || r.graph_launches > 10000)
     throw_error(ErrorKind::worker, fmt::format("worker protocol: 'bench' graph_launches {} (0 to 10000)", r.graph_launches));
   if (r.timer == TimerKind::graph && r.flush)
     throw_error(ErrorKind::worker, "worker protocol: 'bench' timer 'graph' replays launches back to back with a warm L2: flush must be false");
-  r.clock_guard = get_or<bool>(j, "bench", "clock_guard", true);
-  r.clock_share = get_or<double>(j, "bench", "clock_share", 0.90);
   if (!(r.clock_share >= 0 && r.clock_share <= 1))
     throw_error(ErrorKind::worker, fmt::format("worker protocol: 'bench' clock_share {} (0 to 1)", r.clock_share));
-  r.max_discards = get_or<int>(j, "bench", "max_discards", 20);
-  r.backoff_ms = get_or<int>(j, "bench", "backoff_ms", 20);
-  r.fresh_inputs = get_or<bool>(j, "bench", "fresh_inputs", false);
-  r.fresh_base = get_or<std::uint64_t>(j, "bench", "fresh_base", 0);
-  r.generator_module = get_or<std::string>(j, "bench", "generator_module", "");
-  r.save_launches = get_or<std::vector<std::size_t>>(j, "bench", "save_launches", {});
-  r.save_files = get_or<std::map<std::string, std::vector<std::string>>>(j, "bench", "save_files", {});
-  r.give_hash_slots = get_or<bool>(j, "bench", "give_hash_slots", false);
   bool generated = false;
   for (const auto& b : r.buffers) generated = generated || (b.kind == BufferKind::input && b.generated());
   if (generated && r.generator_module.empty())

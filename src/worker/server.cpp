@@ -73,12 +73,7 @@ std::vector<Guarded> allocate(const std::vector<Buffer>& buffers, std::size_t gu
                               const std::vector<std::string>& trap_only) {
   std::vector<Guarded> bufs;
   for (const auto& b : buffers) {
-    Guarded g;
-    g.name = b.name;
-    g.kind = to_string(b.kind);
-    g.bytes = b.bytes;
-    g.offset = b.offset;
-    g.guard = guard;
+    Guarded g(b, guard);
     const bool trap = b.kind == BufferKind::input && placement != "guarded" &&
                       (trap_only.empty() || std::find(trap_only.begin(), trap_only.end(), b.name) != trap_only.end());
     if (trap) {
@@ -105,12 +100,6 @@ std::vector<Guarded> allocate(const std::vector<Buffer>& buffers, std::size_t gu
     } else {
       g.mem = cuda::DeviceBuffer(g.total());
     }
-    g.gen_stream = b.gen_stream;
-    g.gen_seed = b.gen_seed;
-    g.gen_dtype = b.gen_dtype;
-    g.elem_bytes = b.elem_bytes;
-    g.windows = b.windows;
-    g.chunk_elements = b.chunk_elements;
     if (b.kind == BufferKind::input && !b.generated()) {
       auto open = [&](const std::string& file) {
         auto f = std::make_shared<MappedFile>(MappedFile::open_read(file));
@@ -143,9 +132,9 @@ void prepare(State& st, std::vector<Guarded>& bufs, std::uint8_t poison, int dat
       KQUAL_CU(cuMemsetD8Async, g.mem.get(), kGuardByte, g.total(), st.stream->get());
       st.stream->synchronize();
     }
-    if (g.kind == "input" && g.gen_stream >= 0) {
+    if (g.kind == BufferKind::input && g.gen_stream >= 0) {
       generate_input(st, g, g.gen_seed, generator);
-    } else if (g.kind == "input") {
+    } else if (g.kind == BufferKind::input) {
       const MappedFile& f = dataset == 1 && g.alt_input ? *g.alt_input : *g.input;
       if (g.bytes) KQUAL_CU(cuMemcpyHtoD, g.view(), f.data(), g.bytes);
     } else {
@@ -357,7 +346,7 @@ RunReply op_run(State& st, const RunRequest& req) {
     // Generated inputs are hashed on the device before and after the launch (no host copy).
     std::map<std::string, std::string> gen_before;
     for (const auto& g : bufs)
-      if (g.kind == "input" && g.gen_stream >= 0) gen_before[g.name] = device_hash(st, g);
+      if (g.kind == BufferKind::input && g.gen_stream >= 0) gen_before[g.name] = device_hash(st, g);
     if (!req.scribble.empty() && req.scribble[r] >= 0) scribble_shared(st, std::uint8_t(req.scribble[r]));
     harness_phase(st, "");
     cuda::Event start, stop;
@@ -372,10 +361,10 @@ RunReply op_run(State& st, const RunRequest& req) {
     harness_phase(st, "reading the outputs back");
     for (auto& g : bufs) {
       for (auto& v : check_guards(g)) run.guard_violations.push_back(v);
-      if (g.kind == "input" && g.gen_stream >= 0) {
+      if (g.kind == BufferKind::input && g.gen_stream >= 0) {
         const std::string before = gen_before.at(g.name), after = device_hash(st, g);
         run.inputs.push_back({g.name, before, after, before == after ? -1 : 0});
-      } else if (g.kind == "output" && !g.windows.empty()) {
+      } else if (g.kind == BufferKind::output && !g.windows.empty()) {
         std::size_t total = 0;
         for (const auto& [w0, wn] : g.windows) total += std::size_t(wn) * g.elem_bytes;
         MappedFile out = MappedFile::create(req.out_files.at(g.name).at(r), total);
@@ -386,10 +375,10 @@ RunReply op_run(State& st, const RunRequest& req) {
           at += nb;
         }
         run.poison_scans.push_back(scan_poison(st, g, poison));
-      } else if (g.kind == "output" && g.chunk_elements) {
+      } else if (g.kind == BufferKind::output && g.chunk_elements) {
         run.chunk_hashes[g.name] = chunk_hashes(st, g);
         run.poison_scans.push_back(scan_poison(st, g, poison));
-      } else if (g.kind == "input") {
+      } else if (g.kind == BufferKind::input) {
         std::vector<std::uint8_t> after(g.bytes);
         g.download_view(after.data());
         const std::uint8_t* before = g.input->data();
@@ -400,7 +389,7 @@ RunReply op_run(State& st, const RunRequest& req) {
             if (after[i] != before[i]) { first = std::int64_t(i); break; }
         }
         run.inputs.push_back({g.name, fmt::format("{:016x}", hb), fmt::format("{:016x}", ha), first});
-      } else if (g.kind == "output") {
+      } else if (g.kind == BufferKind::output) {
         MappedFile out = MappedFile::create(req.out_files.at(g.name).at(r), g.bytes);
         g.download_view(out.data());
       }

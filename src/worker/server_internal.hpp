@@ -61,20 +61,17 @@ struct State {
   }
 };
 
-// One buffer. Guarded placement: [guard | offset | view (bytes) | guard] in one allocation. Trap
-// placements (inputs): the view against an unmapped page (cuda::TrappedAllocation), no guards.
-struct Guarded {
-  std::string name, kind;
-  std::size_t bytes = 0, offset = 0, guard = 0;
+// One buffer, allocated as the request describes it (the Buffer: name, kind, bytes, offset, generation,
+// windows, chunk hashes; gen_seed may change per run). Guarded placement: [guard | offset | view
+// (bytes) | guard] in one allocation. Trap placements (inputs): the view against an unmapped page
+// (cuda::TrappedAllocation), no guards.
+struct Guarded : Buffer {
+  Guarded(const Buffer& b, std::size_t guard_bytes) : Buffer(b), guard(guard_bytes) {}
+  std::size_t guard = 0;
   cuda::DeviceBuffer mem;
   cuda::TrappedAllocation trap;
   CUdeviceptr trap_view = 0;
   std::shared_ptr<MappedFile> input, alt_input;  // host data for inputs (shared by buffer sets)
-  int gen_stream = -1, gen_dtype = 0;             // generated inputs (no host data)
-  std::uint64_t gen_seed = 0;
-  std::size_t elem_bytes = 0;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> windows;
-  std::uint64_t chunk_elements = 0;  // Buffer::chunk_elements
   bool trapped() const { return trap_view != 0; }
   CUdeviceptr view() const { return trapped() ? trap_view : mem.get() + guard + offset; }
   std::size_t total() const { return guard + offset + bytes + guard; }
