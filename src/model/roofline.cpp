@@ -96,26 +96,10 @@ RooflineResult roofline(const RooflineInput& in) {
   return r;
 }
 
-json to_json(const DeviceSpec& d) {
-  return {{"key", d.key},
-          {"name", d.name},
-          {"arch", d.arch},
-          {"sms", d.sms},
-          {"mem_bytes_per_s", d.mem_bytes_per_s},
-          {"fp32_flops_per_s", d.fp32_flops_per_s},
-          {"bf16_flops_per_s", d.bf16_flops_per_s},
-          {"fp64_flops_per_s", d.fp64_flops_per_s},
-          {"source", d.source},
-          {"note", d.note}};
-}
+KQUAL_DEFINE_TO_JSON(DeviceSpec, key, name, arch, sms, mem_bytes_per_s, fp32_flops_per_s, bf16_flops_per_s, fp64_flops_per_s,
+                     source, note)
 
-json to_json(const Ceilings& c) {
-  return {{"device", c.device},
-          {"precision", c.precision},
-          {"bytes_per_s", c.bytes_per_s},
-          {"flops_per_s", c.flops_per_s},
-          {"source", c.source}};
-}
+KQUAL_DEFINE_TO_JSON(Ceilings, device, precision, bytes_per_s, flops_per_s, source)
 
 json to_json(const RooflineResult& r) {
   json j;

@@ -236,38 +236,13 @@ SplitKResult split_k(const SplitKInput& in) {
   return r;
 }
 
-json to_json(const SmLimits& s) {
-  return {{"arch", s.arch},
-          {"max_threads_per_sm", s.max_threads_per_sm},
-          {"max_blocks_per_sm", s.max_blocks_per_sm},
-          {"max_threads_per_block", s.max_threads_per_block},
-          {"registers_per_sm", s.registers_per_sm},
-          {"max_registers_per_thread", s.max_registers_per_thread},
-          {"register_alloc_unit", s.register_alloc_unit},
-          {"shared_per_sm", s.shared_per_sm},
-          {"max_shared_per_block", s.max_shared_per_block},
-          {"reserved_shared_per_block", s.reserved_shared_per_block}};
-}
+KQUAL_DEFINE_TO_JSON(SmLimits, arch, max_threads_per_sm, max_blocks_per_sm, max_threads_per_block, registers_per_sm,
+                     max_registers_per_thread, register_alloc_unit, shared_per_sm, max_shared_per_block, reserved_shared_per_block)
 
-json to_json(const Occupancy& o) {
-  return {{"blocks_per_sm", o.blocks_per_sm},   {"limiter", o.limiter},
-          {"by_threads", o.by_threads},         {"by_registers", o.by_registers},
-          {"by_shared", o.by_shared},           {"by_blocks", o.by_blocks},
-          {"warps_per_block", o.warps_per_block}, {"registers_per_warp", o.registers_per_warp},
-          {"shared_per_block", o.shared_per_block}, {"occupancy", o.occupancy},
-          {"steps", o.steps}};
-}
+KQUAL_DEFINE_TO_JSON(Occupancy, blocks_per_sm, limiter, by_threads, by_registers, by_shared, by_blocks, warps_per_block,
+                     registers_per_warp, shared_per_block, occupancy, steps)
 
-json to_json(const WaveResult& w) {
-  return {{"tiles", w.tiles},
-          {"slots", w.slots},
-          {"waves", w.waves},
-          {"full_waves", w.full_waves},
-          {"tail_tiles", w.tail_tiles},
-          {"tail_utilisation", w.tail_utilisation},
-          {"efficiency", w.efficiency},
-          {"explanation", w.explanation}};
-}
+KQUAL_DEFINE_TO_JSON(WaveResult, tiles, slots, waves, full_waves, tail_tiles, tail_utilisation, efficiency, explanation)
 
 json to_json(const WaveTimeline& t) {
   json rows = json::array();

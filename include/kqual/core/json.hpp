@@ -7,6 +7,18 @@
 
 namespace kqual {
 using json = nlohmann::ordered_json;
+
+// Defines `json to_json(const Type& x)` (declared beside Type) writing the members listed, each
+// under its own C++ name, in the order listed: KQUAL_DEFINE_TO_JSON(Ceilings, device, bytes_per_s)
+// writes {"device": x.device, "bytes_per_s": x.bytes_per_s}. For a struct whose JSON is its plain
+// members, so that each name is written once; nlohmann's NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE does the
+// same for nlohmann::json (keys sorted), and its member-list machinery is what this expands.
+#define KQUAL_DEFINE_TO_JSON(Type, ...)                                         \
+  ::kqual::json to_json(const Type& nlohmann_json_t) {                          \
+    ::kqual::json nlohmann_json_j = ::kqual::json::object();                    \
+    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(NLOHMANN_JSON_TO, __VA_ARGS__))    \
+    return nlohmann_json_j;                                                     \
+  }
 // Version of every JSON document kqual writes; bump on incompatible change (docs/json-schema.md).
 inline constexpr int kJsonSchemaVersion = 1;
 
