@@ -192,7 +192,7 @@ TEST(CompareToolchain, ToolkitPtxasBuildsACubin) {
   EXPECT_EQ(a.container, artifact::ContainerKind::cubin);
   ASSERT_EQ(a.entries.size(), 1u);
   EXPECT_EQ(a.entries[0].arch.str(), "sm_90");
-  EXPECT_EQ(a.entries[0].kernels.size(), 3u);  // f32, bf16 and f16 instantiations
+  EXPECT_EQ(a.entries[0].kernels.size(), 2u);  // f32 and bf16 instantiations
   ASSERT_TRUE(a.entries[0].compiler.has_value());
   EXPECT_EQ(a.entries[0].compiler->tool, "ptxas");
   ASSERT_EQ(pv.tools.size(), 2u);
@@ -212,7 +212,7 @@ TEST(CompareToolchain, OlderPtxasGetsTheVersionItAccepts) {
   ASSERT_TRUE(pv.ptx_version_rewrite.has_value());
   EXPECT_NE(pv.ptx_version_rewrite->find("-> 8.7"), std::string::npos) << *pv.ptx_version_rewrite;
   EXPECT_NE(b.compiler.find("release 12.8"), std::string::npos) << b.compiler;
-  EXPECT_EQ(artifact::parse_artifact(b.image_path.string()).entries.at(0).kernels.size(), 3u);  // f32, bf16, f16
+  EXPECT_EQ(artifact::parse_artifact(b.image_path.string()).entries.at(0).kernels.size(), 2u);
 
   // When the lowered PTX uses something the old ptxas does not know, the error says so.
   build::BuildRecipe bad;
@@ -236,9 +236,9 @@ TEST(CompareToolchain, NvccBuildsTheManifestsInstantiations) {
   build::BuildProvenance pv;
   build::BuiltCandidate b = build::build_with_recipe(m, r, "sm_90", t.path, &pv);
   artifact::Artifact a = artifact::parse_artifact(b.image_path.string());
-  EXPECT_EQ(a.entries.at(0).kernels.size(), 3u);  // f32, bf16 and f16 instantiations
+  EXPECT_EQ(a.entries.at(0).kernels.size(), 2u);
   EXPECT_EQ(pv.tools.at(0)["tool"], "nvcc");
-  EXPECT_EQ(b.lowered.size(), 3u);
+  EXPECT_EQ(b.lowered.size(), 2u);
 }
 
 TEST(CompareToolchain, TritonDiscoveryReportsWhereItLooked) {

@@ -176,7 +176,7 @@ TEST(ResidualAddReluF16, CasesAndNoneGeneratedOnTheDevice) {
 }
 
 TEST(ResidualAddReluF16, TheGoodKernelIsAcceptedOnEveryCase) {
-  const build::Manifest good = bundled("residual_add_relu", "good");
+  const build::Manifest good = bundled("residual_add_relu", "good/f16");
   ASSERT_TRUE(good.supports.supports(DType::f16));
   const Judged j = judge(C(), only(good.supports, DType::f16), elementwise(good_add_relu), 5);
   EXPECT_EQ(j.verdict, "");

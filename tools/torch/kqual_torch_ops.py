@@ -12,7 +12,7 @@ src/bench/torch_baseline_request.cpp sends the contract's name, each tensor's dt
            captures fn instead: the graph's private pool makes its allocation static all the same.
 
 Every expression is the plain one-liner a PyTorch user would write, in the contract's dtype; what
-the contract's numerical policy needs (no TF32 in gemm, f32 accumulation of bf16 sums) is set in
+the contract's numerical policy needs (no TF32 in gemm, f32 accumulation of bf16 and f16 sums) is set in
 the worker (timing_worker.py, precision_settings), not here.
 """
 import torch
@@ -70,21 +70,21 @@ def _reduce_sum_out(x, y):
 
 OPS = {
     # y = relu(x + r), n elements (src/contract/builtin/residual_add_relu.cpp).
-    "residual_add_relu": Op(["x", "r"], ["y"], ["f32", "bf16"], lambda x, r: torch.relu(x + r), _add_relu_out,
+    "residual_add_relu": Op(["x", "r"], ["y"], ["f32", "bf16", "f16"], lambda x, r: torch.relu(x + r), _add_relu_out,
                             "torch.relu(x + r)"),
     # y = softmax over each row of a rows x cols row-major x (src/contract/builtin/softmax.cpp).
-    "softmax": Op(["x"], ["y"], ["f32", "bf16"], lambda x: torch.softmax(x, dim=-1), _softmax_out,
+    "softmax": Op(["x"], ["y"], ["f32", "bf16", "f16"], lambda x: torch.softmax(x, dim=-1), _softmax_out,
                   "torch.softmax(x, dim=-1)"),
     # y[0] = 0, y[i] = x[0] + ... + x[i-1], n elements, i32 (wrapping) or f32 (src/contract/builtin/exclusive_scan.cpp).
     "exclusive_scan": Op(["x"], ["y"], ["i32", "f32"], _exclusive_scan, _exclusive_scan_out,
                          "F.pad(torch.cumsum(x[:-1], 0, dtype=x.dtype), (1, 0))"),
     # y (cols x rows) = x (rows x cols) transposed, both row-major, bit copy (src/contract/builtin/transpose.cpp).
-    "transpose": Op(["x"], ["y"], ["f32", "bf16", "i32"], lambda x: x.t().contiguous(), _transpose_out,
+    "transpose": Op(["x"], ["y"], ["f32", "bf16", "f16", "i32"], lambda x: x.t().contiguous(), _transpose_out,
                     "x.t().contiguous()"),
     # c (m x n) = a (m x k) @ b (k x n), row-major, no alpha/beta, f32 accumulation (src/contract/builtin/gemm.cpp).
-    "gemm": Op(["a", "b"], ["c"], ["f32", "bf16"], lambda a, b: torch.matmul(a, b), _gemm_out, "torch.matmul(a, b)"),
+    "gemm": Op(["a", "b"], ["c"], ["f32", "bf16", "f16"], lambda a, b: torch.matmul(a, b), _gemm_out, "torch.matmul(a, b)"),
     # y[r] = sum of row r of a rows x cols row-major x (src/contract/builtin/reduce_sum.cpp).
-    "reduce_sum": Op(["x"], ["y"], ["f32", "bf16"], lambda x: torch.sum(x, dim=1), _reduce_sum_out,
+    "reduce_sum": Op(["x"], ["y"], ["f32", "bf16", "f16"], lambda x: torch.sum(x, dim=1), _reduce_sum_out,
                      "torch.sum(x, dim=1)"),
 }
 

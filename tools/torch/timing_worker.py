@@ -85,7 +85,7 @@ if cfg.get("file"):
 
 def precision_settings():
     """What the contracts' numerical policies require of PyTorch's matmul: f32 products and sums in
-    IEEE f32 (gemm: no TF32), bf16 accumulated in f32 (no reduced-precision reductions)."""
+    IEEE f32 (gemm: no TF32), bf16 and f16 accumulated in f32 (no reduced-precision reductions)."""
     said, m = [], torch.backends.cuda.matmul
     try:
         if hasattr(m, "fp32_precision"):  # the API of torch >= 2.9; the legacy flag warns there
@@ -100,6 +100,11 @@ def precision_settings():
         said.append("bf16 matmul reductions in f32")
     except Exception as e:
         said.append("bf16 reduced-precision reductions NOT turned off (%s)" % exc_text(e))
+    try:
+        m.allow_fp16_reduced_precision_reduction = False
+        said.append("f16 matmul reductions in f32")
+    except Exception as e:
+        said.append("f16 reduced-precision reductions NOT turned off (%s)" % exc_text(e))
     return "; ".join(said)
 
 
