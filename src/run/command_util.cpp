@@ -26,7 +26,8 @@ json read_results_document(const std::string& path) {
   }
 }
 
-void print_imported_contract_use(const std::string& contract_name) {
+void print_imported_contract_use(const std::vector<std::string>& notes, const std::string& contract_name) {
+  for (const auto& n : notes) fmt::print("  note: {}\n", n);
   fmt::print("a candidate names it with contract = \"{}\" (found through --contracts DIR, $KQUAL_CONTRACTS or the project's "
              "contracts/ folder)\n",
              contract_name);

@@ -16,35 +16,31 @@ struct DecideArgs {
   pipeline::DecideOptions o;
 };
 
-int run_decide(const DecideArgs& a, const GlobalOptions& g) {
-  const json doc = read_results_document(a.input);
+int run_decide(const DecideArgs& a, const json& doc, const GlobalOptions& g) {
   const pipeline::DecideOutcome out = naming_results_file(a.input, doc, [&] { return pipeline::decide_results(doc, a.o); });
-  if (g.json) {
-    json j = schema_header("decide");
-    j.update(json{{"input", a.input},
-                  {"input_schema", out.input_schema},
-                  {"recorded", out.recorded},
-                  {"agrees_with_recorded", out.recorded == out.verdict},
-                  {"notes", out.notes},
-                  {"verdict", out.verdict_json}});
-    print_json(j);
-  } else {
-    fmt::print("{}", out.text);
-    for (const auto& n : out.notes) fmt::print("\nNote: {}\n", n);
-  }
+  print_outcome(g, "decide",
+                json{{"input", a.input},
+                     {"input_schema", out.input_schema},
+                     {"recorded", out.recorded},
+                     {"agrees_with_recorded", out.recorded == out.verdict},
+                     {"notes", out.notes},
+                     {"verdict", out.verdict_json}},
+                [&] {
+                  fmt::print("{}", out.text);
+                  for (const auto& n : out.notes) fmt::print("\nNote: {}\n", n);
+                });
   return out.exit_code;
 }
 
 }  // namespace
 
 void add_decide_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  auto [cmd, a] = add_command<DecideArgs>(
+  auto [cmd, a] = add_results_command<DecideArgs>(
       app, g, exit_code, "decide",
       "Judge a recorded results.json (qualify, check, bench or compare) again, offline, from its samples: the same "
       "samples and policy give the recorded verdict; --profile / --margin / --regression-limit ask what another "
       "deployment would decide. No GPU. Exit code of the verdict now (docs/decision.md)",
       run_decide);
-  add_results_argument(cmd, a->input);
   cmd->add_option("--profile", a->o.profiles,
                   "Deployment profile (TOML; its [[shape]] mix weighs the shapes, [decision] sets margins). qualify: one; "
                   "compare: repeatable, default the recorded ones");

@@ -20,17 +20,15 @@ struct ImportDefinitionArgs {
 int run_import_definition(ImportDefinitionArgs& a, const GlobalOptions& g) {
   if (a.cap > 0) a.o.cap = a.cap;
   const contract::DefinitionImport r = contract::import_definition(a.o);
-  if (g.json) {
-    json doc = schema_header("import-definition");
-    doc.update(json{{"contract", r.name}, {"out", r.out.string()}, {"workloads", r.workloads}, {"bench_shapes", r.bench_shapes},
-                    {"notes", r.notes}});
-    print_json(doc);
-  } else {
-    fmt::print("imported Definition as contract {} into {} (contract.toml, reference.py){}\n", r.name, r.out.string(),
-               r.workloads ? fmt::format("; {} workload(s), {} benchmark shape(s)", r.workloads, r.bench_shapes.size()) : "");
-    for (const auto& n : r.notes) fmt::print("  note: {}\n", n);
-    print_imported_contract_use(r.name);
-  }
+  print_outcome(g, "import-definition",
+                json{{"contract", r.name}, {"out", r.out.string()}, {"workloads", r.workloads}, {"bench_shapes", r.bench_shapes},
+                     {"notes", r.notes}},
+                [&] {
+                  fmt::print("imported Definition as contract {} into {} (contract.toml, reference.py){}\n", r.name, r.out.string(),
+                             r.workloads ? fmt::format("; {} workload(s), {} benchmark shape(s)", r.workloads, r.bench_shapes.size())
+                                         : "");
+                  print_imported_contract_use(r.notes, r.name);
+                });
   return kExitPass;
 }
 

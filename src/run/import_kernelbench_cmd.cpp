@@ -14,17 +14,14 @@ namespace {
 
 int run_import_kernelbench(const contract::KernelBenchImportOptions& o, const GlobalOptions& g) {
   const contract::KernelBenchImport r = contract::import_kernelbench(o);
-  if (g.json) {
-    json doc = schema_header("import-kernelbench");
-    doc.update(json{{"contract", r.name}, {"out", r.out.string()}, {"bench_shape", r.bench_shape}, {"notes", r.notes}});
-    print_json(doc);
-  } else {
-    fmt::print("imported KernelBench problem as contract {} into {} (contract.toml, reference.py, problem.py, capture.json)\n",
-               r.name, r.out.string());
-    fmt::print("  benchmark shape: {}\n", r.bench_shape);
-    for (const auto& n : r.notes) fmt::print("  note: {}\n", n);
-    print_imported_contract_use(r.name);
-  }
+  print_outcome(g, "import-kernelbench",
+                json{{"contract", r.name}, {"out", r.out.string()}, {"bench_shape", r.bench_shape}, {"notes", r.notes}}, [&] {
+                  fmt::print("imported KernelBench problem as contract {} into {} (contract.toml, reference.py, problem.py, "
+                             "capture.json)\n",
+                             r.name, r.out.string());
+                  fmt::print("  benchmark shape: {}\n", r.bench_shape);
+                  print_imported_contract_use(r.notes, r.name);
+                });
   return kExitPass;
 }
 

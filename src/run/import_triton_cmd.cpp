@@ -25,41 +25,34 @@ int run_import_triton(ImportTritonOptions& opts, const GlobalOptions& g) {
   opts.o.out = opts.out;
   if (opts.list) {
     const auto all = build::find_triton_kernels(opts.o.cache_dir);
-    if (g.json) {
-      json doc = schema_header("import-triton");
-      json ks = json::array();
-      for (const auto& e : all)
-        ks.push_back(json{{"label", e.label()}, {"name", e.stem}, {"cubin", !e.cubin.empty()}, {"metadata", !e.metadata.empty()}});
-      doc["kernels"] = std::move(ks);
-      print_json(doc);
-    } else {
+    json ks = json::array();
+    for (const auto& e : all)
+      ks.push_back(json{{"label", e.label()}, {"name", e.stem}, {"cubin", !e.cubin.empty()}, {"metadata", !e.metadata.empty()}});
+    print_outcome(g, "import-triton", json{{"kernels", std::move(ks)}}, [&] {
       for (const auto& e : all)
         fmt::print("{}{}{}\n", e.label(), e.cubin.empty() ? "  (no cubin)" : "", e.metadata.empty() ? "  (no metadata)" : "");
-    }
+    });
     return kExitPass;
   }
   const build::TritonImport r = build::import_triton_kernel(opts.o);
-  if (g.json) {
-    json params = json::array();
-    for (const auto& p : r.params) params.push_back(json{{"ordinal", p.ordinal}, {"offset", p.offset}, {"size", p.size}});
-    json doc = schema_header("import-triton");
-    doc.update(json{{"kernel", r.meta.name},
+  json params = json::array();
+  for (const auto& p : r.params) params.push_back(json{{"ordinal", p.ordinal}, {"offset", p.offset}, {"size", p.size}});
+  const json fields{{"kernel", r.meta.name},
                     {"source", r.entry.dir.string()},
                     {"out", r.out.string()},
                     {"cubin_arch", r.cubin_arch.str()},
                     {"block", r.meta.num_warps * r.meta.warp_size},
                     {"shared_bytes", r.meta.shared},
                     {"params", std::move(params)},
-                    {"placeholders", r.placeholders}});
-    print_json(doc);
-  } else {
+                    {"placeholders", r.placeholders}};
+  print_outcome(g, "import-triton", fields, [&] {
     fmt::print("imported Triton kernel {} ({} SASS, {} threads per block, {} B dynamic shared memory, {} parameters)\n"
                "  from {}\n  into {}: kqual.toml + {}.cubin\n",
                r.meta.name, r.cubin_arch.str(), r.meta.num_warps * r.meta.warp_size, r.meta.shared, r.params.size(),
                r.entry.dir.string(), r.out.string(), r.entry.stem);
     fmt::print("complete these placeholders in {}/kqual.toml (kqual check refuses it until then): {}\n", r.out.string(),
                fmt::format("{}", fmt::join(r.placeholders, ", ")));
-  }
+  });
   return kExitPass;
 }
 

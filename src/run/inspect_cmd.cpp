@@ -13,6 +13,7 @@
 #include "kqual/core/json.hpp"
 #include "kqual/cuda/driver.hpp"
 #include "kqual/run/cli.hpp"
+#include "command_util.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/version.hpp"
 
@@ -139,6 +140,36 @@ art::Artifact parse_with_progress(const std::string& path, const Progress& p) {
   return a;
 }
 
+// `inspect --diff` in words: the loading paths, the entries, and each kernel's code and resources.
+void print_diff(const art::ArtifactDiff& d, const art::Artifact& old_a, const art::Artifact& new_a, const Target& t) {
+  fmt::print("target {} ({})\n", d.old_selection.target.str(), t.source);
+  fmt::print("  old {}: {} — {}\n", old_a.name, to_string(d.old_selection.path), d.old_selection.reason);
+  fmt::print("  new {}: {} — {}\n", new_a.name, to_string(d.new_selection.path), d.new_selection.reason);
+  if (d.loading_path_worse)
+    fmt::print("  REGRESSION: loading path gets worse ({} -> {}){}\n", to_string(d.old_selection.path),
+               to_string(d.new_selection.path),
+               d.new_selection.path == art::LoadPath::ptx_jit
+                   ? ": predicted first-request (cold start) slowdown from load-time PTX JIT"
+                   : ": the new artifact does not load on this target");
+  for (const auto& e : d.entries_removed) fmt::print("  entry removed: {}\n", e);
+  for (const auto& e : d.entries_added) fmt::print("  entry added:   {}\n", e);
+  fmt::print("  {:<32} {:<10} {:>11} {:>13} {:>11}\n", "kernel", "code", "regs", "shared", "local");
+  for (const auto& c : d.kernels) {
+    auto pair = [&](auto get) {
+      const std::string a = c.old_kernel ? std::to_string(get(*c.old_kernel)) : "-";
+      const std::string b = c.new_kernel ? std::to_string(get(*c.new_kernel)) : "-";
+      return a == b ? a : a + "->" + b;
+    };
+    fmt::print("  {:<32} {:<10} {:>11} {:>13} {:>11}\n", c.name, c.status,
+               pair([](const art::KernelInfo& k) { return k.registers; }),
+               pair([](const art::KernelInfo& k) { return k.static_shared_bytes; }),
+               pair([](const art::KernelInfo& k) { return k.local_bytes; }));
+  }
+  bool all_same = !d.kernels.empty();
+  for (const auto& c : d.kernels) all_same = all_same && c.status == "identical";
+  if (all_same) fmt::print("  all kernels identical: any warm-time difference between these artifacts is noise\n");
+}
+
 int run_inspect(const InspectOptions& o, const GlobalOptions& g) {
   if (o.diff && o.paths.size() != 2) throw_error(ErrorKind::usage, "inspect --diff takes exactly two artifacts: OLD NEW");
   if (!o.diff && o.paths.size() != 1) throw_error(ErrorKind::usage, "inspect takes one artifact (or --diff OLD NEW)");
@@ -150,59 +181,29 @@ int run_inspect(const InspectOptions& o, const GlobalOptions& g) {
     const art::Artifact a = parse_with_progress(o.paths[0], progress);
     const art::Selection s = art::select_for_arch(a, t.arch);
     const Verdict v = verdict_for(a, s, o.kernel);
-    if (g.json) {
+    const auto fields = [&] {  // a library's JSON takes a while: made only for --json
       json sj = art::to_json(s, a);
       sj["target_source"] = t.source;
       sj["verdict"] = {{"loads", v.loads}, {"reason", v.reason}, {"kernel", o.kernel.empty() ? json() : json(o.kernel)}};
-      json doc = schema_header("inspect");
-      doc.update(json{{"artifact", art::to_json(a)}, {"selection", std::move(sj)}, {"provenance", std::move(prov)}});
-      fmt::print("{}\n", doc.dump(2));
-    } else {
+      return json{{"artifact", art::to_json(a)}, {"selection", std::move(sj)}, {"provenance", prov}};
+    };
+    print_outcome(g, "inspect", fields, [&] {
       print_artifact(a, &s);
       fmt::print("\ntarget {} ({}): {}\n  {}\n", s.target.str(), t.source, to_string(s.path), s.reason);
       if (v.reason != s.reason) fmt::print("verdict: {} — {}\n", v.loads ? "loads" : "does not load", v.reason);
-    }
+    });
     return v.loads ? kExitPass : kExitFail;
   }
 
   const art::Artifact old_a = parse_with_progress(o.paths[0], progress);
   const art::Artifact new_a = parse_with_progress(o.paths[1], progress);
   const art::ArtifactDiff d = art::diff_artifacts(old_a, new_a, t.arch);
-  if (g.json) {
+  const auto fields = [&] {
     json dj = art::to_json(d);
     dj["target_source"] = t.source;
-    json doc = schema_header("inspect-diff");
-    doc.update(json{{"old", art::to_json(old_a)}, {"new", art::to_json(new_a)}, {"diff", std::move(dj)},
-                    {"provenance", std::move(prov)}});
-    fmt::print("{}\n", doc.dump(2));
-  } else {
-    fmt::print("target {} ({})\n", d.old_selection.target.str(), t.source);
-    fmt::print("  old {}: {} — {}\n", old_a.name, to_string(d.old_selection.path), d.old_selection.reason);
-    fmt::print("  new {}: {} — {}\n", new_a.name, to_string(d.new_selection.path), d.new_selection.reason);
-    if (d.loading_path_worse)
-      fmt::print("  REGRESSION: loading path gets worse ({} -> {}){}\n", to_string(d.old_selection.path),
-                 to_string(d.new_selection.path),
-                 d.new_selection.path == art::LoadPath::ptx_jit
-                     ? ": predicted first-request (cold start) slowdown from load-time PTX JIT"
-                     : ": the new artifact does not load on this target");
-    for (const auto& e : d.entries_removed) fmt::print("  entry removed: {}\n", e);
-    for (const auto& e : d.entries_added) fmt::print("  entry added:   {}\n", e);
-    fmt::print("  {:<32} {:<10} {:>11} {:>13} {:>11}\n", "kernel", "code", "regs", "shared", "local");
-    for (const auto& c : d.kernels) {
-      auto pair = [&](auto get) {
-        const std::string a = c.old_kernel ? std::to_string(get(*c.old_kernel)) : "-";
-        const std::string b = c.new_kernel ? std::to_string(get(*c.new_kernel)) : "-";
-        return a == b ? a : a + "->" + b;
-      };
-      fmt::print("  {:<32} {:<10} {:>11} {:>13} {:>11}\n", c.name, c.status,
-                 pair([](const art::KernelInfo& k) { return k.registers; }),
-                 pair([](const art::KernelInfo& k) { return k.static_shared_bytes; }),
-                 pair([](const art::KernelInfo& k) { return k.local_bytes; }));
-    }
-    bool all_same = !d.kernels.empty();
-    for (const auto& c : d.kernels) all_same = all_same && c.status == "identical";
-    if (all_same) fmt::print("  all kernels identical: any warm-time difference between these artifacts is noise\n");
-  }
+    return json{{"old", art::to_json(old_a)}, {"new", art::to_json(new_a)}, {"diff", std::move(dj)}, {"provenance", prov}};
+  };
+  print_outcome(g, "inspect-diff", fields, [&] { print_diff(d, old_a, new_a, t); });
   return d.loading_path_worse ? kExitFail : kExitPass;
 }
 

@@ -34,8 +34,7 @@ void write_output(const std::string& path, const std::string& text) {
   write_file_atomic(p, text);
 }
 
-int run_report(const ReportArgs& a, const GlobalOptions& g) {
-  const json doc = read_results_document(a.input);
+int run_report(const ReportArgs& a, const json& doc, const GlobalOptions& g) {
   // Everything is rendered before anything is written; the renderers read the document as
   // qualify/compare write it, and a document shaped otherwise is named as the input's fault.
   std::string html, memo;
@@ -55,32 +54,28 @@ int run_report(const ReportArgs& a, const GlobalOptions& g) {
     wrote.push_back(a.md);
   }
   const std::string schema = doc.at("schema").get<std::string>();
-  if (g.json) {
-    json out = schema_header("report");
-    out.update(json{{"input", a.input}, {"input_schema", schema}, {"wrote", wrote}});
-    if (a.html.empty() && a.md.empty()) out["memo"] = memo;
-    print_json(out);
-  } else if (a.html.empty() && a.md.empty()) {
-    fmt::print("{}", memo);
-  } else {
+  const bool memo_to_stdout = a.html.empty() && a.md.empty();
+  json fields{{"input", a.input}, {"input_schema", schema}, {"wrote", wrote}};
+  if (memo_to_stdout) fields["memo"] = memo;
+  print_outcome(g, "report", fields, [&] {
+    if (memo_to_stdout) return fmt::print("{}", memo);
     std::string decision = "?";
     if (doc.contains("verdict") && doc.at("verdict").is_object()) decision = doc.at("verdict").value("decision", std::string("?"));
     fmt::print("kqual report: {} ({}, verdict {}) → {}\n", a.input, schema, decision,
                fmt::join(wrote.get<std::vector<std::string>>(), ", "));
-  }
+  });
   return kExitPass;
 }
 
 }  // namespace
 
 void add_report_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  auto [cmd, a] = add_command<ReportArgs>(
+  auto [cmd, a] = add_results_command<ReportArgs>(
       app, g, exit_code, "report",
       "Render a results.json (from qualify, check, bench or compare) again: --html OUT.html writes one self-contained "
       "page (inline SVG charts and CSS, no script, nothing fetched); --md OUT.md the memo; with neither, the memo goes "
       "to stdout. Exit 2 for a file that is not such a results document (nothing is written). docs/report.md",
       run_report);
-  add_results_argument(cmd, a->input);
   cmd->add_option("--html", a->html, "Write the HTML page here (written atomically)");
   cmd->add_option("--md", a->md, "Write the Markdown memo here (written atomically)");
 }
