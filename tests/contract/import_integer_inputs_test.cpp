@@ -205,5 +205,24 @@ TEST(import_generator, AnIndexWrittenThroughIsUniqueAndItsAxisLargeEnough) {
   }
 }
 
+// run() stating an axis from another tensor's dim (flashinfer-trace's paged prefill Definitions: batch_size =
+// len_indptr - 1 in run(), no constraint saying so): the equality is added, so no case hands run() a
+// kv_last_page_len shorter than the segments it indexes.
+TEST(import_generator, AnAxisRunStatesFromAShapeIsTiedToIt) {
+  Imported im(def_text("stated_batch",
+                       R"("x": {"shape": ["t", "h"], "dtype": "float32"}, "indptr": {"shape": ["len_indptr"], "dtype": "int32"}, "lens": {"shape": ["batch_size"], "dtype": "float32"})",
+                       R"("y": {"shape": ["t", "h"], "dtype": "float32"})",
+                       "import torch\n\ndef run(x, indptr, lens):\n    len_indptr = indptr.shape[0]\n    batch_size = len_indptr - 1\n"
+                       "    y = x.clone()\n    for b in range(batch_size):\n        y[int(indptr[b]):int(indptr[b + 1])] *= float(lens[b])\n"
+                       "    return y\n",
+                       R"("t": {"type": "var"}, "len_indptr": {"type": "var"}, "batch_size": {"type": "var"}, "h": {"type": "const", "value": 8})",
+                       R"J(["t == indptr[-1].item()"])J"),
+              "stated_batch");
+  ASSERT_EQ(im.error, "");
+  EXPECT_TRUE(im.has_note("run() states batch_size from indptr's shape (line 5): the constraint \"batch_size == len_indptr - 1\" added"));
+  EXPECT_NE(im.r.contract_toml.find("[axes.batch_size]\nexpr = \"len_indptr - 1\""), std::string::npos) << im.r.contract_toml;
+  EXPECT_NE(im.r.contract_toml.find("values = { dist = \"offsets\", axis = \"t\" }"), std::string::npos) << im.r.contract_toml;
+}
+
 }  // namespace
 }  // namespace kqual::contract

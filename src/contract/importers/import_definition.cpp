@@ -431,17 +431,12 @@ std::vector<std::string> definition_bench_shapes(const Workloads& workloads, con
 
 // The integer inputs' sources: run()'s uses of them (one static read for all), the input generator
 // when the Definition names one its reference defines, and the inputs its workloads mark custom.
-IntegerSources integer_sources(const json& def, const Workloads& workloads, const std::string& inputs_maker) {
+IntegerSources integer_sources(const json& def, const detail::DefinitionRewrite& rw, const Workloads& workloads, const std::string& inputs_maker) {
   IntegerSources s;
   s.def = &def;
-  std::vector<std::string> ints, tensors;
-  for (const auto& [tn, spec] : def["inputs"].items()) {
-    if (!spec.contains("shape") || spec["shape"].is_null()) continue;
-    const std::string dt = spec.contains("dtype") && spec["dtype"].is_string() ? spec["dtype"].get<std::string>() : "";
-    (dt == "int32" || dt == "int64" || dt == "uint32" ? ints : tensors).push_back(tn);
-  }
+  s.uses = rw.index_uses;  // read with the rewrite (import_integer_inputs.cpp)
+  s.why_no_read = rw.why_no_read;
   const std::string source = def["reference"].get<std::string>();
-  s.uses = detail::read_index_uses(source, "run", ints, tensors, s.why_no_read);
   if (detail::is_plain_name(inputs_maker) && source.find("def " + inputs_maker + "(") != std::string::npos) s.entrypoint = inputs_maker;
   for (const auto& w : workloads) {
     const json& b = workload_body(w);
@@ -491,7 +486,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     << toml_quoted(in.string_or(def, "", "description", "imported Definition " + def_name)) << "\n";
   t << "POLICY_TEXT\nDETERMINISM\nMAX_CASE_ELEMENTS\n";
   Axes axes_read = translate_axes(f, in, def, sized, t, r.notes);
-  IntegerSources ints = integer_sources(def, workloads, inputs_maker);
+  IntegerSources ints = integer_sources(def, rw, workloads, inputs_maker);
   DefTensorsRead tensors_read = definition_tensors(o, in, def, workloads, axes_read, rw, ints, t);
   r.notes.insert(r.notes.end(), tensors_read.notes.begin(), tensors_read.notes.end());
   for (const auto& [c, e] : axes_read.constraints)  // parsed with the axes

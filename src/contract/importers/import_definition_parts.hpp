@@ -21,6 +21,16 @@ struct DefTensor {
   std::vector<std::string> shape;  // axis names, outermost first
 };
 
+// Where run() uses an integer input's values: as an index into (how "index") or a slice stop along
+// ("stop") dim `dim` of input `tensor`; `written` when the subscript is assigned to (line: run()'s).
+struct IndexUse {
+  std::string tensor;
+  int dim = 0;
+  std::string how;
+  bool written = false;
+  int line = 0;
+};
+
 // What a Definition says that a declared contract holds another way, rewritten in the Definition
 // before the translation reads it (import_definition_rewrite.cpp).
 struct DefinitionRewrite {
@@ -30,6 +40,9 @@ struct DefinitionRewrite {
   // An integer input a constraint reads the last value of (`total_q == qo_indptr[-1].item()`): its
   // values are offsets ending at that axis (the constraint, removed from the constraints).
   std::map<std::string, std::string> offsets_of, offsets_constraint;
+  // run()'s uses of the integer inputs' values (read_index_uses), and why they could not be read.
+  std::map<std::string, std::vector<IndexUse>> index_uses;
+  std::string why_no_read;
   std::vector<std::string> notes;
 };
 
@@ -53,23 +66,17 @@ std::string kqual_expr_text(std::string text);
 // A constraint "AXIS == T[-1].item()" (either side, with or without .item()) with T a 1-D int32,
 // int64 or uint32 input: T holds offsets (0 first, never decreasing) ending at AXIS, recorded in
 // rw.offsets_of and removed from the constraints (the values declare it; kqual checks every case).
+// Also reads run() once (read_index_uses) into rw.index_uses, and adds the constraint run() states
+// tying a var axis to another tensor's dim (`batch_size = int(qo_indptr.shape[0]) - 1`).
 void value_constraints(json& def, DefinitionRewrite& rw);
 
-// Where run() uses an integer input's values: as an index into (how "index") or a slice stop along
-// ("stop") dim `dim` of input `tensor`; `written` when the subscript is assigned to (line: run()'s).
-struct IndexUse {
-  std::string tensor;
-  int dim = 0;
-  std::string how;
-  bool written = false;
-  int line = 0;
-};
 // A static read of run()'s source by Python's own parser (kqual's reference interpreter): for each of
-// `ints`, its uses on `tensors` (the other tensor inputs). Empty with `why_not` set when the read
-// cannot run (no Python, a source that does not parse).
+// `ints`, its uses on `tensors` (the other tensor inputs); `relations`: run()'s assignments of one of
+// `axes` from a tensor's dim plus a constant. Empty with `why_not` set when the read cannot run (no
+// Python, a source that does not parse).
 std::map<std::string, std::vector<IndexUse>> read_index_uses(const std::string& source, const std::string& function,
                                                              const std::vector<std::string>& ints, const std::vector<std::string>& tensors,
-                                                             std::string& why_not);
+                                                             const std::vector<std::string>& axes, std::string& why_not, json& relations);
 
 // The `values` of an integer input (int32, int64, uint32), a comment and a note: offsets from a
 // constraint (rw), else indices into the axis run() indexes with it (unique when it writes through

@@ -102,8 +102,37 @@ def main():
                 if i:
                     note(i, base[0], k, "index", id(node) in written, node.lineno)
     return uses
+def relations():
+    # run() stating an axis from another tensor's dim: `batch_size = int(qo_indptr.shape[0]) - 1`.
+    tree = ast.parse(cfg["source"])
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == cfg["function"]), None)
+    def shape_read(e):  # T.shape[k], int(T.shape[k]): (T, k)
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "int" and len(e.args) == 1:
+            e = e.args[0]
+        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) and e.value.attr == "shape" \
+                and isinstance(e.value.value, ast.Name) and isinstance(e.slice, ast.Constant) and isinstance(e.slice.value, int):
+            return (e.value.value.id, e.slice.value)
+        return None
+    out, shapes = [], {}
+    for node in (ast.walk(fn) if fn else []):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        x, e, c = node.targets[0].id, node.value, 0
+        if shape_read(e):
+            shapes[x] = shape_read(e)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)) and isinstance(e.right, ast.Constant) \
+                and isinstance(e.right.value, int):
+            c, e = (e.right.value if isinstance(e.op, ast.Add) else -e.right.value), e.left
+        if x not in cfg["axes"]:
+            continue
+        read = shape_read(e) or (shapes.get(e.id) if isinstance(e, ast.Name) else None)
+        if read:
+            out.append({"axis": x, "tensor": read[0], "dim": read[1], "plus": c, "line": node.lineno})
+        elif isinstance(e, ast.Name) and e.id in cfg["axes"] and c != 0:
+            out.append({"axis": x, "other_axis": e.id, "plus": c, "line": node.lineno})
+    return out
 try:
-    print(json.dumps({"ok": True, "uses": main()}))
+    print(json.dumps({"ok": True, "uses": main(), "relations": relations()}))
 except SyntaxError as e:
     print(json.dumps({"ok": False, "error": "run() does not parse as Python: %s" % e}))
 )PY";
@@ -116,8 +145,62 @@ std::string trimmed(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// run()'s statements of an axis as another tensor's dim plus a constant (`batch_size =
+// int(qo_indptr.shape[0]) - 1`), where the two are different var axes no constraint ties: written as
+// that equality constraint (equality_axes makes one of them derived), so no case gives run() a
+// batch_size its indexing goes past.
+void relation_constraints(json& def, const json& relations, DefinitionRewrite& rw) {
+  auto is_var = [&](const std::string& a) {
+    return def["axes"].contains(a) && def["axes"][a].is_object() && def["axes"][a].value("type", "") == "var";
+  };
+  for (const auto& r : relations) {
+    const std::string x = r.at("axis").get<std::string>();
+    std::string l, from;  // the other axis, and where run() read it
+    if (r.contains("other_axis")) {
+      l = r.at("other_axis").get<std::string>();
+      from = "axis " + l;
+    } else {
+      const std::string tn = r.at("tensor").get<std::string>();
+      const json* spec = nullptr;
+      for (const char* group : {"inputs", "outputs"})
+        if (def[group].contains(tn)) spec = &def[group][tn];
+      const int dim = r.at("dim").get<int>();
+      if (!spec || !spec->contains("shape") || !(*spec)["shape"].is_array() || dim < 0 || dim >= int((*spec)["shape"].size()) ||
+          !(*spec)["shape"][std::size_t(dim)].is_string())
+        continue;
+      l = (*spec)["shape"][std::size_t(dim)].get<std::string>();
+      from = tn + "'s shape";
+    }
+    if (l == x || !is_var(x) || !is_var(l)) continue;
+    bool tied = false;  // a constraint already relating the two
+    for (const auto& c : def["constraints"])
+      if (c.is_string() && c.get<std::string>().find(x) != std::string::npos && c.get<std::string>().find(l) != std::string::npos) tied = true;
+    if (tied) continue;
+    const std::int64_t plus = r.at("plus").get<std::int64_t>();
+    const std::string text = plus == 0 ? fmt::format("{} == {}", x, l) : fmt::format("{} == {} {} {}", x, l, plus > 0 ? "+" : "-", std::llabs(plus));
+    def["constraints"].push_back(text);
+    rw.notes.push_back(fmt::format("run() states {} from {} (line {}): the constraint \"{}\" added", x, from, r.at("line").get<int>(), text));
+  }
+}
+
+}  // namespace
+
 void value_constraints(json& def, DefinitionRewrite& rw) {
-  if (!def.contains("constraints") || !def["constraints"].is_array()) return;
+  // run()'s uses of the integer inputs and its statements of axes (one static read for both).
+  std::vector<std::string> ints, tensors, axes;
+  for (const auto& [tn, spec] : def["inputs"].items()) {
+    if (!spec.is_object() || !spec.contains("shape") || spec["shape"].is_null()) continue;
+    const std::string dt = spec.contains("dtype") && spec["dtype"].is_string() ? spec["dtype"].get<std::string>() : "";
+    (dt == "int32" || dt == "int64" || dt == "uint32" ? ints : tensors).push_back(tn);
+  }
+  for (const auto& [an, a] : def["axes"].items()) axes.push_back(an);
+  json relations = json::array();
+  if (def["reference"].is_string())
+    rw.index_uses = read_index_uses(def["reference"].get<std::string>(), "run", ints, tensors, axes, rw.why_no_read, relations);
+  if (!def.contains("constraints") || !def["constraints"].is_array()) def["constraints"] = json::array();
+  relation_constraints(def, relations, rw);
   // AXIS == T[-1].item() (or T[-1] == AXIS): a 1-D integer input whose last value is the axis.
   static const std::regex last(R"(^([A-Za-z_][A-Za-z0-9_]*)\[\s*-1\s*\](\.item\(\))?$)");
   json kept = json::array();
@@ -152,9 +235,8 @@ void value_constraints(json& def, DefinitionRewrite& rw) {
 
 std::map<std::string, std::vector<IndexUse>> read_index_uses(const std::string& source, const std::string& function,
                                                              const std::vector<std::string>& ints, const std::vector<std::string>& tensors,
-                                                             std::string& why_not) {
+                                                             const std::vector<std::string>& axes, std::string& why_not, json& relations) {
   std::map<std::string, std::vector<IndexUse>> out;
-  if (ints.empty()) return out;
   std::string py;
   try {
     py = reference_python();
@@ -162,7 +244,7 @@ std::map<std::string, std::vector<IndexUse>> read_index_uses(const std::string& 
     why_not = e.what();
     return out;
   }
-  const json cfg{{"source", source}, {"function", function}, {"ints", ints}, {"tensors", tensors}};
+  const json cfg{{"source", source}, {"function", function}, {"ints", ints}, {"tensors", tensors}, {"axes", axes}};
   const ProcessResult r = run_process(py, {"-c", kIndexRead, cfg.dump()}, {}, {}, 60);
   json j = json::parse(r.out, nullptr, false);
   if (!r.exited || r.exit_code != 0 || j.is_discarded() || !j.is_object()) {
@@ -173,6 +255,7 @@ std::map<std::string, std::vector<IndexUse>> read_index_uses(const std::string& 
     why_not = j.value("error", std::string("?"));
     return out;
   }
+  relations = j.value("relations", json::array());
   for (const auto& [name, list] : j["uses"].items())
     for (const auto& u : list)
       out[name].push_back({u.at("tensor").get<std::string>(), u.at("dim").get<int>(), u.at("how").get<std::string>(),
