@@ -9,8 +9,9 @@
 
 namespace kqual::contract::declared {
 
-const char* reference_driver_source() {
-  return R"PY(
+namespace {
+
+constexpr const char* kDriver = R"PY(
 import sys, json, inspect, importlib.util, random, traceback
 def reply(o):
     sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
@@ -162,6 +163,9 @@ for line in sys.stdin:
     except BaseException as e:
         reply(failure(e))
 )PY";
-}
+
+}  // namespace
+
+const char* reference_driver_source() { return kDriver; }
 
 }  // namespace kqual::contract::declared
