@@ -98,6 +98,17 @@ void write_file_atomic(const fs::path& p, const std::string& text) {
   }
 }
 
+std::vector<std::string> split_path_list(std::string_view list) {
+  std::vector<std::string> items;
+  for (std::size_t b = 0; b <= list.size();) {
+    std::size_t e = list.find(':', b);
+    if (e == std::string_view::npos) e = list.size();
+    if (e > b) items.emplace_back(list.substr(b, e - b));
+    b = e + 1;
+  }
+  return items;
+}
+
 std::string read_text_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) throw_error(ErrorKind::io, fmt::format("cannot read '{}'", p.string()));

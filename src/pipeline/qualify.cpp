@@ -31,16 +31,8 @@ std::optional<fs::path> find_bundled(const std::string& name, const fs::path& hi
 
 std::vector<fs::path> baseline_roots(const std::vector<fs::path>& user_dirs) {
   std::vector<fs::path> roots = user_dirs;
-  if (const char* env = std::getenv("KQUAL_BASELINES")) {
-    const std::string s = env;
-    std::size_t b = 0;
-    while (b <= s.size()) {
-      std::size_t e = s.find(':', b);
-      if (e == std::string::npos) e = s.size();
-      if (e > b) roots.push_back(s.substr(b, e - b));
-      b = e + 1;
-    }
-  }
+  if (const char* env = std::getenv("KQUAL_BASELINES"))
+    for (const std::string& d : split_path_list(env)) roots.push_back(d);
   if (auto p = find_bundled("baselines", {})) roots.push_back(*p);  // no hint: never the candidate's tree
   return roots;
 }

@@ -18,15 +18,8 @@ std::optional<std::string> find_compute_sanitizer() {
     throw_error(ErrorKind::input, fmt::format("KQUAL_COMPUTE_SANITIZER={} is not an executable file", e));
   }
   std::vector<fs::path> dirs;
-  if (const char* path = std::getenv("PATH")) {
-    std::string p = path;
-    for (std::size_t pos = 0; pos <= p.size();) {
-      std::size_t end = p.find(':', pos);
-      if (end == std::string::npos) end = p.size();
-      if (end > pos) dirs.emplace_back(p.substr(pos, end - pos));
-      pos = end + 1;
-    }
-  }
+  if (const char* path = std::getenv("PATH"))
+    for (const std::string& d : split_path_list(path)) dirs.emplace_back(d);
   for (const char* d : {"/usr/local/cuda/bin", "/usr/local/cuda/compute-sanitizer", "/opt/nvidia/compute-sanitizer"})
     dirs.emplace_back(d);
   for (const auto& d : dirs)

@@ -1,10 +1,27 @@
 // One naming scheme for every JSON document: "kqual.<command>/<version>".
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "kqual/core/json.hpp"
 
 namespace kqual {
 namespace {
+
+struct Sample {
+  std::string name;
+  int count = 0;
+  double share = 0;
+  std::vector<std::string> steps;
+  int unwritten = 0;
+};
+KQUAL_DEFINE_TO_JSON(Sample, name, share, count, steps)
+
+TEST(DefineToJson, TheMembersListedUnderTheirNamesInThatOrder) {
+  const json j = to_json(Sample{"a", 3, 0.5, {"x", "y"}, 7});
+  EXPECT_EQ(j.dump(), R"({"name":"a","share":0.5,"count":3,"steps":["x","y"]})");
+}
 
 TEST(SchemaName, CommandAndVersion) {
   EXPECT_EQ(schema_name("qualify"), "kqual.qualify/" + std::to_string(kJsonSchemaVersion));

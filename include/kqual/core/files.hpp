@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace kqual {
 
@@ -26,6 +28,10 @@ class MappedFile {
   std::uint8_t* data_ = nullptr;
   std::size_t size_ = 0;
 };
+
+// The folders of a ':'-separated list ($PATH, $KQUAL_BASELINES, $KQUAL_CONTRACTS), in order, empty
+// items dropped: "a::b:" gives a, b.
+std::vector<std::string> split_path_list(std::string_view list);
 
 void write_file(const std::filesystem::path& p, const void* data, std::size_t bytes);
 // Write to <p>.tmp then rename, so a crash never leaves a half-written result behind.
