@@ -61,9 +61,9 @@ json time_reference(const contract::Contract& c, std::int64_t elements, contract
   cs.id = fmt::format("{}/{}/base (timing)", to_string(cs.dtype), contract::format_dims(cs.dims));
   using clk = std::chrono::steady_clock;
   auto ms = [](clk::time_point a, clk::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-  (void)c.reference(c.make_case(c.correctness_cases(wide, 1, false).front()), host);  // the process started, the check done
+  (void)c.reference(c.make_case_in(c.correctness_cases(wide, 1, false).front(), host), host);  // the process started, the check done
   const auto t0 = clk::now();
-  contract::CaseData d = c.make_case(cs);
+  contract::CaseData d = c.make_case_in(cs, host);  // a [generator] runs in the started process
   const auto t1 = clk::now();
   auto want = c.reference(d, host);
   const auto t2 = clk::now();
@@ -94,7 +94,7 @@ int run_contracts(const ContractsOptions& o, const GlobalOptions& g) {
         wide.max_n = contract::kUnlimited;
         auto cases = c.correctness_cases(wide, 1, false);
         if (cases.empty()) throw_error(ErrorKind::input, fmt::format("{}: no correctness case can be generated", f.string()));
-        (void)c.reference(c.make_case(cases.front()), host);  // the non-triviality check runs first
+        (void)c.reference(c.make_case_in(cases.front(), host), host);  // the non-triviality check runs first
         j["verified"] = fmt::format("reference ran on {} ({} cases for the widest claims)", cases.front().id, cases.size());
       }
       if (o.time_elements > 0) j["timing"] = time_reference(c, o.time_elements, host);
