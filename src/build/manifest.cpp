@@ -9,6 +9,7 @@
 
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/core/toml_read.hpp"
 #include "kqual/cuda/library.hpp"
 
 namespace kqual::build {
@@ -74,24 +75,7 @@ std::vector<std::string> Manifest::kernel_names(DType t) const {
 
 namespace {
 
-class Ctx {
- public:
-  explicit Ctx(fs::path f) : file_(std::move(f)) {}
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw_error(ErrorKind::input, fmt::format("{}: {}: {}", file_.string(), key, what));
-  }
-  const fs::path& file() const { return file_; }
-
- private:
-  fs::path file_;
-};
-
-std::string value_text(const toml::node& n) {
-  std::ostringstream os;
-  n.visit([&](auto&& v) { os << v; });
-  if (n.is_string()) return "\"" + os.str() + "\"";
-  return os.str();
-}
+using Ctx = TomlContext;  // every error names the manifest, the key and what is wrong
 
 std::string get_string(const Ctx& cx, const toml::table& t, const std::string& table_name, const std::string& key,
                        bool required, const std::string& def = {}) {
@@ -101,7 +85,7 @@ std::string get_string(const Ctx& cx, const toml::table& t, const std::string& t
     if (required) cx.fail(full, "missing (required)");
     return def;
   }
-  if (!n->is_string()) cx.fail(full, fmt::format("expected a string, got {}", value_text(*n)));
+  if (!n->is_string()) cx.fail(full, fmt::format("expected a string, got {}", toml_value_text(*n)));
   return std::string(*n->value<std::string>());
 }
 
@@ -121,7 +105,7 @@ Expr get_expr(const Ctx& cx, const toml::node* n, const std::string& key, const 
       cx.fail(key, err.what());
     }
   } else {
-    cx.fail(key, fmt::format("expected an integer or an expression string, got {}", value_text(*n)));
+    cx.fail(key, fmt::format("expected an integer or an expression string, got {}", toml_value_text(*n)));
   }
   for (const auto& v : e.variables())
     if (std::find(names.begin(), names.end(), v) == names.end())
@@ -141,15 +125,6 @@ std::array<Expr, 3> get_dim3(const Ctx& cx, const toml::node* n, const std::stri
     out[0] = get_expr(cx, n, key, names);
   }
   return out;
-}
-
-void check_keys(const Ctx& cx, const toml::table& t, const std::string& where, std::initializer_list<const char*> allowed) {
-  for (const auto& [k, v] : t) {
-    bool ok = false;
-    for (const char* a : allowed) ok |= k.str() == a;
-    if (!ok) cx.fail(where.empty() ? std::string(k.str()) : where + "." + std::string(k.str()),
-                     fmt::format("unknown key (allowed here: {})", fmt::join(allowed, ", ")));
-  }
 }
 
 // library = "cub.exclusive_sum<{T}>": a known routine, for every claimed dtype.
@@ -311,7 +286,7 @@ void parse_candidate_table(Ctx& cx, const toml::table& root, Manifest& m) {
   if (!m.source.empty() && !m.image.empty())
     cx.fail("candidate", fmt::format("give either source (compiled by kqual) or image (prebuilt), not both: source = {}, "
                                      "image = {}",
-                                     value_text(*cand->get("source")), value_text(*cand->get("image"))));
+                                     toml_value_text(*cand->get("source")), toml_value_text(*cand->get("image"))));
   const std::string compiler = get_string(cx, *cand, "candidate", "compiler", false, "nvrtc");
   if (compiler == "nvcc")
     m.compiler = Compiler::nvcc;
@@ -330,7 +305,7 @@ void parse_candidate_table(Ctx& cx, const toml::table& root, Manifest& m) {
     const toml::node* o = cand->get(key);
     if (!o) return;
     const auto* arr = o->as_array();
-    if (!arr) cx.fail(fmt::format("candidate.{}", key), fmt::format("expected an array of strings, got {}", value_text(*o)));
+    if (!arr) cx.fail(fmt::format("candidate.{}", key), fmt::format("expected an array of strings, got {}", toml_value_text(*o)));
     for (std::size_t i = 0; i < arr->size(); ++i) {
       const auto* s = arr->get(i)->as_string();
       if (!s) cx.fail(fmt::format("candidate.{}[{}]", key, i), "expected a string");
@@ -374,20 +349,20 @@ void parse_supports(Ctx& cx, const toml::table& root, const contract::Contract& 
   if (const toml::node* a = sup->get("min_alignment_bytes")) {
     auto v = a->value<std::int64_t>();
     if (!a->is_integer() || !v || *v < 1 || (*v & (*v - 1)) != 0)
-      cx.fail("supports.min_alignment_bytes", fmt::format("expected a power of two >= 1, got {}", value_text(*a)));
+      cx.fail("supports.min_alignment_bytes", fmt::format("expected a power of two >= 1, got {}", toml_value_text(*a)));
     m.supports.min_alignment_bytes = *v;
   }
   if (const toml::node* a = sup->get("max_n")) {
     auto v = a->value<std::int64_t>();
-    if (!a->is_integer() || !v || *v < 1) cx.fail("supports.max_n", fmt::format("expected an integer >= 1, got {}", value_text(*a)));
+    if (!a->is_integer() || !v || *v < 1) cx.fail("supports.max_n", fmt::format("expected an integer >= 1, got {}", toml_value_text(*a)));
     m.supports.max_n = *v;
   }
   if (const toml::node* a = sup->get("in_place")) {
-    if (!a->is_boolean()) cx.fail("supports.in_place", fmt::format("expected true or false, got {}", value_text(*a)));
+    if (!a->is_boolean()) cx.fail("supports.in_place", fmt::format("expected true or false, got {}", toml_value_text(*a)));
     m.supports.in_place = *a->value<bool>();
   }
   if (const toml::node* a = sup->get("deterministic")) {
-    if (!a->is_boolean()) cx.fail("supports.deterministic", fmt::format("expected true or false, got {}", value_text(*a)));
+    if (!a->is_boolean()) cx.fail("supports.deterministic", fmt::format("expected true or false, got {}", toml_value_text(*a)));
     m.supports.deterministic = *a->value<bool>();
     // A manifest may tighten the contract's run-to-run rule (true: a difference between two runs is a
     // rejection), never loosen it: a contract that requires bitwise reproducibility states why, and a
@@ -500,7 +475,7 @@ void parse_expect(Ctx& cx, const toml::table& root, Manifest& m) {
     // the allocator hands back an address it has seen, in timing otherwise).
     if (const toml::node* o = t->get("or_rejected_for")) {
       const auto* arr = o->as_array();
-      if (!arr) cx.fail("expect.or_rejected_for", fmt::format("expected an array of strings, got {}", value_text(*o)));
+      if (!arr) cx.fail("expect.or_rejected_for", fmt::format("expected an array of strings, got {}", toml_value_text(*o)));
       for (std::size_t i = 0; i < arr->size(); ++i) {
         const auto* x = arr->get(i)->as_string();
         if (!x) cx.fail(fmt::format("expect.or_rejected_for[{}]", i), "expected a string");
@@ -510,7 +485,7 @@ void parse_expect(Ctx& cx, const toml::table& root, Manifest& m) {
     // kqual selftest hands this candidate the address of kqual's output hash slots (a stand-in for
     // a kernel that found kqual's memory); only known-broken candidates may ask.
     if (const toml::node* g = t->get("given_hash_slots")) {
-      if (!g->is_boolean()) cx.fail("expect.given_hash_slots", fmt::format("expected true or false, got {}", value_text(*g)));
+      if (!g->is_boolean()) cx.fail("expect.given_hash_slots", fmt::format("expected true or false, got {}", toml_value_text(*g)));
       m.expect_given_hash_slots = g->as_boolean()->get();
     }
   }
