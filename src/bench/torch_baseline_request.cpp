@@ -75,6 +75,19 @@ std::string torch_hello_blocker(const json& hello, const TorchOperation& op) {
   return "";
 }
 
+std::vector<std::int64_t> axis_sizes(const contract::Contract& c, const std::string& tensor, const std::vector<std::string>& axes,
+                                     const contract::Dims& dims) {
+  std::vector<std::int64_t> sizes;
+  for (const auto& a : axes) {
+    auto it = dims.find(a);
+    if (it == dims.end())
+      throw_error(ErrorKind::internal, fmt::format("{}: tensor '{}' has axis '{}', which the dims {} lack", c.name(), tensor, a,
+                                                   contract::format_dims(dims)));
+    sizes.push_back(it->second);
+  }
+  return sizes;
+}
+
 namespace {
 
 // A tensor's shape: the contract's domain for a built-in, the reference's declared axes otherwise.
@@ -86,17 +99,9 @@ json torch_tensor_shape(const contract::Contract& c, const TorchOperation& op, c
     for (const auto& t : c.domain().tensors)
       if (t.name == tensor) axes = t.shape;
   }
-  json shape = json::array();
-  for (const auto& a : axes) {
-    auto it = dims.find(a);
-    if (it == dims.end())
-      throw_error(ErrorKind::internal, fmt::format("{}: tensor '{}' has axis '{}', which the dims {} lack", c.name(), tensor, a,
-                                                   contract::format_dims(dims)));
-    shape.push_back(it->second);
-  }
-  if (shape.empty() && !op.reference)
+  if (axes.empty() && !op.reference)
     throw_error(ErrorKind::internal, fmt::format("{}: no tensor '{}' in the contract's domain", c.name(), tensor));
-  return shape;
+  return axis_sizes(c, tensor, axes, dims);
 }
 
 json torch_tensor_json(const contract::Contract& c, const TorchOperation& op, const TorchTensorFiles& f, const contract::Dims& dims,

@@ -36,15 +36,7 @@ std::vector<std::int64_t> tensor_shape(const contract::Contract& c, const std::s
         found = true;
       }
   if (!found) throw_error(ErrorKind::internal, fmt::format("{}: no tensor '{}' in the contract", c.name(), tensor));
-  std::vector<std::int64_t> shape;
-  for (const auto& a : axes) {
-    auto it = dims.find(a);
-    if (it == dims.end())
-      throw_error(ErrorKind::internal, fmt::format("{}: tensor '{}' has axis '{}', which the dims {} lack", c.name(), tensor, a,
-                                                   contract::format_dims(dims)));
-    shape.push_back(it->second);
-  }
-  return shape;
+  return axis_sizes(c, tensor, axes, dims);
 }
 
 std::string SubmissionCheck::summary() const {

@@ -14,6 +14,7 @@
 // startup cost. The fidelity path times the candidate's own cubin through the PyTorch worker's path
 // (time_cubin_through_torch): the two paths must agree on the same kernel.
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -75,6 +76,10 @@ struct TorchTensorFiles {
   std::string name;
   std::filesystem::path a, b;
 };
+// The size of each axis of `tensor` under `dims`, outermost first: Error(internal) naming the contract,
+// the tensor and an axis `dims` lacks. What the PyTorch requests (baselines and submissions) give as a shape.
+std::vector<std::int64_t> axis_sizes(const contract::Contract& c, const std::string& tensor, const std::vector<std::string>& axes,
+                                     const contract::Dims& dims);
 // The fields every implementation's request shares at one shape: the op ("builtin": the contract's
 // name, or the reference's scalars), each tensor's dtype (the contract's, for case dtype t) and shape
 // (the contract's dims, outermost first), the dataset files, and the timing rules of `o` (flush,
