@@ -188,12 +188,9 @@ bool same_values(const RefOutput& a, const RefOutput& b, std::size_t& at) {
 
 }  // namespace
 
-bool has_generated_inputs(const Spec& s) { return s.generator.has_value(); }
-
 std::uint32_t generator_seed(std::uint64_t case_seed) { return std::uint32_t(mix_seed(case_seed, 0x67656e) >> 32); }
 
-std::string generated_values_violation(const Spec& s, const TensorDef& td, DType d, const RefOutput& values, const Dims& dims) {
-  (void)s;
+std::string generated_values_violation(const TensorDef& td, DType d, const RefOutput& values, const Dims& dims) {
   const bool integer = is_integral(d);
   std::vector<double> x;
   if (integer) {
@@ -232,7 +229,7 @@ void fill_generated(const Spec& s, PythonReference& py, const CaseSpec& spec, co
     const TensorDef* td = s.tensor(t.name);
     if (!td->values.generated) continue;
     const RefOutput& v = got.at(t.name);
-    if (const std::string why = generated_values_violation(s, *td, t.dtype, v, dims); !why.empty())
+    if (const std::string why = generated_values_violation(*td, t.dtype, v, dims); !why.empty())
       throw_error(ErrorKind::input, fmt::format("contract {}: generator {}:{} on case {} (seed {}): input '{}' breaks its declared values: {}",
                                                 s.file.string(), s.generator->file.filename().string(), s.generator->function, spec.id,
                                                 seed, t.name, why));

@@ -14,9 +14,6 @@
 
 namespace kqual::contract::declared {
 
-// Whether any input of s takes its values from the generator.
-bool has_generated_inputs(const Spec& s);
-
 // The seed a case's generator call gets (its `seed` parameter and the global generators): 32 bits,
 // as NumPy's np.random.seed takes, mixed from the case seed.
 std::uint32_t generator_seed(std::uint64_t case_seed);
@@ -24,7 +21,7 @@ std::uint32_t generator_seed(std::uint64_t case_seed);
 // Why generated values break what tensor `td` (at dtype d) declares, at axes `dims`: "" when they
 // hold it. `values`: as the generator gave them (integers in i, floats in f); floats are judged as
 // stored in d (a value past d's range is refused, not turned into Inf).
-std::string generated_values_violation(const Spec& s, const TensorDef& td, DType d, const RefOutput& values, const Dims& dims);
+std::string generated_values_violation(const TensorDef& td, DType d, const RefOutput& values, const Dims& dims);
 
 // Replaces the bytes of every generated input in `inputs` (generate_inputs leaves them zero) with the
 // generator's values for this case, each checked (generated_values_violation). `seed`: the call's
