@@ -39,7 +39,7 @@ void add_unique_constraints(Spec& s) {
 }
 
 // The structure a generated input declares must make sense at its dtype in every dtype row.
-void check_generated_dtype(const Ctx& cx, const Spec& s, const TensorDef& td) {
+void check_generated_dtype(const TomlContext& cx, const Spec& s, const TensorDef& td) {
   const std::string where = "tensors." + td.name + ".values";
   std::vector<DType> dts;
   if (td.dtype) dts.push_back(*td.dtype);
@@ -59,7 +59,7 @@ void check_generated_dtype(const Ctx& cx, const Spec& s, const TensorDef& td) {
 
 }  // namespace
 
-void read_generator(const Ctx& cx, const toml::table& root, Spec& s) {
+void read_generator(const TomlContext& cx, const toml::table& root, Spec& s) {
   std::vector<const TensorDef*> generated;
   for (const auto& td : s.tensors)
     if (td.role == Role::input && td.values.generated) generated.push_back(&td);

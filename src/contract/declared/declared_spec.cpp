@@ -86,7 +86,7 @@ std::string Spec::violated(const Dims& all) const {
 }
 namespace {
 
-void spec_contract_table(const Ctx& cx, const toml::table& root, Spec& s) {
+void spec_contract_table(const TomlContext& cx, const toml::table& root, Spec& s) {
   const toml::table& c = table_at(cx, root.get("contract"), "contract");
   check_keys(cx, c, "contract", {"name", "summary", "policy", "deterministic", "deterministic_reason", "max_case_elements"});
   s.name = str(cx, c, "contract", "name", true);
@@ -102,19 +102,19 @@ void spec_contract_table(const Ctx& cx, const toml::table& root, Spec& s) {
 }
 
 // A variable axis: range, hints, multiple_of, power_of_two, base and large.
-void spec_variable_axis(const Ctx& cx, const toml::table& t, const std::string& where, const toml::node& r, Axis& a) {
+void spec_variable_axis(const TomlContext& cx, const toml::table& t, const std::string& where, const toml::node& r, Axis& a) {
   const auto* arr = r.as_array();
   if (!arr || arr->size() != 2 || !arr->get(0)->is_integer() || !arr->get(1)->is_integer())
-    cx.fail(where + ".range", fmt::format("expected [min, max] integers, got {}", text_of(r)));
+    cx.fail(where + ".range", fmt::format("expected [min, max] integers, got {}", toml_value_text(r)));
   a.min = *arr->get(0)->value<std::int64_t>();
   a.max = *arr->get(1)->value<std::int64_t>();
   if (a.min < 1 || a.max < a.min) cx.fail(where + ".range", fmt::format("[{}, {}]: need 1 <= min <= max", a.min, a.max));
   if (const toml::node* h = t.get("hints")) {
     const auto* ha = h->as_array();
-    if (!ha) cx.fail(where + ".hints", fmt::format("expected an array of integers, got {}", text_of(*h)));
+    if (!ha) cx.fail(where + ".hints", fmt::format("expected an array of integers, got {}", toml_value_text(*h)));
     for (std::size_t i = 0; i < ha->size(); ++i) {
       if (!ha->get(i)->is_integer() || *ha->get(i)->value<std::int64_t>() < 1)
-        cx.fail(fmt::format("{}.hints[{}]", where, i), fmt::format("expected a positive integer, got {}", text_of(*ha->get(i))));
+        cx.fail(fmt::format("{}.hints[{}]", where, i), fmt::format("expected a positive integer, got {}", toml_value_text(*ha->get(i))));
       a.hints.push_back(*ha->get(i)->value<std::int64_t>());
     }
   }
@@ -130,7 +130,7 @@ void spec_variable_axis(const Ctx& cx, const toml::table& t, const std::string& 
 }
 
 // [axes]: variable ones first in the file's order; constants; derived ones may use any before.
-void spec_axes_table(const Ctx& cx, const toml::table& root, Spec& s, std::set<std::string>& known) {
+void spec_axes_table(const TomlContext& cx, const toml::table& root, Spec& s, std::set<std::string>& known) {
   const toml::table& axes = table_at(cx, root.get("axes"), "axes");
   for (const auto& [k, v] : in_file_order(axes)) {
     const std::string where = "axes." + k;
@@ -147,7 +147,7 @@ void spec_axes_table(const Ctx& cx, const toml::table& root, Spec& s, std::set<s
         if (t.get(k2)) cx.fail(where + "." + k2, "only a variable axis (with range) takes it");
       if (const toml::node* v2 = t.get("value")) {
         if (!v2->is_integer() || *v2->value<std::int64_t>() < 1)
-          cx.fail(where + ".value", fmt::format("expected a positive integer, got {}", text_of(*v2)));
+          cx.fail(where + ".value", fmt::format("expected a positive integer, got {}", toml_value_text(*v2)));
         a.kind = Axis::constant;
         a.expr = Expr::constant(*v2->value<std::int64_t>());
       } else {
@@ -168,7 +168,7 @@ void spec_axes_table(const Ctx& cx, const toml::table& root, Spec& s, std::set<s
   });
 }
 
-void spec_scalars_table(const Ctx& cx, const toml::table& root, Spec& s, const std::set<std::string>& known) {
+void spec_scalars_table(const TomlContext& cx, const toml::table& root, Spec& s, const std::set<std::string>& known) {
   const toml::node* sn = root.get("scalars");
   if (!sn) return;
   for (const auto& [k, v] : table_at(cx, sn, "scalars")) {
@@ -189,7 +189,7 @@ void spec_scalars_table(const Ctx& cx, const toml::table& root, Spec& s, const s
 
 // One [tensors.X]: role, shape, dtype, layout, aliasing, alignment, and an input's values or an
 // output's error model.
-TensorDef spec_tensor(const Ctx& cx, const std::string& k, const toml::node* v, Spec& s, std::set<std::string>& known) {
+TensorDef spec_tensor(const TomlContext& cx, const std::string& k, const toml::node* v, Spec& s, std::set<std::string>& known) {
   const std::string where = "tensors." + k;
   const toml::table& t = table_at(cx, v, where);
   check_keys(cx, t, where, {"role", "shape", "dtype", "layout", "stride", "stride_multiple_of", "aliases", "alignment", "description",
@@ -207,7 +207,7 @@ TensorDef spec_tensor(const Ctx& cx, const std::string& k, const toml::node* v, 
   if (!shape || shape->empty()) cx.fail(where + ".shape", "missing or empty: the axes of the tensor, outermost first");
   for (std::size_t i = 0; i < shape->size(); ++i) {
     const auto* n = shape->get(i);
-    if (!n->is_string()) cx.fail(fmt::format("{}.shape[{}]", where, i), fmt::format("expected an axis name, got {}", text_of(*n)));
+    if (!n->is_string()) cx.fail(fmt::format("{}.shape[{}]", where, i), fmt::format("expected an axis name, got {}", toml_value_text(*n)));
     std::string ax(*n->value<std::string>());
     if (!known.count(ax)) cx.fail(fmt::format("{}.shape[{}]", where, i), fmt::format("unknown axis \"{}\"", ax));
     td.shape.push_back(ax);
@@ -239,7 +239,7 @@ std::vector<std::string> spec_tensor_names(const Spec& s) {
 
 // [tensors]: each tensor, then at least one input and one output, and at most one output aliasing
 // an input of its shape.
-void spec_tensors_table(const Ctx& cx, const toml::table& root, Spec& s, std::set<std::string>& known) {
+void spec_tensors_table(const TomlContext& cx, const toml::table& root, Spec& s, std::set<std::string>& known) {
   const toml::table& tensors = table_at(cx, root.get("tensors"), "tensors");
   for (const auto& [k, v] : in_file_order(tensors)) s.tensors.push_back(spec_tensor(cx, k, v, s, known));
   const std::vector<std::string> tensor_names = spec_tensor_names(s);
@@ -259,21 +259,21 @@ void spec_tensors_table(const Ctx& cx, const toml::table& root, Spec& s, std::se
 }
 
 // dtypes.rows: one table {tensor = dtype, ...} per row, naming every tensor without a fixed dtype.
-void spec_dtype_rows(const Ctx& cx, const toml::node& rows, const std::vector<std::string>& free, Spec& s) {
+void spec_dtype_rows(const TomlContext& cx, const toml::node& rows, const std::vector<std::string>& free, Spec& s) {
   const std::vector<std::string> tensor_names = spec_tensor_names(s);
   const auto* arr = rows.as_array();
   if (!arr || arr->empty()) cx.fail("dtypes.rows", "expected a non-empty array of tables {tensor = dtype, ...}");
   for (std::size_t i = 0; i < arr->size(); ++i) {
     const std::string key = fmt::format("dtypes.rows[{}]", i);
     const auto* rt = arr->get(i)->as_table();
-    if (!rt) cx.fail(key, fmt::format("expected a table {{tensor = dtype, ...}}, got {}", text_of(*arr->get(i))));
+    if (!rt) cx.fail(key, fmt::format("expected a table {{tensor = dtype, ...}}, got {}", toml_value_text(*arr->get(i))));
     std::map<std::string, DType> row;
     for (const auto& [tk, tv] : *rt) {
       const std::string tn(tk.str());
       const TensorDef* td = s.tensor(tn);
       if (!td) cx.fail(key + "." + tn, fmt::format("unknown tensor \"{}\" (known: {})", tn, fmt::join(tensor_names, ", ")));
       if (td->dtype) cx.fail(key + "." + tn, fmt::format("tensor \"{}\" has a fixed dtype ({})", tn, to_string(*td->dtype)));
-      if (!tv.is_string()) cx.fail(key + "." + tn, fmt::format("expected a dtype, got {}", text_of(tv)));
+      if (!tv.is_string()) cx.fail(key + "." + tn, fmt::format("expected a dtype, got {}", toml_value_text(tv)));
       row[tn] = dtype_of(cx, key + "." + tn, std::string(*tv.value<std::string>()));
     }
     for (const auto& n : free)
@@ -284,7 +284,7 @@ void spec_dtype_rows(const Ctx& cx, const toml::node& rows, const std::vector<st
 
 // [dtypes]: rows or all; rows named by their first free tensor's dtype; integer outputs exact and
 // aliased tensors of one dtype in every row.
-void spec_dtypes_table(const Ctx& cx, const toml::table& root, Spec& s) {
+void spec_dtypes_table(const TomlContext& cx, const toml::table& root, Spec& s) {
   const toml::table& dt = table_at(cx, root.get("dtypes"), "dtypes");
   check_keys(cx, dt, "dtypes", {"rows", "all"});
   std::vector<std::string> free;
@@ -296,7 +296,7 @@ void spec_dtypes_table(const Ctx& cx, const toml::table& root, Spec& s) {
     if (!arr || arr->empty()) cx.fail("dtypes.all", "expected a non-empty array of dtypes");
     for (std::size_t i = 0; i < arr->size(); ++i) {
       const std::string key = fmt::format("dtypes.all[{}]", i);
-      if (!arr->get(i)->is_string()) cx.fail(key, fmt::format("expected a dtype, got {}", text_of(*arr->get(i))));
+      if (!arr->get(i)->is_string()) cx.fail(key, fmt::format("expected a dtype, got {}", toml_value_text(*arr->get(i))));
       DType d = dtype_of(cx, key, std::string(*arr->get(i)->value<std::string>()));
       std::map<std::string, DType> row;
       for (const auto& n : free) row[n] = d;
@@ -336,7 +336,7 @@ void spec_dtypes_table(const Ctx& cx, const toml::table& root, Spec& s) {
 }
 
 // Constraints, from the axes' claims and the file's [[constraints]].
-void spec_constraints(const Ctx& cx, const toml::table& root, Spec& s, const std::set<std::string>& known) {
+void spec_constraints(const TomlContext& cx, const toml::table& root, Spec& s, const std::set<std::string>& known) {
   for (const auto& a : s.axes) {
     if (a.kind != Axis::variable) continue;
     if (a.multiple_of > 1)
@@ -364,7 +364,7 @@ void spec_constraints(const Ctx& cx, const toml::table& root, Spec& s, const std
 }
 
 // [families]: base (each input's values) first, then the declared ones over it.
-void spec_families_table(const Ctx& cx, const toml::table& root, Spec& s) {
+void spec_families_table(const TomlContext& cx, const toml::table& root, Spec& s) {
   Family base;
   base.name = "base";
   base.small_only = false;
@@ -402,7 +402,7 @@ void spec_families_table(const Ctx& cx, const toml::table& root, Spec& s) {
 
 // dist = "bits" draws the dtype's own bit patterns as values: an i64 has more than a double holds
 // exactly, and a bool byte other than 0 and 1 is no value of it.
-void check_bit_patterns(const Ctx& cx, const Spec& s) {
+void check_bit_patterns(const TomlContext& cx, const Spec& s) {
   for (const Family& f : s.families)
     for (const auto& [tn, v] : f.values) {
       if (v.dist != "bits") continue;
@@ -416,7 +416,7 @@ void check_bit_patterns(const Ctx& cx, const Spec& s) {
     }
 }
 
-void spec_cost_table(const Ctx& cx, const toml::table& root, Spec& s, const std::set<std::string>& known) {
+void spec_cost_table(const TomlContext& cx, const toml::table& root, Spec& s, const std::set<std::string>& known) {
   std::set<std::string> cost_names = known;
   for (const auto& t : s.tensors) cost_names.insert("size_" + t.name);
   const toml::table& cost = table_at(cx, root.get("cost"), "cost");
@@ -430,7 +430,7 @@ void spec_cost_table(const Ctx& cx, const toml::table& root, Spec& s, const std:
 
 // [bench]: its shapes (each within the constraints and layouts) and family; without shapes, each
 // variable axis at its large (else base) size.
-void spec_bench_table(const Ctx& cx, const toml::table& root, Spec& s) {
+void spec_bench_table(const TomlContext& cx, const toml::table& root, Spec& s) {
   if (const toml::node* bn = root.get("bench")) {
     const toml::table& b = table_at(cx, bn, "bench");
     check_keys(cx, b, "bench", {"shapes", "family"});
@@ -439,7 +439,7 @@ void spec_bench_table(const Ctx& cx, const toml::table& root, Spec& s) {
       if (!arr) cx.fail("bench.shapes", "expected an array of \"axis=value,...\" strings");
       for (std::size_t i = 0; i < arr->size(); ++i) {
         const std::string key = fmt::format("bench.shapes[{}]", i);
-        if (!arr->get(i)->is_string()) cx.fail(key, fmt::format("expected a string, got {}", text_of(*arr->get(i))));
+        if (!arr->get(i)->is_string()) cx.fail(key, fmt::format("expected a string, got {}", toml_value_text(*arr->get(i))));
         Dims d = parse_dims_text(cx, key, std::string(*arr->get(i)->value<std::string>()), s);
         Dims all;
         try {
@@ -464,7 +464,7 @@ void spec_bench_table(const Ctx& cx, const toml::table& root, Spec& s) {
   }
 }
 
-void spec_reference_table(const Ctx& cx, const toml::table& root, Spec& s, const std::set<std::string>& known) {
+void spec_reference_table(const TomlContext& cx, const toml::table& root, Spec& s, const std::set<std::string>& known) {
   const toml::table& ref = table_at(cx, root.get("reference"), "reference");
   check_keys(cx, ref, "reference", {"python", "function", "kind", "cuda", "precision"});
   s.reference.precision = str(cx, ref, "reference", "precision", false, "");
@@ -480,7 +480,7 @@ void spec_reference_table(const Ctx& cx, const toml::table& root, Spec& s, const
 }
 
 // [index_cases]: past 2^31 elements, generated on the device, checked in windows of an axis.
-void spec_index_cases_table(const Ctx& cx, const toml::table& root, Spec& s) {
+void spec_index_cases_table(const TomlContext& cx, const toml::table& root, Spec& s) {
   const toml::node* ic = root.get("index_cases");
   if (!ic) return;
   const toml::table& t = table_at(cx, ic, "index_cases");
@@ -512,7 +512,7 @@ void spec_index_cases_table(const Ctx& cx, const toml::table& root, Spec& s) {
 }  // namespace
 
 Spec parse_spec(const std::string& text, const fs::path& file) {
-  Ctx cx(file);
+  TomlContext cx(file);
   Spec s;
   s.file = file;
   s.dir = file.parent_path();

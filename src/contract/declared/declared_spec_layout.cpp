@@ -9,7 +9,7 @@
 
 namespace kqual::contract::declared::read {
 
-void read_layout(const Ctx& cx, const toml::table& t, const std::string& where, TensorDef& td, Spec& s, std::set<std::string>& known) {
+void read_layout(const TomlContext& cx, const toml::table& t, const std::string& where, TensorDef& td, Spec& s, std::set<std::string>& known) {
   td.layout = str(cx, t, where, "layout", false, td.shape.size() == 2 ? "row_major" : "contiguous");
   if (td.layout != "contiguous" && td.layout != "row_major" && td.layout != "strided")
     cx.fail(where + ".layout", fmt::format("\"{}\": expected \"contiguous\", \"row_major\" or \"strided\"", td.layout));
@@ -51,7 +51,7 @@ void read_layout(const Ctx& cx, const toml::table& t, const std::string& where, 
   known.insert(name);
 }
 
-void check_layouts(const Ctx& cx, const Spec& s) {
+void check_layouts(const TomlContext& cx, const Spec& s) {
   for (const auto& t : s.tensors) {
     if (t.aliases.empty()) continue;
     const TensorDef* in = s.tensor(t.aliases);

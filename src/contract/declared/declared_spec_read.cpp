@@ -16,60 +16,45 @@
 namespace kqual::contract::declared::read {
 namespace fs = std::filesystem;
 
-std::string text_of(const toml::node& n) {
-  std::ostringstream os;
-  n.visit([&](auto&& v) { os << v; });
-  return n.is_string() ? "\"" + os.str() + "\"" : os.str();
-}
-
-void check_keys(const Ctx& cx, const toml::table& t, const std::string& where, std::initializer_list<const char*> allowed) {
-  for (const auto& [k, v] : t) {
-    bool ok = false;
-    for (const char* a : allowed) ok |= k.str() == a;
-    if (!ok) cx.fail(where.empty() ? std::string(k.str()) : where + "." + std::string(k.str()),
-                     fmt::format("unknown key (allowed here: {})", fmt::join(allowed, ", ")));
-  }
-}
-
-const toml::table& table_at(const Ctx& cx, const toml::node* n, const std::string& key) {
-  if (!n || !n->is_table()) cx.fail(key, n ? fmt::format("expected a table, got {}", text_of(*n)) : "missing (required)");
+const toml::table& table_at(const TomlContext& cx, const toml::node* n, const std::string& key) {
+  if (!n || !n->is_table()) cx.fail(key, n ? fmt::format("expected a table, got {}", toml_value_text(*n)) : "missing (required)");
   return *n->as_table();
 }
 
-std::string str(const Ctx& cx, const toml::table& t, const std::string& where, const char* key, bool required,
+std::string str(const TomlContext& cx, const toml::table& t, const std::string& where, const char* key, bool required,
                 std::string def) {
   const toml::node* n = t.get(key);
   if (!n) {
     if (required) cx.fail(where + "." + key, "missing (required)");
     return def;
   }
-  if (!n->is_string()) cx.fail(where + "." + key, fmt::format("expected a string, got {}", text_of(*n)));
+  if (!n->is_string()) cx.fail(where + "." + key, fmt::format("expected a string, got {}", toml_value_text(*n)));
   return std::string(*n->value<std::string>());
 }
 
-double num(const Ctx& cx, const toml::table& t, const std::string& where, const char* key, double def) {
+double num(const TomlContext& cx, const toml::table& t, const std::string& where, const char* key, double def) {
   const toml::node* n = t.get(key);
   if (!n) return def;
   if (n->is_integer()) return double(*n->value<std::int64_t>());
   if (n->is_floating_point()) return *n->value<double>();
-  cx.fail(where + "." + key, fmt::format("expected a number, got {}", text_of(*n)));
+  cx.fail(where + "." + key, fmt::format("expected a number, got {}", toml_value_text(*n)));
 }
 
-std::int64_t integer(const Ctx& cx, const toml::table& t, const std::string& where, const char* key, std::int64_t def) {
+std::int64_t integer(const TomlContext& cx, const toml::table& t, const std::string& where, const char* key, std::int64_t def) {
   const toml::node* n = t.get(key);
   if (!n) return def;
-  if (!n->is_integer()) cx.fail(where + "." + key, fmt::format("expected an integer, got {}", text_of(*n)));
+  if (!n->is_integer()) cx.fail(where + "." + key, fmt::format("expected an integer, got {}", toml_value_text(*n)));
   return *n->value<std::int64_t>();
 }
 
-bool boolean(const Ctx& cx, const toml::table& t, const std::string& where, const char* key, bool def) {
+bool boolean(const TomlContext& cx, const toml::table& t, const std::string& where, const char* key, bool def) {
   const toml::node* n = t.get(key);
   if (!n) return def;
-  if (!n->is_boolean()) cx.fail(where + "." + key, fmt::format("expected true or false, got {}", text_of(*n)));
+  if (!n->is_boolean()) cx.fail(where + "." + key, fmt::format("expected true or false, got {}", toml_value_text(*n)));
   return *n->value<bool>();
 }
 
-DType dtype_of(const Ctx& cx, const std::string& key, const std::string& text, bool allow_int) {
+DType dtype_of(const TomlContext& cx, const std::string& key, const std::string& text, bool allow_int) {
   auto t = parse_dtype(text);
   if (!t) {
     std::vector<std::string_view> words;
@@ -81,10 +66,10 @@ DType dtype_of(const Ctx& cx, const std::string& key, const std::string& text, b
   return *t;
 }
 
-Expr expr_of(const Ctx& cx, const std::string& key, const toml::node& n, const std::set<std::string>& names) {
+Expr expr_of(const TomlContext& cx, const std::string& key, const toml::node& n, const std::set<std::string>& names) {
   Expr e;
   if (n.is_integer()) return Expr::constant(*n.value<std::int64_t>());
-  if (!n.is_string()) cx.fail(key, fmt::format("expected an integer or an expression string, got {}", text_of(n)));
+  if (!n.is_string()) cx.fail(key, fmt::format("expected an integer or an expression string, got {}", toml_value_text(n)));
   try {
     e = Expr::parse(*n.value<std::string>());
   } catch (const Error& err) {
@@ -119,7 +104,7 @@ namespace {
 
 // A generated input's values table: which structure kqual checks the generator's values for; keys
 // that would alter values (a scale, special values) have no place there.
-void read_generated_values(const Ctx& cx, const toml::table& t, const std::string& where, Values& v) {
+void read_generated_values(const TomlContext& cx, const toml::table& t, const std::string& where, Values& v) {
   check_keys(cx, t, where, {"source", "dist", "lo", "hi", "axis", "unique", "tol"});
   v.dist = str(cx, t, where, "dist", false, "any");
   if (std::find(std::begin(kGeneratedDists), std::end(kGeneratedDists), v.dist) == std::end(kGeneratedDists))
@@ -136,7 +121,7 @@ void read_generated_values(const Ctx& cx, const toml::table& t, const std::strin
 }  // namespace
 
 // Applies the keys of `t` over `v` (a tensor's values, or a family's overrides of them).
-void read_values(const Ctx& cx, const toml::table& t, const std::string& where, Values& v, const Spec& s) {
+void read_values(const TomlContext& cx, const toml::table& t, const std::string& where, Values& v, const Spec& s) {
   const std::string source = str(cx, t, where, "source", false, "kqual");
   if (source != "kqual" && source != "generator")
     cx.fail(where + ".source", fmt::format("\"{}\": expected \"kqual\" (drawn as declared here, the default) or \"generator\" (made by "
@@ -176,7 +161,7 @@ void read_values(const Ctx& cx, const toml::table& t, const std::string& where, 
 }
 
 // The quantized model's keys: how the real value becomes the output's (docs/declared-contracts.md).
-void read_quantized(const Ctx& cx, const toml::table& t, const std::string& where, ErrorModel& e) {
+void read_quantized(const TomlContext& cx, const toml::table& t, const std::string& where, ErrorModel& e) {
   static constexpr EnumNames<ErrorModel::Rounding, 5> kRoundings{{{{ErrorModel::half_even, "half_even"},
                                                                    {ErrorModel::half_away, "half_away"},
                                                                    {ErrorModel::floor, "floor"},
@@ -192,14 +177,14 @@ void read_quantized(const Ctx& cx, const toml::table& t, const std::string& wher
   if (const toml::node* n = t.get("clamp")) {
     const toml::array* a = n->as_array();
     if (!a || a->size() != 2 || !(*a)[0].is_number() || !(*a)[1].is_number())
-      cx.fail(where + ".clamp", fmt::format("expected [lo, hi], two numbers, got {}", text_of(*n)));
+      cx.fail(where + ".clamp", fmt::format("expected [lo, hi], two numbers, got {}", toml_value_text(*n)));
     const double lo = (*a)[0].value<double>().value_or(0), hi = (*a)[1].value<double>().value_or(0);
     if (!(lo <= hi)) cx.fail(where + ".clamp", fmt::format("[{:g}, {:g}] is empty", lo, hi));
     e.clamp = std::pair{lo, hi};
   }
 }
 
-ErrorModel read_error(const Ctx& cx, const toml::table& t, const std::string& where, const Spec& s) {
+ErrorModel read_error(const TomlContext& cx, const toml::table& t, const std::string& where, const Spec& s) {
   check_keys(cx, t, where, {"model", "ulps", "atol", "rtol", "match_ratio", "cap", "c", "axis", "magnitude", "eps", "nan", "combine",
                             "rounding", "saturate", "clamp", "band"});
   ErrorModel e;
@@ -265,7 +250,7 @@ ErrorModel read_error(const Ctx& cx, const toml::table& t, const std::string& wh
   return e;
 }
 
-Dims parse_dims_text(const Ctx& cx, const std::string& key, const std::string& text, const Spec& s) {
+Dims parse_dims_text(const TomlContext& cx, const std::string& key, const std::string& text, const Spec& s) {
   Dims d;
   std::stringstream ss(text);
   std::string part;
@@ -288,7 +273,7 @@ Dims parse_dims_text(const Ctx& cx, const std::string& key, const std::string& t
   return d;
 }
 
-CudaReference read_cuda(const Ctx& cx, const toml::table& t, const Spec& s, const std::set<std::string>& axes) {
+CudaReference read_cuda(const TomlContext& cx, const toml::table& t, const Spec& s, const std::set<std::string>& axes) {
   check_keys(cx, t, "reference.cuda", {"source", "launch", "max_case_elements"});
   CudaReference c;
   const std::string src = str(cx, t, "reference.cuda", "source", true);
@@ -327,7 +312,7 @@ CudaReference read_cuda(const Ctx& cx, const toml::table& t, const Spec& s, cons
     if (!args) cx.fail(where + ".args", "missing: the kernel's parameters (tensors, raw outputs, axis:i64, scalars)");
     for (std::size_t k = 0; k < args->size(); ++k) {
       const std::string key = fmt::format("{}.args[{}]", where, k);
-      if (!args->get(k)->is_string()) cx.fail(key, fmt::format("expected a string, got {}", text_of(*args->get(k))));
+      if (!args->get(k)->is_string()) cx.fail(key, fmt::format("expected a string, got {}", toml_value_text(*args->get(k))));
       const std::string a(*args->get(k)->value<std::string>());
       const std::string name = a.substr(0, a.find(':'));
       const bool input = s.tensor(name) && s.tensor(name)->role == Role::input;
