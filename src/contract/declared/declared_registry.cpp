@@ -105,16 +105,8 @@ ContractSources contract_sources() {
 std::vector<ContractRoot> contract_roots() {
   std::vector<ContractRoot> roots;
   for (const auto& d : contract_sources().user_dirs) roots.push_back({canonical_or_same(d), ContractOrigin::user});
-  if (const char* env = std::getenv("KQUAL_CONTRACTS")) {
-    const std::string s = env;
-    std::size_t b = 0;
-    while (b <= s.size()) {
-      std::size_t e = s.find(':', b);
-      if (e == std::string::npos) e = s.size();
-      if (e > b) roots.push_back({canonical_or_same(s.substr(b, e - b)), ContractOrigin::user});
-      b = e + 1;
-    }
-  }
+  if (const char* env = std::getenv("KQUAL_CONTRACTS"))
+    for (const std::string& dir : split_path_list(env)) roots.push_back({canonical_or_same(dir), ContractOrigin::user});
   if (auto p = project_contracts()) roots.push_back({*p, ContractOrigin::project});
   return roots;
 }
