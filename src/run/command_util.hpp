@@ -1,7 +1,7 @@
 #pragma once
 // Internal to src/run/: what the commands do alike at their edges. Registering a command whose body
 // is one function, printing its outcome (the JSON document or the words), reading the results.json
-// that an earlier command wrote (decide and report judge or render one offline), and the importers'
+// that an earlier command wrote (decide, report and replay judge, render or reproduce one offline), and the importers'
 // closing lines. Not a public header.
 #include <CLI/CLI.hpp>
 
@@ -49,7 +49,7 @@ void print_outcome(const GlobalOptions& g, std::string_view command, Fields&& fi
 CLI::Option* add_results_argument(CLI::App* cmd, std::string& path);
 // The document; an input error naming the file when it is missing, not a regular file or not JSON.
 json read_results_document(const std::string& path);
-// A command over a recorded results.json (decide, report): add_command with the positional argument
+// A command over a recorded results.json (decide, report, replay): add_command with the positional argument
 // filling Args::input, and a body run(args, document, g) that gets the document read.
 template <class Args, class Run>
 std::pair<CLI::App*, std::shared_ptr<Args>> add_results_command(CLI::App& app, GlobalOptions& g, int* exit_code,

@@ -18,17 +18,8 @@ struct ReplayArgs {
   pipeline::ReplayOptions o;
 };
 
-int run_replay(ReplayArgs& a, const GlobalOptions& g) {
-  const json doc = read_results_document(a.input);
-  a.o.results = a.input;
-  a.o.progress = progress_for(g, "replay").sink();
-  const pipeline::ReplayOutcome out = naming_results_file(a.input, doc, [&] { return pipeline::replay(doc, a.o); });
-  if (g.json) {
-    json j = schema_header("replay");
-    j.update(out.to_json());
-    print_json(j);
-    return kExitPass;
-  }
+// The words: where the case was written and the commands that run it again.
+void print_replay(const pipeline::ReplayOutcome& out) {
   fmt::print("replay: case {} ({}) written to {}\n", out.case_id, out.code, out.dir.string());
   if (out.generated_on_device) fmt::print("  inputs generated on the device: the generator's seed and streams are in case.json\n");
   else fmt::print("  {} tensor file(s){}\n", out.tensors.size(), out.inputs_verified ? ", inputs equal to the run's (SHA-256)" : "");
@@ -36,19 +27,25 @@ int run_replay(ReplayArgs& a, const GlobalOptions& g) {
   fmt::print("  cd {}\n", out.dir.filename().string());
   for (const auto& c : out.commands) fmt::print("  {}\n", c);
   for (const auto& n : out.notes) fmt::print("note: {}\n", n);
+}
+
+int run_replay(ReplayArgs& a, const json& doc, const GlobalOptions& g) {
+  a.o.results = a.input;
+  a.o.progress = progress_for(g, "replay").sink();
+  const pipeline::ReplayOutcome out = naming_results_file(a.input, doc, [&] { return pipeline::replay(doc, a.o); });
+  print_outcome(g, "replay", [&] { return out.to_json(); }, [&] { print_replay(out); });
   return kExitPass;
 }
 
 }  // namespace
 
 void add_replay_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  auto [cmd, a] = add_command<ReplayArgs>(
+  auto [cmd, a] = add_results_command<ReplayArgs>(
       app, g, exit_code, "replay",
       "Write a folder that reproduces one failing case of a recorded qualify, check or compare result: the candidate's "
       "source and manifest, the case's inputs and reference output (.npy and raw bytes), the failing elements, and a README "
       "with the one command that runs exactly that case again (kqual check --case). No GPU (docs/replay.md)",
-      [](ReplayArgs& args, GlobalOptions& opts) { return run_replay(args, opts); });
-  add_results_argument(cmd, a->input);
+      run_replay);
   cmd->add_option("--case", a->o.case_id,
                   "The case's id as results.json names it (default: the first failing case; compare: the first where OLD and "
                   "NEW differ)");
