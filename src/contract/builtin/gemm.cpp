@@ -70,36 +70,23 @@ Tensor expected_c(DType t, std::int64_t m, std::int64_t n, std::int64_t k, const
 
 const char* kGpuReferenceSource = R"(
 // fp64 GEMM reference: one thread per output element (grid.y = row), products exact in f64,
-// summed in k order: the same arithmetic as the CPU reference.
-extern "C" __global__ void gemm_ref_f32(const float* a, const float* b, double* cref, double* sabs, long long m, long long n,
-                                        long long k) {
+// summed in k order: the same arithmetic as the CPU reference. at(p, q): element q of p as f64.
+template <class T, double (*at)(const T*, long long)>
+__device__ void gemm_ref(const T* a, const T* b, double* cref, double* sabs, long long m, long long n, long long k) {
   long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   long long i = blockIdx.y;
   if (j >= n || i >= m) return;
   double s = 0.0, t = 0.0;
   for (long long p = 0; p < k; ++p) {
-    double x = (double)a[i * k + p], y = (double)b[p * n + j];
+    double x = at(a, i * k + p), y = at(b, p * n + j);
     s += x * y;
     t += fabs(x) * fabs(y);
   }
   cref[i * n + j] = s;
   sabs[i * n + j] = t;
 }
+__device__ double f32_at(const float* p, long long q) { return (double)p[q]; }
 __device__ double bf16_at(const unsigned short* p, long long q) { return (double)__uint_as_float((unsigned)p[q] << 16); }
-extern "C" __global__ void gemm_ref_bf16(const unsigned short* a, const unsigned short* b, double* cref, double* sabs,
-                                         long long m, long long n, long long k) {
-  long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  long long i = blockIdx.y;
-  if (j >= n || i >= m) return;
-  double s = 0.0, t = 0.0;
-  for (long long p = 0; p < k; ++p) {
-    double x = bf16_at(a, i * k + p), y = bf16_at(b, p * n + j);
-    s += x * y;
-    t += fabs(x) * fabs(y);
-  }
-  cref[i * n + j] = s;
-  sabs[i * n + j] = t;
-}
 // f16 decoded from its bits (no cuda_fp16.h needed): subnormals, Inf and NaN included.
 __device__ double f16_at(const unsigned short* p, long long q) {
   const unsigned h = p[q], e = (h >> 10) & 0x1Fu, f = h & 0x3FFu;
@@ -107,19 +94,17 @@ __device__ double f16_at(const unsigned short* p, long long q) {
   if (e == 0x1Fu) return f ? __longlong_as_double(0x7FF8000000000000ll) : sign * __longlong_as_double(0x7FF0000000000000ll);
   return e ? sign * ldexp((double)(f | 0x400u), (int)e - 25) : sign * ldexp((double)f, -24);
 }
+extern "C" __global__ void gemm_ref_f32(const float* a, const float* b, double* cref, double* sabs, long long m, long long n,
+                                        long long k) {
+  gemm_ref<float, f32_at>(a, b, cref, sabs, m, n, k);
+}
+extern "C" __global__ void gemm_ref_bf16(const unsigned short* a, const unsigned short* b, double* cref, double* sabs,
+                                         long long m, long long n, long long k) {
+  gemm_ref<unsigned short, bf16_at>(a, b, cref, sabs, m, n, k);
+}
 extern "C" __global__ void gemm_ref_f16(const unsigned short* a, const unsigned short* b, double* cref, double* sabs,
                                         long long m, long long n, long long k) {
-  long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  long long i = blockIdx.y;
-  if (j >= n || i >= m) return;
-  double s = 0.0, t = 0.0;
-  for (long long p = 0; p < k; ++p) {
-    double x = f16_at(a, i * k + p), y = f16_at(b, p * n + j);
-    s += x * y;
-    t += fabs(x) * fabs(y);
-  }
-  cref[i * n + j] = s;
-  sabs[i * n + j] = t;
+  gemm_ref<unsigned short, f16_at>(a, b, cref, sabs, m, n, k);
 }
 )";
 
