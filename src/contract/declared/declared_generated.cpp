@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -16,7 +15,6 @@
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/random.hpp"
 #include "kqual/core/error.hpp"
-#include "kqual/core/narrow_float.hpp"
 
 namespace kqual::contract::declared {
 namespace fs = std::filesystem;
@@ -94,17 +92,6 @@ void read_generator(const TomlContext& cx, const toml::table& root, Spec& s) {
 }  // namespace read
 
 namespace {
-
-double largest_finite(DType t) {
-  switch (t) {
-    case DType::bf16: return double(bf16_to_f32(0x7F7F));
-    case DType::f64: return DBL_MAX;
-    case DType::f16: return kF16.max_finite;
-    case DType::e4m3: return kE4M3.max_finite;
-    case DType::e5m2: return kE5M2.max_finite;
-    default: return FLT_MAX;
-  }
-}
 
 // The value a float becomes when stored at d (one rounding; fp8 saturates as store_element does).
 double stored(DType d, double x) {

@@ -81,6 +81,8 @@ struct TensorDef;
 bool reference_gives_integers(const TensorDef& t, DType d);
 // The smallest and largest value an integer dtype (bool included) holds (declared_quantized.cpp).
 std::pair<double, double> integer_range(DType t);
+// The largest finite value a float dtype holds; f32's for any other (declared_values.cpp).
+double largest_finite(DType t);
 
 struct TensorDef {
   std::string name;

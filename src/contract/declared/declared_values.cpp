@@ -19,9 +19,6 @@
 #include "kqual/core/files.hpp"
 
 namespace kqual::contract::declared {
-namespace {
-
-bool is_int(DType t) { return is_integral(t); }
 
 double largest_finite(DType t) {
   switch (t) {
@@ -33,6 +30,10 @@ double largest_finite(DType t) {
     default: return FLT_MAX;
   }
 }
+
+namespace {
+
+bool is_int(DType t) { return is_integral(t); }
 
 double denormal(DType t, Rng& rng) {
   double v;
