@@ -38,18 +38,13 @@ std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
   add_compare_command(*app, s, run_commands);
   add_screen_command(*app, s, run_commands);
   if (run_commands) {
-    add_worker_command(*app, s.g, &s.exit_code);
-    add_inspect_command(*app, s.g, &s.exit_code);
-    add_import_triton_command(*app, s.g, &s.exit_code);
-    add_model_commands(*app, s.g, &s.exit_code);
-    add_startup_command(*app, s.g, &s.exit_code);
-    add_report_command(*app, s.g, &s.exit_code);
-    add_decide_command(*app, s.g, &s.exit_code);
-    add_contracts_command(*app, s.g, &s.exit_code);
-    add_import_definition_command(*app, s.g, &s.exit_code);
-    add_slurm_command(*app, s.g, &s.exit_code);
-    add_import_kernelbench_command(*app, s.g, &s.exit_code);
-    add_replay_command(*app, s.g, &s.exit_code);
+    // The commands over GlobalOptions and the exit code, in the order --help lists them.
+    using AddCommand = void (*)(CLI::App&, GlobalOptions&, int*);
+    for (AddCommand add : {add_worker_command, add_inspect_command, add_import_triton_command, add_model_commands,
+                           add_startup_command, add_report_command, add_decide_command, add_contracts_command,
+                           add_import_definition_command, add_slurm_command, add_import_kernelbench_command,
+                           add_replay_command})
+      add(*app, s.g, &s.exit_code);
   }
   return app;
 }
