@@ -173,18 +173,7 @@ void DeclaredContract::build_domain() {
       all.push_back({Expr::parse(fmt::format("{} == {}", a.name, a.expr.text())), fmt::format("{} is {}", a.name, a.expr.text())});
   for (const auto& c : s_.constraints) all.push_back(c);
   if (all.empty()) return;
-  d_.constraint = [all](const Dims& dims) -> std::string {
-    for (const auto& c : all) {
-      std::int64_t ok = 0;
-      try {
-        ok = c.expr.eval(dims);
-      } catch (const Error& e) {
-        return fmt::format("{} ({})", c.reason, e.what());
-      }
-      if (!ok) return fmt::format("{} ('{}' is false for {})", c.reason, c.expr.text(), format_dims(dims));
-    }
-    return "";
-  };
+  d_.constraint = [all](const Dims& dims) { return first_violated(all, dims, ""); };
   Dims base;
   for (const auto& a : s_.axes)
     if (a.kind == Axis::variable) base[a.name] = a.base;

@@ -72,18 +72,20 @@ std::string Spec::layout_violated(const Dims& all) const {
   return "";
 }
 
-std::string Spec::violated(const Dims& all) const {
-  for (const auto& c : constraints) {
+std::string first_violated(const std::vector<Constraint>& cs, const Dims& all, std::string_view eval_lead) {
+  for (const auto& c : cs) {
     std::int64_t ok = 0;
     try {
       ok = c.expr.eval(all);
     } catch (const Error& e) {
-      return fmt::format("{} (cannot be evaluated: {})", c.reason, e.what());
+      return fmt::format("{} ({}{})", c.reason, eval_lead, e.what());
     }
     if (!ok) return fmt::format("{} ('{}' is false for {})", c.reason, c.expr.text(), format_dims(all));
   }
   return "";
 }
+
+std::string Spec::violated(const Dims& all) const { return first_violated(constraints, all, "cannot be evaluated: "); }
 namespace {
 
 void spec_contract_table(const TomlContext& cx, const toml::table& root, Spec& s) {

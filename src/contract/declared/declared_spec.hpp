@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kqual/contract/contract.hpp"
@@ -112,6 +113,9 @@ struct Constraint {
   Expr expr;
   std::string reason;
 };
+// The first of `cs` that `all` breaks, as its reason and why; "" when every one holds. One that cannot
+// be evaluated breaks too: its reason, then `eval_lead` and the evaluation's error in brackets.
+std::string first_violated(const std::vector<Constraint>& cs, const Dims& all, std::string_view eval_lead);
 
 // [reference.cuda]: a simple fp64 CUDA reference for cases too large for the CPU (above
 // max_case_elements, up to its own max_case_elements), compiled by NVRTC and run in the session's
