@@ -178,29 +178,25 @@ void PythonReference::start(const Spec& s) {
 // One request line (none: the hello) and its reply line, within the reference's time limit.
 std::string PythonReference::call(const Spec& s, const std::string& line, const std::string& case_id) {
   const auto deadline = Child::after(kRefAnswerS);
-  if (!line.empty()) {
-    const ChildIo w = child_->write(line + "\n", deadline);
-    if (w == ChildIo::timed_out) {
+  // A write or read that timed out, or found the process gone (`exited` words that from its stderr):
+  // the process stopped and the call failed.
+  auto check = [&](ChildIo io, auto&& exited) {
+    if (io == ChildIo::timed_out) {
       stop();
       fail(s, case_id, fmt::format("no answer in {:.0f} s", kRefAnswerS));
     }
-    if (w == ChildIo::closed) {
+    if (io == ChildIo::closed) {
       const std::string err = stderr_after_exit();
       stop();
-      fail(s, case_id, "the reference process exited (its stderr: " + err + ")");
+      fail(s, case_id, exited(err));
     }
-  }
+  };
+  if (!line.empty())
+    check(child_->write(line + "\n", deadline),
+          [](const std::string& err) { return "the reference process exited (its stderr: " + err + ")"; });
   std::string reply;
-  const ChildIo r = child_->read_line(reply, deadline);
-  if (r == ChildIo::timed_out) {
-    stop();
-    fail(s, case_id, fmt::format("no answer in {:.0f} s", kRefAnswerS));
-  }
-  if (r == ChildIo::closed) {
-    const std::string err = stderr_after_exit();
-    stop();
-    fail(s, case_id, "the reference process exited" + (err.empty() ? std::string() : ": " + err));
-  }
+  check(child_->read_line(reply, deadline),
+        [](const std::string& err) { return "the reference process exited" + (err.empty() ? std::string() : ": " + err); });
   return reply;
 }
 
