@@ -12,7 +12,7 @@
 #include <limits>
 #include <set>
 
-#include "contract/builtin_emulation.hpp"
+#include "contract/f16_test_util.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/cuda/nvrtc.hpp"
@@ -23,23 +23,12 @@ using namespace emulation;
 
 const Contract& C() { return find_contract("gemm"); }
 
-Supports f16_claims(std::int64_t align = 2) {
-  Supports s;
-  s.dtypes = {DType::f16};
-  s.min_alignment_bytes = align;
-  return s;
-}
-
 CaseData f16_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::vector<double>& a, const std::vector<double>& b) {
   CaseData d;
   d.spec.dtype = DType::f16;
   d.spec.dims = {{"m", m}, {"n", n}, {"k", k}};
   d.dims = d.spec.dims;
-  Tensor ta{"a", DType::f16, m * k, std::vector<std::uint8_t>(a.size() * 2), {}, {}};
-  Tensor tb{"b", DType::f16, k * n, std::vector<std::uint8_t>(b.size() * 2), {}, {}};
-  for (std::size_t i = 0; i < a.size(); ++i) store_element(DType::f16, ta.bytes.data(), i, a[i]);
-  for (std::size_t i = 0; i < b.size(); ++i) store_element(DType::f16, tb.bytes.data(), i, b[i]);
-  d.inputs = {ta, tb};
+  d.inputs = {f16_tensor("a", m * k, a), f16_tensor("b", k * n, b)};
   return d;
 }
 
@@ -141,16 +130,9 @@ TEST(GemmF16, FamiliesReachSubnormalsAndOverflow) {
 }
 
 TEST(GemmF16, CasesGpuReferenceAndItsKernel) {
-  std::set<std::string> fams;
-  int gpu = 0, offsets = 0;
-  for (const auto& c : C().correctness_cases(f16_claims(), 1, true)) {
-    EXPECT_EQ(c.dtype, DType::f16);
-    fams.insert(c.family);
-    gpu += C().prefers_gpu_reference(c.dims);
-    offsets += c.offset_elements == 1;
-  }
-  for (const char* f : {"normal", "nonzero_mean", "integers", "identity", "row_scaled", "specials", "overflow"})
-    EXPECT_TRUE(fams.count(f)) << f;
+  int gpu = 0;
+  const int offsets = f16_cases(C(), {"normal", "nonzero_mean", "integers", "identity", "row_scaled", "specials", "overflow"}, 2,
+                                [&](const CaseSpec& c) { gpu += C().prefers_gpu_reference(c.dims); });
   EXPECT_EQ(gpu, 1);  // 4096^3, include_large only
   EXPECT_GT(offsets, 0);
   for (const auto& c : C().correctness_cases(f16_claims(), 1, false)) EXPECT_FALSE(C().prefers_gpu_reference(c.dims)) << c.id;
@@ -187,23 +169,12 @@ TEST(GemmF16, CasesGpuReferenceAndItsKernel) {
 // ---- the bundled kernels, emulated -------------------------------------------------------------
 
 TEST(GemmF16, TheGoodKernelIsAcceptedOnEveryCase) {
-  const build::Manifest good = bundled("gemm", "good");
-  ASSERT_TRUE(good.supports.supports(DType::f16));
-  const Supports s = only(good.supports, DType::f16);
-  const Judged j = judge(C(), s, gemm_kernel(false), 6);
-  EXPECT_EQ(j.verdict, "");
-  EXPECT_EQ(std::size_t(j.passed), C().correctness_cases(s, 6, false).size());
+  ASSERT_NO_FATAL_FAILURE(expect_good_f16_accepted(C(), "gemm", "good", gemm_kernel(false), 6));
 }
 
 TEST(GemmF16, TheKnownBrokenF16KernelIsRejectedForItsStatedReason) {
-  const auto broken = broken_claiming("gemm", DType::f16);
-  ASSERT_EQ(broken.size(), 1u);
-  const build::Manifest& m = broken.begin()->second;
-  ASSERT_EQ(bug_define(m), "KQUAL_BUG_F16_ACCUMULATOR");
-  for (std::uint64_t seed : {1, 2, 3, 4, 5}) {
-    const Judged j = judge(C(), only(m.supports, DType::f16), gemm_kernel(true), seed);
-    EXPECT_TRUE(expected_code(m, j.code)) << "seed " << seed << ": " << (j.verdict.empty() ? "accepted" : j.verdict);
-  }
+  BrokenF16 b;
+  ASSERT_NO_FATAL_FAILURE(judge_broken_f16(C(), "gemm", "KQUAL_BUG_F16_ACCUMULATOR", gemm_kernel(true), {1, 2, 3, 4, 5}, b));
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <limits>
 #include <set>
 
-#include "contract/builtin_emulation.hpp"
+#include "contract/f16_test_util.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 
@@ -21,21 +21,12 @@ using namespace emulation;
 
 const Contract& C() { return find_contract("reduce_sum"); }
 
-Supports f16_claims(std::int64_t align = 16) {
-  Supports s;
-  s.dtypes = {DType::f16};
-  s.min_alignment_bytes = align;
-  return s;
-}
-
 CaseData f16_matrix(const std::vector<double>& v, std::int64_t rows, std::int64_t cols) {
   CaseData d;
   d.spec.dtype = DType::f16;
   d.spec.dims = {{"rows", rows}, {"cols", cols}};
   d.dims = d.spec.dims;
-  Tensor x{"x", DType::f16, rows * cols, std::vector<std::uint8_t>(v.size() * 2), {}, {}};
-  for (std::size_t i = 0; i < v.size(); ++i) store_element(DType::f16, x.bytes.data(), i, v[i]);
-  d.inputs = {x};
+  d.inputs = {f16_tensor("x", rows * cols, v)};
   return d;
 }
 
@@ -194,21 +185,11 @@ TEST(ReduceSumF16, FamiliesReachOverflowAndSubnormals) {
 }
 
 TEST(ReduceSumF16, CasesAndNoneGeneratedPast2To31) {
-  std::set<std::string> fams;
   std::int64_t largest = 0;
-  for (const auto& c : C().correctness_cases(f16_claims(4), 1, true)) {
-    EXPECT_EQ(c.dtype, DType::f16);
-    fams.insert(c.family);
-    largest = std::max(largest, c.dim("rows") * c.dim("cols"));
-  }
-  for (const char* f : {"normal", "nonzero_mean", "alternating", "specials", "overflow", "subnormals"}) EXPECT_TRUE(fams.count(f)) << f;
+  (void)f16_cases(C(), {"normal", "nonzero_mean", "alternating", "specials", "overflow", "subnormals"}, 4,
+                  [&](const CaseSpec& c) { largest = std::max(largest, c.dim("rows") * c.dim("cols")); });
   EXPECT_LE(largest, (std::int64_t(1) << 24) + 3);  // no 2^28-element row in f16
-  Supports all = f16_claims();
-  all.dtypes = {DType::f32, DType::f16};
-  all.max_n = std::numeric_limits<std::int64_t>::max();
-  const auto idx = C().index_cases(all, 1);
-  ASSERT_EQ(idx.size(), 1u);
-  EXPECT_EQ(idx[0].dtype, DType::f32);
+  ASSERT_NO_FATAL_FAILURE(expect_one_f32_index_case(C(), 16));
   const std::string p = C().numerical_policy();
   for (const char* w : {"f16", "2^-11", "2^-25", "65504", "f16 shapes past 2^31 elements"}) EXPECT_NE(p.find(w), std::string::npos) << w;
 }
@@ -216,12 +197,8 @@ TEST(ReduceSumF16, CasesAndNoneGeneratedPast2To31) {
 // ---- the bundled kernels, emulated -------------------------------------------------------------
 
 TEST(ReduceSumF16, TheGoodKernelAndOtherF32OrdersAreAccepted) {
-  const build::Manifest good = bundled("reduce_sum", "good");
-  ASSERT_TRUE(good.supports.supports(DType::f16));
-  const Supports s = only(good.supports, DType::f16);
-  const Judged j = judge(C(), s, reduce_kernel(false), 4);
-  EXPECT_EQ(j.verdict, "");
-  EXPECT_EQ(std::size_t(j.passed), C().correctness_cases(s, 4, false).size());
+  Supports s;
+  ASSERT_NO_FATAL_FAILURE(expect_good_f16_accepted(C(), "reduce_sum", "good", reduce_kernel(false), 4, &s));
   // The bound admits any f32 order, and wider accumulation: sequential f32 and f64 rounded once
   // (cases up to 2^21 elements, to keep the test short).
   for (bool in_double : {false, true}) {
@@ -232,17 +209,9 @@ TEST(ReduceSumF16, TheGoodKernelAndOtherF32OrdersAreAccepted) {
 }
 
 TEST(ReduceSumF16, TheKnownBrokenF16KernelIsRejectedForItsStatedReason) {
-  const auto broken = broken_claiming("reduce_sum", DType::f16);
-  ASSERT_EQ(broken.size(), 1u);
-  const build::Manifest& m = broken.begin()->second;
-  ASSERT_EQ(bug_define(m), "KQUAL_BUG_F16_ACCUMULATION");
-  std::map<std::string, int> codes;
-  for (std::uint64_t seed : {1, 2, 3, 4, 5, 6}) {
-    const Judged j = judge(C(), only(m.supports, DType::f16), reduce_kernel(true), seed);
-    EXPECT_TRUE(expected_code(m, j.code)) << "seed " << seed << ": " << (j.verdict.empty() ? "accepted" : j.verdict);
-    ++codes[j.code];
-  }
-  EXPECT_GE(codes[*m.expect_rejected_for], 5);
+  BrokenF16 b;
+  ASSERT_NO_FATAL_FAILURE(judge_broken_f16(C(), "reduce_sum", "KQUAL_BUG_F16_ACCUMULATION", reduce_kernel(true), {1, 2, 3, 4, 5, 6}, b));
+  EXPECT_GE(b.codes[*b.manifest.expect_rejected_for], 5);
   // The overflow family alone rejects it too: rows whose partial sums pass 65504 though their sum is finite.
   const CaseSpec ov{"t", "overflow", DType::f16, {{"rows", 33}, {"cols", 1023}}, 0, 9};
   const CaseData d = C().make_case(ov);

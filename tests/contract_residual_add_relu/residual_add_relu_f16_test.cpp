@@ -9,7 +9,7 @@
 #include <limits>
 #include <set>
 
-#include "contract/builtin_emulation.hpp"
+#include "contract/f16_test_util.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/random.hpp"
@@ -19,13 +19,6 @@ namespace {
 using namespace emulation;
 
 const Contract& C() { return find_contract("residual_add_relu"); }
-
-Supports f16_claims(std::int64_t align = 2) {
-  Supports s;
-  s.dtypes = {DType::f16};
-  s.min_alignment_bytes = align;
-  return s;
-}
 
 Tensor halves(const std::string& name, const std::vector<std::uint16_t>& h) {
   Tensor t;
@@ -146,17 +139,12 @@ TEST(ResidualAddReluF16, FamiliesReachOverflowAndSubnormals) {
 
 TEST(ResidualAddReluF16, CasesAndNoneGeneratedOnTheDevice) {
   std::set<std::int64_t> sizes;
-  std::set<std::string> fams;
-  int offsets = 0;
-  for (const auto& c : C().correctness_cases(f16_claims(), 1, true)) {
-    EXPECT_EQ(c.dtype, DType::f16);
-    EXPECT_NE(c.family, kGeneratedFamily) << c.id;  // the device generator makes no f16 values
-    sizes.insert(c.dim("n"));
-    fams.insert(c.family);
-    offsets += c.offset_elements == 1;
-  }
+  const int offsets = f16_cases(C(), {"normal", "nonzero_mean", "all_negative", "near_max", "denormals", "specials"}, 2,
+                                [&](const CaseSpec& c) {
+                                  EXPECT_NE(c.family, kGeneratedFamily) << c.id;  // the device generator makes no f16 values
+                                  sizes.insert(c.dim("n"));
+                                });
   for (std::int64_t n : {1, 2, 3, 255, 256, 257, 1023, 1024, 1025, 999983, (1 << 24) + 1}) EXPECT_TRUE(sizes.count(n)) << n;
-  for (const char* f : {"normal", "nonzero_mean", "all_negative", "near_max", "denormals", "specials"}) EXPECT_TRUE(fams.count(f)) << f;
   EXPECT_GT(offsets, 0);
   // Past 2^31: f32 and bf16 as before (past 2^32 in bf16, still the narrowest generated dtype), no f16.
   Supports all;
@@ -176,11 +164,7 @@ TEST(ResidualAddReluF16, CasesAndNoneGeneratedOnTheDevice) {
 }
 
 TEST(ResidualAddReluF16, TheGoodKernelIsAcceptedOnEveryCase) {
-  const build::Manifest good = bundled("residual_add_relu", "good/f16");
-  ASSERT_TRUE(good.supports.supports(DType::f16));
-  const Judged j = judge(C(), only(good.supports, DType::f16), elementwise(good_add_relu), 5);
-  EXPECT_EQ(j.verdict, "");
-  EXPECT_EQ(std::size_t(j.passed), C().correctness_cases(only(good.supports, DType::f16), 5, false).size());
+  ASSERT_NO_FATAL_FAILURE(expect_good_f16_accepted(C(), "residual_add_relu", "good/f16", elementwise(good_add_relu), 5));
 }
 
 TEST(ResidualAddReluF16, EachKnownBrokenF16KernelIsRejectedForItsStatedReason) {

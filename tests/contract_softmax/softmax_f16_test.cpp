@@ -10,7 +10,7 @@
 #include <limits>
 #include <set>
 
-#include "contract/builtin_emulation.hpp"
+#include "contract/f16_test_util.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 
@@ -21,20 +21,11 @@ using namespace emulation;
 const Contract& C() { return find_contract("softmax"); }
 const float kNegInf = -std::numeric_limits<float>::infinity();
 
-Supports f16_claims(std::int64_t align = 2) {
-  Supports s;
-  s.dtypes = {DType::f16};
-  s.min_alignment_bytes = align;
-  return s;
-}
-
 CaseData f16_rows(const std::vector<float>& v, std::int64_t rows, std::int64_t cols) {
   CaseData d;
   d.spec.dtype = DType::f16;
   d.dims = {{"rows", rows}, {"cols", cols}};
-  Tensor x{"x", DType::f16, rows * cols, std::vector<std::uint8_t>(v.size() * 2), {}, {}};
-  for (std::size_t i = 0; i < v.size(); ++i) put_half(x.bytes, i, f2h(v[i]));
-  d.inputs = {x};
+  d.inputs = {f16_tensor("x", rows * cols, v)};
   return d;
 }
 
@@ -174,23 +165,12 @@ TEST(SoftmaxF16, FamiliesReachSubnormalOutputsAndF16ExpOverflow) {
 }
 
 TEST(SoftmaxF16, CasesAndNoneGeneratedPast2To31) {
-  std::set<std::string> fams;
-  int offsets = 0, long_rows = 0;
-  for (const auto& c : C().correctness_cases(f16_claims(), 1, true)) {
-    EXPECT_EQ(c.dtype, DType::f16);
-    fams.insert(c.family);
-    offsets += c.offset_elements == 1;
-    long_rows += c.dim("cols") >= 8192;
-  }
-  for (const char* f : {"normal", "large_logits", "specials", "ramp", "neg_inf", "nonzero_mean"}) EXPECT_TRUE(fams.count(f)) << f;
+  int long_rows = 0;
+  const int offsets = f16_cases(C(), {"normal", "large_logits", "specials", "ramp", "neg_inf", "nonzero_mean"}, 2,
+                                [&](const CaseSpec& c) { long_rows += c.dim("cols") >= 8192; });
   EXPECT_GT(offsets, 0);
   EXPECT_GT(long_rows, 0);
-  Supports all = f16_claims();
-  all.dtypes = {DType::f32, DType::f16};
-  all.max_n = std::numeric_limits<std::int64_t>::max();
-  const auto idx = C().index_cases(all, 1);
-  ASSERT_EQ(idx.size(), 1u);
-  EXPECT_EQ(idx[0].dtype, DType::f32);
+  ASSERT_NO_FATAL_FAILURE(expect_one_f32_index_case(C()));
   const std::string p = C().numerical_policy();
   for (const char* w : {"f16", "2^-11", "2^-25", "11.09", "f16 shapes past 2^31 elements"}) EXPECT_NE(p.find(w), std::string::npos) << w;
 }
@@ -198,28 +178,15 @@ TEST(SoftmaxF16, CasesAndNoneGeneratedPast2To31) {
 // ---- the bundled kernels, emulated -------------------------------------------------------------
 
 TEST(SoftmaxF16, TheGoodKernelIsAcceptedOnEveryCase) {
-  const build::Manifest good = bundled("softmax", "good");
-  ASSERT_TRUE(good.supports.supports(DType::f16));
-  for (std::uint64_t seed : {std::uint64_t(2), std::uint64_t(31)}) {
-    const Judged j = judge(C(), only(good.supports, DType::f16), softmax_kernel(false), seed);
-    EXPECT_EQ(j.verdict, "") << "seed " << seed;
-    EXPECT_EQ(std::size_t(j.passed), C().correctness_cases(only(good.supports, DType::f16), seed, false).size());
-  }
+  for (std::uint64_t seed : {std::uint64_t(2), std::uint64_t(31)})
+    ASSERT_NO_FATAL_FAILURE(expect_good_f16_accepted(C(), "softmax", "good", softmax_kernel(false), seed));
 }
 
 TEST(SoftmaxF16, TheKnownBrokenF16KernelIsRejectedForItsStatedReason) {
-  const auto broken = broken_claiming("softmax", DType::f16);
-  ASSERT_EQ(broken.size(), 1u);
-  const build::Manifest& m = broken.begin()->second;
-  ASSERT_EQ(bug_define(m), "KQUAL_BUG_F16_EXP_NO_MAX");
-  std::map<std::string, int> codes;
-  for (std::uint64_t seed : {1, 2, 3, 4, 5, 6, 7, 8}) {
-    const Judged j = judge(C(), only(m.supports, DType::f16), softmax_kernel(true), seed);
-    EXPECT_TRUE(expected_code(m, j.code)) << "seed " << seed << ": " << (j.verdict.empty() ? "accepted" : j.verdict);
-    ++codes[j.code];
-  }
+  BrokenF16 b;
+  ASSERT_NO_FATAL_FAILURE(judge_broken_f16(C(), "softmax", "KQUAL_BUG_F16_EXP_NO_MAX", softmax_kernel(true), {1, 2, 3, 4, 5, 6, 7, 8}, b));
   // The stated reason is the usual one: exp overflowing f16 makes NaN rows.
-  EXPECT_GE(codes[*m.expect_rejected_for], 6);
+  EXPECT_GE(b.codes[*b.manifest.expect_rejected_for], 6);
 }
 
 }  // namespace

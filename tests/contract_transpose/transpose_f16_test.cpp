@@ -10,7 +10,7 @@
 #include <limits>
 #include <set>
 
-#include "contract/builtin_emulation.hpp"
+#include "contract/f16_test_util.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 
@@ -19,13 +19,6 @@ namespace {
 using namespace emulation;
 
 const Contract& C() { return find_contract("transpose"); }
-
-Supports f16_claims(std::int64_t align = 2) {
-  Supports s;
-  s.dtypes = {DType::f16};
-  s.min_alignment_bytes = align;
-  return s;
-}
 
 CaseData make(std::int64_t rows, std::int64_t cols, const std::string& fam, std::uint64_t seed = 5) {
   return C().make_case(CaseSpec{"t", fam, DType::f16, {{"rows", rows}, {"cols", cols}}, 0, seed});
@@ -90,47 +83,25 @@ TEST(TransposeF16, FamiliesGiveEveryFiniteValueAndTheSpecials) {
 }
 
 TEST(TransposeF16, CasesAndNoneGeneratedPast2To31) {
-  std::set<std::string> fams;
-  int offsets = 0, odd_width = 0;
-  for (const auto& c : C().correctness_cases(f16_claims(), 1, true)) {
-    EXPECT_EQ(c.dtype, DType::f16);
-    fams.insert(c.family);
-    offsets += c.offset_elements == 1;
-    odd_width += int(c.dim("cols") % 2);
-  }
-  for (const char* f : {"index", "specials"}) EXPECT_TRUE(fams.count(f)) << f;
+  int odd_width = 0;
+  const int offsets = f16_cases(C(), {"index", "specials"}, 2, [&](const CaseSpec& c) { odd_width += int(c.dim("cols") % 2); });
   EXPECT_GT(offsets, 0);
   EXPECT_GT(odd_width, 5);
-  Supports all = f16_claims();
-  all.dtypes = {DType::f32, DType::f16};
-  all.max_n = std::numeric_limits<std::int64_t>::max();
-  const auto ix = C().index_cases(all, 1);
-  ASSERT_EQ(ix.size(), 1u);
-  EXPECT_EQ(ix[0].dtype, DType::f32);
+  ASSERT_NO_FATAL_FAILURE(expect_one_f32_index_case(C()));
   EXPECT_NE(C().numerical_policy().find("f16 shapes past 2^31 elements"), std::string::npos);
 }
 
 TEST(TransposeF16, TheGoodKernelIsAcceptedAndACopyThroughArithmeticIsNot) {
-  const build::Manifest good = bundled("transpose", "good");
-  ASSERT_TRUE(good.supports.supports(DType::f16));
-  const Supports s = only(good.supports, DType::f16);
-  const Judged j = judge(C(), s, transpose_kernel(false), 8);
-  EXPECT_EQ(j.verdict, "");
-  EXPECT_EQ(std::size_t(j.passed), C().correctness_cases(s, 8, false).size());
+  Supports s;
+  ASSERT_NO_FATAL_FAILURE(expect_good_f16_accepted(C(), "transpose", "good", transpose_kernel(false), 8, &s));
   // __half2float, + 0.0f, __float2half_rn: -0 becomes +0 and NaN payloads are lost.
   const Judged a = judge(C(), s, transpose_kernel(false, true), 8);
   EXPECT_EQ(a.code, "wrong_result") << a.verdict;
 }
 
 TEST(TransposeF16, TheKnownBrokenF16KernelIsRejectedForItsStatedReason) {
-  const auto broken = broken_claiming("transpose", DType::f16);
-  ASSERT_EQ(broken.size(), 1u);
-  const build::Manifest& m = broken.begin()->second;
-  ASSERT_EQ(bug_define(m), "KQUAL_BUG_F16_PAIRED_COLUMNS");
-  for (std::uint64_t seed : {1, 2, 3}) {
-    const Judged j = judge(C(), only(m.supports, DType::f16), transpose_kernel(true), seed);
-    EXPECT_TRUE(expected_code(m, j.code)) << "seed " << seed << ": " << (j.verdict.empty() ? "accepted" : j.verdict);
-  }
+  BrokenF16 b;
+  ASSERT_NO_FATAL_FAILURE(judge_broken_f16(C(), "transpose", "KQUAL_BUG_F16_PAIRED_COLUMNS", transpose_kernel(true), {1, 2, 3}, b));
 }
 
 }  // namespace
