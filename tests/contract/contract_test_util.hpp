@@ -2,6 +2,7 @@
 // Helpers shared by the contract tests (declared contracts and the importers).
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "kqual/contract/declared/declared.hpp"
@@ -19,6 +20,26 @@ inline bool have_numpy() {
   } catch (const Error&) {
     return false;
   }
+}
+
+// In a TEST: skipped, visibly, where that interpreter is missing.
+#define KQUAL_NEED_NUMPY() \
+  if (!::kqual::contract::test_util::have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy (install python3-numpy)"
+
+// The message of the Error f throws ("" when it throws none).
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A contract.toml written with the placeholder NAME: its first NAME replaced by `name`.
+inline std::string named(std::string toml, const std::string& name) {
+  toml.replace(toml.find("NAME"), 4, name);
+  return toml;
 }
 
 // The reference processes of this test binary, which is the run here: each declared contract's
@@ -39,6 +60,27 @@ struct ContractFolder {
     std::ofstream(dir.path() / name / "reference.py") << py;
   }
 };
+
+// A one-axis contract.toml: y = f(x) over n elements, f32, within 1 ulp, its reference function f in
+// reference.py. What tests vary: the summary, more [contract] keys, [axes.n]'s keys, more keys of
+// tensor x, and tables after [reference] (each part one or more lines; an empty one left out).
+struct OneAxis {
+  std::string summary = "y = 2 x";
+  std::string contract_keys;
+  std::string axis = "range = [1, 1000000]\nhints = [32]\nbase = 40";
+  std::string x_keys;
+  std::string extra;
+};
+inline std::string one_axis_contract(const std::string& name, const OneAxis& o = {}) {
+  auto lines = [](const std::string& part) { return part.empty() || part.back() == '\n' ? part : part + "\n"; };
+  return "[contract]\nname = \"" + name + "\"\nsummary = \"" + o.summary + "\"\n" + lines(o.contract_keys) +
+         "[axes.n]\n" + lines(o.axis) +
+         "[tensors.x]\nrole = \"input\"\nshape = [\"n\"]\n" + lines(o.x_keys) +
+         "[tensors.y]\nrole = \"output\"\nshape = [\"n\"]\nerror = { model = \"ulps\", ulps = 1 }\n"
+         "[dtypes]\nall = [\"f32\"]\n[cost]\nflops = \"n\"\n"
+         "[reference]\npython = \"reference.py\"\nfunction = \"f\"\n" +
+         lines(o.extra);
+}
 
 // The text of one TOML table of a written contract, from its header up to the next table.
 inline std::string toml_table(const std::string& toml, const std::string& header) {

@@ -19,9 +19,6 @@ namespace kqual::contract {
 namespace {
 namespace fs = std::filesystem;
 
-#define NEED_NUMPY() \
-  if (!test_util::have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy (install python3-numpy)"
-
 // y = quantize(x * k): i8, half to even, clamped to [-127, 127]; x holds halves (ties everywhere)
 // in the `ties` family and values past the clamp in `wide`.
 std::string quantizer(const std::string& name, const std::string& error, const std::string& out_dtype = "i8",
@@ -84,7 +81,7 @@ std::string judge(const Contract& c, DType out, const Emulated& k) {
 void store_i8(std::uint8_t* out, std::size_t i, double q) { out[i] = std::uint8_t(std::int8_t(q)); }
 
 TEST(QuantizedModel, HalfEvenInt8QuantizerAcceptsTheRuleAndRejectsItsNeighbours) {
-  NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   test_util::ContractFolder f(quantizer("q8", R"({ model = "quantized", rounding = "half_even", clamp = [-127, 127] })"), kTimesK, "q8");
   const Contract& c = load_declared_contract(f.file);
   auto clamp127 = [](double q) { return std::clamp(q, -127.0, 127.0); };
@@ -115,7 +112,7 @@ TEST(QuantizedModel, HalfEvenInt8QuantizerAcceptsTheRuleAndRejectsItsNeighbours)
 // k = 1 + 2^-23: every half times k lies just past its tie, closer than f32 arithmetic can tell, so
 // a kernel's f32 product may land on the tie or past it: either neighbour is right there, and only there.
 TEST(QuantizedModel, NearABoundaryEitherNeighbourIsRight) {
-  NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   test_util::ContractFolder f(quantizer("q8k", R"({ model = "quantized", rounding = "half_even", clamp = [-127, 127] })", "i8", "1.00000011920928955078125"),
            "def f(x, k):\n    return x * k\n", "q8k");
   const Contract& c = load_declared_contract(f.file);
@@ -133,7 +130,7 @@ TEST(QuantizedModel, NearABoundaryEitherNeighbourIsRight) {
 }
 
 TEST(QuantizedModel, Fp8SaturatesOrNotAsDeclared) {
-  NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   test_util::ContractFolder sat(quantizer("e4", R"({ model = "quantized", saturate = true })", "e4m3"), kTimesK, "e4");
   const Contract& c = load_declared_contract(sat.file);
   auto fp8 = [](Overflow o) {
@@ -155,7 +152,7 @@ TEST(QuantizedModel, Fp8SaturatesOrNotAsDeclared) {
 }
 
 TEST(QuantizedModel, WhatTheModelCannotMeanIsRefusedByName) {
-  NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   auto error_of = [](const std::string& toml) {
     test_util::ContractFolder f(toml, kTimesK, "bad");
     try {
@@ -177,7 +174,7 @@ TEST(QuantizedModel, WhatTheModelCannotMeanIsRefusedByName) {
 
 // A reference value a quantized integer output cannot hold, without saturate or clamp: the contract's error.
 TEST(QuantizedModel, AnUnclampedValuePastTheDtypeIsTheContractsError) {
-  NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   test_util::ContractFolder f(quantizer("q8w", R"({ model = "quantized" })"), kTimesK, "q8w");
   const Contract& c = load_declared_contract(f.file);
   try {

@@ -28,9 +28,6 @@ namespace fs = std::filesystem;
 
 const fs::path kF16MaskRepo = KQUAL_SOURCE_DIR;
 
-#define F16_MASK_NEED_NUMPY() \
-  if (!test_util::have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy (install python3-numpy)"
-
 constexpr std::uint8_t kPoison = 0xA5;  // the emulated output's bytes before the kernel writes
 const std::uint64_t kSeeds[] = {20261202, 11, 7};  // qualify's default seed, and two more
 
@@ -212,7 +209,7 @@ Supports layernorm_f16_claims() {
 }
 
 TEST(DeclaredF16Mask, LayernormF16AcceptsTheGoodKernelOnEveryPath) {
-  F16_MASK_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& c = load_declared_contract(kF16MaskRepo / "contracts/layernorm_f16");
   EXPECT_EQ(c.tensor_dtype("x", DType::f16), DType::f16);
   EXPECT_EQ(c.tensor_dtype("w", DType::f16), DType::f16);
@@ -255,7 +252,7 @@ TEST(DeclaredF16Mask, LayernormF16AcceptsTheGoodKernelOnEveryPath) {
 }
 
 TEST(DeclaredF16Mask, LayernormF16RejectsEachKnownBrokenKernelForItsStatedClass) {
-  F16_MASK_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& c = load_declared_contract(kF16MaskRepo / "contracts/layernorm_f16");
   const std::pair<const char*, LnBug> broken[] = {
       {"half_stats", LnBug::half_stats}, {"no_eps", LnBug::no_eps}, {"odd_tail", LnBug::odd_tail}, {"one_pass", LnBug::one_pass}};
@@ -379,7 +376,7 @@ Supports masked_softmax_claims() {
 }
 
 TEST(DeclaredF16Mask, MaskedSoftmaxReferenceKeepsMaskedPositionsOutOfTheRow) {
-  F16_MASK_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& c = load_declared_contract(kF16MaskRepo / "contracts/masked_softmax");
   EXPECT_EQ(c.tensor_dtype("mask", DType::f32), DType::boolean);
   int rows_checked = 0, empty_rows = 0, nan_rows = 0, masked_specials = 0;
@@ -423,7 +420,7 @@ TEST(DeclaredF16Mask, MaskedSoftmaxReferenceKeepsMaskedPositionsOutOfTheRow) {
 }
 
 TEST(DeclaredF16Mask, MaskedSoftmaxAcceptsTheGoodKernel) {
-  F16_MASK_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& c = load_declared_contract(kF16MaskRepo / "contracts/masked_softmax");
   for (std::uint64_t seed : kSeeds) {
     double worst = 0;
@@ -433,7 +430,7 @@ TEST(DeclaredF16Mask, MaskedSoftmaxAcceptsTheGoodKernel) {
 }
 
 TEST(DeclaredF16Mask, MaskedSoftmaxRejectsEachKnownBrokenKernelForItsStatedClass) {
-  F16_MASK_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& c = load_declared_contract(kF16MaskRepo / "contracts/masked_softmax");
   const std::pair<const char*, MsBug> broken[] = {
       {"ignore_mask", MsBug::ignore_mask}, {"fill_1e4", MsBug::fill_1e4}, {"no_max", MsBug::no_max}, {"int_mask", MsBug::int_mask}};

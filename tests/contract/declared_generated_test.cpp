@@ -24,8 +24,7 @@ namespace fs = std::filesystem;
 const fs::path kGenRepo = KQUAL_SOURCE_DIR;
 const fs::path kCsr = kGenRepo / "tests/contract/fixtures/declared/csr_spmv";
 
-#define GEN_NEED_NUMPY() \
-  if (!test_util::have_numpy()) GTEST_SKIP() << "no python3 with NumPy here"
+using test_util::error_of;
 
 std::string file_text(const fs::path& p) {
   std::ifstream f(p);
@@ -54,15 +53,6 @@ struct CsrVariant {
     fs::copy_file(kCsr / "reference.py", d / "reference.py");
   }
 };
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::vector<std::int64_t> ints(const Tensor& t) {
   std::vector<std::int64_t> v(std::size_t(t.elements));
@@ -94,7 +84,7 @@ std::vector<std::uint8_t> spmv_kernel(const CaseData& d, bool skip_last) {
 }
 
 TEST(declared_generator, CsrInputsComeFromTheGeneratorAndHoldTheirDeclaration) {
-  GEN_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& c = load_declared_contract(kCsr);
   Supports s;
   s.dtypes = {DType::f32};
@@ -145,7 +135,7 @@ TEST(declared_generator, CsrInputsComeFromTheGeneratorAndHoldTheirDeclaration) {
 }
 
 TEST(declared_generator, AGeneratorBreakingItsDeclarationIsRefusedByName) {
-  GEN_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const std::string head = "import numpy as np\n\ndef make_csr(rows, cols, nnz, seed):\n    rng = np.random.default_rng(seed)\n";
   const std::string good_indices = "    indices = rng.integers(0, cols, size=nnz).astype(np.int32)\n";
   const std::string good_indptr =
@@ -187,7 +177,7 @@ TEST(declared_generator, AGeneratorBreakingItsDeclarationIsRefusedByName) {
 }
 
 TEST(declared_generator, AGeneratorDrawingWithoutItsSeedIsRefused) {
-  GEN_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const std::string unseeded =
       "import numpy as np\n\ndef make_csr(rows, cols, nnz):\n    rng = np.random.default_rng()\n"
       "    cuts = np.sort(rng.integers(0, nnz + 1, size=rows - 1))\n"
@@ -258,7 +248,7 @@ TEST(declared_generator, TheFileFormatIsCheckedByName) {
 }
 
 TEST(declared_generator, GeneratedMasksAndProbabilityRowsAreChecked) {
-  GEN_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const std::string toml = R"toml(
 [contract]
 name = "NAME"
@@ -300,9 +290,7 @@ function = "f"
 )toml";
   const std::string ref = "import numpy as np\n\ndef f(p, m, x):\n    return (p * x * m).sum(axis=1)\n";
   auto variant = [&](const std::string& name, const std::string& body) {
-    std::string t = toml;
-    t.replace(t.find("NAME"), 4, name);
-    auto folder = std::make_unique<test_util::ContractFolder>(t, ref, name);
+    auto folder = std::make_unique<test_util::ContractFolder>(test_util::named(toml, name), ref, name);
     std::ofstream(folder->file.parent_path() / "inputs.py")
         << "import numpy as np\n\ndef make(rows, cols, seed):\n    rng = np.random.default_rng(seed)\n"
            "    z = np.exp(rng.normal(size=(rows, cols)))\n    p = (z / z.sum(axis=1, keepdims=True)).astype(np.float32)\n"
@@ -335,7 +323,7 @@ function = "f"
 }
 
 TEST(declared_generator, ATorchGeneratorNeedsPyTorch) {
-  GEN_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   CsrVariant v("gen_torch", "import torch\n\ndef make_csr(rows, cols, nnz, seed):\n    raise RuntimeError('unused')\n",
                {{"function = \"make_csr\"", "function = \"make_csr\"\nkind = \"torch\""}});
   const Contract& c = load_declared_contract(v.file);
@@ -363,7 +351,7 @@ TEST(declared_generator, UniqueIndicesImplyAConstraint) {
 // A loss: one output element cannot vary across its elements; the non-triviality check requires that
 // redrawing every input changes it instead (a constant-writing kernel could pass otherwise).
 TEST(declared_generator, OneElementOutputsAreJudgedByRedrawingTheInputs) {
-  GEN_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const std::string toml = R"toml(
 [contract]
 name = "NAME"
@@ -392,21 +380,16 @@ flops = "3 * n"
 python = "reference.py"
 function = "f"
 )toml";
-  auto named = [&](const std::string& n) {
-    std::string t = toml;
-    t.replace(t.find("NAME"), 4, n);
-    return t;
-  };
   Supports s;
   s.dtypes = {DType::f32};
-  test_util::ContractFolder good(named("one_value_mse"), "import numpy as np\n\ndef f(p, t):\n    return np.array([np.mean((p - t) ** 2)])\n",
+  test_util::ContractFolder good(test_util::named(toml, "one_value_mse"), "import numpy as np\n\ndef f(p, t):\n    return np.array([np.mean((p - t) ** 2)])\n",
                                  "one_value_mse");
   const Contract& c = load_declared_contract(good.file);
   for (const auto& cs : c.correctness_cases(s, 3, false)) {
     const auto want = c.reference(c.make_case(cs), test_util::run_host());
     ASSERT_EQ(want.at(0).elements, 1) << cs.id;
   }
-  test_util::ContractFolder constant(named("one_value_const"), "import numpy as np\n\ndef f(p, t):\n    return np.array([0.5])\n",
+  test_util::ContractFolder constant(test_util::named(toml, "one_value_const"), "import numpy as np\n\ndef f(p, t):\n    return np.array([0.5])\n",
                                      "one_value_const");
   const Contract& k = load_declared_contract(constant.file);
   const std::string e = error_of([&] { (void)k.reference(k.make_case(k.correctness_cases(s, 3, false).front()), test_util::run_host()); });

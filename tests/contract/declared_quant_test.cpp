@@ -41,9 +41,6 @@ namespace fs = std::filesystem;
 
 const fs::path kQuantRepo = KQUAL_SOURCE_DIR;
 
-#define QUANT_NEED_NUMPY() \
-  if (!test_util::have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy (install python3-numpy)"
-
 // What an emulated kernel sees of a case: its inputs by name, the case's dims, whether the buffers
 // start aligned (no start offset: the kernels take their vector paths only then), and the outputs
 // to write, by name, poisoned.
@@ -207,17 +204,17 @@ void check_bundled(const std::string& contract, const Kernel& k, std::size_t at_
 }
 
 TEST(QuantContracts, Fp8QuantizeGoodAcceptedAndEachBrokenRejectedForItsClass) {
-  QUANT_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   check_bundled("fp8_e4m3_quantize", fp8_quantize_kernel, 3);
 }
 
 TEST(QuantContracts, Fp8DequantizeGoodAcceptedAndEachBrokenRejectedForItsClass) {
-  QUANT_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   check_bundled("fp8_e4m3_dequantize", fp8_dequantize_kernel, 3);
 }
 
 TEST(QuantContracts, Int8RowQuantizeGoodAcceptedAndEachBrokenRejectedForItsClass) {
-  QUANT_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   check_bundled("int8_row_quantize", int8_row_quantize_kernel, 3);
 }
 
@@ -235,7 +232,7 @@ std::vector<CaseSpec> family_cases(const Contract& c, const std::string& family)
 // The quantizer's families: saturation and +-Inf give +-448, NaN stays NaN, tiny quotients land on
 // e4m3 subnormals and zero, and the ties family holds exact ties (the expected code an even one).
 TEST(QuantContracts, Fp8QuantizeFamiliesReachTheirEdges) {
-  QUANT_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& c = load_declared_contract(kQuantRepo / "contracts/fp8_e4m3_quantize");
   std::map<std::string, int> seen;
   for (const char* family : {"saturation", "specials", "tiny", "ties"})
@@ -346,7 +343,7 @@ TEST(QuantContracts, AOneElementScaleStaysOneElementUnderAnyClaim) {
 // The int8 families: rows of the ties family whose max is 127 have scale 1 and exact ties decided
 // to even; an all-zero row has scale 0 and q 0; the outliers' rows quantize the others to 0.
 TEST(QuantContracts, Int8FamiliesReachTheirEdges) {
-  QUANT_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& c = load_declared_contract(kQuantRepo / "contracts/int8_row_quantize");
   std::map<std::string, int> seen;
   for (const char* family : {"ties", "zero_rows", "outliers"})

@@ -25,9 +25,6 @@ namespace fs = std::filesystem;
 
 const fs::path kSpecialsRepo = KQUAL_SOURCE_DIR;
 
-#define SPECIALS_NEED_NUMPY() \
-  if (!test_util::have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy (install python3-numpy)"
-
 const char* const kBundledDeclared[] = {"bmm",     "gelu",    "layernorm", "residual_add_relu_declared", "rmsnorm",
                                         "rmsnorm_strided", "rotary", "softmax_declared", "swiglu"};
 
@@ -99,7 +96,7 @@ TEST(DeclaredSpecials, EveryBundledPolicyNamesTheFrameworkItFollows) {
 }
 
 TEST(DeclaredSpecials, SwigluTakesPyTorchsSiluAtMinusInfinity) {
-  SPECIALS_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& c = load_declared_contract(kSpecialsRepo / "contracts/swiglu");
   // The reference itself: silu(-Inf) * b is NaN for every b (PyTorch: -Inf / (1 + exp(+Inf))).
   Supports s = every_claim(c);
@@ -140,7 +137,7 @@ TEST(DeclaredSpecials, SwigluTakesPyTorchsSiluAtMinusInfinity) {
 }
 
 TEST(DeclaredSpecials, GeluTakesPyTorchsTanhFormAtMinusInfinity) {
-  SPECIALS_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& c = load_declared_contract(kSpecialsRepo / "contracts/gelu");
   auto gelu_h = [](float x) { return 1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)); };
   // ATen's tanh-form GELU: 0.5 x (1 + tanh(u)), -Inf * 0 = NaN at x = -Inf.
@@ -155,7 +152,7 @@ TEST(DeclaredSpecials, GeluTakesPyTorchsTanhFormAtMinusInfinity) {
 }
 
 TEST(DeclaredSpecials, ResidualAddReluLiteralClampMinDiffersOnlyAtMinusZero) {
-  SPECIALS_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& c = load_declared_contract(kSpecialsRepo / "contracts/residual_add_relu_declared");
   // A literal clamp_min(s, 0): NaN kept, s itself where s == 0 (so -0 stays -0), else max. (PyTorch's
   // relu on CUDA gives +0 at -0: measured, PyTorch 2.11 on the H200.)
@@ -193,7 +190,7 @@ TEST(DeclaredSpecials, ResidualAddReluLiteralClampMinDiffersOnlyAtMinusZero) {
 // accepted on every family; the literal x * rsqrt(mean(x^2) + eps) * w, which gives the row's finite
 // elements +-0 and its Inf elements NaN, is rejected for it (nan_policy).
 TEST(DeclaredSpecials, RmsnormRowHoldingInfIsNaN) {
-  SPECIALS_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   for (const char* name : {"rmsnorm", "rmsnorm_strided"}) {
     const Contract& c = load_declared_contract(kSpecialsRepo / "contracts" / name);
     Supports s = every_claim(c);

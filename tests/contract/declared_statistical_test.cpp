@@ -13,34 +13,10 @@ namespace kqual::contract {
 namespace {
 namespace fs = std::filesystem;
 
-const char* kToml = R"toml(
-[contract]
-name = "NAME"
-summary = "y = f(x)"
-[axes.n]
-range = [1, 100000]
-hints = [32]
-base = 64
-[tensors.x]
-role = "input"
-shape = ["n"]
-[tensors.y]
-role = "output"
-shape = ["n"]
-error = { model = "ulps", ulps = 1 }
-[dtypes]
-all = ["f32"]
-[cost]
-flops = "n"
-[reference]
-python = "reference.py"
-function = "f"
-)toml";
 
 std::string first_use_error(const std::string& name, const std::string& py) {
-  std::string toml = kToml;
-  toml.replace(toml.find("NAME"), 4, name);
-  const test_util::ContractFolder folder(toml, py, name);
+  const test_util::ContractFolder folder(
+      test_util::one_axis_contract(name, {.summary = "y = f(x)", .axis = "range = [1, 100000]\nhints = [32]\nbase = 64"}), py, name);
   const Contract& c = load_declared_contract(folder.file);
   Supports s;
   s.dtypes = {DType::f32};

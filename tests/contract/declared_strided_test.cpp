@@ -24,9 +24,7 @@ namespace fs = std::filesystem;
 
 const fs::path kRepo = KQUAL_SOURCE_DIR;
 
-using test_util::have_numpy;
-#define NEED_NUMPY() \
-  if (!have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy (install python3-numpy)"
+using test_util::error_of;
 
 struct Written {
   ScratchDir dir{"kqual-strided-test"};
@@ -75,15 +73,6 @@ EXTRA
   s.replace(s.find("Y_KEYS"), 6, y_keys);
   s.replace(s.find("EXTRA"), 5, extra);
   return s;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(DeclaredStrided, LayoutKeysMakeARowStrideAxis) {
@@ -141,27 +130,7 @@ TEST(DeclaredStrided, BadLayoutKeysAreNamed) {
   e = err("bad9", "layout = \"strided\"", "", "[bench]\nshapes = [\"rows=4,cols=64,stride_x=60\"]");
   EXPECT_NE(e.find("bench.shapes[0]: row stride stride_x = 60 is below the row length cols = 64"), std::string::npos) << e;
   // A 1-D tensor has no rows to stride.
-  Written one(R"([contract]
-name = "bad10"
-summary = "s"
-[axes.n]
-range = [1, 10]
-[tensors.x]
-role = "input"
-shape = ["n"]
-layout = "strided"
-[tensors.y]
-role = "output"
-shape = ["n"]
-error = { model = "ulps", ulps = 1 }
-[dtypes]
-all = ["f32"]
-[cost]
-flops = "n"
-[reference]
-python = "reference.py"
-function = "f"
-)");
+  Written one(test_util::one_axis_contract("bad10", {.summary = "s", .axis = "range = [1, 10]", .x_keys = "layout = \"strided\""}));
   e = error_of([&] { (void)load_declared_contract(one.file); });
   EXPECT_NE(e.find("tensors.x.layout: strided is for 2-D tensors"), std::string::npos) << e;
   // An in-place output sharing its input's stride is fine.
@@ -323,7 +292,7 @@ std::string first_failure(const Contract& c, const std::vector<CaseSpec>& cases,
 }
 
 TEST(DeclaredStrided, ReferenceOnDenseViewsAndPaddingWritesRejected) {
-  NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& c = strided_rmsnorm();
   std::vector<CaseSpec> cases;
   for (const auto& cs : c.correctness_cases(claims(4, {DType::f32}), 11, false))

@@ -24,53 +24,14 @@ namespace kqual::contract {
 namespace {
 namespace fs = std::filesystem;
 
-using test_util::have_numpy;
-#define NEED_NUMPY() \
-  if (!have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy (install python3-numpy)"
-
 const fs::path kRepo = KQUAL_SOURCE_DIR;
 
+using test_util::error_of;
 using Written = test_util::ContractFolder;
 
-const char* kMinimal = R"(
-[contract]
-name = "NAME"
-summary = "y = 2 x"
-[axes.n]
-range = [1, 1000000]
-hints = [32]
-base = 40
-[tensors.x]
-role = "input"
-shape = ["n"]
-[tensors.y]
-role = "output"
-shape = ["n"]
-error = { model = "ulps", ulps = 1 }
-[dtypes]
-all = ["f32"]
-[cost]
-flops = "n"
-[reference]
-python = "reference.py"
-function = "f"
-EXTRA
-)";
-
+// y = 2 x over n (test_util::one_axis_contract), `extra` tables after [reference].
 std::string minimal(const std::string& name, const std::string& extra = "") {
-  std::string s = kMinimal;
-  s.replace(s.find("NAME"), 4, name);
-  s.replace(s.find("EXTRA"), 5, extra);
-  return s;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return test_util::one_axis_contract(name, {.extra = extra});
 }
 
 TEST(DeclaredContract, BadFilesNameFileKeyAndValue) {
@@ -126,7 +87,7 @@ function = "f"
 }
 
 TEST(DeclaredContract, ReferenceErrorsAreContractErrorsNamingFileAndCase) {
-  NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   struct Bad {
     const char* name;
     const char* py;
@@ -207,7 +168,7 @@ std::string verdict(const Contract& c, const Kernel& k, const Supports& s) {
 float f32_of(const Tensor& t, std::size_t i) { return float(element_as_double(t.dtype, t.bytes.data(), i)); }
 
 TEST(DeclaredContract, ResidualAddReluJudgesLikeTheBuiltIn) {
-  NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& builtin = find_contract("residual_add_relu");
   const Contract& declared = load_declared_contract(kRepo / "contracts/residual_add_relu_declared");
   auto elementwise = [](std::function<float(float, float)> op, bool tail = true) -> Kernel {
@@ -246,7 +207,7 @@ TEST(DeclaredContract, ResidualAddReluJudgesLikeTheBuiltIn) {
 }
 
 TEST(DeclaredContract, SoftmaxJudgesLikeTheBuiltIn) {
-  NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& builtin = find_contract("softmax");
   const Contract& declared = load_declared_contract(kRepo / "contracts/softmax_declared");
   enum Defect { none, no_max, tail, sum_bf16, row_max_first_half };
@@ -293,7 +254,7 @@ TEST(DeclaredContract, SoftmaxJudgesLikeTheBuiltIn) {
 }
 
 TEST(DeclaredContract, RmsnormCasesReferenceAndBounds) {
-  NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& c = resolve_contract("rmsnorm", kRepo / "candidates/rmsnorm/good");
   EXPECT_EQ(declared_file(c), fs::weakly_canonical(kRepo / "contracts/rmsnorm/contract.toml"));
   ASSERT_EQ(c.scalars().size(), 1u);
@@ -341,7 +302,7 @@ namespace {
 // [index_cases]: past 2^31 elements only where the claim reaches; windows of whole rows whose
 // sub-case reference equals the same rows of the whole case's reference.
 TEST(DeclaredContract, IndexCasesAndTheirWindows) {
-  NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   const Contract& c = resolve_contract("rmsnorm", kRepo / "candidates/rmsnorm/good");
   Supports s;
   s.dtypes = {DType::f32, DType::bf16};
@@ -548,8 +509,7 @@ python = "reference.py"
 function = "f"
 )";
   auto contract = [&](const std::string& name, const std::string& rows) {
-    std::string t = body;
-    t.replace(t.find("NAME"), 4, name);
+    std::string t = test_util::named(body, name);
     t.replace(t.find("ROWS"), 4, rows);
     return t;
   };

@@ -18,9 +18,6 @@ namespace kqual::contract {
 namespace {
 namespace fs = std::filesystem;
 
-#define HOST_NEED_NUMPY() \
-  if (!test_util::have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy (install python3-numpy)"
-
 // y = 2 x over n, with the reference file `py` (function f).
 struct HostContract {
   ScratchDir dir{"kqual-host-test"};
@@ -29,12 +26,7 @@ struct HostContract {
     fs::create_directories(dir.path() / name);
     file = dir.path() / name / "contract.toml";
     reference = dir.path() / name / "reference.py";
-    std::ofstream(file) << "[contract]\nname = \"" << name << "\"\nsummary = \"y = 2 x\"\n"
-                        << "[axes.n]\nrange = [1, 100000]\nhints = [32]\nbase = 40\n"
-                        << "[tensors.x]\nrole = \"input\"\nshape = [\"n\"]\n"
-                        << "[tensors.y]\nrole = \"output\"\nshape = [\"n\"]\nerror = { model = \"ulps\", ulps = 1 }\n"
-                        << "[dtypes]\nall = [\"f32\"]\n[cost]\nflops = \"n\"\n"
-                        << "[reference]\npython = \"reference.py\"\nfunction = \"f\"\n";
+    std::ofstream(file) << test_util::one_axis_contract(name, {.axis = "range = [1, 100000]\nhints = [32]\nbase = 40"});
     std::ofstream(reference) << py;
   }
 };
@@ -58,7 +50,7 @@ int children_naming(const std::string& text) {
 }
 
 TEST(ReferenceHost, OneProcessPerContractPerRunNoneInTheContract) {
-  HOST_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   HostContract hc("host_twice", "def f(x):\n    return 2 * x\n");
   const Contract& c = load_declared_contract(hc.file);
   Supports s;
@@ -94,7 +86,7 @@ TEST(ReferenceHost, BuiltInContractsStartNothing) {
 }
 
 TEST(ReferenceHost, AProcessThatDiesMidRequestIsNamedWithItsStderrAndRestarted) {
-  HOST_NEED_NUMPY();
+  KQUAL_NEED_NUMPY();
   // It dies on the first request after the hello, saying why on stderr, and answers again after.
   HostContract hc("host_dies",
                   "import os, sys\nmarker = os.path.join(os.path.dirname(__file__), 'died')\n"

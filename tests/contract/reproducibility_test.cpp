@@ -10,6 +10,7 @@
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
+#include "contract_test_util.hpp"
 
 namespace kqual::contract::repro_test {
 namespace fs = std::filesystem;
@@ -50,34 +51,11 @@ TEST(Reproducibility, BuiltInContractsStateTheirRuleWithAReason) {
   EXPECT_NE(find_contract("reduce_sum").reproducibility(DType::f32).opt_out.find("[supports] deterministic = true"), std::string::npos);
 }
 
-// A declared contract folder written by a test (a contract.toml and a reference.py).
-struct ReproFolder {
-  ScratchDir dir{"kqual-repro-test"};
-  fs::path file;
-  ReproFolder(const std::string& name, const std::string& contract_keys) {
-    fs::create_directories(dir.path() / name);
-    file = dir.path() / name / "contract.toml";
-    std::ofstream(file) << "[contract]\nname = \"" << name << "\"\nsummary = \"y = 2 x\"\n" << contract_keys << R"(
-[axes.n]
-range = [1, 1000000]
-base = 40
-[tensors.x]
-role = "input"
-shape = ["n"]
-[tensors.y]
-role = "output"
-shape = ["n"]
-error = { model = "ulps", ulps = 1 }
-[dtypes]
-all = ["f32"]
-[cost]
-flops = "n"
-[reference]
-python = "reference.py"
-function = "f"
-)";
-    std::ofstream(dir.path() / name / "reference.py") << "def f(x):\n    return 2 * x\n";
-  }
+// A declared contract folder written by a test: y = 2 x over n, `contract_keys` in its [contract] table.
+struct ReproFolder : test_util::ContractFolder {
+  ReproFolder(const std::string& name, const std::string& contract_keys)
+      : ContractFolder(test_util::one_axis_contract(name, {.contract_keys = contract_keys, .axis = "range = [1, 1000000]\nbase = 40"}),
+                       "def f(x):\n    return 2 * x\n", name) {}
 };
 
 std::string repro_error_of(const std::function<void()>& f) {
