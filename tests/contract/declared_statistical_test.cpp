@@ -15,8 +15,10 @@ namespace fs = std::filesystem;
 
 
 std::string first_use_error(const std::string& name, const std::string& py) {
-  const test_util::ContractFolder folder(
-      test_util::one_axis_contract(name, {.summary = "y = f(x)", .axis = "range = [1, 100000]\nhints = [32]\nbase = 64"}), py, name);
+  test_util::OneAxis keys;
+  keys.summary = "y = f(x)";
+  keys.axis = "range = [1, 100000]\nhints = [32]\nbase = 64";
+  const test_util::ContractFolder folder(test_util::one_axis_contract(name, keys), py, name);
   const Contract& c = load_declared_contract(folder.file);
   Supports s;
   s.dtypes = {DType::f32};

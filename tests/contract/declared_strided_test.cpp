@@ -130,7 +130,11 @@ TEST(DeclaredStrided, BadLayoutKeysAreNamed) {
   e = err("bad9", "layout = \"strided\"", "", "[bench]\nshapes = [\"rows=4,cols=64,stride_x=60\"]");
   EXPECT_NE(e.find("bench.shapes[0]: row stride stride_x = 60 is below the row length cols = 64"), std::string::npos) << e;
   // A 1-D tensor has no rows to stride.
-  Written one(test_util::one_axis_contract("bad10", {.summary = "s", .axis = "range = [1, 10]", .x_keys = "layout = \"strided\""}));
+  test_util::OneAxis one_d;
+  one_d.summary = "s";
+  one_d.axis = "range = [1, 10]";
+  one_d.x_keys = "layout = \"strided\"";
+  Written one(test_util::one_axis_contract("bad10", one_d));
   e = error_of([&] { (void)load_declared_contract(one.file); });
   EXPECT_NE(e.find("tensors.x.layout: strided is for 2-D tensors"), std::string::npos) << e;
   // An in-place output sharing its input's stride is fine.

@@ -31,7 +31,9 @@ using Written = test_util::ContractFolder;
 
 // y = 2 x over n (test_util::one_axis_contract), `extra` tables after [reference].
 std::string minimal(const std::string& name, const std::string& extra = "") {
-  return test_util::one_axis_contract(name, {.extra = extra});
+  test_util::OneAxis keys;
+  keys.extra = extra;
+  return test_util::one_axis_contract(name, keys);
 }
 
 TEST(DeclaredContract, BadFilesNameFileKeyAndValue) {

@@ -26,7 +26,9 @@ struct HostContract {
     fs::create_directories(dir.path() / name);
     file = dir.path() / name / "contract.toml";
     reference = dir.path() / name / "reference.py";
-    std::ofstream(file) << test_util::one_axis_contract(name, {.axis = "range = [1, 100000]\nhints = [32]\nbase = 40"});
+    test_util::OneAxis keys;
+    keys.axis = "range = [1, 100000]\nhints = [32]\nbase = 40";
+    std::ofstream(file) << test_util::one_axis_contract(name, keys);
     std::ofstream(reference) << py;
   }
 };

@@ -52,11 +52,12 @@ TEST(Reproducibility, BuiltInContractsStateTheirRuleWithAReason) {
 }
 
 // A declared contract folder written by a test: y = 2 x over n, `contract_keys` in its [contract] table.
-struct ReproFolder : test_util::ContractFolder {
-  ReproFolder(const std::string& name, const std::string& contract_keys)
-      : ContractFolder(test_util::one_axis_contract(name, {.contract_keys = contract_keys, .axis = "range = [1, 1000000]\nbase = 40"}),
-                       "def f(x):\n    return 2 * x\n", name) {}
-};
+test_util::ContractFolder repro_folder(const std::string& name, const std::string& contract_keys) {
+  test_util::OneAxis keys;
+  keys.contract_keys = contract_keys;
+  keys.axis = "range = [1, 1000000]\nbase = 40";
+  return test_util::ContractFolder(test_util::one_axis_contract(name, keys), "def f(x):\n    return 2 * x\n", name);
+}
 
 std::string repro_error_of(const std::function<void()>& f) {
   try {
@@ -69,25 +70,25 @@ std::string repro_error_of(const std::function<void()>& f) {
 }
 
 TEST(Reproducibility, DeclaredKeyDefaultsToRequiredAndIsRead) {
-  ReproFolder plain("repro_default", "");
+  const auto plain = repro_folder("repro_default", "");
   const Contract& d = load_declared_contract(plain.file);
   EXPECT_TRUE(d.reproducibility(DType::f32).required);  // today's rule when the key is absent
   EXPECT_NE(d.reproducibility(DType::f32).opt_out.find(plain.file.string()), std::string::npos);
   EXPECT_NE(d.numerical_policy().find("two runs must agree bitwise"), std::string::npos) << d.numerical_policy();
 
-  ReproFolder loose("repro_loose", "deterministic = false\ndeterministic_reason = \"a split reduction with atomics\"\n");
+  const auto loose = repro_folder("repro_loose", "deterministic = false\ndeterministic_reason = \"a split reduction with atomics\"\n");
   const Contract& l = load_declared_contract(loose.file);
   EXPECT_FALSE(l.reproducibility(DType::f32).required);
   EXPECT_EQ(l.reproducibility(DType::f32).reason, "a split reduction with atomics");
   EXPECT_NE(l.numerical_policy().find("not required"), std::string::npos) << l.numerical_policy();
 
-  ReproFolder strict("repro_strict", "deterministic = true\n");
+  const auto strict = repro_folder("repro_strict", "deterministic = true\n");
   EXPECT_TRUE(load_declared_contract(strict.file).reproducibility(DType::f32).required);
 }
 
 TEST(Reproducibility, DeclaredKeyRefusesWhatIsNotABoolean) {
   for (const char* bad : {"deterministic = \"yes\"\n", "deterministic = 1\n", "deterministic_reason = 3\n"}) {
-    ReproFolder f(std::string("repro_bad_") + std::to_string(std::hash<std::string>{}(bad) % 1000), bad);
+    const auto f = repro_folder(std::string("repro_bad_") + std::to_string(std::hash<std::string>{}(bad) % 1000), bad);
     const std::string e = repro_error_of([&] { (void)load_declared_contract(f.file); });
     EXPECT_NE(e.find(f.file.string()), std::string::npos) << e;
     EXPECT_NE(e.find("contract.deterministic"), std::string::npos) << e;
