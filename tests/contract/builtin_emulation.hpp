@@ -42,6 +42,32 @@ struct Judged {
   int passed = 0;       // cases accepted before it (all of them when accepted)
 };
 
+// One case as the harness runs it: twice, with its two poison bytes, `run` filling the outputs each
+// time; the outputs written to files in `dir` as the worker writes them and judged by the harness's
+// judge_runs against `want` (both runs, then each other under the contract's run-to-run rule).
+// False, with res.code and res.detail, where the case is rejected.
+inline bool judge_case(const Contract& c, const Supports& s, const CaseSpec& cs, const std::vector<Tensor>& want,
+                       const std::function<void(Outputs&)>& run, const std::filesystem::path& dir, check::CaseResult& res) {
+  worker::RunRequest request;
+  request.poison = {0xFF, check::detail::second_poison_byte(want)};
+  for (std::size_t r = 0; r < request.poison.size(); ++r) {
+    Outputs out;
+    for (const auto& w : want) out[w.name].assign(w.bytes.size(), request.poison[r]);
+    run(out);
+    for (const auto& w : want) {
+      const std::filesystem::path f = dir / fmt::format("{}.out{}", w.name, r);
+      std::ofstream(f, std::ios::binary).write(reinterpret_cast<const char*>(out[w.name].data()), std::streamsize(out[w.name].size()));
+      request.out_files[w.name].push_back(f.string());
+    }
+  }
+  worker::Answer<worker::RunReply> answer;
+  answer.raw.status = worker::WorkerReply::Status::ok;
+  answer.reply = worker::RunReply{};
+  answer.reply->runs.resize(request.poison.size());
+  res.spec = cs;
+  return check::detail::judge_runs(c, check::run_to_run_policy(c, s, cs.dtype), answer, request, want, res);
+}
+
 // The cases of `s` under `seed` (no large ones; none past max_elements elements when given), in the
 // check's order, judged until the first rejection.
 inline Judged judge(const Contract& c, const Supports& s, const Kernel& k, std::uint64_t seed,
@@ -53,26 +79,8 @@ inline Judged judge(const Contract& c, const Supports& s, const Kernel& k, std::
   for (const auto& cs : cases) {
     if (check::detail::case_elements(c, cs) > max_elements) continue;
     const CaseData d = c.make_case(cs);
-    const std::vector<Tensor> want = c.reference(d);
-    worker::RunRequest request;
-    request.poison = {0xFF, check::detail::second_poison_byte(want)};
-    for (std::size_t run = 0; run < request.poison.size(); ++run) {
-      Outputs out;
-      for (const auto& w : want) out[w.name].assign(w.bytes.size(), request.poison[run]);
-      k(d, out);
-      for (const auto& w : want) {
-        const std::filesystem::path f = dir.path() / fmt::format("{}.out{}", w.name, run);
-        std::ofstream(f, std::ios::binary).write(reinterpret_cast<const char*>(out[w.name].data()), std::streamsize(out[w.name].size()));
-        request.out_files[w.name].push_back(f.string());
-      }
-    }
-    worker::Answer<worker::RunReply> answer;
-    answer.raw.status = worker::WorkerReply::Status::ok;
-    answer.reply = worker::RunReply{};
-    answer.reply->runs.resize(request.poison.size());
     check::CaseResult res;
-    res.spec = cs;
-    if (!check::detail::judge_runs(c, check::run_to_run_policy(c, s, cs.dtype), answer, request, want, res)) {
+    if (!judge_case(c, s, cs, c.reference(d), [&](Outputs& out) { k(d, out); }, dir.path(), res)) {
       j.verdict = cs.id + ": " + res.code + ": " + res.detail;
       j.code = res.code;
       return j;

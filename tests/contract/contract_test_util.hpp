@@ -1,11 +1,14 @@
 #pragma once
 // Helpers shared by the contract tests (declared contracts and the importers).
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
 
 #include "kqual/contract/declared/declared.hpp"
+#include "kqual/contract/importers/import_definition.hpp"
 #include "kqual/contract/reference_host.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
@@ -80,6 +83,28 @@ inline std::string one_axis_contract(const std::string& name, const OneAxis& o =
          "[dtypes]\nall = [\"f32\"]\n[cost]\nflops = \"n\"\n"
          "[reference]\npython = \"reference.py\"\nfunction = \"f\"\n" +
          lines(o.extra);
+}
+
+// What import_definition throws for the Definition `def_json` (with the workloads `jsonl`), "" when
+// it imports; a refused import leaves no output folder behind.
+inline std::string definition_refusal(const std::string& def_json, const std::string& jsonl = "") {
+  static int k = 0;
+  ScratchDir dir("kqual-import-bad");
+  DefinitionImportOptions o;
+  o.definition = dir.path() / "def.json";
+  std::ofstream(o.definition) << def_json;
+  if (!jsonl.empty()) {
+    o.workloads = dir.path() / "w.jsonl";
+    std::ofstream(o.workloads) << jsonl;
+  }
+  o.out = dir.path() / ("out" + std::to_string(k++));
+  try {
+    (void)import_definition(o);
+  } catch (const Error& e) {
+    EXPECT_FALSE(std::filesystem::exists(o.out)) << "nothing half-written";
+    return e.what();
+  }
+  return "";
 }
 
 // The text of one TOML table of a written contract, from its header up to the next table.

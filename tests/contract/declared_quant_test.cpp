@@ -33,6 +33,7 @@
 #include "kqual/core/narrow_float.hpp"
 #include "kqual/worker/protocol.hpp"
 #include "../../src/check/internal.hpp"
+#include "builtin_emulation.hpp"
 #include "contract_test_util.hpp"
 
 namespace kqual::contract {
@@ -61,32 +62,15 @@ using Kernel = std::function<void(const KernelRun&, const std::string& defect)>;
 // The first rejection over the candidate's cases ("" = accepted): "<case id>: <code>: <detail>".
 // Each case runs twice, with the harness's two poison bytes, the outputs written to files as the
 // worker writes them and judged by the harness's own judge_runs (both runs against the reference,
-// then against each other under the contract's run-to-run rule).
+// then against each other under the contract's run-to-run rule): emulation::judge_case.
 std::string judge(const Contract& c, const Supports& s, const Kernel& k, const std::string& defect, std::uint64_t seed,
                   int* cases = nullptr) {
   ScratchDir dir("kqual-quant-test");
   for (const auto& cs : c.correctness_cases(s, seed, false)) {
     const CaseData d = c.make_case(cs);
-    const std::vector<Tensor> want = c.reference(d, test_util::run_host());
-    worker::RunRequest request;
-    request.poison = {0xFF, check::detail::second_poison_byte(want)};
-    for (std::size_t run = 0; run < request.poison.size(); ++run) {
-      std::map<std::string, std::vector<std::uint8_t>> out;
-      for (const auto& w : want) out[w.name].assign(w.bytes.size(), request.poison[run]);
-      k(KernelRun{d, out}, defect);
-      for (const auto& w : want) {
-        const fs::path f = dir.path() / fmt::format("{}.out{}", w.name, run);
-        std::ofstream(f, std::ios::binary).write(reinterpret_cast<const char*>(out[w.name].data()), std::streamsize(out[w.name].size()));
-        request.out_files[w.name].push_back(f.string());
-      }
-    }
-    worker::Answer<worker::RunReply> answer;
-    answer.raw.status = worker::WorkerReply::Status::ok;
-    answer.reply = worker::RunReply{};
-    answer.reply->runs.resize(request.poison.size());
     check::CaseResult res;
-    res.spec = cs;
-    if (!check::detail::judge_runs(c, check::run_to_run_policy(c, s, cs.dtype), answer, request, want, res))
+    if (!emulation::judge_case(c, s, cs, c.reference(d, test_util::run_host()),
+                               [&](emulation::Outputs& out) { k(KernelRun{d, out}, defect); }, dir.path(), res))
       return cs.id + ": " + res.code + ": " + res.detail;
     if (cases) ++*cases;
   }

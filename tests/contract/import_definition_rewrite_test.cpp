@@ -48,25 +48,7 @@ bool has_note(const DefinitionImport& r, const std::string& part) {
 }
 
 // What import_definition throws for `def` (and `jsonl`), "" when it imports.
-std::string refusal_of(const json& def, const std::string& jsonl = "") {
-  static int k = 0;
-  ScratchDir dir("kqual-import-rewrite");
-  DefinitionImportOptions o;
-  o.definition = dir.path() / "def.json";
-  std::ofstream(o.definition) << def.dump();
-  if (!jsonl.empty()) {
-    o.workloads = dir.path() / "w.jsonl";
-    std::ofstream(o.workloads) << jsonl;
-  }
-  o.out = dir.path() / ("out" + std::to_string(k++));
-  try {
-    (void)import_definition(o);
-  } catch (const Error& e) {
-    EXPECT_FALSE(fs::exists(o.out)) << "nothing half-written";
-    return e.what();
-  }
-  return "";
-}
+std::string refusal_of(const json& def, const std::string& jsonl = "") { return test_util::definition_refusal(def.dump(), jsonl); }
 
 // A small Definition: x[n] -> y[n], run(x) = x.
 json small_definition(const std::string& name) {

@@ -28,6 +28,7 @@ namespace fs = std::filesystem;
 const fs::path kDefinitionFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/definitions";
 
 // The text of one TOML table of the written contract, up to the next table.
+using test_util::definition_refusal;
 using test_util::toml_table;
 
 // A fixture's Definition and workloads copied into `dir` under another name: a process registers each
@@ -223,26 +224,6 @@ TEST(ImportDefinition, SmallScaleFamilyRejectsAnRmsnormThatDropsEps) {
   EXPECT_EQ(code, "wrong_result");
 }
 
-std::string refusal(const std::string& def_json, const std::string& jsonl = "") {
-  static int k = 0;
-  ScratchDir dir("kqual-import-bad");
-  DefinitionImportOptions o;
-  o.definition = dir.path() / "def.json";
-  std::ofstream(o.definition) << def_json;
-  if (!jsonl.empty()) {
-    o.workloads = dir.path() / "w.jsonl";
-    std::ofstream(o.workloads) << jsonl;
-  }
-  o.out = dir.path() / ("out" + std::to_string(k++));
-  try {
-    (void)import_definition(o);
-  } catch (const Error& e) {
-    EXPECT_FALSE(fs::exists(o.out)) << "nothing half-written";
-    return e.what();
-  }
-  return "";
-}
-
 std::string def_with(const std::string& axes, const std::string& inputs, const std::string& extra = "") {
   return R"({"name": "d", "axes": )" + axes + R"(, "inputs": )" + inputs +
          R"(, "outputs": {"y": {"shape": ["n"], "dtype": "float32"}}, "reference": "def run(x):\n    return x\n")" + extra + "}";
@@ -276,29 +257,29 @@ TEST(ImportDefinition, RaisesTheCaseCapToLargeConstantTensors) {
 TEST(ImportDefinition, RefusesByNameWhatCannotBeExpressed) {
   const std::string var = R"({"n": {"type": "var"}})";
   const std::string x = R"({"x": {"shape": ["n"], "dtype": "float32"}})";
-  EXPECT_NE(refusal(def_with(var, R"({"x": {"shape": ["n"], "dtype": "float4_e2m1"}})")).find("inputs.x.dtype: dtype \"float4_e2m1\""),
+  EXPECT_NE(definition_refusal(def_with(var, R"({"x": {"shape": ["n"], "dtype": "float4_e2m1"}})")).find("inputs.x.dtype: dtype \"float4_e2m1\""),
             std::string::npos);
-  EXPECT_NE(refusal(def_with(var, R"({"x": {"shape": ["n"], "dtype": "int32"}})")).find("integer input 'x'"), std::string::npos);
-  EXPECT_NE(refusal(def_with(var, R"({"x": {"shape": ["m"], "dtype": "float32"}})")).find("unknown axis \"m\""), std::string::npos);
-  EXPECT_NE(refusal(def_with(R"J({"n": {"type": "var"}, "h": {"type": "expr", "expression": "math.ceil(n / 2)"}})J", x))
+  EXPECT_NE(definition_refusal(def_with(var, R"({"x": {"shape": ["n"], "dtype": "int32"}})")).find("integer input 'x'"), std::string::npos);
+  EXPECT_NE(definition_refusal(def_with(var, R"({"x": {"shape": ["m"], "dtype": "float32"}})")).find("unknown axis \"m\""), std::string::npos);
+  EXPECT_NE(definition_refusal(def_with(R"J({"n": {"type": "var"}, "h": {"type": "expr", "expression": "math.ceil(n / 2)"}})J", x))
                 .find("axes.h.expression"),
             std::string::npos);
-  EXPECT_NE(refusal(def_with(var, x, R"(, "constraints": ["n % 8 == 0 and q > 1"])")).find("constraints[0]"), std::string::npos);
+  EXPECT_NE(definition_refusal(def_with(var, x, R"(, "constraints": ["n % 8 == 0 and q > 1"])")).find("constraints[0]"), std::string::npos);
   // An integer scalar no workload sets: the peers draw it from [-1024, 1024), which says nothing of
   // what it counts (a float one is drawn: import_integer_inputs_test.cpp).
-  EXPECT_NE(refusal(def_with(var, R"({"x": {"shape": ["n"], "dtype": "float32"}, "k": {"shape": null, "dtype": "int32"}})"))
+  EXPECT_NE(definition_refusal(def_with(var, R"({"x": {"shape": ["n"], "dtype": "float32"}, "k": {"shape": null, "dtype": "int32"}})"))
                 .find("inputs.k: a scalar (null shape) needs its value"),
             std::string::npos);
   const std::string ratio = R"({"definition": "d", "workload": {"axes": {"n": 5}, "inputs": {}}, "tolerance": {"atol": 0.01, "rtol": 0.01, "required_matched_ratio": 0.99}})";
   // A matched ratio without max_error_cap imports as SOL's default does, every element within the bound
   // (import_definition_rewrite_test.cpp).
-  EXPECT_EQ(refusal(def_with(var, x), ratio), "");
-  EXPECT_NE(refusal(def_with(R"({"n": {"type": "var"}, "h": {"type": "const", "value": 32768}, "i": {"type": "const", "value": 16384}})",
+  EXPECT_EQ(definition_refusal(def_with(var, x), ratio), "");
+  EXPECT_NE(definition_refusal(def_with(R"({"n": {"type": "var"}, "h": {"type": "const", "value": 32768}, "i": {"type": "const", "value": 16384}})",
                              R"({"x": {"shape": ["n"], "dtype": "float32"}, "w": {"shape": ["i", "h"], "dtype": "float32"}})"))
                 .find("inputs.w.shape: 536870912 elements at the base shape: past 2^28"),
             std::string::npos);
-  EXPECT_NE(refusal(R"({"name": "d"})").find("axes: missing"), std::string::npos);
-  EXPECT_NE(refusal("{not json").find("not JSON"), std::string::npos);
+  EXPECT_NE(definition_refusal(R"({"name": "d"})").find("axes: missing"), std::string::npos);
+  EXPECT_NE(definition_refusal("{not json").find("not JSON"), std::string::npos);
 }
 
 
@@ -436,7 +417,7 @@ TEST(ImportDefinitionDtypes, Int8DataImportsOverItsRangeAndAnIntegerOutputIsExac
     EXPECT_GT(hi, 100) << in.name;
   }
   // A wider integer input still says what it lacks.
-  EXPECT_NE(refusal(def_with(R"({"n": {"type": "var"}})", R"({"x": {"shape": ["n"], "dtype": "uint32"}})")).find("integer input 'x'"),
+  EXPECT_NE(definition_refusal(def_with(R"({"n": {"type": "var"}})", R"({"x": {"shape": ["n"], "dtype": "uint32"}})")).find("integer input 'x'"),
             std::string::npos);
 }
 
@@ -482,7 +463,7 @@ TEST(ImportDefinitionDtypes, ASamplingReferenceIsRefusedAtImportByName) {
   EXPECT_FALSE(fs::exists(dir.path() / "top_p_sampling_v64"));
   // The other samplers, by a static read of the source.
   int k = 0;
-  auto with_reference = [&](const std::string& src) { return refusal(two_input_definition(fmt::format("s{}", k++), "float32", "float32", src)); };
+  auto with_reference = [&](const std::string& src) { return definition_refusal(two_input_definition(fmt::format("s{}", k++), "float32", "float32", src)); };
   const std::pair<const char*, const char*> samplers[] = {
       {"def run(a, b):\n    return a + torch.randn_like(b)\n", "(torch.randn_like at line 2)"},
       {"import numpy as np\ndef run(a, b):\n    return a * np.random.rand(*b.shape)\n", "(np.random.rand at line 3)"},
@@ -505,10 +486,10 @@ TEST(ImportDefinitionDtypes, ASamplingReferenceIsRefusedAtImportByName) {
                                                  "import torch\ndef make(axes, device):\n    n = axes['n']\n    return {'a': torch.randn(n), 'b': "
                                                  "torch.randn(n)}\n\ndef run(a, b):\n    return a + b\n"));
   custom["custom_inputs_entrypoint"] = "make";
-  EXPECT_EQ(refusal(custom.dump()), "");
+  EXPECT_EQ(definition_refusal(custom.dump()), "");
   custom["name"] = "custom_inputs_2";
   custom["custom_inputs_entrypoint"] = "other";
-  EXPECT_TRUE(kqual::test::contains(refusal(custom.dump()), "(torch.randn at line 4)"));
+  EXPECT_TRUE(kqual::test::contains(definition_refusal(custom.dump()), "(torch.randn at line 4)"));
 }
 
 }  // namespace
