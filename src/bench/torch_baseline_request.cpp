@@ -113,6 +113,16 @@ json torch_tensor_json(const contract::Contract& c, const TorchOperation& op, co
 
 }  // namespace
 
+json torch_scalars(const contract::Contract& c) {
+  json s = json::object();
+  for (const auto& sc : c.scalars()) {
+    if (sc.dtype == DType::i32 || sc.dtype == DType::i64 || sc.dtype == DType::u32) s[sc.name] = std::int64_t(sc.value);
+    else if (sc.dtype == DType::f32) s[sc.name] = double(float(sc.value));
+    else s[sc.name] = sc.value;
+  }
+  return s;
+}
+
 json torch_shape_request(const contract::Contract& c, const TorchOperation& op, const contract::Dims& dims, DType t,
                          const std::vector<TorchTensorFiles>& inputs, const std::vector<TorchTensorFiles>& outputs,
                          const TimingOptions& o) {
@@ -128,11 +138,7 @@ json torch_shape_request(const contract::Contract& c, const TorchOperation& op, 
   if (op.reference) {
     // A reference takes the contract's scalars and axes by name (the worker passes those its
     // signature has); the built-ins' one-liners take tensors only.
-    for (const auto& sc : c.scalars()) {
-      if (sc.dtype == DType::i32 || sc.dtype == DType::i64 || sc.dtype == DType::u32) req["scalars"][sc.name] = std::int64_t(sc.value);
-      else if (sc.dtype == DType::f32) req["scalars"][sc.name] = double(float(sc.value));
-      else req["scalars"][sc.name] = sc.value;
-    }
+    req["scalars"] = torch_scalars(c);
     for (const auto& [n, v] : dims) req["axes"][n] = v;
   }
   return req;

@@ -23,7 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr double kTorchHelloTimeout = 300;      // [s] import torch, CUDA context, NVML
 constexpr double kTorchCallTimeout = 600;       // [s] one block of one implementation
 constexpr double kTorchCompileTimeout = 1800;   // [s] a first block that compiles (max-autotune-no-cudagraphs autotunes)
 
@@ -31,40 +30,6 @@ fs::path torch_write_tensor(const fs::path& dir, const contract::Tensor& t, cons
   const fs::path f = dir / (t.name + ext);
   write_file(f, t.bytes.data(), t.bytes.size());
   return f;
-}
-
-// The worker, started and greeted; `blocker` is "" when it can time, else the phase's status.
-struct TorchStart {
-  std::unique_ptr<TorchWorker> w;
-  json hello;
-  std::string blocker;
-};
-
-TorchStart start_torch_worker(worker::Session& s, const TorchOperation& op, const std::string& compile_mode, bool with_reference) {
-  TorchStart ts;
-  std::string python;
-  fs::path script;
-  try {
-    python = contract::reference_python();
-    const auto tools = find_project_folder("tools/torch");
-    if (!tools || !fs::exists(*tools / "timing_worker.py"))
-      throw_error(ErrorKind::input, "tools/torch/timing_worker.py not found ($KQUAL_HOME/tools/torch, or a folder above the kqual executable)");
-    script = *tools / "timing_worker.py";
-  } catch (const Error& e) {
-    ts.blocker = std::string("not run: ") + e.what();
-    return ts;
-  }
-  const fs::path root = s.scratch() / "torch";
-  fs::create_directories(root);
-  json cfg{{"compile_mode", compile_mode}};
-  if (with_reference && op.reference) {
-    cfg["file"] = fs::absolute(op.reference->file).string();
-    cfg["function"] = op.reference->function;
-  }
-  ts.w = std::make_unique<TorchWorker>(python, script, cfg, root / "worker-stderr.txt");
-  ts.hello = ts.w->call(nullptr, kTorchHelloTimeout);
-  ts.blocker = torch_hello_blocker(ts.hello, op);
-  return ts;
 }
 
 // What one shape's blocks gave: the candidate's samples (kqual's worker, the same two datasets) and
@@ -154,17 +119,7 @@ class ShapeBlocks {
     auto add = [&](const char* key, std::vector<double>& into) {
       for (const auto& x : a.value(key, json::array())) into.push_back(x.get<double>());
     };
-    add("samples_ms", se.samples_ms);
-    if (block == 0) add("warmup_ms", se.warmup_ms);
-    add("sm_mhz", se.sm_clock_mhz);
-    add("mem_mhz", se.mem_clock_mhz);
-    se.reference_sm_mhz = a.value("reference_sm_mhz", 0u);
-    se.max_temperature_c = std::max(se.max_temperature_c, a.value("max_temperature_c", 0u));
-    se.clocks_note = a.value("clocks_note", std::string());
-    se.discarded += a.value("discarded", 0);
-    for (const auto& e : a.value("clock_events", json::array()))
-      if (se.clock_events.size() < 20) se.clock_events.push_back(fmt::format("block {}, {}", block + 1, e.get<std::string>()));
-    se.clock_guard_exhausted = se.clock_guard_exhausted || a.value("guard_exhausted", false);
+    add_torch_samples(a, block, se);
     if (a.contains("compile_s") && a["compile_s"].is_number() && kind == "compiled") run_.st.compile_s = a["compile_s"].get<double>();
     if (block != 0) return;
     run_.expression[kind] = a.value("expression", std::string());
@@ -241,7 +196,7 @@ TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCa
   const TorchOperation op = *torch_operation_of(c);
   rep.compile_mode = torch_compile_mode();
   const std::vector<std::string> kinds = requested ? *requested : std::vector<std::string>{"eager", "compiled"};
-  TorchStart ts = start_torch_worker(s, op, rep.compile_mode, true);
+  TorchStart ts = start_torch_worker(s.scratch(), op, rep.compile_mode, true);
   if (!ts.blocker.empty()) {
     rep.status = ts.blocker;
     return rep;
@@ -301,7 +256,7 @@ TorchFidelityReport time_cubin_through_torch(worker::Session& s, const build::Bu
   // The operation matters only for the tensors' shapes here: a contract PyTorch cannot run still
   // has its domain's.
   const TorchOperation op = torch_operation_of(c).value_or(TorchOperation{});
-  TorchStart ts = start_torch_worker(s, op, "default", false);
+  TorchStart ts = start_torch_worker(s.scratch(), op, "default", false);
   if (!ts.blocker.empty()) {
     rep.status = ts.blocker;
     return rep;

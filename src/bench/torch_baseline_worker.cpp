@@ -3,13 +3,18 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/core/self.hpp"
 
 namespace kqual::bench {
 namespace fs = std::filesystem;
 
 namespace {
 constexpr double kTorchExitGraceS = 5;  // [s] for a worker whose pipes closed to end, so its stderr is whole
+constexpr double kTorchHelloTimeout = 300;  // [s] import torch, CUDA context, NVML
 }  // namespace
 
 TorchWorker::TorchWorker(const std::string& python, const fs::path& script, const json& cfg, const fs::path& err_file, std::string what)
@@ -47,6 +52,50 @@ json TorchWorker::died() {
     err = child_->stderr_tail(1500);
   }
   return json{{"ok", false}, {"code", "worker_died"}, {"error", what_ + " exited" + (err.empty() ? "" : ": " + err)}};
+}
+
+void add_torch_samples(const json& a, int block, Series& se) {
+  auto add = [&](const char* key, std::vector<double>& into) {
+    for (const auto& x : a.value(key, json::array())) into.push_back(x.get<double>());
+  };
+  add("samples_ms", se.samples_ms);
+  if (block == 0) add("warmup_ms", se.warmup_ms);
+  add("sm_mhz", se.sm_clock_mhz);
+  add("mem_mhz", se.mem_clock_mhz);
+  se.reference_sm_mhz = a.value("reference_sm_mhz", 0u);
+  se.max_temperature_c = std::max(se.max_temperature_c, a.value("max_temperature_c", 0u));
+  se.clocks_note = a.value("clocks_note", std::string());
+  se.discarded += a.value("discarded", 0);
+  for (const auto& e : a.value("clock_events", json::array()))
+    if (se.clock_events.size() < 20) se.clock_events.push_back(fmt::format("block {}, {}", block + 1, e.get<std::string>()));
+  se.clock_guard_exhausted = se.clock_guard_exhausted || a.value("guard_exhausted", false);
+}
+
+TorchStart start_torch_worker(const fs::path& scratch, const TorchOperation& op, const std::string& compile_mode, bool with_reference) {
+  TorchStart ts;
+  std::string python;
+  fs::path script;
+  try {
+    python = contract::reference_python();
+    const auto tools = find_project_folder("tools/torch");
+    if (!tools || !fs::exists(*tools / "timing_worker.py"))
+      throw_error(ErrorKind::input, "tools/torch/timing_worker.py not found ($KQUAL_HOME/tools/torch, or a folder above the kqual executable)");
+    script = *tools / "timing_worker.py";
+  } catch (const Error& e) {
+    ts.blocker = std::string("not run: ") + e.what();
+    return ts;
+  }
+  const fs::path root = scratch / "torch";
+  fs::create_directories(root);
+  json cfg{{"compile_mode", compile_mode}};
+  if (with_reference && op.reference) {
+    cfg["file"] = fs::absolute(op.reference->file).string();
+    cfg["function"] = op.reference->function;
+  }
+  ts.w = std::make_unique<TorchWorker>(python, script, cfg, root / "worker-stderr.txt");
+  ts.hello = ts.w->call(nullptr, kTorchHelloTimeout);
+  ts.blocker = torch_hello_blocker(ts.hello, op);
+  return ts;
 }
 
 }  // namespace kqual::bench

@@ -1,12 +1,14 @@
 #pragma once
-// The PyTorch timing worker (tools/torch/timing_worker.py) as a child process of the coordinator:
-// one JSON line answered per JSON line (torch_baseline_worker.cpp), over a core Child
+// The PyTorch workers (tools/torch/timing_worker.py, submission_worker.py) as child processes of the
+// coordinator: one JSON line answered per JSON line (torch_baseline_worker.cpp), over a core Child
 // (kqual/core/child.hpp: its own process group, so PyTorch's compile workers end with it). Private
 // to src/bench.
 #include <filesystem>
 #include <memory>
 #include <string>
 
+#include "kqual/bench/torch_baseline.hpp"
+#include "kqual/bench/torch_submission.hpp"
 #include "kqual/core/child.hpp"
 #include "kqual/core/json.hpp"
 
@@ -29,5 +31,26 @@ class TorchWorker {
   std::string start_error_;       // why it could not be started (child_ is null then)
   std::string what_;
 };
+
+// The worker, started and greeted; `blocker` is "" when it can time, else the phase's status.
+struct TorchStart {
+  std::unique_ptr<TorchWorker> w;
+  json hello;
+  std::string blocker;
+};
+// Starts tools/torch/timing_worker.py with torch.compile's mode and, with_reference, the declared
+// contract's PyTorch reference; its stderr under scratch/torch.
+TorchStart start_torch_worker(const std::filesystem::path& scratch, const TorchOperation& op, const std::string& compile_mode,
+                              bool with_reference);
+
+// One timing reply of either worker (samples, warm-up on block 0, clocks, the guard's record) added
+// to a series; block counts from 0.
+void add_torch_samples(const json& a, int block, Series& se);
+
+// Starts tools/torch/submission_worker.py (o.worker, o.python when set) for submission s: its file,
+// class, allowed library kernels, seed and, for an imported KernelBench problem, the problem's folder.
+// Not greeted yet: the first call(nullptr, ...) is the hello.
+std::unique_ptr<TorchWorker> start_submission_worker(const TorchSubmission& s, const SubmissionCheckOptions& o,
+                                                     const std::filesystem::path& err_file);
 
 }  // namespace kqual::bench

@@ -75,16 +75,6 @@ fs::path worker_script(const SubmissionCheckOptions& o) {
   return *tools / "submission_worker.py";
 }
 
-json scalars_of(const contract::Contract& c) {
-  json s = json::object();
-  for (const auto& sc : c.scalars()) {
-    if (sc.dtype == DType::i32 || sc.dtype == DType::i64 || sc.dtype == DType::u32) s[sc.name] = std::int64_t(sc.value);
-    else if (sc.dtype == DType::f32) s[sc.name] = double(float(sc.value));
-    else s[sc.name] = sc.value;
-  }
-  return s;
-}
-
 std::int64_t case_elements(const contract::Contract& c, const contract::CaseSpec& spec) {
   std::int64_t most = 0;
   for (const auto& t : c.domain().tensors) {
@@ -138,7 +128,7 @@ class CaseRunner {
     const fs::path d = dir_ / "case";
     fs::remove_all(d);
     fs::create_directories(d);
-    json req{{"op", "check"}, {"id", spec.id}, {"axes", json::object()}, {"scalars", scalars_of(c_)}, {"inputs", json::object()},
+    json req{{"op", "check"}, {"id", spec.id}, {"axes", json::object()}, {"scalars", torch_scalars(c_)}, {"inputs", json::object()},
              {"outputs", json::array()}, {"deadline_s", o_.case_timeout_s}};
     for (const auto& [k, v] : a.dims) req["axes"][k] = v;
     for (std::size_t i = 0; i < a.inputs.size(); ++i) {
@@ -188,6 +178,15 @@ std::optional<SubmissionCaseResult> hello_failure(const contract::Contract& c, c
 
 }  // namespace
 
+std::unique_ptr<TorchWorker> start_submission_worker(const TorchSubmission& s, const SubmissionCheckOptions& o, const fs::path& err_file) {
+  json cfg{{"submission", fs::absolute(s.file).string()}, {"class", s.class_name}, {"allow_kernels", s.allow_kernels}, {"seed", o.seed}};
+  cfg["contract_dir"] = fs::exists(s.problem_dir / "reference.py") && fs::exists(s.problem_dir / "problem.py")
+                            ? json(fs::absolute(s.problem_dir).string())
+                            : json(nullptr);
+  return std::make_unique<TorchWorker>(o.python.empty() ? contract::reference_python() : o.python, worker_script(o), cfg, err_file,
+                                       "the PyTorch submission worker");
+}
+
 std::vector<std::string> submission_rules_not_applied() {
   return {
       "poisoned outputs and guard bytes: the submission allocates its outputs (every output element is compared with the "
@@ -212,12 +211,8 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
     own.emplace("kqual-submission");
     dir = own->path();
   }
-  json cfg{{"submission", fs::absolute(s.file).string()}, {"class", s.class_name}, {"allow_kernels", s.allow_kernels}, {"seed", o.seed}};
-  cfg["contract_dir"] = fs::exists(s.problem_dir / "reference.py") && fs::exists(s.problem_dir / "problem.py")
-                            ? json(fs::absolute(s.problem_dir).string())
-                            : json(nullptr);
-  TorchWorker w(o.python.empty() ? contract::reference_python() : o.python, worker_script(o), cfg, dir / "worker.stderr",
-                "the PyTorch submission worker");
+  std::unique_ptr<TorchWorker> wp = start_submission_worker(s, o, dir / "worker.stderr");
+  TorchWorker& w = *wp;
   const json hello = w.call(nullptr, o.case_timeout_s);
   if (const std::string code = hello.value("code", std::string()); code == "no_torch" || code == "no_cuda") {
     r.not_run = hello.value("error", code);

@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include "kqual/bench/torch_baseline.hpp"
 #include "kqual/contract/declared/declared.hpp"
+#include "kqual/decision/profile.hpp"
+#include "kqual/pipeline/qualify.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/files.hpp"
@@ -37,6 +40,40 @@ const contract::Contract& problem_contract(const std::string& problem) {
   return contract::resolve_contract(problem, fs::current_path());
 }
 
+std::string ms_text(const bench::Series& se) {
+  if (!se.error.empty()) return "failed";
+  if (!se.verified) return "wrong output";
+  return se.samples_ms.empty() ? "-" : fmt::format("{:.4f} ms", stats::median(se.samples_ms));
+}
+
+// Per shape: the submission's and each baseline's median, and the speed-ups with their intervals.
+std::string timing_md(const bench::SubmissionTiming& t) {
+  std::string md = fmt::format("\n## Speed against PyTorch\n\n{}\n\n", t.status);
+  if (t.report.shapes.empty()) return md;
+  md += "| shape | window | submission | torch_eager | torch_compiled | speed-up vs eager [95% CI] | vs compiled [95% CI] |\n"
+        "|---|---|---|---|---|---|---|\n";
+  for (std::size_t i = 0; i < t.report.shapes.size(); ++i) {
+    const bench::ShapeResult& sh = t.report.shapes[i];
+    auto series = [&](const char* label) -> std::string {
+      for (const auto& se : sh.series)
+        if (se.label == label) return ms_text(se);
+      return "not timed";
+    };
+    auto speedup = [&](const char* label) -> std::string {
+      for (const auto& s : t.speedups.at(i))
+        if (s.baseline == label) return fmt::format("{:.2f}x [{:.2f}, {:.2f}] {}", s.speedup, s.ci_low, s.ci_high, s.verdict);
+      return "-";
+    };
+    const std::string w = i < t.windows.size() ? t.windows[i] : "";
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", sh.shape, w.substr(w.find(": ") == std::string::npos ? 0 : w.find(": ") + 2),
+                      ms_text(sh.series.front()), series(bench::kTorchEager), series(bench::kTorchCompiled), speedup(bench::kTorchEager),
+                      speedup(bench::kTorchCompiled));
+  }
+  if (!t.timed_output_failure.empty()) md += "\n**Timed outputs wrong**: " + t.timed_output_failure + "\n";
+  for (const auto& n : t.notes) md += "- " + n + "\n";
+  return md;
+}
+
 std::string summary_md(const SubmissionOutcome& out, const SubmissionOptions& o) {
   const bench::SubmissionCheck& r = out.check;
   std::string md = fmt::format("# {} ({}): PyTorch submission\n\n**{}**\n\n", out.name, out.contract, r.summary());
@@ -51,9 +88,76 @@ std::string summary_md(const SubmissionOutcome& out, const SubmissionOptions& o)
     md += "\n## Kernels the submission launched (PyTorch profiler)\n\n";
     for (const auto& k : r.kernels) md += "- `" + k + "`\n";
   }
+  if (out.verdict) {
+    md += fmt::format("\n## Decision: {}\n\n{}\n", decision::to_string(out.verdict->verdict), out.verdict->summary);
+    for (const auto& why : out.verdict->reasons) md += "- " + why + "\n";
+  }
+  if (out.timing) md += timing_md(*out.timing);
   md += "\n## Harness rules that do not apply to a PyTorch submission, and what stands in for them\n\n";
   for (const auto& n : r.not_applied) md += "- " + n + "\n";
   return md;
+}
+
+// qualify: the accepted submission timed, then the qualify rule on the check and the timing, as for
+// a kernel candidate (decision::decide_qualify).
+// What qualify decides with, read before any GPU work (a bad profile, margin, shape or dtype is an
+// input or usage error, not a lost run).
+struct SubmissionDecisionInputs {
+  decision::SpeedPolicy policy;
+  decision::ShapeMix mix;
+  bench::SubmissionTimingOptions timing;
+};
+
+SubmissionDecisionInputs decision_inputs(const contract::Contract& c, const SubmissionOptions& o) {
+  SubmissionDecisionInputs in;
+  const decision::DeploymentProfile profile = o.profile.empty() ? decision::DeploymentProfile{} : decision::load_profile(o.profile);
+  in.policy = decision::speed_policy(profile, o.margin, o.regression_limit);
+  in.mix = decision::shape_mix_of(profile);
+  in.timing = o.timing_options;
+  in.timing.baselines = bench::parse_torch_baselines(o.torch_baselines);
+  const auto dt = parse_dtype(o.dtype);
+  if (!dt) throw_error(ErrorKind::usage, fmt::format("--dtype {}: not a dtype kqual knows", o.dtype));
+  in.timing.timing.dtype = *dt;
+  in.timing.timing.seed = o.seed;
+  for (const auto& text : o.shapes) in.timing.timing.shapes.push_back(contract::parse_shape(c, text));
+  if (o.shapes.empty())
+    for (const auto& [text, calls] : profile.shape_calls) in.timing.timing.shapes.push_back(contract::parse_shape(c, text));
+  in.timing.timing.progress = o.progress;
+  return in;
+}
+
+void decide_submission(const contract::Contract& c, const bench::TorchSubmission& s, const SubmissionOptions& o,
+                       const SubmissionDecisionInputs& in, SubmissionOutcome& out) {
+  const bench::SubmissionCheck& r = out.check;
+  decision::QualifyFindings f;
+  f.gpu = r.not_run.empty();
+  f.why_no_gpu = r.not_run;
+  f.cases = r.cases;
+  f.passed = r.passed;
+  f.failed = int(r.failures.size());
+  f.evidence = r.passed;
+  f.skipped = r.skipped;
+  f.correct = r.accepted;
+  if (r.harness_failed && !r.failures.empty()) f.harness_failure = r.failures.front().detail;
+  if (!r.failures.empty()) {
+    f.primary_code = bench::to_string(r.failures.front().failure);
+    f.first_failure = fmt::format("{}: {}", r.failures.front().id, r.failures.front().detail);
+  }
+  f.policy = in.policy;
+  f.mix = in.mix;
+  f.timing_run = false;
+  if (f.gpu && r.accepted && !r.harness_failed) {
+    bench::SubmissionCheckOptions co;
+    co.seed = o.seed;
+    co.case_timeout_s = o.watchdog_seconds;
+    out.timing = bench::time_torch_submission(c, s, co, in.timing);
+    f.timing_run = !out.timing->report.shapes.empty();
+    f.baselines_expected = out.timing->status.find("timed alone") == std::string::npos;
+    if (!out.timing->harness_failure.empty()) f.harness_failure = out.timing->harness_failure;
+    add_timed_shapes(f, out.timing->report);
+  }
+  out.verdict = decision::decide_qualify(f);
+  out.exit_code = decision::exit_code(out.verdict->verdict);
 }
 
 }  // namespace
@@ -82,6 +186,8 @@ SubmissionOutcome check_submission(const SubmissionOptions& o) {
   if (!file.empty()) s.problem_dir = file.parent_path();
   out.contract = c->name();
 
+  std::optional<SubmissionDecisionInputs> inputs;
+  if (o.timing) inputs = decision_inputs(*c, o);
   if (!o.use_gpu) {
     out.check.not_run = "--no-gpu: a PyTorch submission runs only in the submission worker on a GPU (it has no static phase)";
     out.check.not_applied = bench::submission_rules_not_applied();
@@ -94,14 +200,17 @@ SubmissionOutcome check_submission(const SubmissionOptions& o) {
   }
   const bench::SubmissionCheck& r = out.check;
   out.exit_code = !r.not_run.empty() ? kExitIncomplete : r.harness_failed ? kExitInternal : r.accepted ? kExitPass : kExitFail;
+  if (o.timing) decide_submission(*c, s, o, *inputs, out);
 
-  json results{{"kind", "torch_submission"},
+  json results{{"kind", o.timing ? "torch_submission_qualify" : "torch_submission"},
                {"kqual", {{"version", kVersion}, {"commit", git_revision()}}},
                {"candidate", {{"name", out.name}, {"file", fs::absolute(s.file).string()}, {"class", s.class_name},
                               {"allow_kernels", s.allow_kernels}}},
                {"contract", out.contract},
                {"seed", o.seed},
                {"check", r.to_json()}};
+  if (out.timing) results["timing"] = out.timing->to_json();
+  if (out.verdict) results["decision"] = decision::to_json(*out.verdict);
   fs::create_directories(o.out_dir);
   out.results_path = o.out_dir / "results.json";
   out.summary_path = o.out_dir / "summary.md";

@@ -124,13 +124,15 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
       cmd->add_option("--case", o.only_case,
                       "Run only the case with this id (as results.json names it, e.g. f32/n=1025/normal), generated under "
                       "--seed exactly as in the run that recorded it: the command a `kqual replay` folder gives");
-    if (correctness && !timing) add_submission_options(cmd, s.submission);
+    if (correctness) add_submission_options(cmd, s.submission);
     if (!run_commands) return;
     cmd->callback([&g, &o, &s, exit_code, correctness, timing, name] {
-      if (correctness && !timing && check_submission_if_any(g, o, s.submission, exit_code)) return;
+      o.correctness = correctness;
+      o.timing = timing;
+      if (correctness && check_submission_if_any(g, o, s.submission, exit_code)) return;
       if (pipeline::is_torch_submission(o.candidate))
-        throw_error(ErrorKind::usage, fmt::format("kqual {} of a PyTorch submission is not built yet (only its correctness is): use "
-                                                  "kqual check {}",
+        throw_error(ErrorKind::usage, fmt::format("kqual {} of a PyTorch submission: a submission is timed only after its "
+                                                  "correctness is checked: use kqual qualify {}",
                                                   name, o.candidate.string()));
       o.command_line = g.command_line;
       o.command = name;

@@ -1,5 +1,6 @@
-// `kqual check` of a PyTorch submission: --problem, --class, --allow-kernel, and the path the check
-// command takes when its candidate is a .py file or a torch_module manifest (pipeline/submission.hpp).
+// `kqual check` and `kqual qualify` of a PyTorch submission: --problem, --class, --allow-kernel, and
+// the path those commands take when the candidate is a .py file or a torch_module manifest
+// (pipeline/submission.hpp).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -8,7 +9,7 @@
 
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
-
+#include "kqual/decision/decision.hpp"
 #include "kqual/pipeline/submission.hpp"
 #include "kqual/run/cli.hpp"
 
@@ -40,12 +41,33 @@ bool check_submission_if_any(const GlobalOptions& g, const pipeline::QualifyOpti
   s.watchdog_seconds = std::max(q.watchdog_seconds, 120.0);  // the first case includes the submission's own compile
   s.use_gpu = q.use_gpu;
   s.all_cases = q.all_cases;
+  s.timing = q.timing;
+  if (s.timing) {  // qualify: its timing and decision options, as a kernel candidate takes them
+    s.shapes = q.shapes;
+    s.dtype = q.dtype;
+    s.torch_baselines = q.torch_baselines;
+    s.profile = q.profile;
+    s.margin = q.margin;
+    s.regression_limit = q.regression_limit;
+    s.progress = progress_for(g, "qualify").sink();
+    bench::TimingOptions& to = s.timing_options.timing;
+    to.rounds = q.rounds;
+    to.samples_per_round = q.samples_per_round;
+    to.flush_mode = q.flush_mode;
+    to.flush_l2 = q.flush_mode != "none";
+    to.clock_guard = q.clock_guard;
+    if (q.timer != worker::TimerKind::events)
+      throw_error(ErrorKind::usage, "a PyTorch submission is timed with CUDA events around its call (--timer events); "
+                                    "CUPTI and graph timers time a kernel candidate's launches");
+  }
   const pipeline::SubmissionOutcome out = pipeline::check_submission(s);
   if (g.json) {
     std::cout << out.check.to_json().dump(2) << "\n";
   } else {
     fmt::print("kqual: {} ({}): PyTorch submission\n", out.name, out.contract);
     fmt::print("verdict: {}\n", out.check.summary());
+    if (out.timing) fmt::print("timing: {}\n", out.timing->status);
+    if (out.verdict) fmt::print("decision: {}: {}\n", decision::to_string(out.verdict->verdict), out.verdict->summary);
     fmt::print("wrote {} and {}\n", out.results_path.string(), out.summary_path.string());
   }
   *exit_code = out.exit_code;

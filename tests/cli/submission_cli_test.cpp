@@ -66,11 +66,27 @@ TEST(SubmissionCli, UsageErrorsNameWhatIsMissing) {
                                       "residual_add_relu", "--no-gpu"});
   EXPECT_EQ(kernel.exit_code, 2);
   EXPECT_NE(kernel.err.find("kernel candidate"), std::string::npos) << kernel.err;
-  const ProcessResult q = kqual({"qualify", (kExamples / "good/triton").string(), "--no-gpu"});
-  EXPECT_EQ(q.exit_code, 2);
-  EXPECT_NE(q.err.find("use kqual check"), std::string::npos) << q.err;
+  // bench times without checking: a submission is timed only once its correctness is (qualify).
+  const ProcessResult b = kqual({"bench", (kExamples / "good/triton").string(), "--no-gpu"});
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_NE(b.err.find("use kqual qualify"), std::string::npos) << b.err;
+  const ProcessResult shape = kqual({"qualify", (kExamples / "good/triton").string(), "--no-gpu", "--shape", "m=3"});
+  EXPECT_EQ(shape.exit_code, 2) << shape.out << shape.err;  // residual_add_relu has no axis m: named before any work
   const ProcessResult unknown = kqual({"check", (kExamples / "good_triton.py").string(), "--problem", "no_such_problem", "--no-gpu"});
   EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
+}
+
+TEST(SubmissionCli, QualifyWithoutAGpuIsIncompleteAndSaysWhatDidNotRun) {
+  ScratchDir tmp("kqual-submission-qualify");
+  const ProcessResult q = kqual({"qualify", (kExamples / "good/triton").string(), "--no-gpu", "--out", tmp.path().string()});
+  EXPECT_EQ(q.exit_code, 3) << q.out << q.err;
+  EXPECT_NE(q.out.find("decision: incomplete"), std::string::npos) << q.out;
+  const json r = json::parse(read_text_file(tmp.path() / "results.json"));
+  EXPECT_EQ(r.value("kind", ""), "torch_submission_qualify");
+  EXPECT_EQ(r["decision"].value("decision", ""), "incomplete") << r.dump(2);
+  EXPECT_EQ(r["check"].value("verdict", ""), "not_run");
+  EXPECT_FALSE(r.contains("timing")) << "nothing is timed before the submission is accepted";
+  EXPECT_NE(read_text_file(tmp.path() / "summary.md").find("## Decision: incomplete"), std::string::npos);
 }
 
 TEST(SubmissionCli, ABrokenManifestIsAnInputErrorNamingTheKey) {

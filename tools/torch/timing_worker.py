@@ -17,7 +17,9 @@ Protocol: one JSON line answered per JSON line on stdin. The first line out is t
   inputs      {name: {files: [A, B], dtype, shape}}   the two datasets kqual wrote
   outputs     [{name, dtype, shape, files: [A, B]}]    where write_outputs puts them
   scalars, axes (references only), flush ("write" | "clean" | "none"), clock_guard, samples, warmup,
-  write_outputs, measure_direct (also time the call without a graph: the Python overhead)
+  write_outputs, measure_direct (also time the call without a graph: the Python overhead), window
+              ("eager_call": no CUDA graph, the call itself timed, as a PyTorch submission that cannot be
+              captured is timed; absent: a graph where the call can be captured)
 The reply: samples_ms (graph replays: only the operation's kernels; kqual_torch_timing.py), warmup_ms,
 datasets, clocks, "window" ("cuda_graph"; "cuda_graph_outer_events" where events cannot be recorded
 inside the graph; "eager_call" when the call cannot be captured, "notes" say why), "expression",
@@ -192,6 +194,8 @@ class State:
             torch.cuda.synchronize()
             self.compile_s = time.perf_counter() - t0
         try:
+            if r.get("window") == "eager_call":  # timed as a submission that cannot be captured is: the same window
+                raise RuntimeError("the request asked for the call itself in the window (window eager_call)")
             self.graphs = [capture_graph(self.direct[d]) for d in (0, 1)]
             # A run returns the graph's inner timing events (kqual_torch_timing.timed); its outputs stay in self.outs.
             self.runs = [(lambda g=g, ev=ev: (g.replay(), ev)[1]) for g, _, ev in self.graphs]
@@ -273,7 +277,7 @@ def time_call(r):
         code, why = bad if isinstance(bad, tuple) else ("usage", bad)
         return {"ok": False, "code": code, "error": why}
     impl = r["impl"]
-    shape = json.dumps({"op": r.get("builtin", ""), "inputs": r["inputs"]}, sort_keys=True)
+    shape = json.dumps({"op": r.get("builtin", ""), "inputs": r["inputs"], "window": r.get("window", "")}, sort_keys=True)
     if current[0] != shape:  # a new shape: what the last one held on the device goes
         states.clear()
         loaded.clear()

@@ -80,6 +80,9 @@ struct TorchTensorFiles {
 // the tensor and an axis `dims` lacks. What the PyTorch requests (baselines and submissions) give as a shape.
 std::vector<std::int64_t> axis_sizes(const contract::Contract& c, const std::string& tensor, const std::vector<std::string>& axes,
                                      const contract::Dims& dims);
+// The contract's scalars by name as a PyTorch call takes them: integers as integers, an f32 scalar
+// rounded to f32 first (the value the kernel sees).
+json torch_scalars(const contract::Contract& c);
 // The fields every implementation's request shares at one shape: the op ("builtin": the contract's
 // name, or the reference's scalars), each tensor's dtype (the contract's, for case dtype t) and shape
 // (the contract's dims, outermost first), the dataset files, and the timing rules of `o` (flush,

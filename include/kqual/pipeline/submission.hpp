@@ -4,10 +4,13 @@
 // (bench/torch_submission.hpp), written to results.json and summary.md (docs/torch-submissions.md).
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kqual/bench/torch_submission.hpp"
+#include "kqual/bench/torch_submission_timing.hpp"
+#include "kqual/decision/qualify.hpp"
 
 namespace kqual::pipeline {
 
@@ -21,19 +24,32 @@ struct SubmissionOptions {
   double watchdog_seconds = 120;           // per case
   bool use_gpu = true;
   bool all_cases = false;                  // every case after the first failure
+  // `kqual qualify`: an accepted submission timed against PyTorch eager and torch.compile of its
+  // problem and decided by the speed rule (docs/decision.md), as a kernel candidate is.
+  bool timing = false;
+  bench::SubmissionTimingOptions timing_options;  // rounds, samples, warm-up, flush, clock guard, margin
+  std::vector<std::string> shapes;                 // --shape (parsed against the contract); empty: the profile's, else the contract's
+  std::string dtype = "f32";                       // --dtype
+  std::string torch_baselines;                     // --torch-baselines ("" auto, "none", "eager,compiled")
+  std::string profile, margin, regression_limit;  // the decision's, as qualify takes them
+  ProgressFn progress;
 };
 
 struct SubmissionOutcome {
   std::string name, contract;
   bench::SubmissionCheck check;
+  std::optional<bench::SubmissionTiming> timing;    // qualify: when the submission was accepted
+  std::optional<decision::QualifyVerdict> verdict;  // qualify: the decision
   std::filesystem::path results_path, summary_path;
-  int exit_code = 0;  // 0 accepted, 1 rejected, 3 not run here (no PyTorch / GPU), 4 kqual's side failed
+  // check: 0 accepted, 1 rejected, 3 not run here (no PyTorch / GPU), 4 kqual's side failed;
+  // qualify: the decision's exit code (decision::exit_code).
+  int exit_code = 0;
 };
 
 // Whether `candidate` is a PyTorch submission: a .py file, or a manifest of kind torch_module.
 bool is_torch_submission(const std::filesystem::path& candidate);
 
-// Throws Error(input) for a missing --problem, a contract that cannot be resolved, a manifest that
+// check (o.timing false) or qualify (true). Throws Error(input) for a missing --problem, a contract that cannot be resolved, a manifest that
 // cannot be read.
 SubmissionOutcome check_submission(const SubmissionOptions& o);
 

@@ -1,0 +1,316 @@
+// A PyTorch submission timed against PyTorch eager and torch.compile (torch_submission_timing.hpp):
+// the datasets and references made here, the submission's blocks in its own worker, the baselines'
+// in the timing worker, A B B A, and every implementation's last outputs checked.
+#include "kqual/bench/torch_submission_timing.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "kqual/bench/torch_baseline.hpp"
+#include "kqual/check/evaluate.hpp"
+#include "kqual/contract/reference_host.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "torch_baseline_worker.hpp"
+
+namespace kqual::bench {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kCompileTimeout = 1800;  // [s] a baseline's first block that compiles (torch.compile)
+constexpr const char* kSubmissionLabel = "submission";
+
+// The two datasets of one shape and their references, made here as the baselines' are.
+struct ShapeData {
+  contract::CaseData a, b;
+  std::vector<contract::Tensor> expected_a, expected_b;
+};
+
+std::int64_t largest_tensor(const contract::Contract& c, const contract::Dims& dims) {
+  std::int64_t most = 0;
+  for (const auto& t : c.domain().tensors) {
+    std::int64_t n = 1;
+    for (const auto& a : t.shape)
+      if (auto it = dims.find(a); it != dims.end()) n *= it->second;
+    most = std::max(most, n);
+  }
+  return most;
+}
+
+// The outputs written under `dir` (A/NAME.out, B/NAME.out) against the references: "" when right,
+// else "output 'y' on dataset B (code): detail"; *code set to the check's failure code.
+std::string verify_written(const contract::Contract& c, const ShapeData& d, const fs::path& dir) {
+  for (int k = 0; k < 2; ++k)
+    for (const auto& t : k == 0 ? d.expected_a : d.expected_b) {
+      std::string code;
+      const std::string det = check::verify_output_file(c, t, dir / (k == 0 ? "A" : "B") / (t.name + ".out"), 0xFF, &code);
+      if (!det.empty()) return fmt::format("output '{}' on dataset {} ({}): {}", t.name, k == 0 ? "A" : "B", code, det);
+    }
+  return "";
+}
+
+class SubmissionShape {
+ public:
+  SubmissionShape(const contract::Contract& c, const std::optional<TorchOperation>& op, TorchWorker& sub, TorchWorker* torch,
+                  const contract::Dims& dims, const SubmissionTimingOptions& o, std::vector<std::string> kinds, const fs::path& dir,
+                  contract::ReferenceHost& host)
+      : c_(c), sub_(sub), torch_(torch), o_(o), kinds_(std::move(kinds)), dir_(dir) {
+    const TimingOptions& to = o.timing;
+    d_.a = c.make_case(timing_case_spec(c, dims, to));
+    d_.b = c.make_case(timing_alt_case_spec(c, dims, to));
+    d_.expected_a = c.reference(d_.a, host);
+    d_.expected_b = c.reference(d_.b, host);
+    for (const char* side : {"in/A", "in/B", "sub/A", "sub/B", "torch/A", "torch/B"}) fs::create_directories(dir / side);
+    std::vector<TorchTensorFiles> in, sub_out, torch_out;
+    for (std::size_t k = 0; k < d_.a.inputs.size(); ++k) {
+      const contract::Tensor& ta = d_.a.inputs[k];
+      const contract::Tensor& tb = d_.b.inputs.at(k);
+      const fs::path fa = dir / "in/A" / (ta.name + ".in"), fb = dir / "in/B" / (ta.name + ".in");
+      write_file(fa, ta.bytes.data(), ta.bytes.size());
+      write_file(fb, tb.bytes.data(), tb.bytes.size());
+      in.push_back({ta.name, fa, fb});
+    }
+    for (const auto& t : d_.expected_a) {
+      sub_out.push_back({t.name, dir / "sub/A" / (t.name + ".out"), dir / "sub/B" / (t.name + ".out")});
+      torch_out.push_back({t.name, dir / "torch/A" / (t.name + ".out"), dir / "torch/B" / (t.name + ".out")});
+    }
+    const TorchOperation any_op = op.value_or(TorchOperation{});
+    sub_req_ = torch_shape_request(c, any_op, d_.a.dims, to.dtype, in, sub_out, to);
+    sub_req_.erase("builtin");
+    sub_req_["op"] = "time";
+    sub_req_["scalars"] = torch_scalars(c);
+    sub_req_["axes"] = json::object();
+    for (const auto& [k, v] : d_.a.dims) sub_req_["axes"][k] = v;
+    sub_req_["deadline_s"] = o.call_timeout_s;
+    if (op) torch_req_ = torch_shape_request(c, *op, d_.a.dims, to.dtype, in, torch_out, to);
+    sh_.dims = d_.a.dims;
+    sh_.shape = contract::format_dims(d_.a.dims);
+    sh_.dtype = to.dtype;
+    sh_.min_bytes = c.min_bytes(d_.a.dims, to.dtype);
+    sh_.flops = c.flops(d_.a.dims, to.dtype);
+    sh_.timed_inputs = "datasets";
+    sh_.timed_inputs_detail = "two datasets made on the CPU, copied into the submission's static inputs before each sample "
+                              "(outside the window); the last outputs of each dataset compared with the reference";
+    sub_series_.label = kSubmissionLabel;
+    sub_series_.role = "candidate";
+    base_.resize(kinds_.size());
+    for (std::size_t i = 0; i < kinds_.size(); ++i) {
+      base_[i].label = kinds_[i] == "eager" ? kTorchEager : kTorchCompiled;
+      base_[i].role = "baseline";
+    }
+  }
+
+  ShapeResult run(std::string* window, std::string* harness) {
+    const int pairs = std::max(1, (o_.timing.rounds + 1) / 2);
+    for (int p = 0; p < pairs && sub_series_.error.empty(); ++p) {
+      submission_block(2 * p, false);
+      if (!sub_series_.error.empty()) break;
+      torch_block(2 * p, false, false);
+      torch_block(2 * p + 1, true, p + 1 == pairs);
+      submission_block(2 * p + 1, p + 1 == pairs);
+    }
+    *window = window_;
+    *harness = harness_;
+    if (sub_series_.error.empty()) {
+      const std::string wrong = verify_written(c_, d_, dir_ / "sub");
+      if (!wrong.empty()) {
+        sub_series_.verified = false;
+        sub_series_.verify_code = "timed_output_wrong";
+        sub_series_.verify_detail = "the submission's timed " + wrong;
+      }
+      sub_series_.summary = stats::summarize(sub_series_.samples_ms);
+      sub_series_.bytes_per_s = sh_.min_bytes / (sub_series_.summary.median * 1e-3);
+      sub_series_.flops_per_s = sh_.flops / (sub_series_.summary.median * 1e-3);
+    }
+    const std::vector<double> cand = sub_series_.error.empty() && sub_series_.verified ? sub_series_.samples_ms : std::vector<double>{};
+    sh_.series.push_back(sub_series_);
+    for (auto& b : base_) add_torch_series(sh_, std::move(b), cand, o_.timing.equivalence_margin);
+    return std::move(sh_);
+  }
+
+ private:
+  // The submission's failure while timed is its own (an exception, a crash, a hang, a replaced
+  // timer); kqual's (an unreadable reply, a worker that could not start) is a harness failure.
+  void submission_block(int block, bool last) {
+    json r = sub_req_;
+    r["warmup"] = block == 0 ? o_.timing.warmup : 1;
+    r["write_outputs"] = last;
+    if (!window_.empty() && window_ == "eager_call") r["window"] = "eager_call";
+    const json a = sub_.call(&r, o_.call_timeout_s + (block == 0 ? o_.call_timeout_s : 0));
+    if (!a.value("ok", false)) {
+      const std::string code = a.value("code", std::string("?"));
+      if (code == "protocol" || code == "usage") harness_ = fmt::format("{}: the submission worker: {}: {}", sh_.shape, code, a.value("error", ""));
+      const std::string as = code == "worker_died" ? "crash" : code == "timeout" ? "hang" : code;
+      sub_series_.error = fmt::format("{} while timed: {}", as, a.value("error", std::string()));
+      return;
+    }
+    if (const json rep = a.value("replaced", json::array()); !rep.empty()) {
+      sub_series_.error = fmt::format("timer_patched while timed: the submission replaced {}", rep.dump());
+      return;
+    }
+    add_torch_samples(a, block, sub_series_);
+    if (block == 0) {
+      window_ = a.value("window", std::string("?"));
+      std::vector<std::string> notes;
+      for (const auto& n : a.value("notes", json::array())) notes.push_back(n.get<std::string>());
+      if (!notes.empty()) window_note_ = fmt::format("{}", fmt::join(notes, "; "));
+    }
+  }
+
+  void torch_block(int block, bool reversed, bool last) {
+    if (!torch_) return;
+    for (std::size_t j = 0; j < kinds_.size(); ++j) {
+      const std::size_t i = reversed ? kinds_.size() - 1 - j : j;
+      Series& se = base_[i];
+      if (!se.error.empty()) continue;
+      json r = torch_req_;
+      r["impl"] = kinds_[i];
+      r["warmup"] = block == 0 ? o_.timing.warmup : 1;
+      r["write_outputs"] = last;
+      if (window_ == "eager_call") r["window"] = "eager_call";  // the submission's window, for a like-for-like comparison
+      const json a = torch_->call(&r, block == 0 && kinds_[i] == "compiled" ? kCompileTimeout : o_.call_timeout_s);
+      if (!a.value("ok", false)) {
+        se.error = fmt::format("{}: {}", a.value("code", std::string("?")), a.value("error", std::string()));
+        continue;
+      }
+      add_torch_samples(a, block, se);
+      if (last) {
+        const std::string wrong = verify_written(c_, d_, dir_ / "torch");
+        if (!wrong.empty()) {
+          se.verified = false;
+          se.verify_code = "timed_output_wrong";
+          se.verify_detail = fmt::format("PyTorch {} {}", kinds_[i], wrong);
+        }
+      }
+    }
+  }
+
+ public:
+  std::string window_note() const { return window_note_; }
+
+ private:
+  const contract::Contract& c_;
+  TorchWorker& sub_;
+  TorchWorker* torch_;
+  const SubmissionTimingOptions& o_;
+  std::vector<std::string> kinds_;
+  fs::path dir_;
+  ShapeData d_;
+  json sub_req_, torch_req_;
+  ShapeResult sh_;
+  Series sub_series_;
+  std::vector<Series> base_;
+  std::string window_, window_note_, harness_;
+};
+
+// The shapes timed: the options' or the contract's benchmark shapes, up to the element limit.
+std::vector<contract::Dims> timed_shapes(const contract::Contract& c, const SubmissionTimingOptions& o, std::vector<std::string>& notes) {
+  std::vector<contract::Dims> out;
+  for (const auto& d : o.timing.shapes.empty() ? c.benchmark_shapes() : o.timing.shapes) {
+    if (largest_tensor(c, d) > o.max_shape_elements) {
+      notes.push_back(fmt::format("{}: left out: a tensor of more than {} elements (the submission's shape limit)", contract::format_dims(d),
+                                  o.max_shape_elements));
+      continue;
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<SubmissionSpeedup> submission_speedups(const ShapeResult& sh) {
+  std::vector<SubmissionSpeedup> out;
+  std::size_t k = 0;
+  for (std::size_t i = 1; i < sh.series.size() && k < sh.vs_baselines.size(); ++i) {
+    if (sh.series[i].samples_ms.empty()) continue;  // listed without a comparison (add_torch_series)
+    const stats::Comparison& cmp = sh.vs_baselines[k++];
+    SubmissionSpeedup s;
+    s.baseline = sh.series[i].label;
+    // The comparison's estimate is median(submission) / median(baseline): its inverse is the speed-up.
+    s.speedup = cmp.estimate > 0 ? 1.0 / cmp.estimate : 0;
+    s.ci_low = cmp.ci.hi > 0 ? 1.0 / cmp.ci.hi : 0;
+    s.ci_high = cmp.ci.lo > 0 ? 1.0 / cmp.ci.lo : 0;
+    s.verdict = stats::to_string(cmp.verdict);
+    out.push_back(s);
+  }
+  return out;
+}
+
+json SubmissionTiming::to_json() const {
+  json sp = json::array();
+  for (std::size_t i = 0; i < speedups.size(); ++i) {
+    json row = json::array();
+    for (const auto& s : speedups[i])
+      row.push_back({{"baseline", s.baseline}, {"speedup", s.speedup}, {"ci", {s.ci_low, s.ci_high}}, {"verdict", s.verdict}});
+    sp.push_back({{"shape", i < report.shapes.size() ? report.shapes[i].shape : ""}, {"speedups", row}});
+  }
+  return json{{"status", status},         {"windows", windows},   {"speedups", sp},          {"timing", report.to_json()},
+              {"timed_output_failure", timed_output_failure}, {"harness_failure", harness_failure}, {"notes", notes}};
+}
+
+SubmissionTiming time_torch_submission(const contract::Contract& c, const TorchSubmission& s, const SubmissionCheckOptions& co,
+                                       const SubmissionTimingOptions& o) {
+  SubmissionTiming out;
+  const std::vector<contract::Dims> shapes = timed_shapes(c, o, out.notes);
+  if (shapes.empty()) {
+    out.status = "not run: no benchmark shape within the submission's shape limit";
+    return out;
+  }
+  std::optional<ScratchDir> own;
+  fs::path dir = co.scratch;
+  if (dir.empty()) {
+    own.emplace("kqual-submission-timing");
+    dir = own->path();
+  }
+  std::unique_ptr<TorchWorker> sub = start_submission_worker(s, co, dir / "worker.stderr");
+  const json hello = sub->call(nullptr, co.case_timeout_s);
+  if (!hello.value("ok", false)) {
+    const std::string code = hello.value("code", std::string("?"));
+    out.status = fmt::format("not run: the submission worker: {}: {}", code, hello.value("error", std::string()));
+    if (code != "no_torch" && code != "no_cuda") out.harness_failure = out.status;
+    return out;
+  }
+  // The baselines: where PyTorch runs the contract and the options allow them.
+  const std::string blocker = torch_phase_blocker(c, o.timing, o.baselines);
+  const std::optional<TorchOperation> op = blocker.empty() ? torch_operation_of(c) : std::nullopt;
+  std::vector<std::string> kinds;
+  TorchStart ts;
+  std::string no_baseline = blocker;
+  if (op) {
+    ts = start_torch_worker(dir, *op, torch_compile_mode(), true);
+    if (ts.blocker.empty()) kinds = o.baselines ? *o.baselines : std::vector<std::string>{"eager", "compiled"};
+    else no_baseline = ts.blocker;
+  }
+  TimingReport& tr = out.report;
+  tr.timer = worker::TimerKind::events;
+  tr.l2_mode = !o.timing.flush_l2 ? "warm_l2" : o.timing.flush_mode == "clean" ? "cold_l2_clean_flush" : "cold_l2_write_flush";
+  tr.boundary = "the submission's forward call on its static inputs: one CUDA-graph replay where it can be captured, else the call "
+                "itself (Python dispatch, allocation, launches) between events on the caller's stream with every side stream joined";
+  contract::ReferenceHost host;
+  for (std::size_t si = 0; si < shapes.size(); ++si) {
+    const fs::path sdir = dir / fmt::format("shape{}", si);
+    if (o.timing.progress) o.timing.progress(fmt::format("timing: submission against PyTorch {} at {}", kinds.empty() ? "(none)" : fmt::format("{}", fmt::join(kinds, ", ")), contract::format_dims(shapes[si])));
+    SubmissionShape one(c, op, *sub, kinds.empty() ? nullptr : ts.w.get(), shapes[si], o, kinds, sdir, host);
+    std::string window, harness;
+    ShapeResult sh = one.run(&window, &harness);
+    out.windows.push_back(fmt::format("{}: {}{}", sh.shape, window.empty() ? "not timed" : window,
+                                      one.window_note().empty() ? "" : " (" + one.window_note() + ")"));
+    if (!harness.empty() && out.harness_failure.empty()) out.harness_failure = harness;
+    const Series& ss = sh.series.front();
+    if (!ss.verified && out.timed_output_failure.empty()) out.timed_output_failure = sh.shape + ": " + ss.verify_detail;
+    out.speedups.push_back(submission_speedups(sh));
+    tr.shapes.push_back(std::move(sh));
+    std::error_code ec;
+    fs::remove_all(sdir, ec);
+    if (!ss.error.empty() || !out.harness_failure.empty()) break;  // a submission that failed while timed is not timed further
+  }
+  out.status = fmt::format("done: the submission {} at {} shape(s){}", kinds.empty() ? "timed alone" : fmt::format("against PyTorch {}", fmt::join(kinds, ", ")),
+                           tr.shapes.size(), kinds.empty() ? fmt::format(" (no baseline: {})", no_baseline.empty() ? "none asked for" : no_baseline) : "");
+  return out;
+}
+
+}  // namespace kqual::bench
