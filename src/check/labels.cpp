@@ -78,6 +78,19 @@ std::string fault_detail(const worker::WorkerReply& r) {
   return call.empty() ? said : fmt::format("{}; reported by {}", said, call);
 }
 
+namespace {
+constexpr const char* kFaultMarker = "breaks there; ";  // in an index_overflow detail, before the case's own code
+}  // namespace
+
+std::string index_overflow_fault(const std::string& detail) {
+  const auto at = detail.find(kFaultMarker);
+  if (at == std::string::npos) return "";
+  const auto from = at + std::string(kFaultMarker).size();
+  const auto colon = detail.find(':', from);
+  if (colon == std::string::npos) return "";
+  return detail.substr(from, colon - from);
+}
+
 bool is_index_overflow(const CorrectnessReport& before, bool large_cases_ran, const CaseResult& r) {
   // Failures the candidate's kernel causes; kqual's own (harness_error, worker_protocol), a crashed
   // worker, a launch the driver refused (launch_error) or a refusal say nothing of index width.
@@ -93,8 +106,8 @@ void label_index_case(const CorrectnessReport& before, bool large_cases_ran, con
   if (r.status != CaseStatus::fail) return;
   if (is_index_overflow(before, large_cases_ran, r)) {
     r.detail = fmt::format("fails past {} elements while every smaller case passed — 32-bit index arithmetic (or an offset of "
-                           "that width) breaks there; {}: {}",
-                           past, r.code, r.detail);
+                           "that width) {}{}: {}",
+                           past, kFaultMarker, r.code, r.detail);
     r.code = "index_overflow";
     return;
   }

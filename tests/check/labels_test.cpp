@@ -95,6 +95,18 @@ TEST(IndexOverflowLabel, NamedWhenEverySmallerCaseRanAndPassedAndTheKernelFailed
   }
 }
 
+TEST(IndexOverflowLabel, TheCasesOwnFaultIsReadBackFromTheDetail) {
+  // kqual replay tells the reproducer's reader which code one case alone gives (`--case`).
+  for (const char* code : {"illegal_address", "wrong_result", "hang"}) {
+    CaseResult r = failing(code);
+    label_index_case(clean_report(24), true, "2^31", r);
+    ASSERT_EQ(r.code, "index_overflow");
+    EXPECT_EQ(index_overflow_fault(r.detail), code) << r.detail;
+  }
+  EXPECT_EQ(index_overflow_fault("run 1: 3 wrong elements"), "");
+  EXPECT_EQ(index_overflow_fault(""), "");
+}
+
 TEST(IndexOverflowLabel, KeepsTheOwnCodeWhenTheLargeCasesDidNotRun) {
   // `--no-large-cases`: the cases up to 2^27 never ran, so a failure at 2^31 may be any defect.
   CaseResult r = failing("wrong_result");

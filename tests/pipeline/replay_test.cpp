@@ -5,6 +5,7 @@
 // taken --out, another kind of document, another seed), none of which leaves a folder behind.
 #include <gtest/gtest.h>
 
+#include "kqual/check/labels.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/pipeline/replay.hpp"
@@ -46,6 +47,7 @@ TEST_F(BuiltinReplay, TheFirstFailingCaseBecomesAFolderThatStandsAlone) {
   const fs::path d = scratch.path() / "repro";
   EXPECT_EQ(out.case_id, kCase);
   EXPECT_EQ(out.code, "unwritten_output");
+  EXPECT_EQ(out.expect_code, "unwritten_output") << "a failure of the case itself: the command gives the same code";
   EXPECT_EQ(out.run_seed, kSeed);
   EXPECT_TRUE(out.inputs_verified);
   EXPECT_FALSE(out.generated_on_device);
@@ -59,6 +61,24 @@ TEST_F(BuiltinReplay, TheFirstFailingCaseBecomesAFolderThatStandsAlone) {
   EXPECT_EQ(m.source, fs::absolute(d / "candidate/kernel.cu").lexically_normal());
   EXPECT_EQ(m.name, "broken_missing_tail");
   EXPECT_EQ(m.expect_rejected_for.value_or(""), "unwritten_output");
+}
+
+TEST_F(BuiltinReplay, AnIndexOverflowDiagnosisSaysWhichFaultTheCaseGivesAlone) {
+  // index_overflow is called over the run's cases (every smaller one passed); `--case` runs one case,
+  // which shows its own fault: the folder says which, so a reader (and scripts/device-replay) knows
+  // what "fails the same way" means.
+  check::CaseResult r = failing(c, spec, "illegal_address");
+  check::CorrectnessReport before;
+  before.cases = before.passed = 24;
+  check::label_index_case(before, true, "2^31", r);
+  ASSERT_EQ(r.code, "index_overflow");
+  const ReplayOutcome out = replay(check_results(missing_tail(), scratch.path(), kSeed, {r}), options());
+  EXPECT_EQ(out.code, "index_overflow");
+  EXPECT_EQ(out.expect_code, "illegal_address");
+  const json doc = json::parse(read_text_file(scratch.path() / "repro/case.json"));
+  EXPECT_EQ(doc.value("expect_code", ""), "illegal_address");
+  const std::string readme = read_text_file(scratch.path() / "repro/README.md");
+  EXPECT_NE(readme.find("Run alone, the case fails with **illegal_address**, not index_overflow"), std::string::npos) << readme;
 }
 
 TEST_F(BuiltinReplay, InputsAndReferenceAreTheContractsOwnBytesWithNpyHeaders) {

@@ -41,5 +41,9 @@ bool is_index_overflow(const CorrectnessReport& before, bool large_cases_ran, co
 // code index_overflow and a detail saying why, or its own code kept, with the reason it is not
 // called index_overflow added to the detail.
 void label_index_case(const CorrectnessReport& before, bool large_cases_ran, const std::string& past, CaseResult& r);
+// The case's own failure code inside an index_overflow detail that label_index_case wrote (the fault
+// the case shows when it runs alone, as `kqual check --case` runs it: "illegal_address",
+// "wrong_result", ...); "" for any other text.
+std::string index_overflow_fault(const std::string& detail);
 
 }  // namespace kqual::check

@@ -48,6 +48,9 @@ struct ReplayOutcome {
   std::filesystem::path dir;      // the folder written
   std::string schema;             // the results' schema ("kqual.check/1", "kqual.compare/1")
   std::string case_id, code;      // the case replayed and its failure code (compare: the side that failed)
+  // The code the README's command gives for this case: `code`, except for a diagnosis made over the
+  // run's cases (index_overflow: every smaller case passed), which one case alone shows as its fault.
+  std::string expect_code;
   std::uint64_t run_seed = 0;     // the case generator's seed of the recorded run
   std::vector<std::string> sides;             // "candidate", or "old" and "new"
   std::vector<std::string> commands;          // one per side: kqual check <side> --case ID --seed S ...

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "kqual/check/evaluate.hpp"
+#include "kqual/check/labels.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/pipeline/qualify.hpp"
@@ -108,7 +109,7 @@ json ReplayOutcome::to_json() const {
     t.push_back({{"name", x.name}, {"role", x.role}, {"dtype", x.dtype}, {"npy_dtype", x.npy_dtype}, {"shape", x.shape},
                  {"elements", x.elements}, {"bytes", x.bytes}, {"npy", x.npy}, {"raw", x.raw}, {"sha256", x.sha256}});
   return json{{"dir", dir.string()},       {"results_schema", schema},           {"case_id", case_id},
-              {"code", code},              {"run_seed", run_seed},               {"sides", sides},
+              {"code", code},              {"expect_code", expect_code},         {"run_seed", run_seed},   {"sides", sides},
               {"commands", commands},      {"tensors", t},                       {"generated_on_device", generated_on_device},
               {"inputs_verified", inputs_verified}, {"notes", notes}};
 }
@@ -146,6 +147,15 @@ ReplayOutcome replay(const json& doc, const ReplayOptions& o) {
   for (const auto& s : r.sides) {
     out.sides.push_back(s.label);
     if (out.code.empty() && s.entry.is_object()) out.code = s.entry.value("code", std::string());
+  }
+  out.expect_code = out.code;
+  if (out.code == "index_overflow") {
+    for (const auto& s : r.sides)
+      if (s.entry.is_object() && s.entry.value("code", std::string()) == "index_overflow")
+        out.expect_code = check::index_overflow_fault(s.entry.value("detail", std::string()));
+    out.notes.push_back(fmt::format("index_overflow is the run's diagnosis over its cases (this one failed while every smaller case "
+                                    "passed); run alone with --case, the case fails with its own fault{}",
+                                    out.expect_code.empty() ? " (not named in the recorded detail)" : ": " + out.expect_code));
   }
   say(fmt::format("case {} ({})", spec.id, out.code));
 

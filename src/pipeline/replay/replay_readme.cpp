@@ -129,6 +129,11 @@ std::string readme_text(const ReadmeFacts& f) {
                    "two runs, the same diagnosis. {}The exit code is 1 while the kernel fails the case and 0 once it passes it "
                    "(one case passing is no acceptance: run a full `kqual check` then).\n",
                    compare ? "Each side runs the same case. " : "");
+  if (f.outcome.expect_code != f.outcome.code)
+    t += fmt::format("\nRun alone, the case fails with **{}**, not {}: {} is the run's diagnosis over all its cases (this one "
+                     "failed while every smaller case passed), which one case cannot make. A full `kqual check` of the "
+                     "candidate gives it again.\n",
+                     f.outcome.expect_code.empty() ? std::string("its own fault") : f.outcome.expect_code, f.outcome.code, f.outcome.code);
   t += "\n## What is here\n\n" + files_table(f);
   t += "\n## Inputs and reference\n\n" + data_section(f);
   t += "\n## What the kernel wrote\n" + elements_section(f);
