@@ -63,5 +63,39 @@ TEST(TorchSubmissionDevice, EveryBundledSubmissionIsJudgedForItsStatedClass) {
   EXPECT_EQ(judged, int(dirs.size()));
 }
 
+TEST(TorchSubmissionDevice, QualifyTimesACorrectSubmissionAgainstEagerAndCompiled) {
+  // The load_inline submission (a kernel of its own, graph-capturable) at two shapes: timed in A B B A
+  // blocks against PyTorch eager and torch.compile under the same window, its timed outputs
+  // verified, a speed-up with an interval per shape and baseline, and the qualify rule's decision.
+  if (!cuda::driver_available()) GTEST_SKIP() << "no GPU: " << cuda::driver_unavailable_reason();
+  ScratchDir out("kqual-submission-qualify-device");
+  const fs::path d = test::repo_root() / "examples/torch_submissions/residual_add_relu/good/load_inline";
+  const ProcessResult pr = run_process(test::kqual_exe().string(),
+                                       {"qualify", d.string(), "--out", out.path().string(), "--quiet", "--shape", "1048576", "--shape",
+                                        "67108864", "--rounds", "3"},
+                                       {}, {}, 600);
+  if (pr.exit_code == 3 && pr.out.find("torch") != std::string::npos) GTEST_SKIP() << pr.out << pr.err;
+  ASSERT_TRUE(fs::exists(out.path() / "results.json")) << pr.out << pr.err;
+  const json r = json::parse(read_text_file(out.path() / "results.json"));
+  std::cout << read_text_file(out.path() / "summary.md");
+  ASSERT_EQ(r["check"].value("verdict", ""), "accepted") << r["check"].dump(1);
+  const json& t = r["timing"];
+  EXPECT_NE(t.value("status", "").find("against PyTorch eager, compiled at 2 shape(s)"), std::string::npos) << t.dump(1);
+  EXPECT_EQ(t.value("timed_output_failure", "x"), "") << t.dump(1);
+  ASSERT_EQ(t["speedups"].size(), 2u) << t.dump(1);
+  for (const auto& sh : t["speedups"]) {
+    ASSERT_EQ(sh["speedups"].size(), 2u) << sh.dump(1);
+    for (const auto& s : sh["speedups"]) {
+      EXPECT_GT(s.value("speedup", 0.0), 0.0) << s.dump();
+      EXPECT_LE(s["ci"][0].get<double>(), s.value("speedup", 0.0)) << s.dump();
+      EXPECT_GE(s["ci"][1].get<double>(), s.value("speedup", 0.0)) << s.dump();
+    }
+  }
+  for (const auto& w : t["windows"]) EXPECT_NE(w.get<std::string>().find("cuda_graph"), std::string::npos) << w;
+  const std::string decision = r["decision"].value("decision", "");
+  EXPECT_NE(decision, "incomplete") << r["decision"].dump(1);
+  EXPECT_EQ(pr.exit_code, decision == "ship" || decision == "no_difference" ? 0 : 1) << r["decision"].dump(1);
+}
+
 }  // namespace
 }  // namespace kqual
