@@ -7,6 +7,7 @@
 
 #include "kqual/pipeline/screen.hpp"
 #include "kqual/pipeline/screen_shard.hpp"
+#include "kqual/pipeline/screen_timing.hpp"
 #include "kqual/run/cli.hpp"
 
 namespace kqual::run {
@@ -26,6 +27,25 @@ void add_screen_verdict_options(CLI::App* cmd, pipeline::ScreenOptions& o) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--watchdog", o.watchdog_seconds, "Seconds a worker may take per request before it is killed")
       ->capture_default_str()->check(CLI::PositiveNumber);
+}
+
+void add_screen_timing_options(CLI::App* cmd, pipeline::ScreenTimingOptions& t) {
+  cmd->add_flag("--timing", t.on,
+                "The timing tier: each accepted candidate is then timed against its contract's baselines under qualify's "
+                "rules and decided by qualify's speed rule; the campaign is ranked by overall effect (results.json "
+                "\"ranking\", summary.md, ranking.html; docs/screen.md)");
+  cmd->add_option("--shape", t.shapes, "--timing: a benchmark shape (repeatable; default: the profile's, else the contract's)");
+  cmd->add_option("--dtype", t.dtype, "--timing: benchmark dtype")->capture_default_str();
+  cmd->add_option("--rounds", t.rounds, "--timing: interleaved timing rounds")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--samples", t.samples_per_round, "--timing: samples per implementation per round")
+      ->capture_default_str()->check(CLI::Range(2, 100000));
+  cmd->add_option("--l2-flush", t.flush_mode, "--timing: L2 flush before each sample (write, clean, invalidate, none)")
+      ->capture_default_str()->check(CLI::IsMember({"write", "clean", "invalidate", "none"}));
+  add_negatable_flag(cmd, "clock-guard", t.clock_guard, "--no-clock-guard (--timing): keep samples taken below the base clock");
+  cmd->add_option("--profile", t.profile, "--timing: deployment profile (TOML: the shape mix, [decision] margins)");
+  cmd->add_option("--margin", t.margin, "--timing: practical margin REL[,ABS], e.g. 3%,0.5us");
+  cmd->add_option("--regression-limit", t.regression_limit, "--timing: no shape of the mix may be slower than this, e.g. 10%");
+  add_baseline_option(cmd, t.baseline_dirs);
 }
 
 namespace {
@@ -52,6 +72,13 @@ void print_screen(const pipeline::ScreenOutcome& out) {
     if (v.verdict != K::accepted && v.verdict != K::incomplete)
       fmt::print("  {:<10} {}: {}{}\n", to_string(v.verdict), v.name, v.reason,
                  v.detail.empty() ? "" : " — " + v.detail.substr(0, v.detail.find('\n')).substr(0, 200));
+  if (r.contains("ranking")) {
+    const json& p = r["ranking"]["population"];
+    fmt::print("  timing tier: {} timed with an effect; faster than the fastest baseline by >1.0x: {}, by >1.5x: {} (whole 95 % "
+               "interval); ranking in {}\n",
+               p["timed_with_effect"].get<int>(), p["faster_1_0x"].get<int>(), p["faster_1_5x"].get<int>(),
+               (out.results_path.parent_path() / "ranking.html").string());
+  }
   fmt::print("wrote {}, {} and {}\n", out.results_path.string(), out.summary_path.string(), out.journal_path.string());
 }
 
@@ -99,6 +126,7 @@ void add_screen_command(CLI::App& app, CliState& s, bool run_commands) {
                   "The campaign's candidate list for --shard (default: shard-list-<N>.json in the folder above --out; "
                   "written when absent)");
   cmd->add_flag("--restart", o.restart, "Start a fresh journal (default: resume OUT/journal.jsonl when its options match)");
+  add_screen_timing_options(cmd, o.timing);
 
   auto merge_opts = std::make_shared<pipeline::MergeOptions>();
   auto* merge = cmd->add_subcommand("merge", "Combine the --out folders of sharded screens (--shard I/N) into one results.json "

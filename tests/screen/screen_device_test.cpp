@@ -56,5 +56,38 @@ TEST(ScreenDevice, GoodAcceptedBrokenRejectedForTheirReasons) {
   fs::remove_all(out);
 }
 
+TEST(ScreenDevice, TheTimingTierRanksTheAcceptedAndRejectsATimedCheat) {
+  // --timing: good is timed against the bundled baselines and ranked; launch_counter passes every
+  // correctness case but computes only some timed launches: the tier rejects it (timed_output_wrong).
+  if (!cuda::driver_available()) GTEST_SKIP() << "no GPU: " << cuda::driver_unavailable_reason();
+  const fs::path out = fs::temp_directory_path() / "kqual-screen-timing-device-test";
+  fs::remove_all(out);
+  const fs::path rar = test::repo_root() / "candidates/residual_add_relu";
+  auto r = test::run(test::quote(test::kqual_exe()) + " screen --timing --no-large-cases --no-sanitizer-pass --shape 1048576 " +
+                     "--shape 67108864 " + test::quote(rar / "good") + " " + test::quote(rar / "broken/launch_counter") + " --out " +
+                     test::quote(out));
+  ASSERT_TRUE(fs::exists(out / "results.json")) << r.output;
+  json res = json::parse(std::ifstream(out / "results.json"));
+  ASSERT_TRUE(res["device_present"].get<bool>()) << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  for (const auto& v : res["verdicts"]) {
+    if (v["name"] == "good") {
+      EXPECT_EQ(v["verdict"], "accepted") << v.dump(2);
+      ASSERT_TRUE(v.contains("speed")) << v.dump(2);
+      EXPECT_TRUE(v["speed"].contains("effect")) << v.dump(2);
+      EXPECT_EQ(v["speed"]["shapes"].size(), 2u) << v.dump(2);
+    } else {
+      EXPECT_EQ(v["verdict"], "rejected") << v.dump(2);
+      EXPECT_TRUE(v["codes"].contains("timed_output_wrong")) << v.dump(2);
+    }
+  }
+  const json& ranked = res["ranking"]["ranked"];
+  ASSERT_EQ(ranked.size(), 1u) << res["ranking"].dump(2);
+  EXPECT_EQ(ranked[0]["name"], "good");
+  EXPECT_GT(ranked[0].value("speedup", 0.0), 0.0);
+  EXPECT_TRUE(fs::is_regular_file(out / "ranking.html"));
+  fs::remove_all(out);
+}
+
 }  // namespace
 }  // namespace kqual

@@ -20,6 +20,23 @@
 
 namespace kqual::pipeline {
 
+// --timing and its options (screen_timing.hpp): accepted candidates timed against their contract's
+// baselines and ranked.
+struct ScreenTimingOptions {
+  bool on = false;
+  std::vector<std::string> shapes;  // --shape (parsed against each contract); empty: the profile's, else the contract's
+  std::string dtype = "f32";
+  int rounds = 3;
+  int samples_per_round = 10;
+  std::string flush_mode = "write";
+  bool clock_guard = true;
+  std::string profile, margin, regression_limit;  // the decision's, as qualify takes them
+  std::vector<std::filesystem::path> baseline_dirs;
+  // The options that decide a timed verdict, for the journal's header ({} when off, so journals of
+  // correctness-only screens still resume).
+  json verdict_options() const;
+};
+
 struct ScreenOptions {
   // Candidate folders (with kqual.toml); a folder without kqual.toml is scanned one level deep.
   std::vector<std::filesystem::path> inputs;
@@ -43,6 +60,7 @@ struct ScreenOptions {
   // --shard-list FILE: the campaign's candidate list (screen_shard.hpp); "" = shard-list-<N>.json in
   // the folder above --out. Read when it exists, else written from the candidates found now.
   std::filesystem::path shard_list;
+  ScreenTimingOptions timing;    // --timing: the timing tier
   std::string command_line;
   ProgressFn progress;           // one line per candidate as it finishes, or empty
 };
@@ -79,6 +97,7 @@ struct ScreenVerdict {
   std::string finished;          // UTC time the verdict was journaled
   bool resumed = false;          // taken from the journal, not run by this invocation
   int gpu = -1;                  // with --gpus: the GPU (ordinal in PCI bus order) whose worker judged it
+  json speed;                    // --timing, an accepted candidate: the speed record (screen_timing.hpp); null otherwise
   json to_json() const;
   // Error(input) when a field is missing or the verdict is not one of kScreenVerdictNames' words.
   static ScreenVerdict from_json(const json& j);

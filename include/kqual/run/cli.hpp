@@ -66,6 +66,8 @@ CLI::Option* add_negatable_flag(CLI::App* cmd, const std::string& name, bool& va
 void add_contract_source_options(CLI::App* cmd, contract::ContractSources& s);
 // --baselines DIR (repeatable): the user's baseline folders for commands that time (qualify, bench).
 void add_baseline_option(CLI::App* cmd, std::vector<std::filesystem::path>& dirs);
+// kqual screen --timing and the options of that tier (screen_cmd.cpp).
+void add_screen_timing_options(CLI::App* cmd, pipeline::ScreenTimingOptions& t);
 
 // `--quiet` on a long-running command: it sets GlobalOptions::quiet, as `kqual --quiet CMD` does.
 void add_quiet_flag(CLI::App* cmd, GlobalOptions& g);

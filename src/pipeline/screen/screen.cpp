@@ -32,6 +32,7 @@
 #include "kqual/pipeline/screen_journal.hpp"
 #include "kqual/pipeline/screen_key.hpp"
 #include "kqual/pipeline/screen_shard.hpp"
+#include "kqual/pipeline/screen_timing.hpp"
 #include "kqual/pipeline/stages.hpp"
 #include "kqual/report/provenance.hpp"
 #include "kqual/worker/protocol.hpp"
@@ -346,6 +347,8 @@ DispatchReport check_screen_lanes(const ScreenOptions& o, const ScreenContracts&
   const int threads = int(std::min<std::size_t>(std::size_t(o.jobs), std::max<std::size_t>(run.todo.size(), 1)));
   BuildPool<BuildSlot> pool(run.todo.size(), threads, build_one);
 
+  std::optional<ScreenTimer> timer;  // --timing: accepted candidates timed in their lane's session
+  if (o.timing.on && lanes.gpu()) timer.emplace(o.timing, lanes.arch, build_scratch.path(), o.seed);
   CheckOneOptions co;
   co.check.seed = o.seed;
   co.check.include_large = o.large_cases;
@@ -375,6 +378,7 @@ DispatchReport check_screen_lanes(const ScreenOptions& o, const ScreenContracts&
     } else {
       const auto t0 = std::chrono::steady_clock::now();
       v = check_on_gpu(*lanes.sessions[lane], *slot.built, co, fault);
+      if (timer && v.verdict == ScreenVerdictKind::accepted && !*fault) timer->time(*lanes.sessions[lane], *slot.built, slot.contract, v, fault);
       check_ms = ms_since(t0);
     }
     v.contract = slot.contract;
@@ -465,6 +469,7 @@ json screen_results_json(const ScreenOptions& o, const json& options, const fs::
   r["not_candidates"] = skipped_j;
   r["contracts"] = contracts.to_json();
   r["verdicts"] = rows;
+  if (o.timing.on) r["ranking"] = screen_ranking(run.verdicts);
   return r;
 }
 
@@ -539,7 +544,8 @@ ScreenOutcome screen(const ScreenOptions& o) {
   out.results_path = o.out_dir / "results.json";
   out.summary_path = o.out_dir / "summary.md";
   write_file_atomic(out.results_path, r.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
-  write_file_atomic(out.summary_path, md);
+  write_file_atomic(out.summary_path, o.timing.on ? md + screen_ranking_md(r["ranking"]) : md);
+  if (o.timing.on) write_file_atomic(o.out_dir / "ranking.html", screen_ranking_html(r["ranking"], run.verdicts));
   out.results = r;
   out.verdicts = run.verdicts;
   out.exit_code = screen_exit_code(counts);

@@ -48,6 +48,7 @@ json screen_verdict_options(const ScreenOptions& o, const std::string& arch, con
          {"sanitizer_pass", o.sanitizer_pass},
          {"arch", arch}};
   if (!shard.empty()) j["shard"] = shard;  // absent unsharded: journals from before --shard still resume
+  if (o.timing.on) j["timing"] = o.timing.verdict_options();  // absent without --timing: older journals still resume
   return j;
 }
 
@@ -85,6 +86,7 @@ json ScreenVerdict::to_json() const {
          {"codes", c},             {"detail", detail},     {"wall_ms", wall_ms},
          {"compile_ms", compile_ms}, {"finished", finished}};
   if (gpu >= 0) j["gpu"] = gpu;  // with --gpus only: the ordinal (PCI bus order) that judged it
+  if (!speed.is_null()) j["speed"] = speed;  // with --timing only
   return j;
 }
 
@@ -108,6 +110,7 @@ ScreenVerdict ScreenVerdict::from_json(const json& j) {
     v.compile_ms = j.value("compile_ms", 0.0);
     v.finished = j.value("finished", std::string());
     if (j.contains("gpu") && j.at("gpu").is_number_integer()) v.gpu = j.at("gpu").get<int>();
+    if (j.contains("speed") && j.at("speed").is_object()) v.speed = j.at("speed");
   } catch (const json::exception& e) {
     throw_error(ErrorKind::input, std::string("a screen journal entry lacks a field: ") + e.what());
   }

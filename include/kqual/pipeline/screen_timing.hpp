@@ -1,0 +1,62 @@
+#pragma once
+// kqual screen --timing: the timing tier of a screening campaign (docs/screen.md, "Timing tier"). Every
+// candidate's correctness first, as without it; each accepted one then timed in the same lane's worker
+// session against the contract's baselines (the bundled ones, --baselines, $KQUAL_BASELINES) under
+// qualify's rules (fresh inputs, timed outputs verified, L2 flush, clock guard, A B B A rounds) and
+// judged by qualify's speed rule (decision/speed.hpp): per shape, and an overall effect over the
+// shape mix. A candidate whose timed outputs are wrong is rejected (timed_output_wrong), as qualify
+// rejects it. The campaign is then ranked by that overall effect, in results.json, summary.md and a
+// static HTML page.
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kqual/core/json.hpp"
+#include "kqual/pipeline/screen.hpp"
+
+namespace kqual::build {
+struct BuiltCandidate;
+}
+namespace kqual::worker {
+class Session;
+}
+
+namespace kqual::pipeline {
+
+
+// (ScreenTimingOptions, the command's options of this tier, is in screen.hpp.)
+
+// Times accepted candidates; one per screen, shared by its lanes. Each contract's baselines are built
+// once, on first use (for the screen's target), and its shapes, policy and mix read once.
+class ScreenTimer {
+ public:
+  ScreenTimer(const ScreenTimingOptions& o, std::string arch, std::filesystem::path scratch, std::uint64_t seed);
+  ~ScreenTimer();
+  // Times `b` (already accepted) in session `s` and decides; returns the verdict's "speed" record and
+  // may turn `v` into a rejection (timed_output_wrong). *fault when its worker broke down.
+  void time(worker::Session& s, const build::BuiltCandidate& b, const std::string& contract, ScreenVerdict& v, bool* fault);
+
+ private:
+  struct Plan;
+  const Plan& plan_for(const std::string& contract);
+  ScreenTimingOptions o_;
+  std::string arch_;
+  std::filesystem::path scratch_;
+  std::uint64_t seed_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Plan>> plans_;
+};
+
+// The campaign ranked: accepted and timed candidates by overall effect (fastest first; those without
+// an effect after them), and the peers' summary figures computed under kqual's rules — the fraction
+// correct, and the fraction faster than the fastest baseline by more than 1.0x and 1.5x counted only
+// where the effect's whole 95 % interval says so.
+json screen_ranking(const std::vector<ScreenVerdict>& verdicts);
+std::string screen_ranking_md(const json& ranking);
+// A static page (no script): the ranking table, and every verdict.
+std::string screen_ranking_html(const json& ranking, const std::vector<ScreenVerdict>& verdicts);
+
+}  // namespace kqual::pipeline

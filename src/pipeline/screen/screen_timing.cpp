@@ -1,0 +1,260 @@
+// kqual screen --timing (screen_timing.hpp): accepted candidates timed against their contract's
+// baselines in the lane's session and judged by qualify's speed rule; the campaign ranked.
+#include "kqual/pipeline/screen_timing.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kqual/bench/timing.hpp"
+#include "kqual/build/candidate.hpp"
+#include "kqual/build/manifest.hpp"
+#include "kqual/contract/contract.hpp"
+#include "kqual/core/error.hpp"
+#include "kqual/decision/profile.hpp"
+#include "kqual/decision/qualify.hpp"
+#include "kqual/pipeline/qualify.hpp"
+#include "kqual/worker/session.hpp"
+
+namespace kqual::pipeline {
+namespace fs = std::filesystem;
+
+json ScreenTimingOptions::verdict_options() const {
+  if (!on) return json::object();
+  return json{{"timing", true},          {"shapes", shapes},         {"dtype", dtype},     {"rounds", rounds},
+              {"samples", samples_per_round}, {"l2_flush", flush_mode}, {"clock_guard", clock_guard},
+              {"profile", profile},      {"margin", margin},         {"regression_limit", regression_limit}};
+}
+
+struct ScreenTimer::Plan {
+  std::string error;  // why this contract's candidates cannot be timed ("" when they can)
+  bench::TimingOptions timing;
+  decision::SpeedPolicy policy;
+  decision::ShapeMix mix;
+  std::vector<build::BuiltCandidate> baselines;
+  std::vector<std::string> baseline_names;
+};
+
+ScreenTimer::ScreenTimer(const ScreenTimingOptions& o, std::string arch, fs::path scratch, std::uint64_t seed)
+    : o_(o), arch_(std::move(arch)), scratch_(std::move(scratch)), seed_(seed) {}
+ScreenTimer::~ScreenTimer() = default;
+
+const ScreenTimer::Plan& ScreenTimer::plan_for(const std::string& contract) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = plans_[contract];
+  if (slot) return *slot;
+  slot = std::make_unique<Plan>();
+  Plan& p = *slot;
+  try {
+    const contract::Contract& c = contract::resolve_contract(contract, fs::current_path());
+    const decision::DeploymentProfile profile = o_.profile.empty() ? decision::DeploymentProfile{} : decision::load_profile(o_.profile);
+    p.policy = decision::speed_policy(profile, o_.margin, o_.regression_limit);
+    p.mix = decision::shape_mix_of(profile);
+    const auto dt = parse_dtype(o_.dtype);
+    if (!dt) throw_error(ErrorKind::usage, fmt::format("--dtype {}: not a dtype kqual knows", o_.dtype));
+    p.timing.dtype = *dt;
+    p.timing.rounds = o_.rounds;
+    p.timing.samples_per_round = o_.samples_per_round;
+    p.timing.flush_mode = o_.flush_mode;
+    p.timing.flush_l2 = o_.flush_mode != "none";
+    p.timing.clock_guard = o_.clock_guard;
+    p.timing.seed = seed_;
+    for (const auto& text : o_.shapes) p.timing.shapes.push_back(contract::parse_shape(c, text));
+    if (o_.shapes.empty())
+      for (const auto& [text, calls] : profile.shape_calls) p.timing.shapes.push_back(contract::parse_shape(c, text));
+    const fs::path dir = scratch_ / ("baselines-" + contract);
+    for (const auto& d : find_baselines(contract, baseline_roots(o_.baseline_dirs))) {
+      p.baselines.push_back(build::build_candidate(build::load_manifest(d), arch_, dir / d.filename()));
+      p.baseline_names.push_back(p.baselines.back().manifest.name);
+    }
+  } catch (const Error& e) {
+    p.error = e.what();
+  }
+  return p;
+}
+
+namespace {
+
+// The speed record journaled with a timed verdict.
+json speed_record(const decision::QualifyVerdict& qv, const std::vector<std::string>& baselines) {
+  json j{{"decision", decision::to_string(qv.verdict)}, {"summary", qv.summary}, {"baselines", baselines}};
+  if (!qv.speed) return j;
+  const decision::SpeedJudgement& sp = *qv.speed;
+  const decision::OverallEffect& e = sp.overall;
+  j["effect"] = e.computed ? json{{"ratio", e.ratio}, {"ci", {e.ci.lo, e.ci.hi}}, {"speedup", e.ratio > 0 ? 1.0 / e.ratio : 0.0}}
+                           : json{{"why_not", e.why_not}};
+  json rows = json::array();
+  for (const auto& s : sp.shapes)
+    rows.push_back({{"shape", s.shape}, {"baseline", s.baseline}, {"ratio", s.ratio}, {"ci", {s.ci.lo, s.ci.hi}},
+                    {"call", decision::to_string(s.call)}});
+  j["shapes"] = rows;
+  j["deciding"] = sp.deciding;
+  return j;
+}
+
+}  // namespace
+
+void ScreenTimer::time(worker::Session& s, const build::BuiltCandidate& b, const std::string& contract, ScreenVerdict& v, bool* fault) {
+  const Plan& p = plan_for(contract);
+  if (!p.error.empty()) {
+    v.speed = json{{"error", "not timed: " + p.error}};
+    return;
+  }
+  std::vector<const build::BuiltCandidate*> base;
+  for (const auto& x : p.baselines) base.push_back(&x);
+  try {
+    const bench::TimingReport tr = bench::time_against_baselines(s, b, base, p.timing);
+    decision::QualifyFindings f;
+    f.cases = f.passed = f.evidence = 1;  // accepted by the correctness tier
+    f.policy = p.policy;
+    f.mix = p.mix;
+    f.baselines_expected = !p.baselines.empty();
+    add_timed_shapes(f, tr);
+    const decision::QualifyVerdict qv = decision::decide_qualify(f);
+    v.speed = speed_record(qv, p.baseline_names);
+    for (const auto& sh : tr.shapes) {
+      if (sh.series.empty() || sh.series.front().verified) continue;
+      const bench::Series& cs = sh.series.front();
+      v.verdict = ScreenVerdictKind::rejected;
+      v.reason = cs.verify_code.empty() ? "timed_output_wrong" : cs.verify_code;
+      v.codes = {{v.reason, 1}};
+      v.detail = fmt::format("{}: {}", sh.shape, cs.verify_detail);
+      break;
+    }
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::worker) {
+      *fault = true;  // the candidate broke its worker while timed: its own verdict
+      v.verdict = ScreenVerdictKind::rejected;
+      v.reason = "worker_fault";
+      v.codes = {{"worker_fault", 1}};
+      v.detail = std::string("while timed: ") + e.what();
+    }
+    v.speed = json{{"error", std::string("timing failed: ") + e.what()}};
+  }
+}
+
+json screen_ranking(const std::vector<ScreenVerdict>& verdicts) {
+  struct Row {
+    const ScreenVerdict* v;
+    double ratio;
+    bool has;
+  };
+  std::vector<Row> rows;
+  int judged = 0, accepted = 0, timed = 0, gt1 = 0, gt15 = 0, point1 = 0, point15 = 0;
+  for (const auto& v : verdicts) {
+    if (v.verdict == ScreenVerdictKind::accepted || v.verdict == ScreenVerdictKind::rejected) ++judged;
+    if (v.verdict == ScreenVerdictKind::accepted) ++accepted;
+    if (v.speed.is_null() || v.verdict != ScreenVerdictKind::accepted) continue;
+    const json e = v.speed.value("effect", json());
+    const bool has = e.is_object() && e.contains("ratio");
+    rows.push_back({&v, has ? e["ratio"].get<double>() : 0.0, has});
+    if (!has) continue;
+    ++timed;
+    const double hi = e["ci"][1].get<double>(), ratio = e["ratio"].get<double>();
+    gt1 += hi < 1.0;               // the whole interval faster than the baseline
+    gt15 += hi < 1.0 / 1.5;        // ... by more than 1.5x
+    point1 += ratio < 1.0;         // the peers' reading: the point estimate alone
+    point15 += ratio < 1.0 / 1.5;
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    if (a.has != b.has) return a.has;
+    return a.has && a.ratio < b.ratio;
+  });
+  json list = json::array();
+  int rank = 0;
+  for (const auto& r : rows) {
+    json j{{"rank", r.has ? ++rank : 0},
+           {"name", r.v->name},
+           {"candidate", r.v->candidate},
+           {"contract", r.v->contract},
+           {"decision", r.v->speed.value("decision", std::string())}};
+    if (r.has) {
+      const json& e = r.v->speed["effect"];
+      j["speedup"] = e.value("speedup", 0.0);
+      j["ratio"] = r.ratio;
+      j["ci"] = e["ci"];
+    } else {
+      j["why_not"] = r.v->speed.contains("error") ? r.v->speed["error"] : r.v->speed.value("effect", json()).value("why_not", json("no effect"));
+    }
+    list.push_back(j);
+  }
+  auto frac = [](int a, int b) { return b > 0 ? json(double(a) / b) : json(); };
+  return json{{"ranked", list},
+              {"population",
+               {{"candidates", verdicts.size()},
+                {"judged", judged},
+                {"correct", accepted},
+                {"fraction_correct", frac(accepted, judged)},
+                {"timed_with_effect", timed},
+                {"faster_1_0x", gt1},
+                {"faster_1_5x", gt15},
+                {"fraction_faster_1_0x", frac(gt1, judged)},
+                {"fraction_faster_1_5x", frac(gt15, judged)},
+                {"point_estimate_faster_1_0x", point1},
+                {"point_estimate_faster_1_5x", point15},
+                {"rule", "faster by more than 1.0x / 1.5x: the overall effect's whole 95 % interval (time ratio to the fastest "
+                         "correct baseline, weighted over the shapes) below 1 / below 1/1.5; fractions of the candidates judged "
+                         "(accepted or rejected); the point-estimate counts are the peers' reading, for comparison"}}}};
+}
+
+namespace {
+
+std::string speed_cell(const json& r) {
+  if (!r.contains("speedup")) return "-";
+  return fmt::format("{:.3f}x [{:.3f}, {:.3f}]", r["speedup"].get<double>(), 1.0 / r["ci"][1].get<double>(), 1.0 / r["ci"][0].get<double>());
+}
+
+std::string html_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    switch (ch) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += ch;
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string screen_ranking_md(const json& ranking) {
+  const json& p = ranking["population"];
+  std::string md = "\n## Ranking (timing tier)\n\n";
+  md += fmt::format("{} of {} judged candidate(s) correct; faster than the fastest baseline by more than 1.0x: {}, by more than "
+                    "1.5x: {} (the whole 95 % interval of the overall effect; by the point estimate alone: {} and {}).\n\n",
+                    p["correct"].get<int>(), p["judged"].get<int>(), p["faster_1_0x"].get<int>(), p["faster_1_5x"].get<int>(),
+                    p["point_estimate_faster_1_0x"].get<int>(), p["point_estimate_faster_1_5x"].get<int>());
+  md += "| rank | candidate | contract | speed-up over the fastest baseline [95% CI] | decision |\n|---|---|---|---|---|\n";
+  for (const auto& r : ranking["ranked"])
+    md += fmt::format("| {} | {} | {} | {} | {} |\n", r["rank"].get<int>() > 0 ? std::to_string(r["rank"].get<int>()) : "-",
+                      r.value("name", ""), r.value("contract", ""),
+                      r.contains("speedup") ? speed_cell(r) : "not compared: " + r.value("why_not", json("")).dump(),
+                      r.value("decision", ""));
+  return md;
+}
+
+std::string screen_ranking_html(const json& ranking, const std::vector<ScreenVerdict>& verdicts) {
+  std::string h = "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>kqual screen: ranking</title>\n"
+                  "<style>body{font-family:sans-serif}table{border-collapse:collapse}td,th{border:1px solid #999;padding:2px 6px}"
+                  "td.n{text-align:right}</style></head><body>\n<h1>kqual screen: ranking</h1>\n";
+  const json& p = ranking["population"];
+  h += fmt::format("<p>{} of {} judged candidate(s) correct; faster than the fastest baseline by more than 1.0x: {}, by more than "
+                   "1.5x: {} (whole 95 % interval of the overall effect).</p>\n",
+                   p["correct"].get<int>(), p["judged"].get<int>(), p["faster_1_0x"].get<int>(), p["faster_1_5x"].get<int>());
+  h += "<table>\n<tr><th>rank</th><th>candidate</th><th>contract</th><th>speed-up [95% CI]</th><th>decision</th></tr>\n";
+  for (const auto& r : ranking["ranked"])
+    h += fmt::format("<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
+                     r["rank"].get<int>() > 0 ? std::to_string(r["rank"].get<int>()) : "-", html_escape(r.value("name", "")),
+                     html_escape(r.value("contract", "")), html_escape(r.contains("speedup") ? speed_cell(r) : "not compared"),
+                     html_escape(r.value("decision", "")));
+  h += "</table>\n<h2>Every verdict</h2>\n<table>\n<tr><th>candidate</th><th>verdict</th><th>reason</th></tr>\n";
+  for (const auto& v : verdicts)
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", html_escape(v.name), to_string(v.verdict), html_escape(v.reason));
+  return h + "</table>\n</body></html>\n";
+}
+
+}  // namespace kqual::pipeline
