@@ -466,6 +466,35 @@ TEST_F(ShardTest, ShardsMergeIntoEveryCandidateExactlyOnce) {
   EXPECT_EQ(merge_screen(m).missing, share2);
 }
 
+TEST_F(ShardTest, TimedShardsMergeIntoOneRanking) {
+  // --timing on every shard: the merge ranks every shard's timed verdicts together. No GPU here, so
+  // one shard's verdict is edited into an accepted, timed one, as a GPU shard would have written it.
+  std::vector<fs::path> dirs;
+  for (int s = 0; s < 2; ++s) {
+    ScreenOptions o = opts(std::to_string(s) + "/2", "t" + std::to_string(s));
+    o.timing.on = true;
+    screen(o);
+    dirs.push_back(tmp_->path() / ("t" + std::to_string(s)));
+  }
+  json r = json::parse(read_text_file(dirs[1] / "results.json"));
+  ASSERT_FALSE(r["verdicts"].empty());
+  json& v = r["verdicts"][0];
+  v["verdict"] = "accepted";
+  v["speed"] = json{{"decision", "ship"}, {"effect", {{"ratio", 0.5}, {"ci", {0.45, 0.55}}, {"speedup", 2.0}}}};
+  write_file_atomic(dirs[1] / "results.json", r.dump(2));
+  MergeOptions m;
+  m.dirs = dirs;
+  m.out_dir = tmp_->path() / "tmerged";
+  const MergeOutcome out = merge_screen(m);
+  ASSERT_TRUE(out.results.contains("ranking")) << out.results.dump(1);
+  const json& ranked = out.results["ranking"]["ranked"];
+  ASSERT_EQ(ranked.size(), 1u);
+  EXPECT_EQ(ranked[0]["name"], v["name"]);
+  EXPECT_EQ(out.results["ranking"]["population"]["faster_1_5x"], 1);
+  EXPECT_TRUE(fs::is_regular_file(m.out_dir / "ranking.html"));
+  EXPECT_NE(read_text_file(m.out_dir / "summary.md").find("## Ranking (timing tier)"), std::string::npos);
+}
+
 TEST_F(ShardTest, ARerunOfAShardResumesItsOwnJournal) {
   screen(opts("1/3", "s1"));
   const ScreenOutcome again = screen(opts("1/3", "s1"));

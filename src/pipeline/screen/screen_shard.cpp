@@ -16,6 +16,7 @@
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
 #include "kqual/pipeline/screen_journal.hpp"
+#include "kqual/pipeline/screen_timing.hpp"
 #include "kqual/report/provenance.hpp"
 
 namespace kqual::pipeline {
@@ -201,6 +202,13 @@ void write_merged(const MergeOptions& o, const json& shard_options, json merged,
   if (!missing_shards.empty() || !out.missing_candidates.empty()) md += "\n";
   md += screen_summary_table(out.verdicts);
   fs::create_directories(o.out_dir);
+  // Shards screened with --timing: one ranking over every shard's timed verdicts.
+  const bool timing = options.contains("timing");
+  if (timing) {
+    r["ranking"] = screen_ranking(out.verdicts);
+    md += screen_ranking_md(r["ranking"]);
+    write_file_atomic(o.out_dir / "ranking.html", screen_ranking_html(r["ranking"], out.verdicts));
+  }
   out.results_path = o.out_dir / "results.json";
   out.summary_path = o.out_dir / "summary.md";
   write_file_atomic(out.results_path, r.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
