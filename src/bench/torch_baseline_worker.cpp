@@ -17,12 +17,13 @@ constexpr double kTorchExitGraceS = 5;  // [s] for a worker whose pipes closed t
 constexpr double kTorchHelloTimeout = 300;  // [s] import torch, CUDA context, NVML
 }  // namespace
 
-TorchWorker::TorchWorker(const std::string& python, const fs::path& script, const json& cfg, const fs::path& err_file, std::string what)
+TorchWorker::TorchWorker(const std::string& python, const fs::path& script, const json& cfg, const fs::path& err_file, std::string what,
+                         const std::vector<std::pair<std::string, std::string>>& env)
     : what_(std::move(what)) {
   ChildSpec spec;
   spec.exe = python;
   spec.args = {script.string(), cfg.dump()};
-  spec.env = environment_with();
+  spec.env = environment_with(env);
   spec.stderr_file = err_file;
   spec.what = what_;
   try {

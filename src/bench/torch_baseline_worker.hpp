@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kqual/bench/torch_baseline.hpp"
 #include "kqual/bench/torch_submission.hpp"
@@ -19,7 +21,7 @@ class TorchWorker {
   // Starts `python script cfg`; stderr goes to err_file (its tail explains a worker that died). `what`
   // names it in errors.
   TorchWorker(const std::string& python, const std::filesystem::path& script, const json& cfg, const std::filesystem::path& err_file,
-              std::string what = "the PyTorch timing worker");
+              std::string what = "the PyTorch timing worker", const std::vector<std::pair<std::string, std::string>>& env = {});
 
   // One reply (request nullptr: the hello) within timeout_s; {"ok": false, "code": "worker_died" |
   // "timeout" | "protocol", ...} when there is none.

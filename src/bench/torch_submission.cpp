@@ -184,7 +184,7 @@ std::unique_ptr<TorchWorker> start_submission_worker(const TorchSubmission& s, c
                             ? json(fs::absolute(s.problem_dir).string())
                             : json(nullptr);
   return std::make_unique<TorchWorker>(o.python.empty() ? contract::reference_python() : o.python, worker_script(o), cfg, err_file,
-                                       "the PyTorch submission worker");
+                                       "the PyTorch submission worker", o.env);
 }
 
 std::vector<std::string> submission_rules_not_applied() {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kqual/contract/contract.hpp"
@@ -98,6 +99,8 @@ struct SubmissionCheckOptions {
   std::filesystem::path scratch; // where case files go (removed after); empty: a temporary folder
   std::int64_t max_case_elements = std::int64_t(1) << 24;  // larger cases are left out (said in the result)
   bool stop_at_first_failure = true;
+  // Set in the worker's environment (kqual screen --gpus: CUDA_VISIBLE_DEVICES pins it to the lane's GPU).
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 struct SubmissionCheck {

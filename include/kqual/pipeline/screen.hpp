@@ -61,6 +61,7 @@ struct ScreenOptions {
   // the folder above --out. Read when it exists, else written from the candidates found now.
   std::filesystem::path shard_list;
   ScreenTimingOptions timing;    // --timing: the timing tier
+  std::filesystem::path submission_worker;  // PyTorch submissions' worker script ("" = tools/torch/submission_worker.py)
   std::string command_line;
   ProgressFn progress;           // one line per candidate as it finishes, or empty
 };

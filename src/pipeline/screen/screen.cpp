@@ -33,6 +33,7 @@
 #include "kqual/pipeline/screen_key.hpp"
 #include "kqual/pipeline/screen_shard.hpp"
 #include "kqual/pipeline/screen_timing.hpp"
+#include "kqual/pipeline/screen_submission.hpp"
 #include "kqual/pipeline/stages.hpp"
 #include "kqual/report/provenance.hpp"
 #include "kqual/worker/protocol.hpp"
@@ -49,6 +50,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 // What the builder threads hand to the GPU lanes.
 struct BuildSlot {
   std::optional<build::BuiltCandidate> built;
+  std::optional<bench::TorchSubmissionManifest> submission;  // a torch_module folder: nothing to build
   std::optional<ScreenVerdict> verdict;  // set when the candidate ends before the GPU (refused, error)
   double build_ms = 0;
   std::string contract;
@@ -303,6 +305,18 @@ BuildSlot build_screen_slot(const ScreenOptions& o, const ScreenContracts& contr
     if (contracts.refusals[i]) {
       slot.verdict = contracts.refusals[i];
       slot.contract = contracts.refusals[i]->contract;
+    } else if (bench::is_torch_submission_manifest(cand)) {
+      try {
+        slot.submission = screen_submission_of(cand);
+        slot.contract = slot.submission->contract;
+        if (!o.contract.empty() && slot.contract != o.contract) {
+          slot.verdict = refused("contract_mismatch", fmt::format("{} is a {} submission; this screen is against {}",
+                                                                  slot.submission->file.string(), slot.contract, o.contract));
+          slot.submission.reset();
+        }
+      } catch (const Error& e) {
+        slot.verdict = refused("manifest_invalid", e.what());
+      }
     } else {
       BuildOneOptions bo;
       bo.arch = arch;
@@ -371,6 +385,16 @@ DispatchReport check_screen_lanes(const ScreenOptions& o, const ScreenContracts&
     double check_ms = 0;
     if (slot.verdict) {
       v = *slot.verdict;
+    } else if (slot.submission) {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (lanes.gpu()) {
+        v = check_screen_submission(o, *slot.submission, lane < lanes.gpus.size() ? lanes.gpus[lane].visible : std::string());
+      } else {
+        v.verdict = ScreenVerdictKind::incomplete;
+        v.reason = "PyTorch submission; no GPU";
+        v.detail = lanes.why_no_gpu + ": a PyTorch submission runs only in its worker on a GPU (it has no static phase)";
+      }
+      check_ms = ms_since(t0);
     } else if (!lanes.gpu()) {
       v.verdict = ScreenVerdictKind::incomplete;
       v.reason = "compiled; no GPU";
