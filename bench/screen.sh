@@ -17,11 +17,17 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/kqual-screen-bench.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 # KQUAL_SCREEN_POPULATION=all: the copies cycle through every bundled candidate of
 # KQUAL_SCREEN_CONTRACT (default residual_add_relu), good and broken, a realistic screening mix
-# (issue 21); default "good": copies of the good candidate only.
+# (issue 21); "submissions": every bundled PyTorch submission, good and broken, of every problem;
+# default "good": copies of the good candidate only. Extra options after "--", e.g. -- --timing.
 population="${KQUAL_SCREEN_POPULATION:-good}"
 contract="${KQUAL_SCREEN_CONTRACT:-residual_add_relu}"
 if [ "$population" = all ]; then
   mapfile -t sources < <(ls -d "$root/candidates/$contract/good" "$root/candidates/$contract/broken/"*/ | sed 's:/*$::')
+elif [ "$population" = submissions ]; then
+  # PyTorch submissions (issue 38): every bundled one, good and known-broken, of every problem under
+  # examples/torch_submissions/ (their module paths made absolute in the copies).
+  mapfile -t sources < <(ls -d "$root"/examples/torch_submissions/*/good/*/ "$root"/examples/torch_submissions/*/broken/*/ | sed 's:/*$::')
+  contract="(examples/torch_submissions)"
 else
   sources=("$root/candidates/$contract/good")
 fi
@@ -33,6 +39,11 @@ for i in $(seq 1 "$n"); do
   cp -r "$src/"* "$d/"
   # Each copy under its own manifest name (the journal keys verdicts by candidate).
   sed -i "0,/^name = \"\([^\"]*\)\"/s//name = \"\1_copy$i\"/" "$d/kqual.toml"
+  # A submission's module named relative to its own folder: absolute in the copy.
+  module=$(sed -n 's/^module *= *"\(.*\)"/\1/p' "$d/kqual.toml")
+  if [ -n "$module" ] && [ "${module#/}" = "$module" ]; then
+    sed -i "s|^module *= *\".*\"|module = \"$(cd "$src" && realpath "$module")\"|" "$d/kqual.toml"
+  fi
 done
 mkdir -p "$out"
 cmd=("$kqual" screen "$work/cands" --restart --out "$out" "$@")
