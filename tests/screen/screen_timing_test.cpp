@@ -71,6 +71,23 @@ TEST(ScreenRanking, FastestFirstAndTheFiguresCountOnlyWhatTheIntervalShows) {
   EXPECT_NE(md.find("| 1 | fast_sure | residual_add_relu | 2.000x [1.818, 2.222] | ship |"), std::string::npos) << md;
 }
 
+TEST(ScreenRanking, PyTorchSubmissionsAreCountedAgainstEagerToo) {
+  // The peers' figures are against PyTorch eager: a timed submission's record carries that effect
+  // apart from the one against the fastest baseline (which may be torch.compile).
+  ScreenVerdict a = timed("sub_a", 1.10, 1.05, 1.15, "do_not_ship");  // slower than compiled...
+  a.speed["vs_eager"] = json{{"ratio", 0.6}, {"ci", {0.55, 0.65}}, {"speedup", 1.0 / 0.6}};  // ...1.67x eager, sure
+  ScreenVerdict b = timed("sub_b", 0.95, 0.80, 1.10, "inconclusive");
+  b.speed["vs_eager"] = json{{"ratio", 0.9}, {"ci", {0.7, 1.1}}, {"speedup", 1.0 / 0.9}};  // faster by its estimate only
+  ScreenVerdict c = timed("kernel", 0.9, 0.85, 0.95);  // a kernel candidate: no eager effect
+  const json p = screen_ranking({a, b, c})["population"];
+  EXPECT_EQ(p["torch_submissions_timed_against_eager"], 2);
+  EXPECT_EQ(p["faster_than_eager_1_0x"], 1);
+  EXPECT_EQ(p["faster_than_eager_1_5x"], 1);
+  EXPECT_EQ(p["point_estimate_faster_than_eager_1_0x"], 2);
+  EXPECT_EQ(p["point_estimate_faster_than_eager_1_5x"], 1);
+  EXPECT_NE(screen_ranking_md(screen_ranking({a, b, c})).find("PyTorch submissions against PyTorch eager: 2 timed"), std::string::npos);
+}
+
 TEST(ScreenRanking, TheHtmlPageEscapesNamesAndNeedsNoScript) {
   std::vector<ScreenVerdict> vs = {timed("<b>&x", 0.5, 0.4, 0.6)};
   const std::string h = screen_ranking_html(screen_ranking(vs), vs);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kqual/bench/torch_submission.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/pipeline/screen.hpp"
 
@@ -38,6 +39,12 @@ class ScreenTimer {
   // Times `b` (already accepted) in session `s` and decides; returns the verdict's "speed" record and
   // may turn `v` into a rejection (timed_output_wrong). *fault when its worker broke down.
   void time(worker::Session& s, const build::BuiltCandidate& b, const std::string& contract, ScreenVerdict& v, bool* fault);
+  // An accepted PyTorch submission: timed against PyTorch eager and torch.compile of its problem
+  // (bench/torch_submission_timing.hpp) at this screen's shapes and decided by the same rule; the
+  // record adds the effect against eager alone ("vs_eager", the peers' reference). Timed outputs
+  // wrong make `v` a rejection (timed_output_wrong).
+  void time_submission(const contract::Contract& c, const bench::TorchSubmission& s, const bench::SubmissionCheckOptions& co,
+                       ScreenVerdict& v);
 
  private:
   struct Plan;

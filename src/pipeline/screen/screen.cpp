@@ -388,7 +388,8 @@ DispatchReport check_screen_lanes(const ScreenOptions& o, const ScreenContracts&
     } else if (slot.submission) {
       const auto t0 = std::chrono::steady_clock::now();
       if (lanes.gpu()) {
-        v = check_screen_submission(o, *slot.submission, lane < lanes.gpus.size() ? lanes.gpus[lane].visible : std::string());
+        v = check_screen_submission(o, *slot.submission, lane < lanes.gpus.size() ? lanes.gpus[lane].visible : std::string(),
+                                    timer ? &*timer : nullptr);
       } else {
         v.verdict = ScreenVerdictKind::incomplete;
         v.reason = "PyTorch submission; no GPU";

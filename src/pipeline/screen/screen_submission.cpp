@@ -16,7 +16,8 @@ std::optional<bench::TorchSubmissionManifest> screen_submission_of(const fs::pat
   return bench::read_torch_submission_manifest(cand);
 }
 
-ScreenVerdict check_screen_submission(const ScreenOptions& o, const bench::TorchSubmissionManifest& m, const std::string& visible) {
+ScreenVerdict check_screen_submission(const ScreenOptions& o, const bench::TorchSubmissionManifest& m, const std::string& visible,
+                                      ScreenTimer* timer) {
   ScreenVerdict v;
   const contract::Contract& c = contract::resolve_contract(m.contract, m.file.parent_path());
   bench::TorchSubmission s = m.submission;
@@ -44,6 +45,7 @@ ScreenVerdict check_screen_submission(const ScreenOptions& o, const bench::Torch
   if (r.accepted) {
     v.verdict = ScreenVerdictKind::accepted;
     v.reason = fmt::format("PyTorch submission: {} of {} cases", r.passed, r.cases);
+    if (timer) timer->time_submission(c, s, co, v);
     return v;
   }
   v.verdict = ScreenVerdictKind::rejected;

@@ -8,6 +8,8 @@
 #include <cmath>
 
 #include "kqual/bench/timing.hpp"
+#include "kqual/bench/torch_baseline.hpp"
+#include "kqual/bench/torch_submission_timing.hpp"
 #include "kqual/build/candidate.hpp"
 #include "kqual/build/manifest.hpp"
 #include "kqual/contract/contract.hpp"
@@ -134,6 +136,56 @@ void ScreenTimer::time(worker::Session& s, const build::BuiltCandidate& b, const
   }
 }
 
+namespace {
+
+// The effect against one baseline alone (the peers' figures are against eager): the speed rule's
+// overall effect with that baseline's samples in every shape.
+json effect_against(const bench::TimingReport& tr, const char* label, const decision::ShapeMix& mix, const decision::SpeedPolicy& policy) {
+  std::vector<decision::ShapeSamples> shapes;
+  for (const auto& sh : tr.shapes) {
+    if (sh.series.empty() || !sh.series.front().error.empty() || !sh.series.front().verified) continue;
+    for (const auto& se : sh.series)
+      if (se.label == label && se.error.empty() && se.verified && !se.samples_ms.empty())
+        shapes.push_back({sh.shape, label, se.samples_ms, sh.series.front().samples_ms, ""});
+  }
+  if (shapes.empty()) return json{{"why_not", std::string("no shape timed against ") + label}};
+  const decision::OverallEffect e = decision::judge_speed(shapes, mix, policy).overall;
+  if (!e.computed) return json{{"why_not", e.why_not}};
+  return json{{"ratio", e.ratio}, {"ci", {e.ci.lo, e.ci.hi}}, {"speedup", e.ratio > 0 ? 1.0 / e.ratio : 0.0}};
+}
+
+}  // namespace
+
+void ScreenTimer::time_submission(const contract::Contract& c, const bench::TorchSubmission& s, const bench::SubmissionCheckOptions& co,
+                                  ScreenVerdict& v) {
+  const Plan& p = plan_for(c.name());
+  if (!p.error.empty()) {
+    v.speed = json{{"error", "not timed: " + p.error}};
+    return;
+  }
+  bench::SubmissionTimingOptions to;
+  to.timing = p.timing;
+  const bench::SubmissionTiming t = bench::time_torch_submission(c, s, co, to);
+  decision::QualifyFindings f;
+  f.cases = f.passed = f.evidence = 1;  // accepted by the correctness tier
+  f.policy = p.policy;
+  f.mix = p.mix;
+  f.timing_run = !t.report.shapes.empty();
+  f.baselines_expected = t.status.find("timed alone") == std::string::npos;
+  f.harness_failure = t.harness_failure;
+  add_timed_shapes(f, t.report);
+  const decision::QualifyVerdict qv = decision::decide_qualify(f);
+  v.speed = speed_record(qv, {bench::kTorchEager, bench::kTorchCompiled});
+  v.speed["status"] = t.status;
+  v.speed["vs_eager"] = effect_against(t.report, bench::kTorchEager, p.mix, p.policy);
+  if (!t.timed_output_failure.empty()) {
+    v.verdict = ScreenVerdictKind::rejected;
+    v.reason = "timed_output_wrong";
+    v.codes = {{"timed_output_wrong", 1}};
+    v.detail = t.timed_output_failure;
+  }
+}
+
 json screen_ranking(const std::vector<ScreenVerdict>& verdicts) {
   struct Row {
     const ScreenVerdict* v;
@@ -142,10 +194,19 @@ json screen_ranking(const std::vector<ScreenVerdict>& verdicts) {
   };
   std::vector<Row> rows;
   int judged = 0, accepted = 0, timed = 0, gt1 = 0, gt15 = 0, point1 = 0, point15 = 0;
+  int eager_timed = 0, eager1 = 0, eager15 = 0, eager_point1 = 0, eager_point15 = 0;  // PyTorch submissions against eager
   for (const auto& v : verdicts) {
     if (v.verdict == ScreenVerdictKind::accepted || v.verdict == ScreenVerdictKind::rejected) ++judged;
     if (v.verdict == ScreenVerdictKind::accepted) ++accepted;
     if (v.speed.is_null() || v.verdict != ScreenVerdictKind::accepted) continue;
+    if (const json ve = v.speed.value("vs_eager", json()); ve.is_object() && ve.contains("ratio")) {
+      ++eager_timed;
+      const double hi = ve["ci"][1].get<double>(), ratio = ve["ratio"].get<double>();
+      eager1 += hi < 1.0;
+      eager15 += hi < 1.0 / 1.5;
+      eager_point1 += ratio < 1.0;
+      eager_point15 += ratio < 1.0 / 1.5;
+    }
     const json e = v.speed.value("effect", json());
     const bool has = e.is_object() && e.contains("ratio");
     rows.push_back({&v, has ? e["ratio"].get<double>() : 0.0, has});
@@ -193,6 +254,13 @@ json screen_ranking(const std::vector<ScreenVerdict>& verdicts) {
                 {"fraction_faster_1_5x", frac(gt15, judged)},
                 {"point_estimate_faster_1_0x", point1},
                 {"point_estimate_faster_1_5x", point15},
+                {"torch_submissions_timed_against_eager", eager_timed},
+                {"faster_than_eager_1_0x", eager1},
+                {"faster_than_eager_1_5x", eager15},
+                {"fraction_faster_than_eager_1_0x", frac(eager1, judged)},
+                {"fraction_faster_than_eager_1_5x", frac(eager15, judged)},
+                {"point_estimate_faster_than_eager_1_0x", eager_point1},
+                {"point_estimate_faster_than_eager_1_5x", eager_point15},
                 {"rule", "faster by more than 1.0x / 1.5x: the overall effect's whole 95 % interval (time ratio to the fastest "
                          "correct baseline, weighted over the shapes) below 1 / below 1/1.5; fractions of the candidates judged "
                          "(accepted or rejected); the point-estimate counts are the peers' reading, for comparison"}}}};
@@ -228,6 +296,12 @@ std::string screen_ranking_md(const json& ranking) {
                     "1.5x: {} (the whole 95 % interval of the overall effect; by the point estimate alone: {} and {}).\n\n",
                     p["correct"].get<int>(), p["judged"].get<int>(), p["faster_1_0x"].get<int>(), p["faster_1_5x"].get<int>(),
                     p["point_estimate_faster_1_0x"].get<int>(), p["point_estimate_faster_1_5x"].get<int>());
+  if (p["torch_submissions_timed_against_eager"].get<int>() > 0)
+    md += fmt::format("PyTorch submissions against PyTorch eager: {} timed; faster by more than 1.0x: {}, by more than 1.5x: {} "
+                      "(whole interval; point estimate: {} and {}).\n\n",
+                      p["torch_submissions_timed_against_eager"].get<int>(), p["faster_than_eager_1_0x"].get<int>(),
+                      p["faster_than_eager_1_5x"].get<int>(), p["point_estimate_faster_than_eager_1_0x"].get<int>(),
+                      p["point_estimate_faster_than_eager_1_5x"].get<int>());
   md += "| rank | candidate | contract | speed-up over the fastest baseline [95% CI] | decision |\n|---|---|---|---|---|\n";
   for (const auto& r : ranking["ranked"])
     md += fmt::format("| {} | {} | {} | {} | {} |\n", r["rank"].get<int>() > 0 ? std::to_string(r["rank"].get<int>()) : "-",
