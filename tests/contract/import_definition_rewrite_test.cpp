@@ -193,6 +193,48 @@ TEST(ImportDefinitionRewrite, AnEqualityConstraintFixesAnAxisAndShapeReadsAreAxe
   EXPECT_EQ(load_declared_contract(bare.out).complete_dims({{"batch_size", 64}}).at("len_indptr"), 65);
 }
 
+// Equalities that chain (len_indptr == batch_size + 1, num_slots == 2 * len_indptr), written in either
+// order: every axis they fix follows the one free axis, so every case satisfies both. Before, the
+// second axis stayed a var axis chosen apart from batch_size, and each case that varied one of them
+// broke a constraint and was dropped (6 cases were left).
+TEST(ImportDefinitionRewrite, ChainedEqualitiesMakeEveryFixedAxisFollowTheFreeOne) {
+  ScratchDir dir("kqual-import-rewrite");
+  for (const bool reversed : {false, true}) {
+    const DefinitionImportOptions o = fixture_as(dir.path(), "chained_segments_d4", reversed ? "chained_segments_b" : "chained_segments_a", true);
+    if (reversed) {
+      json def = json::parse(read_text_file(o.definition));
+      def["constraints"] = json::array({"num_slots == 2 * len_indptr", "len_indptr == batch_size + 1"});
+      write_file_atomic(o.definition, def.dump());
+    }
+    const DefinitionImport r = import_definition(o);
+    EXPECT_EQ(toml_table(r.contract_toml, "[axes.len_indptr]"), "[axes.len_indptr]\nexpr = \"batch_size + 1\"") << r.contract_toml;
+    EXPECT_EQ(toml_table(r.contract_toml, "[axes.num_slots]"), "[axes.num_slots]\nexpr = \"2 * (batch_size + 1)\"") << r.contract_toml;
+    // The third workload's num_slots (10) breaks the chain (2 * 6): no benchmark shape.
+    EXPECT_EQ(r.bench_shapes, (std::vector<std::string>{"batch_size=3", "batch_size=17"}));
+    EXPECT_TRUE(has_note(r, "it gives num_slots = 10, the constraint fixes num_slots = 12"));
+    if (reversed) EXPECT_TRUE(has_note(r, "axis num_slots: expr = \"2 * (batch_size + 1)\" (axis len_indptr is derived too)"));
+    const Contract& c = load_declared_contract(o.out);
+    EXPECT_EQ(c.given_dims(), (std::vector<std::string>{"batch_size"}));
+    Supports s;
+    s.dtypes = {DType::f32};
+    s.max_n = kUnlimited;
+    const auto cases = c.correctness_cases(s, 1, false);
+    ASSERT_GT(cases.size(), 20u);
+    for (const auto& cs : cases) {
+      EXPECT_EQ(cs.dims.at("len_indptr"), cs.dims.at("batch_size") + 1) << cs.id;
+      EXPECT_EQ(cs.dims.at("num_slots"), 2 * cs.dims.at("len_indptr")) << cs.id;
+    }
+  }
+  // Two equalities that are one relation (a == b + 1, b == a - 1) fix one axis: no cycle.
+  json cycle = small_definition("equality_cycle");
+  cycle["axes"] = {{"a", {{"type", "var"}}}, {"b", {{"type", "var"}}}};
+  cycle["inputs"] = {{"x", {{"shape", json::array({"a"})}, {"dtype", "float32"}}}, {"z", {{"shape", json::array({"b"})}, {"dtype", "float32"}}}};
+  cycle["outputs"] = {{"y", {{"shape", json::array({"b"})}, {"dtype", "float32"}}}};
+  cycle["constraints"] = json::array({"a == b + 1", "b == a - 1"});
+  cycle["reference"] = "def run(x, z):\n    return z + x[1:]\n";
+  EXPECT_EQ(refusal_of(cycle), "");
+}
+
 TEST(ImportDefinitionRewrite, RefusesByNameWhatStaysInexpressible) {
   // A literal 0 in a shape: an empty tensor the declared-contract engine does not run.
   json zero = small_definition("zero_dim");

@@ -114,10 +114,22 @@ void shape_reads(json& def, DefinitionRewrite& rw) {
   }
 }
 
+// `e` with every axis an equality already made derived replaced by its expression (parenthesised), so
+// that each derived expression reads var and constant axes only (the workloads' check and the base
+// evaluate it over those).
+std::string substitute_derived(std::string e, const std::map<std::string, std::string>& equal_to) {
+  for (const auto& [axis, expr] : equal_to)
+    e = std::regex_replace(e, std::regex("\\b" + axis + "\\b"), "(" + expr + ")");
+  return e;
+}
+
 // A constraint "X == E" with X a var axis and E an expression over other var axes and constant axes
 // fixes X: it becomes a derived axis (expr = E), so that every case, not only the base, satisfies it
 // (chosen independently, flashinfer-bench's `len_indptr == batch_size + 1` would hold at no case that
-// varies one axis). One equality per axis; an axis another expr axis reads stays as it is.
+// varies one axis). One equality per axis; an axis the Definition's own expr axes read stays as it is.
+// Equalities chain: E may read an axis an earlier equality made derived (its expression is put in),
+// and an axis an earlier derived expression reads may still be fixed by a later equality (it is put
+// into that expression), so `l == b + 1` and `p == 2 * l` make both l and p follow b in either order.
 void equality_axes(json& def, DefinitionRewrite& rw) {
   if (!def.contains("constraints") || !def["constraints"].is_array()) return;
   auto type_of = [&](const std::string& a) {
@@ -140,21 +152,30 @@ void equality_axes(json& def, DefinitionRewrite& rw) {
       if (!def["axes"].contains(x) || type_of(x) != "var" || read_by_expr.count(x) || rw.equal_to.count(x)) continue;
       Expr parsed;
       try {
+        e = substitute_derived(e, rw.equal_to);
         parsed = Expr::parse(e);
       } catch (const Error&) {
         continue;
       }
+      // After the substitution E reads no derived axis; reading X itself is a cycle (a == b + 1 and b == a - 1).
       const auto vars = parsed.variables();
       const bool over_axes = std::all_of(vars.begin(), vars.end(), [&](const std::string& v) {
-        return v != x && def["axes"].contains(v) && !rw.equal_to.count(v) && (type_of(v) == "var" || type_of(v) == "const");
+        return v != x && def["axes"].contains(v) && (type_of(v) == "var" || type_of(v) == "const");
       });
       if (!over_axes || vars.empty()) continue;
       def["axes"][x] = json{{"type", "expr"}, {"expression", e}};
       rw.equal_to[x] = e;
-      read_by_expr.insert(vars.begin(), vars.end());  // evaluated before x: no later equality makes them derived
       rw.notes.push_back(fmt::format("axis {}: the constraint \"{}\" fixes it: written as a derived axis (expr = \"{}\") so that every "
                                      "case satisfies the constraint; a workload giving another value for it is left out",
                                      x, c.get<std::string>(), e));
+      for (auto& [y, ey] : rw.equal_to) {  // the axes already derived from X now follow what X follows
+        if (y == x) continue;
+        const std::string put = substitute_derived(ey, {{x, e}});
+        if (put == ey) continue;
+        ey = put;
+        def["axes"][y]["expression"] = put;
+        rw.notes.push_back(fmt::format("axis {}: expr = \"{}\" (axis {} is derived too)", y, put, x));
+      }
       break;
     }
   }
