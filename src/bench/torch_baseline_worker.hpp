@@ -5,6 +5,7 @@
 // to src/bench.
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "kqual/bench/torch_baseline.hpp"
 #include "kqual/bench/torch_submission.hpp"
 #include "kqual/core/child.hpp"
+#include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
 
 namespace kqual::bench {
@@ -44,6 +46,25 @@ struct TorchStart {
 // contract's PyTorch reference; its stderr under scratch/torch.
 TorchStart start_torch_worker(const std::filesystem::path& scratch, const TorchOperation& op, const std::string& compile_mode,
                               bool with_reference);
+
+// Where a PyTorch worker's files go: the folder given, else a temporary one of its own (removed with
+// this object).
+class WorkerScratch {
+ public:
+  WorkerScratch(const std::filesystem::path& given, const char* prefix) {
+    if (given.empty()) {
+      own_.emplace(prefix);
+      dir_ = own_->path();
+    } else {
+      dir_ = given;
+    }
+  }
+  const std::filesystem::path& path() const { return dir_; }
+
+ private:
+  std::optional<ScratchDir> own_;
+  std::filesystem::path dir_;
+};
 
 // One timing reply of either worker (samples, warm-up on block 0, clocks, the guard's record) added
 // to a series; block counts from 0.

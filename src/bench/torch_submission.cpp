@@ -205,12 +205,8 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
   const std::vector<contract::CaseSpec> cases = submission_cases(c, o, &r.skipped);
   if (cases.empty())
     throw_error(ErrorKind::input, fmt::format("{}: no case at most {} elements for a PyTorch submission", c.name(), o.max_case_elements));
-  std::optional<ScratchDir> own;
-  fs::path dir = o.scratch;
-  if (dir.empty()) {
-    own.emplace("kqual-submission");
-    dir = own->path();
-  }
+  const WorkerScratch scratch(o.scratch, "kqual-submission");
+  const fs::path& dir = scratch.path();
   std::unique_ptr<TorchWorker> wp = start_submission_worker(s, o, dir / "worker.stderr");
   TorchWorker& w = *wp;
   const json hello = w.call(nullptr, o.case_timeout_s);

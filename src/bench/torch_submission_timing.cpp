@@ -260,12 +260,8 @@ SubmissionTiming time_torch_submission(const contract::Contract& c, const TorchS
     out.status = "not run: no benchmark shape within the submission's shape limit";
     return out;
   }
-  std::optional<ScratchDir> own;
-  fs::path dir = co.scratch;
-  if (dir.empty()) {
-    own.emplace("kqual-submission-timing");
-    dir = own->path();
-  }
+  const WorkerScratch scratch(co.scratch, "kqual-submission-timing");
+  const fs::path& dir = scratch.path();
   std::unique_ptr<TorchWorker> sub = start_submission_worker(s, co, dir / "worker.stderr");
   const json hello = sub->call(nullptr, co.case_timeout_s);
   if (!hello.value("ok", false)) {

@@ -45,4 +45,6 @@ std::string render_html(const json& results) {
   return detail::render_qualify(r, schema, name ? name->command : "qualify");
 }
 
+std::string html_escape(std::string_view s) { return detail::esc(s); }
+
 }  // namespace kqual::report

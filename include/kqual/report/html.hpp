@@ -6,6 +6,7 @@
 // mode, roofline placement, correctness, phases and provenance. A section the run did not produce is
 // a "not run: <why>" note. docs/report.md.
 #include <string>
+#include <string_view>
 
 #include "kqual/core/json.hpp"
 
@@ -21,5 +22,8 @@ ResultsKind results_kind(const json& results);
 // HTML-escaped. Error(input) names the field (e.g. `timing.shapes[1].series[0].summary_ms.median:
 // expected a number, found string`) when a section that is present has the wrong shape.
 std::string render_html(const json& results);
+
+// Text escaped for an HTML page (& < > " '): the one escape every page kqual writes uses.
+std::string html_escape(std::string_view s);
 
 }  // namespace kqual::report

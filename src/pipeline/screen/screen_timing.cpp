@@ -17,6 +17,7 @@
 #include "kqual/decision/profile.hpp"
 #include "kqual/decision/qualify.hpp"
 #include "kqual/pipeline/qualify.hpp"
+#include "kqual/report/html.hpp"
 #include "kqual/worker/session.hpp"
 
 namespace kqual::pipeline {
@@ -273,20 +274,6 @@ std::string speed_cell(const json& r) {
   return fmt::format("{:.3f}x [{:.3f}, {:.3f}]", r["speedup"].get<double>(), 1.0 / r["ci"][1].get<double>(), 1.0 / r["ci"][0].get<double>());
 }
 
-std::string html_escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    switch (ch) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += ch;
-    }
-  }
-  return o;
-}
-
 }  // namespace
 
 std::string screen_ranking_md(const json& ranking) {
@@ -322,12 +309,12 @@ std::string screen_ranking_html(const json& ranking, const std::vector<ScreenVer
   h += "<table>\n<tr><th>rank</th><th>candidate</th><th>contract</th><th>speed-up [95% CI]</th><th>decision</th></tr>\n";
   for (const auto& r : ranking["ranked"])
     h += fmt::format("<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
-                     r["rank"].get<int>() > 0 ? std::to_string(r["rank"].get<int>()) : "-", html_escape(r.value("name", "")),
-                     html_escape(r.value("contract", "")), html_escape(r.contains("speedup") ? speed_cell(r) : "not compared"),
-                     html_escape(r.value("decision", "")));
+                     r["rank"].get<int>() > 0 ? std::to_string(r["rank"].get<int>()) : "-", report::html_escape(r.value("name", "")),
+                     report::html_escape(r.value("contract", "")), report::html_escape(r.contains("speedup") ? speed_cell(r) : "not compared"),
+                     report::html_escape(r.value("decision", "")));
   h += "</table>\n<h2>Every verdict</h2>\n<table>\n<tr><th>candidate</th><th>verdict</th><th>reason</th></tr>\n";
   for (const auto& v : verdicts)
-    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", html_escape(v.name), to_string(v.verdict), html_escape(v.reason));
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", report::html_escape(v.name), to_string(v.verdict), report::html_escape(v.reason));
   return h + "</table>\n</body></html>\n";
 }
 
