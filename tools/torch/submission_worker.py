@@ -364,7 +364,10 @@ def do_time(r):
            "reference_sm_mhz": clocks.reference_mhz(), "max_temperature_c": 0, "window": st.window, "notes": st.notes,
            "expression": "%s.%s" % (os.path.basename(cfg["submission"]), cls.__name__)}
     runs = [st.run, st.run]
-    with torch.no_grad():
+    # Everything of a sample on the caller's stream: the dataset copy, the flush, the events around an
+    # eager call (PyTorch's streams do not wait for the default stream, so events there would not
+    # bracket the call's work).
+    with torch.cuda.stream(caller), torch.no_grad():
         sample(runs, r, res, clocks, flusher, prepare=st.prepare)
     if r.get("write_outputs"):
         st.write_outputs()
