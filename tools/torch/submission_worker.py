@@ -303,6 +303,7 @@ class Timed:
         self.call = caller_fn(model, r)
         self.data = [load_inputs(r, d) for d in (0, 1)]
         self.x = {n: t.clone() for n, t in self.data[0].items()}
+        torch.cuda.synchronize()  # made on the default stream; everything after runs on the caller's
         self.notes = []
         with torch.cuda.stream(caller), torch.no_grad():
             outputs_of(self.call(self.x), r)  # the first call (compilation, autotuning) outside any graph
@@ -369,8 +370,8 @@ def do_time(r):
     # bracket the call's work).
     with torch.cuda.stream(caller), torch.no_grad():
         sample(runs, r, res, clocks, flusher, prepare=st.prepare)
-    if r.get("write_outputs"):
-        st.write_outputs()
+        if r.get("write_outputs"):
+            st.write_outputs()
     res["replaced"] = originals.replaced()
     res["pending_streams"] = len(tracker.pending(caller))
     return res
