@@ -212,7 +212,9 @@ TEST(ImportDefinitionRewrite, ChainedEqualitiesMakeEveryFixedAxisFollowTheFreeOn
     // The third workload's num_slots (10) breaks the chain (2 * 6): no benchmark shape.
     EXPECT_EQ(r.bench_shapes, (std::vector<std::string>{"batch_size=3", "batch_size=17"}));
     EXPECT_TRUE(has_note(r, "it gives num_slots = 10, the constraint fixes num_slots = 12"));
-    if (reversed) EXPECT_TRUE(has_note(r, "axis num_slots: expr = \"2 * (batch_size + 1)\" (axis len_indptr is derived too)"));
+    if (reversed) {
+      EXPECT_TRUE(has_note(r, "axis num_slots: expr = \"2 * (batch_size + 1)\" (axis len_indptr is derived too)"));
+    }
     const Contract& c = load_declared_contract(o.out);
     EXPECT_EQ(c.given_dims(), (std::vector<std::string>{"batch_size"}));
     Supports s;
@@ -255,6 +257,17 @@ TEST(ImportDefinitionRewrite, RefusesByNameWhatStaysInexpressible) {
   frac["inputs"]["k"] = {{"shape", nullptr}, {"dtype", "int32"}};
   const std::string frac_why = refusal_of(frac, R"({"uuid": "a", "axes": {"n": 4}, "inputs": {"k": {"type": "scalar", "value": 2.5}}})" "\n");
   EXPECT_TRUE(contains(frac_why, "inputs.k.value: 2.5 is not a value an i32 scalar holds")) << frac_why;
+  // A boolean scalar no workload sets, or one the workloads set both ways: the peers draw it (or take
+  // each value) per run, kqual's scalars are fixed per contract; refused as a boolean, not an integer.
+  json flag = small_definition("bool_scalar_unset");
+  flag["inputs"]["causal"] = {{"shape", nullptr}, {"dtype", "bool"}};
+  const std::string unset_why = refusal_of(flag, R"({"uuid": "a", "axes": {"n": 4}, "inputs": {}})" "\n");
+  EXPECT_TRUE(contains(unset_why, "inputs.causal: a boolean scalar (null shape) needs its value")) << unset_why;
+  EXPECT_FALSE(contains(unset_why, "integer")) << unset_why;
+  const std::string both_why = refusal_of(flag, R"({"uuid": "a", "axes": {"n": 4}, "inputs": {"causal": {"type": "scalar", "value": false}}})" "\n"
+                                                R"({"uuid": "b", "axes": {"n": 8}, "inputs": {"causal": {"type": "scalar", "value": 1}}})" "\n");
+  EXPECT_TRUE(contains(both_why, "inputs.causal.value: the boolean scalar is false (")) << both_why;
+  EXPECT_TRUE(contains(both_why, ") and true (")) << both_why;
   // A description with control characters (\r, \f) is escaped into contract.toml, which loads.
   json ctrl = small_definition("control_chars");
   ctrl["description"] = "one\r\ntwo\f\tthree";

@@ -90,6 +90,11 @@ std::string definition_scalar_toml(const fs::path& def_file, const fs::path& wor
     // one value when both round to the same float32 (what an f32 scalar holds); an f64 scalar keeps
     // the wider spelling.
     if (value && *value != v) {
+      if (is_bool)
+        throw_error(ErrorKind::input, fmt::format("{}: inputs.{}.value: the boolean scalar is {} ({}) and {} ({}) in different workloads; "
+                                                  "kqual's scalars are fixed per contract: import the Definition once per value (with "
+                                                  "the workloads that give it)",
+                                                  workloads_file.string(), tn, *value != 0, where, v != 0, w.first));
       if (float(*value) != float(v))
         throw_error(ErrorKind::input, fmt::format("{}: inputs.{}.value: the scalar takes {:.17g} ({}) and {:.17g} ({}) in different "
                                                   "workloads; kqual's scalars are fixed per contract",
@@ -119,6 +124,12 @@ std::string definition_scalar_toml(const fs::path& def_file, const fs::path& wor
     notes.push_back(fmt::format("{}: no workload gives its value: as flashinfer-bench's and SOL-ExecBench's input generators draw an "
                                 "input no workload sets (N(0, 1)), kqual holds one draw, {:g} (give --workloads for the real value)", key, v));
   }
+  if (!value && is_bool)
+    throw_error(ErrorKind::input,
+                fmt::format("{}: {}: a boolean scalar (null shape) needs its value: give the workloads (--workloads) that set it (the "
+                            "peers' generators draw it true or false at random, and kqual's scalars are fixed per contract: a "
+                            "kernel's two paths are checked by importing once per value)",
+                            def_file.string(), key));
   if (!value)
     throw_error(ErrorKind::input,
                 fmt::format("{}: {}: a scalar (null shape) needs its value: give the workloads (--workloads) that set it (an integer scalar "
