@@ -242,6 +242,11 @@ TEST(ImportDefinitionRewrite, RefusesByNameWhatStaysInexpressible) {
   json zero = small_definition("zero_dim");
   zero["inputs"]["x"]["shape"] = json::array({"n", "0"});
   EXPECT_TRUE(contains(refusal_of(zero), "inputs.x.shape[1]: \"0\": a zero-sized dim")) << refusal_of(zero);
+  // A const axis of 0: the same empty tensor, named as such.
+  json zero_axis = small_definition("zero_const_axis");
+  zero_axis["axes"]["m"] = {{"type", "const"}, {"value", 0}};
+  zero_axis["inputs"]["x"]["shape"] = json::array({"n", "m"});
+  EXPECT_TRUE(contains(refusal_of(zero_axis), "axes.m.value: 0: a zero-sized axis")) << refusal_of(zero_axis);
   // Inputs that are all scalars: the engine generates at least one input tensor.
   json scalars = small_definition("scalars_only");
   scalars["inputs"] = {{"base", {{"shape", nullptr}, {"dtype", "float32"}}}, {"dim", {{"shape", nullptr}, {"dtype", "int32"}}}};

@@ -101,8 +101,10 @@ TEST(ImportInputErrors, DefinitionNamesTheContractCannotCarryAreRefused) {
   d["outputs"] = {{"n", {{"shape", {"n", "h"}}, {"dtype", "float32"}}}};
   expect_input_error(import_definition(dir, d), f + ": outputs.n: \"n\" is already the name of an axis or a tensor");
   d = json::parse(kDefinition);
-  d["axes"]["h"]["value"] = 0;
+  d["axes"]["h"]["value"] = -2;
   expect_input_error(import_definition(dir, d), f + ": axes.h.value: a const axis needs a positive integer value");
+  d["axes"]["h"]["value"] = 0;  // an empty tensor, named as a literal "0" is
+  expect_input_error(import_definition(dir, d), f + ": axes.h.value: 0: a zero-sized axis");
   d = json::parse(kDefinition);
   d["inputs"]["x"]["shape"] = json::array({"n", "0"});  // a literal size (SOL-ExecBench) of 0: an empty tensor
   expect_input_error(import_definition(dir, d), f + ": inputs.x.shape[1]: \"0\": a zero-sized dim");

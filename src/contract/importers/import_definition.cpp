@@ -155,8 +155,11 @@ Axes translate_axes(const fs::path& f, const detail::JsonIn& in, const json& def
     const std::string ty = type_of(an, a);
     t << "[axes." << an << "]\n";
     if (ty == "const") {
-      if (!a.contains("value") || !a["value"].is_number_integer() || in.integer(a["value"], key + ".value") < 1)
+      if (!a.contains("value") || !a["value"].is_number_integer() || in.integer(a["value"], key + ".value") < 0)
         refuse(f, key + ".value", "a const axis needs a positive integer value");
+      if (a["value"].get<std::int64_t>() == 0)  // as a literal "0" in a shape (import_definition_rewrite.cpp)
+        refuse(f, key + ".value", "0: a zero-sized axis (every tensor along it is empty): kqual's axes are at least 1 (the "
+                                  "declared-contract engine runs no empty tensor)");
       t << "value = " << (axis_value[an] = a["value"].get<std::int64_t>()) << "\n";
     } else if (ty == "var") {
       std::vector<std::int64_t> seen;
