@@ -5,6 +5,8 @@
 
 #include "kqual/bench/torch_baseline.hpp"
 #include "kqual/contract/declared/declared.hpp"
+#include "kqual/contract/importers/import_definition.hpp"
+#include "kqual/contract/importers/import_kernelbench.hpp"
 #include "kqual/decision/profile.hpp"
 #include "kqual/pipeline/qualify.hpp"
 #include "kqual/core/error.hpp"
@@ -25,8 +27,33 @@ namespace {
 // --problem: a declared contract's name, its contract.toml, or the folder holding it (an imported
 // KernelBench problem). A path named on the command line is the user's choice of judge: its parent
 // folder joins the user's contract folders for this run.
-const contract::Contract& problem_contract(const std::string& problem) {
+// A problem given in a peer's own format, imported into OUT/problem (replaced on each run; written
+// whole or not at all by the importer) so that the contract that judged the submission is kept with
+// its results: a Definition (.json, flashinfer-trace / SOL-ExecBench) or a KernelBench problem file
+// (.py; its capture needs PyTorch, so this runs on the GPU machine). "" for anything else.
+fs::path imported_problem(const fs::path& p, const fs::path& out_dir, const ProgressFn& progress) {
+  if (!fs::is_regular_file(p) || (p.extension() != ".json" && p.extension() != ".py")) return {};
+  const fs::path target = out_dir / "problem";
+  fs::create_directories(out_dir);
+  fs::remove_all(target);
+  if (progress) progress(fmt::format("import: {} into {}", p.string(), target.string()));
+  if (p.extension() == ".json") {
+    contract::DefinitionImportOptions io;
+    io.definition = p;
+    io.out = target;
+    (void)contract::import_definition(io);
+  } else {
+    contract::KernelBenchImportOptions io;
+    io.problem = p;
+    io.out = target;
+    (void)contract::import_kernelbench(io);
+  }
+  return target;
+}
+
+const contract::Contract& problem_contract(const std::string& problem, const fs::path& out_dir, const ProgressFn& progress) {
   fs::path p = problem;
+  if (const fs::path imported = imported_problem(p, out_dir, progress); !imported.empty()) p = imported;
   if (fs::is_directory(p)) p /= "contract.toml";
   if (fs::is_regular_file(p)) {
     p = fs::canonical(p);
@@ -171,12 +198,12 @@ SubmissionOutcome check_submission(const SubmissionOptions& o) {
       throw_error(ErrorKind::usage, fmt::format("{} is a PyTorch submission: name the problem it answers with --problem "
                                                 "(a contract name, a contract.toml, or an imported problem's folder)",
                                                 o.candidate.string()));
-    c = &problem_contract(o.problem);
+    c = &problem_contract(o.problem, o.out_dir, o.progress);
     s.file = o.candidate;
     out.name = o.candidate.stem().string();
   } else {
     const bench::TorchSubmissionManifest m = bench::read_torch_submission_manifest(o.candidate);
-    c = o.problem.empty() ? &contract::resolve_contract(m.contract, m.file.parent_path()) : &problem_contract(o.problem);
+    c = o.problem.empty() ? &contract::resolve_contract(m.contract, m.file.parent_path()) : &problem_contract(o.problem, o.out_dir, o.progress);
     s = m.submission;
     out.name = m.name;
   }

@@ -18,7 +18,8 @@ namespace kqual::run {
 void add_submission_options(CLI::App* cmd, pipeline::SubmissionOptions& s) {
   cmd->add_option("--problem", s.problem,
                   "For a PyTorch submission (a .py file with class ModelNew): the problem it answers, as a contract name, a "
-                  "contract.toml, or an imported problem's folder (kqual import-kernelbench); docs/torch-submissions.md");
+                  "contract.toml, an imported problem's folder, a Definition (.json) or a KernelBench problem file (.py; "
+                  "imported into OUT/problem, the capture needs PyTorch); docs/torch-submissions.md");
   cmd->add_option("--class", s.class_name, "For a PyTorch submission: the module class to build (default ModelNew)");
   cmd->add_option("--allow-kernel", s.allow_kernels,
                   "For a PyTorch submission: a regular expression of library kernels (ATen, cuBLAS, cuDNN, Inductor) it may "
@@ -39,6 +40,7 @@ bool check_submission_if_any(const GlobalOptions& g, const pipeline::QualifyOpti
   s.out_dir = q.out_dir;
   s.seed = q.seed;
   s.watchdog_seconds = std::max(q.watchdog_seconds, 120.0);  // the first case includes the submission's own compile
+  s.progress = progress_for(g, q.timing ? "qualify" : "check").sink();
   s.use_gpu = q.use_gpu;
   s.all_cases = q.all_cases;
   s.timing = q.timing;
@@ -49,7 +51,6 @@ bool check_submission_if_any(const GlobalOptions& g, const pipeline::QualifyOpti
     s.profile = q.profile;
     s.margin = q.margin;
     s.regression_limit = q.regression_limit;
-    s.progress = progress_for(g, "qualify").sink();
     bench::TimingOptions& to = s.timing_options.timing;
     to.rounds = q.rounds;
     to.samples_per_round = q.samples_per_round;

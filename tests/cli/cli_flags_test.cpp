@@ -69,6 +69,7 @@ const std::vector<FlagCase>& cases() {
       {"screen a b", "gpu", true, [](const CliState& s) { return s.screen.use_gpu; }},
       {"screen a b", "large-cases", true, [](const CliState& s) { return s.screen.large_cases; }},
       {"screen a b", "sanitizer-pass", true, [](const CliState& s) { return s.screen.sanitizer_pass; }},
+      {"screen a b", "clock-guard", true, [](const CliState& s) { return s.screen.timing.clock_guard; }},
   };
   return c;
 }

@@ -89,6 +89,28 @@ TEST(SubmissionCli, QualifyWithoutAGpuIsIncompleteAndSaysWhatDidNotRun) {
   EXPECT_NE(read_text_file(tmp.path() / "summary.md").find("## Decision: incomplete"), std::string::npos);
 }
 
+TEST(SubmissionCli, AProblemInAPeersFormatIsImportedIntoTheOutputFolder) {
+  // --problem DEF.json: the Definition imported into OUT/problem, the contract that judges the
+  // submission kept with its results; a problem that cannot be imported is an input error.
+  ScratchDir tmp("kqual-submission-problem");
+  const fs::path def = test::repo_root() / "tests/contract/fixtures/definitions/gelu_tanh_h1024.json";
+  const ProcessResult pr = kqual({"check", (kExamples / "good_triton.py").string(), "--problem", def.string(), "--no-gpu", "--out",
+                                  tmp.path().string()});
+  EXPECT_EQ(pr.exit_code, 3) << pr.out << pr.err;
+  EXPECT_TRUE(fs::is_regular_file(tmp.path() / "problem/contract.toml")) << pr.out << pr.err;
+  const json r = json::parse(read_text_file(tmp.path() / "results.json"));
+  EXPECT_EQ(r.value("contract", ""), json::parse(read_text_file(def)).value("name", "?")) << r.dump(1);
+  // Run again into the same folder: the import is replaced, not refused as an existing folder.
+  EXPECT_EQ(kqual({"check", (kExamples / "good_triton.py").string(), "--problem", def.string(), "--no-gpu", "--out",
+                   tmp.path().string()}).exit_code, 3);
+  const fs::path bad = tmp.path() / "bad.json";
+  write_file_atomic(bad, "{\"name\": \"x\"");
+  const ProcessResult b = kqual({"check", (kExamples / "good_triton.py").string(), "--problem", bad.string(), "--no-gpu", "--out",
+                                 (tmp.path() / "o2").string()});
+  EXPECT_EQ(b.exit_code, 2) << b.out << b.err;
+  EXPECT_NE(b.err.find("bad.json"), std::string::npos) << b.err;
+}
+
 TEST(SubmissionCli, ABrokenManifestIsAnInputErrorNamingTheKey) {
   ScratchDir tmp("kqual-submission-manifest");
   fs::copy_file(kExamples / "good_triton.py", tmp.path() / "s.py");
