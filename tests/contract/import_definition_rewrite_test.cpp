@@ -159,6 +159,23 @@ TEST(ImportDefinitionRewrite, ExplicitMatchedRatioWithoutCapIsTheDefaultAndEmpty
   DefinitionImportOptions capped = fixture_as(dir.path(), "sol_decode_literal_d128", "decode_literal_d", true);
   capped.cap = 0.5;
   EXPECT_TRUE(contains(import_definition(capped).contract_toml, "match_ratio = 0.99, cap = 0.5"));
+  // One workload's ratio without a cap is every element within the bound even where another
+  // workload gives a ratio with a cap (the strictest reading); before, the other's cap applied to it.
+  DefinitionImportOptions mixed = fixture_as(dir.path(), "sol_decode_literal_d128", "decode_literal_e", true);
+  std::string lines = read_text_file(mixed.workloads);
+  const std::string uncapped = "\"required_matched_ratio\": 0.99}";
+  const auto first_end = lines.find(uncapped) + uncapped.size();
+  for (std::size_t p = first_end; (p = lines.find(uncapped, p)) != std::string::npos;)
+    lines.replace(p, uncapped.size(), "\"required_matched_ratio\": 0.95, \"max_error_cap\": 1.0}");
+  write_file_atomic(mixed.workloads, lines);
+  const DefinitionImport m = import_definition(mixed);
+  EXPECT_FALSE(contains(m.contract_toml, "match_ratio")) << m.contract_toml;
+  EXPECT_TRUE(has_note(m, "required_matched_ratio 0.99 without max_error_cap: treated as SOL-ExecBench's default is"));
+  // With --cap the uncapped line takes it: the larger ratio, the smaller cap.
+  DefinitionImportOptions mixed_capped = fixture_as(dir.path(), "sol_decode_literal_d128", "decode_literal_f", true);
+  write_file_atomic(mixed_capped.workloads, lines);
+  mixed_capped.cap = 2.0;
+  EXPECT_TRUE(contains(import_definition(mixed_capped).contract_toml, "match_ratio = 0.99, cap = 1")) << lines;
 }
 
 TEST(ImportDefinitionRewrite, AnEqualityConstraintFixesAnAxisAndShapeReadsAreAxes) {
