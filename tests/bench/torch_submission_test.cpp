@@ -11,22 +11,14 @@
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
+#include "bench/submission_test_util.hpp"
 
 namespace kqual::bench {
 namespace {
 namespace fs = std::filesystem;
 
-// relu(x + r) as the contract states it: the sum in f64 rounded once to f32, NaN kept, +0 otherwise.
-constexpr const char* kGood = R"PY(
-import numpy as np
-
-def add_relu(x, r):
-    s = (x.astype(np.float64) + r.astype(np.float64)).astype(np.float32)
-    return np.where(np.isnan(s), s, np.where(s > 0, s, np.float32(0)))
-
-def forward(x, r):
-    return [add_relu(x, r)]
-)PY";
+using test::submission::kNumpyAddRelu;
+constexpr const char* kGood = kNumpyAddRelu;
 
 class TorchSubmissionTest : public ::testing::Test {
  protected:
@@ -41,13 +33,7 @@ class TorchSubmissionTest : public ::testing::Test {
     o.max_case_elements = 1 << 16;
     return check_torch_submission(contract::find_contract("residual_add_relu"), s, o);
   }
-  void SetUp() override {
-    try {
-      (void)contract::reference_python();
-    } catch (const Error& e) {
-      GTEST_SKIP() << "no Python with NumPy: " << e.what();
-    }
-  }
+  void SetUp() override { KQUAL_NEED_NUMPY(); }
   static std::string code(const SubmissionCheck& r) { return r.failures.empty() ? "none" : to_string(r.failures.front().failure); }
   ScratchDir dir_{"kqual-submission-test"};
 };

@@ -12,28 +12,17 @@
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
+#include "bench/submission_test_util.hpp"
 
 namespace kqual::bench {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr const char* kRightAddRelu = R"PY(
-import numpy as np
-
-def forward(x, r):
-    s = (x.astype(np.float64) + r.astype(np.float64)).astype(np.float32)
-    return [np.where(np.isnan(s), s, np.where(s > 0, s, np.float32(0)))]
-)PY";
+using test::submission::kNumpyAddRelu;
 
 class SubmissionTimingTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    try {
-      (void)contract::reference_python();
-    } catch (const Error& e) {
-      GTEST_SKIP() << "no Python with NumPy: " << e.what();
-    }
-  }
+  void SetUp() override { KQUAL_NEED_NUMPY(); }
   SubmissionTiming time(const std::string& body) {
     const fs::path f = dir_.path() / "submission.py";
     std::ofstream(f) << body;
@@ -56,7 +45,7 @@ class SubmissionTimingTest : public ::testing::Test {
 };
 
 TEST_F(SubmissionTimingTest, ACorrectSubmissionIsTimedAtEveryShapeOnVerifiedOutputs) {
-  const SubmissionTiming t = time(kRightAddRelu);
+  const SubmissionTiming t = time(kNumpyAddRelu);
   ASSERT_EQ(t.report.shapes.size(), 2u) << t.status;
   EXPECT_NE(t.status.find("timed alone at 2 shape(s)"), std::string::npos) << t.status;
   EXPECT_TRUE(t.timed_output_failure.empty()) << t.timed_output_failure;
@@ -84,7 +73,7 @@ TEST_F(SubmissionTimingTest, ACorrectSubmissionIsTimedAtEveryShapeOnVerifiedOutp
 TEST_F(SubmissionTimingTest, OutputsCachedWhileTimedAreTimedOutputWrong) {
   // Right on every checked call, but once timed it returns its first timed output for every later
   // call: the last output of one of the two datasets is the other's.
-  const SubmissionTiming t = time(std::string(kRightAddRelu) + "TIMED_WRONG = True\n");
+  const SubmissionTiming t = time(std::string(kNumpyAddRelu) + "TIMED_WRONG = True\n");
   ASSERT_FALSE(t.report.shapes.empty()) << t.status;
   const Series& s = t.report.shapes.front().series.front();
   EXPECT_FALSE(s.verified);
@@ -103,7 +92,7 @@ TEST_F(SubmissionTimingTest, ASubmissionThatRaisesWhileTimedIsItsOwnFailureNotKq
 
 TEST_F(SubmissionTimingTest, ShapesPastTheLimitAreLeftOutAndNamed) {
   const fs::path f = dir_.path() / "submission.py";
-  std::ofstream(f) << kRightAddRelu;
+  std::ofstream(f) << kNumpyAddRelu;
   TorchSubmission s;
   s.file = f;
   SubmissionCheckOptions co;

@@ -11,19 +11,14 @@
 #include "kqual/core/files.hpp"
 #include "kqual/pipeline/screen.hpp"
 #include "kqual/pipeline/screen_submission.hpp"
+#include "bench/submission_test_util.hpp"
 #include "test_util.hpp"
 
 namespace kqual::pipeline {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr const char* kAddRelu = R"PY(
-import numpy as np
-
-def forward(x, r):
-    s = (x.astype(np.float64) + r.astype(np.float64)).astype(np.float32)
-    return [np.where(np.isnan(s), s, np.where(s > 0, s, np.float32(0)))]
-)PY";
+using test::submission::kNumpyAddRelu;
 
 fs::path submission_folder(const fs::path& root, const std::string& name, const std::string& body) {
   const fs::path d = root / name;
@@ -36,7 +31,7 @@ fs::path submission_folder(const fs::path& root, const std::string& name, const 
 
 TEST(ScreenSubmission, WithoutAGpuASubmissionIsIncompleteNotRefused) {
   ScratchDir tmp("kqual-screen-sub");
-  submission_folder(tmp.path() / "c", "sub", kAddRelu);
+  submission_folder(tmp.path() / "c", "sub", kNumpyAddRelu);
   fs::create_directories(tmp.path() / "c/bad");
   std::ofstream(tmp.path() / "c/bad/kqual.toml") << "[candidate]\nname = \"bad\"\nkind = \"torch_module\"\nmodule = \"gone.py\"\n"
                                                   << "contract = \"residual_add_relu\"\n";
@@ -61,11 +56,7 @@ TEST(ScreenSubmission, WithoutAGpuASubmissionIsIncompleteNotRefused) {
 class ScreenSubmissionCheck : public ::testing::Test {
  protected:
   void SetUp() override {
-    try {
-      (void)contract::reference_python();
-    } catch (const Error& e) {
-      GTEST_SKIP() << "no Python with NumPy: " << e.what();
-    }
+    KQUAL_NEED_NUMPY();
     o_.submission_worker = KQUAL_FAKE_SUBMISSION_WORKER;
   }
   ScreenVerdict judge(const std::string& body) {
@@ -78,9 +69,9 @@ class ScreenSubmissionCheck : public ::testing::Test {
 };
 
 TEST_F(ScreenSubmissionCheck, ACorrectOneIsAcceptedAndACachingOneRejectedForItsClass) {
-  const ScreenVerdict good = judge(kAddRelu);
+  const ScreenVerdict good = judge(kNumpyAddRelu);
   EXPECT_EQ(good.verdict, ScreenVerdictKind::accepted) << good.detail;
-  const ScreenVerdict cached = judge(std::string(kAddRelu) + R"PY(
+  const ScreenVerdict cached = judge(std::string(kNumpyAddRelu) + R"PY(
 _cache = {}
 _real = forward
 def forward(x, r):

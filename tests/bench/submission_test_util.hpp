@@ -1,0 +1,22 @@
+#pragma once
+// Shared by the tests that judge PyTorch submissions against the NumPy stand-in for their worker
+// (fixtures/fake_submission_worker.py): a correct residual_add_relu submission in its calling
+// convention; the skip without Python and NumPy is contract_test_util.hpp's KQUAL_NEED_NUMPY.
+#include "contract/contract_test_util.hpp"
+
+namespace kqual::test::submission {
+
+// relu(x + r) as the contract states it: the sum in f64 rounded once to f32, NaN kept, +0 otherwise;
+// forward() returns the list of outputs, as the stand-in worker expects.
+inline constexpr const char* kNumpyAddRelu = R"PY(
+import numpy as np
+
+def add_relu(x, r):
+    s = (x.astype(np.float64) + r.astype(np.float64)).astype(np.float32)
+    return np.where(np.isnan(s), s, np.where(s > 0, s, np.float32(0)))
+
+def forward(x, r):
+    return [add_relu(x, r)]
+)PY";
+
+}  // namespace kqual::test::submission
