@@ -254,6 +254,49 @@ TEST(ImportDefinitionRewrite, ChainedEqualitiesMakeEveryFixedAxisFollowTheFreeOn
   EXPECT_EQ(refusal_of(cycle), "");
 }
 
+// The imported contract at `o.out` as a NumPy copy named `name` whose run() is `run_py` (no PyTorch
+// here); kqual_run, the adapter the import wrote after run(), is kept.
+fs::path numpy_copy(const DefinitionImportOptions& o, const std::string& from_name, const std::string& name, const std::string& run_py) {
+  std::string toml = read_text_file(o.out / "contract.toml");
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"kind = \"torch\"", "kind = \"numpy\""},
+                                 {"name = \"" + from_name + "\"", "name = \"" + name + "\""}})
+    toml.replace(toml.find(from), from.size(), to);
+  const std::string py = read_text_file(o.out / "reference.py");
+  const fs::path dir = o.out.parent_path() / name;
+  fs::create_directories(dir);
+  write_file_atomic(dir / "contract.toml", toml);
+  write_file_atomic(dir / "reference.py", "import numpy as np\n\n" + run_py + py.substr(py.find("\n\n# ---- added by")));
+  return dir;
+}
+
+// A 0-d output (a loss) is one element along c1: it cannot vary across its elements, so the
+// non-triviality check redraws every input and requires it to change; a reference (or kernel) that
+// writes a constant is refused for it.
+TEST(ImportDefinitionRewrite, AZeroDOutputIsJudgedByRedrawingTheInputs) {
+  KQUAL_NEED_NUMPY();
+  ScratchDir dir("kqual-import-rewrite");
+  const DefinitionImportOptions o = fixture_as(dir.path(), "mse_loss_h64", "mse_loss_a", true);
+  const DefinitionImport r = import_definition(o);
+  EXPECT_TRUE(contains(toml_table(r.contract_toml, "[tensors.loss]"), "shape = [\"c1\"]")) << r.contract_toml;
+  Supports s;
+  s.dtypes = {DType::f32};
+  const Contract& good = load_declared_contract(
+      numpy_copy(o, "mse_loss_a", "mse_loss_a_numpy", "def run(predictions, targets):\n    return np.mean((predictions - targets) ** 2)\n"));
+  const auto cases = good.correctness_cases(s, 1, false);
+  ASSERT_FALSE(cases.empty());
+  for (const auto& cs : std::vector<CaseSpec>(cases.begin(), cases.begin() + std::min<std::size_t>(cases.size(), 4)))
+    EXPECT_EQ(good.reference(good.make_case(cs), test_util::run_host()).at(0).elements, 1) << cs.id;
+  const Contract& constant =
+      load_declared_contract(numpy_copy(o, "mse_loss_a", "mse_loss_a_const", "def run(predictions, targets):\n    return np.float64(0.5)\n"));
+  std::string e;
+  try {
+    (void)constant.reference(constant.make_case(constant.correctness_cases(s, 1, false).front()), test_util::run_host());
+  } catch (const Error& x) {
+    e = x.what();
+  }
+  EXPECT_TRUE(contains(e, "gives the one-element output 'loss' the same value when every input is redrawn")) << e;
+}
+
 TEST(ImportDefinitionRewrite, RefusesByNameWhatStaysInexpressible) {
   // A literal 0 in a shape: an empty tensor the declared-contract engine does not run.
   json zero = small_definition("zero_dim");
