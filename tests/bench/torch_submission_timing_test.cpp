@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 
 #include "kqual/bench/torch_submission_timing.hpp"
 #include "kqual/contract/contract.hpp"
@@ -23,7 +24,8 @@ using test::submission::kNumpyAddRelu;
 class SubmissionTimingTest : public ::testing::Test {
  protected:
   void SetUp() override { KQUAL_NEED_NUMPY(); }
-  SubmissionTiming time(const std::string& body) {
+  // `adjust`: changes to the options below (a test's own shapes or limits).
+  SubmissionTiming time(const std::string& body, const std::function<void(SubmissionTimingOptions&)>& adjust = {}) {
     const fs::path f = dir_.path() / "submission.py";
     std::ofstream(f) << body;
     TorchSubmission s;
@@ -38,6 +40,7 @@ class SubmissionTimingTest : public ::testing::Test {
     o.timing.warmup = 1;
     o.baselines = std::vector<std::string>{};  // none: this machine has no PyTorch to run them
     o.call_timeout_s = 60;
+    if (adjust) adjust(o);
     return time_torch_submission(c_, s, co, o);
   }
   const contract::Contract& c_ = contract::find_contract("residual_add_relu");
@@ -91,17 +94,10 @@ TEST_F(SubmissionTimingTest, ASubmissionThatRaisesWhileTimedIsItsOwnFailureNotKq
 }
 
 TEST_F(SubmissionTimingTest, ShapesPastTheLimitAreLeftOutAndNamed) {
-  const fs::path f = dir_.path() / "submission.py";
-  std::ofstream(f) << kNumpyAddRelu;
-  TorchSubmission s;
-  s.file = f;
-  SubmissionCheckOptions co;
-  co.worker = KQUAL_FAKE_SUBMISSION_WORKER;
-  SubmissionTimingOptions o;
-  o.timing.shapes = {contract::parse_shape(c_, "65536")};
-  o.max_shape_elements = 4096;
-  o.baselines = std::vector<std::string>{};
-  const SubmissionTiming t = time_torch_submission(c_, s, co, o);
+  const SubmissionTiming t = time(kNumpyAddRelu, [&](SubmissionTimingOptions& o) {
+    o.timing.shapes = {contract::parse_shape(c_, "65536")};
+    o.max_shape_elements = 4096;
+  });
   EXPECT_EQ(t.status, "not run: no benchmark shape within the submission's shape limit");
   ASSERT_EQ(t.notes.size(), 1u);
   EXPECT_NE(t.notes[0].find("n=65536: left out"), std::string::npos) << t.notes[0];
