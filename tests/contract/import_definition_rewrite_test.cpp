@@ -143,6 +143,16 @@ TEST(ImportDefinitionRewrite, TheReferenceAdapterRestoresZeroDTensorsAndBools) {
   EXPECT_TRUE(contains(res.output, "adapter ok")) << res.output;
 }
 
+// The f32 correctness cases of an imported contract whose one free axis is batch_size (checked).
+std::vector<CaseSpec> cases_over_batch_size(const std::filesystem::path& out) {
+  const Contract& c = load_declared_contract(out);
+  EXPECT_EQ(c.given_dims(), (std::vector<std::string>{"batch_size"}));
+  Supports s;
+  s.dtypes = {DType::f32};
+  s.max_n = kUnlimited;
+  return c.correctness_cases(s, 1, false);
+}
+
 TEST(ImportDefinitionRewrite, ExplicitMatchedRatioWithoutCapIsTheDefaultAndEmptyWorkloadsAreLeftOut) {
   ScratchDir dir("kqual-import-rewrite");
   DefinitionImportOptions o = fixture_as(dir.path(), "sol_decode_literal_d128", "decode_literal_c", true);
@@ -190,12 +200,7 @@ TEST(ImportDefinitionRewrite, AnEqualityConstraintFixesAnAxisAndShapeReadsAreAxe
   EXPECT_EQ(r.bench_shapes, (std::vector<std::string>{"batch_size=3", "batch_size=17"}));
   EXPECT_TRUE(has_note(r, "it gives len_indptr = 9, the constraint fixes len_indptr = 6"));
   // Every case satisfies the constraints, not only the base: the contract varies batch_size alone.
-  const Contract& c = load_declared_contract(o.out);
-  EXPECT_EQ(c.given_dims(), (std::vector<std::string>{"batch_size"}));
-  Supports s;
-  s.dtypes = {DType::f32};
-  s.max_n = kUnlimited;
-  const auto cases = c.correctness_cases(s, 1, false);
+  const auto cases = cases_over_batch_size(o.out);
   ASSERT_GT(cases.size(), 5u);
   for (const auto& cs : cases) {
     EXPECT_EQ(cs.dims.at("len_indptr"), cs.dims.at("batch_size") + 1) << cs.id;
@@ -232,12 +237,7 @@ TEST(ImportDefinitionRewrite, ChainedEqualitiesMakeEveryFixedAxisFollowTheFreeOn
     if (reversed) {
       EXPECT_TRUE(has_note(r, "axis num_slots: expr = \"2 * (batch_size + 1)\" (axis len_indptr is derived too)"));
     }
-    const Contract& c = load_declared_contract(o.out);
-    EXPECT_EQ(c.given_dims(), (std::vector<std::string>{"batch_size"}));
-    Supports s;
-    s.dtypes = {DType::f32};
-    s.max_n = kUnlimited;
-    const auto cases = c.correctness_cases(s, 1, false);
+    const auto cases = cases_over_batch_size(o.out);
     ASSERT_GT(cases.size(), 20u);
     for (const auto& cs : cases) {
       EXPECT_EQ(cs.dims.at("len_indptr"), cs.dims.at("batch_size") + 1) << cs.id;
