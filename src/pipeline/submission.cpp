@@ -176,6 +176,8 @@ void decide_submission(const contract::Contract& c, const bench::TorchSubmission
   if (f.gpu && r.accepted && !r.harness_failed) {
     bench::SubmissionCheckOptions co;
     co.seed = o.seed;
+    co.worker = o.worker;
+    co.max_case_elements = o.max_case_elements;
     co.case_timeout_s = o.watchdog_seconds;
     out.timing = bench::time_torch_submission(c, s, co, in.timing);
     f.timing_run = !out.timing->report.shapes.empty();
@@ -221,6 +223,8 @@ SubmissionOutcome check_submission(const SubmissionOptions& o) {
   } else {
     bench::SubmissionCheckOptions co;
     co.seed = o.seed;
+    co.worker = o.worker;
+    co.max_case_elements = o.max_case_elements;
     co.case_timeout_s = o.watchdog_seconds;
     co.stop_at_first_failure = !o.all_cases;
     out.check = bench::check_torch_submission(*c, s, co);

@@ -24,6 +24,8 @@ struct SubmissionOptions {
   double watchdog_seconds = 120;           // per case
   bool use_gpu = true;
   bool all_cases = false;                  // every case after the first failure
+  std::filesystem::path worker;            // the submission worker script ("" = tools/torch/submission_worker.py)
+  std::int64_t max_case_elements = std::int64_t(1) << 24;  // correctness cases larger than this are left out
   // `kqual qualify`: an accepted submission timed against PyTorch eager and torch.compile of its
   // problem and decided by the speed rule (docs/decision.md), as a kernel candidate is.
   bool timing = false;

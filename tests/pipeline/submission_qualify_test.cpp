@@ -1,0 +1,83 @@
+// kqual qualify of a PyTorch submission, end to end on the CPU against the NumPy stand-in for its
+// worker (tests/bench/fixtures/fake_submission_worker.py): the check, the timing (no PyTorch here, so
+// no baseline, said so), the qualify rule's decision, results.json and summary.md; a submission whose
+// timed outputs are wrong is do not ship.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "bench/submission_test_util.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/pipeline/submission.hpp"
+
+namespace kqual::pipeline {
+namespace {
+namespace fs = std::filesystem;
+using test::submission::kNumpyAddRelu;
+
+class SubmissionQualify : public ::testing::Test {
+ protected:
+  void SetUp() override { KQUAL_NEED_NUMPY(); }
+  SubmissionOutcome qualify(const std::string& body) {
+    const fs::path f = dir_.path() / "submission.py";
+    std::ofstream(f) << body;
+    SubmissionOptions o;
+    o.candidate = f;
+    o.problem = "residual_add_relu";
+    o.out_dir = dir_.path() / "out";
+    o.worker = KQUAL_FAKE_SUBMISSION_WORKER;
+    o.max_case_elements = 1 << 16;
+    o.watchdog_seconds = 60;
+    o.timing = true;
+    o.shapes = {"4096", "65536"};
+    o.torch_baselines = "none";
+    o.timing_options.timing.rounds = 3;
+    o.timing_options.timing.samples_per_round = 6;
+    return check_submission(o);
+  }
+  ScratchDir dir_{"kqual-submission-qualify"};
+};
+
+TEST_F(SubmissionQualify, AnAcceptedSubmissionIsTimedAndDecided) {
+  const SubmissionOutcome out = qualify(kNumpyAddRelu);
+  ASSERT_TRUE(out.check.accepted) << out.check.summary();
+  ASSERT_TRUE(out.timing.has_value());
+  EXPECT_EQ(out.timing->report.shapes.size(), 2u) << out.timing->status;
+  EXPECT_NE(out.timing->status.find("timed alone"), std::string::npos) << out.timing->status;
+  ASSERT_TRUE(out.verdict.has_value());
+  const json r = json::parse(read_text_file(out.results_path));
+  EXPECT_EQ(r.value("kind", ""), "torch_submission_qualify");
+  EXPECT_EQ(r["decision"].value("decision", ""), decision::to_string(out.verdict->verdict));
+  EXPECT_EQ(out.exit_code, decision::exit_code(out.verdict->verdict));
+  EXPECT_NE(out.verdict->verdict, decision::ShipVerdict::do_not_ship) << out.verdict->summary;
+  EXPECT_NE(out.verdict->verdict, decision::ShipVerdict::incomplete) << out.verdict->summary;
+  const std::string md = read_text_file(out.summary_path);
+  EXPECT_NE(md.find("## Speed against PyTorch"), std::string::npos) << md;
+  EXPECT_NE(md.find("| n=4096 | eager_call"), std::string::npos) << md;
+}
+
+TEST_F(SubmissionQualify, TimedOutputsThatAreWrongAreDoNotShip) {
+  const SubmissionOutcome out = qualify(std::string(kNumpyAddRelu) + "TIMED_WRONG = True\n");
+  ASSERT_TRUE(out.check.accepted) << "right on every checked call: " << out.check.summary();
+  ASSERT_TRUE(out.timing.has_value());
+  EXPECT_FALSE(out.timing->timed_output_failure.empty());
+  ASSERT_TRUE(out.verdict.has_value());
+  EXPECT_EQ(out.verdict->verdict, decision::ShipVerdict::do_not_ship) << out.verdict->summary;
+  EXPECT_EQ(out.exit_code, 1);
+  EXPECT_NE(read_text_file(out.summary_path).find("**Timed outputs wrong**"), std::string::npos);
+}
+
+TEST_F(SubmissionQualify, ARejectedSubmissionIsNotTimed) {
+  const SubmissionOutcome out = qualify(std::string(kNumpyAddRelu) + R"PY(
+def forward(x, r):
+    return [add_relu(x, r) * 2]
+)PY");
+  EXPECT_FALSE(out.check.accepted);
+  EXPECT_FALSE(out.timing.has_value());
+  ASSERT_TRUE(out.verdict.has_value());
+  EXPECT_EQ(out.verdict->verdict, decision::ShipVerdict::do_not_ship);
+  EXPECT_EQ(out.exit_code, 1);
+}
+
+}  // namespace
+}  // namespace kqual::pipeline
