@@ -12,6 +12,7 @@
 #include "kqual/core/files.hpp"
 #include "kqual/worker/protocol.hpp"
 #include "../../src/check/internal.hpp"
+#include "judge_runs_util.hpp"
 
 namespace kqual::check {
 namespace {
@@ -26,22 +27,9 @@ std::vector<std::uint8_t> f32_bytes(const std::vector<float>& v) {
 // the case judged as the check judges it (run 1 poisoned with 0xFF, run 2 with 0x7F).
 CaseResult judged(const contract::Tensor& want, const std::vector<std::uint8_t>& run1, std::vector<std::uint8_t> run2 = {}) {
   if (run2.empty()) run2 = run1;
-  ScratchDir dir("kqual-failing-elements");
-  worker::RunRequest request;
-  request.poison = {0xFF, 0x7F};
-  for (int k = 0; k < 2; ++k) {
-    const std::string f = (dir.path() / ("y.out" + std::to_string(k))).string();
-    const std::vector<std::uint8_t>& written = k == 0 ? run1 : run2;
-    std::ofstream(f, std::ios::binary).write(reinterpret_cast<const char*>(written.data()), std::streamsize(written.size()));
-    request.out_files["y"].push_back(f);
-  }
-  worker::Answer<worker::RunReply> answer;
-  answer.raw.status = worker::WorkerReply::Status::ok;
-  answer.reply = worker::RunReply{};
-  answer.reply->runs.resize(2);
   CaseResult res;
   const RunToRunPolicy policy{.required = true, .reason = "r", .opt_out = "o", .rule_from = "contract"};
-  EXPECT_FALSE(detail::judge_runs(contract::find_contract("residual_add_relu"), policy, answer, request, {want}, res));
+  EXPECT_FALSE(test_util::judge_written(contract::find_contract("residual_add_relu"), policy, {run1, run2, {0xFF, 0x7F}, {}}, {want}, res));
   return res;
 }
 

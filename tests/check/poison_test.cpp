@@ -12,6 +12,7 @@
 #include "kqual/core/files.hpp"
 #include "kqual/worker/protocol.hpp"
 #include "../../src/check/internal.hpp"
+#include "judge_runs_util.hpp"
 
 namespace kqual::check {
 namespace {
@@ -42,24 +43,13 @@ TEST(Poison, RunTwosByteIsFiniteInEveryFloatOutput) {
 // there in the same bytes; an element holding a run's own poison where the other run holds other
 // bytes is unwritten in that run.
 std::string judge_i8(const std::vector<std::uint8_t>& run1, const std::vector<std::uint8_t>& run2) {
-  ScratchDir dir("kqual-poison-test");
   contract::Tensor want = out_of(DType::i8);
   want.elements = 4;
   want.bytes = {0, 1, 126, 3};
-  worker::RunRequest request;
-  request.poison = {0xFF, detail::second_poison_byte({want})};
-  for (const auto& [k, bytes] : {std::pair{0, run1}, std::pair{1, run2}}) {
-    const std::string f = (dir.path() / ("y.out" + std::to_string(k))).string();
-    std::ofstream(f, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-    request.out_files["y"].push_back(f);
-  }
-  worker::Answer<worker::RunReply> answer;
-  answer.raw.status = worker::WorkerReply::Status::ok;
-  answer.reply = worker::RunReply{};
-  answer.reply->runs.resize(2);
   CaseResult res;
   RunToRunPolicy policy{.required = true, .reason = "r", .opt_out = "o", .rule_from = "contract"};
-  return detail::judge_runs(contract::find_contract("residual_add_relu"), policy, answer, request, {want}, res) ? "" : res.code + ": " + res.detail;
+  const test_util::WrittenRuns w{run1, run2, {0xFF, detail::second_poison_byte({want})}, {}};
+  return test_util::judge_written(contract::find_contract("residual_add_relu"), policy, w, {want}, res) ? "" : res.code + ": " + res.detail;
 }
 
 TEST(Poison, AOneByteElementWrittenWithARunsPoisonIsJudgedByItsValue) {

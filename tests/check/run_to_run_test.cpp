@@ -15,6 +15,7 @@
 #include "kqual/contract/compare.hpp"
 #include "kqual/core/files.hpp"
 #include "../../src/check/internal.hpp"
+#include "judge_runs_util.hpp"
 
 namespace kqual::check::r2r_test {
 namespace fs = std::filesystem;
@@ -181,27 +182,14 @@ TEST(RunToRun, PolicyIsTheContractsTightenedByTheManifest) {
 
 // Two runs of one output, written to files as the worker writes them, judged by judge_runs.
 struct TwoRuns {
-  ScratchDir dir{"kqual-r2r-test"};
-  worker::RunRequest request;
-  worker::Answer<worker::RunReply> answer;
-  TwoRuns(const std::vector<float>& run1, const std::vector<float>& run2) {
-    request.poison = {0xFF, 0x7F};
-    request.placements = {"trap_after", "trap_before"};
-    const fs::path f1 = dir.path() / "y.out0", f2 = dir.path() / "y.out1";
-    for (const auto& [file, v] : {std::pair{f1, run1}, std::pair{f2, run2}}) {
-      const auto b = f32_bytes(v);
-      std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
-    }
-    request.out_files["y"] = {f1.string(), f2.string()};
-    answer.raw.status = worker::WorkerReply::Status::ok;
-    answer.reply = worker::RunReply{};
-    answer.reply->runs.resize(2);
-  }
+  test_util::WrittenRuns w;
+  TwoRuns(const std::vector<float>& run1, const std::vector<float>& run2)
+      : w{f32_bytes(run1), f32_bytes(run2), {0xFF, 0x7F}, {"trap_after", "trap_before"}} {}
   CaseResult judge(const RunToRunPolicy& policy, double bound) const {
     CaseResult res;
     res.spec.id = "f32/rows=4,cols=4097/normal";
-    res.status = detail::judge_runs(contract::find_contract("reduce_sum"), policy, answer, request,
-                                    {bounded_f32({10.0f, 20.0f, 30.0f, 40.0f}, bound)}, res)
+    res.status = test_util::judge_written(contract::find_contract("reduce_sum"), policy, w,
+                                          {bounded_f32({10.0f, 20.0f, 30.0f, 40.0f}, bound)}, res)
                      ? CaseStatus::pass
                      : CaseStatus::fail;
     return res;
