@@ -103,6 +103,8 @@ class SubmissionShape {
     }
   }
 
+  std::string window_note() const { return window_note_; }
+
   ShapeResult run(std::string* window, std::string* harness) {
     const int pairs = std::max(1, (o_.timing.rounds + 1) / 2);
     for (int p = 0; p < pairs && sub_series_.error.empty(); ++p) {
@@ -138,7 +140,7 @@ class SubmissionShape {
     json r = sub_req_;
     r["warmup"] = block == 0 ? o_.timing.warmup : 1;
     r["write_outputs"] = last;
-    if (!window_.empty() && window_ == "eager_call") r["window"] = "eager_call";
+    if (window_ == "eager_call") r["window"] = "eager_call";
     const json a = sub_.call(&r, o_.call_timeout_s + (block == 0 ? o_.call_timeout_s : 0));
     if (!a.value("ok", false)) {
       const std::string code = a.value("code", std::string("?"));
@@ -188,10 +190,6 @@ class SubmissionShape {
     }
   }
 
- public:
-  std::string window_note() const { return window_note_; }
-
- private:
   const contract::Contract& c_;
   TorchWorker& sub_;
   TorchWorker* torch_;
