@@ -64,9 +64,7 @@ ChunkHashes reference_hashes(Session& s, const contract::Contract& c, const cont
 CaseResult run_device_verified_case(Session& s, const BuiltCandidate& b, const contract::Contract& c,
                                     const contract::CaseSpec& spec, double timeout_s) {
   CaseResult res;
-  res.spec = spec;
-  res.reference = "gpu (device reference, other process; chunk hashes)";
-  std::optional<ResolvedPlan> admitted = admit_generated(s, b, c, spec, res);
+  std::optional<ResolvedPlan> admitted = admit_generated(s, b, c, spec, "gpu (device reference, other process; chunk hashes)", res);
   if (!admitted) return res;
   const ResolvedPlan& plan = *admitted;
   const std::optional<contract::GpuReference> g = c.device_reference(spec);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <set>
+#include <utility>
 
 #include "internal.hpp"
 #include "kqual/check/labels.hpp"
@@ -97,7 +98,9 @@ worker::RunRequest generated_request(Session& s, const BuiltCandidate& b, const 
 }
 
 std::optional<ResolvedPlan> admit_generated(Session& s, const BuiltCandidate& b, const contract::Contract& c,
-                                            const contract::CaseSpec& spec, CaseResult& res) {
+                                            const contract::CaseSpec& spec, std::string reference, CaseResult& res) {
+  res.spec = spec;
+  res.reference = std::move(reference);
   std::optional<ResolvedPlan> admitted = admit_case(s, b, c, spec, res);
   if (!admitted) return std::nullopt;
   if (std::string why = device_too_small(s, c, spec, *admitted); !why.empty()) {
@@ -160,9 +163,7 @@ ReadBackWindow read_back_window(Session& s, const contract::Contract& c, const c
 CaseResult run_generated_case(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec,
                               double timeout_s) {
   CaseResult res;
-  res.spec = spec;
-  res.reference = "cpu (windows)";
-  std::optional<ResolvedPlan> admitted = admit_generated(s, b, c, spec, res);
+  std::optional<ResolvedPlan> admitted = admit_generated(s, b, c, spec, "cpu (windows)", res);
   if (!admitted) return res;
   const ResolvedPlan& plan = *admitted;
   const std::vector<contract::OutputWindow> windows = c.index_case_windows(spec);

@@ -103,9 +103,10 @@ std::uint8_t second_poison_byte(const std::vector<contract::Tensor>& outputs);
 // The candidate's request for a generated case: its plan, two runs (poison 0xFF, 0x7F) with guarded
 // buffers, the generator module, `buffers` and the plan's scratch.
 worker::RunRequest generated_request(Session& s, const BuiltCandidate& b, const ResolvedPlan& plan, std::vector<worker::Buffer> buffers);
-// admit_case, then device_too_small (res skipped): the plan of a generated case, or nullopt.
+// How every generated case begins: res names the case and how its outputs are referenced
+// (`reference`), then admit_case and device_too_small (res skipped): the plan, or nullopt.
 std::optional<ResolvedPlan> admit_generated(Session& s, const BuiltCandidate& b, const contract::Contract& c,
-                                            const contract::CaseSpec& spec, CaseResult& res);
+                                            const contract::CaseSpec& spec, std::string reference, CaseResult& res);
 // A generated case's worker reply before its outputs are looked at: false with res set on a fault,
 // a write past an output or an input changed on the device.
 bool generated_runs_clean(const worker::Answer<worker::RunReply>& r, CaseResult& res);
