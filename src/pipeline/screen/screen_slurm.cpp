@@ -12,6 +12,7 @@
 
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/core/exit_codes.hpp"
 #include "kqual/core/self.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/process.hpp"
@@ -41,6 +42,13 @@ bool has_space(const std::string& s) {
 void directive_value(const std::string& option, const std::string& v) {
   if (has_space(v))
     throw_error(ErrorKind::usage, fmt::format("{} '{}': contains white space, which a #SBATCH line cannot hold", option, v));
+}
+
+// The bash test, once $rc holds a kqual command's exit code, for a command that did not finish:
+// codes up to kExitIncomplete are verdicts (rejected, refused, incomplete), above it kqual's own
+// failure, and no results.json in `out` means it stopped before its end.
+std::string did_not_finish(const std::string& out) {
+  return fmt::format("[ \"$rc\" -gt {} ] || [ ! -f \"{}/results.json\" ]", kExitIncomplete, out);
 }
 
 std::string self_exe() { return self_executable_or_throw("give --kqual").string(); }
@@ -220,7 +228,7 @@ SlurmPlan plan_slurm_screen(const SlurmScreenOptions& o) {
                    screen_arguments(o.screen, p.judge), fmt::join(cands, " "));
   s += "  # Exit codes 0-3 are verdicts (rejected, refused, incomplete); 4 is kqual's own failure, and no\n";
   s += "  # results.json means the shard stopped before its end (a bad option, a journal of other options).\n";
-  s += "  if [ \"$rc\" -gt 3 ] || [ ! -f \"$dir/results.json\" ]; then\n";
+  s += fmt::format("  if {}; then\n", did_not_finish("$dir"));
   s += "    echo \"kqual slurm: shard $shard/$SHARDS did not finish (exit $rc)\" >&2\n";
   s += "    status=1\n  fi\ndone\nexit $status\n";
   p.screen_script = s;
@@ -236,7 +244,7 @@ SlurmPlan plan_slurm_screen(const SlurmScreenOptions& o) {
   m += "if [ ${#dirs[@]} -eq 0 ]; then echo \"kqual slurm: no shard folder under $OUT\" >&2; exit 1; fi\n";
   m += "rc=0\n\"$KQUAL\" screen merge --out \"$OUT/merged\" \"${dirs[@]}\" || rc=$?\n";
   m += "# 0-3: the campaign's verdicts (see merged/summary.md); 4 or no results: the merge failed.\n";
-  m += "if [ \"$rc\" -gt 3 ] || [ ! -f \"$OUT/merged/results.json\" ]; then exit 1; fi\nexit 0\n";
+  m += fmt::format("if {}; then exit 1; fi\nexit 0\n", did_not_finish("$OUT/merged"));
   p.merge_script = m;
   return p;
 }
