@@ -487,9 +487,27 @@ TEST(ImportDefinitionDtypes, ASamplingReferenceIsRefusedAtImportByName) {
                                                  "torch.randn(n)}\n\ndef run(a, b):\n    return a + b\n"));
   custom["custom_inputs_entrypoint"] = "make";
   EXPECT_EQ(definition_refusal(custom.dump()), "");
+  // The reference is what run() reaches: a generator nothing names is not read (SOL-ExecBench's dataset
+  // ships get_inputs() without declaring it), and a signature over several lines is part of its def.
   custom["name"] = "custom_inputs_2";
   custom["custom_inputs_entrypoint"] = "other";
-  EXPECT_TRUE(kqual::test::contains(definition_refusal(custom.dump()), "(torch.randn at line 4)"));
+  EXPECT_EQ(definition_refusal(custom.dump()), "");
+  json multiline = json::parse(two_input_definition(
+      "custom_inputs_3", "float32", "float32",
+      "import torch\ndef get_inputs(\n    axes: dict, device\n) -> dict:\n    return {'a': torch.randn(4)}\n\ndef run(a, b):\n    return a + b\n"));
+  multiline["custom_inputs_entrypoint"] = "get_inputs";
+  EXPECT_EQ(definition_refusal(multiline.dump()), "");
+  // A helper run() calls, directly or through another, is the reference; so is module-level code.
+  const std::pair<const char*, const char*> reached[] = {
+      {"import torch\ndef noise(x):\n    return torch.rand_like(x)\ndef mix(a):\n    return a + noise(a)\ndef run(a, b):\n    return mix(a) + b\n",
+       "(torch.rand_like at line 3)"},
+      {"import torch\nTABLE = torch.randn(16)\ndef run(a, b):\n    return a + b\n", "(torch.randn at line 2)"},
+      {"import torch\ndef make(axes, device):\n    return {'a': torch.randn(4)}\ndef run(a, b):\n    return make(None, None)['a'] + b\n",
+       "(torch.randn at line 3)"}};
+  for (const auto& [src, where] : reached) {
+    json d = json::parse(two_input_definition(fmt::format("reached{}", k++), "float32", "float32", src));
+    EXPECT_TRUE(kqual::test::contains(definition_refusal(d.dump()), where)) << src;
+  }
 }
 
 }  // namespace

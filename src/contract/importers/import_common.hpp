@@ -96,6 +96,12 @@ std::string exact_input_values(const std::string& kq);
 // anywhere; line numbers are the source's own (1 = its first line). `except_function`: a function
 // whose body is not read (SOL-ExecBench's custom_inputs_entrypoint, which draws the inputs).
 std::string sampling_call(const std::string& python_source, const std::string& function, const std::string& except_function = "");
+// The same read over the code `entry` runs (a Definition's `run`): the module-level code (imports,
+// constants, class bodies) and every top-level function named from it or from `entry`, transitively;
+// never `except_function` (the input generator). A top-level function nothing that runs names — an
+// input generator the Definition does not declare, a test helper — is not the reference. Without a
+// top-level `entry`, as sampling_call(python_source, "", except_function).
+std::string sampling_call_reached(const std::string& python_source, const std::string& entry, const std::string& except_function);
 // "statistical operation: the reference samples (<where>); no statistical judge is declared ...".
 std::string sampling_refusal(const std::string& where);
 // A KernelBench problem whose forward samples, refused from its source before PyTorch runs

@@ -462,7 +462,8 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   const std::string inputs_maker = def.contains("custom_inputs_entrypoint") && def["custom_inputs_entrypoint"].is_string()
                                        ? def["custom_inputs_entrypoint"].get<std::string>()
                                        : "";
-  if (const std::string where = detail::sampling_call(def["reference"].get<std::string>(), "", detail::is_plain_name(inputs_maker) ? inputs_maker : "");
+  if (const std::string where = detail::sampling_call_reached(def["reference"].get<std::string>(), "run",
+                                                                detail::is_plain_name(inputs_maker) ? inputs_maker : "");
       !where.empty())
     refuse(f, "reference", detail::sampling_refusal(where));
   DefinitionImport r;

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <regex>
 #include <sstream>
 #include <vector>
@@ -61,13 +63,40 @@ std::vector<SamplingLine> sampling_code_lines(const std::string& src) {
   return out;
 }
 
-// The lines of `function`'s body (the def line's indentation closes it).
+// Brackets opened minus closed on one line of code (string literals skipped).
+int sampling_bracket_balance(const std::string& code) {
+  int depth = 0;
+  char quote = 0;
+  for (std::size_t i = 0; i < code.size(); ++i) {
+    const char c = code[i];
+    if (quote) {
+      if (c == '\\') ++i;
+      else if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ')' || c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return depth;
+}
+
+// The lines of `function`'s body (the def line's indentation closes it). A signature written over
+// several lines (`def get_inputs(\n    axes, device\n) -> dict:`) is part of the def: its lines are
+// returned with the body, and its closing line does not end the function.
 std::vector<SamplingLine> sampling_function_body(const std::vector<SamplingLine>& lines, const std::string& function) {
   const std::regex def("^\\s*(async\\s+)?def\\s+" + function + "\\s*\\(");
   std::vector<SamplingLine> body;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (!std::regex_search(lines[i].code, def)) continue;
     const std::size_t indent = sampling_indent(lines[i].code);
+    int open = sampling_bracket_balance(lines[i].code);
+    while (open > 0 && i + 1 < lines.size()) {
+      body.push_back(lines[++i]);
+      open += sampling_bracket_balance(lines[i].code);
+    }
     for (std::size_t j = i + 1; j < lines.size(); ++j) {
       const std::size_t at = sampling_indent(lines[j].code);
       if (at == std::string::npos) continue;  // blank
@@ -133,6 +162,51 @@ std::string sampling_call(const std::string& src, const std::string& function, c
   for (const auto& l : scanned)
     if (const std::string s = sampler_on_line(l.code); !s.empty()) return fmt::format("{} at line {}", s, l.number);
   for (const auto& l : lines)
+    if (const std::string s = dropout_module_on_line(l.code); !s.empty()) return fmt::format("{} at line {}", s, l.number);
+  return "";
+}
+
+std::string sampling_call_reached(const std::string& src, const std::string& entry, const std::string& except_function) {
+  const std::vector<SamplingLine> lines = sampling_code_lines(src);
+  // The module's top-level functions, each with its def line and body.
+  static const std::regex top_def(R"(^(async\s+)?def\s+(\w+)\s*\()");
+  std::map<std::string, std::vector<SamplingLine>> defs;
+  std::set<int> in_def;
+  for (const auto& l : lines) {
+    std::smatch m;
+    if (!std::regex_search(l.code, m, top_def) || defs.count(m[2].str())) continue;
+    std::vector<SamplingLine> body = sampling_function_body(lines, m[2].str());
+    body.insert(body.begin(), l);
+    for (const auto& b : body) in_def.insert(b.number);
+    defs.emplace(m[2].str(), std::move(body));
+  }
+  if (!defs.count(entry)) return sampling_call(src, "", except_function);
+  // Module-level code (imports, constants, class bodies) runs on import; then every top-level function
+  // named from what runs, starting with `entry`. The input generator is never the reference.
+  std::vector<SamplingLine> scanned;
+  for (const auto& l : lines)
+    if (!in_def.count(l.number)) scanned.push_back(l);
+  std::set<std::string> reached;
+  std::vector<std::string> todo{entry};
+  static const std::regex word(R"(\b[A-Za-z_]\w*\b)");
+  auto names_in = [&](const std::vector<SamplingLine>& code) {
+    for (const auto& l : code)
+      for (std::sregex_iterator it(l.code.begin(), l.code.end(), word), end; it != end; ++it)
+        if (defs.count(it->str()) && it->str() != except_function && !reached.count(it->str())) todo.push_back(it->str());
+  };
+  names_in(scanned);
+  while (!todo.empty()) {
+    const std::string f = todo.back();
+    todo.pop_back();
+    if (!reached.insert(f).second) continue;
+    const std::vector<SamplingLine>& body = defs.at(f);
+    scanned.insert(scanned.end(), body.begin(), body.end());
+    names_in(body);
+  }
+  std::sort(scanned.begin(), scanned.end(), [](const SamplingLine& a, const SamplingLine& b) { return a.number < b.number; });
+  for (const auto& l : scanned)
+    if (const std::string s = sampler_on_line(l.code); !s.empty()) return fmt::format("{} at line {}", s, l.number);
+  for (const auto& l : scanned)
     if (const std::string s = dropout_module_on_line(l.code); !s.empty()) return fmt::format("{} at line {}", s, l.number);
   return "";
 }
