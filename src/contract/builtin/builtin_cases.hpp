@@ -1,8 +1,10 @@
 #pragma once
-// Internal to src/contract/builtin/: what the built-in contracts do alike when they make cases —
-// a case's id and seed from its shape and value family, the family check, inputs packed from f32
-// values, empty outputs, data drawn in seeded chunks (the same whatever the thread count), and the
-// reproducibility rule of a contract whose bound admits any summation order. Not a public header.
+// Internal to src/contract/builtin/: what the built-in contracts do alike. What they are, given as
+// data when they are made (name, summary, domain and, where one serves every dtype, the run-to-run
+// rule); when they make cases, a case's id and seed from its shape and value family, the family
+// check, inputs packed from f32 values, empty outputs and data drawn in seeded chunks (the same
+// whatever the thread count); and the reproducibility rule of a contract whose bound admits any
+// summation order. Not a public header.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -34,6 +36,18 @@ class DescribedContract : public Contract {
  private:
   std::string name_, summary_;
   Domain domain_;
+};
+
+// A described contract whose run-to-run rule is the same in every dtype: the rule is given when it is
+// made, like the rest (a contract whose rule depends on the dtype says so in its own reproducibility()).
+class FixedRuleContract : public DescribedContract {
+ public:
+  FixedRuleContract(std::string name, std::string summary, Domain domain, Reproducibility rule)
+      : DescribedContract(std::move(name), std::move(summary), std::move(domain)), rule_(std::move(rule)) {}
+  Reproducibility reproducibility(DType) const final { return rule_; }
+
+ private:
+  Reproducibility rule_;
 };
 
 // A one-element start offset keeps the alignment the candidate claims (so its misaligned-access

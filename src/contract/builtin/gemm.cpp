@@ -108,10 +108,10 @@ extern "C" __global__ void gemm_ref_f16(const unsigned short* a, const unsigned 
 }
 )";
 
-class Gemm final : public builtin::DescribedContract {
+class Gemm final : public builtin::FixedRuleContract {
  public:
   Gemm()
-      : DescribedContract(
+      : FixedRuleContract(
             "gemm",
             "c = a·b, row-major contiguous a (m x k), b (k x n), c (m x n); f32 FMA accumulation",
             Domain{
@@ -132,16 +132,13 @@ class Gemm final : public builtin::DescribedContract {
                 .claim = {},  // max_n bounds every tensor's element count
                 .no_in_place_reason = "gemm reads every input element many times, so c may never alias a or b",
                 .mismatch_code = "shape_mismatch",
-            }) {}
-  // Not required: split-K and stream-K with atomic accumulation into c are standard techniques for
-  // small m*n with large k, and the error bound is already written for any f32 summation order, so
-  // two runs that add in different orders are both within it; the difference between them is held
-  // to the same bound.
-  Reproducibility reproducibility(DType) const override {
-    return builtin::any_order_admitted(
-        "split-K and stream-K with atomic accumulation are standard gemm techniques, and the reduction-aware error bound "
-        "already covers any summation order");
-  }
+            },
+            // Not required: split-K and stream-K with atomic accumulation into c are standard techniques for
+            // small m*n with large k, and the error bound is already written for any f32 summation order, so
+            // two runs that add in different orders are both within it; the difference between them is held
+            // to the same bound.
+            builtin::any_order_admitted("split-K and stream-K with atomic accumulation are standard gemm techniques, "
+                                        "and the reduction-aware error bound already covers any summation order")) {}
 
   std::string numerical_policy() const override {
     return "Bounded error, per element: |c - ref| <= A + 0.5 ulp_out(|ref| + A), A = (gamma(k) u + k 2^-53) S, "

@@ -28,10 +28,10 @@ struct ReduceShape {
   std::int64_t rows, cols;
 };
 
-class ReduceSum final : public builtin::DescribedContract {
+class ReduceSum final : public builtin::FixedRuleContract {
  public:
   ReduceSum()
-      : DescribedContract(
+      : FixedRuleContract(
             "reduce_sum",
             "y[r] = sum of row r of x (rows x cols, row-major, contiguous); y has rows elements",
             Domain{
@@ -44,16 +44,13 @@ class ReduceSum final : public builtin::DescribedContract {
                 .claim = {.dims = {"rows", "cols"}},
                 .no_in_place_reason = "y has rows elements, x rows x cols",
                 .alignment_note = "rows start at r*cols and are aligned only when cols is a multiple of the vector width",
-            }) {}
-  // Not required: splitting a long row over several blocks that atomicAdd their partial sums onto a
-  // zeroed output is the standard way to fill the GPU when rows are few, and the error bound is
-  // written for any association order; each run is held to it, and so is the difference between
-  // two runs.
-  Reproducibility reproducibility(DType) const override {
-    return builtin::any_order_admitted(
-        "splitting rows over blocks that atomicAdd onto a zeroed output is a standard technique, and the reduction-aware "
-        "error bound already covers any summation order");
-  }
+            },
+            // Not required: splitting a long row over several blocks that atomicAdd their partial sums onto a
+            // zeroed output is the standard way to fill the GPU when rows are few, and the error bound is
+            // written for any association order; each run is held to it, and so is the difference between
+            // two runs.
+            builtin::any_order_admitted("splitting rows over blocks that atomicAdd onto a zeroed output is a standard "
+                                        "technique, and the reduction-aware error bound already covers any summation order")) {}
 
   std::string numerical_policy() const override {
     return "Error model. Any association order of f32 (or wider) adds is admissible. For row r with k = cols-1 "
