@@ -3,8 +3,8 @@
 // data when they are made (name, summary, domain and, where one serves every dtype, the run-to-run
 // rule); when they make cases, a case's id and seed from its shape and value family, the family
 // check, inputs packed from f32 values, empty outputs and data drawn in seeded chunks (the same
-// whatever the thread count); and the reproducibility rule of a contract whose bound admits any
-// summation order. Not a public header.
+// whatever the thread count); and the two run-to-run rules: bitwise agreement required, or any
+// summation order admitted. Not a public header.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -148,6 +148,12 @@ void for_each_in_seeded_chunks(std::size_t n, std::uint64_t seed, Body&& body, s
     Rng rng(mix_seed(seed, first_stream + c));
     for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) body(i, rng);
   });
+}
+
+// The rule of a contract whose output has one right answer: two runs must agree bitwise (`reason`:
+// why; `opt_out`: what a user who needs otherwise can do, if anything).
+inline Reproducibility bitwise_required(std::string reason, std::string opt_out) {
+  return {.required = true, .reason = std::move(reason), .opt_out = std::move(opt_out)};
 }
 
 // The rule of a contract whose error bound admits any summation order: two runs need not agree

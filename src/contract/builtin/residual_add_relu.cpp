@@ -47,10 +47,10 @@ std::uint16_t ref_f16(std::uint16_t x, std::uint16_t r) {
   return std::uint16_t(encode_narrow(kF16, s > 0 ? s : 0.0));       // relu before the one rounding
 }
 
-class ResidualAddRelu final : public builtin::DescribedContract {
+class ResidualAddRelu final : public builtin::FixedRuleContract {
  public:
   ResidualAddRelu()
-      : DescribedContract(
+      : FixedRuleContract(
             "residual_add_relu",
             "y = relu(x + r), elementwise over n contiguous elements",
             Domain{
@@ -61,7 +61,12 @@ class ResidualAddRelu final : public builtin::DescribedContract {
                 .dtypes = {DType::f32, DType::bf16, DType::f16},
                 .claim = {.dims = {"n"}},
                 .in_place = InPlace{"y", "x"},
-            }) {}
+            },
+            // Required: the output is bit-exact (one IEEE add, then relu), so a run that differs from another
+            // has at least one wrong element; there is no legitimate order of operations to vary.
+            builtin::bitwise_required("the output is bit-exact (one add and a relu per element): any run-to-run "
+                                      "difference is already a wrong element",
+                                      "none: an exact elementwise result has one right answer")) {}
   std::string numerical_policy() const override {
     return "Bit-exact. f32: x + r is one IEEE-754 single-precision add (round to nearest even; denormal inputs "
            "and results preserved, so flush-to-zero builds fail), then relu. bf16: x and r widened to f32, added "
@@ -74,15 +79,6 @@ class ResidualAddRelu final : public builtin::DescribedContract {
            "f16). Run to run: two runs must agree bitwise (an exact result has one right answer). The large cases "
            "generated and verified on the device (2^27+5, 2^29+7 elements) are f32 and bf16 only. " +
            std::string(builtin::kNoGeneratedF16) + ".";
-  }
-
-  // Required: the output is bit-exact (one IEEE add, then relu), so a run that differs from another
-  // has at least one wrong element; there is no legitimate order of operations to vary.
-  Reproducibility reproducibility(DType) const override {
-    return {.required = true,
-            .reason = "the output is bit-exact (one add and a relu per element): any run-to-run difference is already a "
-                      "wrong element",
-            .opt_out = "none: an exact elementwise result has one right answer"};
   }
 
   std::vector<CaseSpec> correctness_cases(const Supports& cand, std::uint64_t seed, bool include_large) const override {

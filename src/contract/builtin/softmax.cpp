@@ -45,10 +45,10 @@ namespace {
 
 constexpr std::int64_t kMaxSoftmaxDim = (std::int64_t(1) << 31) - 1;
 
-class Softmax final : public builtin::DescribedContract {
+class Softmax final : public builtin::FixedRuleContract {
  public:
   Softmax()
-      : DescribedContract(
+      : FixedRuleContract(
             "softmax",
             "y = softmax(x) along each row: y[r][j] = exp(x[r][j] - max_r) / sum_k exp(x[r][k] - max_r); rows x cols, row-major",
             Domain{
@@ -60,7 +60,18 @@ class Softmax final : public builtin::DescribedContract {
                 .dtypes = {DType::f32, DType::bf16, DType::f16},
                 .claim = {.dims = {"rows", "cols"}},
                 .in_place = InPlace{"y", "x"},
-            }) {}
+            },
+            // Required, although the bound admits any order of the row sum: every output of a row waits for
+            // the whole row's max and sum, so a kernel that splits a row over blocks needs a second pass over
+            // the row anyway, and merging the blocks' partial (max, sum) pairs there in a fixed order costs
+            // nothing over atomics. Reproducibility is worth more here than in a plain reduction: softmax
+            // feeds sampling, top-k and argmax, where a last-bit difference picks another token.
+            builtin::bitwise_required(
+                "each row's outputs wait for its whole max and sum, so split rows merge their partial (max, sum) "
+                "pairs in a second pass whose fixed order costs nothing over atomics, and softmax feeds sampling, "
+                "top-k and argmax, where a last-bit difference changes the pick",
+                "none for the built-in softmax; a declared contract (contracts/softmax_declared/contract.toml) "
+                "may set [contract] deterministic = false")) {}
   std::string numerical_policy() const override {
     return "Bounded error against an f64 CPU reference, per element. For a finite row with max m and d_j = x_j - m, "
            "y_j = e_j / S with e_j = exp(d_j), S = sum_j e_j. Admitted: |y_hat_j - y_j| <= y_j * (E(d_j) + eps_S + 4u) "
@@ -82,20 +93,6 @@ class Softmax final : public builtin::DescribedContract {
            "(far beyond exp overflow at 88.7) are tested: only max subtraction survives them (bf16 up to 400, f16 up "
            "to 1000, where their spacing keeps rows from being one-hot). Run to run: two runs must agree bitwise. " +
            std::string(builtin::kNoGeneratedF16) + ".";
-  }
-
-  // Required, although the bound admits any order of the row sum: every output of a row waits for
-  // the whole row's max and sum, so a kernel that splits a row over blocks needs a second pass over
-  // the row anyway, and merging the blocks' partial (max, sum) pairs there in a fixed order costs
-  // nothing over atomics. Reproducibility is worth more here than in a plain reduction: softmax
-  // feeds sampling, top-k and argmax, where a last-bit difference picks another token.
-  Reproducibility reproducibility(DType) const override {
-    return {.required = true,
-            .reason = "each row's outputs wait for its whole max and sum, so split rows merge their partial (max, sum) "
-                      "pairs in a second pass whose fixed order costs nothing over atomics, and softmax feeds sampling, "
-                      "top-k and argmax, where a last-bit difference changes the pick",
-            .opt_out = "none for the built-in softmax; a declared contract (contracts/softmax_declared/contract.toml) "
-                       "may set [contract] deterministic = false"};
   }
 
   // rows x 1031 just past 2^31 elements, in each claimed dtype; whole rows around elements 2^31
