@@ -224,5 +224,52 @@ TEST(import_generator, AnAxisRunStatesFromAShapeIsTiedToIt) {
   EXPECT_NE(im.r.contract_toml.find("values = { dist = \"offsets\", axis = \"t\" }"), std::string::npos) << im.r.contract_toml;
 }
 
+// SOL-ExecBench's copies of flashinfer-trace Definitions have no `constraints`: run() asserts them, and
+// reads a segment of one integer input between two values of another (kv_indices[kv_indptr[b]:kv_indptr[b + 1]]).
+// The asserts become constraints; the bounds become offsets along the axis sliced.
+TEST(import_generator, RunsAssertsAndSliceBoundsStateTheValues) {
+  Imported im(def_text("asserted_pages",
+                       R"("q": {"shape": ["total_q", "h"], "dtype": "float32"}, "cache": {"shape": ["num_pages", "h"], "dtype": "float32"}, )"
+                       R"("qo_indptr": {"shape": ["len_indptr"], "dtype": "int32"}, "kv_indptr": {"shape": ["len_indptr"], "dtype": "int32"}, )"
+                       R"("kv_indices": {"shape": ["num_kv_indices"], "dtype": "int32"})",
+                       R"("y": {"shape": ["total_q", "h"], "dtype": "float32"})",
+                       "import torch\n\ndef run(q, cache, qo_indptr, kv_indptr, kv_indices):\n    total_q, h = q.shape\n"
+                       "    len_indptr = qo_indptr.shape[0]\n    assert h == 8\n    assert total_q == int(qo_indptr[-1].item())\n"
+                       "    y = torch.zeros_like(q)\n    for b in range(len_indptr - 1):\n"
+                       "        kv_start = int(kv_indptr[b].item())\n        kv_end = int(kv_indptr[b + 1].item())\n"
+                       "        pages = kv_indices[kv_start:kv_end].to(torch.long)\n"
+                       "        y[int(qo_indptr[b]):int(qo_indptr[b + 1])] += cache[pages].sum(0)\n    return y\n",
+                       R"("total_q": {"type": "var"}, "num_pages": {"type": "var"}, "len_indptr": {"type": "var"}, )"
+                       R"("num_kv_indices": {"type": "var"}, "h": {"type": "const", "value": 8})",
+                       "[]"),
+              "asserted_pages");
+  ASSERT_EQ(im.error, "");
+  const std::string& t = im.r.contract_toml;
+  // The assert over a var axis and a last value is a constraint; the one over a constant axis alone is not added.
+  EXPECT_TRUE(im.has_note("run() asserts \"total_q == qo_indptr[-1].item()\" (line 7): added as a constraint")) << fmt::format("{}", fmt::join(im.r.notes, "\n"));
+  EXPECT_FALSE(im.has_note("run() asserts \"h == 8\""));
+  EXPECT_NE(t.find("values = { dist = \"offsets\", axis = \"total_q\" }"), std::string::npos) << t;
+  EXPECT_NE(t.find("values = { dist = \"offsets\", axis = \"num_kv_indices\" }   # from run() slices kv_indices along num_kv_indices "
+                   "between two of its values (line 12)"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("values = { dist = \"indices\", axis = \"num_pages\" }"), std::string::npos) << t;
+  const Contract& c = load_declared_contract(im.r.out);
+  Supports s;
+  s.dtypes = {DType::f32};
+  int cases = 0;
+  for (const auto& cs : c.correctness_cases(s, 3, false)) {
+    const CaseData d = c.make_case(cs);
+    const auto qo = ints_of(d, "qo_indptr"), kv = ints_of(d, "kv_indptr");
+    ASSERT_EQ(qo.size(), kv.size()) << cs.id;
+    EXPECT_EQ(qo.back(), d.dims.at("total_q")) << cs.id;
+    EXPECT_EQ(kv.front(), 0) << cs.id;
+    EXPECT_EQ(kv.back(), d.dims.at("num_kv_indices")) << cs.id;
+    EXPECT_TRUE(std::is_sorted(kv.begin(), kv.end())) << cs.id;
+    ++cases;
+  }
+  EXPECT_GT(cases, 5);
+}
+
 }  // namespace
 }  // namespace kqual::contract

@@ -1,6 +1,7 @@
 // contract.toml → declared::Spec, validated whole: every error names the file, the key and the value
 // (docs/declared-contracts.md is the format's reference; tests/contract/declared_test.cpp the cases).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <limits>
@@ -349,6 +350,11 @@ void spec_constraints(const TomlContext& cx, const toml::table& root, Spec& s, c
   for (const auto& a : s.axes)
     if (a.kind == Axis::constant || a.kind == Axis::derived)  // a row stride below 1 is refused as empty
       s.constraints.push_back({Expr::parse(fmt::format("{} >= 1", a.name)), fmt::format("{} (= {}) must be at least 1", a.name, a.expr.text())});
+  // Offsets start at 0 and end at their axis's value (at least 1): two elements at least.
+  for (const auto& t : s.tensors)
+    if (t.role == Role::input && t.values.dist == "offsets" && !t.shape.empty())
+      s.constraints.push_back({Expr::parse(fmt::format("{} >= 2", fmt::join(t.shape, " * "))),
+                               fmt::format("tensors.{} holds offsets from 0 to {}: it needs at least two elements", t.name, t.values.axis)});
   if (const toml::node* cn = root.get("constraints")) {
     const auto* arr = cn->as_array();
     if (!arr) cx.fail("constraints", "expected [[constraints]] tables");

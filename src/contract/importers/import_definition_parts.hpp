@@ -67,16 +67,20 @@ std::string kqual_expr_text(std::string text);
 // int64 or uint32 input: T holds offsets (0 first, never decreasing) ending at AXIS, recorded in
 // rw.offsets_of and removed from the constraints (the values declare it; kqual checks every case).
 // Also reads run() once (read_index_uses) into rw.index_uses, and adds the constraint run() states
-// tying a var axis to another tensor's dim (`batch_size = int(qo_indptr.shape[0]) - 1`).
+// tying a var axis to another tensor's dim (`batch_size = int(qo_indptr.shape[0]) - 1`) and the
+// equalities it asserts (`assert num_kv_indices == kv_indptr[-1].item()`) that no constraint states.
 void value_constraints(json& def, DefinitionRewrite& rw);
 
 // A static read of run()'s source by Python's own parser (kqual's reference interpreter): for each of
 // `ints`, its uses on `tensors` (the other tensor inputs); `relations`: run()'s assignments of one of
-// `axes` from a tensor's dim plus a constant. Empty with `why_not` set when the read cannot run (no
-// Python, a source that does not parse).
+// `axes` from a tensor's dim plus a constant; `asserted`: its asserts of an equality over `axes`,
+// integer constants and an int's last value ({"text", "line"}), with at least one of `var_axes` or a
+// last value in it. Empty with `why_not` set when the read cannot run (no Python, a source that does
+// not parse).
 std::map<std::string, std::vector<IndexUse>> read_index_uses(const std::string& source, const std::string& function,
                                                              const std::vector<std::string>& ints, const std::vector<std::string>& tensors,
-                                                             const std::vector<std::string>& axes, std::string& why_not, json& relations);
+                                                             const std::vector<std::string>& axes, const std::vector<std::string>& var_axes,
+                                                             std::string& why_not, json& relations, json& asserted);
 
 // The `values` of an integer input (int32, int64, uint32), a comment and a note: offsets from a
 // constraint (rw), else indices into the axis run() indexes with it (unique when it writes through

@@ -6,6 +6,7 @@
 // none of these explains is refused by name.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 
@@ -21,8 +22,9 @@ namespace {
 
 // The static read, in Python's own parser (stdlib only). For each integer input: where run() uses its
 // element values (the input itself, a subscript or slice of it, a cast, .item(), int(), a for loop over
-// it, a name assigned from any of these) as an index into, or a slice stop along, a dim of another input
-// or of a name assigned from one without moving that dim (casts, .clone(), .squeeze(k >= 1) for dim 0).
+// it, a name assigned from any of these) as an index into, a slice stop along, or both bounds of a
+// slice along (offsets) a dim of another input (an integer one too) or of a name assigned from one
+// without moving that dim (casts, .clone(), .squeeze(k >= 1) for dim 0).
 // Arithmetic on the values ends the read: `topk_ids >> 16` says nothing of the range.
 constexpr const char* kIndexRead = R"PY(
 import ast, json, sys
@@ -34,7 +36,7 @@ def main():
     if fn is None:
         return {}
     holds = {i: i for i in cfg["ints"]}
-    views = {t: (t, "all") for t in cfg["tensors"]}
+    views = {t: (t, "all") for t in cfg["tensors"] + cfg["ints"]}
     def int_source(e):
         while True:
             if isinstance(e, ast.Name):
@@ -94,9 +96,12 @@ def main():
                 if k > 0 and base[1] != "all":
                     break
                 if isinstance(e, ast.Slice):
-                    i = int_source(e.upper) if e.upper is not None and e.lower is None and e.step is None else None
-                    if i:
+                    i = int_source(e.upper) if e.upper is not None and e.step is None else None
+                    lo = int_source(e.lower) if e.lower is not None else None
+                    if i and e.lower is None:
                         note(i, base[0], k, "stop", id(node) in written, node.lineno)
+                    elif i and lo == i:
+                        note(i, base[0], k, "range", id(node) in written, node.lineno)
                     continue
                 i = int_source(e)
                 if i:
@@ -131,8 +136,51 @@ def relations():
         elif isinstance(e, ast.Name) and e.id in cfg["axes"] and c != 0:
             out.append({"axis": x, "other_axis": e.id, "plus": c, "line": node.lineno})
     return out
+def asserted():
+    # run()'s own checks of its inputs, `assert num_kv_indices == kv_indptr[-1].item()` and `assert
+    # len_indptr == batch_size + 1`: an equality over axis names (as run() binds them), integer constants,
+    # + - *, and an integer input's last value; at least one var axis or last value in it.
+    tree = ast.parse(cfg["source"])
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == cfg["function"]), None)
+    def bare(e):  # int(x) is x
+        while isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "int" and len(e.args) == 1:
+            e = e.args[0]
+        return e
+    def last_value(e):
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "item" and not e.args:
+            e = e.func.value
+        return isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name) and e.value.id in cfg["ints"] \
+            and isinstance(e.slice, ast.UnaryOp) and isinstance(e.slice.op, ast.USub) \
+            and isinstance(e.slice.operand, ast.Constant) and e.slice.operand.value == 1
+    def norm(e):  # the expression with int() wrappers removed, or None where it is not one kqual states
+        e = bare(e)
+        if isinstance(e, ast.Name) and e.id in cfg["axes"]:
+            return e
+        if isinstance(e, ast.Constant) and type(e.value) is int:
+            return e
+        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult)):
+            l, r = norm(e.left), norm(e.right)
+            return ast.BinOp(left=l, op=e.op, right=r) if l is not None and r is not None else None
+        if last_value(e):
+            v = e.func.value if isinstance(e, ast.Call) else e
+            return ast.Call(func=ast.Attribute(value=v, attr="item", ctx=ast.Load()), args=[], keywords=[])
+        return None
+    out = []
+    for node in (ast.walk(fn) if fn else []):
+        t = node.test if isinstance(node, ast.Assert) else None
+        if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):
+            continue
+        l, r = norm(t.left), norm(t.comparators[0])
+        if l is None or r is None:
+            continue
+        e = ast.Compare(left=l, ops=[ast.Eq()], comparators=[r])
+        if not any((isinstance(n, ast.Name) and n.id in cfg["var_axes"]) or (isinstance(n, ast.Attribute) and n.attr == "item")
+                   for n in ast.walk(e)):
+            continue
+        out.append({"text": ast.unparse(e), "line": node.lineno})
+    return out
 try:
-    print(json.dumps({"ok": True, "uses": main(), "relations": relations()}))
+    print(json.dumps({"ok": True, "uses": main(), "relations": relations(), "asserted": asserted()}))
 except SyntaxError as e:
     print(json.dumps({"ok": False, "error": "run() does not parse as Python: %s" % e}))
 )PY";
@@ -185,21 +233,46 @@ void relation_constraints(json& def, const json& relations, DefinitionRewrite& r
   }
 }
 
+// run()'s asserts of an equality between axes (and an integer input's last value) that the Definition
+// does not state as a constraint: the reference refuses any case that breaks them, so they are the
+// Definition's constraints too (SOL-ExecBench's copies of flashinfer-trace Definitions drop the
+// `constraints` list and keep the asserts).
+void asserted_constraints(json& def, const json& asserted, DefinitionRewrite& rw) {
+  auto spaced = [](std::string t) {
+    t.erase(std::remove_if(t.begin(), t.end(), [](char c) { return c == ' ' || c == '\t'; }), t.end());
+    return t;
+  };
+  for (const auto& a : asserted) {
+    const std::string text = a.at("text").get<std::string>();
+    bool stated = false;
+    for (const auto& c : def["constraints"]) stated = stated || (c.is_string() && spaced(c.get<std::string>()) == spaced(text));
+    if (stated) continue;
+    def["constraints"].push_back(text);
+    rw.notes.push_back(fmt::format("run() asserts \"{}\" (line {}): added as a constraint (the reference refuses a case that breaks it)",
+                                   text, a.at("line").get<int>()));
+  }
+}
+
 }  // namespace
 
 void value_constraints(json& def, DefinitionRewrite& rw) {
   // run()'s uses of the integer inputs and its statements of axes (one static read for both).
-  std::vector<std::string> ints, tensors, axes;
+  std::vector<std::string> ints, tensors, axes, var_axes;
   for (const auto& [tn, spec] : def["inputs"].items()) {
     if (!spec.is_object() || !spec.contains("shape") || spec["shape"].is_null()) continue;
     const std::string dt = spec.contains("dtype") && spec["dtype"].is_string() ? spec["dtype"].get<std::string>() : "";
     (dt == "int32" || dt == "int64" || dt == "uint32" ? ints : tensors).push_back(tn);
   }
-  for (const auto& [an, a] : def["axes"].items()) axes.push_back(an);
-  json relations = json::array();
+  for (const auto& [an, a] : def["axes"].items()) {
+    axes.push_back(an);
+    if (a.is_object() && a.value("type", "") == "var") var_axes.push_back(an);
+  }
+  json relations = json::array(), asserted = json::array();
   if (def["reference"].is_string())
-    rw.index_uses = read_index_uses(def["reference"].get<std::string>(), "run", ints, tensors, axes, rw.why_no_read, relations);
+    rw.index_uses = read_index_uses(def["reference"].get<std::string>(), "run", ints, tensors, axes, var_axes, rw.why_no_read,
+                                    relations, asserted);
   if (!def.contains("constraints") || !def["constraints"].is_array()) def["constraints"] = json::array();
+  asserted_constraints(def, asserted, rw);
   relation_constraints(def, relations, rw);
   // AXIS == T[-1].item() (or T[-1] == AXIS): a 1-D integer input whose last value is the axis.
   static const std::regex last(R"(^([A-Za-z_][A-Za-z0-9_]*)\[\s*-1\s*\](\.item\(\))?$)");
@@ -235,7 +308,8 @@ void value_constraints(json& def, DefinitionRewrite& rw) {
 
 std::map<std::string, std::vector<IndexUse>> read_index_uses(const std::string& source, const std::string& function,
                                                              const std::vector<std::string>& ints, const std::vector<std::string>& tensors,
-                                                             const std::vector<std::string>& axes, std::string& why_not, json& relations) {
+                                                             const std::vector<std::string>& axes, const std::vector<std::string>& var_axes,
+                                                             std::string& why_not, json& relations, json& asserted) {
   std::map<std::string, std::vector<IndexUse>> out;
   std::string py;
   try {
@@ -244,7 +318,7 @@ std::map<std::string, std::vector<IndexUse>> read_index_uses(const std::string& 
     why_not = e.what();
     return out;
   }
-  const json cfg{{"source", source}, {"function", function}, {"ints", ints}, {"tensors", tensors}, {"axes", axes}};
+  const json cfg{{"source", source}, {"function", function}, {"ints", ints}, {"tensors", tensors}, {"axes", axes}, {"var_axes", var_axes}};
   const ProcessResult r = run_process(py, {"-c", kIndexRead, cfg.dump()}, {}, {}, 60);
   json j = json::parse(r.out, nullptr, false);
   if (!r.exited || r.exit_code != 0 || j.is_discarded() || !j.is_object()) {
@@ -256,6 +330,7 @@ std::map<std::string, std::vector<IndexUse>> read_index_uses(const std::string& 
     return out;
   }
   relations = j.value("relations", json::array());
+  asserted = j.value("asserted", json::array());
   for (const auto& [name, list] : j["uses"].items())
     for (const auto& u : list)
       out[name].push_back({u.at("tensor").get<std::string>(), u.at("dim").get<int>(), u.at("how").get<std::string>(),
@@ -284,7 +359,12 @@ IntegerInputValues integer_input_values(const fs::path& f, const std::string& tn
     if (kinds.size() == 1) {
       const auto& [axis, how] = *kinds.begin();
       const json& ax = def["axes"][axis];
-      if (how == "index") {
+      if (how == "range") {
+        dist = fmt::format("dist = \"offsets\", axis = \"{}\"", axis);
+        why = fmt::format("run() slices {} along {} between two of its values (line {}): offsets into that axis (0 first, never "
+                          "decreasing), made to end at its length so that every element along it is read",
+                          first->tensor, axis, first->line);
+      } else if (how == "index") {
         dist = fmt::format("dist = \"indices\", axis = \"{}\"{}", axis, written ? ", unique = true" : "");
         why = fmt::format("run() indexes {} along {} with it (line {}){}", first->tensor, axis, first->line,
                           written ? " and writes through it: no index twice, or the result would depend on the order of the writes" : "");
@@ -296,7 +376,8 @@ IntegerInputValues integer_input_values(const fs::path& f, const std::string& tn
     }
     if (dist.empty()) {
       std::vector<std::string> seen;
-      for (const auto& [axis, how] : kinds) seen.push_back(fmt::format("{} along {}", how == "index" ? "an index" : "a slice stop", axis));
+      for (const auto& [axis, how] : kinds)
+        seen.push_back(fmt::format("{} along {}", how == "index" ? "an index" : how == "range" ? "a slice's bounds" : "a slice stop", axis));
       if (!from_generator)
         throw_error(ErrorKind::input, fmt::format("{}: inputs.{}.dtype: integer input '{}': run() uses its values as {}: no one range "
                                                   "states them; declare its values by hand (docs/declared-contracts.md, values)",
