@@ -265,7 +265,7 @@ void value_constraints(json& def, DefinitionRewrite& rw) {
   }
   for (const auto& [an, a] : def["axes"].items()) {
     axes.push_back(an);
-    if (a.is_object() && a.value("type", "") == "var") var_axes.push_back(an);
+    if (a.is_object() && a.contains("type") && a["type"].is_string() && a["type"].get<std::string>() == "var") var_axes.push_back(an);
   }
   json relations = json::array(), asserted = json::array();
   if (def["reference"].is_string())
