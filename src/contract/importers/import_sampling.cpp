@@ -143,6 +143,16 @@ std::string dropout_module_on_line(const std::string& code) {
   return p > 0 ? fmt::format("nn.{}({}) in training mode", m[1].str(), m[3].str()) : "";
 }
 
+// The first sampler called in `calls` ("torch.randn at line 18"), else the first dropout module in
+// `modules`; "" when neither has one.
+std::string first_sampler(const std::vector<SamplingLine>& calls, const std::vector<SamplingLine>& modules) {
+  for (const auto& l : calls)
+    if (const std::string s = sampler_on_line(l.code); !s.empty()) return fmt::format("{} at line {}", s, l.number);
+  for (const auto& l : modules)
+    if (const std::string s = dropout_module_on_line(l.code); !s.empty()) return fmt::format("{} at line {}", s, l.number);
+  return "";
+}
+
 }  // namespace
 
 std::string sampling_call(const std::string& src, const std::string& function, const std::string& except_function) {
@@ -158,12 +168,7 @@ std::string sampling_call(const std::string& src, const std::string& function, c
         kept.push_back(l);
     lines = std::move(kept);
   }
-  const std::vector<SamplingLine> scanned = function.empty() ? lines : sampling_function_body(lines, function);
-  for (const auto& l : scanned)
-    if (const std::string s = sampler_on_line(l.code); !s.empty()) return fmt::format("{} at line {}", s, l.number);
-  for (const auto& l : lines)
-    if (const std::string s = dropout_module_on_line(l.code); !s.empty()) return fmt::format("{} at line {}", s, l.number);
-  return "";
+  return first_sampler(function.empty() ? lines : sampling_function_body(lines, function), lines);
 }
 
 std::string sampling_call_reached(const std::string& src, const std::string& entry, const std::string& except_function) {
@@ -204,11 +209,7 @@ std::string sampling_call_reached(const std::string& src, const std::string& ent
     names_in(body);
   }
   std::sort(scanned.begin(), scanned.end(), [](const SamplingLine& a, const SamplingLine& b) { return a.number < b.number; });
-  for (const auto& l : scanned)
-    if (const std::string s = sampler_on_line(l.code); !s.empty()) return fmt::format("{} at line {}", s, l.number);
-  for (const auto& l : scanned)
-    if (const std::string s = dropout_module_on_line(l.code); !s.empty()) return fmt::format("{} at line {}", s, l.number);
-  return "";
+  return first_sampler(scanned, scanned);
 }
 
 std::string sampling_refusal(const std::string& where) {
