@@ -15,10 +15,17 @@ namespace {
 struct ImportDefinitionArgs {
   contract::DefinitionImportOptions o;
   double cap = 0;  // 0: not given
+  std::vector<std::string> scalars;  // NAME=VALUE
 };
 
 int run_import_definition(ImportDefinitionArgs& a, const GlobalOptions& g) {
   if (a.cap > 0) a.o.cap = a.cap;
+  for (const auto& nv : a.scalars) {
+    const auto eq = nv.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == nv.size())
+      throw_error(ErrorKind::usage, fmt::format("--scalar {}: expected NAME=VALUE", nv));
+    a.o.scalars[nv.substr(0, eq)] = nv.substr(eq + 1);
+  }
   const contract::DefinitionImport r = contract::import_definition(a.o);
   print_outcome(g, "import-definition",
                 json{{"contract", r.name}, {"out", r.out.string()}, {"workloads", r.workloads}, {"bench_shapes", r.bench_shapes},
@@ -44,6 +51,9 @@ void add_import_definition_command(CLI::App& app, GlobalOptions& g, int* exit_co
   cmd->add_option("definition", a->o.definition, "DEF.json")->required();
   cmd->add_option("--workloads", a->o.workloads, "The Definition's workloads (JSONL): axis values, scalar values, tolerances");
   cmd->add_option("--out", a->o.out, "The contract folder to write (must not exist)")->required();
+  cmd->add_option("--scalar", a->scalars,
+                  "NAME=VALUE (repeatable): the value a scalar input holds where the workloads give it several (default: the value "
+                  "most workloads give); the workloads giving another value are left out, named");
   cmd->add_option("--atol", a->o.atol,
                   "Absolute tolerance when neither the Definition nor its workloads give one (default: kqual's, from each output's "
                   "dtype and the reduction length)");

@@ -101,15 +101,15 @@ TEST(ImportDefinitionRewrite, BooleanScalarIsAnI32AndScalarWidthsCompareByValue)
   ASSERT_NE(causal, sc.end());
   EXPECT_EQ(causal->dtype, DType::i32);
   EXPECT_EQ(causal->value, 1);
-  // Values that differ at float32 are two values: still refused, naming both workloads.
+  // Values that differ at float32 are two values: one is held, the other's workload left out
+  // (AScalarWithSeveralValuesKeepsOneAndItsWorkloads).
   json def = small_definition("two_scales");
   def["inputs"]["s"] = {{"shape", nullptr}, {"dtype", "float32"}};
+  def["reference"] = "def run(x, s):\n    return x * s\n";
   const std::string two = R"({"uuid": "a", "axes": {"n": 4}, "inputs": {"s": {"type": "scalar", "value": 0.5}}}
 {"uuid": "b", "axes": {"n": 8}, "inputs": {"s": {"type": "scalar", "value": 0.25}}}
 )";
-  const std::string why = refusal_of(def, two);
-  EXPECT_TRUE(contains(why, "inputs.s.value: the scalar takes 0.5")) << why;
-  EXPECT_TRUE(contains(why, "w.jsonl:2")) << why;
+  EXPECT_EQ(refusal_of(def, two), "");
 }
 
 // kqual_run hands run() its 0-d tensors and Python bools and returns 0-d outputs as one element: run
@@ -322,17 +322,13 @@ TEST(ImportDefinitionRewrite, RefusesByNameWhatStaysInexpressible) {
   frac["inputs"]["k"] = {{"shape", nullptr}, {"dtype", "int32"}};
   const std::string frac_why = refusal_of(frac, R"({"uuid": "a", "axes": {"n": 4}, "inputs": {"k": {"type": "scalar", "value": 2.5}}})" "\n");
   EXPECT_TRUE(contains(frac_why, "inputs.k.value: 2.5 is not a value an i32 scalar holds")) << frac_why;
-  // A boolean scalar no workload sets, or one the workloads set both ways: the peers draw it (or take
-  // each value) per run, kqual's scalars are fixed per contract; refused as a boolean, not an integer.
+  // A boolean scalar no workload sets: the peers draw it per run, kqual's scalars are fixed per
+  // contract; refused as a boolean, not an integer.
   json flag = small_definition("bool_scalar_unset");
   flag["inputs"]["causal"] = {{"shape", nullptr}, {"dtype", "bool"}};
   const std::string unset_why = refusal_of(flag, R"({"uuid": "a", "axes": {"n": 4}, "inputs": {}})" "\n");
   EXPECT_TRUE(contains(unset_why, "inputs.causal: a boolean scalar (null shape) needs its value")) << unset_why;
   EXPECT_FALSE(contains(unset_why, "integer")) << unset_why;
-  const std::string both_why = refusal_of(flag, R"({"uuid": "a", "axes": {"n": 4}, "inputs": {"causal": {"type": "scalar", "value": false}}})" "\n"
-                                                R"({"uuid": "b", "axes": {"n": 8}, "inputs": {"causal": {"type": "scalar", "value": 1}}})" "\n");
-  EXPECT_TRUE(contains(both_why, "inputs.causal.value: the boolean scalar is false (")) << both_why;
-  EXPECT_TRUE(contains(both_why, ") and true (")) << both_why;
   // A description with control characters (\r, \f) is escaped into contract.toml, which loads.
   json ctrl = small_definition("control_chars");
   ctrl["description"] = "one\r\ntwo\f\tthree";
@@ -344,6 +340,63 @@ TEST(ImportDefinitionRewrite, RefusesByNameWhatStaysInexpressible) {
   json fp4 = small_definition("fp4_tensor");
   fp4["inputs"]["m"] = {{"shape", json::array({"n"})}, {"dtype", "float4_e2m1"}};
   EXPECT_TRUE(contains(refusal_of(fp4), "inputs.m.dtype: dtype \"float4_e2m1\"")) << refusal_of(fp4);
+}
+
+// A scalar the workloads give several values (SOL-ExecBench: a flag true in some workloads and false in
+// others, an eps per model): kqual's scalars are fixed per contract, so the contract holds the value
+// most workloads give — or the one --scalar chooses — and keeps their workloads; the rest are named.
+TEST(ImportDefinitionRewrite, AScalarWithSeveralValuesKeepsOneAndItsWorkloads) {
+  json def = small_definition("several_values");
+  def["inputs"]["causal"] = {{"shape", nullptr}, {"dtype", "bool"}};
+  def["inputs"]["eps"] = {{"shape", nullptr}, {"dtype", "float32"}};
+  def["reference"] = "def run(x, causal, eps):\n    return x + eps if causal else x\n";
+  const std::string jsonl =
+      R"({"uuid": "a", "axes": {"n": 4}, "inputs": {"causal": {"type": "scalar", "value": false}, "eps": {"type": "scalar", "value": 1e-5}}})" "\n"
+      R"({"uuid": "b", "axes": {"n": 8}, "inputs": {"causal": {"type": "scalar", "value": 1}, "eps": {"type": "scalar", "value": 1e-5}}})" "\n"
+      R"({"uuid": "c", "axes": {"n": 16}, "inputs": {"causal": {"type": "scalar", "value": true}, "eps": {"type": "scalar", "value": 1e-6}}})" "\n"
+      R"({"uuid": "d", "axes": {"n": 32}, "inputs": {"causal": {"type": "scalar", "value": true}, "eps": {"type": "scalar", "value": 1e-5}}})" "\n";
+  ScratchDir dir("kqual-import-several");
+  write_file_atomic(dir.path() / "def.json", def.dump());
+  write_file_atomic(dir.path() / "w.jsonl", jsonl);
+  auto import_with = [&](const std::string& out, std::map<std::string, std::string> chosen) {
+    DefinitionImportOptions o;
+    o.definition = dir.path() / "def.json";
+    o.workloads = dir.path() / "w.jsonl";
+    o.out = dir.path() / out;
+    o.scalars = std::move(chosen);
+    return import_definition(o);
+  };
+  // causal: true in 3 workloads (b, c, d), false in 1 (a); then eps over those three: 1e-5 in b and d, 1e-6 in c.
+  const DefinitionImport r = import_with("default", {});
+  EXPECT_TRUE(has_note(r, "inputs.causal: the workloads give it 2 values; kqual's scalars are fixed per contract, so this contract holds "
+                          "causal = true (the value most workloads give) and keeps the 3 workload(s) that give it. Not judged here: "
+                          "causal = false (1 workload) — import again with --scalar causal=VALUE for each"))
+      << fmt::format("{}", fmt::join(r.notes, "\n"));
+  EXPECT_TRUE(has_note(r, "so this contract holds eps = 1e-05 (the value most workloads give) and keeps the 2 workload(s)"));
+  EXPECT_TRUE(contains(r.contract_toml, "[scalars.causal]\ndtype = \"i32\"\nvalue = 1\n")) << r.contract_toml;
+  EXPECT_EQ(r.bench_shapes, (std::vector<std::string>{"n=8", "n=32"}));
+  EXPECT_EQ(r.name, "several_values");
+  // --scalar picks another value, under a name of its own (the imports load side by side).
+  const DefinitionImport f = import_with("false", {{"causal", "false"}});
+  EXPECT_TRUE(contains(f.contract_toml, "[scalars.causal]\ndtype = \"i32\"\nvalue = 0\n")) << f.contract_toml;
+  EXPECT_EQ(f.bench_shapes, (std::vector<std::string>{"n=4"}));
+  EXPECT_EQ(f.name, "several_values_causal_false");
+  const DefinitionImport e = import_with("eps", {{"eps", "1e-6"}});
+  EXPECT_EQ(e.bench_shapes, (std::vector<std::string>{"n=16"}));
+  EXPECT_EQ(e.name, "several_values_eps_1e_6");
+  EXPECT_TRUE(has_note(e, "holds eps = 1e-06 (chosen with --scalar) and keeps the 1 workload(s)")) << fmt::format("{}", fmt::join(e.notes, "\n"));
+  // A value no workload gives, or a name the Definition lacks: refused by name, nothing written.
+  for (const auto& [name, value, why] : {std::tuple{"causal", "2", "--scalar causal=2: no workload of"},
+                                         {"nosuch", "1", "--scalar nosuch=1: "}}) {
+    std::string got;
+    try {
+      (void)import_with(std::string("bad_") + name, {{name, value}});
+    } catch (const Error& err) {
+      got = err.what();
+    }
+    EXPECT_TRUE(contains(got, why)) << got;
+    EXPECT_FALSE(fs::exists(dir.path() / (std::string("bad_") + name)));
+  }
 }
 
 }  // namespace

@@ -469,6 +469,9 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
   DefinitionImport r;
   r.out = o.out;
   r.name = definition_contract_name(def_name);
+  // One import per value of a scalar the workloads vary: each under its own name (--scalar eps=1e-6:
+  // NAME_eps_1e_6), so the imports load side by side.
+  for (const auto& [scalar, value] : o.scalars) r.name += definition_contract_name("_" + scalar + "_" + value);
   // Literal dims, 0-d tensors, shape reads and equalities in constraints, boolean scalars.
   const detail::DefinitionRewrite rw = detail::rewrite_definition(f, def);
   r.notes = rw.notes;
@@ -480,6 +483,7 @@ DefinitionImport import_definition(const DefinitionImportOptions& o) {
     r.workloads = int(workloads.size());
     if (workloads.empty()) refuse(o.workloads, "(lines)", fmt::format("no workload of definition \"{}\"", def_name));
   }
+  workloads = detail::one_value_per_scalar(f, o.workloads, workloads, def, rw.bool_scalars, o.scalars, r.notes);
   const Workloads sized = detail::sized_workloads(workloads, def, r.notes);  // those without an empty tensor give the shapes
   // ---- [contract] (its policy, determinism and case cap filled in later), axes, tensors ----
   std::ostringstream t;

@@ -130,6 +130,14 @@ std::optional<std::int64_t> workload_axis(const std::pair<std::string, json>& w,
 // declared-contract engine does not run) is named in a note and left out of the hints, bases and
 // benchmark shapes; it still gives scalar values and tolerances.
 Workloads sized_workloads(const Workloads& all, const json& def, std::vector<std::string>& notes);
+// kqual's scalars are fixed per contract: where the workloads give a scalar input several values, the
+// contract holds one — `chosen`'s (NAME -> "true", "false" or a number) where given, else the value
+// most workloads give (the first of those tied) — and keeps the workloads that give that value (or none); the others are left out, and a
+// note names each value left and how to import it. Values that round to one float32 are one value.
+// Refused by name: a chosen scalar the Definition lacks, or a value no workload gives.
+Workloads one_value_per_scalar(const std::filesystem::path& def_file, const std::filesystem::path& workloads_file, const Workloads& all,
+                               const json& def, const std::set<std::string>& bool_scalars, const std::map<std::string, std::string>& chosen,
+                               std::vector<std::string>& notes);
 // The [scalars.<tn>] section of a scalar input: its value, the same in every workload that sets it
 // (values written at float32 in some lines and float64 in others are one value when they round to the
 // same float32); a boolean scalar's true/false as 1/0.

@@ -1,7 +1,9 @@
 // A Definition's workloads (import_definition_parts.hpp): the lines read and checked, the axis values
 // they give, the workloads with an empty tensor left out of the shapes, and a scalar's value.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -66,6 +68,87 @@ Workloads sized_workloads(const Workloads& all, const json& def, std::vector<std
     }
     notes.push_back(fmt::format("{}: axes.{} = 0 (an empty tensor): left out of the hints, the base and the benchmark shapes — "
                                 "kqual's axes are at least 1, and the declared-contract engine runs no empty tensor", w.first, empty));
+  }
+  return kept;
+}
+
+namespace {
+
+// A workload's value of scalar `tn` as a number (a boolean as 0 or 1); nullopt when it sets none.
+std::optional<double> workload_scalar(const std::pair<std::string, json>& w, const std::string& tn) {
+  const json& b = workload_body(w);
+  if (!b.contains("inputs") || !b["inputs"].contains(tn) || !b["inputs"][tn].is_object() || !b["inputs"][tn].contains("value"))
+    return std::nullopt;
+  const json& v = b["inputs"][tn]["value"];
+  if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
+  if (v.is_number()) return v.get<double>();
+  return std::nullopt;  // definition_scalar_toml names the type
+}
+
+std::string shown_value(double v, bool is_bool) { return is_bool ? (v != 0 ? "true" : "false") : fmt::format("{}", v); }
+
+}  // namespace
+
+Workloads one_value_per_scalar(const fs::path& def_file, const fs::path& workloads_file, const Workloads& all, const json& def,
+                               const std::set<std::string>& bool_scalars, const std::map<std::string, std::string>& chosen,
+                               std::vector<std::string>& notes) {
+  const json* inputs = def.contains("inputs") && def["inputs"].is_object() ? &def["inputs"] : nullptr;
+  for (const auto& [name, text] : chosen)
+    if (!inputs || !inputs->contains(name) || !(*inputs)[name].is_object() || !(*inputs)[name].contains("shape") ||
+        !(*inputs)[name]["shape"].is_null())
+      throw_error(ErrorKind::input, fmt::format("--scalar {}={}: {} has no scalar input '{}'", name, text, def_file.string(), name));
+  Workloads kept = all;
+  if (!inputs) return kept;
+  for (const auto& [tn, spec] : inputs->items()) {
+    if (!spec.is_object() || !spec.contains("shape") || !spec["shape"].is_null()) continue;
+    const bool is_bool = bool_scalars.count(tn) > 0;
+    std::vector<std::pair<double, int>> seen;  // distinct values (as float32), in order, with their workloads
+    for (const auto& w : kept)
+      if (const auto v = workload_scalar(w, tn)) {
+        auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return float(s.first) == float(*v); });
+        if (it == seen.end()) seen.push_back({*v, 1});
+        else ++it->second;
+      }
+    const auto pick = chosen.find(tn);
+    if (seen.size() < 2 && pick == chosen.end()) continue;
+    double target = 0;
+    int most = 0;
+    for (const auto& [v, n] : seen)
+      if (n > most) target = v, most = n;
+    std::string how = "the value most workloads give";
+    if (pick != chosen.end()) {
+      const std::string& text = pick->second;
+      how = "chosen with --scalar";
+      if (text == "true" || text == "false") {
+        target = text == "true" ? 1 : 0;
+      } else {
+        try {
+          std::size_t used = 0;
+          target = std::stod(text, &used);
+          if (used != text.size()) throw std::invalid_argument(text);
+        } catch (const std::exception&) {
+          throw_error(ErrorKind::usage, fmt::format("--scalar {}={}: not a number, true or false", tn, text));
+        }
+      }
+      if (std::none_of(seen.begin(), seen.end(), [&](const auto& s) { return float(s.first) == float(target); })) {
+        std::vector<std::string> given;
+        for (const auto& [v, n] : seen) given.push_back(shown_value(v, is_bool));
+        throw_error(ErrorKind::input, fmt::format("--scalar {}={}: no workload of {} gives it (they give: {})", tn, text,
+                                                  workloads_file.string(), given.empty() ? "none" : fmt::format("{}", fmt::join(given, ", "))));
+      }
+    }
+    Workloads agree;
+    for (const auto& w : kept)
+      if (const auto v = workload_scalar(w, tn); !v || float(*v) == float(target)) agree.push_back(w);
+    std::vector<std::string> left;
+    for (const auto& [v, n] : seen)
+      if (float(v) != float(target)) left.push_back(fmt::format("{} ({} workload{})", shown_value(v, is_bool), n, n == 1 ? "" : "s"));
+    if (!left.empty())
+      notes.push_back(fmt::format("inputs.{}: the workloads give it {} values; kqual's scalars are fixed per contract, so this contract "
+                                  "holds {} = {} ({}) and keeps the {} workload(s) that give it. Not judged here: {} = {} — import again "
+                                  "with --scalar {}=VALUE for each",
+                                  tn, seen.size(), tn, shown_value(target, is_bool), how, agree.size(), tn, fmt::join(left, ", "), tn));
+    kept = std::move(agree);
   }
   return kept;
 }

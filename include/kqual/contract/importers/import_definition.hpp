@@ -6,6 +6,7 @@
 // SOL's per-workload tolerances. What kqual cannot express is refused by name.
 // docs/declared-contracts.md, "Importing a Definition".
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,9 @@ struct DefinitionImportOptions {
   // from its dtype and the operation's reduction length (docs/declared-contracts.md).
   double atol = -1, rtol = -1;
   std::optional<double> cap;                  // SOL's max_error_cap when the workloads give a ratio without one
+  // The value a scalar holds where the workloads give it several (NAME -> "true", "false" or a
+  // number): the contract keeps the workloads that give it. Default: the value most workloads give.
+  std::map<std::string, std::string> scalars;
 };
 
 struct DefinitionImport {
