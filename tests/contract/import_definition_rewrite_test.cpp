@@ -340,6 +340,36 @@ TEST(ImportDefinitionRewrite, RefusesByNameWhatStaysInexpressible) {
   json fp4 = small_definition("fp4_tensor");
   fp4["inputs"]["m"] = {{"shape", json::array({"n"})}, {"dtype", "float4_e2m1"}};
   EXPECT_TRUE(contains(refusal_of(fp4), "inputs.m.dtype: dtype \"float4_e2m1\"")) << refusal_of(fp4);
+  // PyTorch's packed fp4 output has no error model here: refused by name (the input form imports:
+  // PackedFp4InputsAreTheirBytes).
+  json fp4_out = small_definition("fp4_output");
+  fp4_out["outputs"]["y"]["dtype"] = "float4_e2m1fn_x2";
+  EXPECT_TRUE(contains(refusal_of(fp4_out), "outputs.y.dtype: dtype \"float4_e2m1fn_x2\"")) << refusal_of(fp4_out);
+}
+
+// PyTorch's float4_e2m1fn_x2 input (SOL-ExecBench's nvfp4 problems: packed weights): every byte is a
+// valid pair of e2m1 values, so kqual holds it as u8 bytes over all 256 patterns, and kqual_run hands
+// run() the view it was written for.
+TEST(ImportDefinitionRewrite, PackedFp4InputsAreTheirBytes) {
+  json def = small_definition("fp4_weights");
+  def["axes"]["half"] = {{"type", "const"}, {"value", 8}};
+  def["inputs"]["w"] = {{"shape", json::array({"n", "half"})}, {"dtype", "float4_e2m1fn_x2"}};
+  def["reference"] = "def run(x, w):\n    return x\n";
+  ScratchDir dir("kqual-import-fp4");
+  DefinitionImportOptions o;
+  o.definition = dir.path() / "def.json";
+  o.out = dir.path() / "out";
+  write_file_atomic(o.definition, def.dump());
+  const DefinitionImport r = import_definition(o);
+  EXPECT_TRUE(has_note(r, "inputs.w: float4_e2m1fn_x2 (two e2m1 values per byte, every byte a valid pair): held as u8 bytes drawn over "
+                          "all 256 patterns"));
+  EXPECT_TRUE(contains(test_util::toml_table(r.contract_toml, "[tensors.w]"), "values = { dist = \"int\", lo = 0, hi = 255 }"))
+      << r.contract_toml;
+  EXPECT_TRUE(contains(r.contract_toml, "w = \"u8\"")) << r.contract_toml;
+  EXPECT_TRUE(contains(r.contract_toml, "function = \"kqual_run\"")) << r.contract_toml;
+  const std::string py = read_text_file(o.out / "reference.py");
+  EXPECT_TRUE(contains(py, "_KQUAL_FP4 = [\"w\"]")) << py;
+  EXPECT_TRUE(contains(py, "kw[n] = kw[n].to(_kqual_torch.uint8).view(_kqual_torch.float4_e2m1fn_x2)")) << py;
 }
 
 // A scalar the workloads give several values (SOL-ExecBench: a flag true in some workloads and false in

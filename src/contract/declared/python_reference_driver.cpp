@@ -75,6 +75,9 @@ def by_name(out, names, what):
     return {names[0]: out}
 def as_numpy(v):
     if torch is not None and isinstance(v, torch.Tensor):
+        # Packed fp4 (two e2m1 values a byte) is its bytes: kqual holds it as u8.
+        if v.dtype == getattr(torch, "float4_e2m1fn_x2", None):
+            v = v.view(torch.uint8)
         # NumPy has no bfloat16 (nor fp8): such a tensor is widened exactly.
         if v.is_floating_point() and v.dtype not in (torch.float32, torch.float64):
             v = v.to(torch.float64)

@@ -36,6 +36,7 @@ struct IndexUse {
 struct DefinitionRewrite {
   std::set<std::string> zero_d;                 // tensors declared 0-d (shape []): one element along c1
   std::set<std::string> bool_scalars;           // boolean scalars: i32 0 or 1
+  std::set<std::string> fp4_inputs;             // float4_e2m1fn_x2 inputs: held as u8 bytes
   std::map<std::string, std::string> equal_to;  // var axis -> the expression an equality constraint fixes it to (now derived)
   // An integer input a constraint reads the last value of (`total_q == qo_indptr[-1].item()`): its
   // values are offsets ending at that axis (the constraint, removed from the constraints).
@@ -49,12 +50,12 @@ struct DefinitionRewrite {
 // Rewrites `def` (its groups already checked to be objects): a literal size in a shape ("1") and a 0-d
 // tensor become constant axes c<N>; `T.shape[i]` in a constraint becomes the axis there; a var axis an
 // equality constraint fixes (`len_indptr == batch_size + 1`) becomes a derived axis; a boolean scalar
-// an i32 one. Refuses, naming the file and key, a literal "0" (an empty tensor) and inputs that are all
+// an i32 one; a float4_e2m1fn_x2 input u8 bytes. Refuses, naming the file and key, a literal "0" (an empty tensor) and inputs that are all
 // scalars (the declared-contract engine generates at least one input tensor).
 DefinitionRewrite rewrite_definition(const std::filesystem::path& f, json& def);
 
-// The reference.py lines after the Definition's own: `kqual_run`, which hands run() its 0-d tensors
-// and Python bools and gives 0-d outputs back as one element; "" when the contract can call run().
+// The reference.py lines after the Definition's own: `kqual_run`, which hands run() its 0-d tensors,
+// Python bools and float4_e2m1fn_x2 views and gives 0-d outputs back as one element; "" when the contract can call run().
 std::string reference_adapter_py(const DefinitionRewrite& rw, const std::vector<std::string>& outputs);
 
 // Python's boolean words and floor division as kqual's operators ("attention_head_dim // 2",

@@ -200,6 +200,16 @@ DefinitionRewrite rewrite_definition(const fs::path& f, json& def) {
   for (auto& [tn, spec] : def["inputs"].items()) {
     const bool scalar = !spec.contains("shape") || spec["shape"].is_null();
     any_tensor_input |= !scalar;
+    // Packed fp4 (PyTorch's float4_e2m1fn_x2: one byte, two e2m1 values): every byte is a valid pair
+    // (+-0, 0.5, 1, 1.5, 2, 3, 4, 6), so kqual holds it as u8 bytes drawn over all 256 patterns and
+    // kqual_run views them as float4_e2m1fn_x2 for run().
+    if (!scalar && spec.contains("dtype") && spec["dtype"] == "float4_e2m1fn_x2") {
+      rw.fp4_inputs.insert(tn);
+      spec["dtype"] = "uint8";
+      rw.notes.push_back(fmt::format("inputs.{}: float4_e2m1fn_x2 (two e2m1 values per byte, every byte a valid pair): held as u8 "
+                                     "bytes drawn over all 256 patterns; the reference receives them viewed as torch.float4_e2m1fn_x2",
+                                     tn));
+    }
     if (!scalar) continue;
     scalars.push_back(tn);
     // A Python bool the reference receives: held as an i32 scalar 0 or 1 (what a kernel's bool
@@ -220,7 +230,7 @@ DefinitionRewrite rewrite_definition(const fs::path& f, json& def) {
 }
 
 std::string reference_adapter_py(const DefinitionRewrite& rw, const std::vector<std::string>& outputs) {
-  if (rw.zero_d.empty() && rw.bool_scalars.empty()) return "";
+  if (rw.zero_d.empty() && rw.bool_scalars.empty() && rw.fp4_inputs.empty()) return "";
   auto py_list = [](const auto& names) {
     std::vector<std::string> q;
     for (const auto& n : names) q.push_back("\"" + n + "\"");
@@ -232,9 +242,10 @@ std::string reference_adapter_py(const DefinitionRewrite& rw, const std::vector<
   return fmt::format(
       "\n\n# ---- added by `kqual import-definition`: kqual holds what the Definition declares 0-d as one element and its\n"
       "# boolean scalars as i32 0/1; kqual_run (the contract's [reference] function) hands run() the 0-d tensors and\n"
-      "# Python bools it was written for, and its 0-d outputs back as one element.\n"
+      "# Python bools it was written for, its packed fp4 inputs (held as u8 bytes) as float4_e2m1fn_x2, and its 0-d\n"
+      "# outputs back as one element.\n"
       "import inspect as _kqual_inspect\n\n"
-      "_KQUAL_ZERO_D = {}\n_KQUAL_BOOL = {}\n_KQUAL_OUTPUTS = {}\n_KQUAL_ZERO_D_OUT = {}\n\n\n"
+      "_KQUAL_ZERO_D = {}\n_KQUAL_BOOL = {}\n_KQUAL_FP4 = {}\n_KQUAL_OUTPUTS = {}\n_KQUAL_ZERO_D_OUT = {}\n\n\n"
       "def kqual_run(**kw):\n"
       "    params = _kqual_inspect.signature(run).parameters\n"
       "    if not any(p.kind == p.VAR_KEYWORD for p in params.values()):\n"
@@ -245,6 +256,10 @@ std::string reference_adapter_py(const DefinitionRewrite& rw, const std::vector<
       "    for n in _KQUAL_BOOL:\n"
       "        if n in kw:\n"
       "            kw[n] = bool(kw[n])\n"
+      "    for n in _KQUAL_FP4:\n"
+      "        if n in kw:\n"
+      "            import torch as _kqual_torch\n"
+      "            kw[n] = kw[n].to(_kqual_torch.uint8).view(_kqual_torch.float4_e2m1fn_x2)  # handed over as int64\n"
       "    out = run(**kw)\n"
       "    if not _KQUAL_ZERO_D_OUT:\n"
       "        return out\n"
@@ -255,7 +270,7 @@ std::string reference_adapter_py(const DefinitionRewrite& rw, const std::vector<
       "    return _kqual_one(out)\n\n\n"
       "def _kqual_one(v):\n"
       "    return v.reshape(1) if hasattr(v, \"reshape\") else [v]\n",
-      py_list(rw.zero_d), py_list(rw.bool_scalars), py_list(outputs), py_list(zero_d_out));
+      py_list(rw.zero_d), py_list(rw.bool_scalars), py_list(rw.fp4_inputs), py_list(outputs), py_list(zero_d_out));
 }
 
 }  // namespace kqual::contract::detail
