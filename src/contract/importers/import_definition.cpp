@@ -55,7 +55,8 @@ using detail::toml_quoted;
 
 std::string kqual_dtype(const fs::path& f, const std::string& key, const std::string& d) {
   if (std::string k = detail::imported_dtype(d); !k.empty()) return k;
-  refuse(f, key, fmt::format("dtype \"{}\" has no kqual storage type (kqual takes {}; fp4 and other formats are not supported)", d,
+  refuse(f, key, fmt::format("dtype \"{}\" has no kqual storage type (kqual takes {}, and float4_e2m1fn_x2 inputs as their bytes; "
+                             "other formats are not supported)", d,
                              detail::imported_dtype_names()));
 }
 
