@@ -178,11 +178,13 @@ std::optional<SubmissionCaseResult> hello_failure(const contract::Contract& c, c
 
 }  // namespace
 
-std::unique_ptr<TorchWorker> start_submission_worker(const TorchSubmission& s, const SubmissionCheckOptions& o, const fs::path& err_file) {
+std::unique_ptr<TorchWorker> start_submission_worker(const contract::Contract& c, const TorchSubmission& s, const SubmissionCheckOptions& o,
+                                                     const fs::path& err_file) {
   json cfg{{"submission", fs::absolute(s.file).string()}, {"class", s.class_name}, {"allow_kernels", s.allow_kernels}, {"seed", o.seed}};
   cfg["contract_dir"] = fs::exists(s.problem_dir / "reference.py") && fs::exists(s.problem_dir / "problem.py")
                             ? json(fs::absolute(s.problem_dir).string())
                             : json(nullptr);
+  if (const auto op = torch_operation_of(c); op && !op->builtin.empty()) cfg["builtin"] = op->builtin;
   return std::make_unique<TorchWorker>(o.python.empty() ? contract::reference_python() : o.python, worker_script(o), cfg, err_file,
                                        "the PyTorch submission worker", o.env);
 }
@@ -207,7 +209,7 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
     throw_error(ErrorKind::input, fmt::format("{}: no case at most {} elements for a PyTorch submission", c.name(), o.max_case_elements));
   const WorkerScratch scratch(o.scratch, "kqual-submission");
   const fs::path& dir = scratch.path();
-  std::unique_ptr<TorchWorker> wp = start_submission_worker(s, o, dir / "worker.stderr");
+  std::unique_ptr<TorchWorker> wp = start_submission_worker(c, s, o, dir / "worker.stderr");
   TorchWorker& w = *wp;
   const json hello = w.call(nullptr, o.case_timeout_s);
   if (const std::string code = hello.value("code", std::string()); code == "no_torch" || code == "no_cuda") {

@@ -260,7 +260,7 @@ SubmissionTiming time_torch_submission(const contract::Contract& c, const TorchS
   }
   const WorkerScratch scratch(co.scratch, "kqual-submission-timing");
   const fs::path& dir = scratch.path();
-  std::unique_ptr<TorchWorker> sub = start_submission_worker(s, co, dir / "worker.stderr");
+  std::unique_ptr<TorchWorker> sub = start_submission_worker(c, s, co, dir / "worker.stderr");
   const json hello = sub->call(nullptr, co.case_timeout_s);
   if (!hello.value("ok", false)) {
     const std::string code = hello.value("code", std::string("?"));

@@ -141,13 +141,28 @@ LIBRARY_PATTERNS = (
 DEFAULT_ALLOW = (r"FillFunctor", r"copy_kernel", r"direct_copy_kernel", r"CatArrayBatchedCopy", r"Memset", r"Memcpy")
 
 
-def library_kernels(names, allow):
+# Of the reference's own kernels, these stay allowed: filling memory is how outputs are allocated.
+ALLOCATION = re.compile(r"FillFunctor|Memset")
+
+
+def library_kernels(names, allow, reference_kernels=()):
     """The kernels among names that come from a library the submission must not call, with the
-    library; allow: regular expressions of kernel names that are allowed anyway."""
-    allowed = [re.compile(a) for a in tuple(DEFAULT_ALLOW) + tuple(allow)]
+    library; allow: regular expressions of kernel names the problem or the user allows anyway;
+    reference_kernels: the kernels the problem's own reference launches on the same values — one of
+    those in the submission is the reference's work, even where it is a copy kernel allowed by default
+    (a transpose is a copy) or one no library pattern names (unless `allow` names it, or it fills
+    memory)."""
+    user = [re.compile(a) for a in allow]
+    default = [re.compile(a) for a in DEFAULT_ALLOW]
+    own = {k for k in reference_kernels if not ALLOCATION.search(k)}
     out = []
     for n in names:
-        if any(a.search(n) for a in allowed):
+        if any(a.search(n) for a in user):
+            continue
+        if n in own:
+            out.append({"kernel": n, "library": "the problem's reference"})
+            continue
+        if any(a.search(n) for a in default):
             continue
         for pat, lib in LIBRARY_PATTERNS:
             if pat.search(n):

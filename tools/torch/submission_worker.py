@@ -7,7 +7,8 @@ references, computed in another process (docs/torch-submissions.md).
 
 Usage: submission_worker.py CONFIG_JSON
 CONFIG: {"submission": file, "class": "ModelNew", "contract_dir": folder of an imported KernelBench
-problem (reference.py with CONFIG, problem.py) or null, "allow_kernels": [regex], "seed": int,
+problem (reference.py with CONFIG, problem.py) or null, "builtin": the built-in contract's name (its
+PyTorch form in kqual_torch_ops) or absent, "allow_kernels": [regex], "seed": int,
 "sleep_cycles": int (the spin put on the caller's stream before each checked call; default 2e7)}
 
 Protocol: one JSON line answered per JSON line on stdin, replies on the process's original stdout
@@ -25,9 +26,11 @@ shape, files: [call1, call2, call3]}], deadline_s}: four calls at this case:
      threads the call left running, are counted; inputs hashed before and after
   2. the same tensors refilled in place with dataset B (same data_ptr, shape and dtype, new values)
   3. fresh tensors of dataset A again (a first call that differs from later ones)
-  4. fresh tensors of dataset A under the PyTorch profiler: the kernels launched
+  4. fresh tensors of dataset A under the PyTorch profiler: the kernels launched, compared with the
+     library patterns and with the kernels the problem's own reference launches on the same values
 Outputs of calls 1-3 are written to the files given. Reply {"ok": true, "calls": [{late_bytes,
-pending_streams, new_threads, inputs_changed}], "kernels", "library_kernels", "replaced"}, or
+pending_streams, new_threads, inputs_changed}], "kernels", "reference_kernels", "reference_kernels_note",
+"library_kernels", "replaced"}, or
 {"ok": false, "code": "exception" | "output_mismatch" | "parameters_differ", "call", "error"}.
 
 "time": a request as tools/torch/timing_worker.py takes one (inputs and outputs with files [A, B],
@@ -139,10 +142,11 @@ replaced_at_import = originals.replaced()
 models = {}
 
 
-def model_for(axes):
-    """The submission's module at these axis values, built as the problem builds Model: the module's
-    constants set, torch seeded, the problem's get_init_inputs()."""
-    key = tuple(sorted(axes.items()))
+def model_for(axes, klass=None):
+    """The submission's module (or `klass`, the problem's own Model) at these axis values, built as
+    the problem builds Model: the module's constants set, torch seeded, the problem's
+    get_init_inputs()."""
+    key = (klass is not None,) + tuple(sorted(axes.items()))
     if key in models:
         return models[key]
     init = []
@@ -158,7 +162,7 @@ def model_for(axes):
             for c, v in saved.items():
                 setattr(mod, c, v)
     torch.manual_seed(int(cfg.get("seed", 0)))
-    m = cls(*init).to(dev)
+    m = (klass or cls)(*init).to(dev)
     if len(models) >= 8:
         models.clear()
     models[key] = m
@@ -261,6 +265,43 @@ def write(r, k, data):
             f.write(b)
 
 
+reference_kernels_at = {}
+
+
+def reference_kernels(r, t):
+    """The kernels the problem's own reference launches on these tensors, as the profiler names them
+    (an imported KernelBench problem's Model, or the built-in contract's PyTorch expression from
+    kqual_torch_ops): a submission that launches one of them hands the work to the reference, even
+    where the kernel is one no library pattern names (softmax_warp_forward) or one allowed by
+    default (the copy kernel of a transpose). (names, note): note says why none are known."""
+    key = tuple(sorted(r.get("axes", {}).items()))
+    if key in reference_kernels_at:
+        return reference_kernels_at[key]
+    fn, note = None, ""
+    try:
+        if reference is not None:
+            fn = caller_fn(model_for(r.get("axes", {}), reference._problem().Model), r)
+        elif cfg.get("builtin"):
+            from kqual_torch_ops import OPS
+            op = OPS.get(cfg["builtin"])
+            if op is not None:
+                fn = lambda x: op.fn(*[x[n] for n in op.inputs])  # noqa: E731
+        if fn is None:
+            note = "no PyTorch form of the problem here: the library patterns alone decide"
+        else:
+            torch.cuda.synchronize()
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof, torch.no_grad():
+                fn(t)
+                torch.cuda.synchronize()
+            names = sorted({e.name for e in prof.events() if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA})
+            reference_kernels_at[key] = (names, "")
+            return reference_kernels_at[key]
+    except Exception as e:  # the reference's failure is not the submission's
+        note = "the reference could not be profiled here: %s" % exc_text(e)
+    reference_kernels_at[key] = ([], note)
+    return reference_kernels_at[key]
+
+
 def do_check(r):
     model = model_for(r.get("axes", {}))
     call = caller_fn(model, r)
@@ -285,8 +326,10 @@ def do_check(r):
         outputs_of(call(t), r)
         torch.cuda.synchronize()
     kernels = sorted({e.name for e in prof.events() if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA})
-    return {"ok": True, "calls": calls, "kernels": kernels,
-            "library_kernels": guard.library_kernels(kernels, cfg.get("allow_kernels", [])), "replaced": originals.replaced()}
+    ref_kernels, ref_note = reference_kernels(r, load_inputs(r, 0))
+    return {"ok": True, "calls": calls, "kernels": kernels, "reference_kernels": ref_kernels, "reference_kernels_note": ref_note,
+            "library_kernels": guard.library_kernels(kernels, cfg.get("allow_kernels", []), ref_kernels),
+            "replaced": originals.replaced()}
 
 
 class Timed:
