@@ -415,6 +415,25 @@ TEST(ImportDefinitionRewrite, AScalarWithSeveralValuesKeepsOneAndItsWorkloads) {
   EXPECT_EQ(e.bench_shapes, (std::vector<std::string>{"n=16"}));
   EXPECT_EQ(e.name, "several_values_eps_1e_6");
   EXPECT_TRUE(has_note(e, "holds eps = 1e-06 (chosen with --scalar) and keeps the 1 workload(s)")) << fmt::format("{}", fmt::join(e.notes, "\n"));
+  // A scalar no workload sets takes the value --scalar gives (refused without it, naming --scalar).
+  json unset = def;
+  unset["name"] = "unset_flag";
+  unset["inputs"]["gated"] = {{"shape", nullptr}, {"dtype", "bool"}};
+  unset["reference"] = "def run(x, causal, eps, gated):\n    return x\n";
+  write_file_atomic(dir.path() / "def.json", unset.dump());
+  std::string unset_why;
+  try {
+    (void)import_with("unset_refused", {});
+  } catch (const Error& err) {
+    unset_why = err.what();
+  }
+  EXPECT_TRUE(contains(unset_why, "inputs.gated: a boolean scalar (null shape) needs its value: give the workloads (--workloads) that set "
+                                  "it, or --scalar gated=true|false with them"))
+      << unset_why;
+  const DefinitionImport g = import_with("unset_given", {{"gated", "true"}});
+  EXPECT_TRUE(contains(g.contract_toml, "[scalars.gated]\ndtype = \"i32\"\nvalue = 1\n")) << g.contract_toml;
+  EXPECT_TRUE(has_note(g, "inputs.gated: no workload gives its value: gated = true (chosen with --scalar)"));
+  write_file_atomic(dir.path() / "def.json", def.dump());
   // A value no workload gives, or a name the Definition lacks: refused by name, nothing written.
   for (const auto& [name, value, why] : {std::tuple{"causal", "2", "--scalar causal=2: no workload of"},
                                          {"nosuch", "1", "--scalar nosuch=1: "}}) {

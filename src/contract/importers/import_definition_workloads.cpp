@@ -130,6 +130,16 @@ Workloads one_value_per_scalar(const fs::path& def_file, const fs::path& workloa
           throw_error(ErrorKind::usage, fmt::format("--scalar {}={}: not a number, true or false", tn, text));
         }
       }
+      if (seen.empty() && !kept.empty()) {
+        // No workload sets it: the value chosen is given to every workload, as the workloads would.
+        for (auto& w : kept) {
+          json& body = w.second.contains("workload") ? w.second["workload"] : w.second;
+          body["inputs"][tn] = {{"type", "scalar"}, {"value", is_bool ? json(target != 0) : json(target)}};
+        }
+        notes.push_back(fmt::format("inputs.{}: no workload gives its value: {} = {} (chosen with --scalar)", tn, tn,
+                                    shown_value(target, is_bool)));
+        continue;
+      }
       if (std::none_of(seen.begin(), seen.end(), [&](const auto& s) { return float(s.first) == float(target); })) {
         std::vector<std::string> given;
         for (const auto& [v, n] : seen) given.push_back(shown_value(v, is_bool));
@@ -209,15 +219,16 @@ std::string definition_scalar_toml(const fs::path& def_file, const fs::path& wor
   }
   if (!value && is_bool)
     throw_error(ErrorKind::input,
-                fmt::format("{}: {}: a boolean scalar (null shape) needs its value: give the workloads (--workloads) that set it (the "
-                            "peers' generators draw it true or false at random, and kqual's scalars are fixed per contract: a "
-                            "kernel's two paths are checked by importing once per value)",
-                            def_file.string(), key));
+                fmt::format("{}: {}: a boolean scalar (null shape) needs its value: give the workloads (--workloads) that set it, or "
+                            "--scalar {}=true|false with them (the peers' generators draw it true or false at random, and kqual's "
+                            "scalars are fixed per contract: a kernel's two paths are checked by importing once per value)",
+                            def_file.string(), key, tn));
   if (!value)
     throw_error(ErrorKind::input,
-                fmt::format("{}: {}: a scalar (null shape) needs its value: give the workloads (--workloads) that set it (an integer scalar "
-                            "no workload sets is drawn from [-1024, 1024) by the peers' generators: what it counts is not stated)",
-                            def_file.string(), key));
+                fmt::format("{}: {}: a scalar (null shape) needs its value: give the workloads (--workloads) that set it, or --scalar "
+                            "{}=VALUE with them (an integer scalar no workload sets is drawn from [-1024, 1024) by the peers' "
+                            "generators: what it counts is not stated)",
+                            def_file.string(), key, tn));
   // kqual's scalars are f32, f64, i32 and i64 (a u32 one is held as i64); an integer scalar's value must be one.
   const std::string held = dt == "f64" ? "f64" : dt == "i32" || dt == "i64" ? dt : dt == "u32" ? "i64" : "f32";
   const double lo = dt == "i32" ? -2147483648.0 : dt == "u32" ? 0.0 : -9007199254740992.0;
