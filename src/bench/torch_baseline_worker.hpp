@@ -72,8 +72,8 @@ void add_torch_samples(const json& a, int block, Series& se);
 
 // Starts tools/torch/submission_worker.py (o.worker, o.python when set) for submission s judged by c:
 // its file, class, allowed library kernels, seed and, for an imported KernelBench problem, the
-// problem's folder, for a built-in contract its name (the worker profiles the problem's own PyTorch
-// form to know the reference's kernels). Not greeted yet: the first call(nullptr, ...) is the hello.
+// problem's folder, for a built-in contract its name, for another declared one its PyTorch reference
+// (the worker profiles the problem's own PyTorch form to know the reference's kernels). Not greeted yet: the first call(nullptr, ...) is the hello.
 std::unique_ptr<TorchWorker> start_submission_worker(const contract::Contract& c, const TorchSubmission& s,
                                                      const SubmissionCheckOptions& o, const std::filesystem::path& err_file);
 

@@ -184,7 +184,12 @@ std::unique_ptr<TorchWorker> start_submission_worker(const contract::Contract& c
   cfg["contract_dir"] = fs::exists(s.problem_dir / "reference.py") && fs::exists(s.problem_dir / "problem.py")
                             ? json(fs::absolute(s.problem_dir).string())
                             : json(nullptr);
-  if (const auto op = torch_operation_of(c); op && !op->builtin.empty()) cfg["builtin"] = op->builtin;
+  if (const auto op = torch_operation_of(c); op && !op->builtin.empty()) {
+    cfg["builtin"] = op->builtin;
+  } else if (op && op->reference && cfg["contract_dir"].is_null()) {
+    cfg["reference_py"] = fs::absolute(op->reference->file).string();
+    cfg["reference_function"] = op->reference->function;
+  }
   return std::make_unique<TorchWorker>(o.python.empty() ? contract::reference_python() : o.python, worker_script(o), cfg, err_file,
                                        "the PyTorch submission worker", o.env);
 }

@@ -8,7 +8,8 @@ references, computed in another process (docs/torch-submissions.md).
 Usage: submission_worker.py CONFIG_JSON
 CONFIG: {"submission": file, "class": "ModelNew", "contract_dir": folder of an imported KernelBench
 problem (reference.py with CONFIG, problem.py) or null, "builtin": the built-in contract's name (its
-PyTorch form in kqual_torch_ops) or absent, "allow_kernels": [regex], "seed": int,
+PyTorch form in kqual_torch_ops) or absent, "reference_py" and "reference_function": a declared
+contract's PyTorch reference or absent, "allow_kernels": [regex], "seed": int,
 "sleep_cycles": int (the spin put on the caller's stream before each checked call; default 2e7)}
 
 Protocol: one JSON line answered per JSON line on stdin, replies on the process's original stdout
@@ -270,10 +271,11 @@ reference_kernels_at = {}
 
 def reference_kernels(r, t):
     """The kernels the problem's own reference launches on these tensors, as the profiler names them
-    (an imported KernelBench problem's Model, or the built-in contract's PyTorch expression from
-    kqual_torch_ops): a submission that launches one of them hands the work to the reference, even
-    where the kernel is one no library pattern names (softmax_warp_forward) or one allowed by
-    default (the copy kernel of a transpose). (names, note): note says why none are known."""
+    (an imported KernelBench problem's Model, the built-in contract's PyTorch expression from
+    kqual_torch_ops, or a declared contract's PyTorch reference function): a submission that launches
+    one of them hands the work to the reference, even where the kernel is one no library pattern
+    names (softmax_warp_forward, SDPA's flash kernels) or one allowed by default (the copy kernel of a
+    transpose). (names, note): note says why none are known."""
     key = tuple(sorted(r.get("axes", {}).items()))
     if key in reference_kernels_at:
         return reference_kernels_at[key]
@@ -286,6 +288,18 @@ def reference_kernels(r, t):
             op = OPS.get(cfg["builtin"])
             if op is not None:
                 fn = lambda x: op.fn(*[x[n] for n in op.inputs])  # noqa: E731
+        elif cfg.get("reference_py"):
+            # A declared contract's PyTorch reference (an imported Definition's run(), through kqual_run),
+            # called on the same CUDA tensors by keyword, as kqual's reference process calls it.
+            ref = load_module("kqual_submission_problem_reference", cfg["reference_py"])
+            rfn = getattr(ref, cfg.get("reference_function", "run"))
+            rsig = inspect.signature(rfn).parameters
+            rvar = any(p.kind == p.VAR_KEYWORD for p in rsig.values())
+
+            def fn(x):
+                kw = dict(x, **r.get("scalars", {}))
+                kw.update(r.get("axes", {}))
+                return rfn(**(kw if rvar else {k: v for k, v in kw.items() if k in rsig}))
         if fn is None:
             note = "no PyTorch form of the problem here: the library patterns alone decide"
         else:
