@@ -25,8 +25,9 @@ struct SamplingLine {
   std::string code;   // the line without its comment
 };
 
-// `#` outside a string literal starts a comment.
-std::string sampling_strip_comment(const std::string& line) {
+// Calls visit(i, c) for each character of `line` outside a string literal, until visit returns false.
+template <class Visit>
+void sampling_code_chars(const std::string& line, Visit visit) {
   char quote = 0;
   for (std::size_t i = 0; i < line.size(); ++i) {
     const char c = line[i];
@@ -35,11 +36,20 @@ std::string sampling_strip_comment(const std::string& line) {
       else if (c == quote) quote = 0;
     } else if (c == '"' || c == '\'') {
       quote = c;
-    } else if (c == '#') {
-      return line.substr(0, i);
+    } else if (!visit(i, c)) {
+      return;
     }
   }
-  return line;
+}
+
+// `#` outside a string literal starts a comment.
+std::string sampling_strip_comment(const std::string& line) {
+  std::size_t cut = std::string::npos;
+  sampling_code_chars(line, [&](std::size_t i, char c) {
+    if (c == '#') cut = i;
+    return c != '#';
+  });
+  return cut == std::string::npos ? line : line.substr(0, cut);
 }
 
 std::size_t sampling_indent(const std::string& line) { return line.find_first_not_of(" \t"); }
@@ -66,20 +76,10 @@ std::vector<SamplingLine> sampling_code_lines(const std::string& src) {
 // Brackets opened minus closed on one line of code (string literals skipped).
 int sampling_bracket_balance(const std::string& code) {
   int depth = 0;
-  char quote = 0;
-  for (std::size_t i = 0; i < code.size(); ++i) {
-    const char c = code[i];
-    if (quote) {
-      if (c == '\\') ++i;
-      else if (c == quote) quote = 0;
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '(' || c == '[' || c == '{') {
-      ++depth;
-    } else if (c == ')' || c == ']' || c == '}') {
-      --depth;
-    }
-  }
+  sampling_code_chars(code, [&](std::size_t, char c) {
+    depth += (c == '(' || c == '[' || c == '{') - (c == ')' || c == ']' || c == '}');
+    return true;
+  });
   return depth;
 }
 
