@@ -276,8 +276,8 @@ reference_profile_s = [0.0]
 REFERENCE_PROFILE_BUDGET_S = 20.0
 
 
-def reference_kernels(r, t):
-    """The kernels the problem's own reference launches on these tensors, as the profiler names them
+def reference_kernels(r):
+    """The kernels the problem's own reference launches on this case's dataset A, as the profiler names them
     (an imported KernelBench problem's Model, the built-in contract's PyTorch expression from
     kqual_torch_ops, or a declared contract's PyTorch reference function): a submission that launches
     one of them hands the work to the reference, even where the kernel is one no library pattern
@@ -313,6 +313,7 @@ def reference_kernels(r, t):
         if fn is None:
             note = "no PyTorch form of the problem here: the library patterns alone decide"
         else:
+            t = load_inputs(r, 0)  # dataset A, as the submission's profiled call had it
             torch.cuda.synchronize()
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof, torch.no_grad():
                 fn(t)
@@ -351,7 +352,7 @@ def do_check(r):
         outputs_of(call(t), r)
         torch.cuda.synchronize()
     kernels = sorted({e.name for e in prof.events() if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA})
-    ref_kernels, ref_note = reference_kernels(r, load_inputs(r, 0))
+    ref_kernels, ref_note = reference_kernels(r)
     return {"ok": True, "calls": calls, "kernels": kernels, "reference_kernels": ref_kernels, "reference_kernels_note": ref_note,
             "library_kernels": guard.library_kernels(kernels, cfg.get("allow_kernels", []), ref_kernels),
             "replaced": originals.replaced()}
