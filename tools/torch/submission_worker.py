@@ -283,7 +283,8 @@ def reference_kernels(r):
     one of them hands the work to the reference, even where the kernel is one no library pattern
     names (softmax_warp_forward, SDPA's flash kernels) or one allowed by default (the copy kernel of a
     transpose). (names, note): note says why none are known."""
-    key = tuple(sorted(r.get("axes", {}).items()))
+    # Per shape and dtypes: the kernels PyTorch picks (and their names) depend on both.
+    key = (tuple(sorted(r.get("axes", {}).items())), tuple(sorted((n, t["dtype"]) for n, t in r["inputs"].items())))
     if key in reference_kernels_at:
         return reference_kernels_at[key]
     if reference_profile_s[0] > REFERENCE_PROFILE_BUDGET_S:
