@@ -9,6 +9,10 @@
 // i32 adds are done on unsigned values: wrap-around modulo 2^32 is the contract's definition.
 // Deterministic: every sum is formed in a fixed order (no atomics).
 
+#if defined(KQUAL_BUG_BF16_ACCUMULATION)
+#include <cuda_bf16.h>
+#endif
+
 namespace {
 
 constexpr int kThreads = 256;
@@ -19,7 +23,12 @@ constexpr int kCarryThreads = 1024;
 constexpr unsigned kFull = 0xffffffffu;
 
 __device__ __forceinline__ int sadd(int a, int b) { return int(unsigned(a) + unsigned(b)); }
+#if defined(KQUAL_BUG_BF16_ACCUMULATION)
+// KNOWN-BROKEN (broken/bf16_accumulation): every f32 partial sum is rounded to bf16 (8 significant bits).
+__device__ __forceinline__ float sadd(float a, float b) { return __bfloat162float(__float2bfloat16_rn(__fadd_rn(a, b))); }
+#else
 __device__ __forceinline__ float sadd(float a, float b) { return __fadd_rn(a, b); }
+#endif
 
 // Shared-memory index with one pad word per 32: thread t reading items 16t..16t+15 is conflict-free.
 constexpr int kTilePadded = kTile + kTile / 32;
@@ -144,11 +153,23 @@ __global__ void __launch_bounds__(kThreads) scan_tile_apply(const T* __restrict_
   }
   T total;
   T prefix = block_exclusive<T, kWarps>(sum, wsum, &total);
+#if defined(KQUAL_BUG_MISSING_CARRY)
+  // KNOWN-BROKEN (broken/missing_carry): the tile's carry (sum of all earlier tiles) is never added.
+  (void)carries;
+  T run = prefix;
+#else
   T run = sadd(carries[blockIdx.x], prefix);
+#endif
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
+#if defined(KQUAL_BUG_INCLUSIVE)
+    // KNOWN-BROKEN (broken/inclusive): the running sum is stored after adding the item: y[i] = x[0] + ... + x[i].
+    run = sadd(run, items[k]);
+    tile[pad(t * kItems + k)] = run;
+#else
     tile[pad(t * kItems + k)] = run;
     run = sadd(run, items[k]);
+#endif
   }
   __syncthreads();
   if (full) {
