@@ -74,7 +74,13 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
 
+#ifdef KQUAL_BUG_MISSING_K_TAIL
+  // KNOWN-BROKEN (broken/missing_k_tail): the k-tile count is rounded down, so the last K % 16 terms
+  // of every dot product are never added (and k < 16 gives c = 0).
+  const int tiles = K / kBK;
+#else
   const int tiles = (K + kBK - 1) / kBK;
+#endif
   load(0);
   store(0);
   __syncthreads();
@@ -99,6 +105,20 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();
   }
 
+#ifdef KQUAL_BUG_MISSING_EDGE_GUARD
+  // KNOWN-BROKEN (broken/missing_edge_guard): scalar stores with no row/column guard. Rows >= m and
+  // columns >= n of the last block tiles are written anyway: past the end of c and, for columns >= n,
+  // over the start of the next row (racing with the block that owns it). Loads stay guarded.
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int r = row0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + (i - 4));
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int c = col0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + (j - 4));
+      C[(size_t)r * N + c] = from_f<T>(acc[i][j]);
+    }
+  }
+#else
   const bool vec = sizeof(T) == 4 && (N % 4) == 0 && (reinterpret_cast<size_t>(C) % 16) == 0;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
@@ -117,5 +137,6 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
   }
+#endif
 }
 
