@@ -39,11 +39,15 @@ for i in $(seq 1 "$n"); do
   cp -r "$src/"* "$d/"
   # Each copy under its own manifest name (the journal keys verdicts by candidate).
   sed -i "0,/^name = \"\([^\"]*\)\"/s//name = \"\1_copy$i\"/" "$d/kqual.toml"
-  # A submission's module named relative to its own folder: absolute in the copy.
-  module=$(sed -n 's/^module *= *"\(.*\)"/\1/p' "$d/kqual.toml")
-  if [ -n "$module" ] && [ "${module#/}" = "$module" ]; then
-    sed -i "s|^module *= *\".*\"|module = \"$(cd "$src" && realpath "$module")\"|" "$d/kqual.toml"
-  fi
+  # A submission's module, or a kernel source shared with another folder (a known-broken candidate
+  # that is the good source plus a define: source = "../../good/kernel.cu"), named relative to its
+  # own folder: absolute in the copy.
+  for key in module source; do
+    rel=$(sed -n "s/^$key *= *\"\(.*\)\"/\1/p" "$d/kqual.toml")
+    if [ -n "$rel" ] && [ "${rel#/}" = "$rel" ] && [ ! -e "$d/$rel" ]; then
+      sed -i "s|^$key *= *\".*\"|$key = \"$(cd "$src" && realpath "$rel")\"|" "$d/kqual.toml"
+    fi
+  done
 done
 mkdir -p "$out"
 cmd=("$kqual" screen "$work/cands" --restart --out "$out" "$@")
