@@ -258,6 +258,26 @@ TEST(ImportKernelBench, HalfInt8AndBoolTensorsImport) {
   EXPECT_TRUE(kqual::test::contains(tb, "\ndeterministic = true")) << tb;
 }
 
+TEST(ImportKernelBench, AnAxisNeverEmptiesADimDerivedFromIt) {
+  // A 5 x 9 kernel without padding: the output is (height - 4) x (width - 8). The capture's minimum
+  // width is 8 (the meta device builds an empty output); the contract's range starts where every
+  // derived dim has at least one element, and its base and every case stay there.
+  ScratchDir dir("kqual-import-kb");
+  const KernelBenchImport r = import_kernelbench(options("conv_wide_kernel", dir.path() / "c"));
+  EXPECT_TRUE(kqual::test::contains(r.contract_toml, "[axes.width]\nrange = [9, 2147483647]")) << r.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(r.contract_toml, "[axes.height]\nrange = [8, 2147483647]")) << r.contract_toml;
+  const Contract& c = load_declared_contract(dir.path() / "c");
+  Supports s;
+  s.dtypes = {DType::f32};
+  s.max_n = kUnlimited;
+  const auto cases = c.correctness_cases(s, 1, true);
+  ASSERT_FALSE(cases.empty());
+  for (const auto& cs : cases) {
+    EXPECT_GE(cs.dims.at("width"), 9) << cs.id;
+    EXPECT_GE(cs.dims.at("height"), 5) << cs.id;
+  }
+}
+
 TEST(ImportKernelBench, RefusesByNameWhatCannotBeExpressed) {
   // nn.Dropout(0.5) is read in the source; with its p from a variable, the capture's two seeded runs differ.
   EXPECT_TRUE(kqual::test::contains(refusal(capture("dropout_random"), options("dropout_random", "")),

@@ -13,8 +13,10 @@ What it does, in order:
      as dim = a * constant + b; a constant whose change breaks the module, or moves the structure,
      is not an axis (and why);
   4. on the CPU with real tensors, at sizes scaled down to at most SAMPLE_CAP elements per tensor
-     (the constants that are axes shrunk), samples the inputs' and parameters' values and calls
-     forward twice with different seeds: a forward that differs is random, and is refused.
+     (the constants that are axes shrunk; where the forward refuses sizes that small, grown back
+     toward the module's values up to 2^22 elements, and those sizes become the axes' minimum:
+     kqual_scaledown.py), samples the inputs' and parameters' values and calls forward twice with
+     different seeds: a forward that differs is random, and is refused.
 Errors are JSON too: {"ok": false, "code": ..., "error": ...}; codes: no_torch, import_failed,
 not_a_problem, meta_failed, values_failed.
 """
@@ -24,6 +26,8 @@ import json
 import math
 import sys
 import traceback
+
+import kqual_scaledown as scaledown  # beside this script
 
 
 def emit(obj):
@@ -148,13 +152,17 @@ def main():
                 moved.append(((ti, di), (c, a, d0 - a * v)))
         if not moved:
             continue
-        # The smallest value the module takes (meta again): the axis's minimum.
+        # The smallest value the module takes (meta again) without emptying a dim that is not empty at
+        # the module's value (the meta device lets a convolution's output reach 0 wide): the axis's minimum.
         lowest = v
         for lo in sorted({1, 2, 8, 32, max(1, v // 2)}):
             if lo >= v:
                 break
             try:
-                run({c: lo}, "meta")
+                _, ml, il, ol = run({c: lo}, "meta")
+                low = layout(ml, il, ol)
+                if len(low) == len(base) and any(d < 1 <= d0 for x, y in zip(low, base) for d, d0 in zip(x[3], y[3])):
+                    continue
                 lowest = lo
                 break
             except BaseException:
@@ -192,19 +200,44 @@ def main():
             worst = max(worst, n)
         return worst
 
-    while elements_at(sizes) > sample_cap:
-        shrinkable = [c for c in sizes if sizes[c] // 2 >= max(axis_constants[c]["min"], 1) and sizes[c] > 1]
-        if not shrinkable:
-            break
-        c = max(shrinkable, key=lambda k: sizes[k])
-        sizes[c] //= 2
+    sizes = scaledown.shrink(sizes, {c: a["min"] for c, a in axis_constants.items()}, elements_at, sample_cap)
     notes = []
     values = {}
     random_forward = None
     sampled = None
-    if elements_at(sizes) <= max(sample_cap, 1 << 22):
+    grow_cap = max(sample_cap, 1 << 22)
+    if elements_at(sizes) <= grow_cap:
+        def overrides_at(sz):
+            return {c: v for c, v in sz.items() if v != axis_constants[c]["value"]}
+
+        refusals = []
+
+        def attempt(sz):
+            try:
+                run(overrides_at(sz), "cpu")
+                return None
+            except BaseException as e:
+                refusals.append(exc_text(e))
+                return refusals[-1]
+
+        # Sizes this small can be ones the forward refuses: grown back toward the module's values (at
+        # most grow_cap elements) until it runs; the axes grown get those sizes as their minimum.
+        shrunk_to = dict(sizes)
+        sizes, error, runs, tried = scaledown.back_off(sizes, {c: a["value"] for c, a in axis_constants.items()},
+                                                       elements_at, grow_cap, attempt, max_runs=24)
+        if error is not None:
+            fail("values_failed", "running get_inputs() and forward on the CPU at the scaled-down sizes %s failed: %s (and at "
+                 "%d larger sizes up to %s, at most %d elements)" % (json.dumps(shrunk_to), error, runs - 1,
+                                                                   json.dumps(tried[-1]), grow_cap))
+        grown = {c: v for c, v in sizes.items() if v > shrunk_to[c]}
+        for c, v in grown.items():
+            axis_constants[c]["min"] = max(axis_constants[c]["min"], v)
+        if grown:
+            notes.append("the forward refused the scaled-down sizes %s (%s); it ran at %s, so %s became the smallest value "
+                         "of %s" % (json.dumps(shrunk_to), refusals[0], json.dumps(sizes), json.dumps(grown),
+                                    "those axes" if len(grown) > 1 else "that axis"))
         try:
-            overrides = {c: s for c, s in sizes.items() if s != axis_constants[c]["value"]}
+            overrides = overrides_at(sizes)
             _, rm, ri, ro = run(overrides, "cpu")
             sampled = sizes
 
@@ -226,9 +259,10 @@ def main():
                     values["input:%d" % i] = stats(x)
             for n, p in rm.named_parameters():
                 values["parameter:" + n] = stats(p)
-            # Random forward: the same model state and inputs, two seeds.
-            import copy
-            m1, m2 = copy.deepcopy(rm), copy.deepcopy(rm)
+            # Random forward: the same model state and inputs, two seeds. The second model is built again
+            # (the same seed, the same one forward behind it) rather than copied: a module under
+            # torch.nn.utils.weight_norm cannot be deep-copied.
+            m1, m2 = rm, run(overrides, "cpu")[1]
             torch.manual_seed(1)
             a = m1(*ri)
             torch.manual_seed(2)

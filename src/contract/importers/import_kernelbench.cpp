@@ -258,6 +258,13 @@ KbShapes kb_collect_tensors(const json& cap, const KernelBenchImportOptions& o, 
   };
   for (auto& [c, ax] : s.axes) s.axis_name["@" + c] = ax.name = name_for(c);
   for (const auto& [d, e] : s.derived) s.axis_name[d] = name_for(d.substr(1));
+  // A dim a * c + b (an output's width after a kernel of width 1 - b) is at least 1 only where c is at
+  // least (1 - b) / a: the axis's minimum is raised to that, so that no case (nor the base the small
+  // cases grow from) empties it. The capture's minimum can be lower: the meta device accepts an empty dim.
+  for (const auto& [d, e] : s.derived) {
+    AxisInfo& ax = s.axes.at(e.constant);
+    if (e.a > 0 && e.a * ax.min + e.b < 1) ax.min = std::min(ax.value, (1 - e.b + e.a - 1) / e.a);
+  }
   return s;
 }
 
