@@ -122,7 +122,7 @@ def storage(t):
 
 
 def as_bytes(s):
-    u = s.contiguous().cpu().view(torch.uint8)
+    u = s.contiguous().reshape(-1).cpu().view(torch.uint8)  # reshape: [n, 1] with strides (1, n) is "contiguous"
     try:
         return u.numpy().tobytes()
     except Exception:  # noqa: BLE001 - a torch without NumPy

@@ -214,8 +214,15 @@ def load_inputs(r, d):
     return out
 
 
+def byte_view(t):
+    """The tensor's elements in row-major order as bytes. contiguous() alone is not enough: a tensor whose
+    non-unit stride sits on a dim of size 1 ([n, 1] with strides (1, n), as x.t() of one row gives) is
+    contiguous already, and viewing it as bytes needs a last stride of 1."""
+    return t.detach().contiguous().reshape(-1).view(torch.uint8)
+
+
 def digest(t):
-    return hashlib.blake2b(t.detach().contiguous().view(torch.uint8).cpu().numpy().tobytes(), digest_size=16).hexdigest()
+    return hashlib.blake2b(byte_view(t).cpu().numpy().tobytes(), digest_size=16).hexdigest()
 
 
 def outputs_of(result, r):
@@ -234,7 +241,7 @@ def outputs_of(result, r):
 
 
 def host_bytes(outs):
-    return [o.detach().contiguous().view(torch.uint8).cpu().numpy().tobytes() for o in outs]
+    return [byte_view(o).cpu().numpy().tobytes() for o in outs]
 
 
 def checked_call(call, tensors, r):
