@@ -129,6 +129,18 @@ TEST_F(TorchSubmissionTest, KqualsOwnFailureIsNotBlamedOnTheSubmission) {
   EXPECT_EQ(r.to_json().value("verdict", ""), "error");
 }
 
+TEST(TorchSubmissionJudge, TheWorkersOwnFailureIsAHarnessErrorAndTheSubmissionsExceptionItsVerdict) {
+  // submission_worker.py answers "worker_error" when its own code fails (reading its files, hashing an
+  // output as bytes) and "exception" only for what the submission raised or a CUDA error it caused.
+  const contract::Contract& c = contract::find_contract("residual_add_relu");
+  const json kqual_side{{"ok", false}, {"code", "worker_error"}, {"error", "kqual's submission worker failed (not the submission): x"}};
+  const SubmissionCaseResult mine = judge_submission_case(c, "id", kqual_side, {}, {}, {});
+  EXPECT_EQ(mine.failure, SubmissionFailure::harness_error) << mine.detail;
+  const json theirs{{"ok", false}, {"code", "exception"}, {"error", "RuntimeError: boom"}};
+  const SubmissionCaseResult raised = judge_submission_case(c, "id", theirs, {}, {}, {});
+  EXPECT_EQ(raised.failure, SubmissionFailure::exception) << raised.detail;
+}
+
 TEST(TorchSubmissionJudge, AnOutputFileOfTheWrongSizeIsAHarnessError) {
   ScratchDir dir("kqual-submission-judge");
   const contract::Contract& c = contract::find_contract("residual_add_relu");

@@ -32,7 +32,9 @@ shape, files: [call1, call2, call3]}], deadline_s}: four calls at this case:
 Outputs of calls 1-3 are written to the files given. Reply {"ok": true, "calls": [{late_bytes,
 pending_streams, new_threads, inputs_changed}], "kernels", "reference_kernels", "reference_kernels_note",
 "library_kernels", "replaced"}, or
-{"ok": false, "code": "exception" | "output_mismatch" | "parameters_differ", "call", "error"}.
+{"ok": false, "code": "exception" | "output_mismatch" | "parameters_differ" | "worker_error", "call", "error"}
+("exception": what the submission raised, or a CUDA error its kernels caused; "worker_error": this
+worker's own code failed, which kqual reports as its harness error, never as the submission's verdict).
 
 "time": a request as tools/torch/timing_worker.py takes one (inputs and outputs with files [A, B],
 flush, clock_guard, samples, warmup, write_outputs, window), answered as it answers (samples_ms,
@@ -76,6 +78,29 @@ class Refusal(Exception):
 
 def tb_tail(limit=1500):
     return traceback.format_exc()[-limit:]
+
+
+class SubmissionRaised(Exception):
+    """An exception the submission's own code raised: its module's construction or one of its calls.
+    Anything else that fails in this worker is kqual's side (code "worker_error", a harness error),
+    except a CUDA error, which the submission's kernels cause and kqual's next synchronisation reports."""
+
+    def __init__(self, e):
+        super().__init__(exc_text(e))
+        self.tb = tb_tail()
+
+
+def submission_code(fn, *args):
+    try:
+        return fn(*args)
+    except (Refusal, SubmissionRaised):
+        raise
+    except BaseException as e:  # SystemExit and KeyboardInterrupt too: the submission's doing
+        raise SubmissionRaised(e) from e
+
+
+def is_cuda_error(e):
+    return type(e).__name__ in ("AcceleratorError", "OutOfMemoryError") or "CUDA error" in str(e) or "CUDA out of memory" in str(e)
 
 
 cfg = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
@@ -166,7 +191,7 @@ def model_for(axes, klass=None):
             for c, v in saved.items():
                 setattr(mod, c, v)
     torch.manual_seed(int(cfg.get("seed", 0)))
-    m = (klass or cls)(*init).to(dev)
+    m = (klass(*init) if klass is not None else submission_code(cls, *init)).to(dev)
     if len(models) >= 8:
         models.clear()
     models[key] = m
@@ -191,8 +216,8 @@ def caller_fn(model, r):
             args = [kw[a] for a in conf["args"]]
             params = {p: kw[n] for n, p in conf.get("parameters", {}).items()}
             if params:
-                return torch.func.functional_call(model, params, tuple(args))
-            return model(*args)
+                return submission_code(torch.func.functional_call, model, params, tuple(args))
+            return submission_code(model, *args)
         return call
     sig = inspect.signature(model.forward).parameters
     var_kw = any(p.kind == p.VAR_KEYWORD for p in sig.values())
@@ -200,7 +225,7 @@ def caller_fn(model, r):
     def call_kw(t):
         kw = dict(t, **r.get("scalars", {}))
         kw.update(r.get("axes", {}))
-        return model(**(kw if var_kw else {k: v for k, v in kw.items() if k in sig}))
+        return submission_code(lambda: model(**(kw if var_kw else {k: v for k, v in kw.items() if k in sig})))
     return call_kw
 
 
@@ -474,8 +499,14 @@ for line in sys.stdin:
             reply({"ok": False, "code": "usage", "error": "unknown op %r (check, time)" % r.get("op")})
     except Refusal as e:
         reply({"ok": False, "code": e.code, "error": str(e), "replaced": originals.replaced()})
-    except BaseException as e:  # the submission's exception (or a CUDA error it caused) is its verdict
-        reply({"ok": False, "code": "exception", "error": exc_text(e)[:2000], "traceback": tb_tail(),
-               "replaced": originals.replaced()})
+    except SubmissionRaised as e:  # the submission's exception is its verdict
+        reply({"ok": False, "code": "exception", "error": str(e)[:2000], "traceback": e.tb, "replaced": originals.replaced()})
+    except BaseException as e:
+        if is_cuda_error(e):  # caused by the submission's kernels, reported at kqual's next synchronisation
+            reply({"ok": False, "code": "exception", "error": exc_text(e)[:2000], "traceback": tb_tail(),
+                   "replaced": originals.replaced()})
+        else:  # kqual's own side failed (reading its files, hashing, writing outputs): never the submission's verdict
+            reply({"ok": False, "code": "worker_error", "error": "kqual's submission worker failed (not the submission): %s"
+                   % exc_text(e)[:2000], "traceback": tb_tail(), "replaced": originals.replaced()})
     finally:
         faulthandler.cancel_dump_traceback_later()
