@@ -278,6 +278,16 @@ TEST(ImportKernelBench, AnAxisNeverEmptiesADimDerivedFromIt) {
   }
 }
 
+TEST(ImportKernelBench, ConstantsThatMoveADimTogetherAreHeld) {
+  // height - kernel_size + 1: neither constant is an axis (the capture holds both, and width), so the
+  // output's spatial dims stay the module's at every case; batch and channels vary.
+  ScratchDir dir("kqual-import-kb");
+  const KernelBenchImport r = import_kernelbench(options("conv_square_kernel", dir.path() / "c"));
+  const Contract& c = load_declared_contract(dir.path() / "c");
+  EXPECT_EQ(c.given_dims(), (std::vector<std::string>{"batch_size", "in_channels", "out_channels"})) << r.contract_toml;
+  EXPECT_EQ(c.tensor_elements("out", c.complete_dims({{"batch_size", 1}, {"in_channels", 1}, {"out_channels", 1}})), 30 * 30);
+}
+
 TEST(ImportKernelBench, RefusesByNameWhatCannotBeExpressed) {
   // nn.Dropout(0.5) is read in the source; with its p from a variable, the capture's two seeded runs differ.
   EXPECT_TRUE(kqual::test::contains(refusal(capture("dropout_random"), options("dropout_random", "")),

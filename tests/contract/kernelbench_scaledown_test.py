@@ -24,6 +24,13 @@ def product(sz):
     return n
 
 
+# A 2-D convolution: the output's width moves with both width and kernel_size; the batch moves alone.
+movers = {("out", 3): {"width", "kernel_size"}, ("x", 3): {"width"}, ("w", 3): {"kernel_size"}, ("x", 0): {"batch_size"},
+          ("out", 0): {"batch_size"}, ("pool", 2): {"height"}}
+expect("the constants moving a dim another constant moves too, or one moved non-linearly, are held",
+       sd.constants_to_hold(movers, {("out", 3), ("pool", 2)}), {"width", "kernel_size", "height"})
+expect("nothing is held where every dim moves with one constant", sd.constants_to_hold(movers, set()), set())
+
 # A 3-D transposed convolution, x [batch, channels, depth, height, width]: the input is the largest tensor.
 values = {"batch_size": 16, "in_channels": 32, "depth": 16, "height": 32, "width": 32}
 mins = {c: 1 for c in values}

@@ -37,7 +37,7 @@ TEST(TorchDevice, CaptureAgreesWithTheHandWrittenFixtures) {
   std::string why;
   if (!torch_importable(&why)) GTEST_SKIP() << why;
   for (const char* name : {"leaky_relu_rows", "linear_gelu", "batch_norm_1d", "gather_rows", "argmax_dim", "scale_by_scalar",
-                           "dropout_random", "half_input", "mse_loss", "scale_shift_0d"}) {
+                           "dropout_random", "half_input", "mse_loss", "scale_shift_0d", "conv_wide_kernel", "conv_square_kernel"}) {
     SCOPED_TRACE(name);
     const json got = contract::capture_kernelbench(kFixtures / (std::string(name) + ".py"));
     const json want = json::parse(read_text_file(kFixtures / (std::string(name) + ".capture.json")));
@@ -62,7 +62,7 @@ TEST(TorchDevice, ImportedProblemVerifiesInTheReferenceProcess) {
   if (!torch_importable(&why)) GTEST_SKIP() << why;
   ScratchDir dir("kqual-kb-dev");
   for (const char* name : {"leaky_relu_rows", "linear_gelu", "batch_norm_1d", "gather_rows", "argmax_dim", "scale_by_scalar",
-                           "scale_shift_0d"}) {
+                           "scale_shift_0d", "conv_wide_kernel", "conv_square_kernel"}) {
     const fs::path out = dir.path() / name;
     auto r = test::run(test::quote(test::kqual_exe()) + " import-kernelbench " + test::quote(kFixtures / (std::string(name) + ".py")) +
                        " --out " + test::quote(out));

@@ -121,7 +121,8 @@ def main():
 
     # Which dims move with which constant: dim = a * c + b, from two perturbations.
     deps = {}        # (index into base, dim) -> (constant, a, b)
-    multi = set()    # dims moved by more than one constant
+    multi = set()    # dims moved by more than one constant, or non-linearly
+    movers = {}      # (index into base, dim) -> the constants that move it
     not_axes = {}
     axis_constants = {}
     for c, v in constants.items():
@@ -145,6 +146,7 @@ def main():
                 d1, d2 = shapes[0][ti][3][di], shapes[1][ti][3][di]
                 if d1 == d0 and d2 == d0:
                     continue
+                movers.setdefault((ti, di), set()).add(c)
                 if (d1 - d0) % 3 != 0 or (d1 - d0) // 3 * 7 != d2 - d0:
                     multi.add((ti, di))  # not linear in the constant: held fixed
                     continue
@@ -174,6 +176,17 @@ def main():
             deps[key] = dep
     for key in multi:
         deps.pop(key, None)
+    # A constant that moves such a dim cannot vary alone: at other values the dim held fixed would no
+    # longer be the module's (a convolution's output width moves with both the input's width and
+    # kernel_size). Every one of them is held at its value, and the dims it moved become fixed too.
+    held = {}
+    for c in sorted(scaledown.constants_to_hold(movers, multi) & set(axis_constants)):
+        del axis_constants[c]
+        not_axes[c] = ("it moves a dim that another constant moves too, or moves one non-linearly: held at %d so that "
+                       "every shape stays the module's" % constants[c])
+        for key in [k for k, d in deps.items() if d[0] == c]:
+            del deps[key]
+            held[key] = c
 
     def dims_of(ti):
         t = base[ti]
@@ -184,7 +197,8 @@ def main():
                 out.append({"value": d, "const": dep[0], "a": dep[1], "b": dep[2]})
             else:
                 out.append({"value": d, "fixed": True, "why": "moved by several constants or non-linearly"
-                            if (ti, di) in multi else "no module-level integer changes it"})
+                            if (ti, di) in multi else "its constant %s is held (%s)" % (held[(ti, di)], not_axes[held[(ti, di)]])
+                            if (ti, di) in held else "no module-level integer changes it"})
         return out
 
     # Values: real tensors on the CPU at sizes scaled down so no tensor exceeds sample_cap elements.

@@ -1,8 +1,18 @@
-"""The sizes at which tools/torch/kernelbench_capture.py runs a KernelBench problem on the CPU: its
+"""The axes and sizes at which tools/torch/kernelbench_capture.py runs a KernelBench problem on the CPU: its
 module-level size constants scaled down until no tensor exceeds a cap, then grown back where the
 forward refuses sizes that small (a convolution whose output would be empty, a BatchNorm in training
 mode over one value per channel, an output padding no longer below a stride that was halved).
-Pure Python (no PyTorch), so that tests/contract/kernelbench_scaledown_test.py runs it on the CPU."""
+Which constants may vary at all is decided first (constants_to_hold). Pure Python (no PyTorch), so
+that tests/contract/kernelbench_scaledown_test.py runs it on the CPU."""
+
+
+def constants_to_hold(movers, irregular):
+    """The constants that cannot be axes: every one that moves a dim in `irregular` (a dim moved by
+    several constants, or by one non-linearly, which the contract holds fixed). movers: {dim: {constant}}."""
+    hold = set()
+    for dim in irregular:
+        hold |= set(movers.get(dim, ()))
+    return hold
 
 
 def shrink(values, mins, elements_at, cap):
