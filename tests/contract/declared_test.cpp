@@ -128,6 +128,30 @@ TEST(DeclaredContract, ReferenceErrorsAreContractErrorsNamingFileAndCase) {
   EXPECT_NE(e.find("when input 'z' changes"), std::string::npos) << e;
 }
 
+TEST(DeclaredContract, AnInputDeclaredUnreadIsExemptAndTheDeclarationChecked) {
+  KQUAL_NEED_NUMPY();
+  // A backward pass given the saved activation takes the forward's bias but never reads it: said with
+  // `unread`, the contract verifies; an `unread` input the reference does read is refused by name.
+  auto with_z = [](const char* name, const char* unread) {
+    std::string t = minimal(name);
+    t.replace(t.find("[tensors.y]"), 11,
+              std::string("[tensors.z]\nrole = \"input\"\nshape = [\"n\"]\n") + unread + "[tensors.y]");
+    return t;
+  };
+  Supports s;
+  s.dtypes = {DType::f32};
+  Written ok(with_z("unread_ok", "unread = \"the backward is given the activation\"\n"), "def f(x, z):\n    return 2 * x\n", "unread_ok");
+  const Contract& c = load_declared_contract(ok.file);
+  EXPECT_NO_THROW((void)c.reference(c.make_case(c.correctness_cases(s, 1, false).front()), test_util::run_host()));
+  Written lie(with_z("unread_lie", "unread = \"not read\"\n"), "def f(x, z):\n    return 2 * x + z\n", "unread_lie");
+  const Contract& l = load_declared_contract(lie.file);
+  const std::string e =
+      error_of([&] { (void)l.reference(l.make_case(l.correctness_cases(s, 1, false).front()), test_util::run_host()); });
+  EXPECT_NE(e.find("tensors.z.unread says the reference never reads it (not read), but the reference"), std::string::npos) << e;
+  Written empty(with_z("unread_empty", "unread = \"\"\n"), "def f(x, z):\n    return 2 * x\n", "unread_empty");
+  EXPECT_NE(error_of([&] { (void)load_declared_contract(empty.file); }).find("tensors.z.unread"), std::string::npos);
+}
+
 TEST(DeclaredContract, ConstraintsAreEvaluatedAndRefused) {
   std::string toml = minimal("constrained", "[[constraints]]\nexpr = \"n % 2 == 0\"\nreason = \"n counts pairs\"\n");
   toml.replace(toml.find("hints = [32]"), 12, "hints = [32]\nlarge = 4096");

@@ -254,6 +254,34 @@ TEST(ImportDefinition, RaisesTheCaseCapToLargeConstantTensors) {
   EXPECT_FALSE(c.correctness_cases(s, 1, false).empty());
 }
 
+// A backward pass given the saved activation takes the forward's bias and never reads it: declared
+// unread (the non-triviality check then asks that it move no output), where a comment, a docstring
+// or a message names it; a parameter read anywhere in the body, or reached dynamically, is not.
+TEST(ImportDefinition, AnInputRunNeverReadsIsDeclaredUnread) {
+  ScratchDir dir("kqual-import-def");
+  DefinitionImportOptions o;
+  o.definition = dir.path() / "bwd.json";
+  std::ofstream(o.definition) << R"({"name": "bwd", "axes": {"n": {"type": "var"}}, "inputs": {"g": {"shape": ["n"], "dtype": "float32"},
+    "act": {"shape": ["n"], "dtype": "float32"}, "bias": {"shape": ["n"], "dtype": "float32"}, "scale": {"shape": ["n"], "dtype": "float32"}},
+    "outputs": {"y": {"shape": ["n"], "dtype": "float32"}},
+    "reference": "def run(\n    g,\n    act,\n    bias,\n    scale,\n):\n    \"\"\"The forward was act = x + bias.\"\"\"\n    # bias is not needed here\n    assert g.shape == act.shape, 'bias'\n    return g * (act > 0) * scale ** 2\n"})";
+  o.out = dir.path() / "bwd";
+  const DefinitionImport r = import_definition(o);
+  EXPECT_TRUE(kqual::test::contains(r.contract_toml, "[tensors.bias]\nrole = \"input\"\nshape = [\"n\"]\nunread = ")) << r.contract_toml;
+  for (const char* read : {"g", "act", "scale"})
+    EXPECT_FALSE(kqual::test::contains(r.contract_toml, std::string("[tensors.") + read + "]\nrole = \"input\"\nshape = [\"n\"]\nunread"))
+        << read << ": " << r.contract_toml;
+  EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) { return kqual::test::contains(n, "input 'bias': run() never names it"); }));
+  (void)load_declared_contract(o.out);  // the key is part of the format
+  // A body that passes its arguments on through locals() reads what no static read sees: nothing is said unread.
+  o.definition = dir.path() / "dyn.json";
+  std::ofstream(o.definition) << R"({"name": "dyn", "axes": {"n": {"type": "var"}}, "inputs": {"x": {"shape": ["n"], "dtype": "float32"},
+    "w": {"shape": ["n"], "dtype": "float32"}}, "outputs": {"y": {"shape": ["n"], "dtype": "float32"}},
+    "reference": "def helper(x, w):\n    return x * w\n\ndef run(x, w):\n    return helper(**locals())\n"})";
+  o.out = dir.path() / "dyn";
+  EXPECT_FALSE(kqual::test::contains(import_definition(o).contract_toml, "unread ="));
+}
+
 TEST(ImportDefinition, RefusesByNameWhatCannotBeExpressed) {
   const std::string var = R"({"n": {"type": "var"}})";
   const std::string x = R"({"x": {"shape": ["n"], "dtype": "float32"}})";

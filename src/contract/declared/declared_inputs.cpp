@@ -55,7 +55,8 @@ bool same(const RefOutput& x, const RefOutput& y) {
 void DeclaredContract::check_nontrivial(ReferenceHost& host) const {
   // On the base shape of the first row: an output of several elements must vary across them, one of
   // a single element (a loss, a norm) must change when the inputs are redrawn, and every input must
-  // move some output — else a kernel that writes a constant, or ignores an input, would pass.
+  // move some output — else a kernel that writes a constant, or ignores an input, would pass — except
+  // an input declared unread, which must then move none.
   Dims base;
   for (const auto& a : s_.axes)
     if (a.kind == Axis::variable) base[a.name] = a.base;
@@ -117,7 +118,12 @@ void DeclaredContract::check_nontrivial(ReferenceHost& host) const {
     const auto b = eval(inputs_for(cs, td.name, 0x5eed, gseed));
     bool moved = false;
     for (const auto& [name, o] : a) moved |= !same(o, b.at(name));
-    if (!moved) fail(fmt::format("does not change any output when input '{}' changes", td.name));
+    if (!moved && td.unread.empty()) fail(fmt::format("does not change any output when input '{}' changes", td.name));
+    if (moved && !td.unread.empty())  // the declaration is checked too: a kernel must read what the reference reads
+      throw_error(ErrorKind::input, fmt::format("contract {}: tensors.{}.unread says the reference never reads it ({}), but the reference "
+                                                "{}:{} changes an output when it changes (checked on {})",
+                                                s_.file.string(), td.name, td.unread, s_.reference.file.filename().string(),
+                                                s_.reference.function, cs.id));
   }
   if (!s_.generator) return;
   // The generator's inputs, made under another seed; a generator that gives the same values for any

@@ -196,7 +196,7 @@ TensorDef spec_tensor(const TomlContext& cx, const std::string& k, const toml::n
   const std::string where = "tensors." + k;
   const toml::table& t = table_at(cx, v, where);
   check_keys(cx, t, where, {"role", "shape", "dtype", "layout", "stride", "stride_multiple_of", "aliases", "alignment", "description",
-                            "values", "error"});
+                            "values", "error", "unread"});
   TensorDef td;
   td.name = k;
   if (known.count(td.name)) cx.fail(where, fmt::format("'{}' is already an axis", td.name));
@@ -226,7 +226,13 @@ TensorDef spec_tensor(const TomlContext& cx, const std::string& k, const toml::n
     if (!td.aliases.empty()) cx.fail(where + ".aliases", "only an output may alias an input");
     if (t.get("error")) cx.fail(where + ".error", "an input has no error model (outputs do)");
     if (const toml::node* vn = t.get("values")) read_values(cx, table_at(cx, vn, where + ".values"), where + ".values", td.values, s);
+    // An input the operation takes but its reference does not read (a backward pass given the saved
+    // activation, and the forward's bias beside it): said, with why, instead of failing the check that
+    // every input moves an output.
+    td.unread = str(cx, t, where, "unread", false);
+    if (t.get("unread") && td.unread.empty()) cx.fail(where + ".unread", "empty: say why the reference never reads this input");
   } else {
+    if (t.get("unread")) cx.fail(where + ".unread", "only an input can be unread (an output is always written)");
     if (t.get("values")) cx.fail(where + ".values", "an output has no generated values (inputs do)");
     if (const toml::node* en = t.get("error")) td.error = read_error(cx, table_at(cx, en, where + ".error"), where + ".error", s);
     else if (!td.dtype || !is_int(*td.dtype)) cx.fail(where + ".error", "missing: a floating output needs its error model (exact, ulps, allclose or reduction)");

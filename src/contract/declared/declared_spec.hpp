@@ -97,6 +97,7 @@ struct TensorDef {
   std::string description;
   Values values;               // inputs
   ErrorModel error;            // outputs
+  std::string unread;          // input: why the reference never reads it (the non-triviality check skips it)
 };
 
 struct Family {

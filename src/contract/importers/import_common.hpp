@@ -3,6 +3,7 @@
 // share. Not a public header.
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,11 @@ std::string sampling_call(const std::string& python_source, const std::string& f
 // input generator the Definition does not declare, a test helper — is not the reference. Without a
 // top-level `entry`, as sampling_call(python_source, "", except_function).
 std::string sampling_call_reached(const std::string& python_source, const std::string& entry, const std::string& except_function);
+// The parameters of top-level `function` (self, *args and **kwargs aside) its body never names outside
+// comments, docstrings and string literals: a backward pass given the saved activation takes the
+// forward's bias and does not read it. Empty where the body reaches its arguments dynamically
+// (locals(), vars(), inspect, ** unpacking) or `function` is not defined.
+std::set<std::string> unread_parameters(const std::string& python_source, const std::string& function);
 // "statistical operation: the reference samples (<where>); no statistical judge is declared ...".
 std::string sampling_refusal(const std::string& where);
 // A KernelBench problem whose forward samples, refused from its source before PyTorch runs

@@ -245,6 +245,7 @@ struct DefTensorsRead {
   std::vector<std::vector<std::string>> output_shapes, tensor_shapes;
   detail::DefShape shape_of;  // for the error models and [index_cases] (import_definition_parts.cpp)
   std::vector<std::string> notes;                            // for the import's notes
+  std::set<std::string> unread;                              // run()'s parameters its body never names
 };
 
 // What the integer inputs' values are read from (import_integer_inputs.cpp): run()'s uses of them, and
@@ -303,6 +304,12 @@ void definition_tensor(const DefinitionImportOptions& o, const detail::JsonIn& i
   d.row[tn] = dt;
   t << "[tensors." << tn << "]\nrole = " << (input ? "\"input\"" : "\"output\"") << "\nshape = [" << fmt::format("{}", fmt::join(shape, ", "))
     << "]\n";
+  if (input && d.unread.count(tn)) {
+    t << "unread = " << toml_quoted("run() never names it: the operation takes it, its reference does not read it") << "\n";
+    d.notes.push_back(fmt::format("input '{}': run() never names it (a backward pass given the saved activation takes the forward's "
+                                  "bias so): declared unread, so the non-triviality check does not ask that it move an output "
+                                  "(and checks that it moves none)", tn));
+  }
   d.tensor_shapes.push_back(axis_names);
   if (!input) d.output_shapes.push_back(axis_names);
   (input ? d.shape_of.inputs : d.shape_of.outputs).push_back({tn, dt, axis_names});
@@ -331,6 +338,7 @@ void definition_tensor(const DefinitionImportOptions& o, const detail::JsonIn& i
 DefTensorsRead definition_tensors(const DefinitionImportOptions& o, const detail::JsonIn& in, const json& def, const Workloads& workloads,
                                   Axes& axes_read, const detail::DefinitionRewrite& rw, IntegerSources& ints, std::ostream& t) {
   DefTensorsRead d;
+  if (def.contains("reference") && def["reference"].is_string()) d.unread = detail::unread_parameters(def["reference"].get<std::string>(), "run");
   for (const auto& [tn, spec] : def["inputs"].items()) definition_tensor(o, in, workloads, axes_read, rw, ints, tn, spec, true, t, d);
   for (const auto& [tn, spec] : def["outputs"].items()) definition_tensor(o, in, workloads, axes_read, rw, ints, tn, spec, false, t, d);
   if (d.row.empty()) refuse(o.definition, "inputs", "no tensor");

@@ -227,6 +227,71 @@ void refuse_sampling_forward(const std::filesystem::path& problem) {
     throw_error(ErrorKind::input, fmt::format("{}: forward: {}", problem.string(), sampling_refusal(where)));
 }
 
+std::set<std::string> unread_parameters(const std::string& src, const std::string& function) {
+  const std::vector<SamplingLine> lines = sampling_code_lines(src);
+  const std::regex def("^\\s*(async\\s+)?def\\s+" + function + "\\s*\\(");
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (!std::regex_search(lines[i].code, def)) continue;
+    // The signature: from the def's '(' to its matching ')', over as many lines as it takes.
+    std::string sig = lines[i].code.substr(lines[i].code.find('(') + 1);
+    const std::size_t indent = sampling_indent(lines[i].code);
+    std::size_t j = i;
+    for (int open = sampling_bracket_balance(lines[i].code); open > 0 && j + 1 < lines.size();) {
+      sig += "\n" + lines[++j].code;
+      open += sampling_bracket_balance(lines[j].code);
+    }
+    std::set<std::string> params;
+    int depth = 0;
+    std::string cur;
+    auto take = [&] {
+      static const std::regex name(R"(^\s*(\**)\s*([A-Za-z_]\w*))");
+      std::smatch m;
+      if (std::regex_search(cur, m, name) && m[1].str().empty() && m[2].str() != "self") params.insert(m[2].str());
+      cur.clear();
+    };
+    for (char c : sig) {
+      if (c == '(' || c == '[' || c == '{') ++depth;
+      if (c == ')' || c == ']' || c == '}') {
+        if (depth-- == 0) break;
+      }
+      if (c == ',' && depth == 0) take();
+      else cur += c;
+    }
+    take();
+    // The body: every line indented past the def. A body that reaches its arguments by name (locals(),
+    // vars(), **kwargs passed on, inspect) reads what no static read sees: nothing is said unread.
+    std::string body;
+    for (std::size_t k = j + 1; k < lines.size(); ++k) {
+      const std::size_t at = sampling_indent(lines[k].code);
+      if (at == std::string::npos) continue;
+      if (at <= indent) break;
+      body += lines[k].code + "\n";
+    }
+    static const std::regex dynamic(R"(\blocals\s*\(|\bvars\s*\(|\binspect\b|[(,{]\s*\*\*\s*[A-Za-z_])");
+    if (std::regex_search(body, dynamic)) return {};
+    static const std::regex word(R"(\b[A-Za-z_]\w*\b)");
+    std::set<std::string> used;
+    std::string code_only;
+    for (std::size_t k = 0; k < body.size(); ++k) {  // string literals left out: a name in a message is no read
+      const char c = body[k];
+      if (c == '"' || c == '\'') {
+        const std::size_t end = body.find(c, k + 1);
+        if (end == std::string::npos) break;
+        k = end;
+        code_only += ' ';
+      } else {
+        code_only += c;
+      }
+    }
+    for (std::sregex_iterator it(code_only.begin(), code_only.end(), word), end; it != end; ++it) used.insert(it->str());
+    std::set<std::string> unread;
+    for (const auto& p : params)
+      if (!used.count(p)) unread.insert(p);
+    return unread;
+  }
+  return {};
+}
+
 // The problem's source without get_inputs() and get_init_inputs(): the dtypes those make inputs in
 // (torch.rand(..., dtype=torch.float16)) are not casts of forward's.
 std::string without_input_makers(const std::string& src) {
