@@ -62,6 +62,7 @@ json SubmissionCheck::to_json() const {
               {"skipped", skipped},
               {"failures", fs_},
               {"kernels", kernels},
+              {"dtypes", dtypes},
               {"not_applied", not_applied}};
 }
 
@@ -86,11 +87,26 @@ std::int64_t case_elements(const contract::Contract& c, const contract::CaseSpec
   return most;
 }
 
-// The cases a submission takes: the contract's correctness cases at their dtypes, one per (dtype,
-// dims, family): alignment offsets do not apply (PyTorch allocates the tensors it is given).
-std::vector<contract::CaseSpec> submission_cases(const contract::Contract& c, const SubmissionCheckOptions& o, int* skipped) {
+// The dtypes a submission is judged at: those it claims, each one the contract has; else the contract's.
+std::vector<DType> submission_dtypes(const contract::Contract& c, const TorchSubmission& s) {
+  if (s.dtypes.empty()) return c.dtypes();
+  const std::vector<DType> has = c.dtypes();
+  for (DType t : s.dtypes)
+    if (std::find(has.begin(), has.end(), t) == has.end()) {
+      std::vector<std::string> names;
+      for (DType h : has) names.emplace_back(to_string(h));
+      throw_error(ErrorKind::input, fmt::format("submission {}: claims dtype {}, which contract {} does not have (it has {})", s.file.string(),
+                                                to_string(t), c.name(), fmt::join(names, ", ")));
+    }
+  return s.dtypes;
+}
+
+// The cases a submission takes: the contract's correctness cases at the dtypes it is judged at, one per
+// (dtype, dims, family): alignment offsets do not apply (PyTorch allocates the tensors it is given).
+std::vector<contract::CaseSpec> submission_cases(const contract::Contract& c, const std::vector<DType>& dtypes, const SubmissionCheckOptions& o,
+                                                 int* skipped) {
   contract::Supports all;
-  all.dtypes = c.dtypes();
+  all.dtypes = dtypes;
   all.min_alignment_bytes = 1;
   std::vector<contract::CaseSpec> out;
   std::set<std::string> seen;
@@ -209,7 +225,9 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
   if (!fs::is_regular_file(s.file)) throw_error(ErrorKind::input, fmt::format("submission {}: no such file", s.file.string()));
   SubmissionCheck r;
   r.not_applied = submission_rules_not_applied();
-  const std::vector<contract::CaseSpec> cases = submission_cases(c, o, &r.skipped);
+  const std::vector<DType> dtypes = submission_dtypes(c, s);
+  for (DType t : dtypes) r.dtypes.emplace_back(to_string(t));
+  const std::vector<contract::CaseSpec> cases = submission_cases(c, dtypes, o, &r.skipped);
   if (cases.empty())
     throw_error(ErrorKind::input, fmt::format("{}: no case at most {} elements for a PyTorch submission", c.name(), o.max_case_elements));
   const WorkerScratch scratch(o.scratch, "kqual-submission");

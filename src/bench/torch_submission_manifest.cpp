@@ -76,7 +76,7 @@ TorchSubmissionManifest read_torch_submission_manifest(const fs::path& path) {
   only_keys(file, t, "", {"candidate", "expect"});
   const auto* cand = t["candidate"].as_table();
   if (!cand) bad(file, "candidate", "missing table");
-  only_keys(file, *cand, "candidate", {"name", "description", "kind", "module", "class", "contract", "allow_kernels"});
+  only_keys(file, *cand, "candidate", {"name", "description", "kind", "module", "class", "contract", "allow_kernels", "dtypes"});
   TorchSubmissionManifest m;
   m.file = file;
   if (text(file, *cand, "candidate", "kind", true) != "torch_module")
@@ -89,6 +89,13 @@ TorchSubmissionManifest read_torch_submission_manifest(const fs::path& path) {
     bad(file, "candidate.module", fmt::format("{}: no such file", m.submission.file.string()));
   m.submission.class_name = text(file, *cand, "candidate", "class", false, "ModelNew");
   m.submission.allow_kernels = strings(file, *cand, "candidate", "allow_kernels");
+  // The dtypes the submission claims (default: every dtype of its contract, as a kernel candidate's
+  // [supports] dtypes): a submission written for float32 alone is judged at float32 alone.
+  for (const auto& d : strings(file, *cand, "candidate", "dtypes")) {
+    const auto t = parse_dtype(d);
+    if (!t) bad(file, "candidate.dtypes", fmt::format("unknown dtype \"{}\" (f32, bf16, f16, ...: kqual's dtype names)", d));
+    m.submission.dtypes.push_back(*t);
+  }
   if (const auto* ex = t["expect"].as_table()) {
     only_keys(file, *ex, "expect", {"rejected_for", "or_rejected_for"});
     m.expect_rejected_for = text(file, *ex, "expect", "rejected_for", true);

@@ -22,11 +22,12 @@ constexpr const char* kGood = kNumpyAddRelu;
 
 class TorchSubmissionTest : public ::testing::Test {
  protected:
-  SubmissionCheck check(const std::string& body, double timeout_s = 60) {
+  SubmissionCheck check(const std::string& body, double timeout_s = 60, const std::vector<DType>& dtypes = {}) {
     const fs::path f = dir_.path() / "submission.py";
     std::ofstream(f) << body;
     TorchSubmission s;
     s.file = f;
+    s.dtypes = dtypes;
     SubmissionCheckOptions o;
     o.worker = KQUAL_FAKE_SUBMISSION_WORKER;
     o.case_timeout_s = timeout_s;
@@ -46,6 +47,25 @@ TEST_F(TorchSubmissionTest, ACorrectSubmissionIsAcceptedOnEveryCase) {
   EXPECT_EQ(r.kernels, std::vector<std::string>{"fake_kernel"});
   EXPECT_FALSE(r.not_applied.empty());
   EXPECT_EQ(r.to_json().value("verdict", ""), "accepted");
+}
+
+TEST_F(TorchSubmissionTest, ASubmissionIsJudgedAtTheDtypesItClaims) {
+  // Written for float32 alone: judged at f32 alone, and says so; a dtype the contract lacks is refused.
+  const SubmissionCheck all = check(kGood);
+  const SubmissionCheck f32 = check(kGood, 60, {DType::f32});
+  EXPECT_TRUE(f32.accepted) << f32.summary();
+  EXPECT_EQ(f32.dtypes, std::vector<std::string>{"f32"});
+  EXPECT_EQ(all.dtypes, (std::vector<std::string>{"f32", "bf16", "f16"}));
+  EXPECT_GT(f32.cases, 0);
+  EXPECT_LT(f32.cases, all.cases);
+  EXPECT_EQ(f32.to_json()["dtypes"], json::array({"f32"}));
+  std::string e;
+  try {
+    (void)check(kGood, 60, {DType::i32});
+  } catch (const Error& x) {
+    e = x.what();
+  }
+  EXPECT_NE(e.find("claims dtype i32, which contract residual_add_relu does not have (it has f32, bf16, f16)"), std::string::npos) << e;
 }
 
 TEST_F(TorchSubmissionTest, ValueFailuresAreJudgedByTheContract) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 
@@ -43,6 +44,25 @@ TEST(SubmissionCli, EveryBundledSubmissionManifestReadsWithAKnownClass) {
   EXPECT_EQ(good, 3);  // load_inline, Triton, torch.library
   EXPECT_GE(broken, 10);
   EXPECT_GE(classes.size(), 9u) << "one known-broken submission per class";
+}
+
+TEST(SubmissionCli, AManifestMayClaimDtypes) {
+  ScratchDir dir("kqual-submission-dtypes");
+  auto manifest = [&](const std::string& dtypes) {
+    std::ofstream(dir.path() / "kqual.toml") << "[candidate]\nname = \"s\"\nkind = \"torch_module\"\nmodule = \""
+                                              << (kExamples / "good_triton.py").string()
+                                              << "\"\ncontract = \"residual_add_relu\"\ndtypes = " << dtypes << "\n";
+  };
+  manifest(R"(["f32", "bf16"])");
+  EXPECT_EQ(bench::read_torch_submission_manifest(dir.path()).submission.dtypes, (std::vector<DType>{DType::f32, DType::bf16}));
+  manifest(R"(["float33"])");
+  try {
+    (void)bench::read_torch_submission_manifest(dir.path());
+    ADD_FAILURE() << "an unknown dtype was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("candidate.dtypes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("float33"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SubmissionCli, ACheckThatCannotRunHereSaysSoAndWritesItsResults) {

@@ -28,6 +28,7 @@ struct TorchSubmission {
   std::string class_name = "ModelNew";   // the module class it defines
   std::filesystem::path problem_dir;     // the contract's folder (an imported KernelBench problem: reference.py with CONFIG)
   std::vector<std::string> allow_kernels;  // regular expressions of library kernels the problem or the user allows
+  std::vector<DType> dtypes;               // the dtypes the submission claims; empty: every dtype of the contract
 };
 
 // Why a submission's case failed, one class per way PyTorch-level submissions are known to cheat or
@@ -112,6 +113,7 @@ struct SubmissionCheck {
   std::vector<SubmissionCaseResult> failures;
   std::vector<std::string> kernels;      // every kernel the submission launched, over every case
   std::vector<std::string> not_applied;  // harness rules that cannot hold for a PyTorch submission, each with why
+  std::vector<std::string> dtypes;       // the dtypes judged (the submission's claim, else the contract's)
   std::string summary() const;           // "accepted: 37 cases ..." / "rejected: cached_output at <id>: ..."
   json to_json() const;
 };
