@@ -92,9 +92,9 @@ TorchSubmissionManifest read_torch_submission_manifest(const fs::path& path) {
   // The dtypes the submission claims (default: every dtype of its contract, as a kernel candidate's
   // [supports] dtypes): a submission written for float32 alone is judged at float32 alone.
   for (const auto& d : strings(file, *cand, "candidate", "dtypes")) {
-    const auto t = parse_dtype(d);
-    if (!t) bad(file, "candidate.dtypes", fmt::format("unknown dtype \"{}\" (f32, bf16, f16, ...: kqual's dtype names)", d));
-    m.submission.dtypes.push_back(*t);
+    const auto dt = parse_dtype(d);
+    if (!dt) bad(file, "candidate.dtypes", fmt::format("unknown dtype \"{}\" (f32, bf16, f16, ...: kqual's dtype names)", d));
+    m.submission.dtypes.push_back(*dt);
   }
   if (const auto* ex = t["expect"].as_table()) {
     only_keys(file, *ex, "expect", {"rejected_for", "or_rejected_for"});
