@@ -260,30 +260,22 @@ std::set<std::string> unread_parameters(const std::string& src, const std::strin
     take();
     // The body: every line indented past the def. A body that reaches its arguments by name (locals(),
     // vars(), **kwargs passed on, inspect) reads what no static read sees: nothing is said unread.
-    std::string body;
+    std::string body;  // string literals left out (sampling_code_chars): a name in a message is no read
     for (std::size_t k = j + 1; k < lines.size(); ++k) {
       const std::size_t at = sampling_indent(lines[k].code);
       if (at == std::string::npos) continue;
       if (at <= indent) break;
-      body += lines[k].code + "\n";
+      sampling_code_chars(lines[k].code, [&](std::size_t, char c) {
+        body += c;
+        return true;
+      });
+      body += ' ';
     }
     static const std::regex dynamic(R"(\blocals\s*\(|\bvars\s*\(|\binspect\b|[(,{]\s*\*\*\s*[A-Za-z_])");
     if (std::regex_search(body, dynamic)) return {};
     static const std::regex word(R"(\b[A-Za-z_]\w*\b)");
     std::set<std::string> used;
-    std::string code_only;
-    for (std::size_t k = 0; k < body.size(); ++k) {  // string literals left out: a name in a message is no read
-      const char c = body[k];
-      if (c == '"' || c == '\'') {
-        const std::size_t end = body.find(c, k + 1);
-        if (end == std::string::npos) break;
-        k = end;
-        code_only += ' ';
-      } else {
-        code_only += c;
-      }
-    }
-    for (std::sregex_iterator it(code_only.begin(), code_only.end(), word), end; it != end; ++it) used.insert(it->str());
+    for (std::sregex_iterator it(body.begin(), body.end(), word), end; it != end; ++it) used.insert(it->str());
     std::set<std::string> unread;
     for (const auto& p : params)
       if (!used.count(p)) unread.insert(p);
