@@ -118,6 +118,10 @@ void add_screen_command(CLI::App& app, CliState& s, bool run_commands) {
   cmd->add_option("--gpus", o.gpus,
                   "One worker per GPU, each pinned to its device and fed from one queue: all, a count N (the first N), or "
                   "a list of ordinals (0,2); ordinals in PCI bus order (default: one worker on the default device)");
+  cmd->add_option("--workers-per-gpu", o.workers_per_gpu,
+                  "Worker sessions per GPU, checking candidates side by side (PyTorch submissions spend most of their "
+                  "check in Python and compiling); every timing (--timing) waits for its GPU and holds it alone")
+      ->capture_default_str();
   cmd->add_option("--shard", o.shard,
                   "Screen only shard I of N (I/N, from 0): the candidates the campaign's list gives it, by name (the list "
                   "is written when the first shard starts and read by the others); give each shard its own --out, then "

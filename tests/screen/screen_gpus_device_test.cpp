@@ -64,5 +64,40 @@ TEST(ScreenGpusDevice, EveryGpuJudgesFromOneQueueAndShardsMerge) {
   fs::remove_all(out);
 }
 
+TEST(ScreenGpusDevice, SeveralWorkersPerGpuGiveTheSameVerdictsAndTimeAlone) {
+  // --workers-per-gpu 3: three lanes check side by side on each GPU; the timing tier still times the
+  // accepted candidate (alone on its GPU) and still rejects the timed cheat.
+  if (!cuda::driver_available()) GTEST_SKIP() << "no GPU: " << cuda::driver_unavailable_reason();
+  const fs::path out = fs::temp_directory_path() / "kqual-screen-workers-per-gpu-device-test";
+  fs::remove_all(out);
+  const fs::path rar = test::repo_root() / "candidates/residual_add_relu";
+  const std::map<std::string, std::string> expected = {{"good", ""},
+                                                       {"missing_tail", "unwritten_output"},
+                                                       {"nan_swallowed", "nan_policy"},
+                                                       {"out_of_bounds", "out_of_bounds_write"},
+                                                       {"launch_counter", "timed_output_wrong"}};
+  std::string cmd = test::quote(test::kqual_exe()) +
+                    " screen --no-large-cases --no-sanitizer-pass --workers-per-gpu 3 --timing --shape 1048576 --out " +
+                    test::quote(out);
+  for (const auto& [name, code] : expected) cmd += " " + test::quote(rar / (code.empty() ? "good" : "broken/" + name));
+  auto r = test::run(cmd);
+  ASSERT_EQ(r.exit_code, 1) << r.output;
+  json res = json::parse(std::ifstream(out / "results.json"));
+  ASSERT_TRUE(res["device_present"].get<bool>()) << r.output;
+  EXPECT_EQ(res["workers_per_gpu"], 3);
+  EXPECT_GE(res["worker_processes_started"].get<int>(), 2) << r.output;  // more than one lane did work
+  ASSERT_EQ(res["verdicts"].size(), expected.size());
+  for (const auto& v : res["verdicts"]) {
+    const std::string want = expected.at(v["name"].get<std::string>());
+    EXPECT_EQ(v["verdict"], want.empty() ? "accepted" : "rejected") << v.dump(2);
+    if (!want.empty()) {
+      EXPECT_TRUE(v["codes"].contains(want)) << v.dump(2);
+    } else {
+      EXPECT_TRUE(v.contains("speed") && v["speed"].contains("effect")) << v.dump(2);
+    }
+  }
+  fs::remove_all(out);
+}
+
 }  // namespace
 }  // namespace kqual

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -189,6 +190,82 @@ TEST(ScreenDispatch, AHookThatThrowsStopsTheLanesAndIsRethrown) {
   };
   h.record = [](std::size_t, std::size_t, ScreenVerdict) {};
   EXPECT_TRUE(has(error_of([&] { dispatch_lanes(2, 50, h); }), "journal write failed"));
+}
+
+// ---- several lanes on one GPU: checks side by side, timings alone (--workers-per-gpu) ----
+
+TEST(ScreenGpuGate, ChecksShareTheGpuAndATimingWaitsForThemAndHoldsItAlone) {
+  GpuGate gate;
+  auto a = std::make_unique<GpuGate::Hold>(gate.shared());
+  auto b = std::make_unique<GpuGate::Hold>(gate.shared());
+  EXPECT_EQ(gate.holders(), std::make_pair(2, 0));  // two checks at once
+  std::atomic<bool> timing{false}, timed{false};
+  std::jthread timer([&] {
+    const GpuGate::Hold h = gate.exclusive();
+    timing = true;
+    EXPECT_EQ(gate.holders(), std::make_pair(0, 1));  // alone
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    timing = false;
+    timed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(timing.load());  // the checks still hold the GPU
+  // A check that comes while the timing waits queues behind it: checks cannot starve a timing.
+  std::atomic<bool> late_checked{false};
+  std::jthread late([&] {
+    const GpuGate::Hold h = gate.shared();
+    EXPECT_TRUE(timed.load());
+    EXPECT_FALSE(timing.load());
+    late_checked = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(late_checked.load());
+  a.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(timing.load());  // one check still runs
+  b.reset();
+  timer.join();
+  late.join();
+  EXPECT_TRUE(timed.load());
+  EXPECT_TRUE(late_checked.load());
+  EXPECT_EQ(gate.holders(), std::make_pair(0, 0));
+}
+
+TEST(ScreenGpuGate, NoTwoTimingsOverlapAndNoCheckRunsDuringOne) {
+  GpuGate gate;
+  std::atomic<int> checking{0}, timing{0}, overlaps{0};
+  std::vector<std::jthread> lanes;
+  for (int lane = 0; lane < 6; ++lane)
+    lanes.emplace_back([&, lane] {
+      for (int i = 0; i < 40; ++i) {
+        if ((i + lane) % 4 == 0) {
+          const GpuGate::Hold h = gate.exclusive();
+          if (++timing > 1 || checking.load() > 0) ++overlaps;
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+          --timing;
+        } else {
+          const GpuGate::Hold h = gate.shared();
+          ++checking;
+          if (timing.load() > 0) ++overlaps;
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+          --checking;
+        }
+      }
+    });
+  lanes.clear();  // joined
+  EXPECT_EQ(overlaps.load(), 0);
+}
+
+TEST(ScreenGpuGate, WorkersPerGpuOutsideItsRangeIsRefusedByName) {
+  for (int n : {0, -2, 33}) {
+    ScreenOptions o;
+    o.inputs = {test::repo_root() / "candidates/residual_add_relu/good"};
+    o.use_gpu = false;
+    o.workers_per_gpu = n;
+    o.out_dir = fs::temp_directory_path() / "kqual-screen-workers-per-gpu-test";
+    const std::string e = error_of([&] { screen(o); });
+    EXPECT_TRUE(has(e, "--workers-per-gpu " + std::to_string(n) + ": must be 1 to 32")) << e;
+  }
 }
 
 // ---- lanes of real worker processes (no GPU: crash and hang through the test hooks) ----

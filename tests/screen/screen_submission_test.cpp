@@ -10,6 +10,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/pipeline/screen.hpp"
+#include "kqual/pipeline/screen_gpus.hpp"
 #include "kqual/pipeline/screen_submission.hpp"
 #include "bench/submission_test_util.hpp"
 #include "test_util.hpp"
@@ -62,10 +63,11 @@ class ScreenSubmissionCheck : public ::testing::Test {
   ScreenVerdict judge(const std::string& body) {
     const auto m = screen_submission_of(submission_folder(tmp_.path(), "s", body));
     EXPECT_TRUE(m.has_value());
-    return check_screen_submission(o_, *m, "");
+    return check_screen_submission(o_, *m, "", gate_);
   }
   ScratchDir tmp_{"kqual-screen-sub-check"};
   ScreenOptions o_;
+  GpuGate gate_;
 };
 
 TEST_F(ScreenSubmissionCheck, ACorrectOneIsAcceptedAndACachingOneRejectedForItsClass) {

@@ -55,6 +55,10 @@ struct ScreenOptions {
   // --gpus all|N|LIST: one worker session per GPU, each pinned to its device (PCI bus order); ""
   // = one session on the default device.
   std::string gpus;
+  // --workers-per-gpu N: N worker sessions per GPU check candidates side by side (a PyTorch
+  // submission spends most of its check in Python and compiling, not on the GPU); a timing waits
+  // until its GPU is free and holds it alone.
+  int workers_per_gpu = 1;
   std::filesystem::path gpu_list_dir = "/proc/driver/nvidia/gpus";  // where --gpus finds the GPUs (tests: a fake)
   std::string shard;             // --shard I/N: "" = every candidate
   // --shard-list FILE: the campaign's candidate list (screen_shard.hpp); "" = shard-list-<N>.json in

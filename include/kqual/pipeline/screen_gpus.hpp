@@ -9,9 +9,11 @@
 // lanes: a lane whose worker faults costs the candidate it was judging; the lane is probed and goes
 // on with a fresh worker, or is retired when its GPU no longer answers; when every lane is retired
 // the remaining candidates are recorded as incomplete, never lost.
+#include <condition_variable>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +46,41 @@ std::vector<HostGpu> select_gpus(const std::string& spec, const HostGpus& host);
 
 // The environment that pins a worker (and its reference worker) to `g`.
 std::vector<std::pair<std::string, std::string>> pin_environment(const HostGpu& g);
+
+// Who may use one GPU at a time when several lanes share it (--workers-per-gpu): any number of
+// correctness checks together (shared), or one timing alone (exclusive), so that no timed launch
+// shares its GPU with another lane's work. A waiting exclusive holder stops new shared ones from
+// entering, so a steady stream of checks never starves the timing tier.
+class GpuGate {
+ public:
+  class Hold {
+   public:
+    Hold(GpuGate* g, bool exclusive) : g_(g), exclusive_(exclusive) {}
+    Hold(Hold&& o) noexcept : g_(o.g_), exclusive_(o.exclusive_) { o.g_ = nullptr; }
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+    Hold& operator=(Hold&&) = delete;
+    ~Hold() {
+      if (g_) g_->release(exclusive_);
+    }
+
+   private:
+    GpuGate* g_;
+    bool exclusive_;
+  };
+  Hold shared();
+  Hold exclusive();
+  // Holders now: {shared, exclusive} (for tests and progress lines).
+  std::pair<int, int> holders();
+
+ private:
+  void release(bool exclusive);
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int shared_ = 0;
+  bool exclusive_ = false;
+  int exclusive_waiting_ = 0;
+};
 
 // What a lane does, supplied by the caller. Each lane runs on its own thread.
 struct LaneHooks {

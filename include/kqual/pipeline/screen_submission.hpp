@@ -7,6 +7,7 @@
 
 #include "kqual/bench/torch_submission.hpp"
 #include "kqual/pipeline/screen.hpp"
+#include "kqual/pipeline/screen_gpus.hpp"
 #include "kqual/pipeline/screen_timing.hpp"
 
 namespace kqual::pipeline {
@@ -18,8 +19,9 @@ std::optional<bench::TorchSubmissionManifest> screen_submission_of(const std::fi
 // The submission's verdict: accepted, rejected for its failure class, incomplete where PyTorch or
 // CUDA is missing on the GPU machine or kqual's side failed (harness_error: never reused).
 // `visible`: the lane's CUDA_VISIBLE_DEVICES ("" = the default device).
+// `gate`: the lane's GPU, held shared while the submission is checked and alone while it is timed.
 // `timer` (--timing; may be null): an accepted submission is then timed (ScreenTimer::time_submission).
 ScreenVerdict check_screen_submission(const ScreenOptions& o, const bench::TorchSubmissionManifest& m, const std::string& visible,
-                                      ScreenTimer* timer = nullptr);
+                                      GpuGate& gate, ScreenTimer* timer = nullptr);
 
 }  // namespace kqual::pipeline

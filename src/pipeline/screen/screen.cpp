@@ -27,6 +27,7 @@
 #include "kqual/core/sha256.hpp"
 #include "kqual/pipeline/phases.hpp"
 #include "kqual/pipeline/screen_gpus.hpp"
+#include "screen_lanes.hpp"
 #include "pipeline/build_pool.hpp"
 #include "screen_contracts.hpp"
 #include "kqual/pipeline/screen_journal.hpp"
@@ -68,62 +69,6 @@ ScreenVerdict verdict_for(ScreenVerdictKind kind, const std::string& code, const
 
 // The candidate ended before the GPU: its manifest, contract or build.
 ScreenVerdict refused(const std::string& kind, const std::string& why) { return verdict_for(ScreenVerdictKind::refused, kind, why); }
-
-// The worker sessions GPU checks run in: one on the default device, or one per --gpus device.
-struct Lanes {
-  std::vector<std::unique_ptr<worker::Session>> sessions;  // one per lane (none without a GPU)
-  std::vector<HostGpu> gpus;                               // with --gpus: each lane's device
-  std::vector<json> devices;                               // each lane's "hello"
-  std::string arch, why_no_gpu, gpu_source;
-  json unavailable = json::array();                        // --gpus devices that did not answer
-  bool gpu() const { return !sessions.empty(); }
-};
-
-Lanes open_lanes(const ScreenOptions& o) {
-  Lanes l;
-  if (o.gpus.empty()) {
-    Target tg = open_target({o.use_gpu, o.watchdog_seconds, o.arch});
-    l.arch = tg.arch;
-    l.why_no_gpu = tg.why_no_gpu;
-    if (tg.gpu()) {
-      l.devices.push_back(tg.device_json());
-      l.sessions.push_back(std::move(tg.session));
-    }
-    return l;
-  }
-  if (!o.use_gpu)
-    throw_error(ErrorKind::usage, fmt::format("--gpus {} and --no-gpu contradict each other: drop one", o.gpus));
-  const HostGpus host = host_gpus(o.gpu_list_dir, std::getenv("CUDA_VISIBLE_DEVICES"));
-  l.gpu_source = host.source;
-  std::vector<std::string> silent;
-  for (const HostGpu& g : select_gpus(o.gpus, host)) {
-    worker::SessionOptions so;
-    so.watchdog_seconds = o.watchdog_seconds;
-    so.worker_env = pin_environment(g);
-    auto s = std::make_unique<worker::Session>(so);
-    const worker::DeviceFacts& d = s->device();
-    if (!d.present) {  // this GPU does not answer: screen on the others, and say so
-      silent.push_back(fmt::format("GPU {}: {}", g.ordinal, d.why_absent));
-      l.unavailable.push_back(json{{"ordinal", g.ordinal}, {"pci_bus_id", g.pci_bus_id}, {"why", d.why_absent}});
-      continue;
-    }
-    if (!l.arch.empty() && d.arch != l.arch)
-      throw_error(ErrorKind::usage, fmt::format("--gpus {}: GPU {} is {} but GPU {} is {}; every candidate is built for one "
-                                                "arch: screen each kind with its own --gpus LIST",
-                                                o.gpus, l.gpus.front().ordinal, l.arch, g.ordinal, d.arch));
-    l.arch = d.arch;
-    l.devices.push_back(d.device);
-    l.gpus.push_back(g);
-    l.sessions.push_back(std::move(s));
-  }
-  if (l.sessions.empty())
-    throw_error(ErrorKind::usage, fmt::format("--gpus {}: no selected GPU answered ({}); run with --no-gpu for the static "
-                                              "phases only",
-                                              o.gpus, fmt::join(silent, "; ")));
-  if (!o.arch.empty() && o.arch != l.arch)
-    throw_error(ErrorKind::usage, fmt::format("--arch {} given but the devices are {}", o.arch, l.arch));
-  return l;
-}
 
 // A rejection that no case gives: the module did not load, the worker broke down on the candidate.
 ScreenVerdict rejected_for(const std::string& code, const std::string& detail) {
@@ -388,7 +333,8 @@ DispatchReport check_screen_lanes(const ScreenOptions& o, const ScreenContracts&
     } else if (slot.submission) {
       const auto t0 = std::chrono::steady_clock::now();
       if (lanes.gpu()) {
-        v = check_screen_submission(o, *slot.submission, lane < lanes.gpus.size() ? lanes.gpus[lane].visible : std::string(),
+        const HostGpu* g = lanes.gpu_of(lane);
+        v = check_screen_submission(o, *slot.submission, g ? g->visible : std::string(), lanes.gate_of(lane),
                                     timer ? &*timer : nullptr);
       } else {
         v.verdict = ScreenVerdictKind::incomplete;
@@ -402,8 +348,14 @@ DispatchReport check_screen_lanes(const ScreenOptions& o, const ScreenContracts&
       v.detail = lanes.why_no_gpu + ": load and correctness not run";
     } else {
       const auto t0 = std::chrono::steady_clock::now();
-      v = check_on_gpu(*lanes.sessions[lane], *slot.built, co, fault);
-      if (timer && v.verdict == ScreenVerdictKind::accepted && !*fault) timer->time(*lanes.sessions[lane], *slot.built, slot.contract, v, fault);
+      {
+        const GpuGate::Hold checking = lanes.gate_of(lane).shared();  // checks share the GPU
+        v = check_on_gpu(*lanes.sessions[lane], *slot.built, co, fault);
+      }
+      if (timer && v.verdict == ScreenVerdictKind::accepted && !*fault) {
+        const GpuGate::Hold timing = lanes.gate_of(lane).exclusive();  // a timing has its GPU alone
+        timer->time(*lanes.sessions[lane], *slot.built, slot.contract, v, fault);
+      }
       check_ms = ms_since(t0);
     }
     v.contract = slot.contract;
@@ -415,8 +367,8 @@ DispatchReport check_screen_lanes(const ScreenOptions& o, const ScreenContracts&
     const worker::WorkerReply r =
         lanes.sessions[lane]->worker().call(to_json(worker::HelloRequest{}), std::max(o.watchdog_seconds, 120.0));
     if (r.status == worker::WorkerReply::Status::ok) return "";
-    const std::string which = lanes.gpus.empty() ? std::string("the GPU") : fmt::format("GPU {}", lanes.gpus[lane].ordinal);
-    say(fmt::format("{} no longer answers a fresh worker ({}): its lane is retired", which, first_line(r.reason, 200)));
+    say(fmt::format("{} no longer answers a fresh worker ({}): its lane is retired", lanes.lane_name(lane),
+                    first_line(r.reason, 200)));
     return r.reason;
   };
   hooks.record = [&](std::size_t lane, std::size_t k, ScreenVerdict v) {  // serialized by dispatch_lanes
@@ -425,7 +377,7 @@ DispatchReport check_screen_lanes(const ScreenOptions& o, const ScreenContracts&
     v.name = display_name(run.cands[i]);
     v.manifest_sha256 = run.hashes[i];
     v.key = run.keys[i];
-    if (lane < lanes.gpus.size()) v.gpu = lanes.gpus[lane].ordinal;
+    if (const HostGpu* g = lanes.gpu_of(lane)) v.gpu = g->ordinal;
     v.finished = utc_now();
     append_journal_line(journal_fd, journal_path, v.to_json().dump(-1, ' ', false, json::error_handler_t::replace));
     std::error_code ec;
@@ -463,15 +415,16 @@ json screen_results_json(const ScreenOptions& o, const json& options, const fs::
     r["provenance"]["device_order"] = "PCI_BUS_ID";
     r["provenance"]["gpu_source"] = lanes.gpu_source;
     json g = json::array();
+    const std::vector<DeviceTally> tally = tally_devices(lanes, dispatched);
     for (std::size_t l = 0; l < lanes.gpus.size(); ++l)
       g.push_back(json{{"ordinal", lanes.gpus[l].ordinal},
                        {"pci_bus_id", lanes.gpus[l].pci_bus_id},
                        {"cuda_visible_devices", lanes.gpus[l].visible},
                        {"device", lanes.devices[l]},
-                       {"judged", dispatched.judged[l]},
-                       {"worker_faults", dispatched.faults[l]},
-                       {"worker_processes_started", lanes.sessions[l]->worker().processes_started()},
-                       {"retired", dispatched.retired[l].empty() ? json() : json(dispatched.retired[l])}});
+                       {"judged", tally[l].judged},
+                       {"worker_faults", tally[l].worker_faults},
+                       {"worker_processes_started", tally[l].worker_processes_started},
+                       {"retired", tally[l].retired.empty() ? json() : json(tally[l].retired)}});
     r["gpus"] = g;
     r["gpus_unavailable"] = lanes.unavailable;
   }
@@ -489,6 +442,8 @@ json screen_results_json(const ScreenOptions& o, const json& options, const fs::
   // the time the GPUs were held.
   r["candidates_per_hour"] = ran > 0 && wall_s > 0 ? json(double(ran) / (wall_s / 3600.0)) : json();
   r["worker_processes_started"] = workers_started;
+  // Lanes per GPU (--workers-per-gpu): correctness checks side by side, each timing alone on its GPU.
+  r["workers_per_gpu"] = lanes.per_gpu;
   json skipped_j = json::array();
   for (const auto& s : run.skipped) skipped_j.push_back(s.string());
   r["not_candidates"] = skipped_j;
@@ -510,16 +465,20 @@ std::string screen_summary_md(const Lanes& lanes, const DispatchReport& dispatch
                     wall_s, run.resumed);
   if (run.shard)
     md += fmt::format("Shard {} of a campaign of {} candidate(s).\n\n", run.shard->text(), run.shard_rec->total);
+  const std::vector<DeviceTally> tally = tally_devices(lanes, dispatched);
   if (!lanes.gpu())
     md += fmt::format("No GPU ({}): only manifests and builds were checked, for {}.\n\n", lanes.why_no_gpu, lanes.arch);
   else if (lanes.gpus.empty())
     md += fmt::format("Device: {} ({}).\n\n", lanes.devices.front().value("name", std::string("?")), lanes.arch);
   else
-    for (std::size_t l = 0; l < lanes.gpus.size(); ++l)
+    for (std::size_t l = 0; l < lanes.gpus.size(); ++l) {
       md += fmt::format("GPU {} (PCI bus order{}): {} ({}), {} judged{}.\n\n", lanes.gpus[l].ordinal,
                         lanes.gpus[l].pci_bus_id.empty() ? "" : ", " + lanes.gpus[l].pci_bus_id,
-                        lanes.devices[l].value("name", std::string("?")), lanes.arch, dispatched.judged[l],
-                        dispatched.retired[l].empty() ? "" : "; retired: " + first_line(dispatched.retired[l], 200));
+                        lanes.devices[l].value("name", std::string("?")), lanes.arch, tally[l].judged,
+                        tally[l].retired.empty() ? "" : "; retired: " + first_line(tally[l].retired, 200));
+    }
+  if (lanes.gpu() && lanes.per_gpu > 1)
+    md += fmt::format("{} worker(s) per GPU checked side by side; every timing had its GPU alone.\n\n", lanes.per_gpu);
   md += screen_summary_table(run.verdicts);
   return md;
 }
@@ -553,8 +512,11 @@ ScreenOutcome screen(const ScreenOptions& o) {
   say(fmt::format("{} candidate(s): {} from the journal, {} to run; {} compile thread(s); {}", n, run.resumed, run.todo.size(),
                   o.jobs,
                   !lanes.gpu()          ? "no GPU (" + lanes.why_no_gpu + "): static phases only"
-                  : lanes.gpus.empty() ? std::string("GPU checks in one worker session")
-                                       : fmt::format("GPU checks in {} worker session(s), one per GPU", lanes.sessions.size())));
+                  : lanes.gpus.empty()
+                      ? fmt::format("GPU checks in {} worker session(s){}", lanes.sessions.size(),
+                                    lanes.per_gpu > 1 ? ", side by side; timings alone on the GPU" : "")
+                      : fmt::format("GPU checks in {} worker session(s), {} per GPU{}", lanes.sessions.size(), lanes.per_gpu,
+                                    lanes.per_gpu > 1 ? ", side by side; timings alone on their GPU" : "")));
 
   // ---- build and check ----
   ScratchDir build_scratch("kqual-screen");

@@ -120,6 +120,38 @@ std::vector<std::pair<std::string, std::string>> pin_environment(const HostGpu& 
   return {{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}, {"CUDA_VISIBLE_DEVICES", g.visible}};
 }
 
+GpuGate::Hold GpuGate::shared() {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait(lk, [&] { return !exclusive_ && exclusive_waiting_ == 0; });
+  ++shared_;
+  return Hold(this, false);
+}
+
+GpuGate::Hold GpuGate::exclusive() {
+  std::unique_lock<std::mutex> lk(mu_);
+  ++exclusive_waiting_;
+  cv_.wait(lk, [&] { return !exclusive_ && shared_ == 0; });
+  --exclusive_waiting_;
+  exclusive_ = true;
+  return Hold(this, true);
+}
+
+std::pair<int, int> GpuGate::holders() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return {shared_, exclusive_ ? 1 : 0};
+}
+
+void GpuGate::release(bool exclusive) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (exclusive)
+      exclusive_ = false;
+    else
+      --shared_;
+  }
+  cv_.notify_all();
+}
+
 DispatchReport dispatch_lanes(std::size_t lanes, std::size_t items, const LaneHooks& hooks) {
   DispatchReport rep;
   rep.judged.assign(lanes, 0);

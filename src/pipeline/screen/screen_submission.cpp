@@ -17,7 +17,7 @@ std::optional<bench::TorchSubmissionManifest> screen_submission_of(const fs::pat
 }
 
 ScreenVerdict check_screen_submission(const ScreenOptions& o, const bench::TorchSubmissionManifest& m, const std::string& visible,
-                                      ScreenTimer* timer) {
+                                      GpuGate& gate, ScreenTimer* timer) {
   ScreenVerdict v;
   const contract::Contract& c = contract::resolve_contract(m.contract, m.file.parent_path());
   bench::TorchSubmission s = m.submission;
@@ -28,7 +28,10 @@ ScreenVerdict check_screen_submission(const ScreenOptions& o, const bench::Torch
   co.stop_at_first_failure = !o.all_cases;
   co.worker = o.submission_worker;
   if (!visible.empty()) co.env = {{"CUDA_VISIBLE_DEVICES", visible}, {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}};
-  const bench::SubmissionCheck r = bench::check_torch_submission(c, s, co);
+  const bench::SubmissionCheck r = [&] {
+    const GpuGate::Hold checking = gate.shared();
+    return bench::check_torch_submission(c, s, co);
+  }();
   if (!r.not_run.empty()) {
     v.verdict = ScreenVerdictKind::incomplete;
     v.reason = "PyTorch submission not run";
@@ -45,7 +48,10 @@ ScreenVerdict check_screen_submission(const ScreenOptions& o, const bench::Torch
   if (r.accepted) {
     v.verdict = ScreenVerdictKind::accepted;
     v.reason = fmt::format("PyTorch submission: {} of {} cases", r.passed, r.cases);
-    if (timer) timer->time_submission(c, s, co, v);
+    if (timer) {
+      const GpuGate::Hold timing = gate.exclusive();
+      timer->time_submission(c, s, co, v);
+    }
     return v;
   }
   v.verdict = ScreenVerdictKind::rejected;
