@@ -12,6 +12,7 @@
 #include <set>
 
 #include "kqual/contract/declared/declared.hpp"
+#include "kqual/contract/reference_host.hpp"
 #include "kqual/contract/importers/import_kernelbench.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
@@ -91,6 +92,26 @@ TEST(TorchDevice, ImportedDefinitionsWithRewritesVerify) {
   }
   const auto r = test::run(test::quote(test::kqual_exe()) + " contracts --dir " + test::quote(dir.path()) + " --verify");
   EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// A torch reference that mixes a float32 tensor of its own with kqual's float64 inputs is run with
+// its float inputs at float32 (the numerical policy says so) instead of failing every case.
+TEST(TorchDevice, AReferenceMixingItsOwnFloat32RunsAtFloat32) {
+  std::string why;
+  if (!torch_importable(&why)) GTEST_SKIP() << why;
+  ScratchDir dir("kqual-mixed-f32");
+  fs::copy(fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/declared/mixed_float32_torch", dir.path() / "mixed");
+  const auto r = test::run(test::quote(test::kqual_exe()) + " contracts --dir " + test::quote(dir.path()) + " --verify");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const auto& c = contract::load_declared_contract(dir.path() / "mixed");
+  contract::Supports sup;
+  sup.dtypes = {DType::f32};
+  const auto cases = c.correctness_cases(sup, 1, false);
+  ASSERT_FALSE(cases.empty());
+  contract::ReferenceHost host;
+  const contract::CaseData data = c.make_case_in(cases.front(), host);
+  (void)c.reference(data, host);
+  EXPECT_NE(c.numerical_policy().find("float inputs at float32"), std::string::npos) << c.numerical_policy();
 }
 
 TEST(TorchDevice, QualifyTimesEagerAndCompiled) {

@@ -101,9 +101,16 @@ std::string DeclaredContract::numerical_policy() const {
   parts.push_back(s_.deterministic ? "Run to run: two runs must agree bitwise."
                                    : "Run to run: bitwise reproducibility is not required; two runs must each be within "
                                      "the bound and differ by no more than it.");
+  std::string precision = s_.reference.precision.empty() ? std::string("float64") : s_.reference.precision;
+  {
+    std::lock_guard<std::mutex> lock(reference_note_mu_);
+    if (!reference_float32_.empty())
+      precision = fmt::format("float inputs at float32, not float64: it mixes float32 tensors of its own with float64 "
+                              "inputs ({})",
+                              reference_float32_);
+  }
   parts.push_back(fmt::format("Reference: {}:{} ({}, {}) in its own process, declared in {}.", s_.reference.file.filename().string(),
-                              s_.reference.function, s_.reference.kind,
-                              s_.reference.precision.empty() ? std::string("float64") : s_.reference.precision, s_.file.string()));
+                              s_.reference.function, s_.reference.kind, precision, s_.file.string()));
   // Shapes of the case plan no case checks (over the CPU reference's cap, nothing past 2^31): said
   // here, so the memo that quotes this policy lists them (declared_cases.cpp).
   if (const std::string gaps = coverage_gaps(); !gaps.empty()) parts.push_back(gaps);
@@ -307,6 +314,10 @@ std::vector<Tensor> DeclaredContract::reference(const CaseData& data, ReferenceH
   Evaluation ev = s_.has_strided() ? py.evaluate(s_, dense_inputs(data.inputs, data.dims, s_), data.dims, need_abs, data.spec.id, dt)
                                    : py.evaluate(s_, data.inputs, data.dims, need_abs, data.spec.id, dt);
   const auto t1 = std::chrono::steady_clock::now();
+  if (!ev.reference_float32.empty()) {
+    std::lock_guard<std::mutex> lock(reference_note_mu_);
+    if (reference_float32_.empty()) reference_float32_ = ev.reference_float32;
+  }
   auto out = expected_from(data, std::move(ev.values), need_abs ? &ev.magnitude : nullptr);
   if (std::getenv("KQUAL_REFERENCE_TRACE"))
     fmt::print(stderr, "reference {}: evaluation {:.0f} ms, expected outputs and bounds {:.0f} ms\n", data.spec.id,

@@ -155,6 +155,10 @@ class DeclaredContract final : public Contract {
   mutable std::once_flag nontrivial_once_;
   // A [generator] is held to its seed once per contract, on the first case made with a host.
   mutable std::once_flag generator_once_;
+  // Set when the reference had to run its float inputs at float32 (Evaluation::reference_float32):
+  // the numerical policy, and so the memo, says so.
+  mutable std::mutex reference_note_mu_;
+  mutable std::string reference_float32_;
 };
 
 }  // namespace kqual::contract::declared

@@ -267,6 +267,7 @@ Evaluation PythonReference::evaluate(const Spec& s, const std::vector<Tensor>& i
   if (r.is_discarded()) fail(s, case_id, "unreadable answer: " + reply.substr(0, 500));
   if (!r.value("ok", false)) fail(s, case_id, r.value("error", std::string("?")) + "\n" + r.value("trace", std::string()));
   Evaluation out;
+  out.reference_float32 = r.value("reference_float32", std::string());
   // One output file into its place: read() straight into the vector, no mapping of the file.
   auto read_output = [&](const fs::path& file, const TensorDef& td, std::size_t n, RefOutput& o) {
     const bool integer = reference_gives_integers(td, dtypes.at(td.name));

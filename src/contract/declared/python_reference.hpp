@@ -29,6 +29,9 @@ struct RefOutput {
 struct Evaluation {
   std::map<std::string, RefOutput> values;     // per output
   std::map<std::string, RefOutput> magnitude;  // per output: the reference on |inputs| (when asked for)
+  // Non-empty when the reference ran its float inputs at float32: a torch reference that mixes
+  // float32 tensors of its own with float64 inputs (PyTorch's error, which made the driver retry).
+  std::string reference_float32;
 };
 
 class PythonReference {

@@ -91,8 +91,28 @@ def load_inputs(r):
             a = a.astype(np.float64)
         arrays[name] = a.reshape(t["shape"])
     return arrays
+# A torch reference that builds float32 tensors of its own and meets kqual's float64 inputs
+# (`index_add_(): self (Float) and source (Double)`) is run with its float inputs at float32 instead,
+# from then on for every case of the contract, and each reply says so (the memo names it).
+reduced = None
+def mixes_float32(e):
+    m = str(e)
+    return ("Float" in m and "Double" in m) or ("float" in m and "double" in m)
 def call(arrays, r):
-    kw = {name: (torch.from_numpy(a) if ref_torch else a) for name, a in arrays.items()}
+    global reduced
+    if reduced is None:
+        try:
+            return call_at(arrays, r, None)
+        except RuntimeError as e:
+            if not ref_torch or not mixes_float32(e):
+                raise
+            reduced = str(e).strip().splitlines()[0][:300]
+    return call_at(arrays, r, torch.float32)
+def call_at(arrays, r, float_dtype):
+    def tensor(a):
+        t = torch.from_numpy(a)
+        return t.to(float_dtype) if float_dtype is not None and t.is_floating_point() else t
+    kw = {name: (tensor(a) if ref_torch else a) for name, a in arrays.items()}
     kw.update(r["scalars"])
     kw.update(r["axes"])
     kw = bind(kw, params, var_kw)
@@ -162,6 +182,9 @@ for line in sys.stdin:
             write(call(arrays, r), r, "")
             if mags is not None:
                 write(call(mags, r), r, ".mag")
+            if reduced is not None:
+                reply({"ok": True, "reference_float32": reduced})
+                continue
         reply({"ok": True})
     except BaseException as e:
         reply(failure(e))
