@@ -37,6 +37,9 @@ for i in $(seq 1 "$n"); do
   d="$work/cands/copy$(printf '%04d' "$i")"
   mkdir -p "$d"
   cp -r "$src/"* "$d/"
+  # What the copy must be judged (its [expect] rejected_for, else accepted), checked after the run.
+  want=$(sed -n 's/^rejected_for *= *"\(.*\)"/\1/p' "$src/kqual.toml")
+  printf '%s\t%s\n' "$d" "${want:-accepted}" >> "$work/expected.tsv"
   # Each copy under its own manifest name (the journal keys verdicts by candidate).
   sed -i "0,/^name = \"\([^\"]*\)\"/s//name = \"\1_copy$i\"/" "$d/kqual.toml"
   # A submission's module, or a kernel source shared with another folder (a known-broken candidate
@@ -56,9 +59,11 @@ t0=$(date +%s.%N)
 "${cmd[@]}"
 rc=$?
 t1=$(date +%s.%N)
-python3 - "$out/results.json" "$rc" "$t0" "$t1" <<'PY'
+python3 - "$out/results.json" "$rc" "$t0" "$t1" "$work/expected.tsv" "$*" <<'PY'
 import json, sys
 rc, t0, t1 = int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+expected = dict(line.rstrip("\n").split("\t") for line in open(sys.argv[5]))
+timing = "--timing" in sys.argv[6].split()
 try:
     r = json.load(open(sys.argv[1]))
 except Exception as e:
@@ -68,6 +73,22 @@ ran = r["run"]
 gpu = "GPU" if r["device_present"] else "no GPU: compile-only"
 print(f"screen.sh: {r['candidates']} candidates, exit {rc}, counts {r['counts']}")
 print(f"screen.sh: {ran} run in {wall:.1f} s wall (kqual's own: {r['wall_s']:.1f} s, {gpu})")
+# Every verdict against what its candidate must get: accepted, or rejected for its stated class.
+# A timing-only defect (timed_output_wrong) is caught only with --timing; a screen without it accepts.
+as_stated, wrong = 0, []
+for v in r["verdicts"]:
+    want = expected.get(v["candidate"], "?")
+    if want == "timed_output_wrong" and not timing:
+        want = "accepted"
+    ok = v["verdict"] == "accepted" if want == "accepted" else (v["verdict"] == "rejected" and want in v.get("codes", {}))
+    if ok:
+        as_stated += 1
+    else:
+        wrong.append(f"{v['name']}: {v['verdict']} ({v.get('reason', '')}), expected {want}")
+print(f"screen.sh: {as_stated} of {len(r['verdicts'])} verdicts as stated"
+      + ("" if r["device_present"] else " (no GPU: nothing was judged)"))
+for w in wrong[:12]:
+    print(f"screen.sh:   {w}")
 if ran and wall > 0:
     print(f"screen.sh: {ran / (wall / 3600):.0f} candidates per GPU-hour (process wall time; "
           f"kqual reports {r['candidates_per_hour']:.0f}/h from its own clock)")
