@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <future>
 #include <optional>
 #include <set>
 
@@ -63,7 +65,10 @@ json SubmissionCheck::to_json() const {
               {"failures", fs_},
               {"kernels", kernels},
               {"dtypes", dtypes},
-              {"not_applied", not_applied}};
+              {"not_applied", not_applied},
+              // Where the time went [ms]: the worker's start (PyTorch imported, the submission's module
+              // loaded), its cases, and kqual making the cases (overlapped with the worker's runs).
+              {"time_ms", {{"worker_start", hello_ms}, {"worker_cases", worker_ms}, {"case_preparation", prepare_ms}}}};
 }
 
 namespace {
@@ -128,45 +133,66 @@ json tensor_files(const contract::Contract& c, const contract::Tensor& t, const 
   return json{{"dtype", to_string(t.dtype)}, {"shape", tensor_shape(c, t.name, dims)}, {"files", f}};
 }
 
+// One case made ready for the worker: both datasets' inputs written, their references computed, the
+// request built. Made on a thread of its own while the worker runs the case before it.
+struct PreparedCase {
+  std::string id;
+  json req;
+  std::vector<contract::Tensor> ea, eb;
+  std::vector<SubmissionOutputFiles> files;
+  fs::path dir;
+  double ms = 0;  // [ms] making it
+};
+
 class CaseRunner {
  public:
-  CaseRunner(const contract::Contract& c, const SubmissionCheckOptions& o, const fs::path& dir) : c_(c), o_(o), dir_(dir) {}
-
-  SubmissionCaseResult run(TorchWorker& w, const contract::CaseSpec& spec, contract::ReferenceHost& host) {
+  CaseRunner(const contract::Contract& c, const SubmissionCheckOptions& o, const fs::path& dir) : c_(c), o_(o), dir_(dir) {
     for (const auto& t : c_.domain().tensors)
       if (t.layout == contract::Layout::strided)
         throw_error(ErrorKind::input, fmt::format("{}: tensor '{}' is strided; PyTorch submissions are given dense tensors only",
                                                   c_.name(), t.name));
+  }
+
+  // `slot` names the case's folder: two slots, so that one case is written while the other runs.
+  PreparedCase prepare(const contract::CaseSpec& spec, contract::ReferenceHost& host, int slot) const {
+    const auto t0 = std::chrono::steady_clock::now();
+    PreparedCase p;
+    p.id = spec.id;
     contract::CaseSpec spec_b = spec;
     spec_b.seed = spec.seed ^ 0x9E3779B97F4A7C15ULL;  // dataset B: the same case drawn again
     const contract::CaseData a = c_.make_case(spec), b = c_.make_case(spec_b);
-    const std::vector<contract::Tensor> ea = c_.reference(a, host), eb = c_.reference(b, host);
-    const fs::path d = dir_ / "case";
-    fs::remove_all(d);
-    fs::create_directories(d);
-    json req{{"op", "check"}, {"id", spec.id}, {"axes", json::object()}, {"scalars", torch_scalars(c_)}, {"inputs", json::object()},
-             {"outputs", json::array()}, {"deadline_s", o_.case_timeout_s}};
-    for (const auto& [k, v] : a.dims) req["axes"][k] = v;
+    p.ea = c_.reference(a, host);
+    p.eb = c_.reference(b, host);
+    p.dir = dir_ / fmt::format("case{}", slot);
+    fs::remove_all(p.dir);
+    fs::create_directories(p.dir);
+    p.req = json{{"op", "check"}, {"id", spec.id}, {"axes", json::object()}, {"scalars", torch_scalars(c_)}, {"inputs", json::object()},
+                 {"outputs", json::array()}, {"deadline_s", o_.case_timeout_s}};
+    for (const auto& [k, v] : a.dims) p.req["axes"][k] = v;
     for (std::size_t i = 0; i < a.inputs.size(); ++i) {
       const auto& t = a.inputs[i];
-      const fs::path fa = d / (t.name + ".a"), fb = d / (t.name + ".b");
+      const fs::path fa = p.dir / (t.name + ".a"), fb = p.dir / (t.name + ".b");
       write_file(fa, t.bytes.data(), t.bytes.size());
       write_file(fb, b.inputs.at(i).bytes.data(), b.inputs.at(i).bytes.size());
-      req["inputs"][t.name] = tensor_files(c_, t, a.dims, {fa, fb});
+      p.req["inputs"][t.name] = tensor_files(c_, t, a.dims, {fa, fb});
     }
-    std::vector<SubmissionOutputFiles> files;
-    for (const auto& t : ea) {
+    for (const auto& t : p.ea) {
       SubmissionOutputFiles f;
       f.name = t.name;
-      for (int k = 0; k < 3; ++k) f.call[k] = d / fmt::format("{}.out{}", t.name, k + 1);
+      for (int k = 0; k < 3; ++k) f.call[k] = p.dir / fmt::format("{}.out{}", t.name, k + 1);
       json j = tensor_files(c_, t, a.dims, {f.call[0], f.call[1], f.call[2]});
       j["name"] = t.name;
-      req["outputs"].push_back(j);
-      files.push_back(f);
+      p.req["outputs"].push_back(j);
+      p.files.push_back(f);
     }
-    const json reply = w.call(&req, o_.case_timeout_s);
-    SubmissionCaseResult r = judge_submission_case(c_, spec.id, reply, ea, eb, files);
-    fs::remove_all(d);
+    p.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return p;
+  }
+
+  SubmissionCaseResult run(TorchWorker& w, PreparedCase& p) const {
+    const json reply = w.call(&p.req, o_.case_timeout_s);
+    SubmissionCaseResult r = judge_submission_case(c_, p.id, reply, p.ea, p.eb, p.files);
+    fs::remove_all(p.dir);
     return r;
   }
 
@@ -234,7 +260,9 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
   const fs::path& dir = scratch.path();
   std::unique_ptr<TorchWorker> wp = start_submission_worker(c, s, o, dir / "worker.stderr");
   TorchWorker& w = *wp;
+  const auto t_hello = std::chrono::steady_clock::now();
   const json hello = w.call(nullptr, o.case_timeout_s);
+  r.hello_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_hello).count();
   if (const std::string code = hello.value("code", std::string()); code == "no_torch" || code == "no_cuda") {
     r.not_run = hello.value("error", code);
     return r;
@@ -247,11 +275,19 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
   r.worker_torch = hello.value("torch", std::string());
   r.worker_device = hello.value("device", std::string());
   contract::ReferenceHost host;
-  CaseRunner runner(c, o, dir);
+  const CaseRunner runner(c, o, dir);
   std::set<std::string> kernels;
-  for (const auto& spec : cases) {
+  // Case k+1 is made (inputs, references, files) while the worker runs case k.
+  auto prepare = [&](std::size_t k) { return std::async(std::launch::async, [&, k] { return runner.prepare(cases[k], host, int(k % 2)); }); };
+  std::future<PreparedCase> next = prepare(0);
+  for (std::size_t k = 0; k < cases.size(); ++k) {
     ++r.cases;
-    SubmissionCaseResult one = runner.run(w, spec, host);
+    PreparedCase p = next.get();
+    r.prepare_ms += p.ms;
+    if (k + 1 < cases.size()) next = prepare(k + 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    SubmissionCaseResult one = runner.run(w, p);
+    r.worker_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     kernels.insert(one.kernels.begin(), one.kernels.end());
     if (one.failure == SubmissionFailure::none) {
       ++r.passed;

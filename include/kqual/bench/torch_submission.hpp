@@ -114,6 +114,9 @@ struct SubmissionCheck {
   std::vector<std::string> kernels;      // every kernel the submission launched, over every case
   std::vector<std::string> not_applied;  // harness rules that cannot hold for a PyTorch submission, each with why
   std::vector<std::string> dtypes;       // the dtypes judged (the submission's claim, else the contract's)
+  // [ms] the worker's start (its hello), its runs of the cases, and kqual's making of the cases (on
+  // a thread of its own, each case made while the worker runs the one before).
+  double hello_ms = 0, worker_ms = 0, prepare_ms = 0;
   std::string summary() const;           // "accepted: 37 cases ..." / "rejected: cached_output at <id>: ..."
   json to_json() const;
 };
