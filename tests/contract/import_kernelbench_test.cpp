@@ -288,6 +288,29 @@ TEST(ImportKernelBench, ConstantsThatMoveADimTogetherAreHeld) {
   EXPECT_EQ(c.tensor_elements("out", c.complete_dims({{"batch_size", 1}, {"in_channels", 1}, {"out_channels", 1}})), 30 * 30);
 }
 
+TEST(ImportKernelBench, AFixedWeightPastTheCapIsHeldAndTheRestCutToIt) {
+  // VGG's classifier, an MLP's hidden layers: literal sizes no constant moves. Past --max-elements
+  // but within the reference's 2^28, every case holds the weight and the other tensors are cut to it.
+  json cap = capture("linear_gelu");
+  cap["axis_constants"].erase("in_features");
+  cap["axis_constants"].erase("out_features");
+  KernelBenchImportOptions o = options("linear_gelu", "unused");
+  o.max_elements = 100000;
+  const KernelBenchImport r = translate_kernelbench(cap, o);
+  EXPECT_EQ(r.bench_shape, "batch_size=128");  // x is 128 x 1024, within the weight's 524288
+  bool said = false;
+  for (const auto& n : r.notes)
+    said |= kqual::test::contains(n, "tensor 'linear_weight' has 524288 elements at every shape") &&
+            kqual::test::contains(n, "over --max-elements 100000");
+  EXPECT_TRUE(said) << fmt::format("{}", fmt::join(r.notes, "\n"));
+  // Past 2^24 the contract's case cap is raised to hold it (the default would leave every case out).
+  cap["tensors"][1]["shape"] = {8192, 4096};
+  cap["tensors"][1]["dims"][0]["value"] = 8192;
+  cap["tensors"][1]["dims"][1]["value"] = 4096;
+  const KernelBenchImport big = translate_kernelbench(cap, o);
+  EXPECT_TRUE(kqual::test::contains(big.contract_toml, "max_case_elements = 33554432")) << big.contract_toml;
+}
+
 TEST(ImportKernelBench, RefusesByNameWhatCannotBeExpressed) {
   // nn.Dropout(0.5) is read in the source; with its p from a variable, the capture's two seeded runs differ.
   EXPECT_TRUE(kqual::test::contains(refusal(capture("dropout_random"), options("dropout_random", "")),
@@ -311,10 +334,13 @@ TEST(ImportKernelBench, RefusesByNameWhatCannotBeExpressed) {
   EXPECT_TRUE(kqual::test::contains(refusal(list, options("scale_by_scalar", "")), "forward input 1 (s): is a Python list"));
   json fixed = capture("scale_by_scalar");
   fixed["axis_constants"] = json::object();
-  KernelBenchImportOptions small = options("scale_by_scalar", "");
-  small.max_elements = 1000;
-  EXPECT_TRUE(kqual::test::contains(refusal(fixed, small), "tensor 'A': has 2097152 elements at the smallest benchmark shape kqual can reach, over "
-                                          "--max-elements 1000"));
+  for (auto& t : fixed["tensors"])
+    if (!t["dims"].empty()) {  // M = 2^19: 2^30 elements
+      t["shape"][0] = std::int64_t(1) << 19;
+      t["dims"][0]["value"] = std::int64_t(1) << 19;
+    }
+  EXPECT_TRUE(kqual::test::contains(refusal(fixed, options("scale_by_scalar", "")),
+                                    "tensor 'A': has 1073741824 elements at the smallest shape kqual can reach, over 2^28"));
   // The capture's own failure is passed on with its code.
   EXPECT_TRUE(kqual::test::contains(refusal(json{{"ok", false}, {"code", "meta_failed"}, {"error", "forward on meta: boom"}}, options("half_input", "")),
                   "capture failed (meta_failed): forward on meta: boom"));

@@ -156,11 +156,23 @@ KbShapes kb_collect_tensors(const json& cap, const KernelBenchImportOptions& o, 
 KbSizes kb_plan_sizes(const json& cap, const KernelBenchImportOptions& o, const std::string& file, KbShapes& s,
                       KernelBenchImport& r) {
   KbSizes z;
-  z.bench = s.shrink_to(o.max_elements);
-  if (auto [n, who] = s.largest(z.bench); n > o.max_elements)
-    kb_refuse(file, fmt::format("tensor '{}'", who),
-              fmt::format("has {} elements at the smallest benchmark shape kqual can reach, over --max-elements {} (no module-level "
-                          "integer left to scale down: its dims are fixed)", n, o.max_elements));
+  // A tensor no axis moves (a weight whose sizes are literals) is as large at every shape: past
+  // --max-elements, the benchmark shape may hold it as long as the reference can (2^28, the ceiling
+  // of contract.max_case_elements); the other tensors are still cut to --max-elements.
+  constexpr std::int64_t kReferenceCeiling = std::int64_t(1) << 28;
+  std::int64_t limit = o.max_elements;
+  if (auto [n, who] = s.largest(s.shrink_to(0)); n > o.max_elements) {
+    if (n > kReferenceCeiling)
+      kb_refuse(file, fmt::format("tensor '{}'", who),
+                fmt::format("has {} elements at the smallest shape kqual can reach, over 2^28, the most a case's reference takes "
+                            "(no module-level integer left to scale down: its dims are fixed)",
+                            n));
+    limit = n;
+    r.notes.push_back(fmt::format("tensor '{}' has {} elements at every shape (no module-level integer moves its dims), over "
+                                  "--max-elements {}: every case holds it, and the benchmark shape's other tensors are cut to it",
+                                  who, n, o.max_elements));
+  }
+  z.bench = s.shrink_to(limit);
   if (s.axes.empty())  // a declared contract needs an axis to vary; this shape is fixed
     kb_refuse(file, "shapes", fmt::format("no module-level integer moves a tensor's shape (constants that are not axes, and why: {}); kqual "
                                           "needs one to vary", cap.value("not_axes", json::object()).dump()));
@@ -175,9 +187,10 @@ KbSizes kb_plan_sizes(const json& cap, const KernelBenchImportOptions& o, const 
   r.bench_shape = fmt::format("{}", fmt::join(bench_parts, ","));
   z.bench_elements = s.largest(z.bench).first;
   if (!z.scaled.empty())
-    r.notes.push_back(fmt::format("KernelBench's fixed shape has a tensor of {} elements, over --max-elements {}: the benchmark "
+    r.notes.push_back(fmt::format("KernelBench's fixed shape has a tensor of {} elements, over {} {}: the benchmark "
                                   "shape is scaled down ({}); the largest tensor there has {} elements",
-                                  s.largest(s.shrink_to(std::numeric_limits<std::int64_t>::max())).first, o.max_elements,
+                                  s.largest(s.shrink_to(std::numeric_limits<std::int64_t>::max())).first,
+                                  limit == o.max_elements ? "--max-elements" : "the fixed tensor's", limit,
                                   fmt::join(z.scaled, ", "), z.bench_elements));
   return z;
 }
