@@ -23,7 +23,6 @@ not_a_problem, meta_failed, values_failed.
 import importlib.util
 import inspect
 import json
-import math
 import sys
 import traceback
 
