@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -83,7 +84,21 @@ int run_contracts(const ContractsOptions& o, const GlobalOptions& g) {
   int bad = 0;
   contract::ReferenceHost host;
   for (const auto& n : contract::contract_names()) out.push_back(describe(contract::find_contract(n), "built-in"));
+  // With --verify, one line on stderr as each declared contract ends, so that a caller that stops
+  // this run (bench/verify-imports past its limit) keeps what was verified before.
+  auto progress = [&](const std::filesystem::path& f, std::chrono::steady_clock::time_point t0, const std::string& error) {
+    if (!o.verify || g.quiet) return;
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (error.empty()) fmt::print(stderr, "kqual contracts: verified {} in {:.0f} ms\n", f.string(), ms);
+    else {
+      std::string one = error.substr(0, 2000);  // the whole message on one line
+      std::replace(one.begin(), one.end(), '\n', ' ');
+      fmt::print(stderr, "kqual contracts: failed {} in {:.0f} ms: {}\n", f.string(), ms, one);
+    }
+    std::fflush(stderr);
+  };
   for (const auto& f : contract::discover_declared_contracts(o.dirs)) {
+    const auto t0 = std::chrono::steady_clock::now();
     try {
       const contract::Contract& c = contract::load_declared_contract(f);
       json j = describe(c, "declared");
@@ -98,9 +113,11 @@ int run_contracts(const ContractsOptions& o, const GlobalOptions& g) {
         j["verified"] = fmt::format("reference ran on {} ({} cases for the widest claims)", cases.front().id, cases.size());
       }
       if (o.time_elements > 0) j["timing"] = time_reference(c, o.time_elements, host);
+      progress(f, t0, "");
       out.push_back(j);
     } catch (const Error& e) {
       ++bad;
+      progress(f, t0, e.what());
       out.push_back({{"file", f.string()}, {"kind", "declared"}, {"error", e.what()}});
     }
   }
@@ -132,6 +149,7 @@ void add_contracts_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   auto opts = std::make_shared<ContractsOptions>();
   CLI::App* cmd = app.add_subcommand("contracts", "List the contracts a manifest can name: built-in and declared (contract.toml in "
                                                   "contracts/ folders, $KQUAL_CONTRACTS, --dir); exit 2 if a declared one is invalid");
+  add_quiet_flag(cmd, g);
   cmd->add_option("--dir", opts->dirs, "Also look in this folder for <name>/contract.toml and <name>.toml (repeatable)");
   cmd->add_flag("--verify", opts->verify, "Run each declared contract's reference on its first case (non-triviality check included)");
   cmd->add_option("--time-reference", opts->time_elements,

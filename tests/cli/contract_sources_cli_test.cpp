@@ -120,5 +120,31 @@ TEST(ContractSourcesCli, BaselinesNeverComeFromBesideTheCandidate) {
   EXPECT_TRUE(planted_in(results_in(tmp.path() / "out"))) << "--baselines DIR was not used";
 }
 
+// `contracts --verify` says each declared contract's outcome on stderr as it ends (bench/verify-imports
+// keeps those of a run it had to stop), and the reason of a failure on the same line.
+TEST(ContractSourcesCli, VerifySaysEachContractAsItEnds) {
+  ScratchDir tmp("kqual-verify-progress");
+  const fs::path mine = tmp.path() / "mine";
+  for (const char* name : {"ok", "broken"}) {
+    fs::create_directories(mine / name);
+    fs::copy(test::repo_root() / "contracts/gelu", mine / name, fs::copy_options::recursive);
+    write_file_atomic(mine / name / "contract.toml", std::regex_replace(read_text_file(mine / name / "contract.toml"),
+                                                                         std::regex("name = \"gelu\""), std::string("name = \"gelu_") + name + "\""));
+  }
+  write_file_atomic(mine / "broken/reference.py", "def gelu(x):\n    raise ValueError('kqual-test: no reference here')\n");
+  const auto r = test::run(test::kq() + " contracts --verify --dir " + test::quote(mine));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  if (r.output.find("NumPy") != std::string::npos && r.output.find("verified") == std::string::npos)
+    GTEST_SKIP() << "no Python 3 with NumPy here: " << r.output;
+  EXPECT_NE(r.output.find("kqual contracts: verified " + (mine / "ok/contract.toml").string() + " in "), std::string::npos) << r.output;
+  const std::size_t failed = r.output.find("kqual contracts: failed " + (mine / "broken/contract.toml").string() + " in ");
+  ASSERT_NE(failed, std::string::npos) << r.output;
+  const std::string line = r.output.substr(failed, r.output.find('\n', failed) - failed);
+  EXPECT_NE(line.find("kqual-test: no reference here"), std::string::npos) << line;
+  // --quiet: no progress lines.
+  const auto q = test::run(test::kq() + " contracts --quiet --verify --dir " + test::quote(mine));
+  EXPECT_EQ(q.output.find("kqual contracts: verified"), std::string::npos) << q.output;
+}
+
 }  // namespace
 }  // namespace kqual
