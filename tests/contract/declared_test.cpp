@@ -126,6 +126,12 @@ TEST(DeclaredContract, ReferenceErrorsAreContractErrorsNamingFileAndCase) {
   std::string e =
       error_of([&] { (void)c.reference(c.make_case(c.correctness_cases(s, 1, false).front()), test_util::run_host()); });
   EXPECT_NE(e.find("when input 'z' changes"), std::string::npos) << e;
+  // Also when the reference writes into an argument it has read: each run gets the inputs afresh.
+  Written w2(two.replace(two.find("ref_ignores"), 11, "ref_ignores_writes"), "def f(x, z):\n    y = 2 * x\n    x[:] = 0\n    return y\n",
+             "ref_ignores_writes");
+  const Contract& c2 = load_declared_contract(w2.file);
+  e = error_of([&] { (void)c2.reference(c2.make_case(c2.correctness_cases(s, 1, false).front()), test_util::run_host()); });
+  EXPECT_NE(e.find("when input 'z' changes"), std::string::npos) << e;
 }
 
 TEST(DeclaredContract, AnInputDeclaredUnreadIsExemptAndTheDeclarationChecked) {

@@ -80,6 +80,53 @@ bool read_words(const fs::path& file, void* dst, std::size_t n, std::size_t& got
   return got == n * 8 && !longer;
 }
 
+// One input written where the driver reads it (`f`), and the request's entry for it.
+json write_input(const Tensor& t, const TensorDef& td, const Dims& dims, const fs::path& f) {
+  json shape = json::array();
+  for (const auto& a : td.shape) shape.push_back(dims.at(a));
+  const std::size_t n = std::size_t(t.elements);
+  // Each input in a storage NumPy reads directly, exactly: f32 and f64 as they are, bf16 widened to
+  // f32 (exact), integers as int64; the driver widens floats to float64.
+  std::string kind = "f8";
+  if (t.dtype == DType::f32 || t.dtype == DType::f64) {
+    write_file(f, t.bytes.data(), t.bytes.size());
+    kind = t.dtype == DType::f32 ? "f4" : "f8";
+  } else if (is_floating(t.dtype)) {  // bf16, f16, e4m3, e5m2: every value is an f32 exactly
+    MappedFile m = MappedFile::create(f, n * 4);
+    auto* p = reinterpret_cast<float*>(m.data());
+    parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
+      for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) p[i] = float(element_as_double(t.dtype, t.bytes.data(), i));
+    });
+    kind = "f4";
+  } else if (t.dtype == DType::boolean) {  // NumPy's bool_ is one byte, 0 or 1, like the kernel's
+    write_file(f, t.bytes.data(), t.bytes.size());
+    kind = "b1";
+  } else {
+    MappedFile m = MappedFile::create(f, n * 8);
+    auto* p = reinterpret_cast<std::int64_t*>(m.data());
+    if (t.dtype == DType::i64) {
+      std::memcpy(p, t.bytes.data(), n * 8);  // exact beyond 2^53
+    } else {
+      parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
+        for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) p[i] = std::int64_t(element_as_double(t.dtype, t.bytes.data(), i));
+      });
+    }
+    kind = "i8";
+  }
+  return {{"file", f.string()}, {"dtype", kind}, {"int", is_int_dtype(t.dtype)}, {"shape", shape}};
+}
+
+// The scalars as the request carries them: the value the kernel gets.
+json request_scalars(const Spec& s) {
+  json out = json::object();
+  for (const auto& sc : s.scalars) {
+    if (is_int_dtype(sc.dtype)) out[sc.name] = std::int64_t(sc.value);
+    else if (sc.dtype == DType::f32) out[sc.name] = double(float(sc.value));  // the value the kernel gets
+    else out[sc.name] = sc.value;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::map<std::string, RefOutput> PythonReference::generate(const Spec& s, const Dims& dims, const std::string& family, std::uint32_t seed,
@@ -88,11 +135,7 @@ std::map<std::string, RefOutput> PythonReference::generate(const Spec& s, const 
   if (!child_) start(s);
   json req{{"op", "generate"}, {"seed", seed}, {"family", family}, {"scalars", json::object()}, {"axes", json::object()},
            {"tensors", json::array()}, {"other_inputs", json::array()}};
-  for (const auto& sc : s.scalars) {
-    if (is_int_dtype(sc.dtype)) req["scalars"][sc.name] = std::int64_t(sc.value);
-    else if (sc.dtype == DType::f32) req["scalars"][sc.name] = double(float(sc.value));
-    else req["scalars"][sc.name] = sc.value;
-  }
+  req["scalars"] = request_scalars(s);
   for (const auto& [n, v] : dims) req["axes"][n] = v;
   struct Want {
     const TensorDef* td;
@@ -210,47 +253,9 @@ Evaluation PythonReference::evaluate(const Spec& s, const std::vector<Tensor>& i
   json req{{"magnitude", with_magnitude}, {"inputs", json::object()}, {"scalars", json::object()}, {"axes", json::object()},
            {"outputs", json::array()}, {"rng_seed", rng_seed & 0xFFFFFFFFu}};
   std::vector<fs::path> files;
-  for (const auto& t : inputs) {
-    const TensorDef* td = s.tensor(t.name);
-    json shape = json::array();
-    for (const auto& a : td->shape) shape.push_back(dims.at(a));
-    const fs::path f = dir_->path() / fmt::format("in{}_{}.bin", k % 2, t.name);
-    const std::size_t n = std::size_t(t.elements);
-    // Each input in a storage NumPy reads directly, exactly: f32 and f64 as they are, bf16 widened to
-    // f32 (exact), integers as int64; the driver widens floats to float64.
-    std::string kind = "f8";
-    if (t.dtype == DType::f32 || t.dtype == DType::f64) {
-      write_file(f, t.bytes.data(), t.bytes.size());
-      kind = t.dtype == DType::f32 ? "f4" : "f8";
-    } else if (is_floating(t.dtype)) {  // bf16, f16, e4m3, e5m2: every value is an f32 exactly
-      MappedFile m = MappedFile::create(f, n * 4);
-      auto* p = reinterpret_cast<float*>(m.data());
-      parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
-        for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) p[i] = float(element_as_double(t.dtype, t.bytes.data(), i));
-      });
-      kind = "f4";
-    } else if (t.dtype == DType::boolean) {  // NumPy's bool_ is one byte, 0 or 1, like the kernel's
-      write_file(f, t.bytes.data(), t.bytes.size());
-      kind = "b1";
-    } else {
-      MappedFile m = MappedFile::create(f, n * 8);
-      auto* p = reinterpret_cast<std::int64_t*>(m.data());
-      if (t.dtype == DType::i64) {
-        std::memcpy(p, t.bytes.data(), n * 8);  // exact beyond 2^53
-      } else {
-        parallel_for((n + (1u << 20) - 1) >> 20, [&](std::size_t c) {
-          for (std::size_t i = c << 20; i < std::min(n, (c + 1) << 20); ++i) p[i] = std::int64_t(element_as_double(t.dtype, t.bytes.data(), i));
-        });
-      }
-      kind = "i8";
-    }
-    req["inputs"][t.name] = {{"file", f.string()}, {"dtype", kind}, {"int", is_int_dtype(t.dtype)}, {"shape", shape}};
-  }
-  for (const auto& sc : s.scalars) {
-    if (is_int_dtype(sc.dtype)) req["scalars"][sc.name] = std::int64_t(sc.value);
-    else if (sc.dtype == DType::f32) req["scalars"][sc.name] = double(float(sc.value));  // the value the kernel gets
-    else req["scalars"][sc.name] = sc.value;
-  }
+  for (const auto& t : inputs)
+    req["inputs"][t.name] = write_input(t, *s.tensor(t.name), dims, dir_->path() / fmt::format("in{}_{}.bin", k % 2, t.name));
+  req["scalars"] = request_scalars(s);
   for (const auto& [n, v] : dims) req["axes"][n] = v;
   for (const auto& td : s.tensors) {
     if (td.role != Role::output) continue;
@@ -302,6 +307,39 @@ Evaluation PythonReference::evaluate(const Spec& s, const std::vector<Tensor>& i
     auto ms = [](clk::time_point a, clk::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
     fmt::print(stderr, "reference {}: inputs written {:.0f} ms, Python {:.0f} ms, outputs read {:.0f} ms\n", case_id, ms(t0, t1),
                ms(t1, t2), ms(t2, clk::now()));
+  }
+  return out;
+}
+
+std::map<std::string, bool> PythonReference::moves(const Spec& s, const std::vector<Tensor>& inputs, const std::vector<Tensor>& alternatives,
+                                                   const Dims& dims, const std::string& case_id,
+                                                   const std::map<std::string, DType>& dtypes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!child_) start(s);
+  const std::uint64_t k = calls_++;
+  json req{{"op", "moves"}, {"inputs", json::object()}, {"alternatives", json::object()}, {"axes", json::object()},
+           {"outputs", json::array()}, {"rng_seed", 0}};
+  for (const auto& t : inputs)
+    req["inputs"][t.name] = write_input(t, *s.tensor(t.name), dims, dir_->path() / fmt::format("in{}_{}.bin", k % 2, t.name));
+  for (const auto& t : alternatives)
+    req["alternatives"][t.name] = write_input(t, *s.tensor(t.name), dims, dir_->path() / fmt::format("alt_{}.bin", t.name));
+  req["scalars"] = request_scalars(s);
+  for (const auto& [n, v] : dims) req["axes"][n] = v;
+  for (const auto& td : s.tensors) {
+    if (td.role != Role::output) continue;
+    json shape = json::array();
+    for (const auto& a : td.shape) shape.push_back(dims.at(a));
+    req["outputs"].push_back({{"name", td.name}, {"shape", shape}, {"int", reference_gives_integers(td, dtypes.at(td.name))}});
+  }
+  const std::string reply = call(s, req.dump(), case_id);
+  json r = json::parse(reply, nullptr, false);
+  if (r.is_discarded()) fail(s, case_id, "unreadable answer: " + reply.substr(0, 500));
+  if (!r.value("ok", false)) fail(s, case_id, r.value("error", std::string("?")) + "\n" + r.value("trace", std::string()));
+  std::map<std::string, bool> out;
+  for (const auto& t : alternatives) {
+    const json m = r.value("moved", json::object());
+    if (!m.contains(t.name) || !m[t.name].is_boolean()) fail(s, case_id, fmt::format("no answer for input '{}' in: {}", t.name, reply.substr(0, 500)));
+    out[t.name] = m[t.name].get<bool>();
   }
   return out;
 }

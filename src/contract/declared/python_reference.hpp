@@ -53,6 +53,13 @@ class PythonReference {
   // that draws random numbers answers differently for another seed (DeclaredContract's check).
   Evaluation evaluate(const Spec& s, const std::vector<Tensor>& inputs, const Dims& dims, bool with_magnitude,
                       const std::string& case_id, const std::map<std::string, DType>& dtypes, std::uint64_t rng_seed = 0);
+  // For each tensor of `alternatives` (an input of s with other values): does the reference, run on
+  // `inputs` with that one input replaced, give any output that differs from its outputs on `inputs`
+  // (exactly, NaN equal to NaN, as kqual reads them)? The base inputs are handed over once, and the
+  // reference runs once per alternative in its process (the non-triviality check's every-input-moves
+  // test). Throws as evaluate does.
+  std::map<std::string, bool> moves(const Spec& s, const std::vector<Tensor>& inputs, const std::vector<Tensor>& alternatives,
+                                    const Dims& dims, const std::string& case_id, const std::map<std::string, DType>& dtypes);
   // The inputs of s whose values say source = "generator", made by its [generator] function for these
   // axes, family and seed (NumPy's, PyTorch's and Python's global generators seeded with it too), by
   // name: integers and bool as int64 (i), floats as float64 (f). The driver checks each one's dtype

@@ -84,13 +84,7 @@ def as_numpy(v):
         v = v.detach().cpu().numpy()
     return np.asarray(v)
 def load_inputs(r):
-    arrays = {}
-    for name, t in r["inputs"].items():
-        a = np.fromfile(t["file"], dtype={"f4": np.float32, "f8": np.float64, "i8": np.int64, "b1": np.bool_}[t["dtype"]])
-        if a.dtype == np.float32:
-            a = a.astype(np.float64)
-        arrays[name] = a.reshape(t["shape"])
-    return arrays
+    return {name: read_one(t) for name, t in r["inputs"].items()}
 # A torch reference that builds float32 tensors of its own and meets kqual's float64 inputs
 # (`index_add_(): self (Float) and source (Double)`) is run with its float inputs at float32 instead,
 # from then on for every case of the contract, and each reply says so (the memo names it).
@@ -126,22 +120,40 @@ def call_at(arrays, r, float_dtype):
     if extra or lost:
         raise ValueError("returned outputs %s, expected %s" % (sorted(out), names))
     return out
+def converted(outs, o):
+    """Output o as kqual reads it: int64 for an integer output, else float64; checked first."""
+    v = as_numpy(outs[o["name"]])
+    if tuple(v.shape) != tuple(o["shape"]):
+        raise ValueError("output '%s' has shape %s, expected %s" % (o["name"], tuple(v.shape), tuple(o["shape"])))
+    if v.dtype.kind not in "fiub":
+        raise TypeError("output '%s' has dtype %s, expected numbers" % (o["name"], v.dtype))
+    if o["int"]:
+        if v.dtype.kind == "f":
+            bad = ~np.isfinite(v) | (v != np.round(v))
+            if bad.any():
+                i = int(np.flatnonzero(bad.ravel())[0])
+                raise ValueError("integer output '%s' has the non-integral value %r at element %d" % (o["name"], float(v.ravel()[i]), i))
+        return np.ascontiguousarray(v, dtype=np.int64)
+    return np.ascontiguousarray(v, dtype=np.float64)
 def write(outs, r, suffix):
     for o in r["outputs"]:
-        v = as_numpy(outs[o["name"]])
-        if tuple(v.shape) != tuple(o["shape"]):
-            raise ValueError("output '%s' has shape %s, expected %s" % (o["name"], tuple(v.shape), tuple(o["shape"])))
-        if v.dtype.kind not in "fiub":
-            raise TypeError("output '%s' has dtype %s, expected numbers" % (o["name"], v.dtype))
-        if o["int"]:
-            if v.dtype.kind == "f":
-                bad = ~np.isfinite(v) | (v != np.round(v))
-                if bad.any():
-                    i = int(np.flatnonzero(bad.ravel())[0])
-                    raise ValueError("integer output '%s' has the non-integral value %r at element %d" % (o["name"], float(v.ravel()[i]), i))
-            np.ascontiguousarray(v, dtype=np.int64).tofile(o["file"] + suffix)
-        else:
-            np.ascontiguousarray(v, dtype=np.float64).tofile(o["file"] + suffix)
+        converted(outs, o).tofile(o["file"] + suffix)
+def read_one(t):
+    a = np.fromfile(t["file"], dtype={"f4": np.float32, "f8": np.float64, "i8": np.int64, "b1": np.bool_}[t["dtype"]])
+    return (a.astype(np.float64) if a.dtype == np.float32 else a).reshape(t["shape"])
+def moves(r):
+    """For each alternative input: does swapping it in change any output (exactly, NaN == NaN)?"""
+    arrays = load_inputs(r)
+    fresh = lambda d: {k: a.copy() for k, a in d.items()}  # the reference may write into its arguments
+    base = call(fresh(arrays), r)
+    want = {o["name"]: converted(base, o) for o in r["outputs"]}
+    moved = {}
+    for name, t in r["alternatives"].items():
+        alt = fresh(arrays)
+        alt[name] = read_one(t)
+        got = call(alt, r)
+        moved[name] = any(not np.array_equal(want[o["name"]], converted(got, o), equal_nan=not o["int"]) for o in r["outputs"])
+    return moved
 KINDS = {"int": ("iu", "integers"), "bool": ("b", "booleans (dtype bool)"), "float": ("f", "floating-point numbers")}
 def generate(r):
     kw = {"seed": r["seed"], "family": r["family"]}
@@ -175,6 +187,10 @@ for line in sys.stdin:
     try:
         if r.get("op") == "generate":
             generate(r)
+        elif r.get("op") == "moves":
+            moved = moves(r)
+            reply({"ok": True, "moved": moved} if reduced is None else {"ok": True, "moved": moved, "reference_float32": reduced})
+            continue
         else:
             arrays = load_inputs(r)
             # |inputs| first: the reference may write into its arguments.
