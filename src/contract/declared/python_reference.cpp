@@ -127,6 +127,23 @@ json request_scalars(const Spec& s) {
   return out;
 }
 
+// A reference request's case: its inputs written where the driver reads them, the scalars, the axes,
+// and each output's name, shape and kind ("file" added by evaluate, which reads them back).
+json case_request(const Spec& s, const std::vector<Tensor>& inputs, const Dims& dims, const fs::path& dir, std::uint64_t k,
+                  const std::map<std::string, DType>& dtypes) {
+  json req{{"inputs", json::object()}, {"scalars", request_scalars(s)}, {"axes", json::object()}, {"outputs", json::array()}};
+  for (const auto& t : inputs)
+    req["inputs"][t.name] = write_input(t, *s.tensor(t.name), dims, dir / fmt::format("in{}_{}.bin", k % 2, t.name));
+  for (const auto& [n, v] : dims) req["axes"][n] = v;
+  for (const auto& td : s.tensors) {
+    if (td.role != Role::output) continue;
+    json shape = json::array();
+    for (const auto& a : td.shape) shape.push_back(dims.at(a));
+    req["outputs"].push_back({{"name", td.name}, {"shape", shape}, {"int", reference_gives_integers(td, dtypes.at(td.name))}});
+  }
+  return req;
+}
+
 }  // namespace
 
 std::map<std::string, RefOutput> PythonReference::generate(const Spec& s, const Dims& dims, const std::string& family, std::uint32_t seed,
@@ -163,10 +180,7 @@ std::map<std::string, RefOutput> PythonReference::generate(const Spec& s, const 
                               {"dtype", std::string(to_string(d))}});
     wants.push_back({&td, f, n});
   }
-  const std::string reply = call(s, req.dump(), case_id);
-  json r = json::parse(reply, nullptr, false);
-  if (r.is_discarded()) fail_generator(s, case_id, "unreadable answer: " + reply.substr(0, 500));
-  if (!r.value("ok", false)) fail_generator(s, case_id, r.value("error", std::string("?")) + "\n" + r.value("trace", std::string()));
+  const json r = answer(s, req, case_id, true);
   std::map<std::string, RefOutput> out;
   for (const auto& w : wants) {
     RefOutput& o = out[w.td->name];
@@ -243,6 +257,15 @@ std::string PythonReference::call(const Spec& s, const std::string& line, const 
   return reply;
 }
 
+json PythonReference::answer(const Spec& s, const json& req, const std::string& case_id, bool generator) {
+  const std::string reply = call(s, req.dump(), case_id);
+  json r = json::parse(reply, nullptr, false);
+  auto failed = [&](const std::string& why) { generator ? fail_generator(s, case_id, why) : fail(s, case_id, why); };
+  if (r.is_discarded()) failed("unreadable answer: " + reply.substr(0, 500));
+  if (!r.value("ok", false)) failed(r.value("error", std::string("?")) + "\n" + r.value("trace", std::string()));
+  return r;
+}
+
 Evaluation PythonReference::evaluate(const Spec& s, const std::vector<Tensor>& inputs, const Dims& dims, bool with_magnitude,
                                      const std::string& case_id, const std::map<std::string, DType>& dtypes, std::uint64_t rng_seed) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -250,27 +273,18 @@ Evaluation PythonReference::evaluate(const Spec& s, const std::vector<Tensor>& i
   using clk = std::chrono::steady_clock;
   const auto t0 = clk::now();
   const std::uint64_t k = calls_++;
-  json req{{"magnitude", with_magnitude}, {"inputs", json::object()}, {"scalars", json::object()}, {"axes", json::object()},
-           {"outputs", json::array()}, {"rng_seed", rng_seed & 0xFFFFFFFFu}};
+  json req = case_request(s, inputs, dims, dir_->path(), k, dtypes);
+  req["magnitude"] = with_magnitude;
+  req["rng_seed"] = rng_seed & 0xFFFFFFFFu;
   std::vector<fs::path> files;
-  for (const auto& t : inputs)
-    req["inputs"][t.name] = write_input(t, *s.tensor(t.name), dims, dir_->path() / fmt::format("in{}_{}.bin", k % 2, t.name));
-  req["scalars"] = request_scalars(s);
-  for (const auto& [n, v] : dims) req["axes"][n] = v;
-  for (const auto& td : s.tensors) {
-    if (td.role != Role::output) continue;
-    json shape = json::array();
-    for (const auto& a : td.shape) shape.push_back(dims.at(a));
-    const fs::path f = dir_->path() / fmt::format("out_{}.bin", td.name);
+  for (json& o : req["outputs"]) {
+    const fs::path f = dir_->path() / fmt::format("out_{}.bin", o["name"].get<std::string>());
     files.push_back(f);
-    req["outputs"].push_back({{"name", td.name}, {"file", f.string()}, {"shape", shape}, {"int", reference_gives_integers(td, dtypes.at(td.name))}});
+    o["file"] = f.string();
   }
   const auto t1 = clk::now();
-  const std::string reply = call(s, req.dump(), case_id);
+  const json r = answer(s, req, case_id, false);
   const auto t2 = clk::now();
-  json r = json::parse(reply, nullptr, false);
-  if (r.is_discarded()) fail(s, case_id, "unreadable answer: " + reply.substr(0, 500));
-  if (!r.value("ok", false)) fail(s, case_id, r.value("error", std::string("?")) + "\n" + r.value("trace", std::string()));
   Evaluation out;
   out.reference_float32 = r.value("reference_float32", std::string());
   // One output file into its place: read() straight into the vector, no mapping of the file.
@@ -317,28 +331,17 @@ std::map<std::string, bool> PythonReference::moves(const Spec& s, const std::vec
   std::lock_guard<std::mutex> lock(mu_);
   if (!child_) start(s);
   const std::uint64_t k = calls_++;
-  json req{{"op", "moves"}, {"inputs", json::object()}, {"alternatives", json::object()}, {"axes", json::object()},
-           {"outputs", json::array()}, {"rng_seed", 0}};
-  for (const auto& t : inputs)
-    req["inputs"][t.name] = write_input(t, *s.tensor(t.name), dims, dir_->path() / fmt::format("in{}_{}.bin", k % 2, t.name));
+  json req = case_request(s, inputs, dims, dir_->path(), k, dtypes);
+  req["op"] = "moves";
+  req["rng_seed"] = 0;
+  req["alternatives"] = json::object();
   for (const auto& t : alternatives)
     req["alternatives"][t.name] = write_input(t, *s.tensor(t.name), dims, dir_->path() / fmt::format("alt_{}.bin", t.name));
-  req["scalars"] = request_scalars(s);
-  for (const auto& [n, v] : dims) req["axes"][n] = v;
-  for (const auto& td : s.tensors) {
-    if (td.role != Role::output) continue;
-    json shape = json::array();
-    for (const auto& a : td.shape) shape.push_back(dims.at(a));
-    req["outputs"].push_back({{"name", td.name}, {"shape", shape}, {"int", reference_gives_integers(td, dtypes.at(td.name))}});
-  }
-  const std::string reply = call(s, req.dump(), case_id);
-  json r = json::parse(reply, nullptr, false);
-  if (r.is_discarded()) fail(s, case_id, "unreadable answer: " + reply.substr(0, 500));
-  if (!r.value("ok", false)) fail(s, case_id, r.value("error", std::string("?")) + "\n" + r.value("trace", std::string()));
+  const json r = answer(s, req, case_id, false);
   std::map<std::string, bool> out;
   for (const auto& t : alternatives) {
     const json m = r.value("moved", json::object());
-    if (!m.contains(t.name) || !m[t.name].is_boolean()) fail(s, case_id, fmt::format("no answer for input '{}' in: {}", t.name, reply.substr(0, 500)));
+    if (!m.contains(t.name) || !m[t.name].is_boolean()) fail(s, case_id, fmt::format("no answer for input '{}' in: {}", t.name, r.dump().substr(0, 500)));
     out[t.name] = m[t.name].get<bool>();
   }
   return out;

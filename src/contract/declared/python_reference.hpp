@@ -73,6 +73,9 @@ class PythonReference {
  private:
   void start(const Spec& s);
   std::string call(const Spec& s, const std::string& line, const std::string& case_id);
+  // One request and its parsed reply; a reply that is not JSON or not ok throws as evaluate says
+  // (generator: as generate says).
+  json answer(const Spec& s, const json& req, const std::string& case_id, bool generator);
   void stop() { child_.reset(); }
   [[noreturn]] void fail(const Spec& s, const std::string& case_id, const std::string& why) const;
   [[noreturn]] void fail_generator(const Spec& s, const std::string& case_id, const std::string& why) const;
