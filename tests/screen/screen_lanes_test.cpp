@@ -208,7 +208,7 @@ TEST(ScreenGpuGate, ChecksShareTheGpuAndATimingWaitsForThemAndHoldsItAlone) {
     timing = false;
     timed = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (gate.exclusive_waiting() == 0) std::this_thread::yield();  // the timing is waiting, however slow the machine
   EXPECT_FALSE(timing.load());  // the checks still hold the GPU
   // A check that comes while the timing waits queues behind it: checks cannot starve a timing.
   std::atomic<bool> late_checked{false};

@@ -72,6 +72,7 @@ class GpuGate {
   Hold exclusive();
   // Holders now: {shared, exclusive} (for tests and progress lines).
   std::pair<int, int> holders();
+  int exclusive_waiting();  // timings waiting for the GPU (for tests)
 
  private:
   void release(bool exclusive);

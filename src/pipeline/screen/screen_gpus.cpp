@@ -141,6 +141,11 @@ std::pair<int, int> GpuGate::holders() {
   return {shared_, exclusive_ ? 1 : 0};
 }
 
+int GpuGate::exclusive_waiting() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return exclusive_waiting_;
+}
+
 void GpuGate::release(bool exclusive) {
   {
     std::lock_guard<std::mutex> lk(mu_);
