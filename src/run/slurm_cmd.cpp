@@ -13,6 +13,15 @@ namespace kqual::run {
 
 void add_screen_verdict_options(CLI::App* cmd, pipeline::ScreenOptions& o);  // run/screen_cmd.cpp
 
+namespace {
+
+// What a dry run and a submission both report of the plan.
+json plan_fields(const pipeline::SlurmPlan& plan) {
+  return {{"shards", plan.shards}, {"array_tasks", plan.array_tasks}, {"out", plan.out_dir.string()}};
+}
+
+}  // namespace
+
 void add_slurm_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   auto* slurm = app.add_subcommand("slurm", "Run a campaign on a Slurm cluster (docs/scale-out.md)");
   slurm->require_subcommand(1);
@@ -48,16 +57,13 @@ void add_slurm_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
     const pipeline::SlurmPlan plan = pipeline::plan_slurm_screen(*o);
     if (*dry_run) {
       if (g.json) {
-        std::cout << json{{"shards", plan.shards},
-                          {"array_tasks", plan.array_tasks},
-                          {"max_array_size", plan.max_array_size},
-                          {"max_array_source", plan.max_array_source},
-                          {"out", plan.out_dir.string()},
-                          {"judge", plan.judge.to_json()},
-                          {"screen_script", plan.screen_script},
-                          {"merge_script", plan.merge_script}}
-                         .dump(2, ' ', false, json::error_handler_t::replace)
-                  << "\n";
+        json j = plan_fields(plan);
+        j.update({{"max_array_size", plan.max_array_size},
+                  {"max_array_source", plan.max_array_source},
+                  {"judge", plan.judge.to_json()},
+                  {"screen_script", plan.screen_script},
+                  {"merge_script", plan.merge_script}});
+        std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
       } else {
         const auto dir = plan.out_dir / "slurm";
         fmt::print("# {}/contracts.json (the judge every task uses)\n{}\n", dir.string(),
@@ -73,15 +79,12 @@ void add_slurm_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
     }
     const pipeline::SlurmSubmission sub = pipeline::submit_slurm_screen(plan);
     if (g.json) {
-      std::cout << json{{"screen_job", sub.screen_job},
-                        {"merge_job", sub.merge_job},
-                        {"shards", plan.shards},
-                        {"array_tasks", plan.array_tasks},
-                        {"out", plan.out_dir.string()},
-                        {"screen_script", sub.screen_script_path.string()},
-                        {"merge_script", sub.merge_script_path.string()}}
-                       .dump(2)
-                << "\n";
+      json j = plan_fields(plan);
+      j.update({{"screen_job", sub.screen_job},
+                {"merge_job", sub.merge_job},
+                {"screen_script", sub.screen_script_path.string()},
+                {"merge_script", sub.merge_script_path.string()}});
+      std::cout << j.dump(2) << "\n";
     } else {
       fmt::print("{}\n", sub.screen_job);
       fmt::print(stderr, "kqual slurm screen: array job {} ({} shard(s) over {} task(s)), merge job {} after it; results in {}\n",

@@ -187,6 +187,37 @@ void ScreenTimer::time_submission(const contract::Contract& c, const bench::Torc
   }
 }
 
+namespace {
+
+// How many timed candidates beat a baseline by more than 1.0x and 1.5x: by the whole 95 % interval of the
+// time ratio (kqual's reading) and by its point estimate alone (the peers' reading).
+struct FasterTally {
+  int timed = 0, whole1 = 0, whole15 = 0, point1 = 0, point15 = 0;
+  // An effect object ({"ratio", "ci": [lo, hi]}); false when it holds no ratio.
+  bool add(const json& e) {
+    if (!e.is_object() || !e.contains("ratio")) return false;
+    ++timed;
+    const double hi = e["ci"][1].get<double>(), ratio = e["ratio"].get<double>();
+    whole1 += hi < 1.0;
+    whole15 += hi < 1.0 / 1.5;
+    point1 += ratio < 1.0;
+    point15 += ratio < 1.0 / 1.5;
+    return true;
+  }
+  // The fields under the given names (prefix + "1_0x" / "1_5x"), fractions of the judged candidates.
+  void write(json& j, const std::string& counts, const std::string& fractions, const std::string& points, int judged) const {
+    auto frac = [judged](int a) { return judged > 0 ? json(double(a) / judged) : json(); };
+    j[counts + "1_0x"] = whole1;
+    j[counts + "1_5x"] = whole15;
+    j[fractions + "1_0x"] = frac(whole1);
+    j[fractions + "1_5x"] = frac(whole15);
+    j[points + "1_0x"] = point1;
+    j[points + "1_5x"] = point15;
+  }
+};
+
+}  // namespace
+
 json screen_ranking(const std::vector<ScreenVerdict>& verdicts) {
   struct Row {
     const ScreenVerdict* v;
@@ -194,30 +225,16 @@ json screen_ranking(const std::vector<ScreenVerdict>& verdicts) {
     bool has;
   };
   std::vector<Row> rows;
-  int judged = 0, accepted = 0, timed = 0, gt1 = 0, gt15 = 0, point1 = 0, point15 = 0;
-  int eager_timed = 0, eager1 = 0, eager15 = 0, eager_point1 = 0, eager_point15 = 0;  // PyTorch submissions against eager
+  int judged = 0, accepted = 0;
+  FasterTally best, eager;  // against the fastest correct baseline; PyTorch submissions against eager
   for (const auto& v : verdicts) {
     if (v.verdict == ScreenVerdictKind::accepted || v.verdict == ScreenVerdictKind::rejected) ++judged;
     if (v.verdict == ScreenVerdictKind::accepted) ++accepted;
     if (v.speed.is_null() || v.verdict != ScreenVerdictKind::accepted) continue;
-    if (const json ve = v.speed.value("vs_eager", json()); ve.is_object() && ve.contains("ratio")) {
-      ++eager_timed;
-      const double hi = ve["ci"][1].get<double>(), ratio = ve["ratio"].get<double>();
-      eager1 += hi < 1.0;
-      eager15 += hi < 1.0 / 1.5;
-      eager_point1 += ratio < 1.0;
-      eager_point15 += ratio < 1.0 / 1.5;
-    }
+    eager.add(v.speed.value("vs_eager", json()));
     const json e = v.speed.value("effect", json());
-    const bool has = e.is_object() && e.contains("ratio");
+    const bool has = best.add(e);
     rows.push_back({&v, has ? e["ratio"].get<double>() : 0.0, has});
-    if (!has) continue;
-    ++timed;
-    const double hi = e["ci"][1].get<double>(), ratio = e["ratio"].get<double>();
-    gt1 += hi < 1.0;               // the whole interval faster than the baseline
-    gt15 += hi < 1.0 / 1.5;        // ... by more than 1.5x
-    point1 += ratio < 1.0;         // the peers' reading: the point estimate alone
-    point15 += ratio < 1.0 / 1.5;
   }
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     if (a.has != b.has) return a.has;
@@ -241,30 +258,19 @@ json screen_ranking(const std::vector<ScreenVerdict>& verdicts) {
     }
     list.push_back(j);
   }
-  auto frac = [](int a, int b) { return b > 0 ? json(double(a) / b) : json(); };
-  return json{{"ranked", list},
-              {"population",
-               {{"candidates", verdicts.size()},
-                {"judged", judged},
-                {"correct", accepted},
-                {"fraction_correct", frac(accepted, judged)},
-                {"timed_with_effect", timed},
-                {"faster_1_0x", gt1},
-                {"faster_1_5x", gt15},
-                {"fraction_faster_1_0x", frac(gt1, judged)},
-                {"fraction_faster_1_5x", frac(gt15, judged)},
-                {"point_estimate_faster_1_0x", point1},
-                {"point_estimate_faster_1_5x", point15},
-                {"torch_submissions_timed_against_eager", eager_timed},
-                {"faster_than_eager_1_0x", eager1},
-                {"faster_than_eager_1_5x", eager15},
-                {"fraction_faster_than_eager_1_0x", frac(eager1, judged)},
-                {"fraction_faster_than_eager_1_5x", frac(eager15, judged)},
-                {"point_estimate_faster_than_eager_1_0x", eager_point1},
-                {"point_estimate_faster_than_eager_1_5x", eager_point15},
-                {"rule", "faster by more than 1.0x / 1.5x: the overall effect's whole 95 % interval (time ratio to the fastest "
-                         "correct baseline, weighted over the shapes) below 1 / below 1/1.5; fractions of the candidates judged "
-                         "(accepted or rejected); the point-estimate counts are the peers' reading, for comparison"}}}};
+  json population{{"candidates", verdicts.size()},
+                  {"judged", judged},
+                  {"correct", accepted},
+                  {"fraction_correct", judged > 0 ? json(double(accepted) / judged) : json()},
+                  {"timed_with_effect", best.timed},
+                  {"torch_submissions_timed_against_eager", eager.timed}};
+  best.write(population, "faster_", "fraction_faster_", "point_estimate_faster_", judged);
+  eager.write(population, "faster_than_eager_", "fraction_faster_than_eager_", "point_estimate_faster_than_eager_", judged);
+  population["rule"] =
+      "faster by more than 1.0x / 1.5x: the overall effect's whole 95 % interval (time ratio to the fastest "
+      "correct baseline, weighted over the shapes) below 1 / below 1/1.5; fractions of the candidates judged "
+      "(accepted or rejected); the point-estimate counts are the peers' reading, for comparison";
+  return json{{"ranked", list}, {"population", population}};
 }
 
 namespace {
