@@ -18,13 +18,20 @@
 
 namespace kqual::run {
 
+// A command's name and the one paragraph `kqual --help` and `kqual NAME --help` show for it; each
+// command file opens with its own.
+struct CommandDoc {
+  const char* name;
+  const char* help;
+};
+
 // A subcommand of `app` whose options fill one Args and whose body is `run(args, g)`: the exit code
 // run returns is the command's. Returns the subcommand, to add the options to, and the Args they fill.
 template <class Args, class Run>
-std::pair<CLI::App*, std::shared_ptr<Args>> add_command(CLI::App& app, GlobalOptions& g, int* exit_code,
-                                                        const std::string& name, const std::string& help, Run run) {
+std::pair<CLI::App*, std::shared_ptr<Args>> add_command(CLI::App& app, GlobalOptions& g, int* exit_code, const CommandDoc& doc,
+                                                        Run run) {
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand(name, help);
+  CLI::App* cmd = app.add_subcommand(doc.name, doc.help);
   cmd->callback([args, &g, exit_code, run] { *exit_code = run(*args, g); });
   return {cmd, args};
 }
@@ -53,8 +60,8 @@ json read_results_document(const std::string& path);
 // filling Args::input, and a body run(args, document, g) that gets the document read.
 template <class Args, class Run>
 std::pair<CLI::App*, std::shared_ptr<Args>> add_results_command(CLI::App& app, GlobalOptions& g, int* exit_code,
-                                                                const std::string& name, const std::string& help, Run run) {
-  auto added = add_command<Args>(app, g, exit_code, name, help,
+                                                                const CommandDoc& doc, Run run) {
+  auto added = add_command<Args>(app, g, exit_code, doc,
                                  [run](Args& a, GlobalOptions& opts) { return run(a, read_results_document(a.input), opts); });
   add_results_argument(added.first, added.second->input);
   return added;
