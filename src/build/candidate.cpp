@@ -202,6 +202,7 @@ BuiltCandidate build_candidate(const Manifest& m, const std::string& arch, const
   record_nvrtc(b, m, r);
   b.image_sha256 = sha256_hex(r.image.data(), r.image.size());
   b.image_bytes = r.image.size();
+  fs::create_directories(out_dir);  // every path builds into a folder it makes (the screen's timer names one per baseline)
   b.image_path = out_dir / fmt::format("{}-{}.cubin", m.name, b.image_sha256.substr(0, 16));
   write_file(b.image_path, r.image.data(), r.image.size());
   return b;

@@ -12,7 +12,7 @@ namespace kqual::run {
 namespace {
 
 // The command, as `kqual --help` lists it.
-constexpr CommandDoc kCommand{"decide",
+constexpr CommandDoc kDecideCommand{"decide",
                              "Judge a recorded results.json (qualify, check, bench or compare) again, offline, from its samples: the same "
                              "samples and policy give the recorded verdict; --profile / --margin / --regression-limit ask what another "
                              "deployment would decide. No GPU. Exit code of the verdict now (docs/decision.md)"};
@@ -41,7 +41,7 @@ int run_decide(const DecideArgs& a, const json& doc, const GlobalOptions& g) {
 }  // namespace
 
 void add_decide_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  auto [cmd, a] = add_results_command<DecideArgs>(app, g, exit_code, kCommand, run_decide);
+  auto [cmd, a] = add_results_command<DecideArgs>(app, g, exit_code, kDecideCommand, run_decide);
   cmd->add_option("--profile", a->o.profiles,
                   "Deployment profile (TOML; its [[shape]] mix weighs the shapes, [decision] sets margins). qualify: one; "
                   "compare: repeatable, default the recorded ones");

@@ -13,7 +13,7 @@ namespace kqual::run {
 namespace {
 
 // The command, as `kqual --help` lists it.
-constexpr CommandDoc kCommand{"import-definition",
+constexpr CommandDoc kImportDefinitionCommand{"import-definition",
                              "A flashinfer-bench / SOL-ExecBench Definition (JSON) as a declared contract folder: axes, "
                              "tensors, constraints (evaluated), the PyTorch reference, the workloads as benchmark shapes "
                              "and their tolerances; refuses by name what kqual cannot express"};
@@ -48,7 +48,7 @@ int run_import_definition(ImportDefinitionArgs& a, const GlobalOptions& g) {
 }  // namespace
 
 void add_import_definition_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  auto [cmd, a] = add_command<ImportDefinitionArgs>(app, g, exit_code, kCommand, run_import_definition);
+  auto [cmd, a] = add_command<ImportDefinitionArgs>(app, g, exit_code, kImportDefinitionCommand, run_import_definition);
   cmd->add_option("definition", a->o.definition, "DEF.json")->required();
   cmd->add_option("--workloads", a->o.workloads, "The Definition's workloads (JSONL): axis values, scalar values, tolerances");
   cmd->add_option("--out", a->o.out, "The contract folder to write (must not exist)")->required();

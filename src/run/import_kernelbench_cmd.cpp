@@ -13,7 +13,7 @@ namespace kqual::run {
 namespace {
 
 // The command, as `kqual --help` lists it.
-constexpr CommandDoc kCommand{"import-kernelbench",
+constexpr CommandDoc kImportKernelbenchCommand{"import-kernelbench",
                              "A KernelBench problem (class Model, get_inputs, get_init_inputs) as a declared contract folder: its forward as the "
                              "PyTorch reference, shapes and dtypes captured with PyTorch, module-level size constants as axes, the fixed shape as "
                              "the benchmark shape; refuses by name what kqual cannot express (a random forward, unsupported dtypes)"};
@@ -34,7 +34,7 @@ int run_import_kernelbench(const contract::KernelBenchImportOptions& o, const Gl
 }  // namespace
 
 void add_import_kernelbench_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  auto [cmd, o] = add_command<contract::KernelBenchImportOptions>(app, g, exit_code, kCommand, run_import_kernelbench);
+  auto [cmd, o] = add_command<contract::KernelBenchImportOptions>(app, g, exit_code, kImportKernelbenchCommand, run_import_kernelbench);
   cmd->add_option("problem", o->problem, "PROBLEM.py")->required();
   cmd->add_option("--out", o->out, "The contract folder to write (must not exist)")->required();
   cmd->add_option("--name", o->name, "The contract's name (default kb_<file stem>)");

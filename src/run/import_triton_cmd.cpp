@@ -15,7 +15,7 @@ namespace kqual::run {
 namespace {
 
 // The command, as `kqual --help` lists it.
-constexpr CommandDoc kCommand{"import-triton",
+constexpr CommandDoc kImportTritonCommand{"import-triton",
                              "Make a candidate folder from a kernel in a Triton cache (~/.triton/cache or one of its entries): the cubin, and a "
                              "kqual.toml with the kernel name, block (num_warps x 32), dynamic shared memory and the kernel's parameter sizes, "
                              "plus TODO placeholders (contract, argument mapping, grid) that kqual refuses until completed. No GPU needed."};
@@ -65,7 +65,7 @@ int run_import_triton(ImportTritonOptions& opts, const GlobalOptions& g) {
 }  // namespace
 
 void add_import_triton_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  auto [cmd, opts] = add_command<ImportTritonOptions>(app, g, exit_code, kCommand, run_import_triton);
+  auto [cmd, opts] = add_command<ImportTritonOptions>(app, g, exit_code, kImportTritonCommand, run_import_triton);
   cmd->add_option("cache_dir", opts->cache_dir, "Triton cache folder, or one entry of it")->required();
   cmd->add_option("--kernel", opts->o.kernel,
                   "Which kernel (its name, or FOLDER/NAME when several compiles share a name); required when the cache "

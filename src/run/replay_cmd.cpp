@@ -14,7 +14,7 @@ namespace kqual::run {
 namespace {
 
 // The command, as `kqual --help` lists it.
-constexpr CommandDoc kCommand{"replay",
+constexpr CommandDoc kReplayCommand{"replay",
                              "Write a folder that reproduces one failing case of a recorded qualify, check or compare result: the candidate's "
                              "source and manifest, the case's inputs and reference output (.npy and raw bytes), the failing elements, and a README "
                              "with the one command that runs exactly that case again (kqual check --case). No GPU (docs/replay.md)"};
@@ -46,7 +46,7 @@ int run_replay(ReplayArgs& a, const json& doc, const GlobalOptions& g) {
 }  // namespace
 
 void add_replay_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  auto [cmd, a] = add_results_command<ReplayArgs>(app, g, exit_code, kCommand, run_replay);
+  auto [cmd, a] = add_results_command<ReplayArgs>(app, g, exit_code, kReplayCommand, run_replay);
   cmd->add_option("--case", a->o.case_id,
                   "The case's id as results.json names it (default: the first failing case; compare: the first where OLD and "
                   "NEW differ)");

@@ -21,7 +21,7 @@
 namespace kqual::run {
 namespace {
 // The command, as `kqual --help` lists it.
-constexpr CommandDoc kCommand{"report",
+constexpr CommandDoc kReportCommand{"report",
                              "Render a results.json (from qualify, check, bench or compare) again: --html OUT.html writes one self-contained "
                              "page (inline SVG charts and CSS, no script, nothing fetched); --md OUT.md the memo; with neither, the memo goes "
                              "to stdout. Exit 2 for a file that is not such a results document (nothing is written). docs/report.md"};
@@ -76,7 +76,7 @@ int run_report(const ReportArgs& a, const json& doc, const GlobalOptions& g) {
 }  // namespace
 
 void add_report_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  auto [cmd, a] = add_results_command<ReportArgs>(app, g, exit_code, kCommand, run_report);
+  auto [cmd, a] = add_results_command<ReportArgs>(app, g, exit_code, kReportCommand, run_report);
   cmd->add_option("--html", a->html, "Write the HTML page here (written atomically)");
   cmd->add_option("--md", a->md, "Write the Markdown memo here (written atomically)");
 }

@@ -19,7 +19,7 @@ namespace kqual::run {
 namespace {
 
 // The command, as `kqual --help` lists it.
-constexpr CommandDoc kCommand{"startup",
+constexpr CommandDoc kStartupCommand{"startup",
                              "Startup evidence: in fresh processes, time driver init, context, module load (with the driver's JIT wall time), "
                              "function lookup, first launch and steady launches, for JIT cache off/cold/warm and LAZY/EAGER module loading. "
                              "Exit 3 without a GPU (only NVRTC compilation runs), 1 if a probe crashed, hung or failed."};
@@ -72,7 +72,7 @@ int run_startup(StartupArgs& a, const GlobalOptions& g) {
 }  // namespace
 
 void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
-  auto [cmd, a] = add_command<StartupArgs>(app, g, exit_code, kCommand, run_startup);
+  auto [cmd, a] = add_command<StartupArgs>(app, g, exit_code, kStartupCommand, run_startup);
   cmd->add_option("artifact", a->cfg.artifact, "cubin, fatbin or PTX file; or a .cu source with --compile")->required();
   cmd->add_option("--runs", a->cfg.runs, "fresh processes per mode")->capture_default_str();
   cmd->add_option("--kernel", a->cfg.kernel,

@@ -36,6 +36,19 @@ TEST(Compile, EveryBundledCandidateAndBaselineCompilesForSm90) {
   EXPECT_GE(n, 8);
 }
 
+// Every kind of build makes the folder it is given: the screen's timer builds each baseline into a
+// folder of its own that nothing made before (an NVRTC build that did not failed every timing there).
+TEST(Compile, EachBuildMakesTheFolderItWritesInto) {
+  ScratchDir out("kqual-compile-folder");
+  int n = 0;
+  for (const char* rel : {"candidates/residual_add_relu/good", "baselines/residual_add_relu/eager"}) {
+    const fs::path dir = out.path() / "not" / std::to_string(n++) / "yet";
+    BuiltCandidate b = build_candidate(load_manifest(test::repo_root() / rel / "kqual.toml"), "sm_90", dir);
+    EXPECT_TRUE(fs::is_regular_file(b.image_path)) << rel;
+    EXPECT_EQ(b.image_path.parent_path(), dir) << rel;
+  }
+}
+
 // A candidate that asks selftest for kqual's hash-slot address ([expect] given_hash_slots) must
 // define the unmangled global the worker writes it into; the ones that do not ask, must not.
 TEST(Compile, CandidatesGivenHashSlotsDefineTheGlobalByItsPlainName) {
