@@ -24,6 +24,19 @@ void add_quiet_flag(CLI::App* cmd, GlobalOptions& g) {
 
 Progress progress_for(const GlobalOptions& g, const std::string& command) { return Progress(command, !g.quiet); }
 
+namespace {
+
+// A repeatable option takes one value each time it is given (`--shape A --shape B`, or `--shape A,B`
+// where it splits at commas), never the words after it: CLI11 lets a list option go on eating
+// arguments, so `--shape 1048576 good broken` took both candidates as shapes.
+void one_value_per_occurrence(CLI::App& app) {
+  for (CLI::Option* o : app.get_options())
+    if (o->nonpositional() && o->get_items_expected_max() > 1) o->allow_extra_args(false);
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) one_value_per_occurrence(*sub);
+}
+
+}  // namespace
+
 std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
   auto app = std::make_unique<CLI::App>(
       "kqual — decide, with evidence, whether a GPU kernel change or a CUDA toolkit upgrade should ship.\n"
@@ -46,6 +59,7 @@ std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
                            add_replay_command})
       add(*app, s.g, &s.exit_code);
   }
+  one_value_per_occurrence(*app);
   return app;
 }
 

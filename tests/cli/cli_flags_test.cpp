@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -145,6 +146,18 @@ TEST(CliFlags, EveryNegatableFlagIsCoveredHere) {
     EXPECT_TRUE(covered) << "negatable flag without a value test: " << f;
   }
   EXPECT_GE(found.size(), cases().size());
+}
+
+// A repeatable option takes one value per occurrence: the candidates after two --shape options stay
+// candidates (CLI11 let a list option eat them, and `screen --timing --shape A --shape B good broken`
+// failed with "candidates is required").
+TEST(CliLists, ARepeatedOptionLeavesThePositionalsAfterIt) {
+  CliState s = parse({"screen", "--timing", "--shape", "1048576", "--shape", "67108864", "good", "broken"});
+  EXPECT_EQ(s.screen.timing.shapes, (std::vector<std::string>{"1048576", "67108864"}));
+  EXPECT_EQ(s.screen.inputs, (std::vector<std::filesystem::path>{"good", "broken"}));
+  s = parse({"qualify", "--shape", "rows=4,cols=8", "cand"});
+  ASSERT_EQ(s.qualify.shapes.size(), 1u);
+  EXPECT_EQ(s.qualify.shapes.front(), "rows=4,cols=8");
 }
 
 }  // namespace

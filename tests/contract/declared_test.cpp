@@ -3,6 +3,7 @@
 // declared residual_add_relu and softmax judge like the built-in ones — every emulated defect gets
 // the same verdict and the same failure class from both (CPU emulations of the bundled kernels'
 // arithmetic; the GPU test runs the bundled kernels themselves).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -132,6 +133,55 @@ TEST(DeclaredContract, ReferenceErrorsAreContractErrorsNamingFileAndCase) {
   const Contract& c2 = load_declared_contract(w2.file);
   e = error_of([&] { (void)c2.reference(c2.make_case(c2.correctness_cases(s, 1, false).front()), test_util::run_host()); });
   EXPECT_NE(e.find("when input 'z' changes"), std::string::npos) << e;
+}
+
+// A softmax whose base shape holds the row length at 1 gives 1 everywhere there, as any softmax over
+// one element does: the check is made again with that axis at 2, where it discriminates, and the
+// policy says so. An axis that cannot grow (its range ends at 1) keeps the refusal.
+TEST(DeclaredContract, AnAxisHeldAtOneIsRaisedBeforeTheReferenceIsCalledConstant) {
+  KQUAL_NEED_NUMPY();
+  auto softmax = [](const char* name, const char* cols_range) {
+    return fmt::format(R"([contract]
+name = "{}"
+summary = "row softmax"
+[axes.rows]
+range = [1, 4096]
+base = 3
+[axes.cols]
+range = {}
+base = 1
+[tensors.x]
+role = "input"
+shape = ["rows", "cols"]
+[tensors.y]
+role = "output"
+shape = ["rows", "cols"]
+error = {{ model = "allclose", atol = 1e-6, rtol = 1e-5 }}
+[dtypes]
+all = ["f32"]
+[cost]
+flops = "rows * cols"
+[reference]
+python = "reference.py"
+function = "f"
+)",
+                       name, cols_range);
+  };
+  const char* py = "import numpy as np\ndef f(x):\n    e = np.exp(x - x.max(axis=1, keepdims=True))\n    return e / e.sum(axis=1, keepdims=True)\n";
+  Supports s;
+  s.dtypes = {DType::f32};
+  Written grows(softmax("softmax_cols_one", "[1, 4096]"), py, "softmax_cols_one");
+  const Contract& c = load_declared_contract(grows.file);
+  EXPECT_NO_THROW((void)c.reference(c.make_case(c.correctness_cases(s, 1, false).front()), test_util::run_host()));
+  EXPECT_NE(c.numerical_policy().find("Non-triviality: at the base shape (cols=1,rows=3) the reference gives output 'y' the "
+                                      "same value at every element (an axis held at 1); with cols=2,rows=3 it discriminates"),
+            std::string::npos)
+      << c.numerical_policy();
+  Written fixed(softmax("softmax_cols_fixed", "[1, 1]"), py, "softmax_cols_fixed");
+  const Contract& f = load_declared_contract(fixed.file);
+  const std::string e =
+      error_of([&] { (void)f.reference(f.make_case(f.correctness_cases(s, 1, false).front()), test_util::run_host()); });
+  EXPECT_NE(e.find("gives output 'y' the same value at every element: a zero, constant"), std::string::npos) << e;
 }
 
 TEST(DeclaredContract, AnInputDeclaredUnreadIsExemptAndTheDeclarationChecked) {

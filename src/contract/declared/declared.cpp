@@ -104,6 +104,7 @@ std::string DeclaredContract::numerical_policy() const {
   std::string precision = s_.reference.precision.empty() ? std::string("float64") : s_.reference.precision;
   {
     std::lock_guard<std::mutex> lock(reference_note_mu_);
+    if (!nontrivial_note_.empty()) parts.push_back(nontrivial_note_);
     if (!reference_float32_.empty())
       precision = fmt::format("float inputs at float32, not float64: it mixes float32 tensors of its own with float64 "
                               "inputs ({})",

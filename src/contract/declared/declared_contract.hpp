@@ -143,6 +143,9 @@ class DeclaredContract final : public Contract {
   void family_limits(const std::vector<std::pair<std::int64_t, Dims>>& kept, std::vector<NotRun>& not_run) const;
   void check_large_shape() const;
   void check_nontrivial(ReferenceHost& host) const;
+  // What lets a constant or input-ignoring kernel pass the reference on the case cs ("" when nothing
+  // does); a sampling reference, or an unread input that moves an output, throws.
+  std::string discrimination_gap(ReferenceHost& host, const CaseSpec& cs, bool check_sampling) const;
   // A quantized output's expected bytes, values and bounds from the reference's real values.
   void quantized_expected(const TensorDef& td, const CaseData& data, const std::vector<double>& real, Tensor& e) const;
   std::vector<Tensor> expected_from(const CaseData& data, std::map<std::string, RefOutput> ref,
@@ -159,6 +162,9 @@ class DeclaredContract final : public Contract {
   // the numerical policy, and so the memo, says so.
   mutable std::mutex reference_note_mu_;
   mutable std::string reference_float32_;
+  // Set when the base shape let a constant or input-ignoring kernel pass and a grown one did not (said
+  // in the numerical policy).
+  mutable std::string nontrivial_note_;
 };
 
 }  // namespace kqual::contract::declared

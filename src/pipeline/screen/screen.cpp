@@ -121,9 +121,10 @@ ScreenVerdict check_on_gpu(worker::Session& s, build::BuiltCandidate& b, const C
     }
   }
   // A crash, hang or sticky error ends the worker (the client starts a fresh one on the next call):
-  // a ping that has to start one shows the candidate cost this lane its worker.
+  // a ping that has to start one shows the candidate cost this lane its worker. A lane's first
+  // worker, started by its first check, is no fault of that candidate's.
   const worker::WorkerReply p = s.worker().call(json{{"op", "ping"}}, 30);
-  if (p.status != worker::WorkerReply::Status::ok || s.worker().processes_started() > started) *fault = true;
+  if (p.status != worker::WorkerReply::Status::ok || s.worker().processes_started() > std::max(started, 1)) *fault = true;
   return v;
 }
 
