@@ -4,6 +4,7 @@
 // --max-elements, parameters as inputs, integer inputs and outputs kept integers, a scalar argument,
 // value distributions — and a refusal by name for each construct kqual cannot express. Without
 // PyTorch (this machine), the capture itself must fail saying so.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -9,7 +9,7 @@ What it does, in order:
      integer constants;
   2. on the meta device (no memory, no arithmetic): builds the model from get_init_inputs(), calls
      get_inputs() and forward, and records every input, parameter, buffer and output shape and dtype;
-  3. perturbs each integer constant by +3 and +7 (again on meta) and records which dims move with it,
+  3. perturbs each integer constant by +3, +7 and to twice its value (again on meta) and records which dims move with it,
      as dim = a * constant + b; a constant whose change breaks the module, or moves the structure,
      is not an axis (and why);
   4. on the CPU with real tensors, at sizes scaled down to at most SAMPLE_CAP elements per tensor
@@ -148,14 +148,25 @@ def main():
                                          for x, y in zip(s, base)) for s in shapes):
             not_axes[c] = "changing it changes the number, names, dtypes or ranks of the tensors"
             continue
+        # And doubled: a pooling window or a stride floors a step of 3 or 7 away (2048 -> 2051 leaves an
+        # 11-wide pool's output at 186), so a dim that looks fixed may still move. Where the module
+        # refuses the doubled value, the two small steps decide alone.
+        try:
+            _, m2, i2, o2 = run({c: 2 * v}, "meta")
+            doubled = layout(m2, i2, o2)
+            if len(doubled) != len(base) or any(len(x[3]) != len(y[3]) for x, y in zip(doubled, base)):
+                doubled = None
+        except BaseException:
+            doubled = None
         moved = []
         for ti, t in enumerate(base):
             for di, d0 in enumerate(t[3]):
                 d1, d2 = shapes[0][ti][3][di], shapes[1][ti][3][di]
-                if d1 == d0 and d2 == d0:
+                d3 = doubled[ti][3][di] if doubled else d0
+                if d1 == d0 and d2 == d0 and d3 == d0:
                     continue
                 movers.setdefault((ti, di), set()).add(c)
-                if (d1 - d0) % 3 != 0 or (d1 - d0) // 3 * 7 != d2 - d0:
+                if (d1 - d0) % 3 != 0 or (d1 - d0) // 3 * 7 != d2 - d0 or (doubled and (d1 - d0) // 3 * v != d3 - d0):
                     multi.add((ti, di))  # not linear in the constant: held fixed
                     continue
                 a = (d1 - d0) // 3

@@ -89,7 +89,7 @@ void kb_write_contract_and_axes(std::ostringstream& t, const json& cap, const Ke
     t << "max_case_elements = " << z.bench_elements << "   # the benchmark shape is checked too (the reference runs there)\n";
   t << "\n";
   for (const auto& [c, ax] : s.axes) {
-    t << "# " << c << " = " << ax.value << " in the module: every dim that moves with it (found by changing it by +3 and +7 on\n"
+    t << "# " << c << " = " << ax.value << " in the module: every dim that moves with it (found by changing it by +3, +7 and x2 on\n"
       << "# the meta device) is this axis. Small cases around a warp and a block (32, 256); large = the benchmark.\n";
     t << "[axes." << ax.name << "]\nrange = [" << ax.min << ", 2147483647]\n";
     std::vector<std::int64_t> hints;
