@@ -130,6 +130,48 @@ TEST(ImportKernelBench, AOneElementOutputImportsAndIsJudgedByRedrawingTheInputs)
   EXPECT_EQ(c.tensor_elements("out", c.complete_dims({{"batch_size", 7}})), 1);
 }
 
+// Inputs sampled as probabilities (rows along the last dim summing to 1: KLDivLoss's get_inputs takes
+// a softmax) are drawn as softmax rows, not as uniform values a log would turn into NaN.
+TEST(ImportKernelBench, ProbabilityRowsAreDrawnAsSoftmaxRows) {
+  json cap = capture("mse_loss");
+  for (auto& t : cap["tensors"])
+    if (t["group"] == "input") {
+      t["values"] = {{"n", 65536}, {"nonfinite", 0}, {"min", 1.1e-5}, {"max", 4.9e-4}, {"mean", 2.44e-4}, {"std", 1.4e-4},
+                     {"integral", false}, {"rows_sum_to_one", t["name"] == "0"}};
+    }
+  const KernelBenchImport r = translate_kernelbench(cap, options("mse_loss", "unused"));
+  EXPECT_TRUE(kqual::test::contains(r.contract_toml, "values = { dist = \"softmax_rows\" }   # sampled 65536 values")) << r.contract_toml;
+  EXPECT_TRUE(kqual::test::contains(r.contract_toml, "every row (last dim) sums to 1: probabilities")) << r.contract_toml;
+  // The other input's rows do not sum to 1: it keeps a value distribution of its own.
+  EXPECT_EQ(r.contract_toml.find("softmax_rows"), r.contract_toml.rfind("softmax_rows")) << r.contract_toml;
+  // The contract loads, and its cases hand the kernel rows that sum to 1.
+  ScratchDir dir("kqual-import-kb-probs");
+  std::ofstream(dir.path() / "cap.json") << cap.dump();
+  KernelBenchImportOptions o = options("mse_loss", dir.path() / "probs");
+  o.capture = dir.path() / "cap.json";
+  o.name = "kb_mse_loss_probabilities";
+  (void)import_kernelbench(o);
+  const Contract& c = load_declared_contract(dir.path() / "probs");
+  Supports s;
+  s.dtypes = {DType::f32};
+  const auto cases = c.correctness_cases(s, 1, false);
+  ASSERT_FALSE(cases.empty());
+  const CaseData d = c.make_case(cases.front());
+  int seen = 0;
+  for (const auto& in : d.inputs) {
+    if (in.name != "predictions") continue;
+    ++seen;
+    const std::int64_t cols = 4096, rows = in.elements / cols;
+    ASSERT_EQ(rows * cols, in.elements);
+    for (std::int64_t row = 0; row < rows; ++row) {
+      double sum = 0;
+      for (std::int64_t i = 0; i < cols; ++i) sum += element_as_double(in.dtype, in.bytes.data(), std::size_t(row * cols + i));
+      EXPECT_NEAR(sum, 1.0, 1e-4) << "row " << row;
+    }
+  }
+  EXPECT_EQ(seen, 1);
+}
+
 TEST(ImportKernelBench, IntegersStayIntegersAndNumbersBecomeScalars) {
   const KernelBenchImport g = translate_kernelbench(capture("gather_rows"), options("gather_rows", "unused"));
   // torch.randint(0, num_classes): indices into that axis, an int64 tensor, never cast.

@@ -285,6 +285,11 @@ def main():
                     s.update({"min": float(xf.min()), "max": float(xf.max()), "mean": float(xf.mean()),
                               "std": float(xf.std()) if xf.numel() > 1 else 0.0,
                               "integral": bool((xf == torch.round(xf)).all())})
+                    # Probabilities (a softmax along the last dim, as KLDivLoss's get_inputs makes them):
+                    # non-negative rows of several elements that each sum to 1.
+                    if t.dim() >= 1 and t.shape[-1] > 1 and xf.numel() == x.numel() and float(xf.min()) >= 0:
+                        sums = x.reshape(-1, t.shape[-1]).sum(dim=-1)
+                        s["rows_sum_to_one"] = bool(((sums - 1).abs() <= 1e-4).all())
                 return s
 
             for i, x in enumerate(ri):

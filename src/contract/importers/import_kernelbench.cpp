@@ -164,6 +164,11 @@ std::pair<std::string, std::string> kb_input_values(const TensorInfo& ti, const 
       values = fmt::format("{{ dist = \"constant\", value = {} }}", num(lo));
       why = seen + "; constant";
     }
+  } else if (lo >= 0 && st->value("rows_sum_to_one", false)) {
+    // Probabilities along the last dim (a softmax of get_inputs'): kqual draws rows that sum to 1 too
+    // (a loss over log(x) is NaN on anything else).
+    values = "{ dist = \"softmax_rows\" }";
+    why = seen + "; every row (last dim) sums to 1: probabilities";
   } else if (lo >= 0 && hi <= 1 && std::fabs(mean - 0.5) < 0.05) {
     values = "{ dist = \"uniform\", lo = 0, hi = 1 }";
     why = seen + ": torch.rand";
