@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
 #include "contract_test_util.hpp"
 
 namespace kqual::contract {
@@ -136,6 +138,37 @@ TEST(DeclaredContract, AnInputDeclaredUnreadIsExemptAndTheDeclarationChecked) {
   EXPECT_NE(e.find("tensors.z.unread says the reference never reads it (not read), but the reference"), std::string::npos) << e;
   Written empty(with_z("unread_empty", "unread = \"\"\n"), "def f(x, z):\n    return 2 * x\n", "unread_empty");
   EXPECT_NE(error_of([&] { (void)load_declared_contract(empty.file); }).find("tensors.z.unread"), std::string::npos);
+}
+
+// [contract] ignored_inputs: an input the reference never feels is named in the policy instead of
+// refusing the contract (a KernelBench model's conv bias ahead of a training-mode BatchNorm); an
+// output that no input moves is refused all the same.
+TEST(DeclaredContract, IgnoredInputsAreNamedNotRefusedButNeverAll) {
+  KQUAL_NEED_NUMPY();
+  auto with_z = [](const char* name) {
+    std::string t = y_twice_x(name);
+    t.replace(t.find("[tensors.y]"), 11, "[tensors.z]\nrole = \"input\"\nshape = [\"n\"]\n[tensors.y]");
+    t.replace(t.find("[contract]\n"), 11, "[contract]\nignored_inputs = \"the model's z is cancelled downstream\"\n");
+    return t;
+  };
+  Supports s;
+  s.dtypes = {DType::f32};
+  Written ok(with_z("ignores_z"), "def f(x, z):\n    return 2 * x\n", "ignores_z");
+  const Contract& c = load_declared_contract(ok.file);
+  EXPECT_NO_THROW((void)c.reference(c.make_case(c.correctness_cases(s, 1, false).front()), test_util::run_host()));
+  EXPECT_NE(c.numerical_policy().find(": z (the model's z is cancelled downstream); a kernel may leave them unread."), std::string::npos)
+      << c.numerical_policy();
+  Written none(with_z("ignores_both"), "import numpy as np\ndef f(x, z):\n    return np.arange(x.size, dtype=np.float64)\n",
+               "ignores_both");
+  const Contract& n = load_declared_contract(none.file);
+  const std::string e =
+      error_of([&] { (void)n.reference(n.make_case(n.correctness_cases(s, 1, false).front()), test_util::run_host()); });
+  EXPECT_NE(e.find("does not change any output when any of its inputs changes"), std::string::npos) << e;
+  Written empty(with_z("ignores_empty"), "def f(x, z):\n    return 2 * x\n", "ignores_empty");
+  std::string t = read_text_file(empty.file);
+  t.replace(t.find("the model's z is cancelled downstream"), 37, "");
+  std::ofstream(empty.file) << t;
+  EXPECT_NE(error_of([&] { (void)load_declared_contract(empty.file); }).find("contract.ignored_inputs: empty"), std::string::npos);
 }
 
 }  // namespace

@@ -145,7 +145,9 @@ class DeclaredContract final : public Contract {
   void check_nontrivial(ReferenceHost& host) const;
   // What lets a constant or input-ignoring kernel pass the reference on the case cs ("" when nothing
   // does); a sampling reference, or an unread input that moves an output, throws.
-  std::string discrimination_gap(ReferenceHost& host, const CaseSpec& cs, bool check_sampling) const;
+  // Inputs that moved no output where [contract] ignored_inputs allows it go to `ignored`.
+  std::string discrimination_gap(ReferenceHost& host, const CaseSpec& cs, bool check_sampling,
+                                 std::vector<std::string>* ignored) const;
   // A quantized output's expected bytes, values and bounds from the reference's real values.
   void quantized_expected(const TensorDef& td, const CaseData& data, const std::vector<double>& real, Tensor& e) const;
   std::vector<Tensor> expected_from(const CaseData& data, std::map<std::string, RefOutput> ref,

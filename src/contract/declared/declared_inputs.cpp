@@ -93,8 +93,17 @@ void DeclaredContract::check_nontrivial(ReferenceHost& host) const {
     return cs;
   };
   const CaseSpec cs = spec_at(base);
-  const std::string gap = discrimination_gap(host, cs, true);
-  if (gap.empty()) return;
+  std::vector<std::string> ignored;
+  // The inputs that moved no output where the contract allows it (ignored_inputs), said in the policy.
+  auto note_ignored = [&](const CaseSpec& where) {
+    if (ignored.empty()) return;
+    std::lock_guard<std::mutex> lock(reference_note_mu_);
+    nontrivial_note_ += fmt::format("{}Inputs that move no output of the reference on {}: {} ({}); a kernel may leave them unread.",
+                                    nontrivial_note_.empty() ? "" : " ", format_dims(where.dims), fmt::join(ignored, ", "),
+                                    s_.ignored_inputs);
+  };
+  const std::string gap = discrimination_gap(host, cs, true, &ignored);
+  if (gap.empty()) return note_ignored(cs);
   auto fail = [&](const std::string& why) {
     throw_error(ErrorKind::input, fmt::format("contract {}: the reference {}:{} {}: a zero, constant or input-ignoring kernel could "
                                               "pass it (non-triviality check on {})",
@@ -103,15 +112,20 @@ void DeclaredContract::check_nontrivial(ReferenceHost& host) const {
   const Dims grown = grown_base(s_, base);
   if (grown == base) fail(gap);
   const CaseSpec gs = spec_at(grown);
-  const std::string grown_gap = discrimination_gap(host, gs, false);
+  ignored.clear();
+  const std::string grown_gap = discrimination_gap(host, gs, false, &ignored);
   if (!grown_gap.empty()) fail(fmt::format("{} (and, with the axes held at 1 raised to 2, {} on {})", gap, grown_gap, gs.id));
-  std::lock_guard<std::mutex> lock(reference_note_mu_);
-  nontrivial_note_ = fmt::format("Non-triviality: at the base shape ({}) the reference {} (an axis held at 1); with {} it "
+  {
+    std::lock_guard<std::mutex> lock(reference_note_mu_);
+    nontrivial_note_ = fmt::format("Non-triviality: at the base shape ({}) the reference {} (an axis held at 1); with {} it "
                                  "discriminates, and the check was made there.",
-                                 format_dims(cs.dims), gap, format_dims(gs.dims));
+                                   format_dims(cs.dims), gap, format_dims(gs.dims));
+  }
+  note_ignored(gs);
 }
 
-std::string DeclaredContract::discrimination_gap(ReferenceHost& host, const CaseSpec& cs, bool check_sampling) const {
+std::string DeclaredContract::discrimination_gap(ReferenceHost& host, const CaseSpec& cs, bool check_sampling,
+                                                 std::vector<std::string>* ignored) const {
   const auto dt = row(cs.dtype);
   PythonReference& py = host.python(s_);
   // The inputs with `only` drawn from another seed (`other`), the generator's made with seed g.
@@ -163,9 +177,18 @@ std::string DeclaredContract::discrimination_gap(ReferenceHost& host, const Case
       if (t.name == td.name) alternatives.push_back(std::move(t));
   }
   const std::map<std::string, bool> moved_by = py.moves(s_, inputs, alternatives, cs.dims, cs.id, dt);
+  // ignored_inputs lets some inputs move nothing, never all: an output made of none of them is constant
+  // for any data a kernel is given.
+  if (!s_.ignored_inputs.empty() && !moved_by.empty() &&
+      std::none_of(moved_by.begin(), moved_by.end(), [&](const auto& m) { return m.second && s_.tensor(m.first)->unread.empty(); }))
+    return "does not change any output when any of its inputs changes";
   for (const auto& td : s_.tensors) {
     if (td.role != Role::input || td.values.generated) continue;
     const bool moved = moved_by.at(td.name);
+    if (!moved && td.unread.empty() && !s_.ignored_inputs.empty()) {
+      if (ignored) ignored->push_back(td.name);
+      continue;
+    }
     if (!moved && td.unread.empty()) return fmt::format("does not change any output when input '{}' changes", td.name);
     if (moved && !td.unread.empty())  // the declaration is checked too: a kernel must read what the reference reads
       throw_error(ErrorKind::input, fmt::format("contract {}: tensors.{}.unread says the reference never reads it ({}), but the reference "

@@ -91,7 +91,8 @@ namespace {
 
 void spec_contract_table(const TomlContext& cx, const toml::table& root, Spec& s) {
   const toml::table& c = table_at(cx, root.get("contract"), "contract");
-  check_keys(cx, c, "contract", {"name", "summary", "policy", "deterministic", "deterministic_reason", "max_case_elements"});
+  check_keys(cx, c, "contract", {"name", "summary", "policy", "deterministic", "deterministic_reason", "max_case_elements",
+                                      "ignored_inputs"});
   s.name = str(cx, c, "contract", "name", true);
   if (s.name.empty() || !std::all_of(s.name.begin(), s.name.end(), [](char ch) { return std::isalnum((unsigned char)ch) || ch == '_'; }))
     cx.fail("contract.name", fmt::format("\"{}\": letters, digits and _ only", s.name));
@@ -99,6 +100,9 @@ void spec_contract_table(const TomlContext& cx, const toml::table& root, Spec& s
   s.policy = str(cx, c, "contract", "policy", false);
   s.deterministic = boolean(cx, c, "contract", "deterministic", true);
   s.deterministic_reason = str(cx, c, "contract", "deterministic_reason", false);
+  s.ignored_inputs = str(cx, c, "contract", "ignored_inputs", false);
+  if (c.get("ignored_inputs") && s.ignored_inputs.empty())
+    cx.fail("contract.ignored_inputs", "empty: say why the reference may leave an input without effect");
   s.max_case_elements = integer(cx, c, "contract", "max_case_elements", s.max_case_elements);
   if (s.max_case_elements < 1 || s.max_case_elements > (std::int64_t(1) << 28))
     cx.fail("contract.max_case_elements", fmt::format("{} is outside [1, 2^28]", s.max_case_elements));

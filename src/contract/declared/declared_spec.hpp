@@ -177,6 +177,10 @@ struct Spec {
   // rule before the key existed); deterministic_reason says why, for the memo and refusals.
   bool deterministic = true;
   std::string deterministic_reason;
+  // [contract] ignored_inputs: why the reference may leave some inputs without effect (a model's bias
+  // that a following BatchNorm cancels). The non-triviality check then names such inputs instead of
+  // refusing the contract; constant outputs are refused all the same.
+  std::string ignored_inputs;
   Reference reference;
   std::optional<Generator> generator;
   // [index_cases] axis: outputs are independent across this axis (the outermost of every tensor

@@ -85,6 +85,11 @@ void kb_write_contract_and_axes(std::ostringstream& t, const json& cap, const Ke
     return ti.group == "output" && !detail::is_exact_dtype(ti.dtype);
   });
   t << detail::determinism_toml(any_float_output, "KernelBench");
+  // A Model's parameters are its inputs here, and a model may hold some its forward never feels: a conv
+  // bias ahead of a training-mode BatchNorm (which subtracts the batch mean), a projection the returned
+  // state does not use. Such inputs are named in the policy instead of refusing the problem.
+  t << "ignored_inputs = \"a KernelBench Model may hold parameters its forward cancels or never uses (a bias ahead of a "
+       "training-mode BatchNorm, a projection the returned state does not need)\"\n";
   if (z.bench_elements > (std::int64_t(1) << 24))
     t << "max_case_elements = " << z.bench_elements << "   # the benchmark shape is checked too (the reference runs there)\n";
   t << "\n";
