@@ -24,6 +24,7 @@ import importlib.util
 import inspect
 import json
 import sys
+import time
 import traceback
 
 import kqual_scaledown as scaledown  # beside this script
@@ -278,7 +279,10 @@ def main():
         base_sizes = scaledown.shrink({c: a["value"] for c, a in axis_constants.items()}, mins, elements_at, base_cap)
         if base_sizes != sizes:
             n_refusals = len(refusals)
-            if attempt(base_sizes) is not None:
+            started = time.monotonic()
+            # Grown back only where one forward there is quick (a model with large fixed weights pays for
+            # them at every size: the 90 s a capture has are not spent on this).
+            if attempt(base_sizes) is not None and time.monotonic() - started < 3:
                 base_from = dict(base_sizes)
                 ran_at, base_error, _, _ = scaledown.back_off(base_sizes, {c: a["value"] for c, a in axis_constants.items()},
                                                                elements_at, max(elements_at(sizes), base_cap), attempt,
