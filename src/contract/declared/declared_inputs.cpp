@@ -51,10 +51,6 @@ bool same(const RefOutput& x, const RefOutput& y) {
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 // The base shape with every variable axis below 2 raised to 2 where its range, step and the
 // constraints allow: an axis held at 1 can make any reference constant (a softmax or a norm over
 // one element, one class, one channel) without the operation being so.
@@ -118,7 +114,7 @@ void DeclaredContract::check_nontrivial(ReferenceHost& host) const {
   {
     std::lock_guard<std::mutex> lock(reference_note_mu_);
     nontrivial_note_ = fmt::format("Non-triviality: at the base shape ({}) the reference {} (an axis held at 1); with {} it "
-                                 "discriminates, and the check was made there.",
+                                   "discriminates, and the check was made there.",
                                    format_dims(cs.dims), gap, format_dims(gs.dims));
   }
   note_ignored(gs);
