@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "kqual/bench/activity_record.hpp"
 #include "kqual/bench/torch_baseline.hpp"
 #include "kqual/bench/torch_submission.hpp"
 #include "kqual/core/child.hpp"
@@ -29,8 +30,13 @@ class TorchWorker {
   // "timeout" | "protocol", ...} when there is none.
   json call(const json* request, double timeout_s);
 
+  // The activity record this worker writes (kqual_record injected), or null.
+  RecordChannel* record() const { return record_.get(); }
+  void attach_record(std::unique_ptr<RecordChannel> r) { record_ = std::move(r); }
+
  private:
   json died();
+  std::unique_ptr<RecordChannel> record_;  // outlives the child (members end in reverse order)
   std::unique_ptr<Child> child_;  // its destructor kills the group and reaps the worker
   std::string start_error_;       // why it could not be started (child_ is null then)
   std::string what_;

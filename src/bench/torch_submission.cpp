@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "kqual/bench/record_judge.hpp"
 #include "kqual/bench/torch_baseline.hpp"
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/contract/reference_host.hpp"
@@ -21,6 +22,10 @@
 
 namespace kqual::bench {
 namespace fs = std::filesystem;
+
+namespace {
+constexpr double kRecordFlushWaitS = 30;  // [s] for the record's flush to arrive after a reply
+}  // namespace
 
 std::vector<std::int64_t> tensor_shape(const contract::Contract& c, const std::string& tensor, const contract::Dims& dims) {
   std::vector<std::string> axes;
@@ -65,6 +70,8 @@ json SubmissionCheck::to_json() const {
               {"failures", fs_},
               {"kernels", kernels},
               {"dtypes", dtypes},
+              // [ns] GPU time of the calls' kernels and copies by where they came from (the activity record)
+              {"gpu_ns_by_origin", gpu_ns_by_origin},
               {"not_applied", not_applied},
               // Where the time went [ms]: the worker's start (PyTorch imported, the submission's module
               // loaded), its cases, and kqual making the cases (overlapped with the worker's runs).
@@ -189,9 +196,32 @@ class CaseRunner {
     return p;
   }
 
-  SubmissionCaseResult run(TorchWorker& w, PreparedCase& p) const {
+  // The case's calls in the worker, then its activity record (flushed by the worker after its reply)
+  // judged with the files it wrote.
+  SubmissionCaseResult run(TorchWorker& w, PreparedCase& p, std::size_t n, const TorchSubmission& s,
+                           std::map<std::string, double>* by_origin) const {
+    const std::string token = fmt::format("case{}", n);
+    p.req["token"] = token;
     const json reply = w.call(&p.req, o_.case_timeout_s);
-    SubmissionCaseResult r = judge_submission_case(c_, p.id, reply, p.ea, p.eb, p.files);
+    const bool answered = reply.is_object() && reply.contains("ok") && reply.value("code", std::string()) != "timeout" &&
+                          reply.value("code", std::string()) != "worker_died";
+    RecordJudgement rj;
+    if (RecordChannel* ch = w.record(); ch && answered) {
+      ActivityRecord rec;
+      const bool flushed = ch->wait_flush(token, kRecordFlushWaitS, &rec);
+      RecordRules rules;
+      rules.allow = s.allow_kernels;
+      for (const auto& t : p.ea) rules.output_bytes += t.bytes.size();
+      rj = judge_case_record(rec, ch->modules(), reply.value("ok", false) ? 3 : 0, rules);
+      if (!flushed && rj.failure == SubmissionFailure::none) {
+        rj.failure = SubmissionFailure::harness_tampered;
+        rj.detail = fmt::format("the activity record stopped: no flush within {:.0f} s of the worker's reply (the recorder was "
+                                "silenced or its channel closed)",
+                                kRecordFlushWaitS);
+      }
+      for (const auto& [origin, ns] : rj.gpu_ns_by_origin) (*by_origin)[origin] += ns;
+    }
+    SubmissionCaseResult r = judge_submission_case(c_, p.id, reply, p.ea, p.eb, p.files, answered ? &rj : nullptr);
     fs::remove_all(p.dir);
     return r;
   }
@@ -211,18 +241,43 @@ std::optional<SubmissionCaseResult> hello_failure(const contract::Contract& c, c
       throw_error(ErrorKind::input, "the PyTorch submission worker refused its configuration: " + hello.value("error", std::string()));
     json as_case = hello;
     if (code == "submission_import" || code == "no_class") as_case["code"] = "exception";
-    return judge_submission_case(c, "import", as_case, {}, {}, {});
+    return judge_submission_case(c, "import", as_case, {}, {}, {}, nullptr);
   }
   if (!hello.value("replaced", json::array()).empty())
-    return judge_submission_case(c, "import", json{{"ok", false}, {"replaced", hello["replaced"]}}, {}, {}, {});
+    return judge_submission_case(c, "import", json{{"ok", false}, {"replaced", hello["replaced"]}}, {}, {}, {}, nullptr);
   return std::nullopt;
+}
+
+// The recorder's state once the submission is imported (the worker flushes "hello" before greeting):
+// started and intact, or the case that says why not.
+std::optional<SubmissionCaseResult> record_started(TorchWorker& w, const json& hello) {
+  RecordChannel* ch = w.record();
+  if (!ch) return std::nullopt;
+  ActivityRecord rec;
+  const bool flushed = ch->wait_flush("hello", kRecordFlushWaitS, &rec);
+  SubmissionCaseResult f;
+  f.id = "import";
+  if (!rec.broken.empty()) {
+    f.failure = SubmissionFailure::harness_tampered;
+    f.detail = "the activity record was tampered with while the submission was imported: " + rec.broken;
+  } else if (!rec.started || !rec.errors.empty() || !hello.value("record", true)) {
+    f.failure = SubmissionFailure::harness_error;
+    f.detail = "kqual's activity recorder is not running in the worker: " +
+               (!rec.errors.empty() ? rec.errors.front() : hello.value("record_note", std::string("no hello line from it")));
+  } else if (!flushed) {
+    f.failure = SubmissionFailure::harness_tampered;
+    f.detail = "the activity record stopped while the submission was imported (no flush after the worker's hello)";
+  } else {
+    return std::nullopt;
+  }
+  return f;
 }
 
 }  // namespace
 
 std::unique_ptr<TorchWorker> start_submission_worker(const contract::Contract& c, const TorchSubmission& s, const SubmissionCheckOptions& o,
                                                      const fs::path& err_file) {
-  json cfg{{"submission", fs::absolute(s.file).string()}, {"class", s.class_name}, {"allow_kernels", s.allow_kernels}, {"seed", o.seed}};
+  json cfg{{"submission", fs::absolute(s.file).string()}, {"class", s.class_name}, {"seed", o.seed}};
   cfg["contract_dir"] = fs::exists(s.problem_dir / "reference.py") && fs::exists(s.problem_dir / "problem.py")
                             ? json(fs::absolute(s.problem_dir).string())
                             : json(nullptr);
@@ -232,8 +287,19 @@ std::unique_ptr<TorchWorker> start_submission_worker(const contract::Contract& c
     cfg["reference_py"] = fs::absolute(op->reference->file).string();
     cfg["reference_function"] = op->reference->function;
   }
-  return std::make_unique<TorchWorker>(o.python.empty() ? contract::reference_python() : o.python, worker_script(o), cfg, err_file,
-                                       "the PyTorch submission worker", o.env);
+  // kqual's recorder in the worker's process, loaded by the driver inside cuInit (before the
+  // submission's code), writing to a FIFO made here: the evidence the verdict comes from.
+  const fs::path lib = record_library();
+  if (lib.empty())
+    throw_error(ErrorKind::internal, "libkqual_record.so (kqual's activity recorder) is not beside the kqual executable; set "
+                                     "KQUAL_RECORD_LIB to it: a PyTorch submission is not judged without it");
+  auto channel = std::make_unique<RecordChannel>(err_file.parent_path() / "record");
+  std::vector<std::pair<std::string, std::string>> env = o.env;
+  for (auto& e : channel->env(lib)) env.push_back(std::move(e));
+  auto w = std::make_unique<TorchWorker>(o.python.empty() ? contract::reference_python() : o.python, worker_script(o), cfg, err_file,
+                                         "the PyTorch submission worker", env);
+  w->attach_record(std::move(channel));
+  return w;
 }
 
 std::vector<std::string> submission_rules_not_applied() {
@@ -242,8 +308,10 @@ std::vector<std::string> submission_rules_not_applied() {
       "reference on two datasets instead, so an element left unwritten or stale cannot pass both)",
       "alignment offsets and trap pages: PyTorch allocates the input tensors (offset cases are left out)",
       "compute-sanitizer and the kernel's registers and spills: the kernels are built by the submission at run time",
-      "the watched functions, side streams and the profiler's kernel list are checked from inside the submission's own "
-      "interpreter: a submission written to defeat them from there could",
+      "the verdict's evidence (every kernel, copy and stream of every call, who launched it) comes from kqual's recorder, a "
+      "native library the driver loads before the submission's code; the submission's native code shares its process and "
+      "could in principle forge it from there (a record that stops, skips or breaks its keyed chain fails as "
+      "harness_tampered); the watched Python functions are early signals only",
   };
 }
 
@@ -272,6 +340,11 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
     r.harness_failed = f->failure == SubmissionFailure::harness_error;
     return r;
   }
+  if (const auto f = record_started(w, hello)) {
+    r.failures.push_back(*f);
+    r.harness_failed = f->failure == SubmissionFailure::harness_error;
+    return r;
+  }
   r.worker_torch = hello.value("torch", std::string());
   r.worker_device = hello.value("device", std::string());
   contract::ReferenceHost host;
@@ -286,7 +359,7 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
     r.prepare_ms += p.ms;
     if (k + 1 < cases.size()) next = prepare(k + 1);
     const auto t0 = std::chrono::steady_clock::now();
-    SubmissionCaseResult one = runner.run(w, p);
+    SubmissionCaseResult one = runner.run(w, p, k, s, &r.gpu_ns_by_origin);
     r.worker_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     kernels.insert(one.kernels.begin(), one.kernels.end());
     if (one.failure == SubmissionFailure::none) {

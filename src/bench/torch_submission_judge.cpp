@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "kqual/bench/record_judge.hpp"
 #include "kqual/bench/torch_submission.hpp"
 #include "kqual/core/dtype.hpp"
 
@@ -63,29 +64,16 @@ SubmissionCaseResult watched(const std::string& id, const json& reply) {
       return failed(id, SubmissionFailure::input_mutated, fmt::format("call {}: input {} changed during the call (hashed before and after)",
                                                                       k + 1, joined(changed)));
   }
+  // Side streams and late work are the record's to judge (record_judge.cpp): a side stream that is only
+  // idle is no failure. What the worker read itself stays: output bytes that changed after the caller's
+  // stream was done.
   for (std::size_t k = 0; k < calls.size(); ++k) {
-    const json& c = calls[k];
-    const int pending = c.value("pending_streams", 0), late = c.value("late_bytes", 0), threads = c.value("new_threads", 0);
-    if (pending > 0)
-      return failed(id, SubmissionFailure::unjoined_stream,
-                    fmt::format("call {}: {} side stream(s) still held work when the caller's stream was done{}", k + 1, pending,
-                                late > 0 ? fmt::format(", and {} output(s) changed after it", late) : std::string()));
-    if (late > 0 || threads > 0)
+    const int late = calls[k].value("late_bytes", 0);
+    if (late > 0)
       return failed(id, SubmissionFailure::late_result,
-                    fmt::format("call {}: {}", k + 1,
-                                late > 0 ? fmt::format("{} output(s) read when the caller's stream was done differ from the same outputs "
-                                                       "read after the whole device was{}",
-                                                       late, threads > 0 ? fmt::format(" ({} thread(s) it started still ran)", threads) : "")
-                                         : fmt::format("{} thread(s) it started were still running after it returned", threads)));
-  }
-  const json libs = reply.value("library_kernels", json::array());
-  if (!libs.empty()) {
-    json names = json::array();
-    for (const auto& l : libs) names.push_back(fmt::format("{} ({})", l.value("kernel", std::string()), l.value("library", std::string())));
-    return failed(id, SubmissionFailure::reference_called,
-                  fmt::format("the work was handed to a library: {} launched; allow a kernel by name with allow_kernels if the "
-                              "problem permits it",
-                              joined(names, 3)));
+                    fmt::format("call {}: {} output(s) read when the caller's stream was done differ from the same outputs read after the "
+                                "whole device was",
+                                k + 1, late));
   }
   return {};
 }
@@ -138,16 +126,27 @@ SubmissionFailure value_failure(const contract::Comparison& cmp) {
 SubmissionCaseResult judge_submission_case(const contract::Contract& c, const std::string& id, const json& reply,
                                            const std::vector<contract::Tensor>& expected_a,
                                            const std::vector<contract::Tensor>& expected_b,
-                                           const std::vector<SubmissionOutputFiles>& files) {
+                                           const std::vector<SubmissionOutputFiles>& files, const RecordJudgement* record) {
+  // The record's integrity first: a record that does not add up judges nothing else.
+  if (record && (record->failure == SubmissionFailure::harness_tampered || record->failure == SubmissionFailure::harness_error))
+    return failed(id, record->failure, record->detail);
   if (!reply.is_object() || !reply.value("ok", false)) {
     // A replaced timer explains what followed, whatever the call then did.
     if (reply.is_object() && !reply.value("replaced", json::array()).empty()) return watched(id, reply);
     return refused(id, reply);
   }
+  // A replaced timer explains what followed; then what the record saw the calls do.
+  if (!reply.value("replaced", json::array()).empty()) return watched(id, reply);
+  if (record && record->failure != SubmissionFailure::none) {
+    SubmissionCaseResult r = failed(id, record->failure, record->detail);
+    for (const auto& k : record->kernels) r.kernels.push_back(fmt::format("{} [{}]", k.name, to_string(k.origin)));
+    return r;
+  }
   if (SubmissionCaseResult w = watched(id, reply); w.failure != SubmissionFailure::none) return w;
   SubmissionCaseResult ok;
   ok.id = id;
-  for (const auto& k : reply.value("kernels", json::array())) ok.kernels.push_back(k.get<std::string>());
+  if (record)
+    for (const auto& k : record->kernels) ok.kernels.push_back(fmt::format("{} [{}]", k.name, to_string(k.origin)));
   for (std::size_t t = 0; t < files.size(); ++t) {
     const auto& f = files[t];
     auto find = [&](const std::vector<contract::Tensor>& v) -> const contract::Tensor* {
@@ -179,6 +178,15 @@ SubmissionCaseResult judge_submission_case(const contract::Contract& c, const st
     if (!three.cmp.ok)
       return failed(id, value_failure(three.cmp), fmt::format("call 3 (dataset A again, fresh tensors), output '{}': {}", f.name,
                                                               three.cmp.detail));
+    // Calls 1 and 3 had the same values: where the contract requires reproducibility, the same bits.
+    if (c.deterministic(a->dtype) && one.bytes != three.bytes) {
+      std::size_t at = 0;
+      while (at < one.bytes.size() && one.bytes[at] == three.bytes[at]) ++at;
+      return failed(id, SubmissionFailure::nondeterministic,
+                    fmt::format("output '{}': calls 1 and 3 on the same values differ (first at byte {}, element {}), and {} requires "
+                                "run-to-run reproducibility at {}",
+                                f.name, at, at / std::max<std::size_t>(1, dtype_size(a->dtype)), c.name(), to_string(a->dtype)));
+    }
   }
   return ok;
 }

@@ -76,7 +76,12 @@ TorchSubmissionManifest read_torch_submission_manifest(const fs::path& path) {
   only_keys(file, t, "", {"candidate", "expect"});
   const auto* cand = t["candidate"].as_table();
   if (!cand) bad(file, "candidate", "missing table");
-  only_keys(file, *cand, "candidate", {"name", "description", "kind", "module", "class", "contract", "allow_kernels", "dtypes"});
+  // allow_kernels is the judge's, not the submission's: the user names it (--allow-kernel) or the problem does.
+  if (cand->contains("allow_kernels"))
+    bad(file, "candidate.allow_kernels",
+        "a submission cannot allow library kernels for itself: the allow list is the judge's (give --allow-kernel REGEX on the "
+        "command line, or the problem's contract names them)");
+  only_keys(file, *cand, "candidate", {"name", "description", "kind", "module", "class", "contract", "dtypes"});
   TorchSubmissionManifest m;
   m.file = file;
   if (text(file, *cand, "candidate", "kind", true) != "torch_module")
@@ -88,7 +93,6 @@ TorchSubmissionManifest read_torch_submission_manifest(const fs::path& path) {
   if (!fs::is_regular_file(m.submission.file))
     bad(file, "candidate.module", fmt::format("{}: no such file", m.submission.file.string()));
   m.submission.class_name = text(file, *cand, "candidate", "class", false, "ModelNew");
-  m.submission.allow_kernels = strings(file, *cand, "candidate", "allow_kernels");
   // The dtypes the submission claims (default: every dtype of its contract, as a kernel candidate's
   // [supports] dtypes): a submission written for float32 alone is judged at float32 alone.
   for (const auto& d : strings(file, *cand, "candidate", "dtypes")) {

@@ -41,7 +41,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "record_mac.hpp"
+#include "kqual/bench/record_mac.hpp"
 
 namespace {
 
@@ -344,7 +344,8 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   else if (g_in_runtime > 0) return;
   const char* fn = cb->functionName;
   const bool launch = is_launch(fn), graph = is_graph_launch(fn);
-  if (!launch && !graph && !is_transfer(fn)) return;
+  const bool capture = name_has(fn, "BeginCapture") || name_has(fn, "EndCapture");
+  if (!launch && !graph && !capture && !is_transfer(fn)) return;
   const int status = cb->functionReturnValue ? *static_cast<const int*>(cb->functionReturnValue) : -1;
   const std::uintptr_t stream = launch_stream(domain, cbid, cb->functionParams);
   const std::string origin = !launch ? std::string("-") : launch_origin(domain, cbid, cb->functionParams);

@@ -53,6 +53,7 @@ import time
 import traceback
 
 _clock = time.perf_counter  # kqual's own clock, taken before the submission can replace it
+_record_lib = os.environ.get("KQUAL_RECORD_LIB", "")
 
 _proto = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)          # C-level prints of the submission: to stderr
@@ -126,6 +127,40 @@ DT = {"f32": torch.float32, "f64": torch.float64, "bf16": torch.bfloat16, "f16":
 dev = torch.device("cuda")
 torch.cuda.init()
 originals = guard.Originals()  # before the submission exists
+
+
+class Recorder:
+    """kqual's native recorder (libkqual_record.so), loaded by the driver inside cuInit through
+    CUDA_INJECTION64_PATH before the submission's code: marks around each call and a flush at the end
+    of each request. What it records is judged by kqual, not by this worker (docs/torch-submissions.md)."""
+
+    def __init__(self):
+        import ctypes
+        self.lib = None
+        self.note = "kqual started this worker without its recorder (KQUAL_RECORD_LIB unset)"
+        if _record_lib:
+            try:
+                lib = ctypes.CDLL(_record_lib, mode=getattr(os, "RTLD_NOLOAD", 4))
+                if lib.kqual_record_active():
+                    self.lib, self.note = lib, ""
+                else:
+                    self.note = "the recorder was loaded but is not recording (see the record's E lines)"
+            except OSError as e:
+                self.note = "the recorder was not loaded by the driver: %s" % e
+        self._mark = self.lib.kqual_record_mark if self.lib else None
+        self._flush = self.lib.kqual_record_flush if self.lib else None
+        self._ull = ctypes.c_ulonglong
+
+    def mark(self, label, stream):
+        if self._mark:
+            self._mark(label.encode(), self._ull(stream.cuda_stream))
+
+    def flush(self, token):
+        if self._flush:
+            self._flush(str(token).encode())
+
+
+recorder = Recorder()
 Event = torch.cuda.Event
 caller = torch.cuda.Stream()   # kqual's stream for every call; made before the tracker is installed
 tracker = guard.StreamTracker(torch)
@@ -250,7 +285,10 @@ def digest(t):
     return hashlib.blake2b(byte_view(t).cpu().numpy().tobytes(), digest_size=16).hexdigest()
 
 
-def outputs_of(result, r):
+def outputs_of(result, r, inputs=None, earlier=()):
+    """The call's outputs, checked against the problem: a plain CUDA tensor each, of the problem's dtype
+    and shape, dense in row-major order, sharing no memory with an input or with an output an earlier
+    call returned (kept alive meanwhile, so its memory cannot have been reused)."""
     outs = list(result) if isinstance(result, (tuple, list)) else [result]
     want = r["outputs"]
     if len(outs) != len(want):
@@ -259,18 +297,42 @@ def outputs_of(result, r):
         if type(o) is not torch.Tensor:
             raise Refusal("output_mismatch", "output %s is a %s, not a torch.Tensor (a lazy or wrapped result is not an "
                                                  "output)" % (w["name"], type(o).__name__))
-        if o.device.type != "cuda" or o.dtype != DT[w["dtype"]] or o.numel() != int(np.prod(w["shape"])):
-            raise Refusal("output_mismatch", "output %s: %s %s on %s, the problem's is %s %s on cuda" % (
-                w["name"], o.dtype, list(o.shape), o.device, w["dtype"], w["shape"]))
+        if o.device.type != "cuda" or o.dtype != DT[w["dtype"]] or list(o.shape) != [int(x) for x in w["shape"]]:
+            raise Refusal("output_mismatch", "output %s: %s of shape %s on %s, the problem's is %s of shape %s on cuda" % (
+                w["name"], o.dtype, list(o.shape), o.device, w["dtype"], list(w["shape"])))
+        if not o.is_contiguous():
+            raise Refusal("output_mismatch", "output %s has strides %s: not dense in row-major order as the problem's is "
+                                                 "(return .contiguous())" % (w["name"], list(o.stride())))
+        for n, t in (inputs or {}).items():
+            if overlaps(o, t):
+                raise Refusal("output_mismatch", "output %s shares memory with input %s: the call returned (a view of) its input"
+                              % (w["name"], n))
+        for k, prev in enumerate(earlier):
+            for p in prev:
+                if overlaps(o, p):
+                    raise Refusal("output_mismatch", "output %s shares memory with an output call %d returned (still held by "
+                                                         "kqual): every call must return a buffer of its own" % (w["name"], k + 1))
     return outs
+
+
+def overlaps(a, b):
+    sa, sb = a.untyped_storage(), b.untyped_storage()
+    a0, b0 = sa.data_ptr(), sb.data_ptr()
+    return sa.nbytes() > 0 and sb.nbytes() > 0 and a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes()
 
 
 def host_bytes(outs):
     return [byte_view(o).cpu().numpy().tobytes() for o in outs]
 
 
-def checked_call(call, tensors, r):
-    """One call on the caller's stream, held busy first; what it left unjoined or running."""
+fence = torch.zeros(1, device=dev)
+
+
+def checked_call(call, tensors, r, k, earlier):
+    """Call k on the caller's stream, held busy first, between the recorder's marks; then the fence (a
+    one-element fill on the caller's stream): in the record, work of the call still running on another
+    stream when the fence started was not joined to the caller's stream. Returns the outputs' bytes,
+    what the worker saw, and the outputs (kept by the caller so later calls cannot reuse their memory)."""
     threads = guard.live_threads()
     before = {n: digest(t) for n, t in tensors.items()}
     torch.cuda.synchronize()
@@ -278,7 +340,12 @@ def checked_call(call, tensors, r):
         with torch.cuda.stream(caller), torch.no_grad():
             tracker.arm(caller, 2 * sleep_cycles)
             torch.cuda._sleep(sleep_cycles)
-            outs = outputs_of(call(tensors), r)
+            recorder.mark("call%d" % k, caller)
+            result = call(tensors)
+            recorder.mark("returned%d" % k, caller)
+            fence.fill_(float(k))
+            recorder.mark("fenced%d" % k, caller)
+            outs = outputs_of(result, r, tensors, earlier)
             done = Event()
             done.record(caller)
     finally:
@@ -292,7 +359,7 @@ def checked_call(call, tensors, r):
     info = {"late_bytes": sum(a != b for a, b in zip(early, late)), "pending_streams": pending,
             "new_threads": len(guard.live_threads() - threads),
             "inputs_changed": [n for n, t in tensors.items() if digest(t) != before[n]]}
-    return late, info
+    return late, info, outs
 
 
 def write(r, k, data):
@@ -301,94 +368,91 @@ def write(r, k, data):
             f.write(b)
 
 
-reference_kernels_at = {}
-# Seconds spent profiling the reference, and the most this worker spends on it: a slow reference (a
+# Seconds spent running the reference, and the most this worker spends on it: a slow reference (a
 # Python loop over pages) must not push the submission's own calls past their deadline.
-reference_profile_s = [0.0]
-REFERENCE_PROFILE_BUDGET_S = 20.0
+reference_run_s = [0.0]
+REFERENCE_RUN_BUDGET_S = 20.0
+reference_fns = {}
 
 
-def reference_kernels(r):
-    """The kernels the problem's own reference launches on this case's dataset A, as the profiler names them
-    (an imported KernelBench problem's Model, the built-in contract's PyTorch expression from
-    kqual_torch_ops, or a declared contract's PyTorch reference function): a submission that launches
-    one of them hands the work to the reference, even where the kernel is one no library pattern
-    names (softmax_warp_forward, SDPA's flash kernels) or one allowed by default (the copy kernel of a
-    transpose). (names, note): note says why none are known."""
-    # Per shape and dtypes: the kernels PyTorch picks (and their names) depend on both.
-    key = (tuple(sorted(r.get("axes", {}).items())), tuple(sorted((n, t["dtype"]) for n, t in r["inputs"].items())))
-    if key in reference_kernels_at:
-        return reference_kernels_at[key]
-    if reference_profile_s[0] > REFERENCE_PROFILE_BUDGET_S:
-        return [], "the reference's profiling budget (%g s) is spent: the library patterns alone decide" % REFERENCE_PROFILE_BUDGET_S
-    fn, note = None, ""
+def reference_fn(r):
+    """The problem's own PyTorch form (an imported KernelBench problem's Model, the built-in contract's
+    expression from kqual_torch_ops, or a declared contract's PyTorch reference function) as a function
+    of one dataset's tensors, or (None, why not)."""
+    if reference is not None:
+        return caller_fn(model_for(r.get("axes", {}), reference._problem().Model), r), ""
+    if cfg.get("builtin"):
+        from kqual_torch_ops import OPS
+        op = OPS.get(cfg["builtin"])
+        if op is not None:
+            return (lambda x: op.fn(*[x[n] for n in op.inputs])), ""
+    if cfg.get("reference_py"):
+        # A declared contract's PyTorch reference (an imported Definition's run(), through kqual_run),
+        # called on the same CUDA tensors by keyword, as kqual's reference process calls it.
+        if "declared" not in reference_fns:
+            ref = load_module("kqual_submission_problem_reference", cfg["reference_py"])
+            reference_fns["declared"] = getattr(ref, cfg.get("reference_function", "run"))
+        rfn = reference_fns["declared"]
+        rsig = inspect.signature(rfn).parameters
+        rvar = any(p.kind == p.VAR_KEYWORD for p in rsig.values())
+
+        def fn(x):
+            kw = dict(x, **r.get("scalars", {}))
+            kw.update(r.get("axes", {}))
+            return rfn(**(kw if rvar else {k: v for k, v in kw.items() if k in rsig}))
+        return fn, ""
+    return None, "no PyTorch form of the problem here: the kernels' origin alone decides"
+
+
+def run_reference(r):
+    """The problem's own reference on this case's dataset A, between the recorder's marks "ref" and
+    "ref-done": the kernels it launches are in the record, and a submission that launches one of them
+    hands the work to the reference, even where the kernel is one no library would be blamed for (the
+    copy kernel of a transpose). Returns a note where it did not run."""
+    if reference_run_s[0] > REFERENCE_RUN_BUDGET_S:
+        return "the reference's budget (%g s) is spent: the kernels' origin alone decides" % REFERENCE_RUN_BUDGET_S
     started = _clock()
     try:
-        if reference is not None:
-            fn = caller_fn(model_for(r.get("axes", {}), reference._problem().Model), r)
-        elif cfg.get("builtin"):
-            from kqual_torch_ops import OPS
-            op = OPS.get(cfg["builtin"])
-            if op is not None:
-                fn = lambda x: op.fn(*[x[n] for n in op.inputs])  # noqa: E731
-        elif cfg.get("reference_py"):
-            # A declared contract's PyTorch reference (an imported Definition's run(), through kqual_run),
-            # called on the same CUDA tensors by keyword, as kqual's reference process calls it.
-            ref = load_module("kqual_submission_problem_reference", cfg["reference_py"])
-            rfn = getattr(ref, cfg.get("reference_function", "run"))
-            rsig = inspect.signature(rfn).parameters
-            rvar = any(p.kind == p.VAR_KEYWORD for p in rsig.values())
-
-            def fn(x):
-                kw = dict(x, **r.get("scalars", {}))
-                kw.update(r.get("axes", {}))
-                return rfn(**(kw if rvar else {k: v for k, v in kw.items() if k in rsig}))
-        if fn is None:
-            note = "no PyTorch form of the problem here: the library patterns alone decide"
-        else:
-            t = load_inputs(r, 0)  # dataset A, as the submission's profiled call had it
+        fn, note = reference_fn(r)
+        if fn is not None:
+            t = load_inputs(r, 0)
             torch.cuda.synchronize()
-            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof, torch.no_grad():
+            with torch.cuda.stream(caller), torch.no_grad():
+                recorder.mark("ref", caller)
                 fn(t)
-                torch.cuda.synchronize()
-            names = sorted({e.name for e in prof.events() if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA})
-            reference_kernels_at[key] = (names, "")
+                recorder.mark("ref-done", caller)
+            torch.cuda.synchronize()
     except Exception as e:  # the reference's failure is not the submission's
-        note = "the reference could not be profiled here: %s" % exc_text(e)
-    reference_profile_s[0] += _clock() - started
-    if key not in reference_kernels_at:
-        reference_kernels_at[key] = ([], note)
-    return reference_kernels_at[key]
+        note = "the reference could not run here: %s" % exc_text(e)
+    reference_run_s[0] += _clock() - started
+    return note
 
 
 def do_check(r):
+    """Three calls (docstring at the top), the problem's reference after them, and the record flushed."""
     model = model_for(r.get("axes", {}))
     call = caller_fn(model, r)
-    calls = []
+    calls, kept = [], []
     a = load_inputs(r, 0)
-    data, info = checked_call(call, a, r)
+    data, info, outs = checked_call(call, a, r, 1, kept)
     write(r, 0, data)
     calls.append(info)
+    kept.append(outs)
     b = load_inputs(r, 1)
     with torch.no_grad():
         for n in a:
             a[n].copy_(b[n])  # same storage, new values: a result cached by data_ptr and shape shows here
-    data, info = checked_call(call, a, r)
+    data, info, outs = checked_call(call, a, r, 2, kept)
     write(r, 1, data)
     calls.append(info)
-    data, info = checked_call(call, load_inputs(r, 0), r)
+    kept.append(outs)
+    data, info, outs = checked_call(call, load_inputs(r, 0), r, 3, kept)
     write(r, 2, data)
     calls.append(info)
-    t = load_inputs(r, 0)
-    torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof, torch.no_grad():
-        outputs_of(call(t), r)
-        torch.cuda.synchronize()
-    kernels = sorted({e.name for e in prof.events() if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA})
-    ref_kernels, ref_note = reference_kernels(r)
-    return {"ok": True, "calls": calls, "kernels": kernels, "reference_kernels": ref_kernels, "reference_kernels_note": ref_note,
-            "library_kernels": guard.library_kernels(kernels, cfg.get("allow_kernels", []), ref_kernels),
-            "replaced": originals.replaced()}
+    del kept
+    note = run_reference(r)
+    torch.cuda.synchronize()  # the record is flushed after the reply (below), every request's
+    return {"ok": True, "calls": calls, "reference_note": note, "replaced": originals.replaced()}
 
 
 class Timed:
@@ -479,8 +543,10 @@ def do_time(r):
     return res
 
 
+recorder.flush("hello")
 reply({"ok": True, "torch": torch.__version__, "device": torch.cuda.get_device_name(dev),
-       "mode": "kernelbench" if reference is not None else "keywords", "replaced": replaced_at_import})
+       "mode": "kernelbench" if reference is not None else "keywords", "replaced": replaced_at_import,
+       "record": recorder.lib is not None, "record_note": recorder.note})
 for line in sys.stdin:
     if not line.strip():
         continue
@@ -510,3 +576,9 @@ for line in sys.stdin:
                    % exc_text(e)[:2000], "traceback": tb_tail(), "replaced": originals.replaced()})
     finally:
         faulthandler.cancel_dump_traceback_later()
+        if r.get("op") == "check" and r.get("token"):
+            try:
+                torch.cuda.synchronize()
+            except BaseException:
+                pass
+            recorder.flush(r["token"])

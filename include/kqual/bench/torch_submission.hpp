@@ -13,6 +13,7 @@
 // the whole device is, and the kernels each case launches are listed with the PyTorch profiler.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,8 +51,12 @@ enum class SubmissionFailure {
   crash,               // the worker process died during the case
   hang,                // no answer within the case's deadline: the worker was killed
   harness_error,       // kqual's side failed (an unreadable reply, files it could not read): not the submission's verdict
+  harness_tampered,    // the activity record stopped, broke its chain, or does not add up (a launch without its kernel)
+  wrong_stream,        // a kernel or copy of the call on the legacy default stream, not ordered with the caller's stream
+  host_compute,        // the call copied its data to the host and back: the work done on the CPU
+  nondeterministic,    // two calls on the same inputs differ where the contract requires reproducibility
 };
-inline constexpr EnumNames<SubmissionFailure, 16> kSubmissionFailureNames{{{
+inline constexpr EnumNames<SubmissionFailure, 20> kSubmissionFailureNames{{{
     {SubmissionFailure::none, "none"},
     {SubmissionFailure::wrong_result, "wrong_result"},
     {SubmissionFailure::nan_policy, "nan_policy"},
@@ -68,6 +73,10 @@ inline constexpr EnumNames<SubmissionFailure, 16> kSubmissionFailureNames{{{
     {SubmissionFailure::crash, "crash"},
     {SubmissionFailure::hang, "hang"},
     {SubmissionFailure::harness_error, "harness_error"},
+    {SubmissionFailure::harness_tampered, "harness_tampered"},
+    {SubmissionFailure::wrong_stream, "wrong_stream"},
+    {SubmissionFailure::host_compute, "host_compute"},
+    {SubmissionFailure::nondeterministic, "nondeterministic"},
 }}};
 inline const char* to_string(SubmissionFailure f) { return kSubmissionFailureNames.name(f); }
 
@@ -87,10 +96,11 @@ struct SubmissionOutputFiles {
 
 // One case judged from the worker's reply and the files it wrote; expected_a / expected_b: the
 // references of the two datasets, in the order of `files`. Pure: no process, no GPU.
+struct RecordJudgement;
 SubmissionCaseResult judge_submission_case(const contract::Contract& c, const std::string& id, const json& reply,
                                            const std::vector<contract::Tensor>& expected_a,
                                            const std::vector<contract::Tensor>& expected_b,
-                                           const std::vector<SubmissionOutputFiles>& files);
+                                           const std::vector<SubmissionOutputFiles>& files, const RecordJudgement* record);
 
 struct SubmissionCheckOptions {
   std::uint64_t seed = 20261205;
@@ -114,6 +124,7 @@ struct SubmissionCheck {
   std::vector<std::string> kernels;      // every kernel the submission launched, over every case
   std::vector<std::string> not_applied;  // harness rules that cannot hold for a PyTorch submission, each with why
   std::vector<std::string> dtypes;       // the dtypes judged (the submission's claim, else the contract's)
+  std::map<std::string, double> gpu_ns_by_origin;  // [ns] the calls' GPU time by origin (own, ATen, cuBLAS, ...)
   // [ms] the worker's start (its hello), its runs of the cases, and kqual's making of the cases (on
   // a thread of its own, each case made while the worker runs the one before).
   double hello_ms = 0, worker_ms = 0, prepare_ms = 0;

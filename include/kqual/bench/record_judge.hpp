@@ -1,0 +1,54 @@
+#pragma once
+// A PyTorch submission's case judged from its activity record (activity_record.hpp): the record's own
+// integrity first, then what each of the case's calls did on the GPU: which streams, which threads,
+// what crossed to the host, and who did the work (the kernels' origin: the submission's own code, ATen,
+// cuBLAS, cuDNN, Inductor). Pure: no process, no GPU; tests feed it records written by hand.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kqual/bench/activity_record.hpp"
+#include "kqual/bench/torch_submission.hpp"
+
+namespace kqual::bench {
+
+// The worker's marks for call k (1-based): "call<k>" before it, "returned<k>" when it returned,
+// "fenced<k>" after a one-element fill on the caller's stream (the fence: the caller's stream reached it
+// only once everything the call put on that stream was done); "ref" / "ref-done" around the problem's
+// own reference, run on the same values.
+std::string call_mark(int k);
+std::string returned_mark(int k);
+std::string fenced_mark(int k);
+
+struct RecordRules {
+  std::vector<std::string> allow;          // regular expressions of kernel names the user or the problem allows
+  std::uint64_t output_bytes = 0;          // the case's outputs, all together [bytes]
+  bool require_origin = true;              // a kernel whose launch has no record is the record not adding up
+};
+
+// One kernel of the submission's calls, with where it came from and its GPU time.
+struct RecordKernel {
+  std::string name;  // demangled
+  WorkOrigin origin = WorkOrigin::own;
+  std::string object;  // the object that launched it
+  double ns = 0;
+  bool allowed = false;  // filling or copying memory, or named by the allow list
+  bool reference = false;  // the problem's own reference launches it too
+};
+
+struct RecordJudgement {
+  SubmissionFailure failure = SubmissionFailure::none;
+  std::string detail;
+  std::vector<RecordKernel> kernels;            // every distinct kernel of the calls
+  std::map<std::string, double> gpu_ns_by_origin;  // [ns] of every call's kernels and copies, by origin ("own", "ATen", ...)
+  std::vector<std::string> reference_kernels;   // what the reference launched (names, demangled)
+};
+
+// The case's record judged: `calls` calls were marked; modules: every module loaded so far.
+RecordJudgement judge_case_record(const ActivityRecord& r, const std::vector<RecordModule>& modules, int calls, const RecordRules& rules);
+
+// A kernel's name as C++ spells it (the record holds the compiled, mangled one).
+std::string demangled(const std::string& name);
+
+}  // namespace kqual::bench
