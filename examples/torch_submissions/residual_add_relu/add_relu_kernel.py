@@ -38,7 +38,11 @@ void add_relu_into(torch::Tensor x, torch::Tensor r, torch::Tensor y) {
   if (n == 0) return;
   const int block = 256;
   const int grid = (int)std::min<long long>((n + block - 1) / block, 132 * 32);
+#ifdef KQUAL_DEFECT_LEGACY_STREAM
+  cudaStream_t stream = 0;  // the legacy default stream: not ordered with the caller's stream
+#else
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+#endif
   if (x.scalar_type() == at::kFloat)
     add_relu_f32<<<grid, block, 0, stream>>>(x.data_ptr<float>(), r.data_ptr<float>(), y.data_ptr<float>(), n);
   else if (x.scalar_type() == at::kBFloat16)
@@ -53,8 +57,18 @@ void add_relu_into(torch::Tensor x, torch::Tensor r, torch::Tensor y) {
 """
 CPP_SRC = "void add_relu_into(torch::Tensor x, torch::Tensor r, torch::Tensor y);"
 
-ext = load_inline(name="kqual_example_add_relu_v2", cpp_sources=CPP_SRC, cuda_sources=CUDA_SRC, functions=["add_relu_into"],
-                  extra_cuda_cflags=["-O3"], verbose=False)
+
+
+def build(defect=None):
+    """The kernel as built for the good submissions, or with one KQUAL_DEFECT_* macro defined (each its
+    own build, under its own name)."""
+    name = "kqual_example_add_relu_v2" + ("_" + defect[len("KQUAL_DEFECT_"):].lower() if defect else "")
+    src = ("#define %s 1\n" % defect if defect else "") + CUDA_SRC
+    return load_inline(name=name, cpp_sources=CPP_SRC, cuda_sources=src, functions=["add_relu_into"], extra_cuda_cflags=["-O3"],
+                       verbose=False)
+
+
+ext = build()
 
 
 def add_relu(x, r):
