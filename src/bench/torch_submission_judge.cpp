@@ -188,6 +188,15 @@ SubmissionCaseResult judge_submission_case(const contract::Contract& c, const st
                                 f.name, at, at / std::max<std::size_t>(1, dtype_size(a->dtype)), c.name(), to_string(a->dtype)));
     }
   }
+  // Outputs that share memory with an input or with an earlier call's output (judged after the values,
+  // so a cached output is named as such first).
+  const json calls = reply.value("calls", json::array());
+  for (std::size_t k = 0; k < calls.size(); ++k) {
+    const json al = calls[k].value("aliases", json::array());
+    if (!al.empty())
+      return failed(id, SubmissionFailure::output_mismatch,
+                    fmt::format("call {}: an output shares memory with {}: every call must return a buffer of its own", k + 1, joined(al)));
+  }
   return ok;
 }
 

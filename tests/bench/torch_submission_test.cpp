@@ -129,6 +129,8 @@ TEST_F(TorchSubmissionTest, WhatTheWorkerWatchedDecidesBeforeTheValues) {
   EXPECT_EQ(code(check(std::string(kGood) + "WATCH = {'late_bytes': 1}\n")), "late_result");
   // The Python side's stream and thread counts are no longer verdicts: an idle side stream is no failure.
   EXPECT_EQ(code(check(std::string(kGood) + "WATCH = {'pending_streams': 1, 'new_threads': 1}\n")), "none");
+  // An output sharing memory with an earlier call's: judged after the values.
+  EXPECT_EQ(code(check(std::string(kGood) + "WATCH = {'aliases': ['the output call 1 returned']}\n")), "output_mismatch");
 }
 
 // What the activity record shows the calls did decides, through the real channel (FIFO, keyed chain).

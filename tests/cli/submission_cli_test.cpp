@@ -41,9 +41,24 @@ TEST(SubmissionCli, EveryBundledSubmissionManifestReadsWithAKnownClass) {
         ++broken;
       }
     }
-  EXPECT_EQ(good, 3);  // load_inline, Triton, torch.library
+  EXPECT_EQ(good, 4);  // load_inline, Triton, torch.library, an idle side stream
   EXPECT_GE(broken, 10);
   EXPECT_GE(classes.size(), 9u) << "one known-broken submission per class";
+}
+
+// The allow list is the judge's: a submission's manifest that sets one is refused, naming the key.
+TEST(SubmissionCli, ASubmissionCannotAllowLibraryKernelsForItself) {
+  ScratchDir dir("kqual-submission-allow");
+  std::ofstream(dir.path() / "kqual.toml") << "[candidate]\nname = \"s\"\nkind = \"torch_module\"\nmodule = \""
+                                            << (kExamples / "good_triton.py").string()
+                                            << "\"\ncontract = \"residual_add_relu\"\nallow_kernels = [\".*\"]\n";
+  try {
+    (void)bench::read_torch_submission_manifest(dir.path());
+    FAIL() << "allow_kernels in a submission's manifest was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    EXPECT_NE(std::string(e.what()).find("allow_kernels"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SubmissionCli, AManifestMayClaimDtypes) {

@@ -285,10 +285,9 @@ def digest(t):
     return hashlib.blake2b(byte_view(t).cpu().numpy().tobytes(), digest_size=16).hexdigest()
 
 
-def outputs_of(result, r, inputs=None, earlier=()):
+def outputs_of(result, r):
     """The call's outputs, checked against the problem: a plain CUDA tensor each, of the problem's dtype
-    and shape, dense in row-major order, sharing no memory with an input or with an output an earlier
-    call returned (kept alive meanwhile, so its memory cannot have been reused)."""
+    and shape, dense in row-major order."""
     outs = list(result) if isinstance(result, (tuple, list)) else [result]
     want = r["outputs"]
     if len(outs) != len(want):
@@ -303,16 +302,22 @@ def outputs_of(result, r, inputs=None, earlier=()):
         if not o.is_contiguous():
             raise Refusal("output_mismatch", "output %s has strides %s: not dense in row-major order as the problem's is "
                                                  "(return .contiguous())" % (w["name"], list(o.stride())))
-        for n, t in (inputs or {}).items():
-            if overlaps(o, t):
-                raise Refusal("output_mismatch", "output %s shares memory with input %s: the call returned (a view of) its input"
-                              % (w["name"], n))
-        for k, prev in enumerate(earlier):
-            for p in prev:
-                if overlaps(o, p):
-                    raise Refusal("output_mismatch", "output %s shares memory with an output call %d returned (still held by "
-                                                         "kqual): every call must return a buffer of its own" % (w["name"], k + 1))
     return outs
+
+
+def aliases(outs, inputs, earlier):
+    """What the outputs share memory with: an input (the call returned a view of it) or an output an
+    earlier call returned (kept alive by kqual meanwhile, so its memory cannot have been reused). Judged
+    by kqual after the values, so a cached output is named as such first."""
+    found = []
+    for o in outs:
+        for n, t in inputs.items():
+            if overlaps(o, t):
+                found.append("input %s" % n)
+        for k, prev in enumerate(earlier):
+            if any(overlaps(o, p) for p in prev):
+                found.append("the output call %d returned" % (k + 1))
+    return found
 
 
 def overlaps(a, b):
@@ -345,7 +350,7 @@ def checked_call(call, tensors, r, k, earlier):
             recorder.mark("returned%d" % k, caller)
             fence.fill_(float(k))
             recorder.mark("fenced%d" % k, caller)
-            outs = outputs_of(result, r, tensors, earlier)
+            outs = outputs_of(result, r)
             done = Event()
             done.record(caller)
     finally:
@@ -358,7 +363,8 @@ def checked_call(call, tensors, r, k, earlier):
     late = host_bytes(outs)
     info = {"late_bytes": sum(a != b for a, b in zip(early, late)), "pending_streams": pending,
             "new_threads": len(guard.live_threads() - threads),
-            "inputs_changed": [n for n, t in tensors.items() if digest(t) != before[n]]}
+            "inputs_changed": [n for n, t in tensors.items() if digest(t) != before[n]],
+            "aliases": aliases(outs, tensors, earlier)}
     return late, info, outs
 
 
