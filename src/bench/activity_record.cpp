@@ -27,36 +27,25 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> split_tabs(const std::string& s) {
+// The fields of s between `sep`s; "-" (the recorder's "none") and "" give none where empty_is_none.
+std::vector<std::string> split(const std::string& s, char sep, bool empty_is_none = false) {
   std::vector<std::string> out;
+  if (empty_is_none && (s == "-" || s.empty())) return out;
   std::size_t at = 0;
   while (true) {
-    const std::size_t tab = s.find('\t', at);
-    out.push_back(s.substr(at, tab == std::string::npos ? std::string::npos : tab - at));
-    if (tab == std::string::npos) break;
-    at = tab + 1;
+    const std::size_t next = s.find(sep, at);
+    out.push_back(s.substr(at, next == std::string::npos ? std::string::npos : next - at));
+    if (next == std::string::npos) break;
+    at = next + 1;
   }
   return out;
 }
 
-std::uint64_t num(const std::string& s, int base = 10) {
+std::uint64_t num(const std::string& s) {
   std::size_t used = 0;
-  const unsigned long long v = std::stoull(s, &used, base);
+  const unsigned long long v = std::stoull(s, &used, 10);
   if (used != s.size()) throw std::invalid_argument(s);
   return v;
-}
-
-std::vector<std::string> split_semicolons(const std::string& s) {
-  std::vector<std::string> out;
-  if (s == "-" || s.empty()) return out;
-  std::size_t at = 0;
-  while (true) {
-    const std::size_t sc = s.find(';', at);
-    out.push_back(s.substr(at, sc == std::string::npos ? std::string::npos : sc - at));
-    if (sc == std::string::npos) break;
-    at = sc + 1;
-  }
-  return out;
 }
 
 // How many fields each kind of line has (sequence number and kind included, the code not).
@@ -95,7 +84,7 @@ void RecordReader::feed(const std::string& line) {
     return;
   }
   prev_ = want;
-  const std::vector<std::string> f = split_tabs(body);
+  const std::vector<std::string> f = split(body, '\t');
   try {
     const std::uint64_t seq = num(f.at(0));
     if (seq != seq_ + 1) {
@@ -164,7 +153,7 @@ void RecordReader::feed(const std::string& line) {
         m.bytes = num(f[3]);
         m.origin = f[4];
         m.python = f[5];
-        m.functions = split_semicolons(f[6]);
+        m.functions = split(f[6], ';', true);
         modules_.push_back(std::move(m));
         break;
       }

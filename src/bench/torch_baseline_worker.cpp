@@ -72,7 +72,18 @@ void add_torch_samples(const json& a, int block, Series& se) {
   se.clock_guard_exhausted = se.clock_guard_exhausted || a.value("guard_exhausted", false);
 }
 
-TorchStart start_torch_worker(const fs::path& scratch, const TorchOperation& op, const std::string& compile_mode, bool with_reference) {
+std::unique_ptr<RecordChannel> record_channel_for(const fs::path& dir, std::vector<std::pair<std::string, std::string>>& env) {
+  const fs::path lib = record_library();
+  if (lib.empty())
+    throw_error(ErrorKind::internal, "libkqual_record.so (kqual's activity recorder) is not beside the kqual executable; set "
+                                     "KQUAL_RECORD_LIB to it: a PyTorch submission is not judged without it");
+  auto channel = std::make_unique<RecordChannel>(dir);
+  for (auto& e : channel->env(lib)) env.push_back(std::move(e));
+  return channel;
+}
+
+TorchStart start_torch_worker(const fs::path& scratch, const TorchOperation& op, const std::string& compile_mode, bool with_reference,
+                              bool record) {
   TorchStart ts;
   std::string python;
   fs::path script;
@@ -93,7 +104,18 @@ TorchStart start_torch_worker(const fs::path& scratch, const TorchOperation& op,
     cfg["file"] = fs::absolute(op.reference->file).string();
     cfg["function"] = op.reference->function;
   }
-  ts.w = std::make_unique<TorchWorker>(python, script, cfg, root / "worker-stderr.txt");
+  std::vector<std::pair<std::string, std::string>> env;
+  std::unique_ptr<RecordChannel> channel;
+  if (record) {
+    try {
+      channel = record_channel_for(root / "record", env);
+    } catch (const Error& e) {
+      ts.blocker = std::string("not run: ") + e.what();
+      return ts;
+    }
+  }
+  ts.w = std::make_unique<TorchWorker>(python, script, cfg, root / "worker-stderr.txt", "the PyTorch timing worker", env);
+  if (channel) ts.w->attach_record(std::move(channel));
   ts.hello = ts.w->call(nullptr, kTorchHelloTimeout);
   ts.blocker = torch_hello_blocker(ts.hello, op);
   return ts;

@@ -50,8 +50,13 @@ struct TorchStart {
 };
 // Starts tools/torch/timing_worker.py with torch.compile's mode and, with_reference, the declared
 // contract's PyTorch reference; its stderr under scratch/torch.
+// record: kqual's recorder injected too (its samples then read from the activity record, as a submission's are).
 TorchStart start_torch_worker(const std::filesystem::path& scratch, const TorchOperation& op, const std::string& compile_mode,
-                              bool with_reference);
+                              bool with_reference, bool record = false);
+
+// A worker's environment with kqual's recorder injected, and the channel it writes to (made in dir).
+// Throws Error(internal) where libkqual_record.so is not found.
+std::unique_ptr<RecordChannel> record_channel_for(const std::filesystem::path& dir, std::vector<std::pair<std::string, std::string>>& env);
 
 // Where a PyTorch worker's files go: the folder given, else a temporary one of its own (removed with
 // this object).

@@ -289,13 +289,8 @@ std::unique_ptr<TorchWorker> start_submission_worker(const contract::Contract& c
   }
   // kqual's recorder in the worker's process, loaded by the driver inside cuInit (before the
   // submission's code), writing to a FIFO made here: the evidence the verdict comes from.
-  const fs::path lib = record_library();
-  if (lib.empty())
-    throw_error(ErrorKind::internal, "libkqual_record.so (kqual's activity recorder) is not beside the kqual executable; set "
-                                     "KQUAL_RECORD_LIB to it: a PyTorch submission is not judged without it");
-  auto channel = std::make_unique<RecordChannel>(err_file.parent_path() / "record");
   std::vector<std::pair<std::string, std::string>> env = o.env;
-  for (auto& e : channel->env(lib)) env.push_back(std::move(e));
+  auto channel = record_channel_for(err_file.parent_path() / "record", env);
   auto w = std::make_unique<TorchWorker>(o.python.empty() ? contract::reference_python() : o.python, worker_script(o), cfg, err_file,
                                          "the PyTorch submission worker", env);
   w->attach_record(std::move(channel));

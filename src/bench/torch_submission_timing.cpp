@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "kqual/bench/record_judge.hpp"
 #include "kqual/bench/torch_baseline.hpp"
 #include "kqual/check/evaluate.hpp"
 #include "kqual/contract/reference_host.hpp"
@@ -22,6 +23,39 @@ namespace {
 
 constexpr double kCompileTimeout = 1800;  // [s] a baseline's first block that compiles (torch.compile)
 constexpr const char* kSubmissionLabel = "submission";
+constexpr double kRecordFlushS = 60;  // [s] for a block's record to arrive after its reply
+
+// A block's samples from the activity record, the reply's event samples checked against it (judge: the
+// submission's; a baseline's spans only). The reply's samples_ms become the record's; its events are
+// kept as event_samples_ms.
+RecordTiming read_block(TorchWorker& w, const std::string& token, json& a, bool judge) {
+  RecordTiming t;
+  RecordChannel* ch = w.record();
+  if (!ch) {
+    t.code = "harness_error";
+    t.detail = "the worker has no activity record";
+    return t;
+  }
+  ActivityRecord rec;
+  if (!ch->wait_flush(token, kRecordFlushS, &rec)) {
+    t.code = "harness_tampered";
+    t.detail = rec.broken.empty() ? "the activity record stopped while timed (no flush after the block)" : rec.broken;
+    return t;
+  }
+  const std::vector<int> ids = a.value("sample_ids", std::vector<int>{});
+  const std::vector<double> events = a.value("samples_ms", std::vector<double>{});
+  if (ids.size() != events.size()) {
+    t.code = "harness_tampered";
+    t.detail = fmt::format("the reply names {} sample(s) and holds {}", ids.size(), events.size());
+    return t;
+  }
+  t = timing_from_record(rec, ids, events, judge);
+  if ((t.code.empty() || t.code == "timed_output_wrong") && t.ms.size() == events.size()) {
+    a["event_samples_ms"] = events;
+    a["samples_ms"] = t.ms;
+  }
+  return t;
+}
 
 // The two datasets of one shape and their references, made here as the baselines' are.
 struct ShapeData {
@@ -141,7 +175,8 @@ class SubmissionShape {
     r["warmup"] = block == 0 ? o_.timing.warmup : 1;
     r["write_outputs"] = last;
     if (window_ == "eager_call") r["window"] = "eager_call";
-    const json a = sub_.call(&r, o_.call_timeout_s + (block == 0 ? o_.call_timeout_s : 0));
+    r["token"] = fmt::format("{}-b{}-sub", sh_.shape, block);
+    json a = sub_.call(&r, o_.call_timeout_s + (block == 0 ? o_.call_timeout_s : 0));
     if (!a.value("ok", false)) {
       const std::string code = a.value("code", std::string("?"));
       if (code == "protocol" || code == "usage") harness_ = fmt::format("{}: the submission worker: {}: {}", sh_.shape, code, a.value("error", ""));
@@ -151,6 +186,17 @@ class SubmissionShape {
     }
     if (const json rep = a.value("replaced", json::array()); !rep.empty()) {
       sub_series_.error = fmt::format("timer_patched while timed: the submission replaced {}", rep.dump());
+      return;
+    }
+    // The samples and their checks from the activity record, never from the submission's own events.
+    const RecordTiming rt = read_block(sub_, r["token"], a, true);
+    if (rt.code == "timed_output_wrong") {
+      sub_series_.verified = false;
+      sub_series_.verify_code = rt.code;
+      sub_series_.verify_detail = "the submission's " + rt.detail;
+    } else if (!rt.code.empty()) {
+      if (rt.code == "harness_error") harness_ = fmt::format("{}: {}", sh_.shape, rt.detail);
+      sub_series_.error = fmt::format("{} while timed: {}", rt.code, rt.detail);
       return;
     }
     add_torch_samples(a, block, sub_series_);
@@ -173,9 +219,15 @@ class SubmissionShape {
       r["warmup"] = block == 0 ? o_.timing.warmup : 1;
       r["write_outputs"] = last;
       if (window_ == "eager_call") r["window"] = "eager_call";  // the submission's window, for a like-for-like comparison
-      const json a = torch_->call(&r, block == 0 && kinds_[i] == "compiled" ? kCompileTimeout : o_.call_timeout_s);
+      r["token"] = fmt::format("{}-b{}-{}", sh_.shape, block, kinds_[i]);
+      json a = torch_->call(&r, block == 0 && kinds_[i] == "compiled" ? kCompileTimeout : o_.call_timeout_s);
       if (!a.value("ok", false)) {
         se.error = fmt::format("{}: {}", a.value("code", std::string("?")), a.value("error", std::string()));
+        continue;
+      }
+      // Timed as the submission is: the GPU span of each call from the activity record.
+      if (const RecordTiming rt = read_block(*torch_, r["token"], a, false); !rt.code.empty()) {
+        se.error = fmt::format("kqual's record of this baseline: {}: {}", rt.code, rt.detail);
         continue;
       }
       add_torch_samples(a, block, se);
@@ -275,15 +327,16 @@ SubmissionTiming time_torch_submission(const contract::Contract& c, const TorchS
   TorchStart ts;
   std::string no_baseline = blocker;
   if (op) {
-    ts = start_torch_worker(dir, *op, torch_compile_mode(), true);
+    ts = start_torch_worker(dir, *op, torch_compile_mode(), true, /*record=*/true);
     if (ts.blocker.empty()) kinds = o.baselines ? *o.baselines : std::vector<std::string>{"eager", "compiled"};
     else no_baseline = ts.blocker;
   }
   TimingReport& tr = out.report;
-  tr.timer = worker::TimerKind::events;
+  tr.timer = worker::TimerKind::events;  // the events are checked; the samples are the activity record's GPU spans
   tr.l2_mode = !o.timing.flush_l2 ? "warm_l2" : o.timing.flush_mode == "clean" ? "cold_l2_clean_flush" : "cold_l2_write_flush";
   tr.boundary = "the submission's forward call on its static inputs: one CUDA-graph replay where it can be captured, else the call "
-                "itself (Python dispatch, allocation, launches) between events on the caller's stream with every side stream joined";
+                "itself (Python dispatch, allocation, launches); each sample the GPU span (first start to last end, every stream) of "
+                "everything the call caused, read from kqual's activity record, the CUDA events checked against it";
   contract::ReferenceHost host;
   for (std::size_t si = 0; si < shapes.size(); ++si) {
     const fs::path sdir = dir / fmt::format("shape{}", si);

@@ -16,6 +16,7 @@
     timed in the same way, apart, so that the Python overhead is a number of its own and never part
     of a baseline's samples.
 """
+import os
 import time
 
 import torch
@@ -25,6 +26,38 @@ import torch
 Event = torch.cuda.Event
 synchronize = torch.cuda.synchronize
 perf_counter = time.perf_counter
+
+
+class Recorder:
+    """kqual's native recorder (libkqual_record.so), loaded by the driver inside cuInit through
+    CUDA_INJECTION64_PATH before the submission's code: marks around each call and a flush at the end
+    of each request. What it records is judged by kqual, not by this worker (docs/torch-submissions.md)."""
+
+    def __init__(self):
+        import ctypes
+        self.lib = None
+        self.note = "kqual started this worker without its recorder (KQUAL_RECORD_LIB unset)"
+        if os.environ.get("KQUAL_RECORD_LIB", ""):
+            try:
+                lib = ctypes.CDLL(os.environ.get("KQUAL_RECORD_LIB", ""), mode=getattr(os, "RTLD_NOLOAD", 4))
+                if lib.kqual_record_active():
+                    self.lib, self.note = lib, ""
+                else:
+                    self.note = "the recorder was loaded but is not recording (see the record's E lines)"
+            except OSError as e:
+                self.note = "the recorder was not loaded by the driver: %s" % e
+        self._mark = self.lib.kqual_record_mark if self.lib else None
+        self._flush = self.lib.kqual_record_flush if self.lib else None
+        self._ull = ctypes.c_ulonglong
+
+    def mark(self, label, stream):
+        if self._mark:
+            self._mark(label.encode(), self._ull(stream.cuda_stream))
+
+    def flush(self, token):
+        if self._flush:
+            self._flush(str(token).encode())
+
 
 
 def exc_text(e):
@@ -142,20 +175,27 @@ def median(v):
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
-def timed(run, start, end):
+def timed(run, start, end, marks=None):
     """One sample of run() in ms: the events it recorded inside its graph when it returns them, else
-    the events around it."""
+    the events around it. marks: (recorder, label): the recorder's marks label and "/"label around run(),
+    so that kqual reads the sample's GPU work from the record."""
     start.record()
+    if marks:
+        marks[0].mark(marks[1], torch.cuda.current_stream())
     inner = run()
+    if marks:
+        marks[0].mark("/" + marks[1], torch.cuda.current_stream())
     end.record()
     end.synchronize()
     return inner[0].elapsed_time(inner[1]) if inner else start.elapsed_time(end)
 
 
-def sample(runs, r, res, clocks, flush, prepare=None):
+def sample(runs, r, res, clocks, flush, prepare=None, recorder=None):
     """Warm-up then samples of runs[d]() (d the dataset, alternating), each timed by timed() after an
     L2 flush; kept samples, their clocks and the discarded ones go into res. prepare(d), when given,
-    runs before the flush (outside the window): a submission's dataset copied into its static inputs."""
+    runs before the flush (outside the window): a submission's dataset copied into its static inputs.
+    recorder: kqual's recorder, which marks each sample t<attempt> (res["sample_ids"]: the attempt of
+    each kept sample) for kqual to time it from the activity record."""
     mode, guard = r.get("flush", "write"), r.get("clock_guard", True) and clocks.nvml is not None
     start, end = Event(enable_timing=True), Event(enable_timing=True)
     for i in range(int(r["warmup"])):
@@ -170,7 +210,7 @@ def sample(runs, r, res, clocks, flush, prepare=None):
         if prepare:
             prepare(d)
         flush(mode)
-        ms = timed(runs[d], start, end)
+        ms = timed(runs[d], start, end, (recorder, "t%d" % attempts) if recorder else None)
         if guard:
             sm, mem, bad, temp = clocks.check()
             res["max_temperature_c"] = max(res["max_temperature_c"], temp)
@@ -186,6 +226,7 @@ def sample(runs, r, res, clocks, flush, prepare=None):
             res["mem_mhz"].append(mem)
         res["samples_ms"].append(ms)
         res["datasets"].append(d)
+        res.setdefault("sample_ids", []).append(attempts)
 
 
 def overhead(direct, graphs, r, flush, count):

@@ -53,7 +53,6 @@ import time
 import traceback
 
 _clock = time.perf_counter  # kqual's own clock, taken before the submission can replace it
-_record_lib = os.environ.get("KQUAL_RECORD_LIB", "")
 
 _proto = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)          # C-level prints of the submission: to stderr
@@ -119,7 +118,7 @@ if not torch.cuda.is_available():
     sys.exit(0)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kqual_submission_guard as guard  # noqa: E402
-from kqual_torch_timing import Clocks, Flusher, capture_graph, sample  # noqa: E402
+from kqual_torch_timing import Clocks, Flusher, Recorder, capture_graph, sample  # noqa: E402
 
 DT = {"f32": torch.float32, "f64": torch.float64, "bf16": torch.bfloat16, "f16": torch.float16, "i32": torch.int32,
       "i64": torch.int64, "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool,
@@ -127,37 +126,6 @@ DT = {"f32": torch.float32, "f64": torch.float64, "bf16": torch.bfloat16, "f16":
 dev = torch.device("cuda")
 torch.cuda.init()
 originals = guard.Originals()  # before the submission exists
-
-
-class Recorder:
-    """kqual's native recorder (libkqual_record.so), loaded by the driver inside cuInit through
-    CUDA_INJECTION64_PATH before the submission's code: marks around each call and a flush at the end
-    of each request. What it records is judged by kqual, not by this worker (docs/torch-submissions.md)."""
-
-    def __init__(self):
-        import ctypes
-        self.lib = None
-        self.note = "kqual started this worker without its recorder (KQUAL_RECORD_LIB unset)"
-        if _record_lib:
-            try:
-                lib = ctypes.CDLL(_record_lib, mode=getattr(os, "RTLD_NOLOAD", 4))
-                if lib.kqual_record_active():
-                    self.lib, self.note = lib, ""
-                else:
-                    self.note = "the recorder was loaded but is not recording (see the record's E lines)"
-            except OSError as e:
-                self.note = "the recorder was not loaded by the driver: %s" % e
-        self._mark = self.lib.kqual_record_mark if self.lib else None
-        self._flush = self.lib.kqual_record_flush if self.lib else None
-        self._ull = ctypes.c_ulonglong
-
-    def mark(self, label, stream):
-        if self._mark:
-            self._mark(label.encode(), self._ull(stream.cuda_stream))
-
-    def flush(self, token):
-        if self._flush:
-            self._flush(str(token).encode())
 
 
 recorder = Recorder()
@@ -513,9 +481,14 @@ class Timed:
         return None
 
     def write_outputs(self):
+        """The last call of each dataset, between the recorder's marks v<d> / vd<d>: the calls whose outputs
+        kqual verifies, and whose GPU work every timed call's is compared with."""
         for d in (0, 1):
             self.prepare(d)
+            torch.cuda.synchronize()
+            recorder.mark("v%d" % d, caller)
             self.run()
+            recorder.mark("vd%d" % d, caller)
             torch.cuda.synchronize()
             write(self.r, d, host_bytes(self.outs))
 
@@ -541,7 +514,7 @@ def do_time(r):
     # eager call (PyTorch's streams do not wait for the default stream, so events there would not
     # bracket the call's work).
     with torch.cuda.stream(caller), torch.no_grad():
-        sample(runs, r, res, clocks, flusher, prepare=st.prepare)
+        sample(runs, r, res, clocks, flusher, prepare=st.prepare, recorder=recorder)
         if r.get("write_outputs"):
             st.write_outputs()
     res["replaced"] = originals.replaced()
@@ -582,7 +555,7 @@ for line in sys.stdin:
                    % exc_text(e)[:2000], "traceback": tb_tail(), "replaced": originals.replaced()})
     finally:
         faulthandler.cancel_dump_traceback_later()
-        if r.get("op") == "check" and r.get("token"):
+        if r.get("token"):
             try:
                 torch.cuda.synchronize()
             except BaseException:

@@ -66,7 +66,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 try:
     import kqual_cubin
     from kqual_torch_ops import OPS, check_request
-    from kqual_torch_timing import Clocks, Flusher, capture_graph, overhead, sample
+    from kqual_torch_timing import Clocks, Flusher, Recorder, capture_graph, overhead, sample
 except BaseException as e:
     reply({"ok": False, "code": "import_failed", "error": "the worker's own modules: %s" % exc_text(e)})
     sys.exit(0)
@@ -113,6 +113,7 @@ def precision_settings():
 precision = precision_settings()
 dev = torch.device("cuda")
 props = torch.cuda.get_device_properties(dev)
+recorder = Recorder()  # kqual's recorder, when kqual injected it (CUDA is initialised by now)
 l2_bytes = int(getattr(props, "L2_cache_size", 0) or 0)
 l2_note = ""
 if l2_bytes <= 0:
@@ -295,7 +296,7 @@ def time_call(r):
         res["compile_mode"] = compile_mode
         if fresh:
             res["compile_s"] = st.compile_s
-    sample(st.runs, r, res, clocks, flush)
+    sample(st.runs, r, res, clocks, flush, recorder=recorder if r.get("token") else None)
     if r.get("measure_direct") and st.graphs is not None:
         res.update(overhead(st.direct, st.runs, r, flush, max(2, min(int(r["samples"]), 10))))
     if r.get("write_outputs"):
@@ -307,7 +308,13 @@ reply({"ok": True, "torch": torch.__version__, "device": props.name, "l2_bytes":
        "clocks": "nvml" if clocks.nvml else clocks.note, "compile_mode": compile_mode, "precision": precision,
        "builtins": sorted(OPS), "cubin": True})
 for line in sys.stdin:
+    r = {}
     try:
-        reply(time_call(json.loads(line)))
+        r = json.loads(line)
+        reply(time_call(r))
     except BaseException as e:
         reply({"ok": False, "code": "raised", "error": exc_text(e), "trace": traceback.format_exc(limit=6)})
+    finally:
+        if isinstance(r, dict) and r.get("token"):
+            torch.cuda.synchronize()
+            recorder.flush(r["token"])  # every sample's activity in the record, then the token

@@ -48,6 +48,20 @@ struct RecordJudgement {
 // The case's record judged: `calls` calls were marked; modules: every module loaded so far.
 RecordJudgement judge_case_record(const ActivityRecord& r, const std::vector<RecordModule>& modules, int calls, const RecordRules& rules);
 
+// Timed samples read from the record. The worker marks each kept sample "t<id>" before its call and
+// "/t<id>" after it, and the verified last call of each dataset "v<d>" / "vd<d>".
+struct RecordTiming {
+  std::vector<double> ms;  // [ms] per sample: the first start to the last end of everything its call caused, on every stream
+  // "" when the record holds; else harness_tampered (a sample's marks or work missing), timer_patched (the
+  // events report less than the GPU ran), late_result (work between samples by another thread),
+  // timed_output_wrong (a timed call did other GPU work than the verified calls)
+  std::string code;
+  std::string detail;
+};
+// ids: each kept sample's id (the reply's sample_ids); event_ms: what the events said of it. judge:
+// the checks above (the submission's series); without, the spans only (a baseline's).
+RecordTiming timing_from_record(const ActivityRecord& r, const std::vector<int>& ids, const std::vector<double>& event_ms, bool judge);
+
 // A kernel's name as C++ spells it (the record holds the compiled, mangled one).
 std::string demangled(const std::string& name);
 
