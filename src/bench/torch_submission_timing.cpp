@@ -53,6 +53,13 @@ RecordTiming read_block(TorchWorker& w, const std::string& token, json& a, bool 
   if ((t.code.empty() || t.code == "timed_output_wrong") && t.ms.size() == events.size()) {
     a["event_samples_ms"] = events;
     a["samples_ms"] = t.ms;
+    std::vector<double> ratio;
+    for (std::size_t i = 0; i < events.size(); ++i)
+      if (t.ms[i] > 0) ratio.push_back(events[i] / t.ms[i]);
+    if (!ratio.empty()) {
+      std::nth_element(ratio.begin(), ratio.begin() + std::ptrdiff_t(ratio.size() / 2), ratio.end());
+      a["events_over_record"] = ratio[ratio.size() / 2];
+    }
   }
   return t;
 }
@@ -137,7 +144,16 @@ class SubmissionShape {
     }
   }
 
-  std::string window_note() const { return window_note_; }
+  std::string window_note() const {
+    std::string n = window_note_;
+    if (!events_over_record_.empty()) {
+      std::vector<double> r = events_over_record_;
+      std::sort(r.begin(), r.end());
+      n += fmt::format("{}the submission's CUDA events / the record's GPU span: median {:.3f} over its blocks", n.empty() ? "" : "; ",
+                       r[r.size() / 2]);
+    }
+    return n;
+  }
 
   ShapeResult run(std::string* window, std::string* harness) {
     const int pairs = std::max(1, (o_.timing.rounds + 1) / 2);
@@ -200,6 +216,7 @@ class SubmissionShape {
       return;
     }
     add_torch_samples(a, block, sub_series_);
+    if (a.contains("events_over_record")) events_over_record_.push_back(a["events_over_record"].get<double>());
     if (block == 0) {
       window_ = a.value("window", std::string("?"));
       std::vector<std::string> notes;
@@ -254,6 +271,7 @@ class SubmissionShape {
   Series sub_series_;
   std::vector<Series> base_;
   std::string window_, window_note_, harness_;
+  std::vector<double> events_over_record_;  // per block, the median of events / record over its samples
 };
 
 // The shapes timed: the options' or the contract's benchmark shapes, up to the element limit.

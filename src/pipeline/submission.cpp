@@ -112,7 +112,7 @@ std::string summary_md(const SubmissionOutcome& out, const SubmissionOptions& o)
     for (const auto& f : r.failures) md += fmt::format("| {} | {} | {} |\n", f.id, bench::to_string(f.failure), f.detail);
   }
   if (!r.kernels.empty()) {
-    md += "\n## Kernels the submission launched (PyTorch profiler)\n\n";
+    md += "\n## Kernels the submission launched (activity record: name [origin])\n\n";
     for (const auto& k : r.kernels) md += "- `" + k + "`\n";
   }
   if (out.verdict) {

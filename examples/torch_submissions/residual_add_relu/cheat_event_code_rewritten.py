@@ -2,18 +2,20 @@
 torch.cuda.Event.elapsed_time in place (the same function object, so an identity check sees nothing)
 to report a quarter of the true time. kqual times from its activity record and compares the events with
 it: timer_patched while timed."""
-import types
-
 import torch
 from add_relu_kernel import add_relu
 
 _done = []
 
 
+class _Quarter(torch._C._CudaEventBase):
+    def elapsed_time(self, end_event):
+        return super().elapsed_time(end_event) * 0.25
+
+
 def _rewrite():
-    f = torch.cuda.Event.elapsed_time
-    f.__globals__["_kq_true_elapsed"] = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
-    f.__code__ = (lambda self, end_event: _kq_true_elapsed(self, end_event) * 0.25).__code__  # noqa: F821
+    # The same free variable (__class__, for super()) as the original: the code swaps in place.
+    torch.cuda.Event.elapsed_time.__code__ = _Quarter.elapsed_time.__code__
 
 
 class ModelNew(torch.nn.Module):
