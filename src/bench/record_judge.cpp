@@ -15,6 +15,7 @@
 
 namespace kqual::bench {
 
+std::string armed_mark(int k) { return fmt::format("armed{}", k); }
 std::string call_mark(int k) { return fmt::format("call{}", k); }
 std::string returned_mark(int k) { return fmt::format("returned{}", k); }
 std::string fenced_mark(int k) { return fmt::format("fenced{}", k); }
@@ -41,7 +42,7 @@ constexpr int kMemcpyDeviceToHost = 2, kMemcpyHostToDevice = 1;
 
 struct Regions {
   struct Call {
-    std::uint32_t begin = 0, returned = 0, fenced = 0;
+    std::uint32_t armed = 0, begin = 0, returned = 0, fenced = 0;
   };
   std::vector<Call> calls;
   std::optional<std::pair<std::uint32_t, std::uint32_t>> ref;
@@ -74,9 +75,13 @@ Regions regions_of(const ActivityRecord& r, int calls) {
     return nullptr;
   };
   std::uint32_t last = 0;
+  std::set<std::string> seen;
+  for (const auto& m : r.marks)
+    if (!seen.insert(m.label).second && g.missing.empty()) g.missing = fmt::format("the mark '{}' is in the record twice", m.label);
   for (int k = 1; k <= calls && g.missing.empty(); ++k) {
-    const RecordMark *b = find(call_mark(k)), *e = find(returned_mark(k)), *f = find(fenced_mark(k));
-    for (const auto& [m, label] : {std::pair{b, call_mark(k)}, std::pair{e, returned_mark(k)}, std::pair{f, fenced_mark(k)}}) {
+    const RecordMark *a = find(armed_mark(k)), *b = find(call_mark(k)), *e = find(returned_mark(k)), *f = find(fenced_mark(k));
+    for (const auto& [m, label] : {std::pair{a, armed_mark(k)}, std::pair{b, call_mark(k)}, std::pair{e, returned_mark(k)},
+                                   std::pair{f, fenced_mark(k)}}) {
       if (!m) {
         g.missing = fmt::format("the mark '{}' is not in the record", label);
         break;
@@ -92,7 +97,7 @@ Regions regions_of(const ActivityRecord& r, int calls) {
       g.harness_tid = b->tid;
       g.caller_stream = b->stream;
     }
-    g.calls.push_back({b->last_corr, e->last_corr, f->last_corr});
+    g.calls.push_back({a->last_corr, b->last_corr, e->last_corr, f->last_corr});
   }
   const RecordMark *rb = find("ref"), *re = find("ref-done");
   if (rb && re) g.ref = std::pair{rb->last_corr, re->last_corr};
@@ -162,6 +167,27 @@ std::optional<RecordJudgement> integrity(const ActivityRecord& r, const Regions&
     j.failure = SubmissionFailure::harness_tampered;
     j.detail = "the worker's marks do not add up: " + g.missing + " (the worker's calls into the recorder were changed or skipped)";
     return j;
+  }
+  // The harness's own regions around each call hold one kernel each on the caller's stream (the spin
+  // before, the fence after): marks moved by anyone else leave the call's work in one of them.
+  for (std::size_t k = 0; k < g.calls.size(); ++k) {
+    int spin = 0, fence = 0, other = 0;
+    for (const auto& a : r.activities) {
+      const auto l = r.launches.find(a.corr);
+      if (l != r.launches.end() && l->second.tid != g.harness_tid) continue;  // another thread's: judged as late work
+      const bool in_spin = a.corr > g.calls[k].armed && a.corr <= g.calls[k].begin;
+      const bool in_fence = a.corr > g.calls[k].returned && a.corr <= g.calls[k].fenced;
+      if (!in_spin && !in_fence) continue;
+      if (a.kind != 'K' || a.stream != g.caller_stream) ++other;
+      else ++(in_spin ? spin : fence);
+    }
+    if (spin != 1 || fence != 1 || other != 0) {
+      j.failure = SubmissionFailure::harness_tampered;
+      j.detail = fmt::format("call {}: the harness's spin and fence regions hold {} and {} kernel(s) and {} other activit(ies), "
+                             "not one kernel each: the worker's marks were moved",
+                             k + 1, spin, fence, other);
+      return j;
+    }
   }
   if (const auto lost = launches_without_kernels(r); !lost.empty()) {
     j.failure = SubmissionFailure::harness_tampered;
@@ -306,6 +332,9 @@ namespace {
 // less than the GPU ran, beyond the two clocks' resolution.
 constexpr double kEventsShortFraction = 0.8;  // events below this share of the record's span disagree
 constexpr double kEventsSlackMs = 0.002;      // [ms] and by more than this
+// A timed call's kernels must run at least this share of the verified calls' kernel time (those run
+// warm, after no flush, so an honest timed call, cold, takes as long or longer).
+constexpr double kTimedWorkFraction = 0.5;
 
 struct Window {
   std::uint32_t begin = 0, end = 0;
@@ -330,7 +359,8 @@ Window window_of(const ActivityRecord& r, const std::string& open, const std::st
 
 }  // namespace
 
-RecordTiming timing_from_record(const ActivityRecord& r, const std::vector<int>& ids, const std::vector<double>& event_ms, bool judge) {
+RecordTiming timing_from_record(const ActivityRecord& r, const std::vector<RecordModule>& modules, const std::vector<int>& ids,
+                                const std::vector<double>& event_ms, bool judge) {
   RecordTiming t;
   if (!r.broken.empty() || !r.started) {
     t.code = "harness_tampered";
@@ -356,7 +386,9 @@ RecordTiming timing_from_record(const ActivityRecord& r, const std::vector<int>&
     }
   std::vector<std::uint64_t> first(windows.size(), ~std::uint64_t(0)), last(windows.size(), 0);
   std::vector<int> kernels(windows.size(), 0);
+  std::vector<std::uint64_t> kernel_ns(windows.size(), 0);
   int verified_kernels[2] = {0, 0};
+  std::uint64_t verified_ns[2] = {0, 0};
   for (const auto& a : r.activities) {
     bool inside = false;
     for (std::size_t i = 0; i < windows.size(); ++i)
@@ -364,14 +396,24 @@ RecordTiming timing_from_record(const ActivityRecord& r, const std::vector<int>&
         first[i] = std::min(first[i], a.start);
         last[i] = std::max(last[i], a.end);
         kernels[i] += a.kind == 'K';
+        if (a.kind == 'K') kernel_ns[i] += a.end - a.start;
         inside = true;
       }
     for (int d = 0; d < 2; ++d)
       if (verified[d].found && a.corr > verified[d].begin && a.corr <= verified[d].end) {
         verified_kernels[d] += a.kind == 'K';
+        if (a.kind == 'K') verified_ns[d] += a.end - a.start;
         inside = true;
       }
     const auto l = r.launches.find(a.corr);
+    const bool among_samples = !windows.empty() && a.corr > windows.front().begin && a.corr <= windows.back().end;
+    if (judge && !inside && among_samples && t.code.empty() && a.kind == 'K' && l != r.launches.end() &&
+        l->second.tid == harness_tid && classify_origin(l->second, a.name, modules) == WorkOrigin::own) {
+      t.code = "timed_output_wrong";
+      t.detail = fmt::format("while timed, the submission's {} ran between two timed calls, outside both: its work was moved out of the "
+                             "timing window (the worker's marks were moved)",
+                             what_ran(a));
+    }
     if (judge && !inside && t.code.empty() && l != r.launches.end() && harness_tid != 0 && l->second.tid != harness_tid) {
       t.code = "late_result";
       t.detail = fmt::format("while timed, {} was enqueued by thread {} outside every timed call (the harness's thread is {}): work "
@@ -412,6 +454,19 @@ RecordTiming timing_from_record(const ActivityRecord& r, const std::vector<int>&
                              ids[i], kernels[i], verified[0].found || verified[1].found ? "the verified calls" : "most timed calls", want);
       return t;
     }
+  // And as much of it: the verified calls ran on values no timed call saw, so a result memoised or
+  // skipped while timed is cheaper only there.
+  if (verified[0].found && verified[1].found) {
+    const std::uint64_t honest = std::min(verified_ns[0], verified_ns[1]);
+    for (std::size_t i = 0; i < windows.size(); ++i)
+      if (double(kernel_ns[i]) < kTimedWorkFraction * double(honest)) {
+        t.code = "timed_output_wrong";
+        t.detail = fmt::format("timed sample {} ran {:.1f} us of kernels, the verified calls on values no timed call saw {:.1f} us: "
+                               "the timed calls did less work than computing the result takes",
+                               ids[i], double(kernel_ns[i]) / 1e3, double(honest) / 1e3);
+        return t;
+      }
+  }
   return t;
 }
 

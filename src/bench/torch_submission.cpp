@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -18,6 +19,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/self.hpp"
+#include "kqual/core/sha256.hpp"
 #include "torch_baseline_worker.hpp"
 
 namespace kqual::bench {
@@ -113,6 +115,43 @@ std::vector<DType> submission_dtypes(const contract::Contract& c, const TorchSub
   return s.dtypes;
 }
 
+// A case just past the element limit: `spec` (the largest within it) with its outermost axis multiplied
+// until its largest tensor holds more than `limit` elements, if the contract accepts that shape. A kernel
+// whose grid stops at the limit's size (2^24 elements) is wrong there, and only there.
+std::optional<contract::CaseSpec> past_limit_case(const contract::Contract& c, const contract::CaseSpec& spec, std::int64_t limit) {
+  const std::int64_t n = case_elements(c, spec);
+  if (n < 1) return std::nullopt;
+  std::string axis;
+  for (const auto& t : c.domain().tensors) {
+    std::int64_t e = 1;
+    for (const auto& a : t.shape)
+      if (auto it = spec.dims.find(a); it != spec.dims.end()) e *= it->second;
+    if (e == n && !t.shape.empty() && spec.dims.count(t.shape.front())) {
+      axis = t.shape.front();
+      break;
+    }
+  }
+  if (axis.empty()) return std::nullopt;
+  contract::CaseSpec grown = spec;
+  grown.dims[axis] = spec.dims.at(axis) * (limit / n + 1);
+  grown.id = fmt::format("{}/past-limit/{}", to_string(spec.dtype), contract::format_dims(grown.dims));
+  contract::Request req;
+  req.dtype = grown.dtype;
+  req.dims = grown.dims;
+  contract::Supports any;
+  any.dtypes = {grown.dtype};
+  any.min_alignment_bytes = 1;
+  for (const auto& t : c.domain().tensors) {
+    std::int64_t e = 1;
+    for (const auto& a : t.shape)
+      if (auto it = grown.dims.find(a); it != grown.dims.end()) e *= it->second;
+    req.lengths[t.name] = e;
+    req.strides[t.name] = 1;
+  }
+  if (c.validate(req, any)) return std::nullopt;  // a shape the contract refuses: no such case
+  return grown;
+}
+
 // The cases a submission takes: the contract's correctness cases at the dtypes it is judged at, one per
 // (dtype, dims, family): alignment offsets do not apply (PyTorch allocates the tensors it is given).
 std::vector<contract::CaseSpec> submission_cases(const contract::Contract& c, const std::vector<DType>& dtypes, const SubmissionCheckOptions& o,
@@ -122,6 +161,8 @@ std::vector<contract::CaseSpec> submission_cases(const contract::Contract& c, co
   all.min_alignment_bytes = 1;
   std::vector<contract::CaseSpec> out;
   std::set<std::string> seen;
+  // Per dtype, the largest case within the limit, grown past it (past_limit_case) and run last.
+  std::map<DType, contract::CaseSpec> largest;
   for (auto& spec : c.correctness_cases(all, o.seed, false)) {
     const std::string key = fmt::format("{}/{}/{}", to_string(spec.dtype), contract::format_dims(spec.dims), spec.family);
     if (spec.offset_elements != 0 || !seen.insert(key).second) continue;
@@ -129,8 +170,12 @@ std::vector<contract::CaseSpec> submission_cases(const contract::Contract& c, co
       ++*skipped;
       continue;
     }
+    if (auto it = largest.find(spec.dtype); it == largest.end() || case_elements(c, spec) > case_elements(c, it->second))
+      largest[spec.dtype] = spec;
     out.push_back(std::move(spec));
   }
+  for (const auto& [dt, spec] : largest)
+    if (auto grown = past_limit_case(c, spec, o.max_case_elements)) out.push_back(std::move(*grown));
   return out;
 }
 
@@ -275,6 +320,22 @@ std::optional<SubmissionCaseResult> record_started(TorchWorker& w, const json& h
 
 }  // namespace
 
+fs::path submission_build_dir(const TorchSubmission& s) {
+  // The key: the submission's file and every .py beside it (the modules it may import), by content.
+  std::string key = fs::absolute(s.file).filename().string() + "\n" + read_text_file(s.file);
+  std::vector<fs::path> beside;
+  for (const auto& e : fs::directory_iterator(fs::absolute(s.file).parent_path()))
+    if (e.is_regular_file() && e.path().extension() == ".py" && e.path().filename() != s.file.filename()) beside.push_back(e.path());
+  std::sort(beside.begin(), beside.end());
+  for (const auto& p : beside) key += "\n" + p.filename().string() + "\n" + read_text_file(p);
+  fs::path root;
+  if (const char* c = std::getenv("KQUAL_CACHE_DIR"); c && *c) root = c;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) root = fs::path(x) / "kqual";
+  else if (const char* h = std::getenv("HOME"); h && *h) root = fs::path(h) / ".cache" / "kqual";
+  else root = fs::temp_directory_path() / "kqual-cache";
+  return root / "torch_extensions" / sha256_hex(key).substr(0, 24);
+}
+
 std::unique_ptr<TorchWorker> start_submission_worker(const contract::Contract& c, const TorchSubmission& s, const SubmissionCheckOptions& o,
                                                      const fs::path& err_file) {
   json cfg{{"submission", fs::absolute(s.file).string()}, {"class", s.class_name}, {"seed", o.seed}};
@@ -291,6 +352,10 @@ std::unique_ptr<TorchWorker> start_submission_worker(const contract::Contract& c
   // submission's code), writing to a FIFO made here: the evidence the verdict comes from.
   std::vector<std::pair<std::string, std::string>> env = o.env;
   auto channel = record_channel_for(err_file.parent_path() / "record", env);
+  // Its extension builds in a folder of its own, keyed by its content: two submissions never share a
+  // build (an extension name two of them use), and a re-run of the same source reuses its build.
+  if (std::none_of(env.begin(), env.end(), [](const auto& e) { return e.first == "TORCH_EXTENSIONS_DIR"; }))
+    env.emplace_back("TORCH_EXTENSIONS_DIR", submission_build_dir(s).string());
   auto w = std::make_unique<TorchWorker>(o.python.empty() ? contract::reference_python() : o.python, worker_script(o), cfg, err_file,
                                          "the PyTorch submission worker", env);
   w->attach_record(std::move(channel));

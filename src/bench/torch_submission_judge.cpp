@@ -42,6 +42,8 @@ std::string joined(const json& arr, std::size_t most = 4) {
 SubmissionCaseResult refused(const std::string& id, const json& reply) {
   const std::string code = reply.value("code", std::string()), err = reply.value("error", std::string());
   if (code == "exception") return failed(id, SubmissionFailure::exception, "the submission raised: " + err);
+  if (code == "build_failed")
+    return failed(id, SubmissionFailure::build_failed, "the submission's kernels did not build; the compiler's first error: " + err);
   if (code == "output_mismatch") return failed(id, SubmissionFailure::output_mismatch, err);
   if (code == "parameters_differ") return failed(id, SubmissionFailure::parameters_differ, err);
   if (code == "timeout") return failed(id, SubmissionFailure::hang, "no answer: " + err + "; the worker was killed");

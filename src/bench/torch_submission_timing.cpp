@@ -49,7 +49,7 @@ RecordTiming read_block(TorchWorker& w, const std::string& token, json& a, bool 
     t.detail = fmt::format("the reply names {} sample(s) and holds {}", ids.size(), events.size());
     return t;
   }
-  t = timing_from_record(rec, ids, events, judge);
+  t = timing_from_record(rec, ch->modules(), ids, events, judge);
   if ((t.code.empty() || t.code == "timed_output_wrong") && t.ms.size() == events.size()) {
     a["event_samples_ms"] = events;
     a["samples_ms"] = t.ms;
@@ -64,10 +64,12 @@ RecordTiming read_block(TorchWorker& w, const std::string& token, json& a, bool 
   return t;
 }
 
-// The two datasets of one shape and their references, made here as the baselines' are.
+// The two datasets of one shape and their references, made here as the baselines' are; and two more,
+// C and D, that only the submission's verified last calls see (never a timed call): a result memoised or
+// skipped while timed is computed there for the first time, and the record compares the work.
 struct ShapeData {
-  contract::CaseData a, b;
-  std::vector<contract::Tensor> expected_a, expected_b;
+  contract::CaseData a, b, c, d;
+  std::vector<contract::Tensor> expected_a, expected_b, expected_c, expected_d;
 };
 
 std::int64_t largest_tensor(const contract::Contract& c, const contract::Dims& dims) {
@@ -83,12 +85,14 @@ std::int64_t largest_tensor(const contract::Contract& c, const contract::Dims& d
 
 // The outputs written under `dir` (A/NAME.out, B/NAME.out) against the references: "" when right,
 // else "output 'y' on dataset B (code): detail"; *code set to the check's failure code.
-std::string verify_written(const contract::Contract& c, const ShapeData& d, const fs::path& dir) {
+// fresh: the submission's, whose last outputs are those of datasets C and D (written as A and B).
+std::string verify_written(const contract::Contract& c, const ShapeData& d, const fs::path& dir, bool fresh) {
   for (int k = 0; k < 2; ++k)
-    for (const auto& t : k == 0 ? d.expected_a : d.expected_b) {
+    for (const auto& t : k == 0 ? (fresh ? d.expected_c : d.expected_a) : (fresh ? d.expected_d : d.expected_b)) {
       std::string code;
       const std::string det = check::verify_output_file(c, t, dir / (k == 0 ? "A" : "B") / (t.name + ".out"), 0xFF, &code);
-      if (!det.empty()) return fmt::format("output '{}' on dataset {} ({}): {}", t.name, k == 0 ? "A" : "B", code, det);
+      if (!det.empty())
+        return fmt::format("output '{}' on dataset {} ({}): {}", t.name, fresh ? (k == 0 ? "C" : "D") : (k == 0 ? "A" : "B"), code, det);
     }
   return "";
 }
@@ -104,7 +108,14 @@ class SubmissionShape {
     d_.b = c.make_case(timing_alt_case_spec(c, dims, to));
     d_.expected_a = c.reference(d_.a, host);
     d_.expected_b = c.reference(d_.b, host);
-    for (const char* side : {"in/A", "in/B", "sub/A", "sub/B", "torch/A", "torch/B"}) fs::create_directories(dir / side);
+    contract::CaseSpec spec_c = timing_case_spec(c, dims, to), spec_d = timing_alt_case_spec(c, dims, to);
+    spec_c.seed ^= 0x2545F4914F6CDD1Dull;
+    spec_d.seed ^= 0x2545F4914F6CDD1Dull;
+    d_.c = c.make_case(spec_c);
+    d_.d = c.make_case(spec_d);
+    d_.expected_c = c.reference(d_.c, host);
+    d_.expected_d = c.reference(d_.d, host);
+    for (const char* side : {"in/A", "in/B", "in/C", "in/D", "sub/A", "sub/B", "torch/A", "torch/B"}) fs::create_directories(dir / side);
     std::vector<TorchTensorFiles> in, sub_out, torch_out;
     for (std::size_t k = 0; k < d_.a.inputs.size(); ++k) {
       const contract::Tensor& ta = d_.a.inputs[k];
@@ -126,6 +137,16 @@ class SubmissionShape {
     sub_req_["axes"] = json::object();
     for (const auto& [k, v] : d_.a.dims) sub_req_["axes"][k] = v;
     sub_req_["deadline_s"] = o.call_timeout_s;
+    // Datasets C and D: the submission's verified last calls only (its worker writes their outputs as A and B).
+    for (std::size_t k = 0; k < d_.c.inputs.size(); ++k) {
+      const contract::Tensor& tc = d_.c.inputs[k];
+      const contract::Tensor& td = d_.d.inputs.at(k);
+      const fs::path fc = dir / "in/C" / (tc.name + ".in"), fd = dir / "in/D" / (tc.name + ".in");
+      write_file(fc, tc.bytes.data(), tc.bytes.size());
+      write_file(fd, td.bytes.data(), td.bytes.size());
+      sub_req_["inputs"][tc.name]["files"].push_back(fc.string());
+      sub_req_["inputs"][tc.name]["files"].push_back(fd.string());
+    }
     if (op) torch_req_ = torch_shape_request(c, *op, d_.a.dims, to.dtype, in, torch_out, to);
     sh_.dims = d_.a.dims;
     sh_.shape = contract::format_dims(d_.a.dims);
@@ -134,7 +155,8 @@ class SubmissionShape {
     sh_.flops = c.flops(d_.a.dims, to.dtype);
     sh_.timed_inputs = "datasets";
     sh_.timed_inputs_detail = "two datasets made on the CPU, copied into the submission's static inputs before each sample "
-                              "(outside the window); the last outputs of each dataset compared with the reference";
+                              "(outside the window); then two more the timed calls never saw, whose outputs are compared with the "
+                              "reference and whose GPU kernel time each timed call's must reach half of (the activity record)";
     sub_series_.label = kSubmissionLabel;
     sub_series_.role = "candidate";
     base_.resize(kinds_.size());
@@ -167,7 +189,7 @@ class SubmissionShape {
     *window = window_;
     *harness = harness_;
     if (sub_series_.error.empty()) {
-      const std::string wrong = verify_written(c_, d_, dir_ / "sub");
+      const std::string wrong = verify_written(c_, d_, dir_ / "sub", true);
       if (!wrong.empty()) {
         sub_series_.verified = false;
         sub_series_.verify_code = "timed_output_wrong";
@@ -249,7 +271,7 @@ class SubmissionShape {
       }
       add_torch_samples(a, block, se);
       if (last) {
-        const std::string wrong = verify_written(c_, d_, dir_ / "torch");
+        const std::string wrong = verify_written(c_, d_, dir_ / "torch", false);
         if (!wrong.empty()) {
           se.verified = false;
           se.verify_code = "timed_output_wrong";

@@ -45,6 +45,22 @@ struct Fixture {
     w.line(fmt::format("L\t{}\t{}\t0\tcudaLaunchKernel\t0\t/x/ext.so\t-", corr, tid));
     w.line(fmt::format("K\t{}\t{}\t{}\t{}\t1\t1\t1\t256\t1\t1\t0\t{}", corr, stream, start, end, name));
   }
+  // Call k of a check as the worker marks it: the spin, the call's kernels (name, object), the fence.
+  void call(int k, std::initializer_list<std::pair<const char*, const char*>> ks) {
+    const std::uint64_t t = 1'000'000 * std::uint64_t(k);
+    mark(fmt::format("armed{}", k));
+    kernel_from(t, t + 10, "/x/torch/lib/libtorch_cuda.so", "_ZN2at4cuda5sleepEx");
+    mark(fmt::format("call{}", k));
+    for (const auto& [name, object] : ks) kernel_from(t + 100, t + 200, object, name);
+    mark(fmt::format("returned{}", k));
+    kernel_from(t + 300, t + 310, "/x/torch/lib/libtorch_cuda.so", "FillFunctor_fence");
+    mark(fmt::format("fenced{}", k));
+  }
+  void kernel_from(std::uint64_t start, std::uint64_t end, const char* object, const char* name) {
+    ++corr;
+    w.line(fmt::format("L\t{}\t1\t0\tcudaLaunchKernel\t0\t{}\t-", corr, object));
+    w.line(fmt::format("K\t{}\t13\t{}\t{}\t1\t1\t1\t256\t1\t1\t0\t{}", corr, start, end, name));
+  }
   // One timed sample: its marks around the kernels given as (start, end, stream).
   void sample(int id, std::initializer_list<std::array<std::uint64_t, 3>> ks) {
     mark(fmt::format("t{}", id));
@@ -83,7 +99,7 @@ TEST(RecordTiming, EachSampleIsTheGpuSpanOfEverythingItsCallCausedOnEveryStream)
   Fixture f;
   f.sample(3, {{1'000'000, 1'004'000, 13}, {1'001'000, 1'010'000, 17}});  // a side stream ends last
   f.sample(5, {{2'000'000, 2'005'000, 13}, {2'000'500, 2'006'000, 17}});
-  const RecordTiming t = timing_from_record(f.reader.current(), {3, 5}, {0.0101, 0.0062}, true);
+  const RecordTiming t = timing_from_record(f.reader.current(), {}, {3, 5}, {0.0101, 0.0062}, true);
   EXPECT_EQ(t.code, "") << t.detail;
   ASSERT_EQ(t.ms.size(), 2u);
   EXPECT_DOUBLE_EQ(t.ms[0], 0.010);
@@ -93,17 +109,29 @@ TEST(RecordTiming, EachSampleIsTheGpuSpanOfEverythingItsCallCausedOnEveryStream)
 TEST(RecordTiming, EventsThatReportLessThanTheGpuRanAreATimerPatched) {
   Fixture f;
   f.sample(0, {{1'000'000, 1'100'000, 13}});  // 0.1 ms of work
-  const RecordTiming t = timing_from_record(f.reader.current(), {0}, {0.025}, true);  // the events say a quarter
+  const RecordTiming t = timing_from_record(f.reader.current(), {}, {0}, {0.025}, true);  // the events say a quarter
   EXPECT_EQ(t.code, "timer_patched") << t.detail;
   // Not judged (a baseline): the span only.
-  EXPECT_EQ(timing_from_record(f.reader.current(), {0}, {0.025}, false).code, "");
+  EXPECT_EQ(timing_from_record(f.reader.current(), {}, {0}, {0.025}, false).code, "");
 }
 
 TEST(RecordTiming, ATimedCallWithoutWorkOrWithOtherWorkThanTheVerifiedOnesIsTimedOutputWrong) {
   Fixture none;
   none.sample(0, {{1'000'000, 1'001'000, 13}});
   none.sample(1, {});
-  EXPECT_EQ(timing_from_record(none.reader.current(), {0, 1}, {1, 1}, true).code, "timed_output_wrong");
+  EXPECT_EQ(timing_from_record(none.reader.current(), {}, {0, 1}, {1, 1}, true).code, "timed_output_wrong");
+
+  // As many kernels, far less kernel time than the verified calls on new values: memoised while timed.
+  Fixture cheaper;
+  for (int d = 0; d < 2; ++d) {
+    cheaper.mark(fmt::format("v{}", d));
+    cheaper.kernel(5'000'000 + d * 100'000, 5'050'000 + d * 100'000);  // 50 us
+    cheaper.mark(fmt::format("vd{}", d));
+  }
+  cheaper.sample(0, {{1'000'000, 1'002'000, 13}});  // 2 us
+  const RecordTiming c = timing_from_record(cheaper.reader.current(), {}, {0}, {1}, true);
+  EXPECT_EQ(c.code, "timed_output_wrong") << c.detail;
+  EXPECT_NE(c.detail.find("no timed call saw"), std::string::npos) << c.detail;
 
   Fixture fewer;
   fewer.mark("v0");
@@ -111,7 +139,7 @@ TEST(RecordTiming, ATimedCallWithoutWorkOrWithOtherWorkThanTheVerifiedOnesIsTime
   fewer.kernel(5'001'000, 5'002'000);
   fewer.mark("vd0");
   fewer.sample(0, {{1'000'000, 1'001'000, 13}});  // one kernel, the verified call ran two
-  const RecordTiming t = timing_from_record(fewer.reader.current(), {0}, {1}, true);
+  const RecordTiming t = timing_from_record(fewer.reader.current(), {}, {0}, {1}, true);
   EXPECT_EQ(t.code, "timed_output_wrong") << t.detail;
   EXPECT_NE(t.detail.find("verified"), std::string::npos) << t.detail;
 }
@@ -120,11 +148,54 @@ TEST(RecordTiming, WorkAnotherThreadEnqueuesBetweenSamplesIsLateAndMissingMarksA
   Fixture late;
   late.sample(0, {{1'000'000, 1'001'000, 13}});
   late.kernel(1'002'000, 1'003'000, 13, /*tid=*/99);
-  EXPECT_EQ(timing_from_record(late.reader.current(), {0}, {1}, true).code, "late_result");
+  EXPECT_EQ(timing_from_record(late.reader.current(), {}, {0}, {1}, true).code, "late_result");
+
+  // The submission's own kernel between two samples, outside both: its marks were moved.
+  Fixture moved;
+  moved.sample(0, {{1'000'000, 1'001'000, 13}});
+  moved.kernel(1'002'000, 1'003'000);  // from /x/ext.so: the submission's own, on the harness's thread
+  moved.sample(1, {{2'000'000, 2'001'000, 13}});
+  EXPECT_EQ(timing_from_record(moved.reader.current(), {}, {0, 1}, {1, 1}, true).code, "timed_output_wrong");
 
   Fixture missing;
   missing.sample(0, {{1'000'000, 1'001'000, 13}});
-  EXPECT_EQ(timing_from_record(missing.reader.current(), {0, 1}, {1, 1}, true).code, "harness_tampered");
+  EXPECT_EQ(timing_from_record(missing.reader.current(), {}, {0, 1}, {1, 1}, true).code, "harness_tampered");
+}
+
+// Who did the work: fill and copy kernels are how outputs are made, unless the problem's own reference
+// launches the same one; the user's allow list overrides; the submission's own kernels are never blamed.
+TEST(RecordJudge, LibraryAndReferenceKernelsAgainstTheAllowList) {
+  constexpr const char* kTorch = "/x/torch/lib/libtorch_cuda.so";
+  constexpr const char* kExt = "/x/torch_extensions/mine/mine.so";
+  auto judge = [&](std::initializer_list<std::pair<const char*, const char*>> ks, std::vector<const char*> reference,
+                   std::vector<std::string> allow = {}) {
+    Fixture f;
+    for (int k = 1; k <= 3; ++k) f.call(k, ks);
+    f.mark("ref");
+    for (const char* r : reference) f.kernel_from(9'000'000, 9'000'100, kTorch, r);
+    f.mark("ref-done");
+    RecordRules rules;
+    rules.allow = std::move(allow);
+    return judge_case_record(f.reader.current(), {}, 3, rules);
+  };
+  EXPECT_EQ(judge({{"direct_copy_kernel_cuda", kTorch}, {"mine", kExt}}, {}).failure, SubmissionFailure::none);
+  EXPECT_EQ(judge({{"direct_copy_kernel_cuda", kTorch}}, {"direct_copy_kernel_cuda"}).failure, SubmissionFailure::reference_called);
+  EXPECT_EQ(judge({{"softmax_warp_forward", kExt}}, {"softmax_warp_forward"}).failure, SubmissionFailure::reference_called);
+  EXPECT_EQ(judge({{"FillFunctor_x", kTorch}, {"mine", kExt}}, {"FillFunctor_x"}).failure, SubmissionFailure::none);
+  EXPECT_EQ(judge({{"softmax_warp_forward", kTorch}}, {"softmax_warp_forward"}, {"softmax_warp_forward"}).failure,
+            SubmissionFailure::none);
+  EXPECT_EQ(judge({{"AddFunctor_kernel", kTorch}, {"mine", kExt}}, {}).failure, SubmissionFailure::reference_called);
+  EXPECT_EQ(judge({{"mine", kExt}}, {"softmax_warp_forward", "direct_copy_kernel_cuda"}).failure, SubmissionFailure::none);
+  // Marks moved: the call's kernel outside its marks, in the fence's region.
+  Fixture moved;
+  moved.mark("armed1");
+  moved.kernel_from(1, 2, kTorch, "sleep");
+  moved.mark("call1");
+  moved.mark("returned1");
+  moved.kernel_from(3, 4, kExt, "mine");
+  moved.kernel_from(5, 6, kTorch, "FillFunctor_fence");
+  moved.mark("fenced1");
+  EXPECT_EQ(judge_case_record(moved.reader.current(), {}, 1, {}).failure, SubmissionFailure::harness_tampered);
 }
 
 TEST(RecordJudge, TheOriginOfAKernelIsItsLaunchersObjectOrInductorsModule) {

@@ -162,11 +162,24 @@ TEST_F(TorchSubmissionTest, TheRecordDecidesStreamsLateWorkTheHostAndWhoDidTheWo
             "reference_called");
 }
 
+// A kernel whose grid covers only as many elements as the case limit: wrong past it, and one case per
+// dtype past the limit is run (last), so it is caught.
+TEST_F(TorchSubmissionTest, ACasePastTheElementLimitIsRunSoAGridCappedThereIsCaught) {
+  const SubmissionCheck capped = check(std::string(kGood) + R"PY(
+def forward(x, r):
+    y = add_relu(x, r)
+    y.reshape(-1)[1 << 16:] = 0
+    return [y]
+)PY");
+  EXPECT_EQ(code(capped), "wrong_result") << capped.summary();
+  EXPECT_GT(capped.passed, 10) << "the capped kernel is right on every case within the limit";
+}
+
 TEST_F(TorchSubmissionTest, ARecordThatStopsBreaksItsChainOrLosesAKernelIsTampering) {
   auto with = [&](const std::string& record, double timeout = 60) {
     return check(std::string(kGood) + "WATCH = {'record': " + record + "}\n", timeout);
   };
-  for (const char* t : {"bad_code", "skip", "drop_kernel"}) {
+  for (const char* t : {"bad_code", "skip", "drop_kernel", "moved_mark"}) {
     const SubmissionCheck r = with(fmt::format("{{'tamper': '{}'}}", t));
     EXPECT_EQ(code(r), "harness_tampered") << t << ": " << r.summary();
   }
@@ -200,6 +213,29 @@ TEST(TorchSubmissionJudge, TheWorkersOwnFailureIsAHarnessErrorAndTheSubmissionsE
   const json theirs{{"ok", false}, {"code", "exception"}, {"error", "RuntimeError: boom"}};
   const SubmissionCaseResult raised = judge_submission_case(c, "id", theirs, {}, {}, {}, nullptr);
   EXPECT_EQ(raised.failure, SubmissionFailure::exception) << raised.detail;
+  // A build of its own kernels that failed is named so, with the compiler's first error.
+  const json unbuilt{{"ok", false}, {"code", "build_failed"}, {"error", "kernel.cu(12): error: identifier \"blockIdx_x\" is undefined"}};
+  const SubmissionCaseResult build = judge_submission_case(c, "id", unbuilt, {}, {}, {}, nullptr);
+  EXPECT_EQ(build.failure, SubmissionFailure::build_failed) << build.detail;
+  EXPECT_NE(build.detail.find("blockIdx_x"), std::string::npos) << build.detail;
+}
+
+// Each submission's extensions build in a folder of its own, keyed by content.
+TEST(TorchSubmissionBuilds, EachSubmissionBuildsInAFolderKeyedByItsContent) {
+  ScratchDir dir("kqual-submission-builds");
+  ::setenv("KQUAL_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+  std::ofstream(dir.path() / "a.py") << "NAME = 'matmul_cuda'\n";
+  std::ofstream(dir.path() / "b.py") << "NAME = 'matmul_cuda'\n";
+  TorchSubmission a, b;
+  a.file = dir.path() / "a.py";
+  b.file = dir.path() / "b.py";
+  const fs::path da = submission_build_dir(a), db = submission_build_dir(b);
+  EXPECT_NE(da, db) << "two submissions with the same extension name share a build folder";
+  EXPECT_EQ(da, submission_build_dir(a)) << "a re-run of the same source builds again";
+  EXPECT_EQ(da.parent_path().parent_path(), dir.path() / "cache");
+  std::ofstream(dir.path() / "kernel.py") << "SRC = '...'\n";  // a module beside it that it may import
+  EXPECT_NE(da, submission_build_dir(a));
+  ::unsetenv("KQUAL_CACHE_DIR");
 }
 
 TEST(TorchSubmissionJudge, AnOutputFileOfTheWrongSizeIsAHarnessError) {

@@ -81,7 +81,7 @@ TEST_F(SubmissionTimingTest, OutputsCachedWhileTimedAreTimedOutputWrong) {
   const Series& s = t.report.shapes.front().series.front();
   EXPECT_FALSE(s.verified);
   EXPECT_EQ(s.verify_code, "timed_output_wrong");
-  EXPECT_NE(t.timed_output_failure.find("dataset B"), std::string::npos) << t.timed_output_failure;
+  EXPECT_NE(t.timed_output_failure.find("dataset C"), std::string::npos) << t.timed_output_failure;
 }
 
 TEST_F(SubmissionTimingTest, ASubmissionThatRaisesWhileTimedIsItsOwnFailureNotKquals) {

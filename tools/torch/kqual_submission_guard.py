@@ -1,6 +1,7 @@
 """What kqual's submission worker (submission_worker.py) watches around a PyTorch submission: the
-functions a timing or synchronisation cheat replaces, the CUDA streams it creates, the threads it
-leaves running, and the kernels it launches.
+functions a timing or synchronisation cheat replaces, the CUDA streams it creates (spun, so that
+unjoined work shows), and the threads it leaves running. Early, cheap signals only: the verdict's
+evidence of streams, late work and who did the work is kqual's activity record (src/bench/record_judge.cpp).
 
 The submission runs in this interpreter (its Python and host code cannot run anywhere else), so
 everything here is a check a determined submission could defeat from inside; each is stated in the
@@ -8,7 +9,6 @@ memo with that limit. The checks are made against originals captured before the 
 imported.
 """
 import importlib
-import re
 import threading
 
 # Dotted names a timing, synchronisation or verification cheat replaces. Captured before the
@@ -125,47 +125,3 @@ class StreamTracker:
 
 def live_threads():
     return {t.ident for t in threading.enumerate() if t.is_alive()}
-
-
-# Kernels of the libraries a submission must not hand the work to, unless the problem or the user
-# allows them: ATen's own kernels, cuBLAS / cuBLASLt, cuDNN, and Inductor's generated Triton kernels
-# (torch.compile of the reference). Names as the PyTorch profiler reports them.
-LIBRARY_PATTERNS = (
-    (re.compile(r"\bat::native::|\bat::cuda::|^void at::|\bat_cuda_detail::"), "ATen"),
-    (re.compile(r"cublas|gemmSN|gemv|sm\d+_xmma_gemm|gemmk1|splitKreduce", re.I), "cuBLAS"),
-    (re.compile(r"cudnn|implicit_convolve|fft2d_r2c|winograd", re.I), "cuDNN"),
-    (re.compile(r"^triton_(poi|red|per|tem)_fused"), "Inductor (torch.compile)"),
-)
-
-# Allowed by default: filling or copying memory (torch.zeros, .contiguous(), empty_like + fill).
-DEFAULT_ALLOW = (r"FillFunctor", r"copy_kernel", r"direct_copy_kernel", r"CatArrayBatchedCopy", r"Memset", r"Memcpy")
-
-
-# Of the reference's own kernels, these stay allowed: filling memory is how outputs are allocated.
-ALLOCATION = re.compile(r"FillFunctor|Memset")
-
-
-def library_kernels(names, allow, reference_kernels=()):
-    """The kernels among names that come from a library the submission must not call, with the
-    library; allow: regular expressions of kernel names the problem or the user allows anyway;
-    reference_kernels: the kernels the problem's own reference launches on the same values — one of
-    those in the submission is the reference's work, even where it is a copy kernel allowed by default
-    (a transpose is a copy) or one no library pattern names (unless `allow` names it, or it fills
-    memory)."""
-    user = [re.compile(a) for a in allow]
-    default = [re.compile(a) for a in DEFAULT_ALLOW]
-    own = {k for k in reference_kernels if not ALLOCATION.search(k)}
-    out = []
-    for n in names:
-        if any(a.search(n) for a in user):
-            continue
-        if n in own:
-            out.append({"kernel": n, "library": "the problem's reference"})
-            continue
-        if any(a.search(n) for a in default):
-            continue
-        for pat, lib in LIBRARY_PATTERNS:
-            if pat.search(n):
-                out.append({"kernel": n, "library": lib})
-                break
-    return out

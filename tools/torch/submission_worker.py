@@ -15,11 +15,12 @@ contract's PyTorch reference or absent, "allow_kernels": [regex], "seed": int,
 Protocol: one JSON line answered per JSON line on stdin, replies on the process's original stdout
 (the submission's own prints, Python or C, go to stderr). The first line out is the hello:
 {"ok": true, "torch", "device", "mode": "kernelbench" | "keywords", "replaced": [watched names the
-import replaced]} or {"ok": false, "code": "no_torch" | "no_cuda" | "usage" | "submission_import" |
+import replaced]} or {"ok": false, "code": "no_torch" | "no_cuda" | "usage" | "submission_import" | "build_failed" |
 "no_class", "error"}.
 
 "check" {id, axes, scalars, inputs: {name: {files: [A, B], dtype, shape}}, outputs: [{name, dtype,
-shape, files: [call1, call2, call3]}], deadline_s}: four calls at this case:
+shape, files: [call1, call2, call3]}], deadline_s, token}: three calls at this case, each between the
+recorder's marks (armed, call, returned, fenced) with a fence after it:
   1. on fresh tensors of dataset A, the caller's stream held busy first (torch.cuda._sleep): the
      output read once the caller's stream is done and again after the whole device is: bytes that
      differ were written by work the call did not join to the caller's stream; side streams still
@@ -27,11 +28,10 @@ shape, files: [call1, call2, call3]}], deadline_s}: four calls at this case:
      threads the call left running, are counted; inputs hashed before and after
   2. the same tensors refilled in place with dataset B (same data_ptr, shape and dtype, new values)
   3. fresh tensors of dataset A again (a first call that differs from later ones)
-  4. fresh tensors of dataset A under the PyTorch profiler: the kernels launched, compared with the
-     library patterns and with the kernels the problem's own reference launches on the same values
+then the problem's own reference on dataset A between the marks "ref" and "ref-done".
 Outputs of calls 1-3 are written to the files given. Reply {"ok": true, "calls": [{late_bytes,
-pending_streams, new_threads, inputs_changed}], "kernels", "reference_kernels", "reference_kernels_note",
-"library_kernels", "replaced"}, or
+pending_streams, new_threads, inputs_changed, aliases}], "reference_note", "replaced"}, then the record
+flushed with the request's token (the calls' marks in it: record_judge.hpp), or
 {"ok": false, "code": "exception" | "output_mismatch" | "parameters_differ" | "worker_error", "call", "error"}
 ("exception": what the submission raised, or a CUDA error its kernels caused; "worker_error": this
 worker's own code failed, which kqual reports as its harness error, never as the submission's verdict).
@@ -80,14 +80,32 @@ def tb_tail(limit=1500):
     return traceback.format_exc()[-limit:]
 
 
+def build_failure(e):
+    """The compiler's first error where e is a failed build of the submission's own kernels (a
+    load_inline / cpp_extension build, a Triton compilation), else None."""
+    text = str(e)
+    name = type(e).__name__
+    if not ("Error building extension" in text or name in ("CalledProcessError", "CompilationError", "CompileTimeAssertionFailure")
+            or "ptxas" in text and "error" in text.lower()):
+        return None
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        low = ln.lower()
+        if ": error" in low or "error:" in low or low.startswith("error"):
+            return ln[:500]
+    return (lines[0] if lines else name)[:500]
+
+
 class SubmissionRaised(Exception):
     """An exception the submission's own code raised: its module's construction or one of its calls.
     Anything else that fails in this worker is kqual's side (code "worker_error", a harness error),
-    except a CUDA error, which the submission's kernels cause and kqual's next synchronisation reports."""
+    except a CUDA error, which the submission's kernels cause and kqual's next synchronisation reports.
+    build: the compiler's first error where the exception is a failed build of its kernels."""
 
     def __init__(self, e):
         super().__init__(exc_text(e))
         self.tb = tb_tail()
+        self.build = build_failure(e)
 
 
 def submission_code(fn, *args):
@@ -162,7 +180,9 @@ if cfg.get("contract_dir"):
 try:
     submission = load_module("kqual_submission", cfg["submission"])
 except BaseException as e:
-    reply({"ok": False, "code": "submission_import", "error": "%s: %s" % (cfg["submission"], exc_text(e)), "traceback": tb_tail()})
+    built = build_failure(e)
+    reply({"ok": False, "code": "build_failed" if built else "submission_import",
+           "error": built or "%s: %s" % (cfg["submission"], exc_text(e)), "traceback": tb_tail()})
     sys.exit(0)
 cls = getattr(submission, cfg.get("class", "ModelNew"), None)
 if cls is None:
@@ -312,6 +332,7 @@ def checked_call(call, tensors, r, k, earlier):
     try:
         with torch.cuda.stream(caller), torch.no_grad():
             tracker.arm(caller, 2 * sleep_cycles)
+            recorder.mark("armed%d" % k, caller)  # (armed, call]: the spin alone, (returned, fenced]: the fence alone
             torch.cuda._sleep(sleep_cycles)
             recorder.mark("call%d" % k, caller)
             result = call(tensors)
@@ -441,7 +462,8 @@ class Timed:
         self.r = r
         model = model_for(r.get("axes", {}))
         self.call = caller_fn(model, r)
-        self.data = [load_inputs(r, d) for d in (0, 1)]
+        # Datasets A and B (timed), and C and D where kqual gives them (the verified last calls only).
+        self.data = [load_inputs(r, d) for d in range(len(next(iter(r["inputs"].values()))["files"]))]
         self.x = {n: t.clone() for n, t in self.data[0].items()}
         torch.cuda.synchronize()  # made on the default stream; everything after runs on the caller's
         self.notes = []
@@ -481,16 +503,18 @@ class Timed:
         return None
 
     def write_outputs(self):
-        """The last call of each dataset, between the recorder's marks v<d> / vd<d>: the calls whose outputs
-        kqual verifies, and whose GPU work every timed call's is compared with."""
-        for d in (0, 1):
+        """The verified calls, between the recorder's marks v<k> / vd<k>: on datasets C and D, which no timed
+        call saw, where kqual gave them (else A and B); their outputs are written as A's and B's, kqual
+        checks them, and every timed call's GPU work is compared with theirs."""
+        fresh = [2, 3] if len(self.data) >= 4 else [0, 1]
+        for k, d in enumerate(fresh):
             self.prepare(d)
             torch.cuda.synchronize()
-            recorder.mark("v%d" % d, caller)
+            recorder.mark("v%d" % k, caller)
             self.run()
-            recorder.mark("vd%d" % d, caller)
+            recorder.mark("vd%d" % k, caller)
             torch.cuda.synchronize()
-            write(self.r, d, host_bytes(self.outs))
+            write(self.r, k, host_bytes(self.outs))
 
 
 timed_states = {}
@@ -545,7 +569,8 @@ for line in sys.stdin:
     except Refusal as e:
         reply({"ok": False, "code": e.code, "error": str(e), "replaced": originals.replaced()})
     except SubmissionRaised as e:  # the submission's exception is its verdict
-        reply({"ok": False, "code": "exception", "error": str(e)[:2000], "traceback": e.tb, "replaced": originals.replaced()})
+        reply({"ok": False, "code": "build_failed" if e.build else "exception", "error": (e.build or str(e))[:2000],
+               "traceback": e.tb, "replaced": originals.replaced()})
     except BaseException as e:
         if is_cuda_error(e):  # caused by the submission's kernels, reported at kqual's next synchronisation
             reply({"ok": False, "code": "exception", "error": exc_text(e)[:2000], "traceback": tb_tail(),

@@ -13,10 +13,11 @@
 
 namespace kqual::bench {
 
-// The worker's marks for call k (1-based): "call<k>" before it, "returned<k>" when it returned,
+// The worker's marks for call k (1-based): "armed<k>" before the spin it puts on the caller's stream, "call<k>" before it, "returned<k>" when it returned,
 // "fenced<k>" after a one-element fill on the caller's stream (the fence: the caller's stream reached it
 // only once everything the call put on that stream was done); "ref" / "ref-done" around the problem's
 // own reference, run on the same values.
+std::string armed_mark(int k);
 std::string call_mark(int k);
 std::string returned_mark(int k);
 std::string fenced_mark(int k);
@@ -60,7 +61,10 @@ struct RecordTiming {
 };
 // ids: each kept sample's id (the reply's sample_ids); event_ms: what the events said of it. judge:
 // the checks above (the submission's series); without, the spans only (a baseline's).
-RecordTiming timing_from_record(const ActivityRecord& r, const std::vector<int>& ids, const std::vector<double>& event_ms, bool judge);
+// modules: every module loaded so far (a kernel's origin): the submission's own kernels between the first
+// and the last sample, outside every sample, are work moved out of the timing window.
+RecordTiming timing_from_record(const ActivityRecord& r, const std::vector<RecordModule>& modules, const std::vector<int>& ids,
+                                const std::vector<double>& event_ms, bool judge);
 
 // A kernel's name as C++ spells it (the record holds the compiled, mangled one).
 std::string demangled(const std::string& name);

@@ -55,8 +55,9 @@ enum class SubmissionFailure {
   wrong_stream,        // a kernel or copy of the call on the legacy default stream, not ordered with the caller's stream
   host_compute,        // the call copied its data to the host and back: the work done on the CPU
   nondeterministic,    // two calls on the same inputs differ where the contract requires reproducibility
+  build_failed,        // the submission's own kernels did not build (load_inline, Triton): the compiler's first error
 };
-inline constexpr EnumNames<SubmissionFailure, 20> kSubmissionFailureNames{{{
+inline constexpr EnumNames<SubmissionFailure, 21> kSubmissionFailureNames{{{
     {SubmissionFailure::none, "none"},
     {SubmissionFailure::wrong_result, "wrong_result"},
     {SubmissionFailure::nan_policy, "nan_policy"},
@@ -77,6 +78,7 @@ inline constexpr EnumNames<SubmissionFailure, 20> kSubmissionFailureNames{{{
     {SubmissionFailure::wrong_stream, "wrong_stream"},
     {SubmissionFailure::host_compute, "host_compute"},
     {SubmissionFailure::nondeterministic, "nondeterministic"},
+    {SubmissionFailure::build_failed, "build_failed"},
 }}};
 inline const char* to_string(SubmissionFailure f) { return kSubmissionFailureNames.name(f); }
 
@@ -134,6 +136,11 @@ struct SubmissionCheck {
 
 // The harness rules a PyTorch submission cannot be held to, each with what stands in for it.
 std::vector<std::string> submission_rules_not_applied();
+
+// Where the submission's PyTorch extensions are built (TORCH_EXTENSIONS_DIR of its worker): a folder of
+// its own under the cache ($KQUAL_CACHE_DIR, else $XDG_CACHE_HOME/kqual, else ~/.cache/kqual), keyed by the
+// content of its file and of the .py files beside it.
+std::filesystem::path submission_build_dir(const TorchSubmission& s);
 
 // Every correctness case of `c` the submission can take (its dtypes, up to max_case_elements), each
 // run as above. Where the worker cannot run (no PyTorch, no CUDA device) the result says so in
