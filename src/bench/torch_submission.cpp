@@ -321,11 +321,15 @@ std::optional<SubmissionCaseResult> record_started(TorchWorker& w, const json& h
 }  // namespace
 
 fs::path submission_build_dir(const TorchSubmission& s) {
-  // The key: the submission's file and every .py beside it (the modules it may import), by content.
-  std::string key = fs::absolute(s.file).filename().string() + "\n" + read_text_file(s.file);
+  // The key: the .py files of its folder (the modules it may import), by content, and its own file where
+  // it builds an extension itself: solutions that each call load_inline build apart even in one folder,
+  // while submissions sharing a kernel module of their folder share its build.
+  const std::string own = read_text_file(s.file);
+  const bool builds = own.find("load_inline") != std::string::npos || own.find("cpp_extension") != std::string::npos;
+  std::string key = builds ? fs::absolute(s.file).filename().string() + "\n" + own : std::string("shared");
   std::vector<fs::path> beside;
   for (const auto& e : fs::directory_iterator(fs::absolute(s.file).parent_path()))
-    if (e.is_regular_file() && e.path().extension() == ".py" && e.path().filename() != s.file.filename()) beside.push_back(e.path());
+    if (e.is_regular_file() && e.path().extension() == ".py") beside.push_back(e.path());
   std::sort(beside.begin(), beside.end());
   for (const auto& p : beside) key += "\n" + p.filename().string() + "\n" + read_text_file(p);
   fs::path root;

@@ -224,8 +224,8 @@ TEST(TorchSubmissionJudge, TheWorkersOwnFailureIsAHarnessErrorAndTheSubmissionsE
 TEST(TorchSubmissionBuilds, EachSubmissionBuildsInAFolderKeyedByItsContent) {
   ScratchDir dir("kqual-submission-builds");
   ::setenv("KQUAL_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
-  std::ofstream(dir.path() / "a.py") << "NAME = 'matmul_cuda'\n";
-  std::ofstream(dir.path() / "b.py") << "NAME = 'matmul_cuda'\n";
+  std::ofstream(dir.path() / "a.py") << "ext = load_inline(name='matmul_cuda', cuda_sources=A)\n";
+  std::ofstream(dir.path() / "b.py") << "ext = load_inline(name='matmul_cuda', cuda_sources=B)\n";
   TorchSubmission a, b;
   a.file = dir.path() / "a.py";
   b.file = dir.path() / "b.py";
@@ -235,6 +235,15 @@ TEST(TorchSubmissionBuilds, EachSubmissionBuildsInAFolderKeyedByItsContent) {
   EXPECT_EQ(da.parent_path().parent_path(), dir.path() / "cache");
   std::ofstream(dir.path() / "kernel.py") << "SRC = '...'\n";  // a module beside it that it may import
   EXPECT_NE(da, submission_build_dir(a));
+  // Submissions that only import their folder's kernel module share its build.
+  ScratchDir shared("kqual-submission-builds-shared");
+  std::ofstream(shared.path() / "kernel.py") << "ext = load_inline(name='k', cuda_sources=S)\n";
+  std::ofstream(shared.path() / "good.py") << "from kernel import ext\n";
+  std::ofstream(shared.path() / "broken.py") << "from kernel import ext  # another use of it\n";
+  TorchSubmission g, br;
+  g.file = shared.path() / "good.py";
+  br.file = shared.path() / "broken.py";
+  EXPECT_EQ(submission_build_dir(g), submission_build_dir(br));
   ::unsetenv("KQUAL_CACHE_DIR");
 }
 
