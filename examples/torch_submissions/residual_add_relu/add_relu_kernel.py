@@ -14,21 +14,29 @@ CUDA_SRC = r"""
 #include <cuda_fp16.h>
 #include <c10/cuda/CUDAStream.h>
 
+// Each thread's next element: grid-stride, or (KQUAL_DEFECT_GRID_2_24) one element per thread, so the
+// capped grid below covers only the first 2^24 elements.
+#ifdef KQUAL_DEFECT_GRID_2_24
+#define KQ_NEXT(i) (i = n)
+#else
+#define KQ_NEXT(i) (i += (long long)gridDim.x * blockDim.x)
+#endif
+
 __device__ __forceinline__ float relu_policy(float s) { return s != s ? s : (s > 0.0f ? s : 0.0f); }
 
 __global__ void add_relu_f32(const float* x, const float* r, float* y, long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; KQ_NEXT(i))
     y[i] = relu_policy(x[i] + r[i]);
 }
 
 __global__ void add_relu_bf16(const __nv_bfloat16* x, const __nv_bfloat16* r, __nv_bfloat16* y, long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; KQ_NEXT(i))
     y[i] = __float2bfloat16_rn(relu_policy(__bfloat162float(x[i]) + __bfloat162float(r[i])));
 }
 
 // f16: x + r in f32, relu, rounded to f16: the exact sum rounded once (f32 has 2 * 11 + 2 significand bits).
 __global__ void add_relu_f16(const __half* x, const __half* r, __half* y, long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; KQ_NEXT(i))
     y[i] = __float2half_rn(relu_policy(__half2float(x[i]) + __half2float(r[i])));
 }
 
@@ -37,7 +45,11 @@ void add_relu_into(torch::Tensor x, torch::Tensor r, torch::Tensor y) {
   const long long n = x.numel();
   if (n == 0) return;
   const int block = 256;
+#ifdef KQUAL_DEFECT_GRID_2_24
+  const int grid = (int)std::min<long long>((n + block - 1) / block, 65536);  // 65536 x 256 = 2^24 threads
+#else
   const int grid = (int)std::min<long long>((n + block - 1) / block, 132 * 32);
+#endif
 #ifdef KQUAL_DEFECT_LEGACY_STREAM
   cudaStream_t stream = 0;  // the legacy default stream: not ordered with the caller's stream
 #else

@@ -92,7 +92,19 @@ __global__ void softmax_rows(const T* __restrict__ x, T* __restrict__ y, long lo
 #endif
     float s = 0.0f;
     for (long long j = threadIdx.x; j < cols; j += blockDim.x) s = sum_kept<T>(s + expf(to_float(xr[j]) - m));
+#ifdef KQUAL_DEFECT_ATOMIC_ROW_SUM
+    // Each warp's partial sum added to one shared float with atomicAdd: the order the warps arrive in
+    // changes from run to run, and with it the sum's last bits.
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (threadIdx.x == 0) smem[kMaxWarps] = 0.0f;
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) atomicAdd(&smem[kMaxWarps], s);
+    __syncthreads();
+    s = smem[kMaxWarps];
+    __syncthreads();
+#else
     s = block_reduce<T, false>(s, smem);
+#endif
     for (long long j = threadIdx.x; j < cols; j += blockDim.x) yr[j] = from_float<T>(expf(to_float(xr[j]) - m) / s);
   }
 }
@@ -131,7 +143,8 @@ void softmax_into(torch::Tensor x, torch::Tensor y) {
 CPP_SRC = "void softmax_into(torch::Tensor x, torch::Tensor y);"
 
 # The one-defect variants of the known-broken examples (broken_*.py), each a macro of KERNELS.
-DEFECTS = ("KQUAL_DEFECT_NO_MAX_SUBTRACTION", "KQUAL_DEFECT_MASKED_ROW_ZERO", "KQUAL_DEFECT_SUM_IN_STORAGE_TYPE")
+DEFECTS = ("KQUAL_DEFECT_NO_MAX_SUBTRACTION", "KQUAL_DEFECT_MASKED_ROW_ZERO", "KQUAL_DEFECT_SUM_IN_STORAGE_TYPE",
+           "KQUAL_DEFECT_ATOMIC_ROW_SUM")
 
 
 @functools.lru_cache(maxsize=None)
