@@ -226,6 +226,7 @@ RecordJudgement judge_case_record(const ActivityRecord& r, const std::vector<Rec
       return j;
     }
   std::map<std::string, std::size_t> kernel_at;
+  j.call_work.assign(g.calls.size(), 0);
   std::vector<std::uint64_t> to_host(g.calls.size(), 0), from_host(g.calls.size(), 0);
   std::vector<std::pair<SubmissionFailure, std::string>> found;
   for (const auto& a : r.activities) {
@@ -244,6 +245,7 @@ RecordJudgement judge_case_record(const ActivityRecord& r, const std::vector<Rec
       continue;
     }
     const std::size_t c = std::size_t(k - 1);
+    ++j.call_work[c];
     if (r.legacy_stream && a.stream == *r.legacy_stream && a.stream != g.caller_stream)
       found.push_back({SubmissionFailure::wrong_stream,
                        fmt::format("call {}: {} ran on the legacy default stream, which is not ordered with the stream the caller "

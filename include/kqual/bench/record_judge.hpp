@@ -44,6 +44,7 @@ struct RecordJudgement {
   std::vector<RecordKernel> kernels;            // every distinct kernel of the calls
   std::map<std::string, double> gpu_ns_by_origin;  // [ns] of every call's kernels and copies, by origin ("own", "ATen", ...)
   std::vector<std::string> reference_kernels;   // what the reference launched (names, demangled)
+  std::vector<int> call_work;                   // per call: kernels, copies and memsets between its call and returned marks
 };
 
 // The case's record judged: `calls` calls were marked; modules: every module loaded so far.
