@@ -53,9 +53,13 @@ std::string SubmissionCheck::summary() const {
   if (harness_failed)
     return fmt::format("not judged: kqual's side failed at {}: {}", failures.empty() ? "?" : failures.front().id,
                        failures.empty() ? "" : failures.front().detail);
-  if (accepted) return fmt::format("accepted: {} of {} cases right ({} left out)", passed, cases, skipped);
+  const std::string where = stream == "default" ? " (every call on PyTorch's default stream, --stream default)" : "";
+  if (accepted) return fmt::format("accepted: {} of {} cases right ({} left out){}", passed, cases, skipped, where);
   const auto& f = failures.front();
-  return fmt::format("rejected: {} at {}: {}", to_string(f.failure), f.id, f.detail);
+  std::string out = fmt::format("rejected: {} at {}: {}{}", to_string(f.failure), f.id, f.detail, where);
+  if (!on_default_stream.empty())
+    out += fmt::format(". Called on PyTorch's default stream, as KernelBench calls it, the same submission is {}", on_default_stream);
+  return out;
 }
 
 json SubmissionCheck::to_json() const {
@@ -74,6 +78,10 @@ json SubmissionCheck::to_json() const {
               {"dtypes", dtypes},
               // [ns] GPU time of the calls' kernels and copies by where they came from (the activity record)
               {"gpu_ns_by_origin", gpu_ns_by_origin},
+              // "own": every call on a stream of kqual's; "default": on PyTorch's default stream (--stream default)
+              {"stream", stream},
+              // a wrong_stream rejection checked again on the default stream (summary of that check), or ""
+              {"on_default_stream", on_default_stream},
               {"not_applied", not_applied},
               // Where the time went [ms]: the worker's start (PyTorch imported, the submission's module
               // loaded), its cases, and kqual making the cases (overlapped with the worker's runs).
@@ -342,7 +350,10 @@ fs::path submission_build_dir(const TorchSubmission& s) {
 
 std::unique_ptr<TorchWorker> start_submission_worker(const contract::Contract& c, const TorchSubmission& s, const SubmissionCheckOptions& o,
                                                      const fs::path& err_file) {
-  json cfg{{"submission", fs::absolute(s.file).string()}, {"class", s.class_name}, {"seed", o.seed}};
+  json cfg{{"submission", fs::absolute(s.file).string()},
+           {"class", s.class_name},
+           {"seed", o.seed},
+           {"stream", o.stream == SubmissionCheckOptions::Stream::legacy_default ? "default" : "own"}};
   cfg["contract_dir"] = fs::exists(s.problem_dir / "reference.py") && fs::exists(s.problem_dir / "problem.py")
                             ? json(fs::absolute(s.problem_dir).string())
                             : json(nullptr);
@@ -379,10 +390,31 @@ std::vector<std::string> submission_rules_not_applied() {
   };
 }
 
+namespace {
+
+// A submission whose kernels run on the legacy default stream is wrong where it is called on any other
+// stream (kqual's verdict), and may be right where KernelBench calls it, on the default stream: its
+// author is told which, from a second check with every call there.
+void recheck_on_default_stream(const contract::Contract& c, const TorchSubmission& s, const SubmissionCheckOptions& o, SubmissionCheck& r) {
+  if (!o.recheck_on_default_stream || o.stream != SubmissionCheckOptions::Stream::own || r.failures.empty() ||
+      r.failures.front().failure != SubmissionFailure::wrong_stream)
+    return;
+  SubmissionCheckOptions d = o;
+  d.stream = SubmissionCheckOptions::Stream::legacy_default;
+  d.recheck_on_default_stream = false;
+  d.stop_at_first_failure = true;
+  d.scratch.clear();
+  const SubmissionCheck again = check_torch_submission(c, s, d);
+  r.on_default_stream = again.accepted ? fmt::format("right: accepted on all {} cases", again.cases) : again.summary();
+}
+
+}  // namespace
+
 SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchSubmission& s, const SubmissionCheckOptions& o) {
   if (!fs::is_regular_file(s.file)) throw_error(ErrorKind::input, fmt::format("submission {}: no such file", s.file.string()));
   SubmissionCheck r;
   r.not_applied = submission_rules_not_applied();
+  r.stream = o.stream == SubmissionCheckOptions::Stream::legacy_default ? "default" : "own";
   const std::vector<DType> dtypes = submission_dtypes(c, s);
   for (DType t : dtypes) r.dtypes.emplace_back(to_string(t));
   const std::vector<contract::CaseSpec> cases = submission_cases(c, dtypes, o, &r.skipped);
@@ -437,6 +469,7 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
   }
   r.kernels.assign(kernels.begin(), kernels.end());
   r.accepted = r.failures.empty() && r.passed == r.cases;
+  recheck_on_default_stream(c, s, o, r);
   return r;
 }
 

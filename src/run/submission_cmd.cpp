@@ -24,13 +24,19 @@ void add_submission_options(CLI::App* cmd, pipeline::SubmissionOptions& s) {
   cmd->add_option("--allow-kernel", s.allow_kernels,
                   "For a PyTorch submission: a regular expression of library kernels (ATen, cuBLAS, cuDNN, Inductor) it may "
                   "launch; repeatable. Any other library kernel rejects it as reference_called");
+  cmd->add_option("--stream", s.stream,
+                  "For a PyTorch submission: where each checked call is made: own (default: a stream of kqual's, as production "
+                  "code calls on many; a kernel on the legacy default stream is then wrong_stream, and the result says whether "
+                  "it is right on the default stream) or default (PyTorch's default stream, as KernelBench calls it; the verdict "
+                  "says so). Timing always runs on kqual's stream")
+      ->check(CLI::IsMember({"own", "default"}));
 }
 
 bool check_submission_if_any(const GlobalOptions& g, const pipeline::QualifyOptions& q, pipeline::SubmissionOptions& s,
                              int* exit_code) {
   if (!pipeline::is_torch_submission(q.candidate)) {
-    if (!s.problem.empty() || !s.class_name.empty() || !s.allow_kernels.empty())
-      throw_error(ErrorKind::usage, fmt::format("--problem, --class and --allow-kernel are for PyTorch submissions; {} is a "
+    if (!s.problem.empty() || !s.class_name.empty() || !s.allow_kernels.empty() || s.stream != "own")
+      throw_error(ErrorKind::usage, fmt::format("--problem, --class, --allow-kernel and --stream are for PyTorch submissions; {} is a "
                                                 "kernel candidate (its manifest names its contract)",
                                                 q.candidate.string()));
     return false;

@@ -25,7 +25,8 @@ constexpr const char* kGood = kNumpyAddRelu;
 
 class TorchSubmissionTest : public ::testing::Test {
  protected:
-  SubmissionCheck check(const std::string& body, double timeout_s = 60, const std::vector<DType>& dtypes = {}) {
+  SubmissionCheck check(const std::string& body, double timeout_s = 60, const std::vector<DType>& dtypes = {},
+                        SubmissionCheckOptions::Stream stream = SubmissionCheckOptions::Stream::own) {
     const fs::path f = dir_.path() / "submission.py";
     std::ofstream(f) << body;
     TorchSubmission s;
@@ -35,6 +36,7 @@ class TorchSubmissionTest : public ::testing::Test {
     o.worker = KQUAL_FAKE_SUBMISSION_WORKER;
     o.case_timeout_s = timeout_s;
     o.max_case_elements = 1 << 16;
+    o.stream = stream;
     return check_torch_submission(contract::find_contract("residual_add_relu"), s, o);
   }
   // The fake worker writes the record itself (fixtures/fake_record.py); the recorder the driver would
@@ -148,6 +150,20 @@ TEST_F(TorchSubmissionTest, TheRecordDecidesStreamsLateWorkTheHostAndWhoDidTheWo
   const SubmissionCheck legacy = with("{'kernels': [{'stream': 7}]}");
   EXPECT_EQ(code(legacy), "wrong_stream") << legacy.summary();
   EXPECT_NE(legacy.summary().find("getCurrentCUDAStream"), std::string::npos) << legacy.summary();
+  // Checked again with every call on the default stream, as KernelBench calls it: right there, and said so.
+  EXPECT_EQ(legacy.on_default_stream.rfind("right: accepted", 0), 0u) << legacy.summary();
+  EXPECT_NE(legacy.summary().find("as KernelBench calls it"), std::string::npos) << legacy.summary();
+  EXPECT_EQ(legacy.to_json().value("on_default_stream", ""), legacy.on_default_stream);
+  // --stream default: judged there from the start, and the verdict says where it was called.
+  const SubmissionCheck on_default = check(std::string(kGood) + "WATCH = {'record': {'kernels': [{'stream': 7}]}}\n", 60, {},
+                                           SubmissionCheckOptions::Stream::legacy_default);
+  EXPECT_TRUE(on_default.accepted) << on_default.summary();
+  EXPECT_NE(on_default.summary().find("--stream default"), std::string::npos) << on_default.summary();
+  EXPECT_EQ(on_default.to_json().value("stream", ""), "default");
+  // A submission wrong on both streams is not told it is right on the default one.
+  const SubmissionCheck both = with("{'kernels': [{'stream': 7}], 'after_return': [{'tid': 4242}]}");
+  EXPECT_EQ(code(both), "wrong_stream") << both.summary();
+  EXPECT_EQ(both.on_default_stream.rfind("rejected: late_result", 0), 0u) << both.summary();
   EXPECT_EQ(code(with("{'kernels': [{'stream': 17, 'late_ns': 1000}]}")), "unjoined_stream");
   EXPECT_EQ(code(with("{'kernels': [{'stream': 17}]}")), "none");  // side work joined in time
   EXPECT_EQ(code(with("{'after_return': [{'tid': 4242}]}")), "late_result");

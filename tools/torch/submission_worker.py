@@ -10,7 +10,9 @@ CONFIG: {"submission": file, "class": "ModelNew", "contract_dir": folder of an i
 problem (reference.py with CONFIG, problem.py) or null, "builtin": the built-in contract's name (its
 PyTorch form in kqual_torch_ops) or absent, "reference_py" and "reference_function": a declared
 contract's PyTorch reference or absent, "allow_kernels": [regex], "seed": int,
-"sleep_cycles": int (the spin put on the caller's stream before each checked call; default 2e7)}
+"sleep_cycles": int (the spin put on the caller's stream before each checked call; default 2e7),
+"stream": "own" (default: every call on a stream of kqual's, as production code calls on many) or "default"
+(every call on PyTorch's default stream, as KernelBench's evaluation calls it)}
 
 Protocol: one JSON line answered per JSON line on stdin, replies on the process's original stdout
 (the submission's own prints, Python or C, go to stderr). The first line out is the hello:
@@ -148,7 +150,9 @@ originals = guard.Originals()  # before the submission exists
 
 recorder = Recorder()
 Event = torch.cuda.Event
-caller = torch.cuda.Stream()   # kqual's stream for every call; made before the tracker is installed
+# The stream every call is made on; made before the tracker is installed. "default": the legacy default
+# stream, where KernelBench calls a solution (a kernel launched with <<<grid, block>>> is then ordered with it).
+caller = torch.cuda.default_stream() if cfg.get("stream") == "default" else torch.cuda.Stream()
 tracker = guard.StreamTracker(torch)
 tracker.install()
 _props = torch.cuda.get_device_properties(dev)

@@ -10,7 +10,8 @@
 // with the reference on two datasets given in the same tensors (a result cached by data_ptr and
 // shape is caught), a third call on fresh tensors is compared with the first, inputs are hashed
 // before and after each call, the output is read once the caller's stream is done and again after
-// the whole device is, and the kernels each case launches are listed with the PyTorch profiler.
+// the whole device is, and every kernel, copy and stream of every call comes from kqual's activity
+// recorder (activity_record.hpp), injected below the submission's interpreter.
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -114,6 +115,12 @@ struct SubmissionCheckOptions {
   bool stop_at_first_failure = true;
   // Set in the worker's environment (kqual screen --gpus: CUDA_VISIBLE_DEVICES pins it to the lane's GPU).
   std::vector<std::pair<std::string, std::string>> env;
+  // Where each call is made: Stream::own, a stream of kqual's (production code calls on many
+  // streams), or Stream::legacy_default, PyTorch's default stream as KernelBench calls it.
+  enum class Stream { own, legacy_default } stream = Stream::own;
+  // With Stream::own: a submission rejected wrong_stream is checked again on the default stream, and the
+  // result says whether it is right there (SubmissionCheck::on_default_stream).
+  bool recheck_on_default_stream = true;
 };
 
 struct SubmissionCheck {
@@ -127,6 +134,10 @@ struct SubmissionCheck {
   std::vector<std::string> not_applied;  // harness rules that cannot hold for a PyTorch submission, each with why
   std::vector<std::string> dtypes;       // the dtypes judged (the submission's claim, else the contract's)
   std::map<std::string, double> gpu_ns_by_origin;  // [ns] the calls' GPU time by origin (own, ATen, cuBLAS, ...)
+  std::string stream = "own";            // where the calls were made: "own" (a stream of kqual's) or "default"
+  // A wrong_stream rejection checked again on the default stream: "accepted: ..." or "rejected: ..."
+  // (summary() of that check); "" when not checked.
+  std::string on_default_stream;
   // [ms] the worker's start (its hello), its runs of the cases, and kqual's making of the cases (on
   // a thread of its own, each case made while the worker runs the one before).
   double hello_ms = 0, worker_ms = 0, prepare_ms = 0;

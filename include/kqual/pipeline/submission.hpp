@@ -19,6 +19,7 @@ struct SubmissionOptions {
   std::string problem;                     // --problem: a contract name, contract.toml or its folder (required for a .py)
   std::string class_name;                  // --class (default: the manifest's, else ModelNew)
   std::vector<std::string> allow_kernels;  // --allow-kernel REGEX, added to the manifest's
+  std::string stream = "own";              // --stream: "own" (a stream of kqual's) or "default" (PyTorch's default stream)
   std::filesystem::path out_dir = "kqual-out";
   std::uint64_t seed = 20261205;
   double watchdog_seconds = 120;           // per case
