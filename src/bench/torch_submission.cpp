@@ -123,42 +123,6 @@ std::vector<DType> submission_dtypes(const contract::Contract& c, const TorchSub
   return s.dtypes;
 }
 
-// A case just past the element limit: `spec` (the largest within it) with its outermost axis multiplied
-// until its largest tensor holds more than `limit` elements, if the contract accepts that shape. A kernel
-// whose grid stops at the limit's size (2^24 elements) is wrong there, and only there.
-std::optional<contract::CaseSpec> past_limit_case(const contract::Contract& c, const contract::CaseSpec& spec, std::int64_t limit) {
-  const std::int64_t n = case_elements(c, spec);
-  if (n < 1) return std::nullopt;
-  std::string axis;
-  for (const auto& t : c.domain().tensors) {
-    std::int64_t e = 1;
-    for (const auto& a : t.shape)
-      if (auto it = spec.dims.find(a); it != spec.dims.end()) e *= it->second;
-    if (e == n && !t.shape.empty() && spec.dims.count(t.shape.front())) {
-      axis = t.shape.front();
-      break;
-    }
-  }
-  if (axis.empty()) return std::nullopt;
-  contract::CaseSpec grown = spec;
-  grown.dims[axis] = spec.dims.at(axis) * (limit / n + 1);
-  grown.id = fmt::format("{}/past-limit/{}", to_string(spec.dtype), contract::format_dims(grown.dims));
-  contract::Request req;
-  req.dtype = grown.dtype;
-  req.dims = grown.dims;
-  contract::Supports any;
-  any.dtypes = {grown.dtype};
-  any.min_alignment_bytes = 1;
-  for (const auto& t : c.domain().tensors) {
-    std::int64_t e = 1;
-    for (const auto& a : t.shape)
-      if (auto it = grown.dims.find(a); it != grown.dims.end()) e *= it->second;
-    req.lengths[t.name] = e;
-    req.strides[t.name] = 1;
-  }
-  if (c.validate(req, any)) return std::nullopt;  // a shape the contract refuses: no such case
-  return grown;
-}
 
 // The cases a submission takes: the contract's correctness cases at the dtypes it is judged at, one per
 // (dtype, dims, family): alignment offsets do not apply (PyTorch allocates the tensors it is given).
@@ -328,6 +292,62 @@ std::optional<SubmissionCaseResult> record_started(TorchWorker& w, const json& h
 
 }  // namespace
 
+// A case just past the element limit (declared in the header): `spec` (the largest within it) with its outermost axis multiplied
+// until its largest tensor holds more than `limit` elements, if the contract accepts that shape. A kernel
+// whose grid stops at the limit's size (2^24 elements) is wrong there, and only there.
+std::optional<contract::CaseSpec> past_limit_case(const contract::Contract& c, const contract::CaseSpec& spec, std::int64_t limit) {
+  const std::int64_t n = case_elements(c, spec);
+  if (n < 1) return std::nullopt;
+  std::string axis;
+  for (const auto& t : c.domain().tensors) {
+    std::int64_t e = 1;
+    for (const auto& a : t.shape)
+      if (auto it = spec.dims.find(a); it != spec.dims.end()) e *= it->second;
+    if (e == n && !t.shape.empty() && spec.dims.count(t.shape.front())) {
+      axis = t.shape.front();
+      break;
+    }
+  }
+  if (axis.empty()) return std::nullopt;
+  // The smallest size of that axis whose largest tensor passes the limit (an axis that appears twice, as
+  // in a square matmul, grows by its square root), found by bisection.
+  const auto largest_at = [&](std::int64_t v) {
+    std::int64_t most = 0;
+    for (const auto& t : c.domain().tensors) {
+      std::int64_t e = 1;
+      for (const auto& a : t.shape)
+        if (a == axis) e *= v;
+        else if (auto it = spec.dims.find(a); it != spec.dims.end()) e *= it->second;
+      most = std::max(most, e);
+    }
+    return most;
+  };
+  std::int64_t lo = spec.dims.at(axis), hi = lo * (limit / n + 1);
+  if (largest_at(hi) <= limit) return std::nullopt;
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (largest_at(mid) > limit ? hi : lo) = mid;
+  }
+  contract::CaseSpec grown = spec;
+  grown.dims[axis] = hi;
+  grown.id = fmt::format("{}/past-limit/{}", to_string(spec.dtype), contract::format_dims(grown.dims));
+  contract::Request req;
+  req.dtype = grown.dtype;
+  req.dims = grown.dims;
+  contract::Supports any;
+  any.dtypes = {grown.dtype};
+  any.min_alignment_bytes = 1;
+  for (const auto& t : c.domain().tensors) {
+    std::int64_t e = 1;
+    for (const auto& a : t.shape)
+      if (auto it = grown.dims.find(a); it != grown.dims.end()) e *= it->second;
+    req.lengths[t.name] = e;
+    req.strides[t.name] = 1;
+  }
+  if (c.validate(req, any)) return std::nullopt;  // a shape the contract refuses: no such case
+  return grown;
+}
+
 fs::path submission_build_dir(const TorchSubmission& s) {
   // The key: the .py files of its folder (the modules it may import), by content, and its own file where
   // it builds an extension itself: solutions that each call load_inline build apart even in one folder,
@@ -425,7 +445,12 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
   std::unique_ptr<TorchWorker> wp = start_submission_worker(c, s, o, dir / "worker.stderr");
   TorchWorker& w = *wp;
   const auto t_hello = std::chrono::steady_clock::now();
-  const json hello = w.call(nullptr, o.case_timeout_s);
+  const double import_s = std::max(o.case_timeout_s, o.import_timeout_s);
+  json hello = w.call(nullptr, import_s);
+  if (hello.value("code", std::string()) == "hang")  // the import outlived its deadline: say what was running
+    hello["error"] = fmt::format("the submission's import (PyTorch, its module and the extensions it builds) did not end in {:.0f} s; "
+                                 "the worker was killed ({})",
+                                 import_s, hello.value("error", std::string()));
   r.hello_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_hello).count();
   if (const std::string code = hello.value("code", std::string()); code == "no_torch" || code == "no_cuda") {
     r.not_run = hello.value("error", code);

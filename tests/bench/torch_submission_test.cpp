@@ -290,3 +290,31 @@ TEST(TorchSubmissionJudge, AnOutputFileOfTheWrongSizeIsAHarnessError) {
 
 }  // namespace
 }  // namespace kqual::bench
+
+namespace kqual::bench {
+namespace {
+
+// The case past the element limit grows the largest tensor's outermost axis only as far as it must: one
+// element past the limit for a vector, the smallest M whose M x 64 tensors pass it for a GEMM (the
+// multiplier of the first version took a square matmul from 2^24 to 2^30 elements).
+TEST(PastLimitCase, GrowsTheLargestTensorJustPastTheLimit) {
+  contract::CaseSpec v;
+  v.dtype = DType::f32;
+  v.dims = {{"n", 1000}};
+  const auto grown = past_limit_case(contract::find_contract("residual_add_relu"), v, 4096);
+  ASSERT_TRUE(grown.has_value());
+  EXPECT_EQ(grown->dims.at("n"), 4097);
+  EXPECT_NE(grown->id.find("past-limit"), std::string::npos) << grown->id;
+  contract::CaseSpec g;
+  g.dtype = DType::f32;
+  g.dims = {{"m", 64}, {"n", 64}, {"k", 64}};
+  const auto gemm = past_limit_case(contract::find_contract("gemm"), g, 5000);
+  ASSERT_TRUE(gemm.has_value());
+  std::int64_t grown_axis = 0, kept = 0;
+  for (const auto& [a, d] : gemm->dims) (d != 64 ? grown_axis : kept) += d == 64 ? 1 : d;
+  EXPECT_EQ(grown_axis, 79) << contract::format_dims(gemm->dims);  // 79 x 64 = 5056 > 5000 >= 78 x 64
+  EXPECT_EQ(kept, 2);
+}
+
+}  // namespace
+}  // namespace kqual::bench

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,7 +108,10 @@ SubmissionCaseResult judge_submission_case(const contract::Contract& c, const st
 
 struct SubmissionCheckOptions {
   std::uint64_t seed = 20261205;
-  double case_timeout_s = 120;   // per case (the worker's import and first compile included in the first)
+  double case_timeout_s = 120;   // per case
+  // The worker's start: PyTorch imported, the submission's module loaded and its extensions built (a
+  // load_inline build takes one to several minutes, more with other builds beside it): not a case's deadline.
+  double import_timeout_s = 900;
   std::filesystem::path worker;  // the worker script; empty: tools/torch/submission_worker.py
   std::string python;            // empty: the reference interpreter
   std::filesystem::path scratch; // where case files go (removed after); empty: a temporary folder
@@ -152,6 +156,11 @@ std::vector<std::string> submission_rules_not_applied();
 // its own under the cache ($KQUAL_CACHE_DIR, else $XDG_CACHE_HOME/kqual, else ~/.cache/kqual), keyed by the
 // content of its file and of the .py files beside it.
 std::filesystem::path submission_build_dir(const TorchSubmission& s);
+
+// A case just past the element limit: `spec` (the largest within it) with the outermost axis of its
+// largest tensor grown to the smallest size at which that tensor holds more than `limit` elements, if the
+// contract accepts that shape (a kernel whose grid stops at 2^24 elements is wrong there, and only there).
+std::optional<contract::CaseSpec> past_limit_case(const contract::Contract& c, const contract::CaseSpec& spec, std::int64_t limit);
 
 // Every correctness case of `c` the submission can take (its dtypes, up to max_case_elements), each
 // run as above. Where the worker cannot run (no PyTorch, no CUDA device) the result says so in
