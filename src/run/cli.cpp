@@ -9,6 +9,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/version.hpp"
+#include "kqual/run/user_paths.hpp"
 
 namespace kqual::run {
 
@@ -105,6 +106,7 @@ std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
       add(*app, s.g, &s.exit_code);
   }
   json_flag_everywhere(*app, s.g);
+  check_output_defaults(*app);
   one_value_per_occurrence(*app);
   return app;
 }

@@ -136,7 +136,7 @@ void add_screen_command(CLI::App& app, CliState& s, bool run_commands) {
   cmd->add_flag("--restart", o.restart, "Start a fresh journal (default: resume OUT/journal.jsonl when its options match)");
   add_screen_timing_options(cmd, o.timing);
 
-  auto merge_opts = std::make_shared<pipeline::MergeOptions>();
+  pipeline::MergeOptions* merge_opts = &s.screen_merge;
   auto* merge = cmd->add_subcommand("merge", "Combine the --out folders of sharded screens (--shard I/N) into one results.json "
                                              "and summary.md; refuses shards screened with other options, counts duplicate "
                                              "and missing candidates (docs/scale-out.md)");

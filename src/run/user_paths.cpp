@@ -103,10 +103,39 @@ CLI::Option* input_path(CLI::Option* o, PathRole role, const std::string& what) 
       ""));
 }
 
+namespace {
+constexpr const char* kOutputFolder = "kqual-output-folder";  // the validators' names, found again below
+constexpr const char* kOutputFile = "kqual-output-file";
+}  // namespace
+
 CLI::Option* output_path(CLI::Option* o, PathRole role) {
-  // A default (--out kqual-out) is written to as surely as a given value: check it too.
-  if (!o->get_default_str().empty()) o->force_callback();
-  return o->check(CLI::Validator([role](std::string& value) { return output_path_problem(value, role); }, ""));
+  return o->check(CLI::Validator([role](std::string& value) { return output_path_problem(value, role); }, "",
+                                 role == PathRole::folder ? kOutputFolder : kOutputFile));
+}
+
+void check_output_defaults(CLI::App& app) {
+  for (CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; })) {
+    for (CLI::Option* o : cmd->get_options()) {
+      if (o->get_default_str().empty()) continue;
+      for (const char* name : {kOutputFolder, kOutputFile}) {
+        CLI::Validator* v = nullptr;
+        try {
+          v = o->get_validator(name);
+        } catch (const CLI::OptionNotFound&) {
+          continue;
+        }
+        const PathRole role = name == kOutputFolder ? PathRole::folder : PathRole::file;
+        // CLI11 runs a forced option's callback, validators included, under every command, parsed
+        // or not: only the command that runs checks its default (screen's, not under `screen merge`).
+        v->operation([cmd, role](std::string& value) {
+          const bool runs = cmd->parsed() && cmd->get_subcommands([](const CLI::App* s) { return s->parsed(); }).empty();
+          return runs ? output_path_problem(value, role) : std::string();
+        });
+        o->force_callback();
+      }
+    }
+    check_output_defaults(*cmd);
+  }
 }
 
 }  // namespace kqual::run

@@ -26,6 +26,31 @@ TEST(Cli, UnknownCommandIsAUsageError) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
 }
 
+// A word that names no command is named as such, with the commands listed (CLI11 alone said
+// "A subcommand is required"); so is no command at all, and an option kqual does not have.
+TEST(Cli, AWordThatNamesNoCommandIsNamedAndTheCommandsListed) {
+  for (const char* args : {" frobnicate", " --json frobnicate", "", " --bogus"}) {
+    auto r = test::run(test::kq() + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(test::contains(r.output, "the commands: qualify, check, bench")) << args << "\n" << r.output;
+    EXPECT_FALSE(test::contains(r.output, "A subcommand is required")) << args << "\n" << r.output;
+  }
+  EXPECT_TRUE(test::contains(test::run(test::kq() + " frobnicate").output, "'frobnicate' is not a kqual command"));
+  EXPECT_TRUE(test::contains(test::run(test::kq() + " --bogus").output, "'--bogus' is not a kqual option"));
+  EXPECT_TRUE(test::contains(test::run(test::kq()).output, "no command given"));
+}
+
+// --json after the command, as --quiet: the same document as before it.
+TEST(Cli, JsonAfterTheCommandAsBeforeIt) {
+  const std::string before = test::run(test::kq() + " --json model amdahl --share 0.3 --kernel-speedup 2").output;
+  const std::string after = test::run(test::kq() + " model amdahl --share 0.3 --kernel-speedup 2 --json").output;
+  for (const std::string& out : {before, after})
+    EXPECT_TRUE(test::contains(out, "\"schema\": \"kqual.model-amdahl/1\"")) << out;
+  auto r = test::run(test::kq() + " contracts --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("[", 0) == 0 || r.output.rfind("{", 0) == 0, true) << r.output;
+}
+
 TEST(Cli, QualifyWithoutGpuRunsStaticPhasesAndExits3) {
   ScratchDir out("kqual-cli-test");
   auto r = test::run(test::kq() + " qualify --no-gpu " + test::quote(test::repo_root() / "candidates/residual_add_relu/good") +

@@ -13,6 +13,7 @@
 #include "kqual/pipeline/compare.hpp"
 #include "kqual/pipeline/qualify.hpp"
 #include "kqual/pipeline/screen.hpp"
+#include "kqual/pipeline/screen_shard.hpp"
 #include "kqual/pipeline/submission.hpp"
 
 namespace CLI {
@@ -47,6 +48,7 @@ struct CliState {
   std::filesystem::path selftest_out;
   CompareCliOptions compare;
   pipeline::ScreenOptions screen;
+  pipeline::MergeOptions screen_merge;
   pipeline::SubmissionOptions submission;  // kqual check of a PyTorch submission (src/run/submission_cmd.cpp)
 };
 

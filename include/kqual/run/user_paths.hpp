@@ -8,6 +8,7 @@
 #include <string>
 
 namespace CLI {
+class App;
 class Option;
 }  // namespace CLI
 
@@ -32,8 +33,10 @@ std::string output_path_problem(const std::filesystem::path& p, PathRole role);
 
 // `o` (an option or positional whose values are paths) refuses, while the command line is parsed,
 // a value for which input_path_problem / output_path_problem says something.
-// output_path checks the option's default too (qualify's --out kqual-out), not only a given value.
 CLI::Option* input_path(CLI::Option* o, PathRole role, const std::string& what = {});
 CLI::Option* output_path(CLI::Option* o, PathRole role);
+// CLI11 validates given values only; once every command is registered, this makes each output_path
+// option with a default (qualify's --out kqual-out) check that default too, when its command runs.
+void check_output_defaults(CLI::App& app);
 
 }  // namespace kqual::run
