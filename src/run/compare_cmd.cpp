@@ -59,7 +59,8 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
              PathRole::file);
   output_path(cmd->add_option("--out", c.o.out_dir, "Folder for results.json and memo.md")->capture_default_str(), PathRole::folder);
   add_contract_source_options(cmd, c.o.sources);
-  cmd->add_option("--arch", c.o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")");
+  arch_option(cmd->add_option("--arch", c.o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")"),
+              ArchUse::compile);
   add_negatable_flag(cmd, "gpu", c.o.use_gpu, "--no-gpu: static phases only (build, artifact diff); exit 3");
   cmd->add_option("--watchdog", c.o.watchdog_seconds, "Seconds a worker or probe may take per request")->capture_default_str()
       ->check(CLI::PositiveNumber);

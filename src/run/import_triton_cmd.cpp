@@ -73,7 +73,8 @@ void add_import_triton_command(CLI::App& app, GlobalOptions& g, int* exit_code) 
                   "Which kernel (its name, or FOLDER/NAME when several compiles share a name); required when the cache "
                   "holds more than one");
   output_path(cmd->add_option("--out", opts->out, "The candidate folder to create (must not exist)"), PathRole::folder);
-  cmd->add_option("--arch", opts->o.arch, "Also require that the cubin loads on this GPU, e.g. sm_90");
+  arch_option(cmd->add_option("--arch", opts->o.arch, "Also require that the cubin loads on this GPU, e.g. sm_90"),
+              ArchUse::device);
   cmd->add_flag("--list", opts->list, "List the cache's kernels and exit");
 }
 

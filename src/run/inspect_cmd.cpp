@@ -220,8 +220,8 @@ void add_inspect_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
       "--diff, if the loading path gets worse).");
   input_path(cmd->add_option("artifact", opts->paths, "ART, or OLD NEW with --diff")->required()->expected(1, 2), PathRole::file,
              "a cubin, fatbin, PTX file or a host executable/library");
-  cmd->add_option("--arch", opts->arch,
-                  "Target GPU, e.g. sm_90 (default: device 0 if a driver is present, else " KQUAL_DEFAULT_ARCH ")");
+  arch_option(cmd->add_option("--arch", opts->arch,
+                  "Target GPU, e.g. sm_90 (default: device 0 if a driver is present, else " KQUAL_DEFAULT_ARCH ")"), ArchUse::device);
   add_quiet_flag(cmd, g);
   cmd->add_flag("--diff", opts->diff, "Compare OLD and NEW: entries, loading path, per-kernel code and resources");
   cmd->add_option("--kernel", opts->kernel,

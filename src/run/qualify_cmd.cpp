@@ -44,7 +44,8 @@ void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
   input_path(cmd->add_option("candidate", o.candidate, "Candidate folder (with kqual.toml) or the manifest itself")->required(),
              PathRole::file_or_folder);
   output_path(cmd->add_option("--out", o.out_dir, "Folder for results.json and memo.md")->capture_default_str(), PathRole::folder);
-  cmd->add_option("--arch", o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")");
+  arch_option(cmd->add_option("--arch", o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")"),
+              ArchUse::compile);
   add_negatable_flag(cmd, "gpu", o.use_gpu, "--no-gpu: run only the static phases (never start a GPU worker)");
   cmd->add_option("--watchdog", o.watchdog_seconds, "Seconds a worker may take per request before it is killed")
       ->capture_default_str()->check(CLI::PositiveNumber);

@@ -16,7 +16,8 @@ namespace kqual::run {
 void add_screen_verdict_options(CLI::App* cmd, pipeline::ScreenOptions& o) {
   cmd->add_option("--contract", o.contract, "Screen against this contract: candidates of another one are refused "
                                             "(contract_mismatch) (default: each candidate's own)");
-  cmd->add_option("--arch", o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")");
+  arch_option(cmd->add_option("--arch", o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")"),
+              ArchUse::compile);
   add_negatable_flag(cmd, "gpu", o.use_gpu, "--no-gpu: static phases only (manifest, contract, compile); never start a GPU worker");
   cmd->add_option("--seed", o.seed, "Seed of the case generator")->capture_default_str();
   add_negatable_flag(cmd, "large-cases", o.large_cases, "--no-large-cases: skip the 2^27+5 and >2^31-byte correctness cases");

@@ -85,7 +85,9 @@ void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   cmd->add_option("--block", a->cfg.block, "threads per block")->capture_default_str();
   cmd->add_option("--steady", a->cfg.steady_launches, "launches after the first, per process")->capture_default_str();
   cmd->add_flag("--compile", a->cfg.compile, "the artifact is CUDA source: compile with NVRTC (timed in its own processes), then load");
-  cmd->add_option("--arch", a->cfg.arch, "NVRTC target for --compile: sm_XX (SASS) or compute_XX (PTX only)")->capture_default_str();
+  arch_option(cmd->add_option("--arch", a->cfg.arch, "NVRTC target for --compile: sm_XX (SASS) or compute_XX (PTX only)")
+                  ->capture_default_str(),
+              ArchUse::compile);
   cmd->add_option("--compile-runs", a->cfg.compile_runs, "fresh NVRTC processes (default min(runs, 10))");
   cmd->add_option("--modes", a->modes, "JIT cache modes: off,cold,warm")->capture_default_str();
   cmd->add_option("--loading", a->loading, "module loading modes: lazy,eager")->capture_default_str();

@@ -130,3 +130,37 @@ TEST(Cli, SelftestWithoutGpuCompilesEverythingAndExits3) {
 
 }  // namespace
 }  // namespace kqual
+
+namespace kqual {
+namespace {
+
+// Messages at the level the user wrote: --arch names the option and its forms (not NVRTC's
+// INVALID_OPTION), and a manifest that is not TOML gives line and column under every command that
+// reads it (check and screen looked for a PyTorch submission first, which said neither).
+TEST(Cli, ArchAndTomlErrorsAreSaidAtTheUsersLevel) {
+  const std::string cand = test::quote(test::repo_root() / "candidates/residual_add_relu/good");
+  for (const std::string& cmd : {"check " + cand + " --no-gpu", "inspect " + test::quote(test::repo_root() /
+                                "candidates/residual_add_relu/prebuilt/add_relu_vec.compute_80.ptx")}) {
+    auto r = test::run(test::kq() + " " + cmd + " --arch banana");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(test::contains(r.output, "--arch: 'banana' is not")) << r.output;
+    EXPECT_TRUE(test::contains(r.output, "sm_90")) << r.output;
+    EXPECT_FALSE(test::contains(r.output, "NVRTC_ERROR")) << r.output;
+  }
+  ScratchDir dir("kqual-cli-toml");
+  std::filesystem::create_directories(dir.path() / "c");
+  std::ofstream(dir.path() / "c/kqual.toml") << "[candidate\nname = \"x\"\n";
+  const std::string where = (dir.path() / "c/kqual.toml").string() + ":1:11: TOML syntax error";
+  for (const std::string& cmd : {std::string("check"), std::string("qualify"), std::string("screen")}) {
+    auto r = test::run(test::kq() + " " + cmd + " " + test::quote(dir.path() / "c") + " --no-gpu --out " +
+                       test::quote(dir.path() / ("out-" + cmd)));
+    EXPECT_TRUE(test::contains(r.output, where)) << cmd << "\n" << r.output;
+    EXPECT_FALSE(test::contains(r.output, "internal error")) << cmd << "\n" << r.output;
+    if (cmd != "screen") {  // screen refuses the candidate (manifest_invalid) and goes on
+      EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.output;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kqual
