@@ -11,6 +11,7 @@
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/decision/decision.hpp"
 #include "kqual/pipeline/qualify.hpp"
+#include "kqual/report/memo.hpp"
 #include "kqual/worker/timer.hpp"
 
 namespace kqual::run {
@@ -111,6 +112,7 @@ void print_outcome(const GlobalOptions& g, const QualifyOutcome& out) {
   fmt::print("verdict: {} — {}\n", decision::to_string(r.verdict.verdict), r.verdict.summary);
   for (const auto& x : r.verdict.reasons) fmt::print("  - {}\n", x);
   fmt::print("wrote {} and {}\n", out.results_path.string(), out.memo_path.string());
+  if (r.reproduce) fmt::print("\n{}", report::reproduce_text(r.reproduce));
 }
 
 }  // namespace
