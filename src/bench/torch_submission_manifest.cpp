@@ -6,6 +6,8 @@
 
 #include "kqual/bench/torch_submission.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/core/toml_read.hpp"
 
 namespace kqual::bench {
 namespace fs = std::filesystem;
@@ -14,13 +16,7 @@ namespace {
 
 fs::path manifest_file(const fs::path& path) { return fs::is_directory(path) ? path / "kqual.toml" : path; }
 
-toml::table parse(const fs::path& file) {
-  try {
-    return toml::parse_file(file.string());
-  } catch (const toml::parse_error& e) {
-    throw_error(ErrorKind::input, fmt::format("{}: not TOML: {}", file.string(), std::string(e.description())));
-  }
-}
+toml::table parse(const fs::path& file) { return parse_toml(read_text_file(file), file); }
 
 [[noreturn]] void bad(const fs::path& file, const std::string& key, const std::string& why) {
   throw_error(ErrorKind::input, fmt::format("{}: {}: {}", file.string(), key, why));
@@ -64,7 +60,12 @@ std::vector<std::string> strings(const fs::path& file, const toml::table& t, con
 bool is_torch_submission_manifest(const fs::path& path) {
   const fs::path file = manifest_file(path);
   if (!fs::is_regular_file(file) || file.extension() != ".toml") return false;
-  const toml::table t = parse(file);
+  toml::table t;
+  try {
+    t = parse(file);
+  } catch (const Error&) {
+    return false;  // not TOML: the kernel manifest's reader says where (FILE:LINE:COLUMN), for every command alike
+  }
   const auto* cand = t["candidate"].as_table();
   return cand && (*cand)["kind"].value_or(std::string()) == "torch_module";
 }

@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <regex>
 #include <set>
+#include <sstream>
 
 #include "kqual/artifact/artifact.hpp"
 #include "kqual/build/toolchain.hpp"
@@ -149,6 +151,59 @@ BuiltCandidate adopt_image(const Manifest& m, const std::string& arch, const fs:
   return b;
 }
 
+// The kernels a source declares __global__ (best effort, by pattern: for a message, not a decision).
+std::vector<std::string> global_kernels(const std::string& source) {
+  static const std::regex bounds(R"(__launch_bounds__\s*\([^)]*\))");
+  static const std::regex global(R"(__global__[^;{(]*?\b(\w+)\s*\()");
+  const std::string text = std::regex_replace(source, bounds, "");
+  std::vector<std::string> names;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), global); it != std::sregex_iterator(); ++it)
+    if (std::find(names.begin(), names.end(), (*it)[1].str()) == names.end()) names.push_back((*it)[1].str());
+  return names;
+}
+
+// NVRTC looks the manifest's kernel names up in a file of its own, one line per name
+// (`__nv_name_map(2): error: identifier "swish" is undefined`, then `#pragma nv_mangled_name swish<float>`):
+// said in the manifest's words instead, naming the launch, the name as written and the kernels the
+// source declares. Empty when the log holds other errors too (the source itself does not compile).
+std::string kernel_name_problem(const Manifest& m, const std::string& source, const std::string& log) {
+  std::vector<std::pair<std::string, std::string>> bad;  // name expression, NVRTC's first error about it
+  std::istringstream lines(log);
+  std::string error;
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t at = line.find(": error: ");
+    if (at != std::string::npos) {
+      if (line.rfind("__nv_name_map", 0) != 0) return {};
+      error = line.substr(at + 9);
+      continue;
+    }
+    const std::size_t pragma = line.find("#pragma nv_mangled_name ");
+    if (pragma == std::string::npos || error.empty()) continue;
+    const std::string expr = line.substr(pragma + 24);
+    if (std::none_of(bad.begin(), bad.end(), [&](const auto& b) { return b.first == expr; })) bad.emplace_back(expr, error);
+    error.clear();
+  }
+  if (bad.empty()) return {};
+  std::vector<std::string> said;
+  std::set<std::size_t> launches_said;  // one entry per launch, from its first name NVRTC refused
+  for (const auto& [expr, first_error] : bad)
+    for (std::size_t i = 0; i < m.launches.size(); ++i)
+      for (DType t : m.supports.dtypes) {
+        std::string k = m.launches[i].kernel;
+        for (std::size_t p; (p = k.find("{T}")) != std::string::npos;) k.replace(p, 3, cxx_type(t));
+        if (k.empty() || k != expr || !launches_said.insert(i).second) continue;
+        const std::string as = k == m.launches[i].kernel ? "" : fmt::format(" (for {}: {})", to_string(t), k);
+        said.push_back(fmt::format("launch[{}].kernel: '{}'{} is not a kernel of {} as written (NVRTC: {})", i,
+                                   m.launches[i].kernel, as, m.source.filename().string(), first_error));
+      }
+  if (said.empty()) return {};
+  const std::vector<std::string> kernels = global_kernels(source);
+  return fmt::format("{}: {}; {}", m.file.string(), fmt::join(said, "; "),
+                     kernels.empty() ? fmt::format("{} declares no __global__ function", m.source.filename().string())
+                                     : fmt::format("the __global__ functions {} declares: {}", m.source.filename().string(),
+                                                   fmt::join(kernels, ", ")));
+}
+
 }  // namespace
 
 void record_nvrtc(BuiltCandidate& b, const Manifest& m, const cuda::NvrtcResult& r) {
@@ -174,8 +229,14 @@ cuda::NvrtcResult compile_with_nvrtc(const Manifest& m, const std::string& arch)
   try {
     return cuda::nvrtc_compile(req);
   } catch (const Error& e) {
+    if (e.kind() == ErrorKind::usage) throw;  // a target NVRTC does not take: the message names --arch's forms
+    const std::string what = e.what();
+    const std::size_t log_at = what.find("--- NVRTC log ---\n");
+    if (log_at != std::string::npos)
+      if (std::string names = kernel_name_problem(m, req.source, what.substr(log_at + 18)); !names.empty())
+        throw Error(ErrorKind::input, std::move(names));
     throw Error(ErrorKind::nvrtc, fmt::format("{}: compiling {} for {} failed: {}", m.file.string(), m.source.string(), arch,
-                                              e.what()));
+                                              what));
   }
 }
 

@@ -495,13 +495,7 @@ void parse_expect(Ctx& cx, const toml::table& root, Manifest& m) {
 
 Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestUse use) {
   Ctx cx(file);
-  toml::table root;
-  try {
-    root = toml::parse(text, file.string());
-  } catch (const toml::parse_error& e) {
-    throw_error(ErrorKind::input, fmt::format("{}:{}:{}: TOML syntax error: {}", file.string(), e.source().begin.line,
-                                              e.source().begin.column, e.description()));
-  }
+  toml::table root = parse_toml(text, file);
   // A generated manifest is refused until it is completed, before anything else is judged: the
   // placeholders are the first thing to fix, and a half-filled plan must never run.
   std::vector<std::string> todo;

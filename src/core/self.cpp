@@ -4,9 +4,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
+#include <string_view>
 
 #include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
 
 namespace kqual {
 namespace fs = std::filesystem;
@@ -21,6 +24,28 @@ std::optional<fs::path> self_executable() {
 fs::path self_executable_or_throw(const std::string& instead) {
   if (auto p = self_executable()) return *p;
   throw_error(ErrorKind::io, fmt::format("cannot find the kqual executable (/proc/self/exe){}", instead.empty() ? "" : "; " + instead));
+}
+
+std::string self_command() {
+  const std::optional<fs::path> exe = self_executable();
+  if (!exe) return "kqual";
+  std::error_code ec;
+  if (const char* path = std::getenv("PATH"))
+    for (const std::string& dir : split_path_list(path)) {
+      const fs::path p = fs::path(dir) / "kqual";
+      if (fs::exists(p, ec)) return fs::equivalent(p, *exe, ec) ? std::string("kqual") : exe->string();
+    }
+  return exe->string();
+}
+
+std::string shell_word(const std::string& s) {
+  bool plain = !s.empty();
+  for (char ch : s)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || std::string_view("-_./=,:+").find(ch) != std::string_view::npos)) plain = false;
+  if (plain) return s;
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
 }
 
 std::optional<fs::path> find_project_folder(const std::string& name, const fs::path& hint) {

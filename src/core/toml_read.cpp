@@ -12,6 +12,15 @@ void TomlContext::fail(const std::string& key, const std::string& what) const {
   throw_error(ErrorKind::input, fmt::format("{}: {}: {}", file_.string(), key, what));
 }
 
+toml::table parse_toml(const std::string& text, const std::filesystem::path& file) {
+  try {
+    return toml::parse(text, file.string());
+  } catch (const toml::parse_error& e) {
+    throw_error(ErrorKind::input, fmt::format("{}:{}:{}: TOML syntax error: {}", file.string(), e.source().begin.line,
+                                              e.source().begin.column, e.description()));
+  }
+}
+
 std::string toml_value_text(const toml::node& n) {
   std::ostringstream os;
   n.visit([&](auto&& v) { os << v; });

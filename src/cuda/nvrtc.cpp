@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <string_view>
 
 #include "kqual/core/error.hpp"
 
@@ -33,6 +35,30 @@ std::string NvrtcResult::lowered_name(const std::string& expr) const {
   throw_error(ErrorKind::internal, "kernel name '" + expr + "' was not registered for lowering");
 }
 
+std::vector<int> nvrtc_supported_archs() {
+  int n = 0;
+  if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0) return {};
+  std::vector<int> archs(static_cast<std::size_t>(n));
+  if (nvrtcGetSupportedArchs(archs.data()) != NVRTC_SUCCESS) return {};
+  return archs;
+}
+
+std::string nvrtc_target_problem(const std::string& target) {
+  const std::vector<int> archs = nvrtc_supported_archs();
+  std::string digits = target;
+  for (const char* prefix : {"sm_", "compute_"})
+    if (target.rfind(prefix, 0) == 0) digits = target.substr(std::string_view(prefix).size());
+  if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) digits.pop_back();
+  const bool numeric = digits != target && digits.size() >= 2 && digits.size() <= 3 &&
+                       digits.find_first_not_of("0123456789") == std::string::npos;
+  if (numeric && (archs.empty() || std::find(archs.begin(), archs.end(), std::stoi(digits)) != archs.end())) return {};
+  std::string known;
+  for (int a : archs) known += fmt::format("{}{}", known.empty() ? "" : ", ", a);
+  return fmt::format("'{}' is not a target NVRTC {} compiles for: write sm_XX for native SASS (e.g. sm_90, sm_90a) or "
+                     "compute_XX for PTX the driver compiles at load (e.g. compute_90), XX one of {}",
+                     target, nvrtc_version(), known.empty() ? std::string("its supported architectures") : known);
+}
+
 std::string nvrtc_version() {
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
@@ -40,6 +66,7 @@ std::string nvrtc_version() {
 }
 
 NvrtcResult nvrtc_compile(const NvrtcRequest& req) {
+  if (const std::string problem = nvrtc_target_problem(req.arch); !problem.empty()) throw_error(ErrorKind::usage, problem);
   NvrtcResult res;
   nvrtcVersion(&res.nvrtc_major, &res.nvrtc_minor);
   std::unique_ptr<nvrtcProgram, ProgramDeleter> prog(new nvrtcProgram{});

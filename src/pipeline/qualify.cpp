@@ -264,6 +264,29 @@ json qualify_time(QualifyGpuRun& q, const bench::TimingOptions& to, const decisi
 
 }  // namespace
 
+std::optional<report::ReproduceCommands> reproduce_commands(const QualifyOptions& o, const json& correctness) {
+  if (!correctness.contains("failing_cases") || !correctness.at("failing_cases").is_array()) return std::nullopt;
+  for (const json& cs : correctness.at("failing_cases")) {
+    if (cs.value("status", std::string()) != "fail" || !cs.contains("id")) continue;
+    const std::string id = cs.at("id").get<std::string>();
+    const fs::path out = fs::absolute(o.out_dir).lexically_normal();
+    // Where the contract came from, as the run found it: the replay and the rerun find it there too.
+    std::string sources;
+    for (const auto& d : o.sources.user_dirs) sources += " --contracts " + shell_word(fs::absolute(d).lexically_normal().string());
+    if (o.sources.allow_candidate_contract) sources += " --allow-candidate-contract";
+    const std::string kq = shell_word(self_command());
+    report::ReproduceCommands c;
+    c.case_id = id;
+    c.replay = fmt::format("{} replay {} --case {} --out {}{}", kq, shell_word((out / "results.json").string()), shell_word(id),
+                           shell_word((out / "replay").string()), sources);
+    c.check = fmt::format("{} check {} --case {} --seed {}{} --out {}", kq,
+                          shell_word(fs::absolute(o.candidate).lexically_normal().string()), shell_word(id), o.seed, sources,
+                          shell_word((out / "rerun").string()));
+    return c;
+  }
+  return std::nullopt;
+}
+
 QualifyOutcome qualify(const QualifyOptions& o) {
   // ---- target: manifest, contract, device and arch ----
   QualifyOutcome out;
@@ -329,6 +352,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   const decision::QualifyVerdict v = decision::decide_qualify(f);
   say(fmt::format("verdict: {}; writing results.json and memo.md to {}", decision::to_string(v.verdict), o.out_dir.string()));
   r.verdict = v;
+  if (r.correctness) r.reproduce = reproduce_commands(o, *r.correctness);
   r.provenance = report::provenance(o.command_line, tg.device_json());
   out.results = report::to_json(r);
   if (!torch_report.is_null()) out.results["torch_baselines"] = torch_report;

@@ -221,6 +221,12 @@ std::string render_qualify(const Node& r, const std::string& schema, const std::
   }
   if (auto c = r.opt("contract")) art.emplace_back("contract", c->text("name", "?") + ": " + c->text("summary"));
   body += provenance_section(r, art);
+  if (auto rp = r.opt("reproduce"))
+    body += fmt::format("<section id=\"reproduce\">\n<h2>Reproduce the failing case</h2>\n<p>Case <code>{}</code> failed. A "
+                        "folder that stands alone (the candidate, the case's inputs and reference output, the failing "
+                        "elements, a README; no GPU needed to write it):</p>\n<pre><code>{}</code></pre>\n<p>The one case "
+                        "again, on a GPU, under every rule of the check:</p>\n<pre><code>{}</code></pre>\n</section>\n",
+                        esc(rp->text("case", "?")), esc(rp->text("replay", "?")), esc(rp->text("check", "?")));
   return page(fmt::format("kqual {}: {} ({})", command, name, contract),
               fmt::format("{} — {}", headline, verdict.text("summary")), body, schema);
 }

@@ -365,6 +365,14 @@ void append_memo_provenance(std::ostringstream& m, const json& prov) {
 
 }  // namespace
 
+std::string reproduce_text(const std::optional<ReproduceCommands>& c) {
+  if (!c) return {};
+  return fmt::format("## Reproduce the failing case\n\nCase `{}` failed. A folder that stands alone (the candidate, the case's "
+                     "inputs and reference output, the failing elements, a README; no GPU needed to write it):\n\n```sh\n{}\n"
+                     "```\n\nThe one case again, on a GPU, under every rule of the check:\n\n```sh\n{}\n```\n",
+                     c->case_id, c->replay, c->check);
+}
+
 std::string render_qualify_memo(const QualifyResult& r) {
   std::string headline = decision::describe(r.verdict.verdict);
   for (auto& ch : headline) ch = char(std::toupper(static_cast<unsigned char>(ch)));
@@ -377,6 +385,7 @@ std::string render_qualify_memo(const QualifyResult& r) {
   append_memo_reversal(m, r.verdict, headline);
   append_memo_phases(m, r.phases);
   append_memo_provenance(m, r.provenance);
+  if (r.reproduce) m << "\n" << reproduce_text(r.reproduce);
   return m.str();
 }
 

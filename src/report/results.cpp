@@ -357,6 +357,8 @@ json to_json(const QualifyResult& r) {
   j["baselines"] = r.baselines;
   j["phases"] = phases_json(r.phases);
   j["verdict"] = decision::to_json(r.verdict);
+  if (r.reproduce)
+    j["reproduce"] = {{"case", r.reproduce->case_id}, {"replay", r.reproduce->replay}, {"check", r.reproduce->check}};
   return j;
 }
 
@@ -398,6 +400,9 @@ QualifyResult qualify_result_from_json(const json& doc) {
   r.verdict.reasons = get_strings(v, "verdict", "reasons");
   r.verdict.would_reverse = get_strings(v, "verdict", "would_reverse");
   if (const json* sp = member(v, "verdict", "speed")) r.verdict.speed = decision::speed_judgement_from_json(*sp);
+  if (const json* rp = member(doc, "", "reproduce"))
+    r.reproduce = ReproduceCommands{get_str(*rp, "reproduce", "case"), get_str(*rp, "reproduce", "replay"),
+                                    get_str(*rp, "reproduce", "check")};
   return r;
 }
 

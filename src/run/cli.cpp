@@ -9,6 +9,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/version.hpp"
+#include "kqual/run/user_paths.hpp"
 
 namespace kqual::run {
 
@@ -35,6 +36,51 @@ void one_value_per_occurrence(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) one_value_per_occurrence(*sub);
 }
 
+// --json after the command as before it (`kqual qualify --json CAND`), as --quiet is: every command
+// and sub-command that has no --json of its own gets one setting the same GlobalOptions::json.
+void json_flag_everywhere(CLI::App& app, GlobalOptions& g) {
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (!sub->get_option_no_throw("--json")) sub->add_flag("--json", g.json, "Write machine-readable JSON to stdout");
+    json_flag_everywhere(*sub, g);
+  }
+}
+
+// The commands `kqual --help` lists (the internal ones have no group), comma separated.
+std::string command_names(const CLI::App& app) {
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App* a) { return !a->get_group().empty(); }))
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
+// A command line CLI11 refused, as every other usage error reads: "kqual: error (usage): ...", then
+// where the options are listed. A word that names no command (or no command at all) lists the commands:
+// CLI11 alone would say "A subcommand is required" for `kqual frobnicate`.
+int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
+  std::vector<const CLI::App*> path;  // the commands parsed, outermost first
+  for (const CLI::App* a = &app;;) {
+    std::vector<const CLI::App*> parsed;
+    for (const CLI::App* sub : a->get_subcommands([](const CLI::App* s) { return s->parsed(); })) parsed.push_back(sub);
+    if (parsed.empty()) break;
+    path.push_back(a = parsed.front());
+  }
+  std::fflush(stdout);
+  if (path.empty() && (dynamic_cast<const CLI::RequiredError*>(&e) || dynamic_cast<const CLI::ExtrasError*>(&e))) {
+    const std::vector<std::string> left = app.remaining();
+    if (left.empty())
+      fmt::print(stderr, "kqual: error (usage): no command given; the commands: {} (kqual --help describes each)\n",
+                 command_names(app));
+    else
+      fmt::print(stderr, "kqual: error (usage): '{}' is not a kqual {}; the commands: {} (kqual --help describes each)\n",
+                 left.front(), left.front().starts_with("-") ? "option" : "command", command_names(app));
+    return kExitInputError;
+  }
+  std::string command = "kqual";
+  for (const CLI::App* a : path) command += " " + a->get_name();
+  fmt::print(stderr, "kqual: error (usage): {}\n{} --help lists the options\n", e.what(), command);
+  return kExitInputError;
+}
+
 }  // namespace
 
 std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
@@ -44,7 +90,7 @@ std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
       " 4 internal error.");
   app->set_version_flag("--version", std::string("kqual ") + kVersion);
   app->require_subcommand(1);
-  app->add_flag("--json", s.g.json, "Write machine-readable JSON to stdout");
+  app->add_flag("--json", s.g.json, "Write machine-readable JSON to stdout (before or after the command)");
   app->add_flag("--quiet", s.g.quiet, "No progress lines on stderr from long commands (stdout is unchanged)");
 
   add_qualify_commands(*app, s, run_commands);
@@ -59,6 +105,8 @@ std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
                            add_replay_command})
       add(*app, s.g, &s.exit_code);
   }
+  json_flag_everywhere(*app, s.g);
+  check_output_defaults(*app);
   one_value_per_occurrence(*app);
   return app;
 }
@@ -78,8 +126,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app->exit(e);
   } catch (const CLI::ParseError& e) {
-    app->exit(e);
-    return kExitInputError;
+    return report_parse_error(*app, e);
   } catch (const Error& e) {
     std::fflush(stdout);
     fmt::print(stderr, "kqual: error ({}): {}\n", to_string(e.kind()), e.what());

@@ -6,13 +6,15 @@
 #include <sstream>
 
 #include "kqual/core/files.hpp"
+#include "kqual/run/user_paths.hpp"
 
 namespace kqual::run {
 
 void print_json(const json& doc) { fmt::print("{}\n", doc.dump(2)); }
 
 CLI::Option* add_results_argument(CLI::App* cmd, std::string& path) {
-  return cmd->add_option("results", path, "results.json written by kqual qualify, check, bench or compare")->required();
+  return input_path(cmd->add_option("results", path, "results.json written by kqual qualify, check, bench or compare")->required(),
+                    PathRole::file, "a results.json written by kqual");
 }
 
 json read_results_document(const std::string& path) {

@@ -7,6 +7,7 @@
 #include "kqual/pipeline/compare.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/run/cli.hpp"
+#include "kqual/run/user_paths.hpp"
 
 namespace kqual::run {
 namespace {
@@ -34,9 +35,12 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
       "Should NEW replace OLD? Two artifacts (cubin/fatbin/PTX) or two builds of one candidate: artifact diff, startup per "
       "JIT cache mode, correctness, warm time per shape (fresh processes, A B B A), break-even and the verdict per "
       "deployment profile. Writes results.json + memo.md. docs/compare.md");
-  cmd->add_option("old", c.o.old_side.input, "OLD: candidate folder (or kqual.toml), or a cubin/fatbin/PTX file")->required();
-  cmd->add_option("new", c.o.new_side.input,
-                  "NEW: same kinds; omit it to compare two builds of OLD (then --old-*/--new-* options must differ)");
+  input_path(cmd->add_option("old", c.o.old_side.input, "OLD: candidate folder (or kqual.toml), or a cubin/fatbin/PTX file")
+                 ->required(),
+             PathRole::file_or_folder);
+  input_path(cmd->add_option("new", c.o.new_side.input,
+                             "NEW: same kinds; omit it to compare two builds of OLD (then --old-*/--new-* options must differ)"),
+             PathRole::file_or_folder);
   cmd->add_option("--old-mode", c.old_mode, "Build OLD as: sass (native cubin, default) or ptx (PTX only: driver JIT)");
   cmd->add_option("--new-mode", c.new_mode, "Build NEW as: sass or ptx");
   cmd->add_option("--old-ptxas", c.old_ptxas,
@@ -47,12 +51,16 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
   cmd->add_option("--old-nvcc", c.old_nvcc, "Build OLD with this nvcc (-cubin, or -ptx with --old-mode ptx): path or 'default'");
   cmd->add_option("--new-nvcc", c.new_nvcc, "Same for NEW");
   cmd->add_option("--nvcc", c.nvcc, "Same for both sides");
-  cmd->add_option("--manifest", c.o.manifest, "Launch plan and contract for artifact inputs (a candidate folder or kqual.toml)");
-  cmd->add_option("--profile", c.o.profiles,
-                  "Deployment profile TOML (repeatable; the first decides the exit code; default: built-in defaults)");
-  cmd->add_option("--out", c.o.out_dir, "Folder for results.json and memo.md")->capture_default_str();
+  input_path(cmd->add_option("--manifest", c.o.manifest,
+                             "Launch plan and contract for artifact inputs (a candidate folder or kqual.toml)"),
+             PathRole::file_or_folder);
+  input_path(cmd->add_option("--profile", c.o.profiles,
+                             "Deployment profile TOML (repeatable; the first decides the exit code; default: built-in defaults)"),
+             PathRole::file);
+  output_path(cmd->add_option("--out", c.o.out_dir, "Folder for results.json and memo.md")->capture_default_str(), PathRole::folder);
   add_contract_source_options(cmd, c.o.sources);
-  cmd->add_option("--arch", c.o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")");
+  arch_option(cmd->add_option("--arch", c.o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")"),
+              ArchUse::compile);
   add_negatable_flag(cmd, "gpu", c.o.use_gpu, "--no-gpu: static phases only (build, artifact diff); exit 3");
   cmd->add_option("--watchdog", c.o.watchdog_seconds, "Seconds a worker or probe may take per request")->capture_default_str()
       ->check(CLI::PositiveNumber);

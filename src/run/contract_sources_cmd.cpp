@@ -4,15 +4,17 @@
 #include <CLI/CLI.hpp>
 
 #include "kqual/run/cli.hpp"
+#include "kqual/run/user_paths.hpp"
 
 namespace kqual::run {
 
 void add_contract_source_options(CLI::App* cmd, contract::ContractSources& s) {
-  cmd->add_option("--contracts", s.user_dirs,
+  auto* contracts = cmd->add_option("--contracts", s.user_dirs,
                   "A folder of declared contracts (<name>/contract.toml or <name>.toml) that manifests may name "
                   "(repeatable; looked up before $KQUAL_CONTRACTS and the project's contracts/; never the candidate's "
                   "folder)")
       ->allow_extra_args(false);  // one folder per --contracts: the candidate that follows is not a folder of contracts
+  input_path(contracts, PathRole::folder, "a folder of declared contracts");
   cmd->add_flag("--allow-candidate-contract", s.allow_candidate_contract,
                 "Accept a contract file a manifest names by path outside the project's and your contract folders (a "
                 "contract supplied with the candidate); results.json and the memo name it with its SHA-256. Without "
@@ -20,10 +22,11 @@ void add_contract_source_options(CLI::App* cmd, contract::ContractSources& s) {
 }
 
 void add_baseline_option(CLI::App* cmd, std::vector<std::filesystem::path>& dirs) {
-  cmd->add_option("--baselines", dirs,
+  auto* baselines = cmd->add_option("--baselines", dirs,
                   "A folder of baselines (<contract>/<name>/kqual.toml) to time against (repeatable; with "
                   "$KQUAL_BASELINES and the project's baselines/; never found from the candidate's folder)")
       ->allow_extra_args(false);
+  input_path(baselines, PathRole::folder, "a folder of baselines, <contract>/<name>/kqual.toml");
 }
 
 }  // namespace kqual::run

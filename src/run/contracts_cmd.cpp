@@ -19,6 +19,7 @@
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/run/cli.hpp"
+#include "kqual/run/user_paths.hpp"
 
 namespace kqual::run {
 namespace {
@@ -150,7 +151,8 @@ void add_contracts_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   CLI::App* cmd = app.add_subcommand("contracts", "List the contracts a manifest can name: built-in and declared (contract.toml in "
                                                   "contracts/ folders, $KQUAL_CONTRACTS, --dir); exit 2 if a declared one is invalid");
   add_quiet_flag(cmd, g);
-  cmd->add_option("--dir", opts->dirs, "Also look in this folder for <name>/contract.toml and <name>.toml (repeatable)");
+  input_path(cmd->add_option("--dir", opts->dirs, "Also look in this folder for <name>/contract.toml and <name>.toml (repeatable)"),
+             PathRole::folder, "a folder of declared contracts");
   cmd->add_flag("--verify", opts->verify, "Run each declared contract's reference on its first case (non-triviality check included)");
   cmd->add_option("--time-reference", opts->time_elements,
                   "Time each declared contract's inputs and reference on one case of about this many elements (bench/declared-reference.sh)");

@@ -7,6 +7,7 @@
 #include "kqual/core/json.hpp"
 #include "kqual/pipeline/decide.hpp"
 #include "kqual/run/cli.hpp"
+#include "kqual/run/user_paths.hpp"
 
 namespace kqual::run {
 namespace {
@@ -42,9 +43,10 @@ int run_decide(const DecideArgs& a, const json& doc, const GlobalOptions& g) {
 
 void add_decide_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   auto [cmd, a] = add_results_command<DecideArgs>(app, g, exit_code, kDecideCommand, run_decide);
-  cmd->add_option("--profile", a->o.profiles,
+  auto* profile = cmd->add_option("--profile", a->o.profiles,
                   "Deployment profile (TOML; its [[shape]] mix weighs the shapes, [decision] sets margins). qualify: one; "
                   "compare: repeatable, default the recorded ones");
+  input_path(profile, PathRole::file, "a deployment profile TOML");
   cmd->add_option("--margin", a->o.margin, "Practical margin REL[,ABS], e.g. 3%,0.5us (default: the profile's, else 3%,0.5us)");
   cmd->add_option("--regression-limit", a->o.regression_limit, "No shape of the mix may be slower than this, e.g. 10% (default 10%)");
 }

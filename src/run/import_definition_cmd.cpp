@@ -8,6 +8,7 @@
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/run/cli.hpp"
+#include "kqual/run/user_paths.hpp"
 
 namespace kqual::run {
 namespace {
@@ -49,9 +50,11 @@ int run_import_definition(ImportDefinitionArgs& a, const GlobalOptions& g) {
 
 void add_import_definition_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   auto [cmd, a] = add_command<ImportDefinitionArgs>(app, g, exit_code, kImportDefinitionCommand, run_import_definition);
-  cmd->add_option("definition", a->o.definition, "DEF.json")->required();
-  cmd->add_option("--workloads", a->o.workloads, "The Definition's workloads (JSONL): axis values, scalar values, tolerances");
-  cmd->add_option("--out", a->o.out, "The contract folder to write (must not exist)")->required();
+  input_path(cmd->add_option("definition", a->o.definition, "DEF.json")->required(), PathRole::file,
+             "a Definition JSON file");
+  input_path(cmd->add_option("--workloads", a->o.workloads, "The Definition's workloads (JSONL): axis values, scalar values, tolerances"),
+             PathRole::file, "the Definition's workloads, JSONL");
+  output_path(cmd->add_option("--out", a->o.out, "The contract folder to write (must not exist)")->required(), PathRole::folder);
   cmd->add_option("--scalar", a->scalars,
                   "NAME=VALUE (repeatable): the value a scalar input holds where the workloads give it several (default: the value "
                   "most workloads give); the workloads giving another value are left out, named");

@@ -8,6 +8,7 @@
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/run/cli.hpp"
+#include "kqual/run/user_paths.hpp"
 
 namespace kqual::run {
 namespace {
@@ -35,11 +36,12 @@ int run_import_kernelbench(const contract::KernelBenchImportOptions& o, const Gl
 
 void add_import_kernelbench_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   auto [cmd, o] = add_command<contract::KernelBenchImportOptions>(app, g, exit_code, kImportKernelbenchCommand, run_import_kernelbench);
-  cmd->add_option("problem", o->problem, "PROBLEM.py")->required();
-  cmd->add_option("--out", o->out, "The contract folder to write (must not exist)")->required();
+  input_path(cmd->add_option("problem", o->problem, "PROBLEM.py")->required(), PathRole::file, "a KernelBench problem, .py");
+  output_path(cmd->add_option("--out", o->out, "The contract folder to write (must not exist)")->required(), PathRole::folder);
   cmd->add_option("--name", o->name, "The contract's name (default kb_<file stem>)");
-  cmd->add_option("--capture", o->capture,
+  auto* capture = cmd->add_option("--capture", o->capture,
                   "A capture JSON written by tools/torch/kernelbench_capture.py on a machine with PyTorch (default: run it here)");
+  input_path(capture, PathRole::file);
   cmd->add_option("--max-elements", o->max_elements,
                   "Largest tensor of the benchmark shape; KernelBench's fixed shape is scaled down along its size constants to fit")
       ->capture_default_str();

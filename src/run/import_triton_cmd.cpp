@@ -9,6 +9,7 @@
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/run/cli.hpp"
+#include "kqual/run/user_paths.hpp"
 
 namespace kqual::run {
 
@@ -66,12 +67,14 @@ int run_import_triton(ImportTritonOptions& opts, const GlobalOptions& g) {
 
 void add_import_triton_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   auto [cmd, opts] = add_command<ImportTritonOptions>(app, g, exit_code, kImportTritonCommand, run_import_triton);
-  cmd->add_option("cache_dir", opts->cache_dir, "Triton cache folder, or one entry of it")->required();
+  input_path(cmd->add_option("cache_dir", opts->cache_dir, "Triton cache folder, or one entry of it")->required(),
+             PathRole::folder, "a Triton cache, e.g. ~/.triton/cache, or one of its entries");
   cmd->add_option("--kernel", opts->o.kernel,
                   "Which kernel (its name, or FOLDER/NAME when several compiles share a name); required when the cache "
                   "holds more than one");
-  cmd->add_option("--out", opts->out, "The candidate folder to create (must not exist)");
-  cmd->add_option("--arch", opts->o.arch, "Also require that the cubin loads on this GPU, e.g. sm_90");
+  output_path(cmd->add_option("--out", opts->out, "The candidate folder to create (must not exist)"), PathRole::folder);
+  arch_option(cmd->add_option("--arch", opts->o.arch, "Also require that the cubin loads on this GPU, e.g. sm_90"),
+              ArchUse::device);
   cmd->add_flag("--list", opts->list, "List the cache's kernels and exit");
 }
 

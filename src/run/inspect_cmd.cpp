@@ -13,6 +13,7 @@
 #include "kqual/core/json.hpp"
 #include "kqual/cuda/driver.hpp"
 #include "kqual/run/cli.hpp"
+#include "kqual/run/user_paths.hpp"
 #include "command_util.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/version.hpp"
@@ -217,9 +218,10 @@ void add_inspect_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
       "hashes, and which entry the driver loads on --arch. Exit 1 if nothing loads: for a multi-module host binary "
       "(a library), only when no module loads; with --kernel, when that kernel's module does not load (or, with "
       "--diff, if the loading path gets worse).");
-  cmd->add_option("artifact", opts->paths, "ART, or OLD NEW with --diff")->required()->expected(1, 2);
-  cmd->add_option("--arch", opts->arch,
-                  "Target GPU, e.g. sm_90 (default: device 0 if a driver is present, else " KQUAL_DEFAULT_ARCH ")");
+  input_path(cmd->add_option("artifact", opts->paths, "ART, or OLD NEW with --diff")->required()->expected(1, 2), PathRole::file,
+             "a cubin, fatbin, PTX file or a host executable/library");
+  arch_option(cmd->add_option("--arch", opts->arch,
+                  "Target GPU, e.g. sm_90 (default: device 0 if a driver is present, else " KQUAL_DEFAULT_ARCH ")"), ArchUse::device);
   add_quiet_flag(cmd, g);
   cmd->add_flag("--diff", opts->diff, "Compare OLD and NEW: entries, loading path, per-kernel code and resources");
   cmd->add_option("--kernel", opts->kernel,

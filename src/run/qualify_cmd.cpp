@@ -7,9 +7,11 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/run/cli.hpp"
+#include "kqual/run/user_paths.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/decision/decision.hpp"
 #include "kqual/pipeline/qualify.hpp"
+#include "kqual/report/memo.hpp"
 #include "kqual/worker/timer.hpp"
 
 namespace kqual::run {
@@ -40,9 +42,11 @@ void add_timer_option(CLI::App* cmd, QualifyOptions& o) {
 
 void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
   add_quiet_flag(cmd, g);
-  cmd->add_option("candidate", o.candidate, "Candidate folder (with kqual.toml) or the manifest itself")->required();
-  cmd->add_option("--out", o.out_dir, "Folder for results.json and memo.md")->capture_default_str();
-  cmd->add_option("--arch", o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")");
+  input_path(cmd->add_option("candidate", o.candidate, "Candidate folder (with kqual.toml) or the manifest itself")->required(),
+             PathRole::file_or_folder);
+  output_path(cmd->add_option("--out", o.out_dir, "Folder for results.json and memo.md")->capture_default_str(), PathRole::folder);
+  arch_option(cmd->add_option("--arch", o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")"),
+              ArchUse::compile);
   add_negatable_flag(cmd, "gpu", o.use_gpu, "--no-gpu: run only the static phases (never start a GPU worker)");
   cmd->add_option("--watchdog", o.watchdog_seconds, "Seconds a worker may take per request before it is killed")
       ->capture_default_str()->check(CLI::PositiveNumber);
@@ -82,10 +86,11 @@ void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
                   "PyTorch baselines (the built-ins' one-line PyTorch forms, or a declared contract's PyTorch reference): eager, "
                   "compiled, eager,compiled or none (default: both where PyTorch runs the contract and torch is importable; "
                   "the phase says why not otherwise)");
-  cmd->add_option("--profile", o.profile,
+  auto* profile = cmd->add_option("--profile", o.profile,
                   "Deployment profile (TOML, profiles/): its [[shape]] mix weighs the shapes in the decision (and names the "
                   "shapes timed when no --shape is given), its [decision] table sets margins (default: every shape called "
                   "equally often; docs/decision.md)");
+  input_path(profile, PathRole::file, "a deployment profile TOML, e.g. profiles/default.toml");
   cmd->add_option("--margin", o.margin,
                   "Practical margin REL[,ABS]: a difference counts only beyond max(REL, ABS / baseline time), e.g. 3%,0.5us "
                   "(default: the profile's, else 3%,0.5us)");
@@ -107,6 +112,7 @@ void print_outcome(const GlobalOptions& g, const QualifyOutcome& out) {
   fmt::print("verdict: {} — {}\n", decision::to_string(r.verdict.verdict), r.verdict.summary);
   for (const auto& x : r.verdict.reasons) fmt::print("  - {}\n", x);
   fmt::print("wrote {} and {}\n", out.results_path.string(), out.memo_path.string());
+  if (r.reproduce) fmt::print("\n{}", report::reproduce_text(r.reproduce));
 }
 
 }  // namespace
@@ -159,9 +165,10 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
   self->add_option("--seeds", seeds, "Case-generator seeds (comma separated)")->delimiter(',');
   self->add_option("--watchdog", st.watchdog_seconds, "Worker watchdog [s]")->capture_default_str();
   add_negatable_flag(self, "large-cases", st.large_cases, "--large-cases: include the largest correctness cases");
-  self->add_option("--root", st.root, "Folder that holds candidates/ and baselines/ (default: found from the working directory)");
+  input_path(self->add_option("--root", st.root, "Folder that holds candidates/ and baselines/ (default: found from the working directory)"),
+             PathRole::folder, "the kqual checkout, which holds candidates/ and baselines/");
   std::filesystem::path& self_out = s.selftest_out;
-  self->add_option("--out", self_out, "Also write the results as DIR/results.json");
+  output_path(self->add_option("--out", self_out, "Also write the results as DIR/results.json"), PathRole::folder);
   self->add_option("--contract", st.contracts, "Only this contract (repeatable)");
   self->add_option("--lanes", st.lanes, "Worker sessions checking candidates at once on the GPU (default 0: one per four "
                                         "host threads, at most 4)");

@@ -9,6 +9,7 @@
 #include "kqual/core/json.hpp"
 #include "kqual/pipeline/replay.hpp"
 #include "kqual/run/cli.hpp"
+#include "kqual/run/user_paths.hpp"
 
 namespace kqual::run {
 namespace {
@@ -50,7 +51,8 @@ void add_replay_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   cmd->add_option("--case", a->o.case_id,
                   "The case's id as results.json names it (default: the first failing case; compare: the first where OLD and "
                   "NEW differ)");
-  cmd->add_option("--out", a->o.out_dir, "The reproducer folder to write (must not exist, or be empty)")->required();
+  output_path(cmd->add_option("--out", a->o.out_dir, "The reproducer folder to write (must not exist, or be empty)")->required(),
+              PathRole::folder);
   cmd->add_option("--max-bytes", a->o.max_bytes,
                   "Write inputs and reference outputs only up to this many bytes together (default 8 GiB; 0: no limit)")
       ->capture_default_str();

@@ -17,6 +17,7 @@
 #include "kqual/report/html.hpp"
 #include "kqual/report/memo.hpp"
 #include "kqual/run/cli.hpp"
+#include "kqual/run/user_paths.hpp"
 
 namespace kqual::run {
 namespace {
@@ -77,8 +78,8 @@ int run_report(const ReportArgs& a, const json& doc, const GlobalOptions& g) {
 
 void add_report_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   auto [cmd, a] = add_results_command<ReportArgs>(app, g, exit_code, kReportCommand, run_report);
-  cmd->add_option("--html", a->html, "Write the HTML page here (written atomically)");
-  cmd->add_option("--md", a->md, "Write the Markdown memo here (written atomically)");
+  output_path(cmd->add_option("--html", a->html, "Write the HTML page here (written atomically)"), PathRole::file);
+  output_path(cmd->add_option("--md", a->md, "Write the Markdown memo here (written atomically)"), PathRole::file);
 }
 
 }  // namespace kqual::run

@@ -9,13 +9,15 @@
 #include "kqual/pipeline/screen_shard.hpp"
 #include "kqual/pipeline/screen_timing.hpp"
 #include "kqual/run/cli.hpp"
+#include "kqual/run/user_paths.hpp"
 
 namespace kqual::run {
 
 void add_screen_verdict_options(CLI::App* cmd, pipeline::ScreenOptions& o) {
   cmd->add_option("--contract", o.contract, "Screen against this contract: candidates of another one are refused "
                                             "(contract_mismatch) (default: each candidate's own)");
-  cmd->add_option("--arch", o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")");
+  arch_option(cmd->add_option("--arch", o.arch, "Target when no GPU is present (default " KQUAL_DEFAULT_ARCH ")"),
+              ArchUse::compile);
   add_negatable_flag(cmd, "gpu", o.use_gpu, "--no-gpu: static phases only (manifest, contract, compile); never start a GPU worker");
   cmd->add_option("--seed", o.seed, "Seed of the case generator")->capture_default_str();
   add_negatable_flag(cmd, "large-cases", o.large_cases, "--no-large-cases: skip the 2^27+5 and >2^31-byte correctness cases");
@@ -42,7 +44,8 @@ void add_screen_timing_options(CLI::App* cmd, pipeline::ScreenTimingOptions& t) 
   cmd->add_option("--l2-flush", t.flush_mode, "--timing: L2 flush before each sample (write, clean, invalidate, none)")
       ->capture_default_str()->check(CLI::IsMember({"write", "clean", "invalidate", "none"}));
   add_negatable_flag(cmd, "clock-guard", t.clock_guard, "--no-clock-guard (--timing): keep samples taken below the base clock");
-  cmd->add_option("--profile", t.profile, "--timing: deployment profile (TOML: the shape mix, [decision] margins)");
+  input_path(cmd->add_option("--profile", t.profile, "--timing: deployment profile (TOML: the shape mix, [decision] margins)"),
+             PathRole::file);
   cmd->add_option("--margin", t.margin, "--timing: practical margin REL[,ABS], e.g. 3%,0.5us");
   cmd->add_option("--regression-limit", t.regression_limit, "--timing: no shape of the mix may be slower than this, e.g. 10%");
   add_baseline_option(cmd, t.baseline_dirs);
@@ -112,8 +115,10 @@ void add_screen_command(CLI::App& app, CliState& s, bool run_commands) {
   add_quiet_flag(cmd, g);
   add_contract_source_options(cmd, o.sources);
   // Not ->required(): `kqual screen merge DIR...` has none; the callback says when they are missing.
-  cmd->add_option("candidates", o.inputs, "Candidate folders (with kqual.toml), or a folder whose sub-folders are candidates");
-  cmd->add_option("--out", o.out_dir, "Folder for journal.jsonl, results.json and summary.md")->capture_default_str();
+  input_path(cmd->add_option("candidates", o.inputs, "Candidate folders (with kqual.toml), or a folder whose sub-folders are candidates"),
+             PathRole::file_or_folder);
+  output_path(cmd->add_option("--out", o.out_dir, "Folder for journal.jsonl, results.json and summary.md")->capture_default_str(),
+              PathRole::folder);
   add_screen_verdict_options(cmd, o);
   cmd->add_option("--gpus", o.gpus,
                   "One worker per GPU, each pinned to its device and fed from one queue: all, a count N (the first N), or "
@@ -132,13 +137,16 @@ void add_screen_command(CLI::App& app, CliState& s, bool run_commands) {
   cmd->add_flag("--restart", o.restart, "Start a fresh journal (default: resume OUT/journal.jsonl when its options match)");
   add_screen_timing_options(cmd, o.timing);
 
-  auto merge_opts = std::make_shared<pipeline::MergeOptions>();
+  pipeline::MergeOptions* merge_opts = &s.screen_merge;
   auto* merge = cmd->add_subcommand("merge", "Combine the --out folders of sharded screens (--shard I/N) into one results.json "
                                              "and summary.md; refuses shards screened with other options, counts duplicate "
                                              "and missing candidates (docs/scale-out.md)");
   add_quiet_flag(merge, g);
-  merge->add_option("dirs", merge_opts->dirs, "The shards' --out folders")->required();
-  merge->add_option("--out", merge_opts->out_dir, "Folder for the merged results.json and summary.md")->capture_default_str();
+  input_path(merge->add_option("dirs", merge_opts->dirs, "The shards' --out folders")->required(), PathRole::folder,
+             "a shard's --out folder");
+  output_path(merge->add_option("--out", merge_opts->out_dir, "Folder for the merged results.json and summary.md")
+                  ->capture_default_str(),
+              PathRole::folder);
   if (!run_commands) return;
   merge->callback([&g, merge_opts, exit_code] {
     merge_opts->command_line = g.command_line;

@@ -8,6 +8,7 @@
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/pipeline/screen_slurm.hpp"
 #include "kqual/run/cli.hpp"
+#include "kqual/run/user_paths.hpp"
 
 namespace kqual::run {
 
@@ -32,13 +33,17 @@ void add_slurm_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
       "screen", "Screen candidates as a Slurm job array: --tasks shards, each running `kqual screen --shard I/N` with its own "
                 "journal under --out (a requeued task resumes from it), then a merge job after the whole array "
                 "(OUT/merged/results.json); several shards per array task when MaxArraySize is smaller");
-  cmd->add_option("candidates", o->screen.inputs, "Candidate folders (with kqual.toml), or a folder whose sub-folders are candidates")
-      ->required();
+  input_path(cmd->add_option("candidates", o->screen.inputs,
+                             "Candidate folders (with kqual.toml), or a folder whose sub-folders are candidates")
+                 ->required(),
+             PathRole::file_or_folder);
   cmd->add_option("--tasks", o->shards, "Shards of the campaign: one array task each, unless MaxArraySize forces several per task")
       ->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--out", o->screen.out_dir, "Campaign folder, on a file system every node sees: shard-I-of-N/ (journals), "
-                                              "merged/, slurm/ (scripts, logs)")
-      ->capture_default_str();
+  output_path(cmd->add_option("--out", o->screen.out_dir,
+                              "Campaign folder, on a file system every node sees: shard-I-of-N/ (journals), merged/, slurm/ "
+                              "(scripts, logs)")
+                  ->capture_default_str(),
+              PathRole::folder);
   cmd->add_option("--gpus-per-task", o->gpus_per_task, "GPUs each array task asks for; its screen takes them all (--gpus all)")
       ->capture_default_str();
   cmd->add_option("--gres", o->gres, "The GRES request of each task (default gpu:<gpus-per-task>; e.g. gpu:h100:2 where GPUs are typed)");
@@ -48,7 +53,8 @@ void add_slurm_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
                   "Array tasks at most (default: MaxArraySize from `scontrol show config`, else Slurm's default 1001)")
       ->check(CLI::PositiveNumber);
   add_negatable_flag(cmd, "requeue", o->requeue, "--no-requeue: tasks are not requeued after preemption or a node failure");
-  cmd->add_option("--kqual", o->kqual_exe, "The kqual binary the tasks run, on a path every node sees (default: this one)");
+  input_path(cmd->add_option("--kqual", o->kqual_exe, "The kqual binary the tasks run, on a path every node sees (default: this one)"),
+             PathRole::file);
   cmd->add_option("--job-name", o->job_name, "Slurm job name (the merge job adds -merge)")->capture_default_str();
   add_screen_verdict_options(cmd, o->screen);
   add_contract_source_options(cmd, o->screen.sources);  // forwarded to every task (OUT/slurm/contracts.json)

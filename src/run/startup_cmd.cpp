@@ -12,6 +12,7 @@
 #include "command_util.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/run/cli.hpp"
+#include "kqual/run/user_paths.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/startup/startup.hpp"
 
@@ -73,7 +74,8 @@ int run_startup(StartupArgs& a, const GlobalOptions& g) {
 
 void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   auto [cmd, a] = add_command<StartupArgs>(app, g, exit_code, kStartupCommand, run_startup);
-  cmd->add_option("artifact", a->cfg.artifact, "cubin, fatbin or PTX file; or a .cu source with --compile")->required();
+  input_path(cmd->add_option("artifact", a->cfg.artifact, "cubin, fatbin or PTX file; or a .cu source with --compile")->required(),
+             PathRole::file);
   cmd->add_option("--runs", a->cfg.runs, "fresh processes per mode")->capture_default_str();
   cmd->add_option("--kernel", a->cfg.kernel,
                   "kernel to look up (C++ name for a .cu; symbol otherwise). Default: the first .entry of a PTX; none for cubin/fatbin");
@@ -83,12 +85,14 @@ void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   cmd->add_option("--block", a->cfg.block, "threads per block")->capture_default_str();
   cmd->add_option("--steady", a->cfg.steady_launches, "launches after the first, per process")->capture_default_str();
   cmd->add_flag("--compile", a->cfg.compile, "the artifact is CUDA source: compile with NVRTC (timed in its own processes), then load");
-  cmd->add_option("--arch", a->cfg.arch, "NVRTC target for --compile: sm_XX (SASS) or compute_XX (PTX only)")->capture_default_str();
+  arch_option(cmd->add_option("--arch", a->cfg.arch, "NVRTC target for --compile: sm_XX (SASS) or compute_XX (PTX only)")
+                  ->capture_default_str(),
+              ArchUse::compile);
   cmd->add_option("--compile-runs", a->cfg.compile_runs, "fresh NVRTC processes (default min(runs, 10))");
   cmd->add_option("--modes", a->modes, "JIT cache modes: off,cold,warm")->capture_default_str();
   cmd->add_option("--loading", a->loading, "module loading modes: lazy,eager")->capture_default_str();
   cmd->add_option("--watchdog", a->cfg.watchdog_s, "seconds before a probe counts as hung and is killed")->capture_default_str();
-  cmd->add_option("--out", a->out, "also write the JSON report to this file");
+  output_path(cmd->add_option("--out", a->out, "also write the JSON report to this file"), PathRole::file);
   add_quiet_flag(cmd, g);
 
   // The probe: one sample, one JSON line on stdout. Hidden (empty group): users never call it.

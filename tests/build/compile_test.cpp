@@ -83,5 +83,67 @@ TEST(Compile, CompileErrorsCarryTheLog) {
   }
 }
 
+// A launch whose kernel name the source does not define is said in the manifest's words (which
+// launch, the name as written, the kernels the source declares), not as NVRTC's log of the file it
+// generates for name lookups (`__nv_name_map(2): error: identifier "swish" is undefined`).
+TEST(Compile, AKernelNameNotInTheSourceIsAnInputErrorNamingTheLaunch) {
+  ScratchDir dir("kqual-compile-kernel-name");
+  const fs::path good = test::repo_root() / "candidates/residual_add_relu/good";
+  fs::copy_file(good / "kernel.cu", dir.path() / "kernel.cu");
+  std::string toml = read_text_file(good / "kqual.toml");
+  const std::string written = "kernel = \"add_relu_vec<{T}>\"";
+  ASSERT_NE(toml.find(written), std::string::npos);
+  for (const char* wrong : {"swish<{T}>", "add_relu_vec<{T}, 3>"}) {
+    std::string t = toml;
+    t.replace(t.find(written), written.size(), std::string("kernel = \"") + wrong + "\"");
+    write_file_atomic(dir.path() / "kqual.toml", t);
+    try {
+      build_candidate(load_manifest(dir.path() / "kqual.toml"), "sm_90", dir.path() / "out");
+      FAIL() << wrong << " compiled";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(e.kind(), ErrorKind::input) << what;
+      for (const std::string& part : {(dir.path() / "kqual.toml").string(), std::string("launch[0].kernel: '") + wrong + "'",
+                                      std::string("is not a kernel of kernel.cu"),
+                                      std::string("the __global__ functions kernel.cu declares: add_relu_vec")})
+        EXPECT_NE(what.find(part), std::string::npos) << part << "\n" << what;
+      EXPECT_EQ(what.find("__nv_name_map"), std::string::npos) << what;
+      EXPECT_EQ(what.find("kernel.cu(73)"), std::string::npos) << "the source's warnings are not the message: " << what;
+    }
+  }
+  // An error in the source itself keeps NVRTC's log: the kernel's name is not the problem there.
+  write_file_atomic(dir.path() / "kernel.cu", read_text_file(good / "kernel.cu") + "\nthis is not cuda;\n");
+  write_file_atomic(dir.path() / "kqual.toml", toml);
+  try {
+    build_candidate(load_manifest(dir.path() / "kqual.toml"), "sm_90", dir.path() / "out");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::nvrtc) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--- NVRTC log ---"), std::string::npos) << e.what();
+  }
+}
+
+// A target NVRTC does not take is named with the forms it does take, before NVRTC runs
+// (NVRTC itself says only NVRTC_ERROR_INVALID_OPTION).
+TEST(Compile, ATargetNvrtcDoesNotTakeIsNamedWithTheFormsItTakes) {
+  for (const char* ok : {"sm_90", "sm_90a", "compute_90", "sm_80"}) EXPECT_EQ(cuda::nvrtc_target_problem(ok), "") << ok;
+  for (const char* bad : {"banana", "sm_9", "sm_1000", "90", "sm_90x", "compute_"}) {
+    const std::string p = cuda::nvrtc_target_problem(bad);
+    EXPECT_NE(p.find(std::string("'") + bad + "'"), std::string::npos) << p;
+    EXPECT_NE(p.find("sm_XX"), std::string::npos) << p;
+    EXPECT_NE(p.find("compute_XX"), std::string::npos) << p;
+  }
+  cuda::NvrtcRequest r;
+  r.source = "__global__ void k() {}";
+  r.arch = "banana";
+  try {
+    cuda::nvrtc_compile(r);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    EXPECT_EQ(std::string(e.what()).find("NVRTC_ERROR"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace kqual::build

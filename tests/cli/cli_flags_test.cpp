@@ -11,17 +11,30 @@
 #include <string>
 #include <vector>
 
+#include "kqual/core/files.hpp"
 #include "kqual/run/cli.hpp"
 
 namespace kqual::run {
 namespace {
 
-// Parses `args` (without the program name) into a fresh state; no command body runs.
+// Parses `args` (without the program name) into a fresh state; no command body runs. The parser
+// refuses paths that are not there (kqual/run/user_paths.hpp), so it runs in a folder that holds the
+// candidates these command lines name.
 CliState parse(const std::vector<std::string>& args) {
+  static const ScratchDir dir("kqual-cli-flags");
+  for (const char* name : {"cand", "a", "b", "good", "broken", "old", "new"}) std::filesystem::create_directories(dir.path() / name);
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());
   CliState s;
   auto app = make_app(s, /*run_commands=*/false);
   std::vector<std::string> rev(args.rbegin(), args.rend());  // CLI11 takes them in reverse order
-  app->parse(rev);
+  try {
+    app->parse(rev);
+  } catch (...) {
+    std::filesystem::current_path(cwd);
+    throw;
+  }
+  std::filesystem::current_path(cwd);
   return s;
 }
 

@@ -26,6 +26,31 @@ TEST(Cli, UnknownCommandIsAUsageError) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
 }
 
+// A word that names no command is named as such, with the commands listed (CLI11 alone said
+// "A subcommand is required"); so is no command at all, and an option kqual does not have.
+TEST(Cli, AWordThatNamesNoCommandIsNamedAndTheCommandsListed) {
+  for (const char* args : {" frobnicate", " --json frobnicate", "", " --bogus"}) {
+    auto r = test::run(test::kq() + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(test::contains(r.output, "the commands: qualify, check, bench")) << args << "\n" << r.output;
+    EXPECT_FALSE(test::contains(r.output, "A subcommand is required")) << args << "\n" << r.output;
+  }
+  EXPECT_TRUE(test::contains(test::run(test::kq() + " frobnicate").output, "'frobnicate' is not a kqual command"));
+  EXPECT_TRUE(test::contains(test::run(test::kq() + " --bogus").output, "'--bogus' is not a kqual option"));
+  EXPECT_TRUE(test::contains(test::run(test::kq()).output, "no command given"));
+}
+
+// --json after the command, as --quiet: the same document as before it.
+TEST(Cli, JsonAfterTheCommandAsBeforeIt) {
+  const std::string before = test::run(test::kq() + " --json model amdahl --share 0.3 --kernel-speedup 2").output;
+  const std::string after = test::run(test::kq() + " model amdahl --share 0.3 --kernel-speedup 2 --json").output;
+  for (const std::string& out : {before, after})
+    EXPECT_TRUE(test::contains(out, "\"schema\": \"kqual.model-amdahl/1\"")) << out;
+  auto r = test::run(test::kq() + " contracts --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("[", 0) == 0 || r.output.rfind("{", 0) == 0, true) << r.output;
+}
+
 TEST(Cli, QualifyWithoutGpuRunsStaticPhasesAndExits3) {
   ScratchDir out("kqual-cli-test");
   auto r = test::run(test::kq() + " qualify --no-gpu " + test::quote(test::repo_root() / "candidates/residual_add_relu/good") +
@@ -101,6 +126,40 @@ TEST(Cli, SelftestWithoutGpuCompilesEverythingAndExits3) {
   json res = json::parse(r.output.substr(r.output.find('{')));
   EXPECT_FALSE(res["device_present"].get<bool>());
   EXPECT_GE(res["candidates"].size(), 6u);
+}
+
+}  // namespace
+}  // namespace kqual
+
+namespace kqual {
+namespace {
+
+// Messages at the level the user wrote: --arch names the option and its forms (not NVRTC's
+// INVALID_OPTION), and a manifest that is not TOML gives line and column under every command that
+// reads it (check and screen looked for a PyTorch submission first, which said neither).
+TEST(Cli, ArchAndTomlErrorsAreSaidAtTheUsersLevel) {
+  const std::string cand = test::quote(test::repo_root() / "candidates/residual_add_relu/good");
+  for (const std::string& cmd : {"check " + cand + " --no-gpu", "inspect " + test::quote(test::repo_root() /
+                                "candidates/residual_add_relu/prebuilt/add_relu_vec.compute_80.ptx")}) {
+    auto r = test::run(test::kq() + " " + cmd + " --arch banana");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(test::contains(r.output, "--arch: 'banana' is not")) << r.output;
+    EXPECT_TRUE(test::contains(r.output, "sm_90")) << r.output;
+    EXPECT_FALSE(test::contains(r.output, "NVRTC_ERROR")) << r.output;
+  }
+  ScratchDir dir("kqual-cli-toml");
+  std::filesystem::create_directories(dir.path() / "c");
+  std::ofstream(dir.path() / "c/kqual.toml") << "[candidate\nname = \"x\"\n";
+  const std::string where = (dir.path() / "c/kqual.toml").string() + ":1:11: TOML syntax error";
+  for (const std::string& cmd : {std::string("check"), std::string("qualify"), std::string("screen")}) {
+    auto r = test::run(test::kq() + " " + cmd + " " + test::quote(dir.path() / "c") + " --no-gpu --out " +
+                       test::quote(dir.path() / ("out-" + cmd)));
+    EXPECT_TRUE(test::contains(r.output, where)) << cmd << "\n" << r.output;
+    EXPECT_FALSE(test::contains(r.output, "internal error")) << cmd << "\n" << r.output;
+    if (cmd != "screen") {  // screen refuses the candidate (manifest_invalid) and goes on
+      EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.output;
+    }
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "kqual/check/labels.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/core/self.hpp"
 #include "kqual/pipeline/replay.hpp"
 #include "replay_test_util.hpp"
 
@@ -113,8 +114,12 @@ TEST_F(BuiltinReplay, TheReadmeGivesTheOneCommandAndTheDebuggers) {
   const std::string cmd = "kqual check candidate --case f32/n=257/normal --seed 7 --out kqual-out/candidate";
   ASSERT_EQ(out.commands.size(), 1u);
   EXPECT_EQ(out.commands[0], cmd);
-  EXPECT_NE(readme.find(cmd), std::string::npos) << readme;
-  EXPECT_NE(readme.find("compute-sanitizer --tool memcheck --target-processes all " + cmd + " --watchdog 600 --no-sanitizer-pass"),
+  // The README assumes no kqual on the PATH: its commands run "$KQUAL", set to the kqual that wrote it.
+  const std::string in_readme = "\"$KQUAL\"" + cmd.substr(5);
+  EXPECT_NE(readme.find(in_readme), std::string::npos) << readme;
+  EXPECT_NE(readme.find("KQUAL=" + shell_word(self_executable()->string()) + "\n"), std::string::npos) << readme;
+  EXPECT_EQ(readme.find("on the PATH,"), std::string::npos) << readme;
+  EXPECT_NE(readme.find("compute-sanitizer --tool memcheck --target-processes all " + in_readme + " --watchdog 600 --no-sanitizer-pass"),
             std::string::npos);
   EXPECT_NE(readme.find("cuda-gdb"), std::string::npos);
   EXPECT_NE(readme.find("unwritten_output"), std::string::npos);

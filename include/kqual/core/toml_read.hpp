@@ -19,6 +19,10 @@ class TomlContext {
   std::filesystem::path file_;
 };
 
+// `text` (the contents of `file`) parsed; a syntax error is Error(input) "FILE:LINE:COLUMN: TOML syntax
+// error: WHAT", as every TOML file kqual reads reports one (manifests, contracts, profiles).
+toml::table parse_toml(const std::string& text, const std::filesystem::path& file);
+
 // A value as the file writes it (a string quoted), for messages.
 std::string toml_value_text(const toml::node& n);
 

@@ -27,8 +27,14 @@ struct NvrtcResult {
   std::string lowered_name(const std::string& expr) const;  // throws if not lowered
 };
 
-// Throws Error(nvrtc) carrying the log when compilation fails.
+// Throws Error(nvrtc) carrying the log when compilation fails, and Error(usage) naming the targets
+// this NVRTC compiles for when req.arch is none of them (nvrtc_target_problem).
 NvrtcResult nvrtc_compile(const NvrtcRequest& req);
 std::string nvrtc_version();
+// The architectures this NVRTC compiles for, as numbers (75, 80, ..., 120).
+std::vector<int> nvrtc_supported_archs();
+// "" when `target` is sm_XX[a|f] or compute_XX[a|f] for an XX this NVRTC compiles for; otherwise
+// what is wrong and the targets it takes (the --arch message, not NVRTC_ERROR_INVALID_OPTION).
+std::string nvrtc_target_problem(const std::string& target);
 
 }  // namespace kqual::cuda

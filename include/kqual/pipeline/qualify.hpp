@@ -66,6 +66,12 @@ struct QualifyOutcome {
 // Runs every phase it can; writes results.json and memo.md atomically into out_dir.
 QualifyOutcome qualify(const QualifyOptions& o);
 
+// The commands that reproduce the first failing case of `correctness` (a check::CorrectnessReport
+// as JSON) of the run `o` describes: replay into OUT/replay, the one case rerun into OUT/rerun, with
+// the run's seed and contract folders; absolute paths, and this kqual as self_command() names it.
+// Nothing when no case failed.
+std::optional<report::ReproduceCommands> reproduce_commands(const QualifyOptions& o, const json& correctness);
+
 // The speed rule's findings from a timing report, one per shape: the candidate's samples, its fastest
 // valid baseline's, a failure while timed, and kqual's own failure there (harness_failure). The one
 // reading that qualify (live) and kqual decide (offline, pipeline/decide.cpp) share.

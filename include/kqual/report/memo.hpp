@@ -17,6 +17,9 @@ std::string render_qualify_memo(const json& results);
 // than the data.
 std::string render_compare_memo(const CompareResult& results);
 std::string render_compare_memo(const json& results);
+// "Reproduce the failing case": the replay and check commands, as the memo, the console summary and
+// (as HTML) the report page end with them. Markdown; empty without commands.
+std::string reproduce_text(const std::optional<ReproduceCommands>& commands);
 // A verdict word of results.json ("do_not_ship") as a memo prints it ("do not ship as built");
 // an unknown word is printed as it is.
 std::string verdict_words(const json& decision);

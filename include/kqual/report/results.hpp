@@ -74,6 +74,15 @@ struct QualifyContract {
   std::vector<RefusalChecked> refusals_checked;
 };
 
+// The first failing case of a check and the two commands that reproduce it, exactly as a user
+// types them (docs/replay.md): a `kqual replay` folder from this run's results.json, and the one
+// case rerun by `kqual check --case ID --seed S`. results.json "reproduce".
+struct ReproduceCommands {
+  std::string case_id;
+  std::string replay;  // kqual replay OUT/results.json --case ID --out OUT/replay
+  std::string check;   // kqual check CAND --case ID --seed S --out OUT/rerun
+};
+
 struct QualifyResult {
   std::string command = "qualify";  // qualify, check or bench: names the schema (kqual.<command>/1)
   json provenance;                  // report::provenance()
@@ -88,6 +97,7 @@ struct QualifyResult {
   std::vector<json> baselines;                // ... and of each baseline built
   PhaseList phases;
   decision::QualifyVerdict verdict;
+  std::optional<ReproduceCommands> reproduce;  // when a case failed
 };
 
 json to_json(const QualifyResult& r);

@@ -13,6 +13,7 @@
 #include "kqual/pipeline/compare.hpp"
 #include "kqual/pipeline/qualify.hpp"
 #include "kqual/pipeline/screen.hpp"
+#include "kqual/pipeline/screen_shard.hpp"
 #include "kqual/pipeline/submission.hpp"
 
 namespace CLI {
@@ -47,6 +48,7 @@ struct CliState {
   std::filesystem::path selftest_out;
   CompareCliOptions compare;
   pipeline::ScreenOptions screen;
+  pipeline::MergeOptions screen_merge;
   pipeline::SubmissionOptions submission;  // kqual check of a PyTorch submission (src/run/submission_cmd.cpp)
 };
 
@@ -60,6 +62,13 @@ int main(int argc, char** argv);
 // value keeps its default. `help` describes --no-NAME (the spelling users reach for); the default
 // is appended. Every negatable flag goes through here so that the two names cannot be swapped.
 CLI::Option* add_negatable_flag(CLI::App* cmd, const std::string& name, bool& value, const std::string& help);
+
+// --arch: a value that names no GPU architecture is refused while the command line is parsed, with
+// the forms the option takes. `compile`: a target NVRTC compiles for (sm_XX[a|f] or compute_XX, XX
+// one it supports); `device`: any architecture (sm_90, compute_80, 9.0), as inspect judges images for
+// it. src/run/arch_option.cpp.
+enum class ArchUse { compile, device };
+CLI::Option* arch_option(CLI::Option* o, ArchUse use);
 
 // --contracts DIR (repeatable) and --allow-candidate-contract: where the contracts of a command that
 // reads candidate manifests may come from (docs/declared-contracts.md); src/run/contract_sources_cmd.cpp.

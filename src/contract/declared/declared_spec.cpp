@@ -534,13 +534,7 @@ Spec parse_spec(const std::string& text, const fs::path& file) {
   Spec s;
   s.file = file;
   s.dir = file.parent_path();
-  toml::table root;
-  try {
-    root = toml::parse(text, file.string());
-  } catch (const toml::parse_error& e) {
-    throw_error(ErrorKind::input, fmt::format("{}:{}:{}: {}", file.string(), e.source().begin.line, e.source().begin.column,
-                                              e.description()));
-  }
+  toml::table root = parse_toml(text, file);
   check_keys(cx, root, "", {"contract", "axes", "scalars", "tensors", "dtypes", "constraints", "families", "cost", "bench",
                             "reference", "generator", "index_cases"});
   std::set<std::string> known;  // axis names, as the tables below may use them

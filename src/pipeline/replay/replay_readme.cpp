@@ -2,21 +2,11 @@
 // that case again, what each file holds, and how to run the case under compute-sanitizer and cuda-gdb.
 #include <fmt/format.h>
 
+#include "kqual/core/self.hpp"
 #include "replay_internal.hpp"
 
 namespace kqual::pipeline::replay_detail {
 namespace {
-
-// A word for a POSIX shell: single-quoted unless it is plain.
-std::string shell_word(const std::string& s) {
-  bool plain = !s.empty();
-  for (char ch : s)
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || std::string_view("-_./=,:+").find(ch) != std::string_view::npos)) plain = false;
-  if (plain) return s;
-  std::string out = "'";
-  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return out + "'";
-}
 
 std::string what_failed(const ReadmeFacts& f) {
   std::string text;
@@ -32,11 +22,24 @@ std::string what_failed(const ReadmeFacts& f) {
   return text;
 }
 
+// The commands run kqual as "$KQUAL" (set by the first block): no kqual on the PATH is assumed.
 std::string commands_block(const ReadmeFacts& f, const std::string& extra, const std::string& prefix) {
   std::string text = "```sh\ncd " + shell_word(f.outcome.dir.filename().string()) + "\n";
-  for (const auto& side : f.outcome.sides)
-    text += prefix + check_command(side, f.spec.id, f.outcome.run_seed, f.contract_copied) + extra + "\n";
+  for (const auto& side : f.outcome.sides) {
+    std::string command = check_command(side, f.spec.id, f.outcome.run_seed, f.contract_copied);
+    if (command.rfind("kqual ", 0) == 0) command.replace(0, 5, "\"$KQUAL\"");
+    text += prefix + command + extra + "\n";
+  }
   return text + "```\n";
+}
+
+// Which kqual the commands run: the one that wrote the folder, or another machine's.
+std::string kqual_binary_text() {
+  const std::optional<std::filesystem::path> self = self_executable();
+  return fmt::format("The commands below run kqual as `\"$KQUAL\"`. The kqual that wrote this folder is{}; on another "
+                     "machine, use that machine's (`build/tools/kqual/kqual` in a kqual checkout after `bash scripts/setup`, "
+                     "or `kqual` where it is on the PATH):\n\n```sh\nKQUAL={}\n```\n\n",
+                     self ? " `" + self->string() + "`" : " not known here", shell_word(self ? self->string() : "kqual"));
 }
 
 std::string files_table(const ReadmeFacts& f) {
@@ -122,7 +125,7 @@ std::string readme_text(const ReadmeFacts& f) {
                    "seed {} (`{}`).\n",
                    to_string(f.spec.dtype), json(f.spec.dims).dump(), f.spec.family, f.spec.offset_elements, f.spec.seed,
                    f.outcome.run_seed, f.recorded.command_line);
-  t += "\n## Run exactly this case again\n\nOn a machine with an NVIDIA GPU and kqual on the PATH, from this folder's parent:\n\n";
+  t += "\n## Run exactly this case again\n\nOn a machine with an NVIDIA GPU, from this folder's parent. " + kqual_binary_text();
   t += commands_block(f, "", "");
   t += fmt::format("\n`--case` runs this one case (found among the contract's cases under `--seed`, so it is the run's case, "
                    "seed and all) with every rule of a full check: poisoned and guarded outputs, inputs against unmapped pages, "

@@ -12,6 +12,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
+#include "kqual/core/toml_read.hpp"
 #include "replay_internal.hpp"
 
 namespace kqual::pipeline::replay_detail {
@@ -150,12 +151,7 @@ void require_recorded_contract(const contract::Contract& c, const Recorded& r) {
 
 std::string rewrite_manifest(const std::string& text, const fs::path& file,
                              const std::vector<std::pair<std::string, std::string>>& values, bool source_to_image) {
-  toml::table root;
-  try {
-    root = toml::parse(text, file.string());
-  } catch (const toml::parse_error& e) {
-    throw_error(ErrorKind::input, fmt::format("{}: TOML syntax error: {}", file.string(), e.description()));
-  }
+  toml::table root = parse_toml(text, file);
   toml::table* cand = root["candidate"].as_table();
   if (!cand) throw_error(ErrorKind::input, fmt::format("{}: no [candidate] table", file.string()));
   std::vector<std::string> lines;
