@@ -82,22 +82,6 @@ def tb_tail(limit=1500):
     return traceback.format_exc()[-limit:]
 
 
-def build_failure(e):
-    """The compiler's first error where e is a failed build of the submission's own kernels (a
-    load_inline / cpp_extension build, a Triton compilation), else None."""
-    text = str(e)
-    name = type(e).__name__
-    if not ("Error building extension" in text or name in ("CalledProcessError", "CompilationError", "CompileTimeAssertionFailure")
-            or "ptxas" in text and "error" in text.lower()):
-        return None
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for ln in lines:
-        low = ln.lower()
-        if ": error" in low or "error:" in low or low.startswith("error"):
-            return ln[:500]
-    return (lines[0] if lines else name)[:500]
-
-
 class SubmissionRaised(Exception):
     """An exception the submission's own code raised: its module's construction or one of its calls.
     Anything else that fails in this worker is kqual's side (code "worker_error", a harness error),
@@ -139,6 +123,7 @@ if not torch.cuda.is_available():
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kqual_submission_guard as guard  # noqa: E402
 from kqual_torch_timing import Clocks, Flusher, Recorder, capture_graph, sample  # noqa: E402
+from kqual_build_errors import build_failure  # noqa: E402
 
 DT = {"f32": torch.float32, "f64": torch.float64, "bf16": torch.bfloat16, "f16": torch.float16, "i32": torch.int32,
       "i64": torch.int64, "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool,
