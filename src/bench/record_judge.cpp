@@ -306,14 +306,34 @@ RecordJudgement judge_case_record(const ActivityRecord& r, const std::vector<Rec
       handed_ns += k.ns;
     }
   }
+  // Partial replacement (an imported problem): the library may keep the operators the solution left alone,
+  // where its own kernels do part of the work and not every kernel the reference launches ran.
+  double own_ns = 0;
+  std::set<std::string> ran;
+  for (const auto& k : j.kernels) {
+    ran.insert(k.name);
+    if (k.origin == WorkOrigin::own && !k.reference && !k.allowed) own_ns += k.ns;
+  }
+  const bool replaced_some = std::any_of(j.reference_kernels.begin(), j.reference_kernels.end(), [&](const std::string& n) {
+    return !ran.count(n) && !std::regex_search(n, std::regex("FillFunctor|Memset|fill_kernel"));
+  });
+  if (!handed.empty() && rules.partial_replacement && own_ns > 0 && replaced_some) {
+    j.kept_library = handed;
+    handed.clear();
+  }
   if (!handed.empty()) {
     std::string list;
     for (std::size_t i = 0; i < handed.size() && i < 3; ++i) list += (i ? ", " : "") + handed[i];
     if (handed.size() > 3) list += fmt::format(" and {} more", handed.size() - 3);
     found.push_back({SubmissionFailure::reference_called,
-                     fmt::format("the work was handed to a library or the reference: {} ({:.0f} % of the calls' kernel time); allow a "
+                     fmt::format("the work was handed to a library or the reference: {} ({:.0f} % of the calls' kernel time){}; allow a "
                                  "kernel by name with --allow-kernel if the problem permits it",
-                                 list, all_ns > 0 ? 100 * handed_ns / all_ns : 0.0)});
+                                 list, all_ns > 0 ? 100 * handed_ns / all_ns : 0.0,
+                                 !rules.partial_replacement ? ""
+                                 : own_ns <= 0             ? " (the problem allows keeping some of its operators, but the "
+                                                             "submission's own kernels did none of the work)"
+                                                           : " (the problem allows keeping some of its operators, but every kernel "
+                                                             "its reference launches ran in the call: nothing was replaced)")});
   }
   // The most telling finding first: the record, streams, late work, the host, then the library.
   const SubmissionFailure order[] = {SubmissionFailure::harness_tampered, SubmissionFailure::wrong_stream, SubmissionFailure::unjoined_stream,

@@ -54,7 +54,19 @@ std::string SubmissionCheck::summary() const {
     return fmt::format("not judged: kqual's side failed at {}: {}", failures.empty() ? "?" : failures.front().id,
                        failures.empty() ? "" : failures.front().detail);
   const std::string where = stream == "default" ? " (every call on PyTorch's default stream, --stream default)" : "";
-  if (accepted) return fmt::format("accepted: {} of {} cases right ({} left out){}", passed, cases, skipped, where);
+  if (accepted) {
+    double own = 0, all = 0;
+    for (const auto& [origin, ns] : gpu_ns_by_origin) {
+      all += ns;
+      if (origin == "own") own += ns;
+    }
+    std::string partial;
+    if (!kept_library.empty())
+      partial = fmt::format("; operators kept in the library, as the problem allows: {}; the submission's own kernels ran {:.0f} % "
+                            "of the calls' GPU time",
+                            fmt::join(kept_library, ", "), all > 0 ? 100 * own / all : 0.0);
+    return fmt::format("accepted: {} of {} cases right ({} left out){}{}", passed, cases, skipped, partial, where);
+  }
   const auto& f = failures.front();
   std::string out = fmt::format("rejected: {} at {}: {}{}", to_string(f.failure), f.id, f.detail, where);
   if (!on_default_stream.empty())
@@ -82,6 +94,8 @@ json SubmissionCheck::to_json() const {
               {"stream", stream},
               // a wrong_stream rejection checked again on the default stream (summary of that check), or ""
               {"on_default_stream", on_default_stream},
+              // an imported problem's operators the submission left to the library (allowed: partial replacement)
+              {"kept_library", kept_library},
               {"not_applied", not_applied},
               // Where the time went [ms]: the worker's start (PyTorch imported, the submission's module
               // loaded), its cases, and kqual making the cases (overlapped with the worker's runs).
@@ -216,7 +230,7 @@ class CaseRunner {
   // The case's calls in the worker, then its activity record (flushed by the worker after its reply)
   // judged with the files it wrote.
   SubmissionCaseResult run(TorchWorker& w, PreparedCase& p, std::size_t n, const TorchSubmission& s,
-                           std::map<std::string, double>* by_origin) const {
+                           std::map<std::string, double>* by_origin, std::set<std::string>* kept_library) const {
     const std::string token = fmt::format("case{}", n);
     p.req["token"] = token;
     const json reply = w.call(&p.req, o_.case_timeout_s);
@@ -228,6 +242,8 @@ class CaseRunner {
       const bool flushed = ch->wait_flush(token, kRecordFlushWaitS, &rec);
       RecordRules rules;
       rules.allow = s.allow_kernels;
+      // An imported KernelBench problem: a solution may keep some of its operators in the library.
+      rules.partial_replacement = fs::exists(s.problem_dir / "reference.py") && fs::exists(s.problem_dir / "problem.py");
       for (const auto& t : p.ea) rules.output_bytes += t.bytes.size();
       rj = judge_case_record(rec, ch->modules(), reply.value("ok", false) ? 3 : 0, rules);
       if (!flushed && rj.failure == SubmissionFailure::none) {
@@ -237,6 +253,7 @@ class CaseRunner {
                                 kRecordFlushWaitS);
       }
       for (const auto& [origin, ns] : rj.gpu_ns_by_origin) (*by_origin)[origin] += ns;
+      kept_library->insert(rj.kept_library.begin(), rj.kept_library.end());
     }
     SubmissionCaseResult r = judge_submission_case(c_, p.id, reply, p.ea, p.eb, p.files, answered ? &rj : nullptr);
     fs::remove_all(p.dir);
@@ -470,7 +487,7 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
   r.worker_device = hello.value("device", std::string());
   contract::ReferenceHost host;
   const CaseRunner runner(c, o, dir);
-  std::set<std::string> kernels;
+  std::set<std::string> kernels, kept;
   // Case k+1 is made (inputs, references, files) while the worker runs case k.
   auto prepare = [&](std::size_t k) { return std::async(std::launch::async, [&, k] { return runner.prepare(cases[k], host, int(k % 2)); }); };
   std::future<PreparedCase> next = prepare(0);
@@ -480,7 +497,7 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
     r.prepare_ms += p.ms;
     if (k + 1 < cases.size()) next = prepare(k + 1);
     const auto t0 = std::chrono::steady_clock::now();
-    SubmissionCaseResult one = runner.run(w, p, k, s, &r.gpu_ns_by_origin);
+    SubmissionCaseResult one = runner.run(w, p, k, s, &r.gpu_ns_by_origin, &kept);
     r.worker_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     kernels.insert(one.kernels.begin(), one.kernels.end());
     if (one.failure == SubmissionFailure::none) {
@@ -493,6 +510,7 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
     if (r.failures.back().failure == SubmissionFailure::crash || r.failures.back().failure == SubmissionFailure::hang) break;
   }
   r.kernels.assign(kernels.begin(), kernels.end());
+  r.kept_library.assign(kept.begin(), kept.end());
   r.accepted = r.failures.empty() && r.passed == r.cases;
   recheck_on_default_stream(c, s, o, r);
   return r;

@@ -198,6 +198,41 @@ TEST(RecordJudge, LibraryAndReferenceKernelsAgainstTheAllowList) {
   EXPECT_EQ(judge_case_record(moved.reader.current(), {}, 1, {}).failure, SubmissionFailure::harness_tampered);
 }
 
+// An imported problem (partial_replacement): a solution may leave some of the reference's operators to the
+// library where its own kernels do part of the work and at least one reference kernel did not run.
+TEST(RecordJudge, PartialReplacementKeepsTheOperatorsASolutionLeftAlone) {
+  constexpr const char* kTorch = "/x/torch/lib/libtorch_cuda.so";
+  constexpr const char* kCublas = "/x/nvidia/cu13/lib/libcublasLt.so.13";
+  constexpr const char* kExt = "/x/torch_extensions/mine/mine.so";
+  auto judge = [&](std::initializer_list<std::pair<const char*, const char*>> ks, bool partial) {
+    Fixture f;
+    for (int k = 1; k <= 3; ++k) f.call(k, ks);
+    f.mark("ref");
+    f.kernel_from(9'000'000, 9'000'100, kCublas, "sm90_xmma_gemm_f32f32");
+    f.kernel_from(9'000'200, 9'000'300, kTorch, "vectorized_elementwise_kernel_relu");
+    f.mark("ref-done");
+    RecordRules rules;
+    rules.partial_replacement = partial;
+    return judge_case_record(f.reader.current(), {}, 3, rules);
+  };
+  // The GEMM kept in cuBLAS, the ReLU replaced by the solution's own kernel: allowed, and named.
+  const RecordJudgement kept = judge({{"sm90_xmma_gemm_f32f32", kCublas}, {"fused_bias_relu", kExt}}, true);
+  EXPECT_EQ(kept.failure, SubmissionFailure::none) << kept.detail;
+  ASSERT_EQ(kept.kept_library.size(), 1u);
+  EXPECT_NE(kept.kept_library[0].find("sm90_xmma_gemm"), std::string::npos);
+  // Not for a problem that does not allow it (a built-in contract).
+  EXPECT_EQ(judge({{"sm90_xmma_gemm_f32f32", kCublas}, {"fused_bias_relu", kExt}}, false).failure, SubmissionFailure::reference_called);
+  // The whole reference, and a trivial kernel of its own beside it: nothing replaced.
+  const RecordJudgement all = judge(
+      {{"sm90_xmma_gemm_f32f32", kCublas}, {"vectorized_elementwise_kernel_relu", kTorch}, {"touch", kExt}}, true);
+  EXPECT_EQ(all.failure, SubmissionFailure::reference_called);
+  EXPECT_NE(all.detail.find("nothing was replaced"), std::string::npos) << all.detail;
+  // Library kernels only (another library's GEMM instead of the reference's): its own kernels did none of the work.
+  const RecordJudgement none = judge({{"ampere_sgemm_128x64", kCublas}, {"vectorized_elementwise_kernel_relu", kTorch}}, true);
+  EXPECT_EQ(none.failure, SubmissionFailure::reference_called);
+  EXPECT_NE(none.detail.find("did none of the work"), std::string::npos) << none.detail;
+}
+
 TEST(RecordJudge, TheOriginOfAKernelIsItsLaunchersObjectOrInductorsModule) {
   RecordLaunch l;
   l.origin = "/site-packages/torch/lib/libtorch_cuda.so";

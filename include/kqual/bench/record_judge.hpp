@@ -26,6 +26,10 @@ struct RecordRules {
   std::vector<std::string> allow;          // regular expressions of kernel names the user or the problem allows
   std::uint64_t output_bytes = 0;          // the case's outputs, all together [bytes]
   bool require_origin = true;              // a kernel whose launch has no record is the record not adding up
+  // An imported problem (KernelBench's rules): a solution may replace some of the reference's operators and
+  // leave the rest to the library. Its library kernels pass where its own kernels do part of the work and
+  // at least one kernel the reference launches did not run (something was replaced); else reference_called.
+  bool partial_replacement = false;
 };
 
 // One kernel of the submission's calls, with where it came from and its GPU time.
@@ -45,6 +49,8 @@ struct RecordJudgement {
   std::map<std::string, double> gpu_ns_by_origin;  // [ns] of every call's kernels and copies, by origin ("own", "ATen", ...)
   std::vector<std::string> reference_kernels;   // what the reference launched (names, demangled)
   std::vector<int> call_work;                   // per call: kernels, copies and memsets between its call and returned marks
+  // partial_replacement: the library's kernels the solution kept, allowed (names); "" note when none
+  std::vector<std::string> kept_library;
 };
 
 // The case's record judged: `calls` calls were marked; modules: every module loaded so far.

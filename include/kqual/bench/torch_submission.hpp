@@ -142,6 +142,9 @@ struct SubmissionCheck {
   // A wrong_stream rejection checked again on the default stream: "accepted: ..." or "rejected: ..."
   // (summary() of that check); "" when not checked.
   std::string on_default_stream;
+  // An imported problem's library kernels the submission kept while replacing others (partial replacement,
+  // allowed as KernelBench allows it): "name (origin, from object)".
+  std::vector<std::string> kept_library;
   // [ms] the worker's start (its hello), its runs of the cases, and kqual's making of the cases (on
   // a thread of its own, each case made while the worker runs the one before).
   double hello_ms = 0, worker_ms = 0, prepare_ms = 0;
