@@ -61,7 +61,7 @@ QualifyVerdict decide_qualify(const QualifyFindings& f) {
   std::vector<ShapeSamples> shapes;
   std::vector<std::string> unjudged;
   for (const auto& sh : f.shapes) {
-    if (!f.baselines_expected && sh.failure.empty() && sh.baseline.empty()) unjudged.push_back(sh.shape);
+    if (!f.baselines_expected && sh.failure.empty() && sh.not_timed.empty() && sh.baseline.empty()) unjudged.push_back(sh.shape);
     else shapes.push_back(sh);
   }
   if (!unjudged.empty())

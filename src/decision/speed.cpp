@@ -243,7 +243,8 @@ Decided decided_verdict(const SpeedJudgement& j) {
     return {"do_not_ship", fmt::format("At {} the candidate failed or was wrong while being timed.", s->shape)};
   std::vector<std::string> missing;
   for (const auto& s : j.shapes)
-    if (s.call == ShapeCall::not_compared && (s.calls > 0 || !j.mix.from_profile)) missing.push_back(s.shape);
+    if (s.call == ShapeCall::not_compared && (s.calls > 0 || !j.mix.from_profile))
+      missing.push_back(s.sentence.rfind("not timed", 0) == 0 ? s.shape + " (" + s.sentence + ")" : s.shape);
   for (const auto& [shape, calls] : j.mix.calls) {
     const auto key = shape_key(shape);
     if (std::none_of(j.shapes.begin(), j.shapes.end(), [&](const ShapeJudgement& s) { return shape_key(s.shape) == key; }))
@@ -313,6 +314,9 @@ SpeedJudgement judge_speed(const std::vector<ShapeSamples>& shapes, const ShapeM
     if (!s.failure.empty()) {
       j.call = ShapeCall::failed;
       j.sentence = "failed while timed: " + s.failure;
+    } else if (!s.not_timed.empty()) {
+      j.call = ShapeCall::not_compared;
+      j.sentence = "not timed (not the candidate's failure): " + s.not_timed;
     } else if (s.baseline.empty() || s.baseline_ms.empty() || s.candidate_ms.empty()) {
       j.call = ShapeCall::not_compared;
       j.sentence = "not compared: no baseline that passed its own check was timed here";

@@ -130,7 +130,8 @@ void add_timed_shapes(decision::QualifyFindings& f, const bench::TimingReport& t
     const auto& cs = sh.series.front();  // the candidate
     decision::ShapeSamples q;
     q.shape = sh.shape;
-    if (!cs.error.empty() || !cs.verified) q.failure = cs.error.empty() ? cs.verify_detail : cs.error;
+    if (bench::refused_before_launch(cs)) q.not_timed = cs.error.substr(bench::kRefusedBeforeLaunch.size());
+    else if (!cs.error.empty() || !cs.verified) q.failure = cs.error.empty() ? cs.verify_detail : cs.error;
     if (f.harness_failure.empty() && worker::is_harness_failure(cs.error)) f.harness_failure = sh.shape + ": " + cs.error;
     q.baseline = sh.fastest_baseline;
     q.candidate_ms = cs.samples_ms;
@@ -275,8 +276,8 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   build::Manifest m = build::load_manifest(o.candidate);
   const contract::Contract& c = m.resolved_contract();
   if (!o.only_case.empty()) (void)check::require_case(c, m.supports, o.seed, o.only_case);  // an unknown id: exit 2 before any GPU work
-  auto bench_dtype = parse_dtype(o.dtype);
-  if (!bench_dtype) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", o.dtype));
+  // Timed at a dtype the candidate claims (--dtype, or its first claim): a usage error before any GPU work.
+  const DType bench_dtype = timing_dtype(o.dtype, m.supports.dtypes, "candidate " + m.name);
   (void)bench::parse_torch_baselines(o.torch_baselines);  // a bad --torch-baselines is a usage error before any GPU work
   // The decision's policy and shape mix, checked before any GPU work (a bad profile or margin is an
   // input error, not a lost run).
@@ -320,7 +321,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     QualifyGpuRun q{o, s, cand, baselines, r, f, say};
     qualify_load(q, tg);
     qualify_check(q);
-    torch_report = qualify_time(q, timing_options_of(o, *bench_dtype, shapes), profile, policy);
+    torch_report = qualify_time(q, timing_options_of(o, bench_dtype, shapes), profile, policy);
   }
   r.artifact = cand.to_json();
   for (const auto& b : baselines) r.baselines.push_back(b.to_json());

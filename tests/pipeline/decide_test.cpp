@@ -111,6 +111,20 @@ TEST(Decide, AProfileAndAMarginAnswerAndUnderOurProfile) {
   std::filesystem::remove_all(dir);
 }
 
+// The GPU run of an f16-only candidate timed at f32: the contract refused every shape for it before
+// any launch. That is no failure of the candidate: incomplete, naming the refusal, never do_not_ship.
+TEST(Decide, AShapeRefusedBeforeLaunchIsNotTheCandidatesFailure) {
+  report::QualifyResult r = recorded("qualify");
+  bench::Series& cs = r.timing->shapes[0].series[0];
+  cs.samples_ms.clear();
+  cs.error = "refused: the candidate does not claim dtype f32";
+  const DecideOutcome d = decide_results(report::to_json(r), {});
+  EXPECT_EQ(d.verdict, "incomplete") << d.text;
+  EXPECT_EQ(d.summary.find("failed or was wrong"), std::string::npos) << d.summary;
+  EXPECT_NE(d.summary.find("does not claim dtype f32"), std::string::npos) << d.summary;
+  EXPECT_EQ(d.verdict_json.at("speed").at("shapes").at(0).at("verdict"), "not_compared");
+}
+
 TEST(Decide, BenchResultsNeverShip) {
   const DecideOutcome d = decide_results(report::to_json(recorded("bench")), {});
   EXPECT_EQ(d.verdict, "incomplete") << d.text;

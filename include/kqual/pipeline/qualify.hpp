@@ -28,7 +28,7 @@ struct QualifyOptions {
   std::string only_case;                  // --case ID (kqual check): only this case, found under `seed` (check::CheckOptions::only_case)
   bool sanitizer_pass = true;             // small passed cases again under compute-sanitizer memcheck + racecheck
   std::vector<std::string> shapes;        // benchmark shapes, "4096" or "m=..,n=..,k=.." (default: the contract's)
-  std::string dtype = "f32";              // benchmark dtype
+  std::string dtype;                      // benchmark dtype; "": the first dtype the candidate claims
   int rounds = 3;
   int verify_launches = 0;  // > 0: the candidate's timed launches compared with the reference, no element budget (bench::TimingOptions)
   int samples_per_round = 10;

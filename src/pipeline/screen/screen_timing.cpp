@@ -17,6 +17,7 @@
 #include "kqual/decision/profile.hpp"
 #include "kqual/decision/qualify.hpp"
 #include "kqual/pipeline/qualify.hpp"
+#include "kqual/pipeline/stages.hpp"
 #include "kqual/report/html.hpp"
 #include "kqual/worker/session.hpp"
 
@@ -54,9 +55,7 @@ const ScreenTimer::Plan& ScreenTimer::plan_for(const std::string& contract) {
     const decision::DeploymentProfile profile = o_.profile.empty() ? decision::DeploymentProfile{} : decision::load_profile(o_.profile);
     p.policy = decision::speed_policy(profile, o_.margin, o_.regression_limit);
     p.mix = decision::shape_mix_of(profile);
-    const auto dt = parse_dtype(o_.dtype);
-    if (!dt) throw_error(ErrorKind::usage, fmt::format("--dtype {}: not a dtype kqual knows", o_.dtype));
-    p.timing.dtype = *dt;
+    if (!o_.dtype.empty() && !parse_dtype(o_.dtype)) throw_error(ErrorKind::usage, fmt::format("--dtype {}: not a dtype kqual knows", o_.dtype));
     p.timing.rounds = o_.rounds;
     p.timing.samples_per_round = o_.samples_per_round;
     p.timing.flush_mode = o_.flush_mode;
@@ -107,7 +106,10 @@ void ScreenTimer::time(worker::Session& s, const build::BuiltCandidate& b, const
   std::vector<const build::BuiltCandidate*> base;
   for (const auto& x : p.baselines) base.push_back(&x);
   try {
-    const bench::TimingReport tr = bench::time_against_baselines(s, b, base, p.timing);
+    // Each candidate at a dtype it claims (--dtype when it claims that one, else its first claim).
+    bench::TimingOptions to = p.timing;
+    to.dtype = timing_dtype(o_.dtype, b.manifest.supports.dtypes, "candidate " + b.manifest.name);
+    const bench::TimingReport tr = bench::time_against_baselines(s, b, base, to);
     decision::QualifyFindings f;
     f.cases = f.passed = f.evidence = 1;  // accepted by the correctness tier
     f.policy = p.policy;
@@ -147,7 +149,7 @@ json effect_against(const bench::TimingReport& tr, const char* label, const deci
     if (sh.series.empty() || !sh.series.front().error.empty() || !sh.series.front().verified) continue;
     for (const auto& se : sh.series)
       if (se.label == label && se.error.empty() && se.verified && !se.samples_ms.empty())
-        shapes.push_back({sh.shape, label, se.samples_ms, sh.series.front().samples_ms, ""});
+        shapes.push_back({sh.shape, label, se.samples_ms, sh.series.front().samples_ms, "", ""});
   }
   if (shapes.empty()) return json{{"why_not", std::string("no shape timed against ") + label}};
   const decision::OverallEffect e = decision::judge_speed(shapes, mix, policy).overall;
@@ -166,6 +168,7 @@ void ScreenTimer::time_submission(const contract::Contract& c, const bench::Torc
   }
   bench::SubmissionTimingOptions to;
   to.timing = p.timing;
+  to.timing.dtype = timing_dtype(o_.dtype, s.dtypes.empty() ? c.dtypes() : s.dtypes, "the submission");
   const bench::SubmissionTiming t = bench::time_torch_submission(c, s, co, to);
   decision::QualifyFindings f;
   f.cases = f.passed = f.evidence = 1;  // accepted by the correctness tier
