@@ -545,7 +545,7 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
     if (!o.keep_input_files) fs::remove_all(in.dir, ec);
     rep.shapes.push_back(std::move(sh));
   }
-  rep.verification = detail::verification_summary(rep, sampled_shapes ? o.verify_launches : 0);
+  rep.verification = detail::verification_summary(rep, sampled_shapes ? o.verify_launches : 0, o.verify_element_budget);
   return rep;
 }
 

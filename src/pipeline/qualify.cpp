@@ -141,6 +141,21 @@ void add_timed_shapes(decision::QualifyFindings& f, const bench::TimingReport& t
   }
 }
 
+decision::ShapeMix contract_shape_mix(const contract::Contract& c, const decision::DeploymentProfile& p) {
+  decision::ShapeMix m = decision::shape_mix_of(p);
+  std::map<std::string, std::string> seen;  // completed dims → the profile's text
+  for (auto& [text, calls] : m.calls) {
+    const std::string key = contract::format_dims(contract::parse_shape(c, text));
+    if (const auto it = seen.find(key); it != seen.end())
+      throw_error(ErrorKind::input, fmt::format("profile '{}': [[shape]] '{}' and '{}' name the same shape of contract {} ({}): "
+                                                "list each shape once, with all its calls",
+                                                p.name, it->second, text, c.name(), key));
+    seen.emplace(key, text);
+    text = key;
+  }
+  return m;
+}
+
 namespace {
 
 // What the timing phase runs with, from qualify's options.
@@ -251,7 +266,7 @@ json qualify_time(QualifyGpuRun& q, const bench::TimingOptions& to, const decisi
     return json();
   }
   q.f.policy = policy;
-  q.f.mix = decision::shape_mix_of(profile);
+  q.f.mix = contract_shape_mix(q.cand.manifest.resolved_contract(), profile);
   std::vector<const build::BuiltCandidate*> bptr;
   for (const auto& b : q.baselines) bptr.push_back(&b);
   bench::TimingReport tr = bench::time_against_baselines(q.s, q.cand, bptr, to);
@@ -283,6 +298,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   // input error, not a lost run).
   const decision::DeploymentProfile profile = o.profile.empty() ? decision::DeploymentProfile{} : decision::load_profile(o.profile);
   const decision::SpeedPolicy policy = decision::speed_policy(profile, o.margin, o.regression_limit);
+  (void)contract_shape_mix(c, profile);  // a shape named twice is an input error before any GPU work
   std::vector<contract::Dims> shapes;
   for (const auto& text : o.shapes) shapes.push_back(contract::parse_shape(c, text));
   // A profile's shape mix names the shapes to time when none are asked for.

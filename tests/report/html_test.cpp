@@ -127,6 +127,20 @@ TEST(Html, OneBarAndIntervalPerShapeAndBaseline) {
   EXPECT_NE(section(page, "roofline").find("TB/s"), std::string::npos);
 }
 
+// One shape, one call: the speed-up section shows the timing phase's comparisons as data and colours
+// and names only the decision's call (the speed rule, against the fastest baseline). It showed
+// "inconclusive" from the timing phase's 2 % rank test beside the decision's "no_difference".
+TEST(Html, TheSpeedUpSectionShowsOneRulesCallPerShape) {
+  json d = html_doc("qualify");
+  for (auto& sh : d["timing"]["shapes"])
+    for (auto& cmp : sh["candidate_vs_baselines"]) cmp["verdict"] = "inconclusive";
+  for (auto& row : d["verdict"]["speed"]["shapes"]) row["verdict"] = "no_difference";
+  const std::string speed = section(render_html(d), "speedup");
+  EXPECT_EQ(speed.find("inconclusive"), std::string::npos) << speed;
+  EXPECT_EQ(count(speed, ">no difference<"), d["timing"]["shapes"].size()) << speed;  // one per shape, its fastest row
+  EXPECT_NE(speed.find("decision's call"), std::string::npos) << speed;
+}
+
 TEST(Html, ComparePageShowsWarmStartupAndProfiles) {
   const json& d = html_doc("compare");
   ASSERT_EQ(d.at("schema"), "kqual.compare/1");

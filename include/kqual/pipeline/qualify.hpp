@@ -71,6 +71,13 @@ QualifyOutcome qualify(const QualifyOptions& o);
 // reading that qualify (live) and kqual decide (offline, pipeline/decide.cpp) share.
 void add_timed_shapes(decision::QualifyFindings& f, const bench::TimingReport& tr);
 
+// The profile's shape mix keyed by the contract's completed dims, as the timed shapes are named
+// ("tokens=4096,heads=32,d=128" → "d=128,half=64,heads=32,tokens=4096" for rotary; "4096" →
+// "n=4096"): profile shapes are matched to timed ones by value, not text. Error(input) when two
+// entries name one shape in two spellings (one would silently lose its weight); Error(usage) for a
+// shape the contract cannot parse.
+decision::ShapeMix contract_shape_mix(const contract::Contract& c, const decision::DeploymentProfile& p);
+
 // A bundled data folder (baselines/, candidates/): $KQUAL_HOME/<name>, else the nearest
 // ancestor of `hint` or of the executable that holds <name>/. `hint` is the user's choice (selftest's
 // working directory), never a candidate's folder.

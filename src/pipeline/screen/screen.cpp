@@ -219,6 +219,7 @@ void plan_screen_run(const ScreenOptions& o, const json& options, const ScreenJo
   run.hashes.assign(n, std::string());
   run.keys.assign(n, std::string());
   VerdictKeys keyer(options, o.contract);
+  if (o.timing.on) keyer.time_against(o.timing.baseline_dirs, o.timing.profile);
   for (std::size_t i = 0; i < n; ++i) {
     std::error_code ec;
     if (fs::is_regular_file(run.cands[i] / "kqual.toml", ec)) {
