@@ -59,8 +59,7 @@ std::string qualify_speedup(const Node& r) {
       // The comparison is of time (candidate / baseline); speed-up is its inverse.
       row.value = 1.0 / iv.estimate;
       row.ci = std::make_pair(1.0 / iv.hi, 1.0 / iv.lo);
-      const bool fastest = cmp.text("baseline", "") == sh.text("fastest_baseline") || row.label.size() > 10 &&
-                           row.label.compare(row.label.size() - 10, 10, " (fastest)") == 0;
+      const bool fastest = row.label.ends_with(" (fastest)");
       const auto call = decided.find(sh.at("shape").str());
       const std::string decision = fastest && call != decided.end() ? call->second : std::string();
       row.verdict = decision;  // coloured by the decision's call only

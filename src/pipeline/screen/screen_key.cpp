@@ -128,7 +128,7 @@ json VerdictKeys::parts(const fs::path& dir) {
       it->second = b;
     }
     p["baselines"] = it->second;
-    p["profile"] = profile_.empty() ? std::string() : key_file_hash(profile_);
+    p["profile"] = profile_.empty() ? json("") : key_file_hash(profile_);
   }
   return p;
 }
