@@ -259,7 +259,7 @@ void reverse_by_ratio(SpeedJudgement& j, const std::vector<const ShapeSamples*>&
   const auto f = flip_point(1.0, to, true, j.verdict, [&](double x) { return verdict_at_scale(j, src, k, x); });
   if (!f) return;
   const ShapeJudgement& s = j.shapes[k];
-  j.would_reverse.push_back(fmt::format("e.g. {} (weight {}) at a time ratio of about {:.3f} or {} instead of {:.3f}, the other shapes "
+  j.would_reverse.push_back(fmt::format("e.g. {} (weight {}) at a time ratio of {:.3f} or {} instead of {:.3f}, the other shapes "
                                         "unchanged: {} (the rule re-applied to its CI)",
                                         s.shape, pct(s.weight), s.ratio * f->at, to > 1 ? "more" : "less", s.ratio, words(f->to)));
 }

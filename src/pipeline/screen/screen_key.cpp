@@ -7,7 +7,7 @@
 
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
-#include "kqual/cuda/nvrtc.hpp"
+#include "kqual/build/toolchain.hpp"
 #include "kqual/core/sha256.hpp"
 #include "kqual/core/version.hpp"
 #include "kqual/pipeline/qualify.hpp"
@@ -28,7 +28,7 @@ bool lies_inside(const fs::path& file, const fs::path& dir) {
 const std::string& nvrtc_part() {
   static const std::string v = [] {
     try {
-      return cuda::nvrtc_version();
+      return build::nvrtc_version_text();
     } catch (const std::exception& e) {
       return std::string("unavailable: ") + e.what();
     }
