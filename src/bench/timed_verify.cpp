@@ -161,8 +161,8 @@ std::size_t verify_rerun_matches(worker::Session& s, const worker::BenchRequest&
 
 double detection_one_in_ten(std::size_t compared) { return 1.0 - std::pow(0.9, double(compared)); }
 
-json verification_summary(const TimingReport& rep, int target) {
-  std::size_t reference = 0, rerun = 0, launches = 0;
+json verification_summary(const TimingReport& rep, int target, std::int64_t budget_elements) {
+  std::size_t reference = 0, rerun = 0, launches = 0, timed = 0;
   json shapes = json::array();
   for (const auto& sh : rep.shapes) {
     if (sh.series.empty()) continue;
@@ -170,6 +170,7 @@ json verification_summary(const TimingReport& rep, int target) {
     reference += c.reference_compared;
     rerun += c.rerun_compared;
     launches += c.launches;
+    timed += c.samples_ms.size() + std::size_t(std::max(c.discarded, 0));  // only timed launches are ever saved
     shapes.push_back({{"shape", sh.shape}, {"launches", c.launches}, {"compared_with_reference", c.reference_compared},
                       {"compared_with_untimed_rerun", c.rerun_compared}});
   }
@@ -181,10 +182,21 @@ json verification_summary(const TimingReport& rep, int target) {
       reference, launches, 100 * p, reference >= launches && launches > 0 ? " (every launch)" : "");
   bool all_verified = true;
   for (const auto& sh : rep.shapes) all_verified = all_verified && (sh.series.empty() || sh.series[0].verified);
-  if (all_verified && target > 0 && reference < std::size_t(target) && reference < launches)
-    said += fmt::format(" That is fewer than the {} aimed at (99 %): each comparison costs a reference computed on the host, and "
-                        "more would have read past 2^30 output elements; --verify-launches N asks for N without that limit.",
-                        target);
+  if (all_verified && target > 0 && reference < std::size_t(target)) {
+    // The binding limit: the timed launches themselves (warm-ups are never saved), or the host's
+    // element budget; the target's own figure, not a fixed one.
+    const std::string aimed = fmt::format(" That is fewer than the {} aimed at ({:.2f} %)", target, 100 * detection_one_in_ten(std::size_t(target)));
+    if (reference >= timed)
+      said += aimed + fmt::format(": every one of the {} timed launches was compared already (warm-up launches are never saved); more "
+                                  "rounds or samples (--rounds, --samples) give more.",
+                                  timed);
+    else if (budget_elements > 0)
+      said += aimed + fmt::format(": each comparison costs a reference computed on the host, and more would have read past {} output "
+                                  "elements; --verify-launches N asks for N without that limit.",
+                                  budget_elements == (std::int64_t(1) << 30) ? std::string("2^30") : std::to_string(budget_elements));
+    else
+      said += aimed + ": the calls saved no more launches (at most one per timed sample of each call).";
+  }
   if (rerun > 0)
     said += fmt::format(" {} launches were also compared, byte for byte, with the same kernel launched again untimed on the same "
                         "inputs: a launch skipped or shortened by a launch count, a time or a cache is caught at every one of them.",

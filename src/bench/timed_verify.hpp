@@ -49,7 +49,9 @@ std::size_t verify_rerun_matches(worker::Session& s, const worker::BenchRequest&
 // `compared` launches compared with the reference: 1 - 0.9^compared.
 double detection_one_in_ten(std::size_t compared);
 
-// The report's verification summary over its shapes (the candidate's series).
-json verification_summary(const TimingReport& rep, int target);
+// The report's verification summary over its shapes (the candidate's series). `target`: the launches
+// aimed at (--verify-launches; 0: none sampled); `budget_elements`: the output elements the host may
+// read for the comparisons (0: no limit). A shortfall is explained by the limit that bound it.
+json verification_summary(const TimingReport& rep, int target, std::int64_t budget_elements);
 
 }  // namespace kqual::bench::detail

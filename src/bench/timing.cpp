@@ -253,12 +253,12 @@ std::vector<worker::BenchRequest> bench_requests(const std::vector<const build::
     se.label = impls[i]->manifest.name;
     se.role = i == 0 ? "candidate" : "baseline";
     if (auto refusal = c.validate(c.request(o.dtype, dims), impls[i]->manifest.supports)) {
-      se.error = "refused: " + refusal->reason;
+      se.error = std::string(kRefusedBeforeLaunch) + refusal->reason;
       continue;
     }
     check::ResolvedPlan plan = check::resolve_plan(*impls[i], o.dtype, in.case_dims, dev);
     if (!plan.refusal.empty()) {
-      se.error = "refused: " + plan.refusal;
+      se.error = std::string(kRefusedBeforeLaunch) + plan.refusal;
       continue;
     }
     worker::BenchRequest& br = requests[i];
@@ -545,7 +545,7 @@ TimingReport time_against_baselines(worker::Session& s, const build::BuiltCandid
     if (!o.keep_input_files) fs::remove_all(in.dir, ec);
     rep.shapes.push_back(std::move(sh));
   }
-  rep.verification = detail::verification_summary(rep, sampled_shapes ? o.verify_launches : 0);
+  rep.verification = detail::verification_summary(rep, sampled_shapes ? o.verify_launches : 0, o.verify_element_budget);
   return rep;
 }
 

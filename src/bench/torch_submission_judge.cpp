@@ -41,14 +41,16 @@ std::string joined(const json& arr, std::size_t most = 4) {
 // The worker's own failure codes (submission_worker.py) and the client's (TorchWorker::call).
 SubmissionCaseResult refused(const std::string& id, const json& reply) {
   const std::string code = reply.value("code", std::string()), err = reply.value("error", std::string());
-  if (code == "exception") return failed(id, SubmissionFailure::exception, "the submission raised: " + err);
-  if (code == "build_failed")
-    return failed(id, SubmissionFailure::build_failed, "the submission's kernels did not build; the compiler's first error: " + err);
-  if (code == "output_mismatch") return failed(id, SubmissionFailure::output_mismatch, err);
-  if (code == "parameters_differ") return failed(id, SubmissionFailure::parameters_differ, err);
-  if (code == "timeout") return failed(id, SubmissionFailure::hang, "no answer: " + err + "; the worker was killed");
-  if (code == "worker_died") return failed(id, SubmissionFailure::crash, err);
-  return failed(id, SubmissionFailure::harness_error, fmt::format("the submission worker answered {}: {}", code.empty() ? "?" : code, err));
+  switch (submission_failure_of_code(code)) {
+    case SubmissionFailure::exception: return failed(id, SubmissionFailure::exception, "the submission raised: " + err);
+    case SubmissionFailure::build_failed:
+      return failed(id, SubmissionFailure::build_failed, "the submission's kernels did not build; the compiler's first error: " + err);
+    case SubmissionFailure::hang: return failed(id, SubmissionFailure::hang, "no answer: " + err + "; the worker was killed");
+    case SubmissionFailure::harness_error:
+      return failed(id, SubmissionFailure::harness_error,
+                    fmt::format("the submission worker answered {}: {}", code.empty() ? "?" : code, err));
+    default: return failed(id, submission_failure_of_code(code), err);
+  }
 }
 
 // What the worker watched around the three calls, worst first.
@@ -124,6 +126,16 @@ SubmissionFailure value_failure(const contract::Comparison& cmp) {
 }
 
 }  // namespace
+
+SubmissionFailure submission_failure_of_code(const std::string& code) {
+  if (code == "exception") return SubmissionFailure::exception;
+  if (code == "build_failed") return SubmissionFailure::build_failed;
+  if (code == "output_mismatch") return SubmissionFailure::output_mismatch;
+  if (code == "parameters_differ") return SubmissionFailure::parameters_differ;
+  if (code == "timeout") return SubmissionFailure::hang;
+  if (code == "worker_died") return SubmissionFailure::crash;
+  return SubmissionFailure::harness_error;
+}
 
 SubmissionCaseResult judge_submission_case(const contract::Contract& c, const std::string& id, const json& reply,
                                            const std::vector<contract::Tensor>& expected_a,

@@ -217,7 +217,11 @@ class SubmissionShape {
     json a = sub_.call(&r, o_.call_timeout_s + (block == 0 ? o_.call_timeout_s : 0));
     if (!a.value("ok", false)) {
       const std::string code = a.value("code", std::string("?"));
-      if (code == "protocol" || code == "usage") harness_ = fmt::format("{}: the submission worker: {}: {}", sh_.shape, code, a.value("error", ""));
+      // The mapping the check uses: a code that is not the submission's own (worker_error, protocol,
+      // usage, ...) is kqual's failure: nothing is decided about the submission.
+      if (submission_failure_of_code(code) == SubmissionFailure::harness_error)
+        harness_ = fmt::format("{}: the submission worker (kqual's own failure, not the submission's): {}: {}", sh_.shape, code,
+                               a.value("error", ""));
       const std::string as = code == "worker_died" ? "crash" : code == "timeout" ? "hang" : code;
       sub_series_.error = fmt::format("{} while timed: {}", as, a.value("error", std::string()));
       return;

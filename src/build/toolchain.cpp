@@ -469,7 +469,7 @@ BuiltCandidate build_with_recipe(const Manifest& m, const BuildRecipe& recipe, c
   if (!r.nvcc.empty()) return build_with_nvcc(m, r, arch, out_dir, pv);
   if (!r.ptxas.empty()) return build_with_ptxas(m, r, arch, out_dir, pv);
 
-  pv.tools.push_back({{"tool", "nvrtc"}, {"version", "NVRTC " + cuda::nvrtc_version()}});
+  pv.tools.push_back({{"tool", "nvrtc"}, {"version", nvrtc_version_text()}});
   if (r.mode == ImageMode::sass) {
     BuiltCandidate b = build_candidate(m, arch, out_dir);
     pv.image_kind = "cubin (native SASS)";
@@ -574,5 +574,7 @@ ModulePick pick_module(const Manifest& m, const fs::path& binary, const std::str
                             artifact::to_string(best_path), arch);
   return pick;
 }
+
+std::string nvrtc_version_text() { return "NVRTC " + cuda::nvrtc_version(); }
 
 }  // namespace kqual::build

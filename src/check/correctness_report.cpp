@@ -66,12 +66,14 @@ json run_to_run_summary(const std::vector<CaseResult>& results, const json& rule
   int noted = 0;
   for (const auto& r : results) noted += r.status == CaseStatus::pass && !r.note.empty();
   if (noted > 0)
-    notes.push_back(fmt::format("{} of {} case(s) compared gave different bytes in two runs on the same inputs, within the "
-                                "error bound (max {} ulps / {} abs); accepted because the rule does not require bitwise "
-                                "reproducibility. Closest to its bound: {}: {}",
+    notes.push_back(fmt::format("{} of {} case(s) compared gave different bytes in two runs on the same inputs (max {} ulps / "
+                                "{} abs; the largest difference {} the error bound), each run within the bound of the "
+                                "reference; accepted because the rule does not require bitwise reproducibility. Largest "
+                                "against its bound: {}: {}",
                                 noted, compared, std::isfinite(max_ulps) ? fmt::format("{:g}", max_ulps) : std::string("inf"),
-                                std::isfinite(max_abs) ? fmt::format("{:.3g}", max_abs) : std::string("inf"), worst->spec.id,
-                                worst->status == CaseStatus::pass ? worst->note : worst->detail));
+                                std::isfinite(max_abs) ? fmt::format("{:.3g}", max_abs) : std::string("inf"),
+                                std::isfinite(worst_ratio) ? fmt::format("{:.3g}x", worst_ratio) : std::string("past a zero bound of"),
+                                worst->spec.id, worst->status == CaseStatus::pass ? worst->note : worst->detail));
   return s;
 }
 

@@ -185,19 +185,17 @@ std::string RunToRun::figures() const {
 }
 
 std::string RunToRun::rejection() const {
-  if (policy.required)
-    return fmt::format("two runs on the same inputs gave different bytes: {}; bitwise reproducible results are required: {}. "
-                       "Opt-out: {}",
-                       figures(), policy.reason, policy.opt_out);
-  return fmt::format("two runs on the same inputs differ by more than the contract's error bound: {}; the contract admits "
-                     "run-to-run differences within the bound ({}), not beyond it",
-                     figures(), policy.reason);
+  return fmt::format("two runs on the same inputs gave different bytes: {}; bitwise reproducible results are required: {}. "
+                     "Opt-out: {}",
+                     figures(), policy.reason, policy.opt_out);
 }
 
 std::string RunToRun::note() const {
-  return fmt::format("two runs on the same inputs gave different bytes, within the error bound: {}; accepted, because bitwise "
-                     "reproducibility is not required: {}",
-                     figures(), policy.reason);
+  return fmt::format("two runs on the same inputs gave different bytes: {}; each run was judged against the reference on its "
+                     "own and lies within its error bound, and bitwise reproducibility is not required ({}): accepted, the "
+                     "difference reported (two runs each within the bound of the reference may differ by up to twice it){}",
+                     figures(), policy.reason,
+                     within_bound() ? std::string() : "; the runs differ by more than one bound here");
 }
 
 json RunToRun::to_json() const {

@@ -171,6 +171,19 @@ WarmDelta warm_delta(std::span<const double> old_s, std::span<const double> new_
 Decision decide(const DecisionInput& in, const DeploymentProfile& p) {
   if (in.cold.empty()) throw_error(ErrorKind::input, "ship decision: no cold-start measurement given");
   Decision d;
+  // The profile's cache mode measured and failed on a side: nothing measures the first request the
+  // profile decides on, and another mode is no stand-in for a failure.
+  for (const auto& [mode, who] : in.failed_modes)
+    if (mode == p.jit_cache && !find_mode(in, p.jit_cache)) {
+      d.verdict = ShipVerdict::incomplete;
+      d.cache_mode = mode;
+      d.headline = fmt::format("No first-request measurement in JIT cache mode '{}', the mode profile '{}' decides in: {}; no "
+                               "other mode stands in for it.",
+                               to_string(mode), p.name, who);
+      d.reasons.push_back(d.headline);
+      d.would_reverse.push_back(fmt::format("startup probes that succeed on both sides in JIT cache mode '{}'", to_string(mode)));
+      return d;
+    }
   // The profile's cache mode, or the worst measured one (largest delta) when it was not measured.
   const ColdStartDelta* cold = find_mode(in, p.jit_cache);
   if (!cold) {

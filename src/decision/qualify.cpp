@@ -57,11 +57,20 @@ QualifyVerdict decide_qualify(const QualifyFindings& f) {
     v.summary = "Correctness only; no performance claim was checked.";
     return v;
   }
+  if (f.shapes.empty()) {
+    // Timing was asked for and timed nothing: no performance claim was checked, which is no ship.
+    v.verdict = ShipVerdict::incomplete;
+    v.reasons.push_back("timing was asked for and no shape was timed" + (f.timing_not_run.empty() ? "" : ": " + f.timing_not_run));
+    v.would_reverse.push_back("a run that times the shapes asked for against a baseline");
+    v.summary = (f.correctness_run ? "Correct on every case, but nothing was timed" : "Nothing was timed") +
+                (f.timing_not_run.empty() ? std::string() : " (" + f.timing_not_run + ")") + ": no speed decision.";
+    return v;
+  }
   // Without baselines asked for, a shape has nothing to be compared with: reported, not judged.
   std::vector<ShapeSamples> shapes;
   std::vector<std::string> unjudged;
   for (const auto& sh : f.shapes) {
-    if (!f.baselines_expected && sh.failure.empty() && sh.baseline.empty()) unjudged.push_back(sh.shape);
+    if (!f.baselines_expected && sh.failure.empty() && sh.not_timed.empty() && sh.baseline.empty()) unjudged.push_back(sh.shape);
     else shapes.push_back(sh);
   }
   if (!unjudged.empty())
@@ -76,7 +85,9 @@ QualifyVerdict decide_qualify(const QualifyFindings& f) {
   for (const auto& s : sj.shapes) v.reasons.push_back(fmt::format("{}: {}", s.shape, s.sentence));
   for (const auto& n : sj.notes) v.reasons.push_back(n);
   v.would_reverse = sj.would_reverse;
-  v.would_reverse.push_back("a correctness failure on inputs outside the tested set (other sizes, dtypes, offsets)");
+  // Reverses a ship only: every other verdict already does not ship.
+  if (sj.verdict == "ship")
+    v.would_reverse.push_back("a correctness failure on inputs outside the tested set (other sizes, dtypes, offsets)");
   const auto speed = ship_verdict_from_string(sj.verdict);
   v.verdict = speed.value_or(ShipVerdict::inconclusive);
   v.summary = (f.correctness_run ? "Correct on every case. " : "") + sj.deciding;

@@ -1,6 +1,7 @@
 #include "kqual/decision/speed.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -137,94 +138,6 @@ void overall_effect(SpeedJudgement& out, const std::vector<const ShapeSamples*>&
   o.ci = percentile_interval(reps, out.policy.bootstrap.confidence);
 }
 
-// The ratio shape k would need, the others unchanged, for the overall point estimate to reach `target`.
-std::optional<double> ratio_for_overall(const SpeedJudgement& j, std::size_t k, double target) {
-  const ShapeJudgement& s = j.shapes[k];
-  if (s.weight <= 0) return std::nullopt;
-  const double rest = std::log(j.overall.ratio) - s.weight * std::log(s.ratio);
-  return std::exp((std::log(target) - rest) / s.weight);
-}
-
-// The weight shape k would need (the others keeping their relative weights) for the overall point
-// estimate to reach `target`; nullopt when no weight in (0, 1) does.
-std::optional<double> weight_for_overall(const SpeedJudgement& j, std::size_t k, double target) {
-  const ShapeJudgement& s = j.shapes[k];
-  if (s.weight <= 0 || s.weight >= 1) return std::nullopt;
-  const double rest = (std::log(j.overall.ratio) - s.weight * std::log(s.ratio)) / (1 - s.weight);
-  const double lk = std::log(s.ratio);
-  if (std::abs(lk - rest) < 1e-12) return std::nullopt;
-  const double w = (std::log(target) - rest) / (lk - rest);
-  if (!(w > 0 && w < 1)) return std::nullopt;
-  return w;
-}
-
-std::size_t heaviest(const SpeedJudgement& j) {
-  std::size_t k = 0;
-  for (std::size_t i = 1; i < j.shapes.size(); ++i)
-    if (j.shapes[i].weight > j.shapes[k].weight) k = i;
-  return k;
-}
-
-// A coherent "what would reverse it" for each verdict, in the right direction.
-void reversals(SpeedJudgement& j) {
-  auto& w = j.would_reverse;
-  const OverallEffect& o = j.overall;
-  const std::size_t k = heaviest(j);
-  if (j.verdict == "ship") {
-    w.push_back(fmt::format("the overall time ratio's CI reaching 1 − {} = {:.3f} (its upper end is now {:.3f}) would make it no "
-                            "longer a clear win",
-                            pct(o.margin), 1 - o.margin, o.ci.hi));
-    if (auto r = ratio_for_overall(j, k, 1 - o.margin))
-      w.push_back(fmt::format("e.g. {} (weight {}) at a time ratio of {:.3f} or more instead of {:.3f}, the other shapes unchanged "
-                              "(point estimates)",
-                              j.shapes[k].shape, pct(j.shapes[k].weight), *r, j.shapes[k].ratio));
-    for (std::size_t i = 0; i < j.shapes.size(); ++i) {
-      const ShapeJudgement& s = j.shapes[i];
-      if (s.weight > 0 && s.ratio > 1)
-        w.push_back(fmt::format("{}: its CI reaching above 1 + {} = {:.3f} (now up to {:.3f}) would block it (regression limit)",
-                                s.shape, pct(s.limit), 1 + s.limit, s.ci.hi));
-      if (s.weight > 0 && s.ratio > 1)
-        if (auto wt = weight_for_overall(j, i, 1 - o.margin))
-          w.push_back(fmt::format("a profile in which {} takes {} or more of the time (now {})", s.shape, pct(*wt), pct(s.weight)));
-    }
-  } else if (j.verdict == "do_not_ship") {
-    bool by_limit = false;
-    for (const auto& s : j.shapes)
-      if (s.beyond_limit && s.weight > 0) {
-        by_limit = true;
-        w.push_back(fmt::format("{}: a time ratio whose CI's lower end is under 1 + {} = {:.3f} (now {:.3f}), or a deployment "
-                                "that does not call this shape (weight now {})",
-                                s.shape, pct(s.limit), 1 + s.limit, s.ci.lo, pct(s.weight)));
-      }
-    if (!by_limit && o.computed) {
-      w.push_back(fmt::format("the overall time ratio's CI reaching below 1 + {} = {:.3f} (its lower end is now {:.3f})",
-                              pct(o.margin), 1 + o.margin, o.ci.lo));
-      if (auto r = ratio_for_overall(j, k, 1 + o.margin))
-        w.push_back(fmt::format("e.g. {} (weight {}) at a time ratio of {:.3f} or less instead of {:.3f}, the others unchanged",
-                                j.shapes[k].shape, pct(j.shapes[k].weight), *r, j.shapes[k].ratio));
-    }
-  } else if (j.verdict == "no_difference") {
-    w.push_back(fmt::format("an overall time ratio whose CI lies wholly below {:.3f} (ship) or above {:.3f} (do not ship); now "
-                            "[{:.3f}, {:.3f}]",
-                            1 - o.margin, 1 + o.margin, o.ci.lo, o.ci.hi));
-  } else if (j.verdict == "inconclusive") {
-    bool named = false;
-    for (const auto& s : j.shapes)
-      if (s.weight > 0 && s.may_exceed_limit && !s.beyond_limit) {
-        named = true;
-        w.push_back(fmt::format("{}: more samples (--rounds, --samples) narrowing its CI under 1 + {} = {:.3f} (now up to {:.3f}) "
-                                "would let the overall effect decide; a CI wholly above it would block",
-                                s.shape, pct(s.limit), 1 + s.limit, s.ci.hi));
-      }
-    if (!named && o.computed)
-      w.push_back(fmt::format("more samples narrowing the overall CI [{:.3f}, {:.3f}] to one side of the margin: wholly below "
-                              "{:.3f} ships, inside ±{} is no difference",
-                              o.ci.lo, o.ci.hi, 1 - o.margin, pct(o.margin)));
-  } else if (j.verdict == "incomplete") {
-    w.push_back("timing every shape of the deployment's mix against a baseline that passes its own check");
-  }
-}
-
 // The first shape for which `holds` is true; nullptr when none.
 template <class Pred>
 const ShapeJudgement* first_shape(const SpeedJudgement& j, Pred holds) {
@@ -243,7 +156,8 @@ Decided decided_verdict(const SpeedJudgement& j) {
     return {"do_not_ship", fmt::format("At {} the candidate failed or was wrong while being timed.", s->shape)};
   std::vector<std::string> missing;
   for (const auto& s : j.shapes)
-    if (s.call == ShapeCall::not_compared && (s.calls > 0 || !j.mix.from_profile)) missing.push_back(s.shape);
+    if (s.call == ShapeCall::not_compared && (s.calls > 0 || !j.mix.from_profile))
+      missing.push_back(s.sentence.rfind("not timed", 0) == 0 ? s.shape + " (" + s.sentence + ")" : s.shape);
   for (const auto& [shape, calls] : j.mix.calls) {
     const auto key = shape_key(shape);
     if (std::none_of(j.shapes.begin(), j.shapes.end(), [&](const ShapeJudgement& s) { return shape_key(s.shape) == key; }))
@@ -271,6 +185,151 @@ Decided decided_verdict(const SpeedJudgement& j) {
   if (o.ci.lo >= 1 - o.margin && o.ci.hi <= 1 + o.margin)
     return {"no_difference", fmt::format("No difference that matters: {}, inside ±{}.", overall, pct(o.margin))};
   return {"inconclusive", fmt::format("Inconclusive: {}, which crosses the ±{} margin.", overall, pct(o.margin))};
+}
+
+// ---- "what would reverse it": the verdict re-judged on the CI under one changed figure ----
+
+// The verdict with shape k's weight set to w, the other weighted shapes keeping their relative
+// weights: the overall effect and its CI recomputed (its margin too, which follows the weights).
+std::string verdict_at_weight(const SpeedJudgement& j, const std::vector<const ShapeSamples*>& src, std::size_t k, double w) {
+  SpeedJudgement t = j;
+  const double rest = 1 - j.shapes[k].weight;
+  for (std::size_t i = 0; i < t.shapes.size(); ++i)
+    if (t.shapes[i].weight > 0) t.shapes[i].weight = i == k ? w : t.shapes[i].weight * (1 - w) / rest;
+  t.overall = OverallEffect{};
+  overall_effect(t, src);
+  return decided_verdict(t).verdict;
+}
+
+// The verdict with shape k's candidate samples scaled by f (its time ratio f times what it is), the
+// other shapes unchanged: the row, the overall effect and their CIs recomputed.
+std::string verdict_at_scale(const SpeedJudgement& j, const std::vector<const ShapeSamples*>& src, std::size_t k, double f) {
+  ShapeSamples scaled = *src[k];
+  for (double& v : scaled.candidate_ms) v *= f;
+  std::vector<const ShapeSamples*> moved = src;
+  moved[k] = &scaled;
+  SpeedJudgement t = j;
+  judge_row(t.shapes[k], scaled, t.policy);
+  t.overall = OverallEffect{};
+  overall_effect(t, moved);
+  return decided_verdict(t).verdict;
+}
+
+// The point between `from` (where the verdict is `now`) and `to` at which it first changes, and what
+// it changes to; nullopt when it is still `now` at `to`. Bisection (geometric for scales), 14 steps:
+// the verdict is monotone in a weight or a scale.
+struct Flip {
+  double at;
+  std::string to;
+};
+template <class At>
+std::optional<Flip> flip_point(double from, double to, bool geometric, const std::string& now, At verdict_at) {
+  std::string end = verdict_at(to);
+  if (end == now) return std::nullopt;
+  double lo = from, hi = to;
+  for (int step = 0; step < 14; ++step) {
+    const double mid = geometric ? std::sqrt(lo * hi) : 0.5 * (lo + hi);
+    std::string v = verdict_at(mid);
+    if (v == now) lo = mid;
+    else {
+      hi = mid;
+      end = std::move(v);
+    }
+  }
+  return Flip{hi, end};
+}
+
+std::string words(const std::string& verdict) {
+  if (verdict == "do_not_ship") return "do not ship";
+  if (verdict == "no_difference") return "no difference";
+  return verdict;
+}
+
+std::size_t heaviest(const SpeedJudgement& j) {
+  std::size_t k = 0;
+  for (std::size_t i = 1; i < j.shapes.size(); ++i)
+    if (j.shapes[i].weight > j.shapes[k].weight) k = i;
+  return k;
+}
+
+// The heaviest shape's ratio that would change the verdict (scaled up or down), re-judged on the CI.
+void reverse_by_ratio(SpeedJudgement& j, const std::vector<const ShapeSamples*>& src, double to) {
+  const std::size_t k = heaviest(j);
+  if (!src[k] || j.shapes[k].weight <= 0) return;
+  const auto f = flip_point(1.0, to, true, j.verdict, [&](double x) { return verdict_at_scale(j, src, k, x); });
+  if (!f) return;
+  const ShapeJudgement& s = j.shapes[k];
+  j.would_reverse.push_back(fmt::format("e.g. {} (weight {}) at a time ratio of {:.3f} or {} instead of {:.3f}, the other shapes "
+                                        "unchanged: {} (the rule re-applied to its CI)",
+                                        s.shape, pct(s.weight), s.ratio * f->at, to > 1 ? "more" : "less", s.ratio, words(f->to)));
+}
+
+// A coherent "what would reverse it" for each verdict, following the rule that decided it, each
+// figure found by re-judging (CIs, margins and weights recomputed), not from point estimates.
+void reversals(SpeedJudgement& j, const std::vector<const ShapeSamples*>& src) {
+  auto& w = j.would_reverse;
+  const OverallEffect& o = j.overall;
+  if (j.verdict == "ship") {
+    w.push_back(fmt::format("the overall time ratio's CI reaching 1 − {} = {:.3f} (its upper end is now {:.3f}) would make it no "
+                            "longer a clear win",
+                            pct(o.margin), 1 - o.margin, o.ci.hi));
+    reverse_by_ratio(j, src, 4.0);
+    for (std::size_t i = 0; i < j.shapes.size(); ++i) {
+      const ShapeJudgement& s = j.shapes[i];
+      if (s.weight > 0 && s.ratio > 1)
+        w.push_back(fmt::format("{}: its CI reaching above 1 + {} = {:.3f} (now up to {:.3f}) would block it (regression limit)",
+                                s.shape, pct(s.limit), 1 + s.limit, s.ci.hi));
+      // More weight on a shape that gains less than the whole: the weight at which the verdict changes.
+      if (s.weight > 0 && s.weight < 1 && src[i] && s.ratio > o.ratio)
+        if (const auto f = flip_point(s.weight, 0.999, false, j.verdict, [&](double x) { return verdict_at_weight(j, src, i, x); }))
+          w.push_back(fmt::format("a profile in which {} takes {} or more of the time (now {}): {}", s.shape, pct(f->at),
+                                  pct(s.weight), words(f->to)));
+    }
+  } else if (j.verdict == "do_not_ship") {
+    // Decided by a shape that failed while timed: only a run without that failure reverses it.
+    if (const auto it = std::find_if(j.shapes.begin(), j.shapes.end(), [](const ShapeJudgement& x) { return x.call == ShapeCall::failed; });
+        it != j.shapes.end()) {
+      w.push_back(fmt::format("a run in which {} is timed without failing ({}); the speed rule then decides", it->shape, it->sentence));
+      return;
+    }
+    bool by_limit = false;
+    for (const auto& s : j.shapes)
+      if (s.beyond_limit && s.weight > 0) {
+        by_limit = true;
+        w.push_back(fmt::format("{}: a time ratio whose CI's lower end is under 1 + {} = {:.3f} (now {:.3f}), or a deployment "
+                                "that does not call this shape (weight now {})",
+                                s.shape, pct(s.limit), 1 + s.limit, s.ci.lo, pct(s.weight)));
+      }
+    if (!by_limit && o.computed) {
+      w.push_back(fmt::format("the overall time ratio's CI reaching below 1 + {} = {:.3f} (its lower end is now {:.3f})",
+                              pct(o.margin), 1 + o.margin, o.ci.lo));
+      reverse_by_ratio(j, src, 0.25);
+    }
+  } else if (j.verdict == "no_difference") {
+    w.push_back(fmt::format("an overall time ratio whose CI lies wholly below {:.3f} (ship) or above {:.3f} (do not ship); now "
+                            "[{:.3f}, {:.3f}]",
+                            1 - o.margin, 1 + o.margin, o.ci.lo, o.ci.hi));
+  } else if (j.verdict == "inconclusive") {
+    bool named = false;
+    for (const auto& s : j.shapes)
+      if (s.weight > 0 && s.may_exceed_limit && !s.beyond_limit) {
+        named = true;
+        w.push_back(fmt::format("{}: more samples (--rounds, --samples) narrowing its CI under 1 + {} = {:.3f} (now up to {:.3f}) "
+                                "would let the overall effect decide; a CI wholly above it would block",
+                                s.shape, pct(s.limit), 1 + s.limit, s.ci.hi));
+      }
+    if (!named && o.computed) {
+      // Which side of the margin the CI straddles says which outcome more samples can give.
+      std::vector<std::string> sides;
+      if (o.ci.lo < 1 - o.margin) sides.push_back(fmt::format("wholly below {:.3f} ships", 1 - o.margin));
+      if (o.ci.hi > 1 + o.margin) sides.push_back(fmt::format("wholly above {:.3f} is do not ship", 1 + o.margin));
+      sides.push_back(fmt::format("inside ±{} is no difference", pct(o.margin)));
+      w.push_back(fmt::format("more samples narrowing the overall CI [{:.3f}, {:.3f}] to one side of the margin: {}", o.ci.lo, o.ci.hi,
+                              fmt::join(sides, "; ")));
+    }
+  } else if (j.verdict == "incomplete") {
+    w.push_back("timing every shape of the deployment's mix against a baseline that passes its own check");
+  }
 }
 
 void decide(SpeedJudgement& j) {
@@ -313,6 +372,9 @@ SpeedJudgement judge_speed(const std::vector<ShapeSamples>& shapes, const ShapeM
     if (!s.failure.empty()) {
       j.call = ShapeCall::failed;
       j.sentence = "failed while timed: " + s.failure;
+    } else if (!s.not_timed.empty()) {
+      j.call = ShapeCall::not_compared;
+      j.sentence = "not timed (not the candidate's failure): " + s.not_timed;
     } else if (s.baseline.empty() || s.baseline_ms.empty() || s.candidate_ms.empty()) {
       j.call = ShapeCall::not_compared;
       j.sentence = "not compared: no baseline that passed its own check was timed here";
@@ -332,7 +394,7 @@ SpeedJudgement judge_speed(const std::vector<ShapeSamples>& shapes, const ShapeM
     if (src[i] && total > 0) out.shapes[i].weight = out.shapes[i].calls * out.shapes[i].baseline_median_s / total;
   overall_effect(out, src);
   decide(out);
-  reversals(out);
+  reversals(out, src);
   for (const auto& s : out.shapes)
     if (s.weight > 0 && s.call == ShapeCall::slower && !s.may_exceed_limit)
       out.notes.push_back(fmt::format("{} is slower beyond its margin ({:.3f}, CI [{:.3f}, {:.3f}]) but within the {} regression "

@@ -87,7 +87,10 @@ ShapeCall shape_call_from(const std::string& word, const std::string& path) {
 double parse_fraction(const std::string& option, const std::string& text) {
   std::string unit;
   const double v = leading_number(option, text, unit);
-  if (unit == "%") return v / 100;
+  if (unit == "%") {
+    if (v >= 100) bad_option(option, text, "a percentage must be below 100 %");
+    return v / 100;
+  }
   if (!unit.empty()) bad_option(option, text, "expected a fraction (0.03) or a percentage (3%)");
   if (v >= 1) bad_option(option, text, "a fraction must be below 1 (write 3% or 0.03)");
   return v;
@@ -160,6 +163,8 @@ SpeedJudgement speed_judgement_from_json(const json& j) {
   out.policy.margin_relative = num(pol, p + ".policy", "margin_relative");
   out.policy.margin_absolute_s = num(pol, p + ".policy", "margin_absolute_s");
   out.policy.regression_limit = num(pol, p + ".policy", "regression_limit");
+  if (pol.contains("confidence")) out.policy.bootstrap.confidence = num(pol, p + ".policy", "confidence");
+  if (pol.contains("resamples")) out.policy.bootstrap.resamples = int(num(pol, p + ".policy", "resamples"));
   const json& mix = at(j, p, "mix");
   out.mix.profile = str(mix, p + ".mix", "profile");
   out.mix.from_profile = at(mix, p + ".mix", "from_profile").get<bool>();

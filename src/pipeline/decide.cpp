@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
+#include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/decision/profile.hpp"
 #include "kqual/decision/qualify.hpp"
@@ -31,8 +34,10 @@ decision::QualifyFindings findings_of(const report::QualifyResult& r) {
   decision::QualifyFindings f;
   f.arch = r.artifact.is_object() ? r.artifact.value("arch", std::string("?")) : "?";
   f.correctness_run = r.correctness.has_value();
-  f.timing_run = r.timing.has_value();
-  f.gpu = f.correctness_run || f.timing_run;
+  // qualify and bench time by definition: a document of either without timing (or with no timed
+  // shape) timed nothing, which the rule makes incomplete, never "correct, no performance claim".
+  f.timing_run = r.timing.has_value() || r.command == "qualify" || r.command == "bench";
+  f.gpu = f.correctness_run || r.timing.has_value();
   if (!f.gpu) {
     // decide_qualify writes "No GPU: only the static phases ran. <why>": keep <why> only.
     const std::string lead = "No GPU: only the static phases ran. ";
@@ -55,18 +60,94 @@ decision::QualifyFindings findings_of(const report::QualifyResult& r) {
   }
   // A qualify whose candidate was wrong never timed it; the rule stops at correctness either way.
   if (r.timing) add_timed_shapes(f, *r.timing);
+  else if (f.timing_run) f.timing_not_run = "the document records no timing";
   return f;
+}
+
+// Every recorded sample is a positive, finite time: a zero or negative one is a damaged document
+// (Error(input) naming the field), not a ratio the rule can take.
+void require_positive_samples(const json& doc) {
+  if (!doc.contains("timing") || !doc.at("timing").is_object() || !doc.at("timing").contains("shapes")) return;
+  const json& shapes = doc.at("timing").at("shapes");
+  if (!shapes.is_array()) return;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    if (!shapes[i].is_object() || !shapes[i].contains("series") || !shapes[i].at("series").is_array()) continue;
+    const json& series = shapes[i].at("series");
+    for (std::size_t k = 0; k < series.size(); ++k) {
+      if (!series[k].is_object() || !series[k].contains("samples_ms") || !series[k].at("samples_ms").is_array()) continue;
+      const json& v = series[k].at("samples_ms");
+      for (std::size_t n = 0; n < v.size(); ++n)
+        if (v[n].is_number() && !(v[n].get<double>() > 0 && std::isfinite(v[n].get<double>())))
+          missing(fmt::format("timing.shapes[{}].series[{}].samples_ms[{}]: {} is not a positive, finite time", i, k, n, v[n].dump()));
+    }
+  }
+}
+
+// The policy and mix decide judges with: the recorded ones (the same samples then give the recorded
+// verdict), each replaced only by what the command line gives, and every replacement said.
+struct Settings {
+  decision::SpeedPolicy policy;
+  decision::ShapeMix mix;
+  std::vector<std::string> replaced;
+};
+
+std::string policy_words(const decision::SpeedPolicy& p) {
+  return fmt::format("margin {:g} %, {:g} us; regression limit {:g} %", 100 * p.margin_relative, p.margin_absolute_s * 1e6,
+                     100 * p.regression_limit);
+}
+
+Settings decide_settings(const report::QualifyResult& r, const DecideOptions& o) {
+  Settings st;
+  const bool recorded = r.verdict.speed.has_value();
+  if (recorded) {
+    st.policy = r.verdict.speed->policy;
+    st.mix = r.verdict.speed->mix;
+  }
+  const std::string was = recorded ? fmt::format("the recorded {} and profile '{}'", policy_words(st.policy), st.mix.profile)
+                                   : std::string("kqual's defaults (no recorded speed verdict)");
+  if (!o.profiles.empty()) {
+    const decision::DeploymentProfile profile = decision::load_profile(o.profiles[0]);
+    st.policy = decision::speed_policy(profile, "", "");
+    // Profile shapes matched to the timed ones by value: parsed against the recorded contract.
+    const contract::Contract* c = nullptr;
+    try {
+      c = &contract::resolve_contract(r.contract.name, std::filesystem::current_path());
+    } catch (const Error&) {
+      st.replaced.push_back(fmt::format("contract {} not found here: the profile's shapes are matched to the timed ones as "
+                                        "written (dim by dim), not completed by the contract",
+                                        r.contract.name));
+    }
+    st.mix = c ? contract_shape_mix(*c, profile) : decision::shape_mix_of(profile);
+    st.replaced.push_back(fmt::format("--profile {}: profile '{}' ({}) replaces {}", o.profiles[0], st.mix.profile,
+                                      policy_words(st.policy), was));
+  }
+  if (!o.margin.empty()) {
+    const decision::SpeedPolicy before = st.policy;
+    decision::parse_margin(o.margin, st.policy);
+    st.replaced.push_back(fmt::format("--margin {}: margin {:g} %, {:g} us replaces {:g} %, {:g} us", o.margin,
+                                      100 * st.policy.margin_relative, st.policy.margin_absolute_s * 1e6,
+                                      100 * before.margin_relative, before.margin_absolute_s * 1e6));
+  }
+  if (!o.regression_limit.empty()) {
+    const double before = st.policy.regression_limit;
+    st.policy.regression_limit = decision::parse_fraction("--regression-limit", o.regression_limit);
+    st.replaced.push_back(fmt::format("--regression-limit {}: {:g} % replaces {:g} %", o.regression_limit,
+                                      100 * st.policy.regression_limit, 100 * before));
+  }
+  return st;
 }
 
 DecideOutcome decide_qualify_doc(const json& doc, const DecideOptions& o) {
   const report::QualifyResult r = report::qualify_result_from_json(doc);
+  require_positive_samples(doc);
   if (o.profiles.size() > 1) throw_error(ErrorKind::usage, "decide: a qualify, check or bench result takes one --profile");
-  const decision::DeploymentProfile profile = o.profiles.empty() ? decision::DeploymentProfile{} : decision::load_profile(o.profiles[0]);
+  const Settings st = decide_settings(r, o);
   decision::QualifyFindings f = findings_of(r);
-  f.policy = decision::speed_policy(profile, o.margin, o.regression_limit);
-  f.mix = decision::shape_mix_of(profile);
+  f.policy = st.policy;
+  f.mix = st.mix;
   const decision::QualifyVerdict v = decision::decide_qualify(f);
   DecideOutcome out;
+  out.notes = st.replaced;
   out.input_schema = doc.value("schema", std::string());
   out.recorded = decision::to_string(r.verdict.verdict);
   out.verdict = decision::to_string(v.verdict);
@@ -80,6 +161,8 @@ DecideOutcome decide_qualify_doc(const json& doc, const DecideOptions& o) {
   t += fmt::format("# kqual decide: {} ({})\n\n", r.candidate.name, out.input_schema);
   t += fmt::format("Recorded verdict: **{}**. Judged again: **{}** (exit {}).\n\n{}\n\n", out.recorded, out.verdict,
                    out.exit_code, v.summary);
+  for (const auto& n : st.replaced) t += "- Replaced: " + n + "\n";
+  if (!st.replaced.empty()) t += "\n";
   if (v.speed) t += decision::speed_table_markdown(*v.speed) + "\n";
   for (const auto& w : v.would_reverse) t += "- Would reverse: " + w + "\n";
   return out;
@@ -89,6 +172,13 @@ DecideOutcome decide_qualify_doc(const json& doc, const DecideOptions& o) {
 // decision shape's per-process warm medians.
 DecideOutcome decide_compare_doc(const json& doc, const DecideOptions& o) {
   const report::CompareResult r = report::compare_result_from_json(doc);
+  // compare's warm rule has one relative margin (compare --margin) and no regression limit: an
+  // absolute part or --regression-limit would be silently unused, so they are refused.
+  if (!o.regression_limit.empty())
+    throw_error(ErrorKind::usage, "decide: --regression-limit applies to qualify, check and bench results; compare's warm rule "
+                                  "has no per-shape regression limit");
+  if (o.margin.find(',') != std::string::npos)
+    throw_error(ErrorKind::usage, fmt::format("decide --margin {}: compare's warm rule has a relative margin only (e.g. 3%)", o.margin));
   DecideOutcome out;
   out.input_schema = doc.value("schema", std::string());
   out.recorded = decision::to_string(r.verdict.decision);
@@ -134,7 +224,15 @@ DecideOutcome decide_compare_doc(const json& doc, const DecideOptions& o) {
   std::optional<bool> jit;
   if (newside.contains("loading_path")) jit = newside.at("loading_path").get<std::string>() == "ptx_jit";
   const double floor_ms = st.value("noise_floor_ms", 1.0);
-  const double margin = warm.value("margin_relative", 0.02);
+  // --margin replaces the recorded warm margin (checked on entry).
+  double margin = warm.value("margin_relative", 0.02);
+  if (!o.margin.empty()) {
+    decision::SpeedPolicy p;
+    decision::parse_margin(o.margin, p);
+    out.notes.push_back(fmt::format("--margin {}: the warm margin {:g} % replaces the recorded {:g} %", o.margin,
+                                    100 * p.margin_relative, 100 * margin));
+    margin = p.margin_relative;
+  }
   const decision::DecisionInput in = compare::decision_input(pairs, wa, wb, jit, r.target.arch, floor_ms, margin);
   json per = json::array();
   out.text = fmt::format("# kqual decide ({})\n\nRecorded verdict: **{}** (profile '{}'). Decided at shape {}.\n\n",

@@ -130,7 +130,8 @@ void add_timed_shapes(decision::QualifyFindings& f, const bench::TimingReport& t
     const auto& cs = sh.series.front();  // the candidate
     decision::ShapeSamples q;
     q.shape = sh.shape;
-    if (!cs.error.empty() || !cs.verified) q.failure = cs.error.empty() ? cs.verify_detail : cs.error;
+    if (bench::refused_before_launch(cs)) q.not_timed = cs.error.substr(bench::kRefusedBeforeLaunch.size());
+    else if (!cs.error.empty() || !cs.verified) q.failure = cs.error.empty() ? cs.verify_detail : cs.error;
     if (f.harness_failure.empty() && worker::is_harness_failure(cs.error)) f.harness_failure = sh.shape + ": " + cs.error;
     q.baseline = sh.fastest_baseline;
     q.candidate_ms = cs.samples_ms;
@@ -138,6 +139,21 @@ void add_timed_shapes(decision::QualifyFindings& f, const bench::TimingReport& t
       if (!sh.fastest_baseline.empty() && b.label == sh.fastest_baseline) q.baseline_ms = b.samples_ms;
     f.shapes.push_back(std::move(q));
   }
+}
+
+decision::ShapeMix contract_shape_mix(const contract::Contract& c, const decision::DeploymentProfile& p) {
+  decision::ShapeMix m = decision::shape_mix_of(p);
+  std::map<std::string, std::string> seen;  // completed dims → the profile's text
+  for (auto& [text, calls] : m.calls) {
+    const std::string key = contract::format_dims(contract::parse_shape(c, text));
+    if (const auto it = seen.find(key); it != seen.end())
+      throw_error(ErrorKind::input, fmt::format("profile '{}': [[shape]] '{}' and '{}' name the same shape of contract {} ({}): "
+                                                "list each shape once, with all its calls",
+                                                p.name, it->second, text, c.name(), key));
+    seen.emplace(key, text);
+    text = key;
+  }
+  return m;
 }
 
 namespace {
@@ -250,7 +266,7 @@ json qualify_time(QualifyGpuRun& q, const bench::TimingOptions& to, const decisi
     return json();
   }
   q.f.policy = policy;
-  q.f.mix = decision::shape_mix_of(profile);
+  q.f.mix = contract_shape_mix(q.cand.manifest.resolved_contract(), profile);
   std::vector<const build::BuiltCandidate*> bptr;
   for (const auto& b : q.baselines) bptr.push_back(&b);
   bench::TimingReport tr = bench::time_against_baselines(q.s, q.cand, bptr, to);
@@ -298,13 +314,14 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   build::Manifest m = build::load_manifest(o.candidate);
   const contract::Contract& c = m.resolved_contract();
   if (!o.only_case.empty()) (void)check::require_case(c, m.supports, o.seed, o.only_case);  // an unknown id: exit 2 before any GPU work
-  auto bench_dtype = parse_dtype(o.dtype);
-  if (!bench_dtype) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", o.dtype));
+  // Timed at a dtype the candidate claims (--dtype, or its first claim): a usage error before any GPU work.
+  const DType bench_dtype = timing_dtype(o.dtype, m.supports.dtypes, "candidate " + m.name);
   (void)bench::parse_torch_baselines(o.torch_baselines);  // a bad --torch-baselines is a usage error before any GPU work
   // The decision's policy and shape mix, checked before any GPU work (a bad profile or margin is an
   // input error, not a lost run).
   const decision::DeploymentProfile profile = o.profile.empty() ? decision::DeploymentProfile{} : decision::load_profile(o.profile);
   const decision::SpeedPolicy policy = decision::speed_policy(profile, o.margin, o.regression_limit);
+  (void)contract_shape_mix(c, profile);  // a shape named twice is an input error before any GPU work
   std::vector<contract::Dims> shapes;
   for (const auto& text : o.shapes) shapes.push_back(contract::parse_shape(c, text));
   // A profile's shape mix names the shapes to time when none are asked for.
@@ -343,7 +360,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     QualifyGpuRun q{o, s, cand, baselines, r, f, say};
     qualify_load(q, tg);
     qualify_check(q);
-    torch_report = qualify_time(q, timing_options_of(o, *bench_dtype, shapes), profile, policy);
+    torch_report = qualify_time(q, timing_options_of(o, bench_dtype, shapes), profile, policy);
   }
   r.artifact = cand.to_json();
   for (const auto& b : baselines) r.baselines.push_back(b.to_json());

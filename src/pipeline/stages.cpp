@@ -1,6 +1,9 @@
 #include "kqual/pipeline/stages.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
@@ -26,6 +29,22 @@ Target open_target(const TargetOptions& o) {
     t.why_no_gpu = o.use_gpu ? t.device->why_absent : "GPU phases disabled (--no-gpu)";
   }
   return t;
+}
+
+DType timing_dtype(const std::string& asked, const std::vector<DType>& claimed, const std::string& who) {
+  std::vector<std::string> names;
+  for (DType t : claimed) names.push_back(std::string(to_string(t)));
+  if (asked.empty()) {
+    if (claimed.empty()) throw_error(ErrorKind::input, fmt::format("{} claims no dtype: nothing to time it at", who));
+    return claimed.front();
+  }
+  const auto t = parse_dtype(asked);
+  if (!t) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", asked));
+  if (std::find(claimed.begin(), claimed.end(), *t) == claimed.end())
+    throw_error(ErrorKind::usage, fmt::format("--dtype {}: {} does not claim it (it claims {}); it is timed only at a dtype it "
+                                              "claims (leave --dtype out to time it at {})",
+                                              asked, who, fmt::join(names, ", "), names.empty() ? "?" : names.front()));
+  return *t;
 }
 
 Written write_results(const fs::path& dir, const json& results, const std::string& memo) {

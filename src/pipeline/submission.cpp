@@ -1,5 +1,6 @@
 // A PyTorch submission checked and reported (submission.hpp).
 #include "kqual/pipeline/submission.hpp"
+#include "kqual/pipeline/stages.hpp"
 
 #include <fmt/format.h>
 
@@ -135,16 +136,15 @@ struct SubmissionDecisionInputs {
   bench::SubmissionTimingOptions timing;
 };
 
-SubmissionDecisionInputs decision_inputs(const contract::Contract& c, const SubmissionOptions& o) {
+SubmissionDecisionInputs decision_inputs(const contract::Contract& c, const bench::TorchSubmission& s, const SubmissionOptions& o) {
   SubmissionDecisionInputs in;
   const decision::DeploymentProfile profile = o.profile.empty() ? decision::DeploymentProfile{} : decision::load_profile(o.profile);
   in.policy = decision::speed_policy(profile, o.margin, o.regression_limit);
-  in.mix = decision::shape_mix_of(profile);
+  in.mix = contract_shape_mix(c, profile);
   in.timing = o.timing_options;
   in.timing.baselines = bench::parse_torch_baselines(o.torch_baselines);
-  const auto dt = parse_dtype(o.dtype);
-  if (!dt) throw_error(ErrorKind::usage, fmt::format("--dtype {}: not a dtype kqual knows", o.dtype));
-  in.timing.timing.dtype = *dt;
+  // A dtype the submission claims (its claims, else every dtype of the contract).
+  in.timing.timing.dtype = timing_dtype(o.dtype, s.dtypes.empty() ? c.dtypes() : s.dtypes, "the submission");
   in.timing.timing.seed = o.seed;
   for (const auto& text : o.shapes) in.timing.timing.shapes.push_back(contract::parse_shape(c, text));
   if (o.shapes.empty())
@@ -180,7 +180,8 @@ void decide_submission(const contract::Contract& c, const bench::TorchSubmission
     co.max_case_elements = o.max_case_elements;
     co.case_timeout_s = o.watchdog_seconds;
     out.timing = bench::time_torch_submission(c, s, co, in.timing);
-    f.timing_run = !out.timing->report.shapes.empty();
+    f.timing_run = true;  // asked for: a timing that timed nothing is incomplete, never "correct, no claim"
+    if (out.timing->report.shapes.empty()) f.timing_not_run = out.timing->status;
     f.baselines_expected = out.timing->status.find("timed alone") == std::string::npos;
     if (!out.timing->harness_failure.empty()) f.harness_failure = out.timing->harness_failure;
     add_timed_shapes(f, out.timing->report);
@@ -216,7 +217,7 @@ SubmissionOutcome check_submission(const SubmissionOptions& o) {
   out.contract = c->name();
 
   std::optional<SubmissionDecisionInputs> inputs;
-  if (o.timing) inputs = decision_inputs(*c, o);
+  if (o.timing) inputs = decision_inputs(*c, s, o);
   if (!o.use_gpu) {
     out.check.not_run = "--no-gpu: a PyTorch submission runs only in the submission worker on a GPU (it has no static phase)";
     out.check.not_applied = bench::submission_rules_not_applied();

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include <algorithm>
 #include <cctype>
 
@@ -33,6 +35,13 @@ std::string qualify_speedup(const Node& r) {
   auto t = r.opt("timing");
   if (!t) return s + not_run(phase_text(r, "timing", "the results hold no timing")) + "</section>\n";
   Chart c = speedup_chart("speed-up = baseline time / candidate time (log scale; > 1: the candidate is faster)");
+  // One rule's call per shape on the page: the decision's (docs/decision.md), against the fastest
+  // baseline. The timing phase's own comparisons (another margin, a rank test) are shown as data.
+  std::map<std::string, std::string> decided;
+  if (auto v = r.opt("verdict"))
+    if (auto sp = v->opt("speed"))
+      if (auto rows_node = sp->opt("shapes"))
+        for (const Node& d : rows_node->items()) decided[d.text("shape")] = d.text("verdict");
   std::optional<double> margin;
   std::string rows;
   for (const Node& sh : t->at("shapes").items()) {
@@ -50,24 +59,27 @@ std::string qualify_speedup(const Node& r) {
       // The comparison is of time (candidate / baseline); speed-up is its inverse.
       row.value = 1.0 / iv.estimate;
       row.ci = std::make_pair(1.0 / iv.hi, 1.0 / iv.lo);
-      row.verdict = iv.verdict;
-      row.value_text = fmt::format("{} [{}, {}] {}", speedup_text(row.value), speedup_text(row.ci->first),
-                                   speedup_text(row.ci->second), iv.verdict);
-      row.tooltip = fmt::format("{} vs {}: {}", shape, row.label, iv.reason);
-      rows += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td>{}</td><td>{}</td></tr>\n",
+      const bool fastest = row.label.ends_with(" (fastest)");
+      const auto call = decided.find(sh.at("shape").str());
+      const std::string decision = fastest && call != decided.end() ? call->second : std::string();
+      row.verdict = decision;  // coloured by the decision's call only
+      row.value_text = fmt::format("{} [{}, {}]{}", speedup_text(row.value), speedup_text(row.ci->first),
+                                   speedup_text(row.ci->second), decision.empty() ? "" : " " + decision);
+      row.tooltip = fmt::format("{} vs {}", shape, row.label);
+      rows += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td>{}</td></tr>\n",
                           esc(shape), esc(row.label), esc(speedup_text(row.value)), esc(speedup_text(row.ci->first)),
-                          esc(speedup_text(row.ci->second)), verdict_word(iv.verdict), esc(iv.reason));
+                          esc(speedup_text(row.ci->second)), decision.empty() ? std::string("—") : verdict_word(decision));
       c.rows.push_back(std::move(row));
     }
   }
   if (margin && *margin > 0 && *margin < 1) {
     c.band = std::make_pair(1.0 / (1.0 + *margin), 1.0 / (1.0 - *margin));
-    c.band_label = fmt::format("equivalence margin ±{:g} %: no difference", *margin * 100);
+    c.band_label = fmt::format("the timing phase's equivalence margin ±{:g} % (data; the decision's margin is in its table)", *margin * 100);
   }
   if (c.rows.empty()) return s + not_run("no shape has a candidate and a baseline both timed (see the timing phase: " +
                                          phase_text(r, "timing", "?") + ")") + "</section>\n";
   if (t->has("boundary")) s += "<p class=\"note\">Timed region: " + esc(t->text("boundary")) + "</p>\n";
-  return s + svg_chart(c) + table("<th>shape</th><th>baseline</th><th>speed-up</th><th>95 % CI</th><th>verdict</th><th>why</th>", rows) +
+  return s + svg_chart(c) + table("<th>shape</th><th>baseline</th><th>speed-up</th><th>95 % CI</th><th>decision's call (speed rule, fastest baseline)</th>", rows) +
          "</section>\n";
 }
 

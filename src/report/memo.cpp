@@ -39,7 +39,10 @@ std::string run_to_run_text(const json& k) {
   if (differing > 0 && rr.contains("max_ulps") && rr.contains("max_abs"))
     m += fmt::format(" (at most {} ulps, {:.3g} absolute{})", rr.at("max_ulps").dump(), rr.value("max_abs", 0.0),
                      rr.contains("bound") && rr.at("bound").is_number()
-                         ? fmt::format(", against an error bound of {:.3g} there", rr.at("bound").get<double>())
+                         ? fmt::format(", against an error bound of {:.3g} there{}", rr.at("bound").get<double>(),
+                                       rr.contains("ratio") && rr.at("ratio").is_number()
+                                           ? fmt::format(": {:.3g}x the bound", rr.at("ratio").get<double>())
+                                           : std::string())
                          : std::string());
   return m + ".\n\n";
 }

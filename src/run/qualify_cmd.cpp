@@ -60,7 +60,7 @@ void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
   cmd->add_option("--sizes", o.shapes, "Benchmark sizes in elements, comma separated, for one-dim contracts "
                                        "(default: the contract's)")->delimiter(',');
   cmd->add_option("--shape", o.shapes, "A benchmark shape, e.g. rows=4096,cols=4096 (repeatable; default: the contract's)");
-  cmd->add_option("--dtype", o.dtype, "Benchmark dtype")->capture_default_str();
+  cmd->add_option("--dtype", o.dtype, "Benchmark dtype, one the candidate claims (default: the first dtype in its [supports] dtypes)");
   cmd->add_option("--rounds", o.rounds, "Interleaved timing rounds")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--samples", o.samples_per_round, "Samples per implementation per round")->capture_default_str()
       ->check(CLI::Range(2, 100000));

@@ -37,7 +37,7 @@ void add_screen_timing_options(CLI::App* cmd, pipeline::ScreenTimingOptions& t) 
                 "rules and decided by qualify's speed rule; the campaign is ranked by overall effect (results.json "
                 "\"ranking\", summary.md, ranking.html; docs/screen.md)");
   cmd->add_option("--shape", t.shapes, "--timing: a benchmark shape (repeatable; default: the profile's, else the contract's)");
-  cmd->add_option("--dtype", t.dtype, "--timing: benchmark dtype")->capture_default_str();
+  cmd->add_option("--dtype", t.dtype, "--timing: benchmark dtype (default: each candidate at the first dtype it claims; a candidate not claiming --dtype is not timed)");
   cmd->add_option("--rounds", t.rounds, "--timing: interleaved timing rounds")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--samples", t.samples_per_round, "--timing: samples per implementation per round")
       ->capture_default_str()->check(CLI::Range(2, 100000));

@@ -57,14 +57,36 @@ TEST(TimedVerify, TheElementBudgetStopsShortAndTheFigureSaysSo) {
   sh.shape = "cols=4096,rows=4096";
   Series c;
   c.launches = 39;
+  c.samples_ms.assign(36, 0.01);  // 36 timed launches, 3 warm-ups
   c.reference_compared = 33;
   sh.series.push_back(c);
   rep.shapes.push_back(sh);
-  const std::string said = detail::verification_summary(rep, 44)["statement"];
-  EXPECT_NE(said.find("fewer than the 44 aimed at"), std::string::npos) << said;
+  const std::string said = detail::verification_summary(rep, 44, 1 << 30)["statement"];
+  EXPECT_NE(said.find("fewer than the 44 aimed at (99.03 %)"), std::string::npos) << said;
+  EXPECT_NE(said.find("2^30 output elements"), std::string::npos) << said;
   EXPECT_NE(said.find("--verify-launches"), std::string::npos) << said;
   rep.shapes[0].series[0].verified = false;  // a wrong launch stops the comparisons: no shortfall to explain
-  EXPECT_EQ(std::string(detail::verification_summary(rep, 44)["statement"]).find("fewer than"), std::string::npos);
+  EXPECT_EQ(std::string(detail::verification_summary(rep, 44, 1 << 30)["statement"]).find("fewer than"), std::string::npos);
+}
+
+// --verify-launches 1000 with 3 rounds x 10 samples: 30 timed launches compared, every one there is.
+// The statement blamed the 2^30 element limit (there was none: --verify-launches lifts it) and said
+// "99 %" for any target; it names the binding limit and the target's own figure.
+TEST(TimedVerify, TheShortfallNamesTheLimitThatBoundIt) {
+  TimingReport rep;
+  ShapeResult sh;
+  sh.shape = "n=4096";
+  Series c;
+  c.launches = 33;
+  c.samples_ms.assign(30, 0.01);
+  c.reference_compared = 30;
+  sh.series.push_back(c);
+  rep.shapes.push_back(sh);
+  const std::string said = detail::verification_summary(rep, 1000, 0)["statement"];
+  EXPECT_NE(said.find("fewer than the 1000 aimed at (100.00 %)"), std::string::npos) << said;
+  EXPECT_NE(said.find("every one of the 30 timed launches was compared already"), std::string::npos) << said;
+  EXPECT_EQ(said.find("2^30"), std::string::npos) << said;
+  EXPECT_EQ(said.find("--verify-launches N asks"), std::string::npos) << said;
 }
 
 TEST(TimedVerify, SavedLaunchesAreDistinctTimedSamplesWithTheSharedOneLast) {
@@ -103,7 +125,7 @@ TEST(TimedVerify, TheSummaryStatesTheFigureAndTheReRuns) {
     sh.series.push_back(c);
     rep.shapes.push_back(sh);
   }
-  const json v = detail::verification_summary(rep, 44);
+  const json v = detail::verification_summary(rep, 44, 1 << 30);
   EXPECT_EQ(v["launches"], 78);
   EXPECT_EQ(v["compared_with_reference"], 30);
   EXPECT_EQ(v["compared_with_untimed_rerun"], 78);

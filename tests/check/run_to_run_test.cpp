@@ -139,9 +139,11 @@ TEST(RunToRun, MeasuresBf16F64AndIntegers) {
   EXPECT_TRUE(std::isinf(d.ratio));
   EXPECT_FALSE(d.within_bound());
   RunToRun r;
-  r.policy.required = false;
+  r.policy.required = true;
   r.outputs = {d};
   EXPECT_TRUE(r.rejects());
+  r.policy.required = false;  // each run was judged against the reference on its own: reported, not failed
+  EXPECT_FALSE(r.rejects());
   EXPECT_NE(r.figures().find("max 3 apart"), std::string::npos) << r.figures();
   EXPECT_NE(r.figures().find("bound 0 (exact output)"), std::string::npos) << r.figures();
   EXPECT_TRUE(r.to_json().at("ratio").is_null());  // infinite: JSON has no infinity
@@ -220,15 +222,31 @@ TEST(RunToRun, WithinTheBoundAndNotRequiredIsAcceptedWithANote) {
   EXPECT_TRUE(s.run_to_run.is_null());
 }
 
-TEST(RunToRun, BeyondTheBoundIsRejectedWithTheFigures) {
+// The split-row atomicAdd reduce_sum seen on the GPU: two runs each within the bound of the reference
+// differed by 1.08x the bound. Where reproducibility is not required that is no failure: each run is
+// judged against the reference, and the run-to-run difference is reported with its ratio to the bound.
+TEST(RunToRun, BeyondOneBoundWhileEachRunIsRightIsAcceptedAndReported) {
   // Each run within 1e-5 of the reference (40 -+ 2 ulps = 7.6e-6), the two 4 ulps (1.5e-5) apart.
   const TwoRuns t({10, 20, 30, ulps_up(40, -2)}, {10, 20, 30, ulps_up(40, 2)});
   const CaseResult r = t.judge(policy_of(false), 1e-5);
-  EXPECT_EQ(r.status, CaseStatus::fail);
-  EXPECT_EQ(r.code, "nondeterministic");
-  EXPECT_NE(r.detail.find("max 4 ulps"), std::string::npos) << r.detail;
-  EXPECT_NE(r.detail.find("more than the contract's error bound"), std::string::npos) << r.detail;
+  EXPECT_EQ(r.status, CaseStatus::pass) << r.detail;
+  EXPECT_TRUE(r.code.empty()) << r.code;
+  EXPECT_NE(r.note.find("max 4 ulps"), std::string::npos) << r.note;
+  EXPECT_NE(r.note.find("1.53x"), std::string::npos) << r.note;  // 4 ulps of 40 over 1e-5
+  EXPECT_NE(r.note.find("judged against the reference"), std::string::npos) << r.note;
   EXPECT_FALSE(r.run_to_run.at("within_bound").get<bool>());
+  CorrectnessReport rep;
+  rep.results.push_back(r);
+  rep.cases = rep.passed = rep.evidence = 1;
+  const json j = rep.to_json(false);
+  EXPECT_EQ(j.at("verdict"), "accepted");
+  ASSERT_EQ(j.at("notes").size(), 1u);
+  EXPECT_NE(j.at("notes").at(0).get<std::string>().find("1.53x the error bound"), std::string::npos) << j.at("notes");
+  // Where reproducibility is required the same two runs are rejected.
+  EXPECT_EQ(t.judge(policy_of(true), 1e-5).code, "nondeterministic");
+  // A run wrong against the reference is that, whatever the rule.
+  const TwoRuns wrong({10, 20, 30, 40.001f}, {10, 20, 30, 40});
+  EXPECT_EQ(wrong.judge(policy_of(false), 1e-5).code, "wrong_result");
 }
 
 TEST(RunToRun, RequiredIsRejectedWithTheFiguresTheReasonAndTheOptOut) {

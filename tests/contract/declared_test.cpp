@@ -263,6 +263,34 @@ namespace {
 
 // [index_cases]: past 2^31 elements only where the claim reaches; windows of whole rows whose
 // sub-case reference equals the same rows of the whole case's reference.
+// The working directory may be a candidate's tree: its json.py or numpy.py must not run inside the
+// trusted reference process (`python3 -c` puts the working directory first on sys.path).
+TEST(DeclaredContract, TheReferenceProcessImportsNothingFromTheWorkingDirectory) {
+  KQUAL_NEED_NUMPY();
+  ScratchDir t("kqual-evil-cwd");
+  const fs::path marker = t.path() / "PWNED";
+  for (const char* mod : {"json.py", "numpy.py", "random.py", "inspect.py", "traceback.py"})
+    std::ofstream(t.path() / mod) << "open(" << marker << ", 'a').write('" << mod << " ran in the reference process\\n')\n";
+  const fs::path before = fs::current_path();
+  fs::current_path(t.path());
+  std::string error;
+  try {
+    const Contract& c = load_declared_contract(kRepo / "contracts/gelu/contract.toml");
+    Supports s;
+    s.dtypes = {DType::f32};
+    const auto cases = c.correctness_cases(s, 3, false);
+    if (cases.empty()) throw std::runtime_error("gelu has no f32 case");
+    CaseData d = c.make_case(cases.front());
+    EXPECT_FALSE(c.reference(d, test_util::run_host()).empty());
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  fs::current_path(before);
+  EXPECT_TRUE(error.empty()) << error;
+  std::error_code ec;
+  EXPECT_FALSE(fs::exists(marker, ec)) << std::ifstream(marker).rdbuf();
+}
+
 TEST(DeclaredContract, IndexCasesAndTheirWindows) {
   KQUAL_NEED_NUMPY();
   const Contract& c = resolve_contract("rmsnorm", kRepo / "candidates/rmsnorm/good");

@@ -141,6 +141,23 @@ TEST(ShipDecision, MissingModeFallsBackToWorstMeasured) {
   EXPECT_THROW(decide(in, long_lived()), kqual::Error);
 }
 
+// NEW failed every probe in the profile's mode: that mode was measured, and no other stands in for
+// a failure (kqual decide said "not measured; the worst measured mode stands in" and no_difference).
+TEST(ShipDecision, AProfileModeInWhichASideFailedIsIncomplete) {
+  DecisionInput in = ptx_only_but_faster();
+  in.cold.erase(in.cold.begin() + 1);  // "cold": NEW's probes all failed
+  in.failed_modes.emplace_back(CacheMode::cold, "every startup probe of NEW failed in it");
+  const Decision d = decide(in, cold_start_heavy());
+  EXPECT_EQ(d.verdict, ShipVerdict::incomplete) << d.headline;
+  EXPECT_EQ(d.cache_mode, CacheMode::cold);
+  EXPECT_NE(d.headline.find("NEW failed"), std::string::npos) << d.headline;
+  EXPECT_FALSE(any_contains(d.reasons, "stands in for it.") && any_contains(d.reasons, "worst measured"));
+  // A profile deciding in a mode measured on both sides is decided as before.
+  DeploymentProfile warm = cold_start_heavy();
+  warm.jit_cache = CacheMode::warm;
+  EXPECT_NE(decide(in, warm).verdict, ShipVerdict::incomplete);
+}
+
 TEST(ShipDecision, BuildersFromSamples) {
   std::mt19937_64 g(7);
   std::normal_distribution<double> n(0, 1);

@@ -8,6 +8,7 @@
 
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
+#include "kqual/core/files.hpp"
 #include "kqual/core/xoshiro.hpp"
 #include "kqual/decision/qualify.hpp"
 #include "kqual/pipeline/decide.hpp"
@@ -109,6 +110,78 @@ TEST(Decide, AProfileAndAMarginAnswerAndUnderOurProfile) {
   strict.regression_limit = "1%";
   EXPECT_EQ(decide_results(doc, strict).verdict, "do_not_ship");
   std::filesystem::remove_all(dir);
+}
+
+// The GPU run of an f16-only candidate timed at f32: the contract refused every shape for it before
+// any launch. That is no failure of the candidate: incomplete, naming the refusal, never do_not_ship.
+TEST(Decide, AShapeRefusedBeforeLaunchIsNotTheCandidatesFailure) {
+  report::QualifyResult r = recorded("qualify");
+  bench::Series& cs = r.timing->shapes[0].series[0];
+  cs.samples_ms.clear();
+  cs.error = "refused: the candidate does not claim dtype f32";
+  const DecideOutcome d = decide_results(report::to_json(r), {});
+  EXPECT_EQ(d.verdict, "incomplete") << d.text;
+  EXPECT_EQ(d.summary.find("failed or was wrong"), std::string::npos) << d.summary;
+  EXPECT_NE(d.summary.find("does not claim dtype f32"), std::string::npos) << d.summary;
+  EXPECT_EQ(d.verdict_json.at("speed").at("shapes").at(0).at("verdict"), "not_compared");
+}
+
+// A qualify run with a profile records that profile's verdict; decide with no options must give it
+// back from the recorded policy and mix (it re-judged under the defaults: ship), and say what a
+// command-line option replaced.
+TEST(Decide, TheRecordedPolicyAndMixGiveBackTheRecordedVerdict) {
+  report::QualifyResult r = recorded("qualify");
+  ScratchDir t("kqual-decide-test");
+  const auto profile = t.path() / "p43.toml";
+  std::ofstream(profile) << "name = \"p43\"\n[decision]\nmargin = 0.04\nregression_limit = 0.2\n"
+                            "[[shape]]\nshape = \"n=4096\"\ncalls = 43\n[[shape]]\nshape = \"n=1048576\"\ncalls = 1\n"
+                            "[[shape]]\nshape = \"n=268435456\"\ncalls = 1\n";
+  DecideOptions with_profile;
+  with_profile.profiles = {profile.string()};
+  const DecideOutcome under_profile = decide_results(report::to_json(r), with_profile);
+  ASSERT_NE(under_profile.verdict, decide_results(report::to_json(r), {}).verdict) << "the fixture must tell the two apart";
+  r.verdict = decision::QualifyVerdict{};
+  r.verdict.verdict = *decision::ship_verdict_from_string(under_profile.verdict);
+  r.verdict.speed = decision::speed_judgement_from_json(under_profile.verdict_json.at("speed"));
+  const json doc = report::to_json(r);
+  const DecideOutcome again = decide_results(doc, {});
+  EXPECT_EQ(again.verdict, under_profile.verdict) << again.text;
+  EXPECT_EQ(again.verdict_json.at("speed").dump(), doc.at("verdict").at("speed").dump());
+  EXPECT_TRUE(again.notes.empty());
+  // An option replaces one recorded setting, and says so; the recorded mix stays.
+  DecideOptions limit;
+  limit.regression_limit = "1%";
+  const DecideOutcome strict = decide_results(doc, limit);
+  EXPECT_EQ(strict.verdict_json.at("speed").at("mix").at("profile"), "p43");
+  EXPECT_DOUBLE_EQ(strict.verdict_json.at("speed").at("policy").at("margin_relative").get<double>(), 0.04);
+  ASSERT_EQ(strict.notes.size(), 1u);
+  EXPECT_NE(strict.notes[0].find("1 % replaces 20 %"), std::string::npos) << strict.notes[0];
+}
+
+// A damaged document (a zero sample) is an input error naming the field, not exit 4; a qualify
+// document without timing, or with no timed shape, is incomplete, never ship or no_difference.
+TEST(Decide, AZeroSampleIsAnInputErrorAndMissingTimingIsIncomplete) {
+  json doc = report::to_json(recorded("qualify"));
+  doc["timing"]["shapes"][2]["series"][2]["samples_ms"][0] = 0.0;
+  try {
+    decide_results(doc, {});
+    FAIL() << "accepted a zero sample";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input) << e.what();
+    EXPECT_NE(std::string(e.what()).find("timing.shapes[2].series[2].samples_ms[0]"), std::string::npos) << e.what();
+  }
+  report::QualifyResult r = recorded("qualify");
+  r.timing.reset();
+  const DecideOutcome none = decide_results(report::to_json(r), {});
+  EXPECT_EQ(none.verdict, "incomplete") << none.text;
+  EXPECT_EQ(none.exit_code, kExitIncomplete);
+  r = recorded("qualify");
+  r.timing->shapes.clear();
+  EXPECT_EQ(decide_results(report::to_json(r), {}).verdict, "incomplete");
+  // check never times: correct is ship, no performance claim.
+  r = recorded("check");
+  r.timing.reset();
+  EXPECT_EQ(decide_results(report::to_json(r), {}).verdict, "ship");
 }
 
 TEST(Decide, BenchResultsNeverShip) {

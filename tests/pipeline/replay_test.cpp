@@ -174,6 +174,24 @@ TEST_F(BuiltinReplay, WithoutRecordedHashesTheFolderSaysTheyWereNotCompared) {
   EXPECT_TRUE(said);
 }
 
+// A result recorded by another kqual (check-atomic-split.json: recorded at 922ce14, judged since by
+// another run-to-run rule): the reproducer says so in case.json and its README, instead of promising
+// the recorded failure. One recorded by this kqual says nothing of it.
+TEST_F(BuiltinReplay, AResultRecordedByAnotherKqualSaysTheRulesMayHaveChanged) {
+  json doc = recorded(missing_tail());
+  const auto said = [](const ReplayOutcome& o) {
+    bool s = false;
+    for (const auto& n : o.notes) s = s || n.find("may have changed since") != std::string::npos;
+    return s;
+  };
+  EXPECT_FALSE(said(replay(doc, options("same"))));
+  doc["provenance"]["git_revision"] = "922ce14";
+  const ReplayOutcome out = replay(doc, options("other"));
+  EXPECT_TRUE(said(out));
+  EXPECT_NE(read_text_file(scratch.path() / "other/README.md").find("revision 922ce14"), std::string::npos);
+  EXPECT_NE(read_text_file(scratch.path() / "other/case.json").find("may have changed since"), std::string::npos);
+}
+
 void expect_input_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
   try {
     f();

@@ -5,6 +5,7 @@
 
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
+#include "kqual/pipeline/qualify.hpp"
 #include "kqual/pipeline/stages.hpp"
 #include "test_util.hpp"
 
@@ -48,6 +49,40 @@ TEST(Stages, AFailedWriteLeavesThePreviousPairAndNoPartials) {
   EXPECT_EQ(json::parse(read_text_file(dir / "results.json")).at("run"), 1);
   EXPECT_EQ(read_text_file(dir / "memo.md"), "first\n");
   EXPECT_FALSE(fs::exists(dir / ".results.json.partial"));
+}
+
+// A candidate is timed at a dtype it claims: its first claim when none is asked for; a --dtype it
+// does not claim is a usage error (it would refuse every shape, and that refusal is not its failure).
+TEST(Stages, TheTimingDtypeIsOneTheCandidateClaims) {
+  EXPECT_EQ(timing_dtype("", {DType::f16}, "candidate x"), DType::f16);
+  EXPECT_EQ(timing_dtype("", {DType::bf16, DType::f32}, "candidate x"), DType::bf16);
+  EXPECT_EQ(timing_dtype("f32", {DType::bf16, DType::f32}, "candidate x"), DType::f32);
+  try {
+    timing_dtype("f32", {DType::f16}, "candidate x");
+    FAIL() << "timed an f16-only candidate at f32";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    EXPECT_NE(std::string(e.what()).find("claims f16"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(timing_dtype("f33", {DType::f16}, "candidate x"), Error);
+}
+
+// qualify of the bundled f16-only candidate: with no --dtype it goes on (the static phases, exit 3
+// without a GPU); with --dtype f32 it stops before any GPU work, naming the claim.
+TEST(Stages, QualifyOfAnF16OnlyCandidateNeverTimesItAtF32) {
+  ScratchDir t("kqual-stages-test");
+  QualifyOptions o;
+  o.candidate = test::repo_root() / "candidates/residual_add_relu/good/f16";
+  o.out_dir = t.path() / "out";
+  o.use_gpu = false;
+  EXPECT_EQ(qualify(o).exit_code, 3);
+  o.dtype = "f32";
+  try {
+    qualify(o);
+    FAIL() << "qualify accepted --dtype f32 for an f16-only candidate";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage) << e.what();
+  }
 }
 
 }  // namespace

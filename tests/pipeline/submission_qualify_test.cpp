@@ -29,13 +29,14 @@ class SubmissionQualify : public ::testing::Test {
     o.max_case_elements = 1 << 16;
     o.watchdog_seconds = 60;
     o.timing = true;
-    o.shapes = {"4096", "65536"};
+    o.shapes = shapes_;
     o.torch_baselines = "none";
     o.timing_options.timing.rounds = 3;
     o.timing_options.timing.samples_per_round = 6;
     return check_submission(o);
   }
   ScratchDir dir_{"kqual-submission-qualify"};
+  std::vector<std::string> shapes_ = {"4096", "65536"};
 };
 
 TEST_F(SubmissionQualify, AnAcceptedSubmissionIsTimedAndDecided) {
@@ -77,6 +78,32 @@ def forward(x, r):
   ASSERT_TRUE(out.verdict.has_value());
   EXPECT_EQ(out.verdict->verdict, decision::ShipVerdict::do_not_ship);
   EXPECT_EQ(out.exit_code, 1);
+}
+
+// Every shape past the submission's size limit: nothing is timed, which is incomplete (exit 3), never
+// "ship: correctness only" (exit 0) as `kqual check` would say.
+TEST_F(SubmissionQualify, AQualifyThatTimedNothingIsIncomplete) {
+  shapes_ = {"536870912"};
+  const SubmissionOutcome out = qualify(kNumpyAddRelu);
+  ASSERT_TRUE(out.check.accepted) << out.check.summary();
+  ASSERT_TRUE(out.timing.has_value());
+  EXPECT_TRUE(out.timing->report.shapes.empty()) << out.timing->status;
+  ASSERT_TRUE(out.verdict.has_value());
+  EXPECT_EQ(out.verdict->verdict, decision::ShipVerdict::incomplete) << out.verdict->summary;
+  EXPECT_EQ(out.exit_code, 3);
+  EXPECT_NE(out.verdict->summary.find("nothing was timed"), std::string::npos) << out.verdict->summary;
+}
+
+// The worker's own failure while timed (worker_error: ENOSPC writing the timed outputs) is kqual's:
+// incomplete, "not the submission's", never do_not_ship "failed while timed".
+TEST_F(SubmissionQualify, KqualsOwnWorkerFailureWhileTimedIsNotTheSubmissions) {
+  const SubmissionOutcome out = qualify(std::string(kNumpyAddRelu) + "TIME_WORKER_ERROR = True\n");
+  ASSERT_TRUE(out.check.accepted) << out.check.summary();
+  ASSERT_TRUE(out.verdict.has_value());
+  EXPECT_EQ(out.verdict->verdict, decision::ShipVerdict::incomplete) << out.verdict->summary;
+  EXPECT_EQ(out.exit_code, 3);
+  EXPECT_NE(out.verdict->summary.find("not the candidate's"), std::string::npos) << out.verdict->summary;
+  EXPECT_EQ(out.verdict->summary.find("failed or was wrong"), std::string::npos) << out.verdict->summary;
 }
 
 }  // namespace

@@ -187,6 +187,12 @@ inline json qualify_gpu(const fs::path& out, const std::string& command = "quali
   verdict.would_reverse.push_back("a correctness failure on inputs outside the tested set (other sizes, dtypes, offsets)");
   verdict.verdict = decision::ShipVerdict::ship;
   verdict.summary = "Correct on every case, and no shape slower than the fastest baseline.";
+  // The speed rule's table, as qualify records it (the page colours each shape by its call).
+  std::vector<decision::ShapeSamples> judged;
+  for (const auto& sh : tr.shapes)
+    for (const auto& se : sh.series)
+      if (se.label == sh.fastest_baseline) judged.push_back({sh.shape, sh.fastest_baseline, se.samples_ms, sh.series[0].samples_ms, "", ""});
+  verdict.speed = decision::judge_speed(judged, decision::ShapeMix{}, decision::SpeedPolicy{});
   r["verdict"] = decision::to_json(verdict);
   return in_pipeline_order(r);
 }

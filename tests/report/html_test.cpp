@@ -127,6 +127,20 @@ TEST(Html, OneBarAndIntervalPerShapeAndBaseline) {
   EXPECT_NE(section(page, "roofline").find("TB/s"), std::string::npos);
 }
 
+// One shape, one call: the speed-up section shows the timing phase's comparisons as data and colours
+// and names only the decision's call (the speed rule, against the fastest baseline). It showed
+// "inconclusive" from the timing phase's 2 % rank test beside the decision's "no_difference".
+TEST(Html, TheSpeedUpSectionShowsOneRulesCallPerShape) {
+  json d = html_doc("qualify");
+  for (auto& sh : d["timing"]["shapes"])
+    for (auto& cmp : sh["candidate_vs_baselines"]) cmp["verdict"] = "inconclusive";
+  for (auto& row : d["verdict"]["speed"]["shapes"]) row["verdict"] = "no_difference";
+  const std::string speed = section(render_html(d), "speedup");
+  EXPECT_EQ(speed.find("inconclusive"), std::string::npos) << speed;
+  EXPECT_EQ(count(speed, ">no difference<"), d["timing"]["shapes"].size()) << speed;  // one per shape, its fastest row
+  EXPECT_NE(speed.find("decision's call"), std::string::npos) << speed;
+}
+
 TEST(Html, ComparePageShowsWarmStartupAndProfiles) {
   const json& d = html_doc("compare");
   ASSERT_EQ(d.at("schema"), "kqual.compare/1");
@@ -193,6 +207,7 @@ TEST(Html, RejectedCandidateShowsFailuresByCode) {
 
 TEST(Html, EveryTextFromTheDocumentIsEscaped) {
   json d = html_doc("qualify");
+  d["verdict"].erase("speed");  // its table's own markup (bold rows) is not document text
   d["candidate"]["name"] = "<script>alert('x')</script>";
   d["timing"]["shapes"][0]["candidate_vs_baselines"][0]["baseline"] = "</svg><b>&";
   d["timing"]["shapes"][1]["shape"] = "n=\"><img src=x onerror=alert(1)>";
@@ -270,6 +285,7 @@ namespace {
 // has it; a document written before the speed rule has no such section.
 TEST(Html, TheDecisionSectionShowsEveryShapeAndTheOverallEffect) {
   json d = html_doc("qualify");
+  d["verdict"].erase("speed");  // as written before the speed rule
   EXPECT_TRUE(section(render_html(d), "decision").empty());
   const pipeline::DecideOutcome now = pipeline::decide_results(d, {});
   d["verdict"] = now.verdict_json;

@@ -95,6 +95,33 @@ TEST_F(ScreenKeyTest, EveryFileOfTheFolderAndOptionsAndVersionAreInTheKey) {
   EXPECT_EQ(parts.at("contract").at("built_in"), "residual_add_relu") << parts.dump();
 }
 
+// --timing: the verdict reads the contract's baselines and the profile, so their contents are in the
+// key (a resumed timed screen reused speed records measured against other baselines and another
+// mix); and the NVRTC that builds every candidate is keyed without --timing too.
+TEST_F(ScreenKeyTest, UnderTimingTheBaselinesAndTheProfilesContentAreInTheKey) {
+  const fs::path a = cands_ / "alpha";
+  const fs::path bl = tmp_->path() / "bl";
+  fs::create_directories(bl / "residual_add_relu");
+  fs::copy(test::repo_root() / "candidates/residual_add_relu/good", bl / "residual_add_relu/mine", fs::copy_options::recursive);
+  const fs::path profile = tmp_->path() / "p.toml";
+  key_write(profile, "name = \"p\"\n[[shape]]\nshape = \"n=4096\"\ncalls = 1\n");
+  auto timed_key = [&] {
+    VerdictKeys k(json{{"seed", 1}}, "");
+    k.time_against({bl}, profile);
+    return k.key(a);
+  };
+  const std::string k0 = timed_key();
+  ASSERT_FALSE(k0.empty());
+  EXPECT_EQ(timed_key(), k0);
+  EXPECT_NE(k0, key_of(a)) << "the timing inputs are in the key only under --timing";
+  key_append(bl / "residual_add_relu/mine/kernel.cu", "\n// another baseline\n");
+  const std::string k1 = timed_key();
+  EXPECT_NE(k1, k0) << "a baseline's content changed";
+  key_write(profile, "name = \"p\"\n[[shape]]\nshape = \"n=4096\"\ncalls = 2\n");
+  EXPECT_NE(timed_key(), k1) << "the profile's content changed, not its path";
+  EXPECT_FALSE(VerdictKeys(json::object(), "").parts(a).at("nvrtc").get<std::string>().empty());
+}
+
 // A source the manifest names outside its folder (a kernel shared by several candidates) is keyed too.
 TEST_F(ScreenKeyTest, ASourceOutsideTheFolderIsInTheKey) {
   const fs::path a = cands_ / "alpha";

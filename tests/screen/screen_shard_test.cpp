@@ -107,6 +107,21 @@ TEST_F(ShardTest, TheCampaignsListDealsTheCandidatesByNameOnceForAll) {
   EXPECT_TRUE(has(msg, "3 shard(s), not 4")) << msg;
 }
 
+// Two campaigns with the same shard count and --out folders under one parent: the second one's
+// shard screened the first campaign's candidates and none of its own, warned only by a progress line.
+// A list naming none of the candidates given is another campaign's: an input error.
+TEST_F(ShardTest, AnotherCampaignsListIsRefused) {
+  screen(opts("0/2", "shard-0-of-2"));
+  const fs::path other = tmp_->path() / "campB";
+  write_text(other / "b1" / "kqual.toml", "[candidate]\nname = \"b1\"\ncontract = \"residual_add_relu\"\n");
+  ScreenOptions b = opts("0/2", "B0");
+  b.inputs = {other};
+  ErrorKind k{};
+  const std::string msg = error_of([&] { screen(b); }, &k);
+  EXPECT_EQ(k, ErrorKind::input) << msg;
+  EXPECT_TRUE(has(msg, "names none of the 1 candidate(s) given")) << msg;
+}
+
 // A candidate added after the campaign started is not screened by any shard (and said so), instead
 // of falling into one shard's share on some tasks and not on others.
 TEST_F(ShardTest, ACandidateAddedAfterTheListIsNotScreenedAndIsNamed) {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "kqual/core/files.hpp"
+#include "kqual/worker/worker.hpp"
 #include "kqual/pipeline/screen.hpp"
 #include "kqual/pipeline/screen_journal.hpp"
 #include "kqual/pipeline/screen_timing.hpp"
@@ -69,6 +70,53 @@ TEST(ScreenRanking, FastestFirstAndTheFiguresCountOnlyWhatTheIntervalShows) {
   EXPECT_EQ(p["point_estimate_faster_1_5x"], 2) << "the peers' reading counts fast_unsure too";
   const std::string md = screen_ranking_md(r);
   EXPECT_NE(md.find("| 1 | fast_sure | residual_add_relu | 2.000x [1.818, 2.222] | ship |"), std::string::npos) << md;
+}
+
+// A candidate that crashed, hung or raised while timed is rejected (worker_fault, its worker
+// replaced), not left accepted; a shape refused before launch or kqual's own failure rejects nothing.
+TEST(ScreenRanking, ACandidateThatFailsWhileTimedIsRejected) {
+  auto report_with = [](const std::string& error) {
+    bench::TimingReport tr;
+    bench::ShapeResult sh;
+    sh.shape = "n=4096";
+    sh.series.resize(2);
+    sh.series[0].error = error;
+    tr.shapes.push_back(sh);
+    return tr;
+  };
+  ScreenVerdict v = judged("c", ScreenVerdictKind::accepted);
+  bool fault = false;
+  reject_failure_while_timed(report_with("crashed: the worker died (signal 11)"), v, &fault);
+  EXPECT_EQ(v.verdict, ScreenVerdictKind::rejected);
+  EXPECT_EQ(v.reason, "worker_fault");
+  EXPECT_TRUE(fault);
+  ScreenVerdict raised = judged("r", ScreenVerdictKind::accepted);
+  fault = false;
+  reject_failure_while_timed(report_with("error: launch failed: an illegal memory access"), raised, &fault);
+  EXPECT_EQ(raised.verdict, ScreenVerdictKind::rejected);
+  EXPECT_EQ(raised.reason, "timed_launch_failed");
+  EXPECT_FALSE(fault);
+  for (const std::string not_its : {std::string("refused: the candidate does not claim dtype f32"),
+                                    std::string("error: ") + worker::kHarnessFailure + ": out of device memory"}) {
+    ScreenVerdict ok = judged("ok", ScreenVerdictKind::accepted);
+    reject_failure_while_timed(report_with(not_its), ok, &fault);
+    EXPECT_EQ(ok.verdict, ScreenVerdictKind::accepted) << not_its;
+  }
+}
+
+// The effect of the shapes that did not crash is no speed: a record with a failed shape (or an
+// incomplete one) is listed unranked and counts in no "faster" figure.
+TEST(ScreenRanking, AnEffectWithAFailedShapeIsNeitherRankedNorCounted) {
+  ScreenVerdict crashed = timed("crashed_once", 0.5, 0.45, 0.55, "do_not_ship");
+  crashed.speed["shapes"] = json::array({json{{"shape", "n=4096"}, {"call", "failed"}}, json{{"shape", "n=1048576"}, {"call", "faster"}}});
+  ScreenVerdict partial = timed("partial", 0.5, 0.45, 0.55, "incomplete");
+  const json r = screen_ranking({crashed, partial, timed("fine", 0.9, 0.85, 0.95)});
+  EXPECT_EQ(r["ranked"][0]["name"], "fine");
+  EXPECT_EQ(r["ranked"][1]["rank"], 0);
+  EXPECT_EQ(r["ranked"][2]["rank"], 0);
+  EXPECT_EQ(r["population"]["faster_1_5x"], 0);
+  EXPECT_EQ(r["population"]["faster_1_0x"], 1);
+  EXPECT_EQ(r["population"]["point_estimate_faster_1_5x"], 0);
 }
 
 TEST(ScreenRanking, PyTorchSubmissionsAreCountedAgainstEagerToo) {

@@ -4,6 +4,7 @@
 // timed outputs re-checked against the reference.
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kqual/core/json.hpp"
@@ -76,6 +77,11 @@ struct Series {
   std::vector<std::string> clock_events;
   bool clock_guard_exhausted = false;
 };
+
+// The error of a series the contract or its launch plan refused before any launch ("refused: ..."):
+// the shape was not timed, which is no failure of the implementation.
+constexpr std::string_view kRefusedBeforeLaunch = "refused: ";
+inline bool refused_before_launch(const Series& s) { return s.error.rfind(kRefusedBeforeLaunch, 0) == 0; }
 
 struct ShapeResult {
   contract::Dims dims;

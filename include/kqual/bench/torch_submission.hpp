@@ -84,6 +84,12 @@ inline constexpr EnumNames<SubmissionFailure, 21> kSubmissionFailureNames{{{
 }}};
 inline const char* to_string(SubmissionFailure f) { return kSubmissionFailureNames.name(f); }
 
+// A submission worker's failure code as the submission's own failure ("exception", "build_failed",
+// "output_mismatch", "parameters_differ", "timeout" → hang, "worker_died" → crash), or harness_error
+// for every other code (kqual's own: "worker_error", "protocol", "usage", an unknown one). The one
+// mapping the check and the timing share: kqual's failure is never charged to the submission.
+SubmissionFailure submission_failure_of_code(const std::string& code);
+
 struct SubmissionCaseResult {
   std::string id;  // the contract's case id
   SubmissionFailure failure = SubmissionFailure::none;

@@ -84,6 +84,9 @@ std::optional<std::filesystem::path> find_triton_ptxas(std::vector<std::string>*
 
 // `tool --version`, trimmed; Error(input) when the tool cannot be run or fails.
 std::string tool_version(const std::filesystem::path& tool);
+// The NVRTC this process compiles with ("NVRTC 13.0"); libnvrtc is loaded dynamically, so a toolkit
+// update changes it without changing kqual.
+std::string nvrtc_version_text();
 // "release 12.8, V12.8.93" from a --version text ("" when not found).
 std::string release_line(const std::string& version_text);
 

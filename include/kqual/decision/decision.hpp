@@ -45,6 +45,9 @@ WarmDelta warm_delta(std::span<const double> old_per_call_s, std::span<const dou
 
 struct DecisionInput {
   std::vector<ColdStartDelta> cold;   // one per measured cache mode
+  // Cache modes that were measured but in which a side's every probe failed ("OLD" or "NEW" and
+  // why): a profile deciding in one of them is incomplete; no other mode stands in for it.
+  std::vector<std::pair<CacheMode, std::string>> failed_modes;
   WarmDelta warm;
   std::optional<bool> new_uses_ptx_jit;  // from artifact identity: the driver JIT-compiles PTX for the target
   std::string target_arch = "sm_90";

@@ -35,7 +35,8 @@ struct QualifyFindings : CaseCounts {
   std::string primary_code, first_failure; // when rejected
   bool baselines_expected = true;          // false: the user asked for no baselines (no shape is then "not compared")
   int settled_not_run = 0;                 // cases not run: the first failing case had settled the verdict
-  bool timing_run = true;
+  bool timing_run = true;                  // timing was asked for (qualify, bench), whether or not anything was timed
+  std::string timing_not_run;              // why nothing was timed, when timing_run and shapes is empty
   std::vector<ShapeSamples> shapes;        // the candidate and its fastest valid baseline, per timed shape
   SpeedPolicy policy;                      // margins and regression limit
   ShapeMix mix;                            // how the deployment weighs the shapes
@@ -54,7 +55,8 @@ struct QualifyVerdict {
 //   2. kqual's own failure (harness_failure)    → incomplete, naming it ("not the candidate's");
 //   3. rejected by the contract                 → do not ship ("no evidence" when no case failed but
 //                                                 none proved anything: every case refused or degenerate);
-//   4. timing not run                           → ship if correct (no performance claim), else do not ship;
+//   4. timing not asked for (`kqual check`)     → ship if correct (no performance claim), else do not ship;
+//      timing asked for and nothing timed        → incomplete, naming why (timing_not_run);
 //   5. otherwise the speed rule (speed.hpp, judge_speed) on every timed shape, except that without
 //      baselines asked for (baselines_expected false) a shape not compared is only reported;
 //   6. correctness not checked (`kqual bench`)  → never ship: a speed win or tie is incomplete ("correctness

@@ -41,6 +41,9 @@ struct ShapeSamples {
   std::vector<double> baseline_ms;   // [ms]
   std::vector<double> candidate_ms;  // [ms]
   std::string failure;
+  // Non-empty: the shape could not be timed (the contract or the launch plan refused it for the
+  // candidate before any launch, e.g. outside its claims): not compared, never its failure.
+  std::string not_timed;
 };
 
 // How much each shape counts: calls per shape from the profile's [[shape]] mix, or equal calls for

@@ -28,7 +28,7 @@ struct QualifyOptions {
   std::string only_case;                  // --case ID (kqual check): only this case, found under `seed` (check::CheckOptions::only_case)
   bool sanitizer_pass = true;             // small passed cases again under compute-sanitizer memcheck + racecheck
   std::vector<std::string> shapes;        // benchmark shapes, "4096" or "m=..,n=..,k=.." (default: the contract's)
-  std::string dtype = "f32";              // benchmark dtype
+  std::string dtype;                      // benchmark dtype; "": the first dtype the candidate claims
   int rounds = 3;
   int verify_launches = 0;  // > 0: the candidate's timed launches compared with the reference, no element budget (bench::TimingOptions)
   int samples_per_round = 10;
@@ -76,6 +76,13 @@ std::optional<report::ReproduceCommands> reproduce_commands(const QualifyOptions
 // valid baseline's, a failure while timed, and kqual's own failure there (harness_failure). The one
 // reading that qualify (live) and kqual decide (offline, pipeline/decide.cpp) share.
 void add_timed_shapes(decision::QualifyFindings& f, const bench::TimingReport& tr);
+
+// The profile's shape mix keyed by the contract's completed dims, as the timed shapes are named
+// ("tokens=4096,heads=32,d=128" → "d=128,half=64,heads=32,tokens=4096" for rotary; "4096" →
+// "n=4096"): profile shapes are matched to timed ones by value, not text. Error(input) when two
+// entries name one shape in two spellings (one would silently lose its weight); Error(usage) for a
+// shape the contract cannot parse.
+decision::ShapeMix contract_shape_mix(const contract::Contract& c, const decision::DeploymentProfile& p);
 
 // A bundled data folder (baselines/, candidates/): $KQUAL_HOME/<name>, else the nearest
 // ancestor of `hint` or of the executable that holds <name>/. `hint` is the user's choice (selftest's

@@ -25,7 +25,7 @@ namespace kqual::pipeline {
 struct ScreenTimingOptions {
   bool on = false;
   std::vector<std::string> shapes;  // --shape (parsed against each contract); empty: the profile's, else the contract's
-  std::string dtype = "f32";
+  std::string dtype;  // "": each candidate at the first dtype it claims
   int rounds = 3;
   int samples_per_round = 10;
   std::string flush_mode = "write";

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "kqual/core/json.hpp"
 
@@ -21,12 +22,19 @@ class VerdictKeys {
   json parts(const std::filesystem::path& candidate_dir);
   // SHA-256 of parts(); "" when the folder cannot be read (the candidate then always runs).
   std::string key(const std::filesystem::path& candidate_dir);
+  // --timing: the verdict also reads the contract's resolved baselines (their folders' contents) and
+  // the profile's content (not its path): both enter the key.
+  void time_against(std::vector<std::filesystem::path> baseline_dirs, std::filesystem::path profile);
 
  private:
   json contract_part(const std::string& value, const std::filesystem::path& near);
   json options_;
   std::string contract_;
   std::map<std::string, json> contracts_;  // by value (and folder, for a path): resolved once per screen
+  bool timed_ = false;
+  std::vector<std::filesystem::path> baseline_dirs_;
+  std::filesystem::path profile_;
+  std::map<std::string, json> baselines_;  // by contract name: resolved once per screen
 };
 
 }  // namespace kqual::pipeline

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kqual/bench/timing.hpp"
 #include "kqual/bench/torch_submission.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/pipeline/screen.hpp"
@@ -62,6 +63,14 @@ class ScreenTimer {
 // correct, and the fraction faster than the fastest baseline by more than 1.0x and 1.5x counted only
 // where the effect's whole 95 % interval says so.
 json screen_ranking(const std::vector<ScreenVerdict>& verdicts);
+// Whether a speed record's effect covers the mix: not incomplete, no timing error, no shape that
+// failed while timed. Only such an effect is ranked and counted.
+bool speed_covers_the_mix(const json& speed);
+// The candidate's own failure while timed rejects it: a crash, hang or sticky error (its worker
+// broken: worker_fault, *fault set so that a fresh worker takes over), an error its launch raised
+// (timed_launch_failed), or a wrong timed output. A shape refused before launch, or kqual's own
+// failure, is neither.
+void reject_failure_while_timed(const bench::TimingReport& tr, ScreenVerdict& v, bool* fault);
 std::string screen_ranking_md(const json& ranking);
 // A static page (no script): the ranking table, and every verdict.
 std::string screen_ranking_html(const json& ranking, const std::vector<ScreenVerdict>& verdicts);

@@ -9,6 +9,9 @@
 #include <memory>
 #include <string>
 
+#include <vector>
+
+#include "kqual/core/dtype.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/worker/session.hpp"
 
@@ -33,6 +36,12 @@ struct Target {
 };
 // Error(usage) when --arch disagrees with the device.
 Target open_target(const TargetOptions& o);
+
+// The dtype a candidate is timed at: `asked` (--dtype) when the candidate claims it, or, when
+// nothing was asked ("" ), the first dtype it claims. A candidate is never timed at a dtype it does
+// not claim: it would refuse every shape, and that refusal is not its failure. Error(usage) for an
+// unknown dtype or one the candidate does not claim, naming `who` and its claims.
+DType timing_dtype(const std::string& asked, const std::vector<DType>& claimed, const std::string& who);
 
 // Phase "write": results.json and memo.md into dir, both complete before either appears under its
 // final name (a run that stops half-way leaves the previous pair untouched).

@@ -32,7 +32,7 @@ struct SubmissionOptions {
   bool timing = false;
   bench::SubmissionTimingOptions timing_options;  // rounds, samples, warm-up, flush, clock guard, margin
   std::vector<std::string> shapes;                 // --shape (parsed against the contract); empty: the profile's, else the contract's
-  std::string dtype = "f32";                       // --dtype
+  std::string dtype;                               // --dtype; "": the first dtype the submission claims
   std::string torch_baselines;                     // --torch-baselines ("" auto, "none", "eager,compiled")
   std::string profile, margin, regression_limit;  // the decision's, as qualify takes them
   ProgressFn progress;

@@ -366,7 +366,7 @@ std::string reference_python() {
       tried.push_back(t + " (not found)");
       continue;
     }
-    ProcessResult r = run_process(exe, {"-c", "import numpy"}, {}, {}, 60);
+    ProcessResult r = run_process(exe, {"-c", std::string(declared::kIsolatedPrelude) + "import numpy"}, {}, {}, 60);
     if (r.exited && r.exit_code == 0) return chosen = exe;
     tried.push_back(exe + " (no NumPy)");
   }

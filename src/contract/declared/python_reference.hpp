@@ -20,6 +20,11 @@ namespace kqual::contract::declared {
 
 // The Python text the process runs (python_reference_driver.cpp).
 const char* reference_driver_source();
+// The first lines of every `python3 -c` kqual runs for a reference (the driver, the NumPy probe):
+// `-c` puts the working directory first on sys.path, and the working directory may be a candidate's
+// tree, whose numpy.py or json.py would then run inside the trusted reference process. Only `sys`
+// (built in) is imported before the entry is removed.
+constexpr const char* kIsolatedPrelude = "import sys\nsys.path[:] = [p for p in sys.path if p not in ('', '.')]\n";
 
 struct RefOutput {
   std::vector<double> f;        // floating outputs: float64 values

@@ -7,6 +7,8 @@
 // (declared_generated.cpp).
 #include "python_reference.hpp"
 
+#include <string>
+
 namespace kqual::contract::declared {
 
 namespace {
@@ -208,6 +210,9 @@ for line in sys.stdin:
 
 }  // namespace
 
-const char* reference_driver_source() { return kDriver; }
+const char* reference_driver_source() {
+  static const std::string source = std::string(kIsolatedPrelude) + kDriver;
+  return source.c_str();
+}
 
 }  // namespace kqual::contract::declared

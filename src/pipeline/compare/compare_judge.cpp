@@ -383,7 +383,9 @@ std::vector<decision::Decision> judge_decide_per_profile(report::CompareResult& 
     if (!speed_verdict) speed_verdict = d.verdict;
     // The service view may turn the verdict (an objective NEW certainly misses and OLD certainly meets:
     // do not ship; one the intervals leave open: inconclusive): before d is written.
-    const json service = jo.service.enabled ? service_view(ev.startup, ev.warm[jo.decision_index], p, d, jo.service) : json();
+    // A profile whose mode failed on a side has no first request to simulate: incomplete as it is.
+    const bool mode_failed = d.verdict == decision::ShipVerdict::incomplete;
+    const json service = jo.service.enabled && !mode_failed ? service_view(ev.startup, ev.warm[jo.decision_index], p, d, jo.service) : json();
     decisions.push_back({{"profile", decision::to_json(p)},
                          {"decision", decision::to_json(d)},
                          {"markdown", decision::to_markdown(d)},

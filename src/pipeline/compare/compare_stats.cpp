@@ -2,6 +2,8 @@
 // from raw samples, the first-request resolution, and how the two sides' correctness relate.
 #include "kqual/pipeline/compare.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -46,7 +48,11 @@ decision::DecisionInput decision_input(const std::vector<StartupPair>& startup, 
   cold_opt.margin.absolute = cold_noise_floor_ms * 1e-3;  // [s]
   for (const auto& p : startup) {
     if (p.loading != loading) continue;
-    if (p.old_side.kernel_first_use_ms.empty() || p.new_side.kernel_first_use_ms.empty()) continue;
+    if (p.old_side.kernel_first_use_ms.empty() || p.new_side.kernel_first_use_ms.empty()) {
+      in.failed_modes.emplace_back(p.cache, fmt::format("every startup probe of {} failed in it",
+                                                        p.old_side.kernel_first_use_ms.empty() ? "OLD" : "NEW"));
+      continue;
+    }
     const auto of = to_seconds(p.old_side.first_request_ms), nf = to_seconds(p.new_side.first_request_ms);
     const auto ok = to_seconds(p.old_side.kernel_first_use_ms), nk = to_seconds(p.new_side.kernel_first_use_ms);
     in.cold.push_back(decision::cold_start_delta(p.cache, of, nf, ok, nk, cold_opt));

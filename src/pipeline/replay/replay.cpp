@@ -12,6 +12,7 @@
 #include "kqual/check/labels.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
+#include "kqual/core/version.hpp"
 #include "kqual/pipeline/qualify.hpp"
 #include "replay_internal.hpp"
 
@@ -158,6 +159,14 @@ ReplayOutcome replay(const json& doc, const ReplayOptions& o) {
                                     out.expect_code.empty() ? " (not named in the recorded detail)" : ": " + out.expect_code));
   }
   say(fmt::format("case {} ({})", spec.id, out.code));
+  // Another kqual recorded it: a built-in contract's rules (its error model, its run-to-run rule)
+  // may have changed since, so the recorded failure may no longer be one.
+  if (r.git_revision != git_revision())
+    out.notes.push_back(fmt::format("recorded by kqual {} (revision {}), replayed by kqual {} (revision {}): the rules that judged "
+                                    "the case (a built-in contract's error model or run-to-run rule) may have changed since, so "
+                                    "the command may no longer fail with `{}`",
+                                    r.kqual_version.empty() ? "?" : r.kqual_version, r.git_revision.empty() ? "?" : r.git_revision,
+                                    kVersion, git_revision(), out.expect_code));
 
   // The candidates and the contract, where the run found them and unchanged since.
   use_recorded_contract_sources(r, o);

@@ -32,7 +32,7 @@ struct RecordedSide {
 
 struct Recorded {
   std::string schema;           // "kqual.check/1", ...
-  std::string command_line, kqual_version;
+  std::string command_line, kqual_version, git_revision;
   std::string contract_name, contract_origin;  // origin: "built-in", "user", "project", "candidate"
   fs::path contract_file;       // a declared contract's file, as recorded
   std::string contract_sha256;

@@ -21,6 +21,7 @@ Recorded read_qualify_family(const json& doc, const std::string& schema) {
   r.schema = schema;
   r.command_line = string_at(q.provenance, "command_line");
   r.kqual_version = string_at(q.provenance, "kqual_version");
+  r.git_revision = string_at(q.provenance, "git_revision");
   r.contract_name = q.contract.name;
   r.contract_origin = q.contract.origin;
   r.contract_file = q.contract.file;
@@ -45,6 +46,7 @@ Recorded read_compare(const json& doc) {
   r.schema = "kqual.compare/1";
   r.command_line = string_at(c.provenance, "command_line");
   r.kqual_version = string_at(c.provenance, "kqual_version");
+  r.git_revision = string_at(c.provenance, "git_revision");
   if (!c.measured || !c.correctness.is_object() || !c.correctness.contains("old") || !c.correctness.contains("new"))
     throw_error(ErrorKind::input, "this compare result holds no correctness phase (it was not measured: no GPU?): there is no "
                                   "failing case to replay");

@@ -158,6 +158,12 @@ void gather_screen_candidates(const ScreenOptions& o, ScreenRun& run, const Scre
   const std::set<std::string> listed(list.candidates.begin(), list.candidates.end());
   for (const auto& c : run.cands)
     if (!listed.count(c.string())) run.not_in_list.push_back(c.string());
+  // A list that names none of the candidates given is another campaign's (two campaigns with the
+  // same shard count and --out folders under one parent): screening its candidates would be wrong.
+  if (!run.cands.empty() && run.not_in_list.size() == run.cands.size())
+    throw_error(ErrorKind::input, fmt::format("--shard {}: the campaign list {} names none of the {} candidate(s) given (first: {}): it "
+                                              "is another campaign's; give this campaign its own folder for --out, or --shard-list FILE",
+                                              run.shard->text(), file.string(), run.cands.size(), run.cands.front().string()));
   if (!run.not_in_list.empty())
     say(fmt::format("{} candidate(s) found now are not in the campaign's list {} and are not screened (first: {})",
                     run.not_in_list.size(), file.string(), run.not_in_list.front().get<std::string>()));
@@ -219,6 +225,7 @@ void plan_screen_run(const ScreenOptions& o, const json& options, const ScreenJo
   run.hashes.assign(n, std::string());
   run.keys.assign(n, std::string());
   VerdictKeys keyer(options, o.contract);
+  if (o.timing.on) keyer.time_against(o.timing.baseline_dirs, o.timing.profile);
   for (std::size_t i = 0; i < n; ++i) {
     std::error_code ec;
     if (fs::is_regular_file(run.cands[i] / "kqual.toml", ec)) {

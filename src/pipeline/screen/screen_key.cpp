@@ -7,8 +7,10 @@
 
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
+#include "kqual/build/toolchain.hpp"
 #include "kqual/core/sha256.hpp"
 #include "kqual/core/version.hpp"
+#include "kqual/pipeline/qualify.hpp"
 #include "kqual/pipeline/screen_shard.hpp"
 
 namespace kqual::pipeline {
@@ -22,6 +24,18 @@ bool lies_inside(const fs::path& file, const fs::path& dir) {
 }
 
 // path -> SHA-256 ("absent" when it is not a readable file: creating it later changes the key too).
+// NVRTC's version, once per process ("unavailable: <why>" when the library cannot be read).
+const std::string& nvrtc_part() {
+  static const std::string v = [] {
+    try {
+      return build::nvrtc_version_text();
+    } catch (const std::exception& e) {
+      return std::string("unavailable: ") + e.what();
+    }
+  }();
+  return v;
+}
+
 json key_file_hash(const fs::path& file) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return "absent";
@@ -99,7 +113,31 @@ json VerdictKeys::parts(const fs::path& dir) {
   }
   p["outside"] = outside;
   p["contract"] = contract_part(contract, dir);
+  // The compiler that builds it: libnvrtc is linked dynamically, so a toolkit update changes it
+  // without changing kqual.
+  p["nvrtc"] = nvrtc_part();
+  if (timed_) {
+    const json& c = p["contract"];
+    const std::string name = c.contains("built_in") ? c["built_in"].get<std::string>()
+                             : c.contains("declared") ? c["declared"].get<std::string>() : std::string();
+    auto [it, fresh] = baselines_.try_emplace(name);
+    if (fresh) {
+      json b = json::object();
+      if (!name.empty())
+        for (const auto& d : find_baselines(name, baseline_roots(baseline_dirs_))) b[d.string()] = candidate_content_sha256(d);
+      it->second = b;
+    }
+    p["baselines"] = it->second;
+    p["profile"] = profile_.empty() ? json("") : key_file_hash(profile_);
+  }
   return p;
+}
+
+void VerdictKeys::time_against(std::vector<fs::path> baseline_dirs, fs::path profile) {
+  timed_ = true;
+  baseline_dirs_ = std::move(baseline_dirs);
+  profile_ = std::move(profile);
+  baselines_.clear();
 }
 
 std::string VerdictKeys::key(const fs::path& dir) {

@@ -17,6 +17,7 @@
 #include "kqual/decision/profile.hpp"
 #include "kqual/decision/qualify.hpp"
 #include "kqual/pipeline/qualify.hpp"
+#include "kqual/pipeline/stages.hpp"
 #include "kqual/report/html.hpp"
 #include "kqual/worker/session.hpp"
 
@@ -53,10 +54,8 @@ const ScreenTimer::Plan& ScreenTimer::plan_for(const std::string& contract) {
     const contract::Contract& c = contract::resolve_contract(contract, fs::current_path());
     const decision::DeploymentProfile profile = o_.profile.empty() ? decision::DeploymentProfile{} : decision::load_profile(o_.profile);
     p.policy = decision::speed_policy(profile, o_.margin, o_.regression_limit);
-    p.mix = decision::shape_mix_of(profile);
-    const auto dt = parse_dtype(o_.dtype);
-    if (!dt) throw_error(ErrorKind::usage, fmt::format("--dtype {}: not a dtype kqual knows", o_.dtype));
-    p.timing.dtype = *dt;
+    p.mix = contract_shape_mix(c, profile);
+    if (!o_.dtype.empty() && !parse_dtype(o_.dtype)) throw_error(ErrorKind::usage, fmt::format("--dtype {}: not a dtype kqual knows", o_.dtype));
     p.timing.rounds = o_.rounds;
     p.timing.samples_per_round = o_.samples_per_round;
     p.timing.flush_mode = o_.flush_mode;
@@ -98,6 +97,30 @@ json speed_record(const decision::QualifyVerdict& qv, const std::vector<std::str
 
 }  // namespace
 
+void reject_failure_while_timed(const bench::TimingReport& tr, ScreenVerdict& v, bool* fault) {
+  for (const auto& sh : tr.shapes) {
+    if (sh.series.empty()) continue;
+    const bench::Series& cs = sh.series.front();
+    if (!cs.error.empty() && !bench::refused_before_launch(cs) && !worker::is_harness_failure(cs.error)) {
+      const bool broke = cs.error.rfind("crashed", 0) == 0 || cs.error.rfind("hung", 0) == 0 ||
+                         cs.error.rfind("sticky_error", 0) == 0 || cs.error.rfind("protocol_error", 0) == 0;
+      if (broke && fault) *fault = true;
+      v.verdict = ScreenVerdictKind::rejected;
+      v.reason = broke ? "worker_fault" : "timed_launch_failed";
+      v.codes = {{v.reason, 1}};
+      v.detail = fmt::format("while timed at {}: {}", sh.shape, cs.error);
+      return;
+    }
+    if (!cs.verified) {
+      v.verdict = ScreenVerdictKind::rejected;
+      v.reason = cs.verify_code.empty() ? "timed_output_wrong" : cs.verify_code;
+      v.codes = {{v.reason, 1}};
+      v.detail = fmt::format("{}: {}", sh.shape, cs.verify_detail);
+      return;
+    }
+  }
+}
+
 void ScreenTimer::time(worker::Session& s, const build::BuiltCandidate& b, const std::string& contract, ScreenVerdict& v, bool* fault) {
   const Plan& p = plan_for(contract);
   if (!p.error.empty()) {
@@ -107,7 +130,10 @@ void ScreenTimer::time(worker::Session& s, const build::BuiltCandidate& b, const
   std::vector<const build::BuiltCandidate*> base;
   for (const auto& x : p.baselines) base.push_back(&x);
   try {
-    const bench::TimingReport tr = bench::time_against_baselines(s, b, base, p.timing);
+    // Each candidate at a dtype it claims (--dtype when it claims that one, else its first claim).
+    bench::TimingOptions to = p.timing;
+    to.dtype = timing_dtype(o_.dtype, b.manifest.supports.dtypes, "candidate " + b.manifest.name);
+    const bench::TimingReport tr = bench::time_against_baselines(s, b, base, to);
     decision::QualifyFindings f;
     f.cases = f.passed = f.evidence = 1;  // accepted by the correctness tier
     f.policy = p.policy;
@@ -116,15 +142,7 @@ void ScreenTimer::time(worker::Session& s, const build::BuiltCandidate& b, const
     add_timed_shapes(f, tr);
     const decision::QualifyVerdict qv = decision::decide_qualify(f);
     v.speed = speed_record(qv, p.baseline_names);
-    for (const auto& sh : tr.shapes) {
-      if (sh.series.empty() || sh.series.front().verified) continue;
-      const bench::Series& cs = sh.series.front();
-      v.verdict = ScreenVerdictKind::rejected;
-      v.reason = cs.verify_code.empty() ? "timed_output_wrong" : cs.verify_code;
-      v.codes = {{v.reason, 1}};
-      v.detail = fmt::format("{}: {}", sh.shape, cs.verify_detail);
-      break;
-    }
+    reject_failure_while_timed(tr, v, fault);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::worker) {
       *fault = true;  // the candidate broke its worker while timed: its own verdict
@@ -147,7 +165,7 @@ json effect_against(const bench::TimingReport& tr, const char* label, const deci
     if (sh.series.empty() || !sh.series.front().error.empty() || !sh.series.front().verified) continue;
     for (const auto& se : sh.series)
       if (se.label == label && se.error.empty() && se.verified && !se.samples_ms.empty())
-        shapes.push_back({sh.shape, label, se.samples_ms, sh.series.front().samples_ms, ""});
+        shapes.push_back({sh.shape, label, se.samples_ms, sh.series.front().samples_ms, "", ""});
   }
   if (shapes.empty()) return json{{"why_not", std::string("no shape timed against ") + label}};
   const decision::OverallEffect e = decision::judge_speed(shapes, mix, policy).overall;
@@ -166,12 +184,14 @@ void ScreenTimer::time_submission(const contract::Contract& c, const bench::Torc
   }
   bench::SubmissionTimingOptions to;
   to.timing = p.timing;
+  to.timing.dtype = timing_dtype(o_.dtype, s.dtypes.empty() ? c.dtypes() : s.dtypes, "the submission");
   const bench::SubmissionTiming t = bench::time_torch_submission(c, s, co, to);
   decision::QualifyFindings f;
   f.cases = f.passed = f.evidence = 1;  // accepted by the correctness tier
   f.policy = p.policy;
   f.mix = p.mix;
-  f.timing_run = !t.report.shapes.empty();
+  f.timing_run = true;  // asked for (--timing): a timing that timed nothing is incomplete
+  if (t.report.shapes.empty()) f.timing_not_run = t.status;
   f.baselines_expected = t.status.find("timed alone") == std::string::npos;
   f.harness_failure = t.harness_failure;
   add_timed_shapes(f, t.report);
@@ -218,6 +238,13 @@ struct FasterTally {
 
 }  // namespace
 
+bool speed_covers_the_mix(const json& speed) {
+  if (speed.value("decision", std::string()) == "incomplete" || speed.contains("error")) return false;
+  for (const auto& row : speed.value("shapes", json::array()))
+    if (row.value("call", std::string()) == "failed") return false;
+  return true;
+}
+
 json screen_ranking(const std::vector<ScreenVerdict>& verdicts) {
   struct Row {
     const ScreenVerdict* v;
@@ -231,8 +258,11 @@ json screen_ranking(const std::vector<ScreenVerdict>& verdicts) {
     if (v.verdict == ScreenVerdictKind::accepted || v.verdict == ScreenVerdictKind::rejected) ++judged;
     if (v.verdict == ScreenVerdictKind::accepted) ++accepted;
     if (v.speed.is_null() || v.verdict != ScreenVerdictKind::accepted) continue;
-    eager.add(v.speed.value("vs_eager", json()));
-    const json e = v.speed.value("effect", json());
+    // An effect ranks and counts only where every shape of the mix was timed and none failed: the
+    // effect of the shapes that did not crash is no candidate's speed.
+    const bool whole = speed_covers_the_mix(v.speed);
+    if (whole) eager.add(v.speed.value("vs_eager", json()));
+    const json e = whole ? v.speed.value("effect", json()) : json();
     const bool has = best.add(e);
     rows.push_back({&v, has ? e["ratio"].get<double>() : 0.0, has});
   }
@@ -254,7 +284,10 @@ json screen_ranking(const std::vector<ScreenVerdict>& verdicts) {
       j["ratio"] = r.ratio;
       j["ci"] = e["ci"];
     } else {
-      j["why_not"] = r.v->speed.contains("error") ? r.v->speed["error"] : r.v->speed.value("effect", json()).value("why_not", json("no effect"));
+      j["why_not"] = r.v->speed.contains("error") ? r.v->speed["error"]
+                     : !speed_covers_the_mix(r.v->speed)
+                         ? json("not every shape of the mix was timed: " + r.v->speed.value("deciding", r.v->speed.value("summary", std::string())))
+                         : r.v->speed.value("effect", json()).value("why_not", json("no effect"));
     }
     list.push_back(j);
   }
