@@ -96,7 +96,7 @@ TEST(ScreenRanking, ACandidateThatFailsWhileTimedIsRejected) {
   EXPECT_EQ(raised.verdict, ScreenVerdictKind::rejected);
   EXPECT_EQ(raised.reason, "timed_launch_failed");
   EXPECT_FALSE(fault);
-  for (const std::string not_its : {std::string("refused: the candidate does not claim dtype f32"),
+  for (const std::string& not_its : {std::string("refused: the candidate does not claim dtype f32"),
                                     std::string("error: ") + worker::kHarnessFailure + ": out of device memory"}) {
     ScreenVerdict ok = judged("ok", ScreenVerdictKind::accepted);
     reject_failure_while_timed(report_with(not_its), ok, &fault);
