@@ -60,6 +60,7 @@ int fields_of(char kind) {
     case 'O': return 7;
     case 'X': return 7;
     case 'F': return 4;
+    case 'R': return 8;
     case 'E': return 3;
     default: return -1;
   }
@@ -167,6 +168,17 @@ void RecordReader::feed(const std::string& line) {
         rec_.marks.push_back(std::move(m));
         break;
       }
+      case 'R': {
+        RecordRead rd;
+        rd.label = f[2];
+        rd.ptr = std::stoull(f[3], nullptr, 16);
+        rd.bytes = num(f[4]);
+        rd.mac = std::stoull(f[5], nullptr, 16);
+        rd.status = std::stoi(f[6]);
+        rd.last_corr = std::uint32_t(num(f[7]));
+        rec_.reads.push_back(std::move(rd));
+        break;
+      }
       case 'F':
         rec_.flushes.push_back(f[2]);
         rec_.dropped += num(f[3]);
@@ -190,6 +202,73 @@ ActivityRecord RecordReader::take() {
   rec_.legacy_stream = out.legacy_stream;
   rec_.broken = out.broken;  // a break stays: every later read is judged by it
   return out;
+}
+
+std::uint64_t file_content_mac(const std::uint64_t key[2], const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw_error(ErrorKind::internal, fmt::format("cannot read {} to check it against the record", file.string()));
+  kqual_record::ContentMac mac(key);
+  std::vector<char> buf(std::size_t(8) << 20);
+  while (in) {
+    in.read(buf.data(), std::streamsize(buf.size()));
+    if (in.gcount() > 0) mac.update(buf.data(), std::size_t(in.gcount()));
+  }
+  return mac.final();
+}
+
+namespace {
+
+// The one successful read of `label`, or nullptr with *why set.
+const RecordRead* the_read(const ActivityRecord& r, const std::string& label, std::string* why) {
+  const RecordRead* found = nullptr;
+  int count = 0;
+  for (const auto& rd : r.reads)
+    if (rd.label == label) {
+      found = &rd;
+      ++count;
+    }
+  if (count != 1) {
+    *why = fmt::format("the recorder read '{}' {} times, not once: the worker's reads of the device memory were skipped or repeated",
+                       label, count);
+    return nullptr;
+  }
+  if (found->status != 0) {
+    *why = fmt::format("the recorder could not read '{}' ({} bytes at {:#x}): the driver returned {}", label, found->bytes, found->ptr,
+                       found->status);
+    return nullptr;
+  }
+  return found;
+}
+
+}  // namespace
+
+std::string check_read_bytes(const ActivityRecord& r, const std::uint64_t key[2], const std::string& label,
+                             const std::vector<std::uint8_t>& bytes) {
+  std::string why;
+  const RecordRead* found = the_read(r, label, &why);
+  if (!found) return why;
+  kqual_record::ContentMac mac(key);
+  mac.update(bytes.data(), bytes.size());
+  if (found->bytes != bytes.size() || mac.final() != found->mac)
+    return fmt::format("'{}' in the GPU's memory when the call began ({} bytes, read by the recorder) is not the input kqual gave "
+                       "({} bytes): the call ran on other values",
+                       label, found->bytes, bytes.size());
+  return "";
+}
+
+std::string check_reads(const ActivityRecord& r, const std::uint64_t key[2], const std::vector<std::pair<std::string, fs::path>>& files) {
+  for (const auto& [label, file] : files) {
+    std::string why;
+    const RecordRead* found = the_read(r, label, &why);
+    if (!found) return why;
+    std::error_code ec;
+    const std::uint64_t size = fs::file_size(file, ec);
+    if (ec || size != found->bytes || file_content_mac(key, file) != found->mac)
+      return fmt::format("the bytes the worker wrote for '{}' ({}) are not the {} bytes the recorder read from the GPU's memory of that "
+                         "output: the values were changed between the device and kqual",
+                         label, ec ? "unreadable" : fmt::format("{} bytes", size), found->bytes);
+  }
+  return "";
 }
 
 const char* to_string(WorkOrigin o) {
@@ -340,6 +419,12 @@ ActivityRecord RecordChannel::take_now() {
 std::vector<RecordModule> RecordChannel::modules() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->reader->modules();
+}
+
+const std::uint64_t* RecordChannel::key() const { return impl_->key; }
+
+std::string RecordChannel::check_reads(const ActivityRecord& r, const std::vector<std::pair<std::string, fs::path>>& files) const {
+  return bench::check_reads(r, impl_->key, files);
 }
 
 fs::path record_library() {

@@ -38,7 +38,7 @@ const std::regex& allocation_kernels() {
   return re;
 }
 
-constexpr int kMemcpyDeviceToHost = 2, kMemcpyHostToDevice = 1;
+constexpr int kMemcpyDeviceToHost = 2, kMemcpyHostToDevice = 1, kMemcpyDeviceToDevice = 8;
 
 struct Regions {
   struct Call {
@@ -65,6 +65,15 @@ struct Regions {
     return 0;
   }
   bool in_ref(std::uint32_t corr) const { return ref && corr > ref->first && corr <= ref->second; }
+  std::uint32_t last_read = 0;  // the recorder's last read of an output: work after it changes no value judged
+  // Between the first call's spin and the recorder's last read of an output, outside every call, fence and
+  // spin region.
+  bool between_calls(std::uint32_t corr) const {
+    if (calls.empty() || corr <= calls.front().armed || corr > last_read || in_ref(corr)) return false;
+    for (const auto& c : calls)
+      if (corr > c.armed && corr <= c.fenced) return false;
+    return true;
+  }
 };
 
 Regions regions_of(const ActivityRecord& r, int calls) {
@@ -99,6 +108,8 @@ Regions regions_of(const ActivityRecord& r, int calls) {
     }
     g.calls.push_back({a->last_corr, b->last_corr, e->last_corr, f->last_corr});
   }
+  for (const auto& rd : r.reads)
+    if (rd.label.rfind("out", 0) == 0) g.last_read = std::max(g.last_read, rd.last_corr);
   const RecordMark *rb = find("ref"), *re = find("ref-done");
   if (rb && re) g.ref = std::pair{rb->last_corr, re->last_corr};
   return g;
@@ -139,6 +150,39 @@ std::string what_ran(const RecordActivity& a) {
   if (a.kind == 'K') return fmt::format("kernel {}", demangled(a.name).substr(0, 160));
   if (a.kind == 'S') return fmt::format("a memset of {} bytes", a.bytes);
   return fmt::format("a copy of {} bytes", a.bytes);
+}
+
+// The harness's own work between the calls, up to the recorder's last read of an output
+// (tools/torch/submission_worker.py): the spins it puts on the side streams before a call (ATen's sleep
+// kernel), reading to the host, and its copies of the inputs: H2D of datasets B and A (an input's size
+// each, 2 per input at most), and dataset B copied into A's tensors (D2D, an input's size, 1 per input). Anything else there (a kernel,
+// a memset, a copy of another size, more copies) changed values after a call: "" when the work is the
+// harness's, else what was not.
+std::string not_the_harness(const ActivityRecord& r, const std::vector<RecordModule>& modules, const Regions& g, const RecordRules& rules) {
+  if (rules.input_bytes.empty()) return "";
+  std::map<int, std::size_t> copies;
+  const std::size_t inputs = rules.input_bytes.size();
+  for (const auto& a : r.activities) {
+    if (!g.between_calls(a.corr)) continue;
+    const auto l = r.launches.find(a.corr);
+    if (l != r.launches.end() && l->second.tid != g.harness_tid) continue;  // another thread's: late_result
+    bool ok = false;
+    if (a.kind == 'K')
+      ok = l != r.launches.end() && classify_origin(l->second, a.name, modules) == WorkOrigin::aten &&
+           std::regex_search(demangled(a.name), std::regex("spin_kernel|at::cuda::sleep"));
+    else if (a.kind == 'M' && a.copy_kind == kMemcpyDeviceToHost)
+      ok = true;
+    else if (a.kind == 'M' && (a.copy_kind == kMemcpyHostToDevice || a.copy_kind == kMemcpyDeviceToDevice)) {
+      const bool sized = std::find(rules.input_bytes.begin(), rules.input_bytes.end(), a.bytes) != rules.input_bytes.end();
+      const std::size_t most = a.copy_kind == kMemcpyHostToDevice ? 2 * inputs : inputs;
+      ok = sized && ++copies[a.copy_kind] <= most;
+    }
+    if (!ok)
+      return fmt::format("{} ran between the calls, outside every call and the reference ({}): kqual's worker does no such work "
+                         "there; the worker was changed to make or change values after a call",
+                         what_ran(a), a.kind == 'M' ? fmt::format("copy kind {}", a.copy_kind) : std::string("not the harness's"));
+  }
+  return "";
 }
 
 std::optional<RecordJudgement> integrity(const ActivityRecord& r, const Regions& g, int calls) {
@@ -205,6 +249,11 @@ RecordJudgement judge_case_record(const ActivityRecord& r, const std::vector<Rec
   const Regions g = regions_of(r, calls);
   if (auto bad = integrity(r, g, calls)) return *bad;
   RecordJudgement j;
+  if (std::string other = not_the_harness(r, modules, g, rules); !other.empty()) {
+    j.failure = SubmissionFailure::harness_tampered;
+    j.detail = other;
+    return j;
+  }
   std::vector<std::regex> allow;
   for (const auto& a : rules.allow) allow.emplace_back(a);
   // The reference's kernels, on the same values: one of those in a call is the reference's work.

@@ -177,6 +177,7 @@ struct PreparedCase {
   std::string id;
   json req;
   std::vector<contract::Tensor> ea, eb;
+  std::vector<contract::Tensor> ia, ib;  // the inputs of datasets A and B: each call's, as the recorder must read them
   std::vector<SubmissionOutputFiles> files;
   fs::path dir;
   double ms = 0;  // [ms] making it
@@ -201,6 +202,8 @@ class CaseRunner {
     const contract::CaseData a = c_.make_case(spec), b = c_.make_case(spec_b);
     p.ea = c_.reference(a, host);
     p.eb = c_.reference(b, host);
+    p.ia = a.inputs;
+    p.ib = b.inputs;
     p.dir = dir_ / fmt::format("case{}", slot);
     fs::remove_all(p.dir);
     fs::create_directories(p.dir);
@@ -245,12 +248,36 @@ class CaseRunner {
       // An imported KernelBench problem: a solution may keep some of its operators in the library.
       rules.partial_replacement = fs::exists(s.problem_dir / "reference.py") && fs::exists(s.problem_dir / "problem.py");
       for (const auto& t : p.ea) rules.output_bytes += t.bytes.size();
+      for (const auto& t : p.ia) rules.input_bytes.push_back(t.bytes.size());
       rj = judge_case_record(rec, ch->modules(), reply.value("ok", false) ? 3 : 0, rules);
       if (!flushed && rj.failure == SubmissionFailure::none) {
         rj.failure = SubmissionFailure::harness_tampered;
         rj.detail = fmt::format("the activity record stopped: no flush within {:.0f} s of the worker's reply (the recorder was "
                                 "silenced or its channel closed)",
                                 kRecordFlushWaitS);
+      }
+      // The values judged are the GPU's: every output file the worker wrote, against the recorder's own read.
+      if (flushed && reply.value("ok", false) && rj.failure != SubmissionFailure::harness_tampered &&
+          rj.failure != SubmissionFailure::harness_error) {
+        std::vector<std::pair<std::string, fs::path>> written;
+        for (const auto& f : p.files)
+          for (int k = 0; k < 3; ++k) written.push_back({fmt::format("out{}:{}", k + 1, f.name), f.call[k]});
+        std::string bad = ch->check_reads(rec, written);
+        // Each call ran on the values kqual gave: A, B (in A's tensors), A again.
+        for (int k = 0; k < 3 && bad.empty(); ++k)
+          for (const auto& t : k == 1 ? p.ib : p.ia)
+            if (bad.empty()) bad = check_read_bytes(rec, ch->key(), fmt::format("in{}:{}", k + 1, t.name), t.bytes);
+        if (!bad.empty()) {
+          rj.failure = SubmissionFailure::harness_tampered;
+          rj.detail = bad;
+        }
+        // And the bytes judged must be those the recorder read (the file read once, after this check).
+        for (auto& f : p.files) {
+          f.key = {ch->key()[0], ch->key()[1]};
+          for (int k = 0; k < 3; ++k)
+            for (const auto& rd : rec.reads)
+              if (rd.label == fmt::format("out{}:{}", k + 1, f.name)) f.mac[k] = rd.mac;
+        }
       }
       for (const auto& [origin, ns] : rj.gpu_ns_by_origin) (*by_origin)[origin] += ns;
       kept_library->insert(rj.kept_library.begin(), rj.kept_library.end());

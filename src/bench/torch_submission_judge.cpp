@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "kqual/bench/record_judge.hpp"
+#include "kqual/bench/record_mac.hpp"
 #include "kqual/bench/torch_submission.hpp"
 #include "kqual/core/dtype.hpp"
 
@@ -106,11 +107,18 @@ struct Judged {
   contract::Comparison cmp;
   std::vector<std::uint8_t> bytes;
   bool readable = true;
+  bool genuine = true;  // the bytes carry the code of the recorder's own read of the device memory
 };
 
-Judged judge_output(const contract::Contract& c, const contract::Tensor& want, const fs::path& file) {
+Judged judge_output(const contract::Contract& c, const contract::Tensor& want, const SubmissionOutputFiles& f, int call) {
   Judged j;
+  const fs::path& file = f.call[call];
   j.bytes = read_all(file);
+  if (f.mac[call]) {
+    kqual_record::ContentMac mac(f.key.data());
+    mac.update(j.bytes.data(), j.bytes.size());
+    j.genuine = mac.final() == *f.mac[call];
+  }
   if (j.bytes.size() != want.bytes.size()) {
     j.readable = false;
     j.cmp.ok = false;
@@ -171,9 +179,15 @@ SubmissionCaseResult judge_submission_case(const contract::Contract& c, const st
     const contract::Tensor* a = find(expected_a);
     const contract::Tensor* b = find(expected_b);
     if (!a || !b) return failed(id, SubmissionFailure::harness_error, "no reference for output " + f.name);
-    const Judged one = judge_output(c, *a, f.call[0]), two = judge_output(c, *b, f.call[1]), three = judge_output(c, *a, f.call[2]);
-    for (const Judged* j : {&one, &two, &three})
+    const Judged one = judge_output(c, *a, f, 0), two = judge_output(c, *b, f, 1), three = judge_output(c, *a, f, 2);
+    for (const Judged* j : {&one, &two, &three}) {
+      if (!j->genuine)
+        return failed(id, SubmissionFailure::harness_tampered,
+                      fmt::format("output '{}', call {}: the bytes judged are not the bytes the recorder read from the GPU's memory of "
+                                  "that output (the file was changed after the worker wrote it)",
+                                  f.name, j == &one ? 1 : j == &two ? 2 : 3));
       if (!j->readable) return failed(id, SubmissionFailure::harness_error, "an output file the worker wrote: " + j->cmp.detail);
+    }
     if (!one.cmp.ok) {
       if (three.cmp.ok)
         return failed(id, SubmissionFailure::first_call_differs,

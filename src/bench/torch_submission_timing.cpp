@@ -28,7 +28,9 @@ constexpr double kRecordFlushS = 60;  // [s] for a block's record to arrive afte
 // A block's samples from the activity record, the reply's event samples checked against it (judge: the
 // submission's; a baseline's spans only). The reply's samples_ms become the record's; its events are
 // kept as event_samples_ms.
-RecordTiming read_block(TorchWorker& w, const std::string& token, json& a, bool judge) {
+// written: the outputs the worker wrote in this block (label, file), checked against the recorder's own reads.
+RecordTiming read_block(TorchWorker& w, const std::string& token, json& a, bool judge,
+                        const std::vector<std::pair<std::string, fs::path>>& written = {}) {
   RecordTiming t;
   RecordChannel* ch = w.record();
   if (!ch) {
@@ -50,6 +52,12 @@ RecordTiming read_block(TorchWorker& w, const std::string& token, json& a, bool 
     return t;
   }
   t = timing_from_record(rec, ch->modules(), ids, events, judge);
+  if (t.code.empty() || t.code == "timed_output_wrong")
+    if (std::string bad = ch->check_reads(rec, written); !bad.empty()) {
+      t.code = "harness_tampered";
+      t.detail = bad;
+      return t;
+    }
   if ((t.code.empty() || t.code == "timed_output_wrong") && t.ms.size() == events.size()) {
     a["event_samples_ms"] = events;
     a["samples_ms"] = t.ms;
@@ -231,7 +239,12 @@ class SubmissionShape {
       return;
     }
     // The samples and their checks from the activity record, never from the submission's own events.
-    const RecordTiming rt = read_block(sub_, r["token"], a, true);
+    std::vector<std::pair<std::string, fs::path>> written;
+    if (last)  // the verified calls' outputs, written as datasets A's and B's (v0, v1)
+      for (const auto& o : sub_req_["outputs"])
+        for (int k = 0; k < 2; ++k)
+          written.push_back({fmt::format("v{}:{}", k, o.value("name", std::string())), fs::path(o["files"][k].get<std::string>())});
+    const RecordTiming rt = read_block(sub_, r["token"], a, true, written);
     if (rt.code == "timed_output_wrong") {
       sub_series_.verified = false;
       sub_series_.verify_code = rt.code;

@@ -4,7 +4,13 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <array>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <vector>
 
 #include "kqual/bench/activity_record.hpp"
 #include "kqual/bench/record_judge.hpp"
@@ -60,6 +66,18 @@ struct Fixture {
     ++corr;
     w.line(fmt::format("L\t{}\t1\t0\tcudaLaunchKernel\t0\t{}\t-", corr, object));
     w.line(fmt::format("K\t{}\t13\t{}\t{}\t1\t1\t1\t256\t1\t1\t0\t{}", corr, start, end, name));
+  }
+  // A copy the harness thread enqueued (kind: 1 to the GPU, 2 to the host, 8 on the GPU).
+  void copy(int kind, std::uint64_t bytes) {
+    ++corr;
+    w.line(fmt::format("L\t{}\t1\t0\tcudaMemcpyAsync\t0\t/x/torch/lib/libtorch_cuda.so\t-", corr));
+    w.line(fmt::format("M\t{}\t{}\t{}\t13\t5\t6\t0", corr, kind, bytes));
+  }
+  // The recorder's own read of device memory holding `bytes`.
+  void read(const std::string& label, const std::vector<std::uint8_t>& bytes, int status = 0) {
+    kqual_record::ContentMac mac(Writer::kKey);
+    mac.update(bytes.data(), bytes.size());
+    w.line(fmt::format("R\t{}\t7f00\t{}\t{:016x}\t{}\t{}", label, bytes.size(), mac.final(), status, corr));
   }
   // One timed sample: its marks around the kernels given as (start, end, stream).
   void sample(int id, std::initializer_list<std::array<std::uint64_t, 3>> ks) {
@@ -231,6 +249,86 @@ TEST(RecordJudge, PartialReplacementKeepsTheOperatorsASolutionLeftAlone) {
   const RecordJudgement none = judge({{"ampere_sgemm_128x64", kCublas}, {"vectorized_elementwise_kernel_relu", kTorch}}, true);
   EXPECT_EQ(none.failure, SubmissionFailure::reference_called);
   EXPECT_NE(none.detail.find("did none of the work"), std::string::npos) << none.detail;
+}
+
+TEST(RecordReader, TheRecordersOwnReadsCarryTheCodeOfTheBytesTheGpuHeld) {
+  Fixture f;
+  const std::vector<std::uint8_t> a(1000, 7), b = [] {
+    std::vector<std::uint8_t> v(1000, 7);
+    v[999] = 8;  // one byte of a thousand
+    return v;
+  }();
+  f.read("out1:y", a);
+  f.read("in1:x", a);
+  f.read("in1:x", a);
+  f.read("out2:y", a, 1);
+  const ActivityRecord& r = f.reader.current();
+  ASSERT_TRUE(r.broken.empty()) << r.broken;
+  ASSERT_EQ(r.reads.size(), 4u);
+  EXPECT_EQ(r.reads[0].bytes, 1000u);
+  EXPECT_EQ(check_read_bytes(r, Writer::kKey, "out1:y", a), "");
+  EXPECT_NE(check_read_bytes(r, Writer::kKey, "out1:y", b).find("not the input kqual gave"), std::string::npos);
+  EXPECT_NE(check_read_bytes(r, Writer::kKey, "in1:x", a).find("2 times"), std::string::npos);   // read twice
+  EXPECT_NE(check_read_bytes(r, Writer::kKey, "out3:y", a).find("0 times"), std::string::npos);  // never read
+  EXPECT_NE(check_read_bytes(r, Writer::kKey, "out2:y", a).find("could not read"), std::string::npos);
+  // A file against the read: the same bytes pass, one byte changed does not.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("kqual_reads_{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  auto put = [&](const char* name, const std::vector<std::uint8_t>& v) {
+    std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size()));
+    return dir / name;
+  };
+  EXPECT_EQ(check_reads(r, Writer::kKey, {{"out1:y", put("same", a)}}), "");
+  EXPECT_NE(check_reads(r, Writer::kKey, {{"out1:y", put("other", b)}}).find("not the 1000 bytes the recorder read"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RecordJudge, WorkBetweenTheCallsThatTheHarnessDoesNotDoIsTampering) {
+  constexpr const char* kTorch = "/x/torch/lib/libtorch_cuda.so";
+  // Three calls of a one-input case (4096 bytes); `between` runs after call 1, before call 2.
+  auto judge = [&](const std::function<void(Fixture&)>& between) {
+    Fixture f;
+    f.call(1, {{"add_relu", "/x/ext.so"}});
+    f.read("out1:y", {1, 2});
+    between(f);
+    f.call(2, {{"add_relu", "/x/ext.so"}});
+    f.read("out2:y", {1, 2});
+    f.call(3, {{"add_relu", "/x/ext.so"}});
+    f.read("out3:y", {1, 2});
+    f.copy(1, 4096);  // the reference's inputs, after the last read: not counted
+    f.mark("ref");
+    f.kernel_from(9'000'000, 9'000'100, kTorch, "vectorized_elementwise_kernel_add");
+    f.mark("ref-done");
+    RecordRules rules;
+    rules.input_bytes = {4096};
+    return judge_case_record(f.reader.current(), {}, 3, rules);
+  };
+  // What the harness does there: datasets B and A to the GPU, B into A's tensors, reads to the host, the side streams' spins.
+  const RecordJudgement harness = judge([&](Fixture& f) {
+    f.copy(1, 4096);
+    f.copy(8, 4096);
+    f.copy(2, 4096);
+    f.kernel_from(1'500'000, 1'500'010, kTorch, "_ZN2at4cuda5sleepEx");
+    f.copy(1, 4096);
+  });
+  EXPECT_EQ(harness.failure, SubmissionFailure::none) << harness.detail;
+  // A kernel computing values after the call (the reference's answer put where the output is read from).
+  const RecordJudgement kernel = judge([&](Fixture& f) { f.kernel_from(1'500'000, 1'500'100, kTorch, "vectorized_elementwise_kernel_add"); });
+  EXPECT_EQ(kernel.failure, SubmissionFailure::harness_tampered);
+  EXPECT_NE(kernel.detail.find("between the calls"), std::string::npos) << kernel.detail;
+  // A sleep kernel of the submission's own module is not the harness's spin.
+  EXPECT_EQ(judge([&](Fixture& f) { f.kernel_from(1'500'000, 1'500'010, "/x/ext.so", "_ZN2at4cuda5sleepEx"); }).failure,
+            SubmissionFailure::harness_tampered);
+  // Values uploaded from the host: a copy of another size, or one copy more than the datasets need.
+  EXPECT_EQ(judge([&](Fixture& f) { f.copy(1, 8); }).failure, SubmissionFailure::harness_tampered);
+  EXPECT_EQ(judge([&](Fixture& f) {
+              for (int i = 0; i < 3; ++i) f.copy(1, 4096);
+            }).failure,
+            SubmissionFailure::harness_tampered);
+  EXPECT_EQ(judge([&](Fixture& f) {
+              for (int i = 0; i < 2; ++i) f.copy(8, 4096);
+            }).failure,
+            SubmissionFailure::harness_tampered);
 }
 
 TEST(RecordJudge, TheOriginOfAKernelIsItsLaunchersObjectOrInductorsModule) {

@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include <unwind.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
@@ -40,6 +41,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "kqual/bench/record_mac.hpp"
 
@@ -92,6 +94,7 @@ struct State {
   std::mutex contexts_mu;
   std::unordered_set<CUcontext> contexts;
   CUresult (*ctx_get_current)(CUcontext*) = nullptr;
+  CUresult (*memcpy_dtoh)(void*, CUdeviceptr, std::size_t) = nullptr;  // cuMemcpyDtoH_v2: the recorder's own reads
   std::mutex origin_mu;
   std::unordered_map<void*, std::string> origin_of_pc;
   std::string self_path;
@@ -482,7 +485,10 @@ void start(State& s) {
   if (!load_cupti(s)) return;
   load_python(s);
   void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (cuda) s.ctx_get_current = reinterpret_cast<decltype(s.ctx_get_current)>(dlsym(cuda, "cuCtxGetCurrent"));
+  if (cuda) {
+    s.ctx_get_current = reinterpret_cast<decltype(s.ctx_get_current)>(dlsym(cuda, "cuCtxGetCurrent"));
+    s.memcpy_dtoh = reinterpret_cast<decltype(s.memcpy_dtoh)>(dlsym(cuda, "cuMemcpyDtoH_v2"));
+  }
   CuptiApi& c = s.cupti;
   bool ok = c.register_callbacks(buffer_requested, buffer_completed) == CUPTI_SUCCESS;
   for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET})
@@ -539,6 +545,30 @@ __attribute__((visibility("default"))) int kqual_record_mark(const char* label, 
   clean(l);
   emit("X\t%s\t%u\t%ld\t%u\t%llu", l.c_str(), s.last_corr.load(), tid(), sid, static_cast<unsigned long long>(now));
   return 1;
+}
+
+// The recorder reads `bytes` of device memory at `ptr` itself (the worker has synchronised the device
+// first) and writes "R label ptr bytes code status last_corr": the content's keyed code (kqual_record::ContentMac).
+// kqual compares it with the code of the bytes the worker wrote to its file for the same label, so the
+// values kqual judges are the values that were in the GPU's memory, whatever the worker's Python did.
+__attribute__((visibility("default"))) int kqual_record_read(const char* label, unsigned long long ptr, unsigned long long bytes) {
+  State& s = st();
+  if (!s.active) return 0;
+  std::string l = label ? label : "?";
+  clean(l);
+  const std::uint32_t before = s.last_corr.load();  // every API call up to here came before the read
+  kqual_record::ContentMac mac(s.key);
+  int status = s.memcpy_dtoh ? 0 : -1;
+  constexpr std::size_t kChunk = std::size_t(32) << 20;
+  std::vector<unsigned char> buf(std::min<std::size_t>(kChunk, std::max<unsigned long long>(bytes, 1)));
+  for (unsigned long long at = 0; at < bytes && status == 0; at += kChunk) {
+    const std::size_t n = std::size_t(std::min<unsigned long long>(kChunk, bytes - at));
+    status = int(s.memcpy_dtoh(buf.data(), CUdeviceptr(ptr + at), n));
+    if (status == 0) mac.update(buf.data(), n);
+  }
+  emit("R\t%s\t%llx\t%llu\t%016llx\t%d\t%u", l.c_str(), ptr, bytes, static_cast<unsigned long long>(status == 0 ? mac.final() : 0), status,
+       before);
+  return status == 0 ? 1 : 0;
 }
 
 // Every completed activity record written, then "F token dropped": the reader reads up to here.

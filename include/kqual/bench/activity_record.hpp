@@ -52,6 +52,15 @@ struct RecordMark {
   std::uint64_t time = 0;
 };
 
+// Device memory the recorder read itself ('R'): the worker named it (label, address, size), the recorder
+// copied it to the host and wrote its keyed code (kqual_record::ContentMac). status: the driver's result.
+struct RecordRead {
+  std::string label;
+  std::uint64_t ptr = 0, bytes = 0, mac = 0;
+  int status = 0;
+  std::uint32_t last_corr = 0;  // every API call numbered up to here came before the read
+};
+
 struct ActivityRecord {
   bool started = false;  // the recorder's hello line was read
   std::string cupti;     // which libcupti the recorder runs on
@@ -59,6 +68,7 @@ struct ActivityRecord {
   std::vector<RecordActivity> activities;
   std::map<std::uint32_t, RecordLaunch> launches;
   std::vector<RecordMark> marks;
+  std::vector<RecordRead> reads;
   std::vector<std::string> flushes;  // tokens, in order
   std::uint64_t dropped = 0;         // records CUPTI dropped (its buffers full)
   std::vector<std::string> errors;   // what the recorder said it could not do
@@ -82,6 +92,21 @@ class RecordReader {
   std::vector<RecordModule> modules_;
 };
 
+// The keyed code of a file's bytes, as the recorder codes device memory it read (kqual_record::ContentMac).
+// Throws Error(internal) where the file cannot be read.
+std::uint64_t file_content_mac(const std::uint64_t key[2], const std::filesystem::path& file);
+
+// The files a worker wrote checked against what the recorder read itself: for each (label, file), exactly
+// one read of that label, which succeeded, of the file's size and with the file's code. "" when all hold;
+// else what did not (the worker skipped the read, or wrote other bytes than the GPU held).
+std::string check_reads(const ActivityRecord& r, const std::uint64_t key[2],
+                        const std::vector<std::pair<std::string, std::filesystem::path>>& files);
+
+// Device memory the recorder read, checked against the bytes kqual gave (an input of a call): "" when the
+// record holds exactly one successful read of `label` with these bytes' code; else what did not hold.
+std::string check_read_bytes(const ActivityRecord& r, const std::uint64_t key[2], const std::string& label,
+                             const std::vector<std::uint8_t>& bytes);
+
 // Where a launch's work comes from, by the object that launched it, the module its kernel was loaded
 // from and the Python frames at launch and load.
 enum class WorkOrigin { own, aten, cublas, cudnn, inductor, other_library, unknown };
@@ -103,6 +128,10 @@ class RecordChannel {
   // The record so far (no flush needed): what a worker that died or hung left.
   ActivityRecord take_now();
   std::vector<RecordModule> modules();
+  // The record's key (the recorder's codes are keyed with it).
+  const std::uint64_t* key() const;
+  // check_reads() under this channel's key.
+  std::string check_reads(const ActivityRecord& r, const std::vector<std::pair<std::string, std::filesystem::path>>& files) const;
 
  private:
   struct Impl;

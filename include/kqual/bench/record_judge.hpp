@@ -25,6 +25,9 @@ std::string fenced_mark(int k);
 struct RecordRules {
   std::vector<std::string> allow;          // regular expressions of kernel names the user or the problem allows
   std::uint64_t output_bytes = 0;          // the case's outputs, all together [bytes]
+  // The case's inputs [bytes each]: between the calls the harness copies only these to the GPU (datasets
+  // B and A again, the reference's A) and within it (B into A's tensors); other work there is not its own.
+  std::vector<std::uint64_t> input_bytes;
   bool require_origin = true;              // a kernel whose launch has no record is the record not adding up
   // An imported problem (KernelBench's rules): a solution may replace some of the reference's operators and
   // leave the rest to the library. Its library kernels pass where its own kernels do part of the work and

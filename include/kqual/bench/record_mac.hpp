@@ -46,4 +46,49 @@ inline std::uint64_t chained_mac(const std::uint64_t key[2], std::uint64_t prev,
   return v0 ^ v1 ^ v2 ^ v3;
 }
 
+// SipHash-2-4 of a stream of bytes under the record's key, fed in pieces: the code the recorder writes
+// for the device memory it read itself (its 'R' lines), so that kqual can tell whether the bytes a worker
+// wrote to a file are the bytes that were in the GPU's memory. The first word is a tag, so these codes
+// are never equal to a line's code.
+class ContentMac {
+ public:
+  explicit ContentMac(const std::uint64_t key[2])
+      : v0_(0x736f6d6570736575ULL ^ key[0]), v1_(0x646f72616e646f6dULL ^ key[1]), v2_(0x6c7967656e657261ULL ^ key[0]),
+        v3_(0x7465646279746573ULL ^ key[1]) {
+    absorb(0x6b7175616c6f7574ULL);  // "kqualout"
+  }
+  void update(const void* data, std::size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    total_ += n;
+    while (n > 0 && fill_ > 0 && fill_ < 8) {
+      tail_[fill_++] = *p++;
+      --n;
+      if (fill_ == 8) {
+        absorb(load_le(tail_, 8));
+        fill_ = 0;
+      }
+    }
+    for (; n >= 8; n -= 8, p += 8) absorb(load_le(p, 8));
+    for (; n > 0; --n) tail_[fill_++] = *p++;
+  }
+  std::uint64_t final() {
+    absorb(load_le(tail_, fill_) | (std::uint64_t((total_ + 8) & 0xff) << 56));
+    v2_ ^= 0xff;
+    for (int r = 0; r < 4; ++r) sip_round(v0_, v1_, v2_, v3_);
+    return v0_ ^ v1_ ^ v2_ ^ v3_;
+  }
+
+ private:
+  void absorb(std::uint64_t m) {
+    v3_ ^= m;
+    sip_round(v0_, v1_, v2_, v3_);
+    sip_round(v0_, v1_, v2_, v3_);
+    v0_ ^= m;
+  }
+  std::uint64_t v0_, v1_, v2_, v3_;
+  unsigned char tail_[8] = {};
+  std::size_t fill_ = 0;
+  std::uint64_t total_ = 0;
+};
+
 }  // namespace kqual_record

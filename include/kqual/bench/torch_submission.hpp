@@ -12,6 +12,7 @@
 // before and after each call, the output is read once the caller's stream is done and again after
 // the whole device is, and every kernel, copy and stream of every call comes from kqual's activity
 // recorder (activity_record.hpp), injected below the submission's interpreter.
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -102,6 +103,11 @@ struct SubmissionCaseResult {
 struct SubmissionOutputFiles {
   std::string name;
   std::filesystem::path call[3];
+  // Where the activity record holds the recorder's own read of the output's device memory: its keyed
+  // code per call, and the record's key. The bytes judged must carry that code (read once, then judged:
+  // a file changed after the check is not judged).
+  std::optional<std::uint64_t> mac[3];
+  std::array<std::uint64_t, 2> key{};
 };
 
 // One case judged from the worker's reply and the files it wrote; expected_a / expected_b: the
