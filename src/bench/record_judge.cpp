@@ -243,6 +243,19 @@ std::optional<RecordJudgement> integrity(const ActivityRecord& r, const Regions&
   return std::nullopt;
 }
 
+// The most telling finding first: the record, streams, late work, the host, then the library.
+void most_telling(const std::vector<std::pair<SubmissionFailure, std::string>>& found, RecordJudgement& j) {
+  const SubmissionFailure order[] = {SubmissionFailure::harness_tampered, SubmissionFailure::wrong_stream, SubmissionFailure::unjoined_stream,
+                                     SubmissionFailure::late_result, SubmissionFailure::host_compute, SubmissionFailure::reference_called};
+  for (SubmissionFailure f : order)
+    for (const auto& [ff, d] : found)
+      if (ff == f) {
+        j.failure = ff;
+        j.detail = d;
+        return;
+      }
+}
+
 }  // namespace
 
 RecordJudgement judge_case_record(const ActivityRecord& r, const std::vector<RecordModule>& modules, int calls, const RecordRules& rules) {
@@ -384,16 +397,7 @@ RecordJudgement judge_case_record(const ActivityRecord& r, const std::vector<Rec
                                                            : " (the problem allows keeping some of its operators, but every kernel "
                                                              "its reference launches ran in the call: nothing was replaced)")});
   }
-  // The most telling finding first: the record, streams, late work, the host, then the library.
-  const SubmissionFailure order[] = {SubmissionFailure::harness_tampered, SubmissionFailure::wrong_stream, SubmissionFailure::unjoined_stream,
-                                     SubmissionFailure::late_result, SubmissionFailure::host_compute, SubmissionFailure::reference_called};
-  for (SubmissionFailure f : order)
-    for (const auto& [ff, d] : found)
-      if (ff == f) {
-        j.failure = ff;
-        j.detail = d;
-        return j;
-      }
+  most_telling(found, j);
   return j;
 }
 
