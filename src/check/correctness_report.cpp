@@ -95,6 +95,7 @@ json CorrectnessReport::to_json(bool all_cases) const {
     if (!r.note.empty()) cs.back()["note"] = r.note;
     if (!r.debug.empty()) cs.back()["debug"] = r.debug;
     if (!r.input_sha256.empty()) cs.back()["input_sha256"] = r.input_sha256;
+    if (!r.in_place.empty()) cs.back()["in_place"] = r.in_place;
     if (r.failing_elements.is_array() && !r.failing_elements.empty()) cs.back()["failing_elements"] = r.failing_elements;
   }
   std::vector<const CaseResult*> by_time;
@@ -122,6 +123,7 @@ json CorrectnessReport::to_json(bool all_cases) const {
               {"settled_not_run", settled},
               {"checks_not_run", checks_not_run},
               {"run_to_run", r2r},
+              {"claims", claims},
               {"notes", notes},
               {"sanitizer", sanitizer.is_null() ? json{{"status", "not_run"}, {"why", "not asked for"}} : sanitizer},
               {all_cases ? "case_results" : "failing_cases", cs}};

@@ -11,6 +11,7 @@
 #include <functional>
 #include <set>
 
+#include "kqual/check/claims.hpp"
 #include "kqual/check/run_to_run.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/worker/protocol.hpp"
@@ -174,6 +175,12 @@ void run_only_case(Session& s, const BuiltCandidate& b, const contract::Contract
   rep.results.push_back(r);
 }
 
+// Which claims of the manifest the cases exercised, into the report (claims.hpp).
+void record_claims(const contract::Contract& c, const BuiltCandidate& b, CorrectnessReport& rep) {
+  rep.claims = json::array();
+  for (const auto& e : claims_exercised(c, b.manifest.supports, rep)) rep.claims.push_back(e.to_json());
+}
+
 }  // namespace
 
 std::optional<contract::CaseSpec> find_case(const contract::Contract& c, const contract::Supports& cand, std::uint64_t seed,
@@ -205,6 +212,7 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
   if (!o.only_case.empty()) {
     run_only_case(s, b, c, o, rep, &diagnoses);
     sanitizer_after_cases(s, b, c, o, rep);
+    record_claims(c, b, rep);
     return rep;
   }
   const bool stopped_on_fault = run_ordered_cases(s, b, c, o, rep, &diagnoses);
@@ -214,6 +222,7 @@ CorrectnessReport check_correctness(Session& s, const BuiltCandidate& b, const C
   if (o.index_cases && s.device().present && !settled && !(o.stop_on_fault && rep.failed && stopped_on_fault))
     run_index_cases(s, b, c, o, rep, &diagnoses);
   sanitizer_after_cases(s, b, c, o, rep);
+  record_claims(c, b, rep);
   return rep;
 }
 

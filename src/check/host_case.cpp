@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "kqual/check/in_place.hpp"
 #include "kqual/check/run_to_run.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
@@ -237,6 +238,21 @@ void judge_host_case(HostCaseRuns& runs, const PreparedCase& prepared, const Run
     diagnose_shared_memory(runs, res);
 }
 
+// A case that passed with separate buffers, again with the contract's in-place outputs on their
+// inputs when the candidate claims in_place (in_place.hpp): res fails aliasing_wrong (or the
+// in-place run's fault) when the outputs differ.
+void run_in_place(const HostCaseRuns& runs, const PreparedCase& prepared, const fs::path& dir, CaseResult& res) {
+  const std::vector<AliasPair> pairs =
+      case_pairs(plan_in_place(runs.c, runs.b.manifest.supports), prepared.data.inputs, prepared.expected);
+  if (pairs.empty()) return;
+  res.in_place = describe_pairs(pairs);
+  const worker::RunRequest aliased = in_place_request(runs.request, pairs, dir);
+  if (judge_in_place(runs.c, runs.policy, worker::call(runs.s.worker(), aliased), aliased, runs.request, pairs, runs.expected, res))
+    return;
+  res.status = CaseStatus::fail;
+  res.note.clear();
+}
+
 }  // namespace
 
 CaseResult run_case_styled(Session& s, const BuiltCandidate& b, const contract::Contract& c, const contract::CaseSpec& spec,
@@ -253,6 +269,7 @@ CaseResult run_case_styled(Session& s, const BuiltCandidate& b, const contract::
   fs::create_directories(dir);
   HostCaseRuns runs{s, b, c, policy, prepared->expected, host_case_request(b, *admitted, spec, *prepared, style, dir)};
   judge_host_case(runs, *prepared, style, res);
+  if (res.status == CaseStatus::pass && style.in_place) run_in_place(runs, *prepared, dir, res);
   if (res.status == CaseStatus::fail)
     for (const auto& t : prepared->data.inputs) res.input_sha256[t.name] = sha256_hex(t.bytes.data(), t.bytes.size());
   std::error_code ec;

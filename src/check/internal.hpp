@@ -37,6 +37,9 @@ struct RunStyle {
   int* diagnoses_left = nullptr;  // shared by a candidate's cases: failures diagnosed at most this often
   std::size_t guard_bytes = 4096;
   int runs = 2;
+  // A passing case runs again with the contract's in-place outputs on their inputs when the candidate
+  // claims in_place (in_place.hpp).
+  bool in_place = true;
 };
 
 // judge_runs.cpp. The outputs of one worker request judged against the expected tensors: true

@@ -97,7 +97,7 @@ bool is_index_overflow(const CorrectnessReport& before, bool large_cases_ran, co
   static const std::set<std::string> by_the_kernel = {
       "wrong_result",        "nondeterministic",   "nan_policy",          "unwritten_output", "out_of_bounds_write",
       "input_mutated",       "illegal_address",    "misaligned_address",  "illegal_instruction", "stack_overflow",
-      "launch_failure",      "device_assert",      "hang"};
+      "launch_failure",      "device_assert",      "hang",                "aliasing_wrong"};
   if (r.status != CaseStatus::fail || !by_the_kernel.count(r.code)) return false;
   return large_cases_ran && before.failed == 0 && before.skipped == 0 && before.passed > 0;
 }

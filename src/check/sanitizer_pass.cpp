@@ -89,6 +89,7 @@ void sanitizer_pass(Session& s, const BuiltCandidate& b, const contract::Contrac
       style.diagnose = false;
       style.guard_bytes = 0;
       style.runs = 1;
+      style.in_place = false;  // the cases ran in place already; the tools look at the separate-buffer accesses
       for (const auto& spec : picks) runs.push_back(run_case_styled(ss, b, c, spec, style));
     }  // the worker exits here; the sanitizer writes its summary
     const worker::SanitizerLog sl = worker::read_sanitizer_log(log);

@@ -151,6 +151,21 @@ void append_memo_sanitizer_pass(std::ostringstream& m, const json& k) {
   m << ".\n\n";
 }
 
+// Each claim of the manifest and the cases that exercised it; a claim no case tested is named so.
+void append_memo_claims(std::ostringstream& m, const json& k) {
+  if (!k.contains("claims") || !k.at("claims").is_array() || k.at("claims").empty()) return;
+  m << "Claims and the cases that exercised them:\n\n| claim | value | exercised | by |\n|---|---|---|---|\n";
+  for (const auto& c : k.at("claims")) {
+    const std::string cov = str(c, "coverage");
+    const std::string shown = cov == "not_exercised" ? "**not exercised**"
+                              : cov == "partly"      ? "partly"
+                              : cov == "not_claimed" ? "not claimed"
+                                                     : "yes";
+    m << fmt::format("| `{}` | {} | {} | {} |\n", str(c, "claim"), str(c, "value"), shown, str(c, "by"));
+  }
+  m << "\n";
+}
+
 // Failures counted by reason, and the first five failing cases.
 void append_memo_failures(std::ostringstream& m, const json& k) {
   if (k.at("failure_codes").empty()) return;
@@ -210,6 +225,7 @@ void append_memo_correctness_evidence(std::ostringstream& m, const QualifyResult
     for (const auto& n : k.at("notes"))
       if (n.is_string()) m << "- Note: " << n.get<std::string>() << "\n";
   append_memo_sanitizer_pass(m, k);
+  append_memo_claims(m, k);
   append_memo_failures(m, k);
   append_memo_cases_not_run(m, k);
   if (r.baselines_correctness)

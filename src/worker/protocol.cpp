@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "kqual/core/enum_names.hpp"
@@ -92,9 +93,27 @@ json buffers_json(const std::vector<Buffer>& bs) {
     if (b.elem_bytes) x["elem_bytes"] = b.elem_bytes;
     if (!b.windows.empty()) x["windows"] = b.windows;
     if (b.chunk_elements) x["chunk_elements"] = b.chunk_elements;
+    if (!b.aliases.empty()) x["aliases"] = b.aliases;
     a.push_back(std::move(x));
   }
   return a;
+}
+
+// An output that aliases an input (Buffer::aliases) names an input of the same request with its bytes
+// and offset, and is read back whole (no windows, no chunk hashes).
+void check_aliases(const std::vector<Buffer>& bs, const char* op) {
+  for (const auto& b : bs) {
+    if (b.aliases.empty()) continue;
+    auto fail = [&](const std::string& why) {
+      throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' buffer '{}' aliases '{}': {}", op, b.name, b.aliases, why));
+    };
+    if (b.kind != BufferKind::output) fail("only an output may alias an input");
+    if (!b.windows.empty() || b.chunk_elements) fail("an aliased output is read back whole (no windows, no chunk hashes)");
+    auto in = std::find_if(bs.begin(), bs.end(), [&](const Buffer& x) { return x.name == b.aliases; });
+    if (in == bs.end() || in->kind != BufferKind::input) fail("no input buffer has that name");
+    if (in->bytes != b.bytes || in->offset != b.offset)
+      fail(fmt::format("the input has {} bytes at offset {}, the output {} at {}", in->bytes, in->offset, b.bytes, b.offset));
+  }
 }
 
 std::vector<Buffer> buffers_from(const json& j, const char* op) {
@@ -132,8 +151,10 @@ std::vector<Buffer> buffers_from(const json& j, const char* op) {
         throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' buffer '{}': window past its end", op, b.name));
     if (b.kind == BufferKind::input && b.file.empty() && !b.generated())
       throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' input buffer '{}' without 'file'", op, b.name));
+    b.aliases = get_or<std::string>(x, op, "aliases", "");
     out.push_back(std::move(b));
   }
+  check_aliases(out, op);
   return out;
 }
 

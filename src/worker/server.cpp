@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "kqual/core/error.hpp"
@@ -74,6 +75,10 @@ std::vector<Guarded> allocate(const std::vector<Buffer>& buffers, std::size_t gu
   std::vector<Guarded> bufs;
   for (const auto& b : buffers) {
     Guarded g(b, guard);
+    if (g.aliased()) {  // its input's view, set below once every buffer has its memory
+      bufs.push_back(std::move(g));
+      continue;
+    }
     const bool trap = b.kind == BufferKind::input && placement != "guarded" &&
                       (trap_only.empty() || std::find(trap_only.begin(), trap_only.end(), b.name) != trap_only.end());
     if (trap) {
@@ -112,7 +117,22 @@ std::vector<Guarded> allocate(const std::vector<Buffer>& buffers, std::size_t gu
     }
     bufs.push_back(std::move(g));
   }
+  for (auto& g : bufs) {
+    if (!g.aliased()) continue;
+    auto in = std::find_if(bufs.begin(), bufs.end(), [&](const Guarded& x) { return x.name == g.aliases && !x.aliased(); });
+    if (in == bufs.end() || in->kind != BufferKind::input || in->bytes != g.bytes)
+      throw_error(ErrorKind::internal, fmt::format("output '{}' aliases '{}', which is not an input of its size", g.name, g.aliases));
+    g.alias_view = in->view();
+  }
   return bufs;
+}
+
+// The inputs an output of the request aliases: meant to change during the launch.
+std::set<std::string> aliased_inputs(const std::vector<Guarded>& bufs) {
+  std::set<std::string> names;
+  for (const auto& g : bufs)
+    if (g.aliased()) names.insert(g.aliases);
+  return names;
 }
 
 void generate_input(State& st, const Guarded& g, std::uint64_t seed, const std::string& generator) {
@@ -128,6 +148,7 @@ void generate_input(State& st, const Guarded& g, std::uint64_t seed, const std::
 
 void prepare(State& st, std::vector<Guarded>& bufs, std::uint8_t poison, int dataset, const std::string& generator) {
   for (auto& g : bufs) {
+    if (g.aliased()) continue;  // its input is uploaded (and guarded) below; poisoning it would erase the input
     if (!g.trapped()) {
       KQUAL_CU(cuMemsetD8Async, g.mem.get(), kGuardByte, g.total(), st.stream->get());
       st.stream->synchronize();
@@ -222,7 +243,7 @@ void enqueue(State& st, Plan& p) {
 
 std::vector<GuardViolation> check_guards(const Guarded& g) {
   std::vector<GuardViolation> v;
-  if (g.trapped() || g.guard == 0) return v;
+  if (g.aliased() || g.trapped() || g.guard == 0) return v;  // an aliased output lies inside its input's guards
   std::vector<std::uint8_t> pre(g.guard + g.offset), post(g.guard);
   g.mem.download(pre.data(), pre.size(), 0);
   g.mem.download(post.data(), post.size(), g.guard + g.offset + g.bytes);
@@ -359,6 +380,7 @@ RunReply op_run(State& st, const RunRequest& req) {
     run.kernel_ms = cuda::Event::elapsed_ms(start, stop);
     // The candidate's launches have finished (a fault of theirs surfaced at the synchronise above).
     harness_phase(st, "reading the outputs back");
+    const std::set<std::string> in_place = aliased_inputs(bufs);
     for (auto& g : bufs) {
       for (auto& v : check_guards(g)) run.guard_violations.push_back(v);
       if (g.kind == BufferKind::input && g.gen_stream >= 0) {
@@ -378,6 +400,8 @@ RunReply op_run(State& st, const RunRequest& req) {
       } else if (g.kind == BufferKind::output && g.chunk_elements) {
         run.chunk_hashes[g.name] = chunk_hashes(st, g);
         run.poison_scans.push_back(scan_poison(st, g, poison));
+      } else if (g.kind == BufferKind::input && in_place.count(g.name)) {
+        continue;  // overwritten on purpose: its bytes come back as the output that aliases it
       } else if (g.kind == BufferKind::input) {
         std::vector<std::uint8_t> after(g.bytes);
         g.download_view(after.data());

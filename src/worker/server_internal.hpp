@@ -71,10 +71,12 @@ struct Guarded : Buffer {
   cuda::DeviceBuffer mem;
   cuda::TrappedAllocation trap;
   CUdeviceptr trap_view = 0;
+  CUdeviceptr alias_view = 0;  // an output in place (Buffer::aliases): its input's view, no memory of its own
   std::shared_ptr<MappedFile> input, alt_input;  // host data for inputs (shared by buffer sets)
   bool trapped() const { return trap_view != 0; }
-  CUdeviceptr view() const { return trapped() ? trap_view : mem.get() + guard + offset; }
-  std::size_t total() const { return guard + offset + bytes + guard; }
+  bool aliased() const { return !aliases.empty(); }
+  CUdeviceptr view() const { return aliased() ? alias_view : trapped() ? trap_view : mem.get() + guard + offset; }
+  std::size_t total() const { return aliased() ? 0 : guard + offset + bytes + guard; }
   void download_view(void* dst) const {
     if (bytes) KQUAL_CU(cuMemcpyDtoH, dst, view(), bytes);
   }

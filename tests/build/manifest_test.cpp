@@ -230,5 +230,29 @@ TEST(BundledManifests, EveryBundledManifestParses) {
   EXPECT_GE(count, 8);
 }
 
+// The in-place known-broken candidates selftest judges: one per contract that admits in place and has
+// bundled candidates, claiming in_place, the good candidate's source, expected aliasing_wrong.
+TEST(BundledManifests, EveryContractAdmittingInPlaceHasAKnownBrokenSecondPass) {
+  int contracts = 0;
+  for (const auto& op : fs::directory_iterator(test::repo_root() / "candidates")) {
+    const fs::path good = op.path() / "good/kqual.toml";
+    if (!fs::exists(good)) continue;
+    const Manifest g = load_manifest(good);
+    if (!g.resolved_contract().domain().in_place) continue;
+    ++contracts;
+    const fs::path broken = op.path() / "broken/inplace_second_pass/kqual.toml";
+    ASSERT_TRUE(fs::exists(broken)) << g.contract << " admits in place but has no " << broken;
+    const Manifest b = load_manifest(broken);
+    EXPECT_EQ(b.contract, g.contract);
+    EXPECT_TRUE(b.supports.in_place) << broken;
+    EXPECT_EQ(b.expect_rejected_for.value_or(""), "aliasing_wrong") << broken;
+    EXPECT_EQ(fs::weakly_canonical(b.source), fs::weakly_canonical(g.source)) << broken;
+    for (DType t : b.supports.dtypes) EXPECT_TRUE(g.supports.supports(t)) << broken << ": " << to_string(t);
+  }
+  // residual_add_relu, softmax, exclusive_scan; gelu, layernorm, layernorm_f16, masked_softmax,
+  // rmsnorm, rotary, swiglu.
+  EXPECT_GE(contracts, 10);
+}
+
 }  // namespace
 }  // namespace kqual::build

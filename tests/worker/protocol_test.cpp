@@ -93,6 +93,35 @@ TEST(Protocol, EvaluatorFieldsAreCheckedOnArrival) {
   EXPECT_NO_THROW(run_request_from_json(j));
 }
 
+// An output run in place names the input it is a view of; the worker refuses an alias it could not
+// honour (not an input, another size or offset, read back in windows).
+TEST(Protocol, AnOutputInPlaceNamesItsInputAndIsCheckedOnArrival) {
+  RunRequest a = sample_run();
+  a.buffers[1].aliases = "x";
+  const RunRequest b = run_request_from_json(json::parse(to_json(a).dump()));
+  EXPECT_EQ(b.buffers[1].aliases, "x");
+  EXPECT_EQ(b.buffers[0].aliases, "");
+  json j = to_json(a);
+  j["buffers"][1]["aliases"] = "tmp";
+  EXPECT_THROW(run_request_from_json(j), Error);  // scratch, not an input
+  j["buffers"][1]["aliases"] = "nothing";
+  EXPECT_THROW(run_request_from_json(j), Error);
+  j = to_json(a);
+  j["buffers"][1]["bytes"] = 512;
+  j["out_files"]["y"] = {"/tmp/y0", "/tmp/y1"};
+  EXPECT_THROW(run_request_from_json(j), Error);  // another size than x
+  j = to_json(a);
+  j["buffers"][1]["offset"] = 0;
+  EXPECT_THROW(run_request_from_json(j), Error);  // another offset than x
+  j = to_json(a);
+  j["buffers"][0]["aliases"] = "y";
+  EXPECT_THROW(run_request_from_json(j), Error);  // an input aliases nothing
+  j = to_json(a);
+  j["buffers"][1]["elem_bytes"] = 4;
+  j["buffers"][1]["windows"] = json::array({json::array({0, 16})});
+  EXPECT_THROW(run_request_from_json(j), Error);  // read back whole
+}
+
 TEST(Protocol, BenchReplyCarriesEveryLaunchsFingerprint) {
   BenchReply r;
   r.samples_ms = {1.0, 1.1};

@@ -54,6 +54,9 @@ struct CaseResult {
   // [{"output", "run", "index", "expected", "actual", "reference", "bound"}]); empty otherwise.
   std::map<std::string, std::string> input_sha256;
   json failing_elements;
+  // The outputs this case also ran on their inputs ("y on x": the candidate claims in_place and the
+  // case passed with separate buffers; in_place.hpp); "" when it did not run in place.
+  std::string in_place;
 };
 
 struct CorrectnessReport {
@@ -75,6 +78,9 @@ struct CorrectnessReport {
   std::set<std::string> checks_not_run;  // checks the platform could not provide (e.g. no unmapped-page traps)
   // The run-to-run rule per dtype run: [{"dtype", "required", "reason", "opt_out", "rule_from"}].
   json run_to_run_rule = json::array();
+  // Each [supports] claim and the cases that exercised it, or why none did (claims.hpp):
+  // [{"claim", "value", "coverage", "by"}].
+  json claims = json::array();
   // Degenerate outputs (all zero, all equal) are not accepted as evidence on their own.
   bool accepted() const { return failed == 0 && evidence > 0 && harness_errors == 0; }
   bool incomplete() const { return harness_errors > 0 && failed == 0; }  // kqual's failure decided nothing

@@ -53,6 +53,12 @@ struct Buffer {
   // dependent 64-bit hash per chunk of this many elements (kqual_chunk_hash) and the poison scan; the
   // coordinator compares the hashes with those of a trusted reference kernel run in another process.
   std::uint64_t chunk_elements = 0;  // 0: off (needs elem_bytes)
+  // An output run in place: the name of the input buffer whose view it is (the kernel gets the same
+  // pointer for both). It has no allocation, guards or poison of its own: the input's guards surround
+  // it, the input's bytes are uploaded before every run, and after the run the input's view comes
+  // back as this output's file. That input's before/after check is left out (it is meant to change).
+  // Needs the input's bytes and offset, and no windows or chunk hashes. "": an allocation of its own.
+  std::string aliases;
   bool generated() const { return gen_stream >= 0; }
 };
 
