@@ -65,7 +65,8 @@ std::string SubmissionCheck::summary() const {
       partial = fmt::format("; operators kept in the library, as the problem allows: {}; the submission's own kernels ran {:.0f} % "
                             "of the calls' GPU time",
                             fmt::join(kept_library, ", "), all > 0 ? 100 * own / all : 0.0);
-    return fmt::format("accepted: {} of {} cases right ({} left out){}{}", passed, cases, skipped, partial, where);
+    return fmt::format("accepted: {} of {} cases right ({} left out){}{}{}", passed, cases, skipped, partial,
+                       cases_note.empty() ? "" : "; " + cases_note, where);
   }
   const auto& f = failures.front();
   std::string out = fmt::format("rejected: {} at {}: {}{}", to_string(f.failure), f.id, f.detail, where);
@@ -94,6 +95,10 @@ json SubmissionCheck::to_json() const {
               {"stream", stream},
               // a wrong_stream rejection checked again on the default stream (summary of that check), or ""
               {"on_default_stream", on_default_stream},
+              // no case within the element limit: which ran instead (the problem's smallest size), or ""
+              {"cases_note", cases_note},
+              // a rejection at a scaled size checked again at the problem's own size (summary of that check), or ""
+              {"own_size", own_size},
               // an imported problem's operators the submission left to the library (allowed: partial replacement)
               {"kept_library", kept_library},
               {"not_applied", not_applied},
@@ -141,7 +146,7 @@ std::vector<DType> submission_dtypes(const contract::Contract& c, const TorchSub
 // The cases a submission takes: the contract's correctness cases at the dtypes it is judged at, one per
 // (dtype, dims, family): alignment offsets do not apply (PyTorch allocates the tensors it is given).
 std::vector<contract::CaseSpec> submission_cases(const contract::Contract& c, const std::vector<DType>& dtypes, const SubmissionCheckOptions& o,
-                                                 int* skipped) {
+                                                 int* skipped, std::string* note) {
   contract::Supports all;
   all.dtypes = dtypes;
   all.min_alignment_bytes = 1;
@@ -149,11 +154,25 @@ std::vector<contract::CaseSpec> submission_cases(const contract::Contract& c, co
   std::set<std::string> seen;
   // Per dtype, the largest case within the limit, grown past it (past_limit_case) and run last.
   std::map<DType, contract::CaseSpec> largest;
-  for (auto& spec : c.correctness_cases(all, o.seed, false)) {
+  std::vector<contract::CaseSpec> over;  // past the limit
+  std::vector<contract::CaseSpec> made = c.correctness_cases(all, o.seed, false);
+  if (!o.only_dims.empty()) {
+    // The problem's own sizes: their cases, whatever their size up to the hard cap, nothing grown past them.
+    for (auto& spec : made) {
+      const std::string key = fmt::format("{}/{}/{}", to_string(spec.dtype), contract::format_dims(spec.dims), spec.family);
+      const bool own = std::find(o.only_dims.begin(), o.only_dims.end(), spec.dims) != o.only_dims.end();
+      if (spec.offset_elements != 0 || !own || !seen.insert(key).second) continue;
+      if (case_elements(c, spec) > o.own_size_cap_elements) ++*skipped;
+      else out.push_back(std::move(spec));
+    }
+    return out;
+  }
+  for (auto& spec : made) {
     const std::string key = fmt::format("{}/{}/{}", to_string(spec.dtype), contract::format_dims(spec.dims), spec.family);
     if (spec.offset_elements != 0 || !seen.insert(key).second) continue;
     if (case_elements(c, spec) > o.max_case_elements) {
       ++*skipped;
+      over.push_back(std::move(spec));
       continue;
     }
     if (auto it = largest.find(spec.dtype); it == largest.end() || case_elements(c, spec) > case_elements(c, it->second))
@@ -162,6 +181,24 @@ std::vector<contract::CaseSpec> submission_cases(const contract::Contract& c, co
   }
   for (const auto& [dt, spec] : largest)
     if (auto grown = past_limit_case(c, spec, o.max_case_elements)) out.push_back(std::move(*grown));
+  if (out.empty()) {
+    // Nothing within the limit: a problem whose fixed sizes are larger (weights no axis scales). Its
+    // smallest size, per dtype, every family there, judged as the problem makes it (up to a hard cap).
+    std::map<DType, std::int64_t> smallest;
+    for (const auto& spec : over) {
+      const std::int64_t n = case_elements(c, spec);
+      if (n > o.own_size_cap_elements) continue;
+      if (auto it = smallest.find(spec.dtype); it == smallest.end() || n < it->second) smallest[spec.dtype] = n;
+    }
+    for (auto& spec : over)
+      if (auto it = smallest.find(spec.dtype); it != smallest.end() && case_elements(c, spec) == it->second) out.push_back(std::move(spec));
+    *skipped -= int(out.size());
+    if (!out.empty())
+      *note = fmt::format("no case of {} is within {} elements (sizes the problem fixes are larger); the {} case(s) of its smallest size "
+                          "ran ({} elements{})",
+                          c.name(), o.max_case_elements, out.size(), smallest.begin()->second,
+                          smallest.size() > 1 ? " for the first dtype" : "");
+  }
   return out;
 }
 
@@ -246,7 +283,7 @@ class CaseRunner {
       RecordRules rules;
       rules.allow = s.allow_kernels;
       // An imported KernelBench problem: a solution may keep some of its operators in the library.
-      rules.partial_replacement = fs::exists(s.problem_dir / "reference.py") && fs::exists(s.problem_dir / "problem.py");
+      rules.partial_replacement = imported_problem(s.problem_dir);
       for (const auto& t : p.ea) rules.output_bytes += t.bytes.size();
       for (const auto& t : p.ia) rules.input_bytes.push_back(t.bytes.size());
       rj = judge_case_record(rec, ch->modules(), reply.value("ok", false) ? 3 : 0, rules);
@@ -472,7 +509,41 @@ void recheck_on_default_stream(const contract::Contract& c, const TorchSubmissio
   r.on_default_stream = again.accepted ? fmt::format("right: accepted on all {} cases", again.cases) : again.summary();
 }
 
+// A submission rejected at a size kqual scaled the problem to (wrong, raising, crashing) may be one written
+// for the problem's own sizes: checked again there, and where it is right the verdict says so
+// (shape_unsupported, naming both sizes).
+void recheck_at_own_size(const contract::Contract& c, const TorchSubmission& s, const SubmissionCheckOptions& o, SubmissionCheck& r) {
+  if (!o.recheck_own_size || !o.only_dims.empty() || r.failures.empty()) return;
+  SubmissionCaseResult& f = r.failures.front();
+  if (f.failure != SubmissionFailure::wrong_result && f.failure != SubmissionFailure::exception && f.failure != SubmissionFailure::crash)
+    return;
+  const std::vector<contract::Dims> own = c.benchmark_shapes();
+  if (own.empty() || f.id == "import") return;
+  for (const auto& d : own)
+    if (f.id.find("/" + contract::format_dims(d) + "/") != std::string::npos) return;  // it failed at the problem's own size
+  SubmissionCheckOptions d = o;
+  d.only_dims = own;
+  d.recheck_own_size = false;
+  d.recheck_on_default_stream = false;
+  d.stop_at_first_failure = true;
+  d.scratch.clear();
+  const SubmissionCheck again = check_torch_submission(c, s, d);
+  if (again.cases == 0 || !again.not_run.empty()) return;
+  r.own_size = again.summary();
+  if (!again.accepted) return;
+  std::vector<std::string> sizes;
+  for (const auto& dims : own) sizes.push_back(contract::format_dims(dims));
+  f.detail = fmt::format("{} at {} ({}); right at the problem's own size ({}; {} case(s)): the kernel handles the sizes it was written "
+                         "for, not the others the problem's axes allow",
+                         to_string(f.failure), f.id, f.detail, fmt::join(sizes, " "), again.cases);
+  f.failure = SubmissionFailure::shape_unsupported;
+}
+
 }  // namespace
+
+bool imported_problem(const fs::path& problem_dir) {
+  return !problem_dir.empty() && fs::exists(problem_dir / "reference.py") && fs::exists(problem_dir / "problem.py");
+}
 
 SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchSubmission& s, const SubmissionCheckOptions& o) {
   if (!fs::is_regular_file(s.file)) throw_error(ErrorKind::input, fmt::format("submission {}: no such file", s.file.string()));
@@ -481,9 +552,11 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
   r.stream = o.stream == SubmissionCheckOptions::Stream::legacy_default ? "default" : "own";
   const std::vector<DType> dtypes = submission_dtypes(c, s);
   for (DType t : dtypes) r.dtypes.emplace_back(to_string(t));
-  const std::vector<contract::CaseSpec> cases = submission_cases(c, dtypes, o, &r.skipped);
+  const std::vector<contract::CaseSpec> cases = submission_cases(c, dtypes, o, &r.skipped, &r.cases_note);
   if (cases.empty())
-    throw_error(ErrorKind::input, fmt::format("{}: no case at most {} elements for a PyTorch submission", c.name(), o.max_case_elements));
+    throw_error(ErrorKind::input, fmt::format("{}: no case at most {} elements for a PyTorch submission (nor one of its smallest size "
+                                              "within {} elements)",
+                                              c.name(), o.max_case_elements, o.own_size_cap_elements));
   const WorkerScratch scratch(o.scratch, "kqual-submission");
   const fs::path& dir = scratch.path();
   std::unique_ptr<TorchWorker> wp = start_submission_worker(c, s, o, dir / "worker.stderr");
@@ -540,6 +613,7 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
   r.kept_library.assign(kept.begin(), kept.end());
   r.accepted = r.failures.empty() && r.passed == r.cases;
   recheck_on_default_stream(c, s, o, r);
+  recheck_at_own_size(c, s, o, r);
   return r;
 }
 

@@ -228,6 +228,7 @@ SubmissionOutcome check_submission(const SubmissionOptions& o) {
     co.max_case_elements = o.max_case_elements;
     co.case_timeout_s = o.watchdog_seconds;
     co.stop_at_first_failure = !o.all_cases;
+    co.recheck_own_size = bench::imported_problem(s.problem_dir);
     co.stream = o.stream == "default" ? bench::SubmissionCheckOptions::Stream::legacy_default : bench::SubmissionCheckOptions::Stream::own;
     out.check = bench::check_torch_submission(*c, s, co);
   }

@@ -35,8 +35,10 @@ class TorchSubmissionTest : public ::testing::Test {
     SubmissionCheckOptions o;
     o.worker = KQUAL_FAKE_SUBMISSION_WORKER;
     o.case_timeout_s = timeout_s;
-    o.max_case_elements = 1 << 16;
+    o.max_case_elements = max_elements_;
     o.stream = stream;
+    o.recheck_own_size = recheck_own_size_;
+    o.own_size_cap_elements = std::int64_t(1) << 20;  // residual_add_relu's own sizes 2^12 and 2^20 (2^28 left out)
     return check_torch_submission(contract::find_contract("residual_add_relu"), s, o);
   }
   // The fake worker writes the record itself (fixtures/fake_record.py); the recorder the driver would
@@ -44,7 +46,55 @@ class TorchSubmissionTest : public ::testing::Test {
   void SetUp() override { KQUAL_NEED_NUMPY(); }
   static std::string code(const SubmissionCheck& r) { return r.failures.empty() ? "none" : to_string(r.failures.front().failure); }
   ScratchDir dir_{"kqual-submission-test"};
+  std::int64_t max_elements_ = 1 << 16;
+  bool recheck_own_size_ = false;
 };
+
+TEST_F(TorchSubmissionTest, WrongOnlyAtSizesItWasNotWrittenForIsShapeUnsupported) {
+  // Right at the problem's own sizes (residual_add_relu's benchmark shapes, 2^12 and 2^20 here), wrong at
+  // every size kqual scales it to: shape_unsupported, naming both; wrong everywhere stays wrong_result.
+  recheck_own_size_ = true;
+  const SubmissionCheck own = check(std::string(kGood) + R"PY(
+def forward(x, r):
+    y = add_relu(x, r)
+    if x.size not in (1 << 12, 1 << 20):
+        y.reshape(-1)[0] += 1.0
+    return [y]
+)PY");
+  EXPECT_EQ(code(own), "shape_unsupported") << own.summary();
+  EXPECT_NE(own.failures.front().detail.find("right at the problem's own size (n=4096 n=1048576 n=268435456"), std::string::npos)
+      << own.failures.front().detail;
+  EXPECT_NE(own.failures.front().detail.find("wrong_result at "), std::string::npos) << own.failures.front().detail;
+  EXPECT_NE(own.own_size.find("accepted"), std::string::npos) << own.own_size;
+  const SubmissionCheck wrong = check(std::string(kGood) + R"PY(
+def forward(x, r):
+    y = add_relu(x, r)
+    y.reshape(-1)[0] += 1.0
+    return [y]
+)PY");
+  EXPECT_EQ(code(wrong), "wrong_result") << wrong.summary();
+  EXPECT_NE(wrong.own_size.find("rejected"), std::string::npos) << wrong.own_size;
+  recheck_own_size_ = false;  // a built-in contract in kqual check: no size of its own
+  EXPECT_EQ(code(check(std::string(kGood) + R"PY(
+def forward(x, r):
+    y = add_relu(x, r)
+    if x.size not in (1 << 12, 1 << 20):
+        y.reshape(-1)[0] += 1.0
+    return [y]
+)PY")), "wrong_result");
+}
+
+TEST_F(TorchSubmissionTest, AProblemLargerThanTheLimitIsJudgedAtItsSmallestSize) {
+  // No case within the limit (as VGG19's fixed classifier weights are past 2^24): not an input error, the
+  // cases of the smallest size run, and the result says so.
+  max_elements_ = 0;
+  const SubmissionCheck r = check(kGood);
+  EXPECT_TRUE(r.accepted) << r.summary();
+  EXPECT_GT(r.cases, 0);
+  EXPECT_NE(r.cases_note.find("no case of residual_add_relu is within 0 elements"), std::string::npos) << r.cases_note;
+  EXPECT_NE(r.summary().find(r.cases_note), std::string::npos) << r.summary();
+  EXPECT_EQ(r.to_json().value("cases_note", ""), r.cases_note);
+}
 
 TEST_F(TorchSubmissionTest, ACorrectSubmissionIsAcceptedOnEveryCase) {
   const SubmissionCheck r = check(kGood);

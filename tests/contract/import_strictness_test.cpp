@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/declared/declared.hpp"
@@ -280,6 +282,95 @@ TEST(ImportStrictness, CasesNotRunAreListed) {
   EXPECT_TRUE(contains(listed, " and 3 more (over the CPU reference's cap of 16777216 elements (contract.max_case_elements), and the "
                                "contract declares no [index_cases] axis to check them in windows)"))
       << listed;
+}
+
+
+// Issue 51 item 3: an imported KernelBench output's bound follows the magnitude of its summed terms where
+// forward's operators (the capture's "ops") sum and keep the reference on |inputs| a bound on them.
+TEST(ImportStrictness, KernelBenchBoundsFollowTheSummedTermsWhereTheOperatorsAllowIt) {
+  KernelBenchImportOptions o;
+  o.problem = kKernelBench / "linear_gelu.py";
+  o.out = "unused";
+  json cap = json::parse(read_text_file(kKernelBench / "linear_gelu.capture.json"));
+  cap["ops"] = {"addmm", "gelu", "t", "view"};
+  const KernelBenchImport summed = translate_kernelbench(cap, o);
+  EXPECT_TRUE(contains(summed.contract_toml, "rtol = 0.0001, magnitude = \"abs_inputs\" }")) << summed.contract_toml;
+  EXPECT_TRUE(contains(summed.contract_toml, "forward sums (addmm)")) << summed.contract_toml;
+  // An exp after the sum: the reference on |inputs| is no bound (exp(|z|) against exp(z)).
+  cap["ops"] = {"addmm", "exp", "t"};
+  const KernelBenchImport grows = translate_kernelbench(cap, o);
+  EXPECT_FALSE(contains(grows.contract_toml, "magnitude = ")) << grows.contract_toml;
+  EXPECT_TRUE(contains(grows.contract_toml, "but also runs exp")) << grows.contract_toml;
+  // Nothing summed (an elementwise problem), or no operator list (an older capture): relative to |ref|.
+  cap["ops"] = {"gelu"};
+  EXPECT_TRUE(contains(translate_kernelbench(cap, o).contract_toml, "forward sums nothing"));
+  cap.erase("ops");
+  EXPECT_TRUE(contains(translate_kernelbench(cap, o).contract_toml, "lists no operators"));
+  cap["ops"] = {1};
+  EXPECT_THROW(translate_kernelbench(cap, o), Error) << "an operator that is not a name";
+}
+
+// The allclose model with magnitude = "abs_inputs": rtol times the larger of |ref| and the reference on
+// the inputs' absolute values (a batched matmul whose sums cancel), against the same bound on |ref|.
+TEST(ImportStrictness, AnAllcloseBoundOnTheSummedTermsAdmitsCancellationAndNothingMore) {
+  KQUAL_NEED_NUMPY();
+  ScratchDir dir("kqual-allclose-magnitude");
+  auto contract_with = [&](const std::string& name, const std::string& magnitude) {
+    const fs::path d = dir.path() / name;
+    fs::create_directories(d);
+    fs::copy_file(fs::path(KQUAL_SOURCE_DIR) / "contracts/bmm/reference.py", d / "reference.py");
+    std::string toml = read_text_file(fs::path(KQUAL_SOURCE_DIR) / "contracts/bmm/contract.toml");
+    toml.replace(toml.find("name = \"bmm\""), 12, "name = \"" + name + "\"");
+    const std::string old = "error = { model = \"reduction\", c = 2, axis = \"k\", magnitude = \"abs_inputs\", eps = \"f32\", nan = \"propagate\" }";
+    const std::size_t at = toml.find(old);
+    EXPECT_NE(at, std::string::npos) << "contracts/bmm's error line changed";
+    toml.replace(at, old.size(), "error = { model = \"allclose\", atol = 0, rtol = 1e-6" + magnitude + " }");
+    write_file_atomic(d / "contract.toml", toml);
+    return &load_declared_contract(d);
+  };
+  const Contract& terms = *contract_with("bmm_terms", ", magnitude = \"abs_inputs\"");
+  const Contract& result = *contract_with("bmm_result", "");
+  EXPECT_NE(terms.numerical_policy().find("max(|ref|, ref(|inputs|))"), std::string::npos) << terms.numerical_policy();
+  CaseSpec cs;
+  cs.id = "cancel";
+  cs.family = "base";
+  cs.dtype = DType::f32;
+  cs.seed = 7;
+  cs.dims = {{"batch", 2}, {"m", 8}, {"n", 8}, {"k", 64}};
+  const CaseData d = terms.make_case(cs);
+  const Tensor t = terms.reference(d, test_util::run_host()).at(0);
+  const Tensor r = result.reference(d, test_util::run_host()).at(0);
+  // |a| @ |b| at each element, computed here: the bound is rtol times the larger of it and |ref|.
+  auto at = [&](const Tensor& x, std::size_t i) { return element_as_double(x.dtype, x.bytes.data(), i); };
+  std::size_t most = 0;  // the element whose terms cancel most
+  double ratio = 0;
+  for (std::size_t bi = 0; bi < 2; ++bi)
+    for (std::size_t i = 0; i < 8; ++i)
+      for (std::size_t j = 0; j < 8; ++j) {
+        double mag = 0;
+        for (std::size_t k = 0; k < 64; ++k) mag += std::fabs(at(d.inputs[0], (bi * 8 + i) * 64 + k) * at(d.inputs[1], (bi * 64 + k) * 8 + j));
+        const std::size_t e = (bi * 8 + i) * 8 + j;
+        EXPECT_NEAR(t.bound[e], 1e-6 * std::max(mag, std::fabs(t.ref[e])), 1e-6 * mag * 1e-6 + 1e-7 * std::fabs(t.ref[e])) << e;
+        EXPECT_LE(r.bound[e], t.bound[e] * (1 + 1e-12)) << e;
+        if (mag / std::max(std::fabs(t.ref[e]), 1e-30) > ratio) {
+          ratio = mag / std::max(std::fabs(t.ref[e]), 1e-30);
+          most = e;
+        }
+      }
+  ASSERT_GT(ratio, 4) << "a normal 64-term sum cancels by more than 4x somewhere";
+  // An output off by half the terms' bound there: accepted on the summed terms, rejected on |ref|;
+  // off by twice it: rejected by both.
+  auto off_by = [&](double err) {
+    std::vector<std::uint8_t> y = t.bytes;
+    const float v = float(t.ref[most] + err);
+    std::memcpy(y.data() + 4 * most, &v, 4);
+    return y;
+  };
+  const auto near = off_by(0.5 * t.bound[most]);
+  EXPECT_TRUE(terms.compare(t, near.data(), 0xFF).ok) << terms.compare(t, near.data(), 0xFF).detail;
+  EXPECT_FALSE(result.compare(r, near.data(), 0xFF).ok);
+  const auto far = off_by(2.5 * t.bound[most]);
+  EXPECT_FALSE(terms.compare(t, far.data(), 0xFF).ok);
 }
 
 }  // namespace

@@ -59,8 +59,11 @@ enum class SubmissionFailure {
   host_compute,        // the call copied its data to the host and back: the work done on the CPU
   nondeterministic,    // two calls on the same inputs differ where the contract requires reproducibility
   build_failed,        // the submission's own kernels did not build (load_inline, Triton): the compiler's first error
+  // wrong (or raising, or crashing) at a size kqual scaled the problem to, right at the problem's own size:
+  // a kernel written for the sizes it was given (SubmissionCheck::own_size says so)
+  shape_unsupported,
 };
-inline constexpr EnumNames<SubmissionFailure, 21> kSubmissionFailureNames{{{
+inline constexpr EnumNames<SubmissionFailure, 22> kSubmissionFailureNames{{{
     {SubmissionFailure::none, "none"},
     {SubmissionFailure::wrong_result, "wrong_result"},
     {SubmissionFailure::nan_policy, "nan_policy"},
@@ -82,6 +85,7 @@ inline constexpr EnumNames<SubmissionFailure, 21> kSubmissionFailureNames{{{
     {SubmissionFailure::host_compute, "host_compute"},
     {SubmissionFailure::nondeterministic, "nondeterministic"},
     {SubmissionFailure::build_failed, "build_failed"},
+    {SubmissionFailure::shape_unsupported, "shape_unsupported"},
 }}};
 inline const char* to_string(SubmissionFailure f) { return kSubmissionFailureNames.name(f); }
 
@@ -128,6 +132,8 @@ struct SubmissionCheckOptions {
   std::string python;            // empty: the reference interpreter
   std::filesystem::path scratch; // where case files go (removed after); empty: a temporary folder
   std::int64_t max_case_elements = std::int64_t(1) << 24;  // larger cases are left out (said in the result)
+  // Where no case is within max_case_elements, the cases of the smallest size run, up to this many elements.
+  std::int64_t own_size_cap_elements = std::int64_t(1) << 28;
   bool stop_at_first_failure = true;
   // Set in the worker's environment (kqual screen --gpus: CUDA_VISIBLE_DEVICES pins it to the lane's GPU).
   std::vector<std::pair<std::string, std::string>> env;
@@ -137,6 +143,12 @@ struct SubmissionCheckOptions {
   // With Stream::own: a submission rejected wrong_stream is checked again on the default stream, and the
   // result says whether it is right there (SubmissionCheck::on_default_stream).
   bool recheck_on_default_stream = true;
+  // A submission wrong, raising or crashing at a scaled size is checked again at the problem's own size (its
+  // benchmark shapes, as near as own_size_cap_elements allows): right there, the verdict is shape_unsupported.
+  // For problems that have a size of their own (an imported KernelBench problem: imported_problem()).
+  bool recheck_own_size = false;
+  // Only cases of these sizes (empty: every size the contract makes).
+  std::vector<contract::Dims> only_dims;
 };
 
 struct SubmissionCheck {
@@ -154,6 +166,11 @@ struct SubmissionCheck {
   // A wrong_stream rejection checked again on the default stream: "accepted: ..." or "rejected: ..."
   // (summary() of that check); "" when not checked.
   std::string on_default_stream;
+  // Where no case is within max_case_elements (a problem whose fixed sizes are larger: VGG's classifier
+  // weights): which cases ran instead, at the problem's smallest size; "" otherwise.
+  std::string cases_note;
+  // A rejection at a scaled size checked again at the problem's own size (summary() of that check); "" when not.
+  std::string own_size;
   // An imported problem's library kernels the submission kept while replacing others (partial replacement,
   // allowed as KernelBench allows it): "name (origin, from object)".
   std::vector<std::string> kept_library;
@@ -163,6 +180,10 @@ struct SubmissionCheck {
   std::string summary() const;           // "accepted: 37 cases ..." / "rejected: cached_output at <id>: ..."
   json to_json() const;
 };
+
+// An imported problem folder (KernelBench's: reference.py and problem.py): it has sizes of its own, and
+// lets a solution keep some of its operators in the library.
+bool imported_problem(const std::filesystem::path& problem_dir);
 
 // The harness rules a PyTorch submission cannot be held to, each with what stands in for it.
 std::vector<std::string> submission_rules_not_applied();

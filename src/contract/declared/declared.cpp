@@ -63,7 +63,8 @@ std::string model_text(const TensorDef& t) {
     }
     case ErrorModel::ulp: return fmt::format("{}: within {:g} ulp of the output dtype at the reference; {}.", t.name, e.ulps, nan);
     case ErrorModel::allclose:
-      return fmt::format("{}: |y - ref| <= {}({:g}, {:g} |ref|) + the output's rounding{}; {}.", t.name, e.either ? "max" : "sum", e.atol, e.rtol,
+      return fmt::format("{}: |y - ref| <= {}({:g}, {:g} {}) + the output's rounding{}; {}.", t.name, e.either ? "max" : "sum", e.atol, e.rtol,
+                         e.magnitude == "abs_inputs" ? "max(|ref|, ref(|inputs|)) (the magnitude of the summed terms)" : "|ref|",
                          e.match_ratio < 1 ? fmt::format(" for a share {:g} of elements, every element within {:g}", e.match_ratio, e.cap) : "",
                          nan);
     case ErrorModel::reduction:
@@ -284,7 +285,12 @@ std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::m
         double b = 0;
         switch (m.kind) {
           case ErrorModel::ulp: b = m.ulps * ulp_at(e.dtype, r.f[i]); break;
-          case ErrorModel::allclose: b = (m.either ? std::max(m.atol, m.rtol * a) : m.atol + m.rtol * a) + u_out * a; break;
+          case ErrorModel::allclose: {
+            // abs_inputs: the larger of |ref| and the reference on |inputs| (a sum that cancels is as exact as its terms).
+            const double g = m.magnitude == "abs_inputs" && mag ? std::max(a, std::fabs((*mag)[i])) : a;
+            b = (m.either ? std::max(m.atol, m.rtol * g) : m.atol + m.rtol * g) + u_out * a;
+            break;
+          }
           case ErrorModel::reduction: {
             const double g = m.magnitude == "reference" || !mag ? a : std::fabs((*mag)[i]);
             b = m.c * eps * k * g + m.atol + u_out * a;
@@ -308,7 +314,7 @@ std::vector<Tensor> DeclaredContract::reference(const CaseData& data, ReferenceH
   const auto dt = row(data.spec.dtype);
   bool need_abs = false;
   for (const auto& t : s_.tensors)
-    need_abs |= t.role == Role::output && t.error.kind == ErrorModel::reduction && t.error.magnitude == "abs_inputs";
+    need_abs |= t.role == Role::output && t.error.uses_abs_inputs();
   const auto t0 = std::chrono::steady_clock::now();
   // The reference sees every tensor dense: a strided input's rows without their padding.
   PythonReference& py = host.python(s_);

@@ -30,7 +30,7 @@ std::vector<std::string> Spec::raw_outputs() const {
   for (const auto& t : tensors)
     if (t.role == Role::output) {
       v.push_back(t.name);
-      if (t.error.kind == ErrorModel::reduction && t.error.magnitude == "abs_inputs") v.push_back(t.name + "_magnitude");
+      if (t.error.uses_abs_inputs()) v.push_back(t.name + "_magnitude");
     }
   return v;
 }

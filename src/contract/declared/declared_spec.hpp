@@ -71,7 +71,12 @@ struct ErrorModel {
   double match_ratio = 1, cap = 0;  // allclose: a share (1 - match_ratio) may exceed the bound, none the cap
   bool either = false;              // allclose: max(atol, rtol |ref|) (fail only past both, as flashinfer-bench) instead of the sum
   std::string axis;                 // reduction: K
-  std::string magnitude = "abs_inputs";  // reduction: abs_inputs (reference on |inputs|) or reference (|ref|)
+  // reduction: abs_inputs (reference on |inputs|, the default) or reference (|ref|); allclose: reference (the
+  // default) or abs_inputs (rtol times the larger of |ref| and the reference on |inputs|: the magnitude of the
+  // summed terms, for sums that cancel)
+  std::string magnitude = "abs_inputs";
+  // The reference is also computed on the inputs' absolute values for this output.
+  bool uses_abs_inputs() const { return (kind == reduction || kind == allclose) && magnitude == "abs_inputs"; }
   std::optional<DType> eps_dtype;   // reduction: eps of this dtype (default: the output's)
   enum Nan { propagate, finite, same_class } nan = propagate;
 };

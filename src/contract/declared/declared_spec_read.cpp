@@ -206,7 +206,7 @@ ErrorModel read_error(const TomlContext& cx, const toml::table& t, const std::st
   e.cap = num(cx, t, where, "cap", 0);
   e.c = num(cx, t, where, "c", 0);
   e.axis = str(cx, t, where, "axis", false);
-  e.magnitude = str(cx, t, where, "magnitude", false, "abs_inputs");
+  e.magnitude = str(cx, t, where, "magnitude", false, e.kind == ErrorModel::allclose ? "reference" : "abs_inputs");
   const std::string combine = str(cx, t, where, "combine", false, "sum");
   if (combine != "sum" && combine != "max") cx.fail(where + ".combine", fmt::format("\"{}\": expected \"sum\" or \"max\"", combine));
   e.either = combine == "max";
@@ -224,7 +224,11 @@ ErrorModel read_error(const TomlContext& cx, const toml::table& t, const std::st
       if (!(e.ulps > 0)) cx.fail(where + ".ulps", "missing or not positive: the admitted distance in units in the last place");
       break;
     case ErrorModel::allclose:
-      only({"ulps", "c", "axis", "magnitude", "eps", "rounding", "saturate", "clamp", "band"}, "allclose");
+      only({"ulps", "c", "axis", "eps", "rounding", "saturate", "clamp", "band"}, "allclose");
+      if (e.magnitude != "abs_inputs" && e.magnitude != "reference")
+        cx.fail(where + ".magnitude", fmt::format("\"{}\": expected \"reference\" (|ref|) or \"abs_inputs\" (the larger of |ref| and the "
+                                                  "reference on the inputs' absolute values)",
+                                                  e.magnitude));
       if (e.atol < 0 || e.rtol < 0) cx.fail(where, "atol and rtol must be >= 0");
       if (!(e.match_ratio > 0 && e.match_ratio <= 1))
         cx.fail(where + ".match_ratio", fmt::format("{} is not in (0, 1]", e.match_ratio));

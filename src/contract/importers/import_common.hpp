@@ -49,6 +49,15 @@ bool is_plain_name(const std::string& s);
 // A TOML basic string: quotes, backslashes and newlines escaped, other control characters as \uXXXX.
 std::string toml_quoted(const std::string& s);
 
+// An imported KernelBench output's error bound (import_magnitude.cpp): relative to the magnitude of the
+// summed terms (the reference on the inputs' absolute values) where forward's ATen operators (the
+// capture's "ops") sum and keep that reference a bound; else relative to |ref|. why: said in the contract.
+struct MagnitudeBound {
+  bool abs_inputs = false;
+  std::string why;
+};
+MagnitudeBound magnitude_bound(const json& ops);
+
 // Writes a contract folder whole or not at all: every file into `out`.kqual-tmp, renamed to `out`,
 // then loaded back as a declared contract; a folder that does not load is removed and reported as
 // the importer's bug. `out` must not exist.

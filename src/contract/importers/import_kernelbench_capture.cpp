@@ -77,6 +77,8 @@ std::vector<std::string> check_capture(const json& cap, const std::string& probl
     for (const auto& [c, why] : in.object(*n, "not_axes").items()) (void)in.string(why, "not_axes." + c);
   if (const json* n = in.member(cap, "", "notes", false))
     for (std::size_t i = 0; i < in.array(*n, "notes").size(); ++i) (void)in.string((*n)[i], fmt::format("notes[{}]", i));
+  if (const json* n = in.member(cap, "", "ops", false))
+    for (std::size_t i = 0; i < in.array(*n, "ops").size(); ++i) (void)in.string((*n)[i], fmt::format("ops[{}]", i));
   for (const char* k : {"torch", "file"}) (void)in.string_or(cap, "", k, "");
 
   // random_forward: true, false, or null when forward was not run on the CPU (no tensor could be

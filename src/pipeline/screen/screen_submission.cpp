@@ -26,6 +26,7 @@ ScreenVerdict check_screen_submission(const ScreenOptions& o, const bench::Torch
   co.seed = o.seed;
   co.case_timeout_s = std::max(o.watchdog_seconds, 120.0);  // the first case includes the submission's own compile
   co.stop_at_first_failure = !o.all_cases;
+  co.recheck_own_size = bench::imported_problem(s.problem_dir);
   co.worker = o.submission_worker;
   if (!visible.empty()) co.env = {{"CUDA_VISIBLE_DEVICES", visible}, {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}};
   const bench::SubmissionCheck r = [&] {
