@@ -157,11 +157,32 @@ std::vector<contract::CaseSpec> submission_cases(const contract::Contract& c, co
   std::vector<contract::CaseSpec> over;  // past the limit
   std::vector<contract::CaseSpec> made = c.correctness_cases(all, o.seed, false);
   if (!o.only_dims.empty()) {
-    // The problem's own sizes: their cases, whatever their size up to the hard cap, nothing grown past them.
-    for (auto& spec : made) {
+    // The problem's own sizes: the contract's cases there, else its base case made at them; whatever
+    // their size up to the hard cap, nothing grown past them.
+    std::vector<contract::CaseSpec> own;
+    for (const auto& dims : o.only_dims)
+      for (DType t : dtypes) {
+        const contract::CaseSpec* like = nullptr;
+        bool found = false;
+        for (const auto& spec : made) {
+          if (spec.dtype != t || spec.offset_elements != 0) continue;
+          if (spec.dims == dims) {
+            own.push_back(spec);
+            found = true;
+          } else if (!like || (like->family != "base" && spec.family == "base")) {
+            like = &spec;
+          }
+        }
+        if (!found && like) {
+          contract::CaseSpec spec = *like;
+          spec.dims = dims;
+          spec.id = fmt::format("{}/{}/{}", to_string(t), contract::format_dims(dims), spec.family);
+          own.push_back(std::move(spec));
+        }
+      }
+    for (auto& spec : own) {
       const std::string key = fmt::format("{}/{}/{}", to_string(spec.dtype), contract::format_dims(spec.dims), spec.family);
-      const bool own = std::find(o.only_dims.begin(), o.only_dims.end(), spec.dims) != o.only_dims.end();
-      if (spec.offset_elements != 0 || !own || !seen.insert(key).second) continue;
+      if (!seen.insert(key).second) continue;
       if (case_elements(c, spec) > o.own_size_cap_elements) ++*skipped;
       else out.push_back(std::move(spec));
     }

@@ -223,7 +223,7 @@ KbTensorsWritten kb_write_tensors(std::ostringstream& t, const json& cap, const 
         if (fl.rtol > 0)
           t << "# " << ti.dtype << ": at least one " << ti.dtype << " ulp at the value (rtol " << num(fl.rtol) << ", atol " << num(fl.atol)
             << " among the subnormals): a kernel rounding another f32 value lands on a neighbour\n";
-        const MagnitudeBound mb = detail::magnitude_bound(cap.value("ops", json()));
+        const detail::MagnitudeBound mb = detail::magnitude_bound(cap.value("ops", json()));
         t << "# " << mb.why << "\n";
         t << "error = { model = \"allclose\", atol = " << num(atol) << ", rtol = " << num(rtol)
           << (mb.abs_inputs ? ", magnitude = \"abs_inputs\"" : "") << " }\n\n";
