@@ -21,6 +21,7 @@
 #include "kqual/core/self.hpp"
 #include "kqual/core/sha256.hpp"
 #include "torch_baseline_worker.hpp"
+#include "torch_submission_cases.hpp"
 
 namespace kqual::bench {
 namespace fs = std::filesystem;
@@ -65,8 +66,10 @@ std::string SubmissionCheck::summary() const {
       partial = fmt::format("; operators kept in the library, as the problem allows: {}; the submission's own kernels ran {:.0f} % "
                             "of the calls' GPU time",
                             fmt::join(kept_library, ", "), all > 0 ? 100 * own / all : 0.0);
-    return fmt::format("accepted: {} of {} cases right ({} left out){}{}{}", passed, cases, skipped, partial,
-                       cases_note.empty() ? "" : "; " + cases_note, where);
+    return fmt::format("accepted: {} of {} cases right ({} left out){}{}{}{}", passed, cases, skipped, partial,
+                       cases_note.empty() ? "" : "; " + cases_note,
+                       parameters_by_shape.empty() ? "" : fmt::format("; the problem's parameters given by shape: {}", fmt::join(parameters_by_shape, ", ")),
+                       where);
   }
   const auto& f = failures.front();
   std::string out = fmt::format("rejected: {} at {}: {}{}", to_string(f.failure), f.id, f.detail, where);
@@ -99,6 +102,8 @@ json SubmissionCheck::to_json() const {
               {"cases_note", cases_note},
               // a rejection at a scaled size checked again at the problem's own size (summary of that check), or ""
               {"own_size", own_size},
+              // the problem's parameters the submission declares under other names, matched by shape ("a -> b")
+              {"parameters_by_shape", parameters_by_shape},
               // an imported problem's operators the submission left to the library (allowed: partial replacement)
               {"kept_library", kept_library},
               {"not_applied", not_applied},
@@ -117,16 +122,6 @@ fs::path worker_script(const SubmissionCheckOptions& o) {
   return *tools / "submission_worker.py";
 }
 
-std::int64_t case_elements(const contract::Contract& c, const contract::CaseSpec& spec) {
-  std::int64_t most = 0;
-  for (const auto& t : c.domain().tensors) {
-    std::int64_t n = 1;
-    for (const auto& a : t.shape)
-      if (auto it = spec.dims.find(a); it != spec.dims.end()) n *= it->second;
-    most = std::max(most, n);
-  }
-  return most;
-}
 
 // The dtypes a submission is judged at: those it claims, each one the contract has; else the contract's.
 std::vector<DType> submission_dtypes(const contract::Contract& c, const TorchSubmission& s) {
@@ -143,85 +138,6 @@ std::vector<DType> submission_dtypes(const contract::Contract& c, const TorchSub
 }
 
 
-// The cases a submission takes: the contract's correctness cases at the dtypes it is judged at, one per
-// (dtype, dims, family): alignment offsets do not apply (PyTorch allocates the tensors it is given).
-std::vector<contract::CaseSpec> submission_cases(const contract::Contract& c, const std::vector<DType>& dtypes, const SubmissionCheckOptions& o,
-                                                 int* skipped, std::string* note) {
-  contract::Supports all;
-  all.dtypes = dtypes;
-  all.min_alignment_bytes = 1;
-  std::vector<contract::CaseSpec> out;
-  std::set<std::string> seen;
-  // Per dtype, the largest case within the limit, grown past it (past_limit_case) and run last.
-  std::map<DType, contract::CaseSpec> largest;
-  std::vector<contract::CaseSpec> over;  // past the limit
-  std::vector<contract::CaseSpec> made = c.correctness_cases(all, o.seed, false);
-  if (!o.only_dims.empty()) {
-    // The problem's own sizes: the contract's cases there, else its base case made at them; whatever
-    // their size up to the hard cap, nothing grown past them.
-    std::vector<contract::CaseSpec> own;
-    for (const auto& dims : o.only_dims)
-      for (DType t : dtypes) {
-        const contract::CaseSpec* like = nullptr;
-        bool found = false;
-        for (const auto& spec : made) {
-          if (spec.dtype != t || spec.offset_elements != 0) continue;
-          if (spec.dims == dims) {
-            own.push_back(spec);
-            found = true;
-          } else if (!like || (like->family != "base" && spec.family == "base")) {
-            like = &spec;
-          }
-        }
-        if (!found && like) {
-          contract::CaseSpec spec = *like;
-          spec.dims = dims;
-          spec.id = fmt::format("{}/{}/{}", to_string(t), contract::format_dims(dims), spec.family);
-          own.push_back(std::move(spec));
-        }
-      }
-    for (auto& spec : own) {
-      const std::string key = fmt::format("{}/{}/{}", to_string(spec.dtype), contract::format_dims(spec.dims), spec.family);
-      if (!seen.insert(key).second) continue;
-      if (case_elements(c, spec) > o.own_size_cap_elements) ++*skipped;
-      else out.push_back(std::move(spec));
-    }
-    return out;
-  }
-  for (auto& spec : made) {
-    const std::string key = fmt::format("{}/{}/{}", to_string(spec.dtype), contract::format_dims(spec.dims), spec.family);
-    if (spec.offset_elements != 0 || !seen.insert(key).second) continue;
-    if (case_elements(c, spec) > o.max_case_elements) {
-      ++*skipped;
-      over.push_back(std::move(spec));
-      continue;
-    }
-    if (auto it = largest.find(spec.dtype); it == largest.end() || case_elements(c, spec) > case_elements(c, it->second))
-      largest[spec.dtype] = spec;
-    out.push_back(std::move(spec));
-  }
-  for (const auto& [dt, spec] : largest)
-    if (auto grown = past_limit_case(c, spec, o.max_case_elements)) out.push_back(std::move(*grown));
-  if (out.empty()) {
-    // Nothing within the limit: a problem whose fixed sizes are larger (weights no axis scales). Its
-    // smallest size, per dtype, every family there, judged as the problem makes it (up to a hard cap).
-    std::map<DType, std::int64_t> smallest;
-    for (const auto& spec : over) {
-      const std::int64_t n = case_elements(c, spec);
-      if (n > o.own_size_cap_elements) continue;
-      if (auto it = smallest.find(spec.dtype); it == smallest.end() || n < it->second) smallest[spec.dtype] = n;
-    }
-    for (auto& spec : over)
-      if (auto it = smallest.find(spec.dtype); it != smallest.end() && case_elements(c, spec) == it->second) out.push_back(std::move(spec));
-    *skipped -= int(out.size());
-    if (!out.empty())
-      *note = fmt::format("no case of {} is within {} elements (sizes the problem fixes are larger); the {} case(s) of its smallest size "
-                          "ran ({} elements{})",
-                          c.name(), o.max_case_elements, out.size(), smallest.begin()->second,
-                          smallest.size() > 1 ? " for the first dtype" : "");
-  }
-  return out;
-}
 
 json tensor_files(const contract::Contract& c, const contract::Tensor& t, const contract::Dims& dims, const std::vector<fs::path>& files) {
   json f = json::array();
@@ -291,10 +207,14 @@ class CaseRunner {
   // The case's calls in the worker, then its activity record (flushed by the worker after its reply)
   // judged with the files it wrote.
   SubmissionCaseResult run(TorchWorker& w, PreparedCase& p, std::size_t n, const TorchSubmission& s,
-                           std::map<std::string, double>* by_origin, std::set<std::string>* kept_library) const {
+                           std::map<std::string, double>* by_origin, std::set<std::string>* kept_library,
+                           std::set<std::string>* by_shape) const {
     const std::string token = fmt::format("case{}", n);
     p.req["token"] = token;
     const json reply = w.call(&p.req, o_.case_timeout_s);
+    if (reply.is_object())
+      for (const auto& m : reply.value("parameters_by_shape", json::array()))
+        if (m.is_string()) by_shape->insert(m.get<std::string>());
     const bool answered = reply.is_object() && reply.contains("ok") && reply.value("code", std::string()) != "timeout" &&
                           reply.value("code", std::string()) != "worker_died";
     RecordJudgement rj;
@@ -394,61 +314,6 @@ std::optional<SubmissionCaseResult> record_started(TorchWorker& w, const json& h
 
 }  // namespace
 
-// A case just past the element limit (declared in the header): `spec` (the largest within it) with its outermost axis multiplied
-// until its largest tensor holds more than `limit` elements, if the contract accepts that shape. A kernel
-// whose grid stops at the limit's size (2^24 elements) is wrong there, and only there.
-std::optional<contract::CaseSpec> past_limit_case(const contract::Contract& c, const contract::CaseSpec& spec, std::int64_t limit) {
-  const std::int64_t n = case_elements(c, spec);
-  if (n < 1) return std::nullopt;
-  std::string axis;
-  for (const auto& t : c.domain().tensors) {
-    std::int64_t e = 1;
-    for (const auto& a : t.shape)
-      if (auto it = spec.dims.find(a); it != spec.dims.end()) e *= it->second;
-    if (e == n && !t.shape.empty() && spec.dims.count(t.shape.front())) {
-      axis = t.shape.front();
-      break;
-    }
-  }
-  if (axis.empty()) return std::nullopt;
-  // The smallest size of that axis whose largest tensor passes the limit (an axis that appears twice, as
-  // in a square matmul, grows by its square root), found by bisection.
-  const auto largest_at = [&](std::int64_t v) {
-    std::int64_t most = 0;
-    for (const auto& t : c.domain().tensors) {
-      std::int64_t e = 1;
-      for (const auto& a : t.shape)
-        if (a == axis) e *= v;
-        else if (auto it = spec.dims.find(a); it != spec.dims.end()) e *= it->second;
-      most = std::max(most, e);
-    }
-    return most;
-  };
-  std::int64_t lo = spec.dims.at(axis), hi = lo * (limit / n + 1);
-  if (largest_at(hi) <= limit) return std::nullopt;
-  while (hi - lo > 1) {
-    const std::int64_t mid = lo + (hi - lo) / 2;
-    (largest_at(mid) > limit ? hi : lo) = mid;
-  }
-  contract::CaseSpec grown = spec;
-  grown.dims[axis] = hi;
-  grown.id = fmt::format("{}/past-limit/{}", to_string(spec.dtype), contract::format_dims(grown.dims));
-  contract::Request req;
-  req.dtype = grown.dtype;
-  req.dims = grown.dims;
-  contract::Supports any;
-  any.dtypes = {grown.dtype};
-  any.min_alignment_bytes = 1;
-  for (const auto& t : c.domain().tensors) {
-    std::int64_t e = 1;
-    for (const auto& a : t.shape)
-      if (auto it = grown.dims.find(a); it != grown.dims.end()) e *= it->second;
-    req.lengths[t.name] = e;
-    req.strides[t.name] = 1;
-  }
-  if (c.validate(req, any)) return std::nullopt;  // a shape the contract refuses: no such case
-  return grown;
-}
 
 fs::path submission_build_dir(const TorchSubmission& s) {
   // The key: the .py files of its folder (the modules it may import), by content, and its own file where
@@ -608,7 +473,7 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
   r.worker_device = hello.value("device", std::string());
   contract::ReferenceHost host;
   const CaseRunner runner(c, o, dir);
-  std::set<std::string> kernels, kept;
+  std::set<std::string> kernels, kept, by_shape;
   // Case k+1 is made (inputs, references, files) while the worker runs case k.
   auto prepare = [&](std::size_t k) { return std::async(std::launch::async, [&, k] { return runner.prepare(cases[k], host, int(k % 2)); }); };
   std::future<PreparedCase> next = prepare(0);
@@ -618,7 +483,7 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
     r.prepare_ms += p.ms;
     if (k + 1 < cases.size()) next = prepare(k + 1);
     const auto t0 = std::chrono::steady_clock::now();
-    SubmissionCaseResult one = runner.run(w, p, k, s, &r.gpu_ns_by_origin, &kept);
+    SubmissionCaseResult one = runner.run(w, p, k, s, &r.gpu_ns_by_origin, &kept, &by_shape);
     r.worker_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     kernels.insert(one.kernels.begin(), one.kernels.end());
     if (one.failure == SubmissionFailure::none) {
@@ -632,6 +497,7 @@ SubmissionCheck check_torch_submission(const contract::Contract& c, const TorchS
   }
   r.kernels.assign(kernels.begin(), kernels.end());
   r.kept_library.assign(kept.begin(), kept.end());
+  r.parameters_by_shape.assign(by_shape.begin(), by_shape.end());
   r.accepted = r.failures.empty() && r.passed == r.cases;
   recheck_on_default_stream(c, s, o, r);
   recheck_at_own_size(c, s, o, r);

@@ -124,6 +124,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kqual_submission_guard as guard  # noqa: E402
 from kqual_torch_timing import Clocks, Flusher, Recorder, capture_graph, sample  # noqa: E402
 from kqual_build_errors import build_failure  # noqa: E402
+from kqual_parameters import map_parameters  # noqa: E402
 
 DT = {"f32": torch.float32, "f64": torch.float64, "bf16": torch.bfloat16, "f16": torch.float16, "i32": torch.int32,
       "i64": torch.int64, "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool,
@@ -210,23 +211,29 @@ def model_for(axes, klass=None):
     return m
 
 
+parameters_by_shape = []  # "problem name -> submission name" for each parameter matched by shape (said in the reply)
+
+
 def caller_fn(model, r):
     """A function of one dataset's tensors that calls the submission as the problem calls Model."""
     if reference is not None:
         conf = reference.CONFIG
-        names = dict(model.named_parameters())
-        names.update(dict(model.named_buffers()))
-        missing = [p for p in conf.get("parameters", {}).values() if p not in names]
+        own = [(n, list(t.shape)) for n, t in model.named_parameters()] + [(n, list(t.shape)) for n, t in model.named_buffers()]
+        shapes = {n: r["inputs"][n]["shape"] for n in conf.get("parameters", {}) if n in r["inputs"]}
+        pmap, missing, by_shape = map_parameters(conf.get("parameters", {}), shapes, own)
         if missing:
-            raise Refusal("parameters_differ", "the problem's Model has parameters %s that %s does not (it has: %s)" % (
-                ", ".join(missing), cls.__name__, ", ".join(sorted(names)) or "none"))
+            raise Refusal("parameters_differ", "the problem's Model has parameters %s that %s does not, by name or by shape "
+                          "(it has: %s)" % (", ".join(missing), cls.__name__, ", ".join(sorted(n for n, _ in own)) or "none"))
+        for m in by_shape:
+            if m not in parameters_by_shape:
+                parameters_by_shape.append(m)
 
         def call(t):
             kw = dict(t, **r.get("scalars", {}))
             for name in conf.get("zero_d", []):
                 kw[name] = kw[name].reshape(())
             args = [kw[a] for a in conf["args"]]
-            params = {p: kw[n] for n, p in conf.get("parameters", {}).items()}
+            params = {pmap[n]: kw[n] for n in conf.get("parameters", {})}
             if params:
                 return submission_code(torch.func.functional_call, model, params, tuple(args))
             return submission_code(model, *args)
@@ -446,7 +453,8 @@ def do_check(r):
     del kept
     note = run_reference(r)
     torch.cuda.synchronize()  # the record is flushed after the reply (below), every request's
-    return {"ok": True, "calls": calls, "reference_note": note, "replaced": originals.replaced()}
+    return {"ok": True, "calls": calls, "reference_note": note, "replaced": originals.replaced(),
+            "parameters_by_shape": parameters_by_shape}
 
 
 class Timed:

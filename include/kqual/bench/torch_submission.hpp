@@ -171,6 +171,9 @@ struct SubmissionCheck {
   std::string cases_note;
   // A rejection at a scaled size checked again at the problem's own size (summary() of that check); "" when not.
   std::string own_size;
+  // The problem's parameters the submission declares under other names, each given to the submission's
+  // parameter of the same shape (tools/torch/kqual_parameters.py): "problem name -> submission name".
+  std::vector<std::string> parameters_by_shape;
   // An imported problem's library kernels the submission kept while replacing others (partial replacement,
   // allowed as KernelBench allows it): "name (origin, from object)".
   std::vector<std::string> kept_library;
