@@ -6,12 +6,15 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "kqual/bench/torch_submission.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/declared/declared.hpp"
+#include "kqual/contract/reference_host.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "bench/submission_test_util.hpp"
@@ -94,6 +97,53 @@ TEST_F(TorchSubmissionTest, AProblemLargerThanTheLimitIsJudgedAtItsSmallestSize)
   EXPECT_NE(r.cases_note.find("no case of residual_add_relu is within 0 elements"), std::string::npos) << r.cases_note;
   EXPECT_NE(r.summary().find(r.cases_note), std::string::npos) << r.summary();
   EXPECT_EQ(r.to_json().value("cases_note", ""), r.cases_note);
+}
+
+// An imported KernelBench problem's output kqual rejects: KernelBench's own check (torch.allclose, atol =
+// rtol = 1e-2) is said beside it where it would pass, so the author sees kqual is the stricter.
+TEST(TorchSubmissionJudge, KernelBenchsOwnCheckIsSaidBesideAStricterRejection) {
+  KQUAL_NEED_NUMPY();
+  ScratchDir dir("kqual-kb-beside");
+  auto folder = [&](const std::string& name, bool kernelbench) {
+    const fs::path d = dir.path() / name;
+    fs::create_directories(d);
+    fs::copy_file(fs::path(KQUAL_SOURCE_DIR) / "contracts/bmm/reference.py", d / "reference.py");
+    std::string toml = read_text_file(fs::path(KQUAL_SOURCE_DIR) / "contracts/bmm/contract.toml");
+    toml.replace(toml.find("name = \"bmm\""), 12, "name = \"" + name + "\"");
+    write_file_atomic(d / "contract.toml", toml);
+    if (kernelbench) write_file_atomic(d / "problem.py", "# the KernelBench problem\n");
+    return &contract::load_declared_contract(d);
+  };
+  const contract::Contract& kb = *folder("bmm_kb_beside", true);
+  const contract::Contract& plain = *folder("bmm_plain_beside", false);
+  contract::CaseSpec cs;
+  cs.id = "f32/batch=1,k=36,m=4,n=5/base";
+  cs.family = "base";
+  cs.dtype = DType::f32;
+  cs.seed = 3;
+  cs.dims = {{"batch", 1}, {"m", 4}, {"n", 5}, {"k", 36}};
+  const contract::CaseData d = kb.make_case(cs);
+  contract::ReferenceHost host;
+  const std::vector<contract::Tensor> want = kb.reference(d, host);
+  auto judge = [&](const contract::Contract& c, double err) {
+    std::vector<std::uint8_t> y = want[0].bytes;
+    const float v = float(want[0].ref[2] + err * (1 + std::fabs(want[0].ref[2])));
+    std::memcpy(y.data() + 8, &v, 4);
+    SubmissionOutputFiles f;
+    f.name = want[0].name;
+    for (int k = 0; k < 3; ++k) {
+      f.call[k] = dir.path() / fmt::format("{}.{}", c.name(), k);
+      write_file(f.call[k], y.data(), y.size());
+    }
+    return judge_submission_case(c, cs.id, json{{"ok", true}, {"calls", json::array({json::object(), json::object(), json::object()})}}, want,
+                                 want, {f}, nullptr);
+  };
+  const SubmissionCaseResult near = judge(kb, 5e-3);
+  EXPECT_EQ(near.failure, SubmissionFailure::wrong_result) << near.detail;
+  EXPECT_NE(near.detail.find("KernelBench's own check (torch.allclose, atol = rtol = 1e-2) passes this output"), std::string::npos)
+      << near.detail;
+  EXPECT_EQ(judge(kb, 0.5).detail.find("KernelBench's own check"), std::string::npos) << "past KernelBench's bound too: nothing to say";
+  EXPECT_EQ(judge(plain, 5e-3).detail.find("KernelBench's own check"), std::string::npos) << "not a KernelBench problem";
 }
 
 TEST_F(TorchSubmissionTest, ACorrectSubmissionIsAcceptedOnEveryCase) {

@@ -81,7 +81,10 @@ def main():
 
         class Ops(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                ops.add(func._schema.name.split("::")[-1])
+                try:
+                    ops.add(func._schema.name.split("::")[-1])
+                except Exception:  # an operator without a schema: named by its repr, which no list knows
+                    ops.add(repr(func))
                 return func(*args, **(kwargs or {}))
     except Exception:  # an older PyTorch: no operator list, so no magnitude bound
         Ops = None
@@ -106,10 +109,16 @@ def main():
                         torch.manual_seed(0)
                         model = mod.Model(*init).to("meta")
                 inputs = list(mod.get_inputs())
+                out = None
                 if Ops is not None:
-                    with Ops():
-                        out = model(*inputs)
-                else:
+                    try:
+                        with Ops():
+                            out = model(*inputs)
+                    except Exception:  # forward refuses to run under the mode: run as it is, no operator list
+                        ops.clear()
+                        ops.add("<forward did not run under the operator recorder>")
+                        out = None
+                if out is None:
                     out = model(*inputs)
         finally:
             for k, v in saved.items():
