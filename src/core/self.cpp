@@ -58,6 +58,8 @@ std::optional<fs::path> find_project_folder(const std::string& name, const fs::p
     const fs::path start = fs::weakly_canonical(fs::absolute(from, ec), ec);
     for (fs::path p = start; !p.empty(); p = p.parent_path()) {
       if (fs::is_directory(p / name, ec)) return p / name;
+      // An installed kqual (cmake --install): PREFIX/bin/kqual, its folders in PREFIX/share/kqual.
+      if (fs::is_directory(p / "share" / "kqual" / name, ec)) return p / "share" / "kqual" / name;
       if (p == p.parent_path()) break;
     }
     return std::nullopt;

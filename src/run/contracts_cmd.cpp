@@ -18,6 +18,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/json.hpp"
+#include "kqual/core/self.hpp"
 #include "kqual/run/cli.hpp"
 #include "kqual/run/user_paths.hpp"
 
@@ -122,9 +123,17 @@ int run_contracts(const ContractsOptions& o, const GlobalOptions& g) {
       out.push_back({{"file", f.string()}, {"kind", "declared"}, {"error", e.what()}});
     }
   }
+  // No project contracts found (a kqual binary copied away from its tree, without KQUAL_HOME): said at once.
+  const auto roots = contract::contract_roots();
+  const bool no_project = std::none_of(roots.begin(), roots.end(), [](const contract::ContractRoot& r) { return r.origin == contract::ContractOrigin::project; });
   if (g.json) {
     std::cout << out.dump(2) << "\n";
   } else {
+    if (no_project)
+      fmt::print(stderr, "kqual: no contracts/ folder found (KQUAL_HOME unset, none above {} or in a share/kqual there): only the "
+                         "built-in contracts and those of --dir are listed; install kqual with cmake --install (README) or set KQUAL_HOME "
+                         "to the repository\n",
+                 self_executable() ? self_executable()->parent_path().string() : std::string("the executable"));
     for (const auto& j : out) {
       if (j.contains("error")) {
         fmt::print("{:<20} {:<9} INVALID: {}\n", "?", "declared", j["error"].get<std::string>());
