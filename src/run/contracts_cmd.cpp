@@ -11,10 +11,13 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <string>
+#include <set>
 
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/contract/reference_host.hpp"
+#include "kqual/core/dtype.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/json.hpp"
@@ -29,7 +32,50 @@ struct ContractsOptions {
   std::vector<std::filesystem::path> dirs;
   bool verify = false;
   std::int64_t time_elements = 0;  // --time-reference
+  std::string cases;               // --cases NAME: the correctness cases that contract generates
+  std::string dtype, family;       // narrowing --cases
 };
+
+// kqual contracts --cases NAME: every correctness case the contract generates for a candidate claiming
+// everything it allows (or --dtype only), with its dims and family: the IDs `kqual check --case` takes.
+int list_cases(const ContractsOptions& o, const GlobalOptions& g) {
+  if (!o.dirs.empty()) {
+    contract::ContractSources src = contract::contract_sources();
+    src.user_dirs.insert(src.user_dirs.end(), o.dirs.begin(), o.dirs.end());
+    contract::set_contract_sources(src);
+  }
+  const contract::Contract& c = contract::resolve_contract(o.cases, std::filesystem::current_path());
+  contract::Supports wide;
+  wide.dtypes = c.dtypes();
+  if (!o.dtype.empty()) {
+    const auto t = parse_dtype(o.dtype);
+    if (!t || std::find(wide.dtypes.begin(), wide.dtypes.end(), *t) == wide.dtypes.end())
+    {
+      std::vector<std::string> has;
+      for (DType d : wide.dtypes) has.emplace_back(to_string(d));
+      throw_error(ErrorKind::usage, fmt::format("--dtype {}: contract {} has dtypes {}", o.dtype, c.name(), fmt::join(has, ", ")));
+    }
+    wide.dtypes = {*t};
+  }
+  wide.min_alignment_bytes = 1;
+  wide.max_n = contract::kUnlimited;
+  json out = json::array();
+  std::set<std::string> families;
+  for (const auto& cs : c.correctness_cases(wide, 1, false)) {
+    families.insert(cs.family);
+    if (!o.family.empty() && cs.family != o.family) continue;
+    out.push_back({{"id", cs.id}, {"dtype", to_string(cs.dtype)}, {"dims", contract::format_dims(cs.dims)}, {"family", cs.family}});
+  }
+  if (!o.family.empty() && !families.count(o.family))
+    throw_error(ErrorKind::usage, fmt::format("--family {}: contract {} has families {}", o.family, c.name(), fmt::join(families, ", ")));
+  if (g.json) {
+    std::cout << out.dump(2) << "\n";
+    return kExitPass;
+  }
+  for (const auto& j : out) fmt::print("{}\n", j["id"].get<std::string>());
+  fmt::print(stderr, "{} case(s) of {} (seed 1; a candidate's own claims narrow them; kqual check --case ID runs one)\n", out.size(), c.name());
+  return kExitPass;
+}
 
 // One case of about `elements` elements in its largest tensor (the base shape, its first given
 // axis grown), timed: inputs generated, reference evaluated (in its process), expected outputs built.
@@ -77,7 +123,13 @@ json describe(const contract::Contract& c, const std::string& kind) {
   json dtypes = json::array();
   for (DType t : c.dtypes()) dtypes.push_back(std::string(to_string(t)));
   json j{{"name", c.name()}, {"kind", kind}, {"summary", c.summary()}, {"dims", c.given_dims()}, {"dtypes", dtypes}};
-  if (auto f = contract::declared_file(c); !f.empty()) j["file"] = f.string();
+  if (auto f = contract::declared_file(c); !f.empty()) {
+    j["file"] = f.string();
+    // A manifest names a declared contract by its folder (<name>/contract.toml) or file (<name>.toml):
+    // where that differs from the name the contract gives itself, the listing says which word to use.
+    const std::string by = f.filename() == "contract.toml" ? f.parent_path().filename().string() : f.stem().string();
+    if (by != c.name()) j["named_as"] = by;
+  }
   return j;
 }
 
@@ -143,6 +195,10 @@ int run_contracts(const ContractsOptions& o, const GlobalOptions& g) {
                  j["summary"].get<std::string>(), fmt::join(j["dims"].get<std::vector<std::string>>(), ", "),
                  fmt::join(j["dtypes"].get<std::vector<std::string>>(), ", "));
       if (j.contains("file")) fmt::print("{:<31}{}\n", "", j["file"].get<std::string>());
+      if (j.contains("named_as"))
+        fmt::print("{:<31}a manifest names it contract = \"{}\" (its {}; the name it gives itself, {}, finds nothing)\n", "",
+                   j["named_as"].get<std::string>(), j["file"].get<std::string>().ends_with("contract.toml") ? "folder" : "file",
+                   j["name"].get<std::string>());
       if (j.contains("verified")) fmt::print("{:<31}{}\n", "", j["verified"].get<std::string>());
       if (j.contains("timing"))
         fmt::print("{:<31}{}: {} elements, inputs generated in {:.0f} ms, reference (Python process, float64) in {:.0f} ms\n", "",
@@ -165,7 +221,14 @@ void add_contracts_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   cmd->add_flag("--verify", opts->verify, "Run each declared contract's reference on its first case (non-triviality check included)");
   cmd->add_option("--time-reference", opts->time_elements,
                   "Time each declared contract's inputs and reference on one case of about this many elements (bench/declared-reference.sh)");
-  cmd->callback([opts, &g, exit_code] { *exit_code = run_contracts(*opts, g); });
+  cmd->add_option("--cases", opts->cases, "List the correctness cases this contract generates (the IDs kqual check --case takes)");
+  cmd->add_option("--dtype", opts->dtype, "With --cases: only this dtype's");
+  cmd->add_option("--family", opts->family, "With --cases: only this value family's");
+  cmd->callback([opts, &g, exit_code] {
+    if (opts->cases.empty() && (!opts->dtype.empty() || !opts->family.empty()))
+      throw_error(ErrorKind::usage, "--dtype and --family narrow --cases NAME: give the contract whose cases to list");
+    *exit_code = opts->cases.empty() ? run_contracts(*opts, g) : list_cases(*opts, g);
+  });
 }
 
 }  // namespace kqual::run

@@ -146,5 +146,44 @@ TEST(ContractSourcesCli, VerifySaysEachContractAsItEnds) {
   EXPECT_EQ(q.output.find("kqual contracts: verified"), std::string::npos) << q.output;
 }
 
+
+TEST(ContractSourcesCli, AListedContractSaysTheWordAManifestNamesItBy) {
+  // A folder silu/ whose contract calls itself swish: found by its folder, and the listing says so.
+  ScratchDir tmp("kqual-named-as");
+  const fs::path mine = tmp.path() / "mine";
+  fs::create_directories(mine / "silu");
+  fs::copy(test::repo_root() / "contracts/gelu", mine / "silu", fs::copy_options::recursive);
+  write_file_atomic(mine / "silu/contract.toml", std::regex_replace(read_text_file(mine / "silu/contract.toml"),
+                                                                    std::regex("name = \"gelu\""), std::string("name = \"swish\"")));
+  const auto r = test::run(test::kq() + " contracts --dir " + test::quote(mine));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("a manifest names it contract = \"silu\" (its folder; the name it gives itself, swish, finds nothing)"),
+            std::string::npos)
+      << r.output;
+  const auto j = test::run(test::kq() + " contracts --json --dir " + test::quote(mine));
+  EXPECT_NE(j.output.find("\"named_as\": \"silu\""), std::string::npos) << j.output;
+}
+
+
+TEST(ContractSourcesCli, ContractsListsTheCasesAContractGenerates) {
+  const auto all = test::run(test::kq() + " contracts --cases residual_add_relu 2>/dev/null");
+  const auto f32 = test::run(test::kq() + " contracts --cases residual_add_relu --dtype f32 --family normal 2>/dev/null");
+  EXPECT_EQ(all.exit_code, 0) << all.output;
+  EXPECT_EQ(f32.exit_code, 0) << f32.output;
+  std::size_t lines = 0;
+  for (std::size_t at = 0; (at = f32.output.find('\n', at)) != std::string::npos; ++at) ++lines;
+  EXPECT_GE(lines, 3u) << f32.output;
+  EXPECT_EQ(f32.output.find("bf16"), std::string::npos) << f32.output;
+  EXPECT_NE(all.output.find("bf16"), std::string::npos) << all.output;
+  EXPECT_LT(f32.output.size(), all.output.size());
+  const auto j = test::run(test::kq() + " contracts --json --cases residual_add_relu --dtype f32");
+  EXPECT_NE(j.output.find("\"family\": \"normal\""), std::string::npos) << j.output;
+  const auto fam = test::run(test::kq() + " contracts --cases residual_add_relu --family nope");
+  EXPECT_EQ(fam.exit_code, 2) << fam.output;
+  EXPECT_NE(fam.output.find("--family nope: contract residual_add_relu has families"), std::string::npos) << fam.output;
+  EXPECT_EQ(test::run(test::kq() + " contracts --dtype f32").exit_code, 2);
+  EXPECT_EQ(test::run(test::kq() + " contracts --cases no_such_contract").exit_code, 2);
+}
+
 }  // namespace
 }  // namespace kqual
