@@ -102,7 +102,7 @@ std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
     for (AddCommand add : {add_worker_command, add_inspect_command, add_import_triton_command, add_model_commands,
                            add_startup_command, add_report_command, add_decide_command, add_contracts_command,
                            add_import_definition_command, add_slurm_command, add_import_kernelbench_command,
-                           add_replay_command})
+                           add_replay_command, add_judge_command})
       add(*app, s.g, &s.exit_code);
   }
   json_flag_everywhere(*app, s.g);

@@ -185,5 +185,34 @@ TEST(ContractSourcesCli, ContractsListsTheCasesAContractGenerates) {
   EXPECT_EQ(test::run(test::kq() + " contracts --cases no_such_contract").exit_code, 2);
 }
 
+
+TEST(ContractSourcesCli, JudgeJudgesOutputsComputedElsewhereOnTheCpu) {
+  ScratchDir tmp("kqual-judge");
+  const std::string id = "f32/n=3/normal";  // kqual contracts --cases residual_add_relu --dtype f32 lists it
+  const auto in = test::run(test::kq() + " judge residual_add_relu --case " + id + " --write-inputs " + test::quote(tmp.path() / "in"));
+  ASSERT_EQ(in.exit_code, 0) << in.output;
+  for (const char* f : {"x.npy", "x.bin", "r.npy", "r.bin", "reference_y.npy", "reference_y.bin"}) EXPECT_TRUE(fs::exists(tmp.path() / "in" / f)) << f;
+  // The reference's own bytes are right; one element changed is wrong (exit 1, the element named).
+  std::string y = read_text_file(tmp.path() / "in/reference_y.bin");
+  ASSERT_EQ(y.size(), 12u);
+  write_file_atomic(tmp.path() / "y.bin", y);
+  const auto right = test::run(test::kq() + " judge residual_add_relu --case " + id + " " + test::quote(tmp.path() / "y.bin"));
+  EXPECT_EQ(right.exit_code, 0) << right.output;
+  EXPECT_NE(right.output.find("y: right"), std::string::npos) << right.output;
+  const float one = 7.5f;
+  y.replace(4, 4, reinterpret_cast<const char*>(&one), 4);
+  write_file_atomic(tmp.path() / "bad.bin", y);
+  const auto wrong = test::run(test::kq() + " judge residual_add_relu --case " + id + " " + test::quote(tmp.path() / "bad.bin"));
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.output;
+  EXPECT_NE(wrong.output.find("y[1]"), std::string::npos) << wrong.output;
+  // The .npy the command wrote is read as the case's output too; a file of another size, or an unknown case, is exit 2.
+  EXPECT_EQ(test::run(test::kq() + " judge residual_add_relu --case " + id + " " + test::quote(tmp.path() / "in/reference_y.npy")).exit_code, 0);
+  write_file_atomic(tmp.path() / "short.bin", y.substr(0, 8));
+  const auto sized = test::run(test::kq() + " judge residual_add_relu --case " + id + " " + test::quote(tmp.path() / "short.bin"));
+  EXPECT_EQ(sized.exit_code, 2) << sized.output;
+  EXPECT_NE(sized.output.find("8 bytes of data, output 'y' of this case has 12"), std::string::npos) << sized.output;
+  EXPECT_EQ(test::run(test::kq() + " judge residual_add_relu --case no/such/case " + test::quote(tmp.path() / "y.bin")).exit_code, 2);
+}
+
 }  // namespace
 }  // namespace kqual

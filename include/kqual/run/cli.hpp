@@ -108,5 +108,6 @@ void add_slurm_command(CLI::App& app, GlobalOptions& g, int* exit_code);      //
 void add_contracts_command(CLI::App& app, GlobalOptions& g, int* exit_code);  // contracts: built-in and declared
 void add_import_definition_command(CLI::App& app, GlobalOptions& g, int* exit_code);  // Definition JSON -> declared contract
 void add_replay_command(CLI::App& app, GlobalOptions& g, int* exit_code);     // replay RESULTS.json: a failing case as a reproducer folder
+void add_judge_command(CLI::App& app, GlobalOptions& g, int* exit_code);      // judge CONTRACT --case ID OUTPUT...: outputs computed elsewhere
 
 }  // namespace kqual::run
