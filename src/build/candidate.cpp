@@ -261,6 +261,8 @@ BuiltCandidate build_candidate(const Manifest& m, const std::string& arch, const
   }
   const cuda::NvrtcResult r = compile_with_nvrtc(m, arch);
   record_nvrtc(b, m, r);
+  if (std::string bad = launch_argument_problem(m, b.lowered, std::span<const std::uint8_t>(r.image.data(), r.image.size())); !bad.empty())
+    throw Error(ErrorKind::input, std::move(bad));
   b.image_sha256 = sha256_hex(r.image.data(), r.image.size());
   b.image_bytes = r.image.size();
   fs::create_directories(out_dir);  // every path builds into a folder it makes (the screen's timer names one per baseline)

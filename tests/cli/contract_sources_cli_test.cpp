@@ -214,5 +214,20 @@ TEST(ContractSourcesCli, JudgeJudgesOutputsComputedElsewhereOnTheCpu) {
   EXPECT_EQ(test::run(test::kq() + " judge residual_add_relu --case no/such/case " + test::quote(tmp.path() / "y.bin")).exit_code, 2);
 }
 
+
+TEST(ContractSourcesCli, ALaunchWhoseArgumentsDisagreeWithTheCompiledKernelIsRefused) {
+  // The kernel takes long long n; the manifest passes n:i32: the static phase names both lists (exit 2).
+  ScratchDir tmp("kqual-launch-params");
+  const fs::path c = tmp.path() / "cand";
+  fs::copy(test::repo_root() / "candidates/residual_add_relu/good", c, fs::copy_options::recursive);
+  write_file_atomic(c / "kqual.toml", std::regex_replace(read_text_file(c / "kqual.toml"), std::regex("\"n:i64\""), "\"n:i32\""));
+  const auto r = test::run(test::kq() + " check " + test::quote(c) + " --no-gpu --out " + test::quote(tmp.path() / "out"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("the manifest passes 4 argument(s) [x (8 B), r (8 B), y (8 B), n:i32 (4 B)], the compiled kernel takes 4 "
+                          "parameter(s) of [8 B, 8 B, 8 B, 8 B] bytes"),
+            std::string::npos)
+      << r.output;
+}
+
 }  // namespace
 }  // namespace kqual

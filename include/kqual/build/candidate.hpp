@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,5 +54,12 @@ cuda::NvrtcResult compile_with_nvrtc(const Manifest& m, const std::string& arch)
 // What an NVRTC compile says about the candidate: lowered kernel names, source hash, compiler,
 // options, log and compile time (the image fields are the caller's).
 void record_nvrtc(BuiltCandidate& b, const Manifest& m, const cuda::NvrtcResult& r);
+
+// The manifest's launch arguments against the compiled kernels' parameter sizes in `cubin` (lowered:
+// C++ name to symbol): "" when every launch of every claimed dtype passes as many arguments as its
+// kernel takes, each of the parameter's size (or the cubin records none); else what differs
+// (src/build/launch_params.cpp). build_candidate refuses such a candidate (Error input).
+std::string launch_argument_problem(const Manifest& m, const std::map<std::string, std::string>& lowered,
+                                    std::span<const std::uint8_t> cubin);
 
 }  // namespace kqual::build
