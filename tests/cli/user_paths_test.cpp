@@ -64,6 +64,8 @@ const std::vector<PathCase>& missing_input_cases() {
       {"import-kernelbench {file} --capture {m} --out {o}", "--capture"},
       {"replay {m} --out {o}", "results"},
       {"replay {file} --out {o} --contracts {m}", "--contracts"},
+      {"judge residual_add_relu --case f32/n=3/normal {m}", "outputs"},
+      {"judge residual_add_relu --case f32/n=3/normal --contracts {m}", "--contracts"},
   };
   return c;
 }
