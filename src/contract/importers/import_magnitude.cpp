@@ -2,7 +2,7 @@
 // (import_common.hpp): the reference recomputed on the inputs' (and parameters') absolute values, as
 // kqual's declared contracts do with magnitude = "abs_inputs". A GEMM or convolution whose terms cancel
 // is only as exact as the terms are large, so a bound relative to |result| fails correct kernels
-// (issue 51: 2-6x the bound on values near 1e10). Only where forward sums (a product's contraction or a
+// (real solutions failed by 2-6x such a bound on values near 1e10). Only where forward sums (a product's contraction or a
 // reduction) and every operator it runs keeps the reference on |inputs| a bound on the terms'
 // magnitude: an exp (or another operator that grows faster than its argument) after the sum would
 // make that reference astronomically larger than any error, and so admit anything.
