@@ -31,6 +31,12 @@ std::uint32_t generated_bits(std::uint64_t seed, int stream, std::uint64_t i, DT
       const std::uint32_t mantissa = std::uint32_t(z >> 20) & 0x7Fu;
       return sign | (exponent << 7) | mantissa;
     }
+    case DType::f16: {
+      const std::uint32_t sign = std::uint32_t(z >> 63) << 15;
+      const std::uint32_t exponent = 8u + std::uint32_t((z >> 40) % 7u);  // 2^-7 .. 2^-1
+      const std::uint32_t mantissa = std::uint32_t(z >> 20) & 0x3FFu;
+      return sign | (exponent << 10) | mantissa;
+    }
     case DType::i32: return std::uint32_t(z >> 32);
     default: break;
   }
@@ -42,6 +48,7 @@ int generated_dtype_code(DType t) {
     case DType::f32: return 0;
     case DType::bf16: return 1;
     case DType::i32: return 2;
+    case DType::f16: return 3;
     default: break;
   }
   throw_error(ErrorKind::internal, fmt::format("no generated values for dtype {}", to_string(t)));
@@ -65,6 +72,11 @@ extern "C" __global__ void kqual_generate(void* p, unsigned long long n, unsigne
       unsigned int exponent = 120u + (unsigned int)((z >> 40) % 7u);
       unsigned int mantissa = (unsigned int)(z >> 20) & 0x7Fu;
       ((unsigned short*)p)[i] = (unsigned short)(sign | (exponent << 7) | mantissa);
+    } else if (dtype == 3) {
+      unsigned int sign = (unsigned int)(z >> 63) << 15;
+      unsigned int exponent = 8u + (unsigned int)((z >> 40) % 7u);
+      unsigned int mantissa = (unsigned int)(z >> 20) & 0x3FFu;
+      ((unsigned short*)p)[i] = (unsigned short)(sign | (exponent << 10) | mantissa);
     } else {
       ((unsigned int*)p)[i] = (unsigned int)(z >> 32);
     }
@@ -175,7 +187,7 @@ bool Contract::inputs_generatable(const CaseSpec& spec) const {
   for (const auto& t : tensors()) {
     if (t.role != Role::input) continue;
     const DType d = tensor_dtype(t.name, spec.dtype);
-    if (d != DType::f32 && d != DType::bf16 && d != DType::i32) return false;
+    if (d != DType::f32 && d != DType::bf16 && d != DType::f16 && d != DType::i32) return false;
   }
   return true;
 }

@@ -475,9 +475,9 @@ TEST(DeclaredF16Mask, PoliciesNameTheFrameworkTheyFollow) {
             std::string::npos);
 }
 
-// Both contracts' axes stop at 2^31 elements (the device generator makes no f16 or bool inputs, so no
-// case past it could check a claim there): their policies list no shapes past 2^31 as not run, where
-// a contract reaching past 2^31 without [index_cases] (rmsnorm_strided) still does.
+// Both contracts' axes stop at 2^31 elements (declared contracts take no f16 or bool inputs from the
+// device generator, so no case past it could check a claim there): their policies list no shapes past
+// 2^31 as not run, where a contract reaching past 2^31 without [index_cases] (rmsnorm_strided) still does.
 TEST(DeclaredF16Mask, NoShapesPast2To31AreListedWhereTheAxesStopBelow) {
   for (const char* name : {"layernorm_f16", "masked_softmax"}) {
     const Contract& c = load_declared_contract(kF16MaskRepo / "contracts" / name);

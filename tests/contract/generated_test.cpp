@@ -11,6 +11,7 @@
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/generated.hpp"
 #include "kqual/contract/reference_host.hpp"
+#include "kqual/core/narrow_float.hpp"
 
 namespace kqual::contract {
 namespace {
@@ -41,6 +42,29 @@ TEST(Generated, ValuesAreFiniteInRangeAndDependOnSeedStreamAndIndex) {
   EXPECT_NE(generated_bits(7, 0, 123, DType::f32), generated_bits(7, 1, 123, DType::f32));
   EXPECT_NE(generated_bits(7, 0, (std::uint64_t(1) << 32) + 5, DType::f32), generated_bits(7, 0, 5, DType::f32));
   EXPECT_NE(std::string(generated_kernel_source()).find("kqual_generate"), std::string::npos);
+}
+
+// f16 (timed inputs): a finite f16 of magnitude in [2^-7, 1), both signs and every mantissa bit in use.
+TEST(Generated, F16ValuesAreFiniteHalvesOfModestMagnitudeWithEveryMantissa) {
+  std::set<std::uint32_t> mantissas, exponents;
+  int negative = 0;
+  for (std::uint64_t i = 0; i < 20000; ++i) {
+    const std::uint32_t b = generated_bits(7, 2, i, DType::f16);
+    ASSERT_LT(b, 0x10000u) << "an f16 has 16 bits";
+    const double v = decode_narrow(kF16, std::uint16_t(b));
+    ASSERT_TRUE(std::isfinite(v)) << b;
+    ASSERT_GE(std::fabs(v), 0x1p-7) << b;
+    ASSERT_LT(std::fabs(v), 1.0) << b;
+    negative += v < 0;
+    mantissas.insert(b & 0x3FFu);
+    exponents.insert((b >> 10) & 0x1Fu);
+  }
+  EXPECT_EQ(mantissas.size(), 1024u);
+  EXPECT_EQ(exponents, (std::set<std::uint32_t>{8, 9, 10, 11, 12, 13, 14}));
+  EXPECT_GT(negative, 9000);
+  EXPECT_LT(negative, 11000);
+  EXPECT_EQ(generated_dtype_code(DType::f16), 3);
+  EXPECT_NE(std::string(generated_kernel_source()).find("dtype == 3"), std::string::npos);
 }
 
 TEST(Generated, WindowsCoverHeadTailAndBothSidesOfTheWrapPoints) {

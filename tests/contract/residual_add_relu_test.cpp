@@ -254,6 +254,31 @@ TEST(ResidualAddReluDeviceReference, LargeCasesAreGeneratedAndHaveACompilingRefe
   EXPECT_EQ(large, 3);  // 2^27+5 in f32 and bf16, 2^29+7 in f32
 }
 
+// f16's timed inputs come from the device generator (at 2^28 elements the CPU spent minutes making
+// and checking them): the f16 reference kernel is there for them, and it compiles.
+TEST(ResidualAddReluDeviceReference, TimedF16InputsAreGeneratedAndHaveACompilingReference) {
+  const Contract& c = find_contract("residual_add_relu");
+  CaseSpec spec;
+  spec.dtype = DType::f16;
+  spec.dims = {{"n", std::int64_t(1) << 28}};
+  spec.family = kGeneratedFamily;
+  spec.id = "f16/n=268435456/fresh";
+  EXPECT_TRUE(c.inputs_generatable(spec));
+  const auto g = c.device_reference(spec);
+  ASSERT_TRUE(g);
+  ASSERT_EQ(g->launches.size(), 1u);
+  EXPECT_EQ(g->launches[0].kernel, "kqual_ref_add_relu_f16");
+  ASSERT_EQ(g->raw_outputs.size(), 1u);
+  EXPECT_EQ(g->raw_outputs[0].dtype, DType::f16);
+  cuda::NvrtcRequest req;
+  req.source = g->source;
+  req.source_name = "residual_add_relu_reference.cu";
+  req.arch = "sm_90";
+  EXPECT_TRUE(cuda::nvrtc_compile(req).is_cubin);
+  spec.family = "uniform";
+  EXPECT_FALSE(c.device_reference(spec)) << "only generated inputs are checked on the device";
+}
+
 }  // namespace
 }  // namespace kqual::contract
 

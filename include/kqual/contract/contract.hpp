@@ -176,9 +176,9 @@ class Contract {
   // cases are checked in windows instead (index_case_windows).
   virtual std::optional<GpuReference> device_reference(const CaseSpec& /*spec*/) const { return std::nullopt; }
   // Timed inputs may be generated on the device (fresh values for every timed launch):
-  // any values the generator makes (contract/generated.hpp: f32 in [-1, 1), bf16 of magnitude in
-  // [2^-7, 1), i32 any) are valid inputs of `spec`'s dtype and dims. By default: every input is
-  // f32, bf16 or i32. A contract whose inputs need structure (indices, offsets) says false.
+  // any values the generator makes (contract/generated.hpp: f32 in [-1, 1), bf16 and f16 of
+  // magnitude in [2^-7, 1), i32 any) are valid inputs of `spec`'s dtype and dims. By default: every
+  // input is f32, bf16, f16 or i32. A contract whose inputs need structure (indices, offsets) says false.
   virtual bool inputs_generatable(const CaseSpec& spec) const;
   // The window of output `tensor`, elements [begin, begin + count), with the inputs it depends on
   // (a chunk whose hash differs is explained on the CPU through it). nullopt: not expressible.

@@ -27,11 +27,11 @@ class Contract;
 inline constexpr const char* kGeneratedFamily = "counter";
 
 // The bits of element i of input stream `stream` (the tensor's position among the contract's
-// inputs) for dtype t: f32 a multiple of 2^-23 in [-1, 1); bf16 a value of magnitude in [2^-7, 1)
-// with either sign; i32 any value. The CUDA source below computes exactly the same.
+// inputs) for dtype t: f32 a multiple of 2^-23 in [-1, 1); bf16 and f16 a value of magnitude in
+// [2^-7, 1) with either sign (every mantissa); i32 any value. The CUDA source below computes exactly the same.
 std::uint32_t generated_bits(std::uint64_t seed, int stream, std::uint64_t i, DType t);
 // extern "C" __global__ void kqual_generate(void* p, unsigned long long n, unsigned long long seed, int stream, int dtype)
-// with dtype 0 = f32, 1 = bf16, 2 = i32.
+// with dtype 0 = f32, 1 = bf16, 2 = i32, 3 = f16.
 const char* generated_kernel_source();
 int generated_dtype_code(DType t);
 

@@ -108,7 +108,7 @@ class ResidualAddRelu final : public builtin::FixedRuleContract {
         // overflow). Generated on the device and verified there against device_reference (made on
         // the CPU, the 2^29+7 case cost 46 s of files and CPU reference).
         for (std::int64_t n : {(std::int64_t(1) << 27) + 5, (std::int64_t(1) << 29) + 7}) {
-          // f16: the device generator makes no f16 values (builtin::kNoGeneratedF16).
+          // f16: no generated case asked for yet (builtin::kNoGeneratedF16).
           if (t == DType::f16 || n > cand.max_n || (t != DType::f32 && n > (std::int64_t(1) << 28))) continue;
           CaseSpec c;
           c.dtype = t;
@@ -167,11 +167,13 @@ class ResidualAddRelu final : public builtin::FixedRuleContract {
     return w;
   }
 
-  // The same policy as ref_f32 / ref_bf16, in CUDA: the sum in f64 rounded once to f32, relu with
-  // NaN kept, bf16 rounded to nearest even from that f32. 64-bit indices, one element per thread
-  // per grid-stride step: nothing clever, so that it is easy to trust.
+  // The same policy as ref_f32 / ref_bf16 / ref_f16, in CUDA: the sum in f64 rounded once to f32,
+  // relu with NaN kept, bf16 rounded to nearest even from that f32; f16's exact sum rounded once to
+  // f16 after relu (decoded and encoded from the bits: no cuda_fp16.h). 64-bit indices, one element
+  // per thread per grid-stride step: nothing clever, so that it is easy to trust.
   std::optional<GpuReference> device_reference(const CaseSpec& spec) const override {
-    if (spec.family != kGeneratedFamily || (spec.dtype != DType::f32 && spec.dtype != DType::bf16)) return std::nullopt;
+    if (spec.family != kGeneratedFamily) return std::nullopt;
+    if (spec.dtype != DType::f32 && spec.dtype != DType::bf16 && spec.dtype != DType::f16) return std::nullopt;
     GpuReference g;
     g.source = R"CUDA(
 __device__ float kqual_relu_policy(float s) { return s != s ? s : (s > 0.0f ? s : 0.0f); }
@@ -192,10 +194,40 @@ extern "C" __global__ void kqual_ref_add_relu_bf16(const unsigned short* x, cons
     y[i] = (unsigned short)(u >> 16);
   }
 }
+__device__ double kqual_f16_decode(unsigned h) {
+  const unsigned e = (h >> 10) & 0x1Fu, f = h & 0x3FFu;
+  const double sign = (h & 0x8000u) ? -1.0 : 1.0;
+  if (e == 0x1Fu) return f ? __longlong_as_double(0x7FF8000000000000ll) : sign * __longlong_as_double(0x7FF0000000000000ll);
+  return e ? sign * ldexp((double)(f | 0x400u), (int)e - 25) : sign * ldexp((double)f, -24);
+}
+// Round to nearest even, once: subnormals, overflow to Inf (65520 and up) and NaN included.
+__device__ unsigned short kqual_f16_encode(double s) {
+  const unsigned short sign = (__double_as_longlong(s) < 0) ? 0x8000u : 0u;
+  if (s != s) return (unsigned short)(sign | 0x7E00u);
+  const double a = fabs(s);
+  if (a >= 65520.0) return (unsigned short)(sign | 0x7C00u);
+  if (a < ldexp(1.0, -14)) return (unsigned short)(sign | (unsigned)rint(a * ldexp(1.0, 24)));  // 1024 is the least normal
+  int e;
+  frexp(a, &e);                                      // a in [2^(e-1), 2^e)
+  double q = rint(ldexp(a, 11 - e));                 // [1024, 2048]
+  if (q == 2048.0) { q = 1024.0; ++e; }
+  if (e - 1 + 15 >= 31) return (unsigned short)(sign | 0x7C00u);
+  return (unsigned short)(sign | ((unsigned)(e - 1 + 15) << 10) | ((unsigned)q - 1024u));
+}
+extern "C" __global__ void kqual_ref_add_relu_f16(const unsigned short* x, const unsigned short* r, unsigned short* y,
+                                                  unsigned long long n) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    const double s = kqual_f16_decode(x[i]) + kqual_f16_decode(r[i]);   // exact: both are f16
+    y[i] = kqual_f16_encode(s != s ? s : (s > 0.0 ? s : 0.0));
+  }
+}
 )CUDA";
     const std::int64_t n = spec.dim("n");
     GpuLaunch l;
-    l.kernel = spec.dtype == DType::f32 ? "kqual_ref_add_relu_f32" : "kqual_ref_add_relu_bf16";
+    l.kernel = spec.dtype == DType::f32    ? "kqual_ref_add_relu_f32"
+               : spec.dtype == DType::bf16 ? "kqual_ref_add_relu_bf16"
+                                           : "kqual_ref_add_relu_f16";
     l.grid[0] = std::min<std::int64_t>((n + 255) / 256, 132 * 32);
     l.block[0] = 256;
     l.args = {{"x"}, {"r"}, {"y"}, {"", n, 8}};

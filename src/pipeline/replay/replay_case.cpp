@@ -97,7 +97,7 @@ json describe_generated(const contract::Contract& c, const contract::CaseSpec& s
   return json{{"generator", "kqual_generate (include/kqual/contract/generated.hpp)"},
               {"seed", spec.seed},
               {"element", "input element i of stream s is generated_bits(seed, s, i, dtype): f32 a multiple of 2^-23 in [-1, 1), "
-                          "bf16 of magnitude in [2^-7, 1) with either sign, i32 any value; the same on the device and on the CPU"},
+                          "bf16 and f16 of magnitude in [2^-7, 1) with either sign, i32 any value; the same on the device and on the CPU"},
               {"inputs", inputs},
               {"outputs", outputs},
               {"windows_checked", windows},
