@@ -66,7 +66,8 @@ class ExclusiveScan final : public builtin::DescribedContract {
            "preserved (y[1] = x[0] exactly). NaN never matches a number: after a NaN, or after both +Inf and -Inf, "
            "every later y is NaN; after +Inf alone every later y is +Inf. Run to run: i32 must be bitwise "
            "reproducible; f32 need not be (look-back scans vary the order), but two runs must each be within the "
-           "bound and differ by no more than it.";
+           "bound of the reference; their difference is reported, never failed (two runs within the bound may differ "
+           "by up to twice it).";
   }
 
   // i32 (exact, wrapping): n just past 2^31, and past 2^32 when the claim reaches it. f32 has no

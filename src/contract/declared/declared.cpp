@@ -101,7 +101,8 @@ std::string DeclaredContract::numerical_policy() const {
     if (t.role == Role::output) parts.push_back(model_text(t));
   parts.push_back(s_.deterministic ? "Run to run: two runs must agree bitwise."
                                    : "Run to run: bitwise reproducibility is not required; two runs must each be within "
-                                     "the bound and differ by no more than it.");
+                                     "the bound of the reference; their difference is reported, never failed (two "
+                                     "runs within the bound may differ by up to twice it).");
   std::string precision = s_.reference.precision.empty() ? std::string("float64") : s_.reference.precision;
   {
     std::lock_guard<std::mutex> lock(reference_note_mu_);
