@@ -89,5 +89,47 @@ TEST(ScreenDevice, TheTimingTierRanksTheAcceptedAndRejectsATimedCheat) {
   fs::remove_all(out);
 }
 
+
+// A timed screen resumed: unchanged, the journaled verdict is reused; after a baseline's source
+// changed, the candidate is checked and timed again (the baselines' content is in the key under --timing).
+TEST(ScreenDevice, ATimedScreenResumedAfterItsBaselinesChangedTimesAgain) {
+  if (!cuda::driver_available()) GTEST_SKIP() << "no GPU: " << cuda::driver_unavailable_reason();
+  const fs::path root = fs::temp_directory_path() / "kqual-screen-resume-device-test";
+  fs::remove_all(root);
+  const fs::path rar = test::repo_root() / "candidates/residual_add_relu";
+  const fs::path bl = root / "baselines";
+  fs::create_directories(bl / "residual_add_relu");
+  fs::copy(test::repo_root() / "baselines/residual_add_relu/eager", bl / "residual_add_relu/resume_eager", fs::copy_options::recursive);
+  {  // named apart from the project's own eager baseline, which is timed too
+    const fs::path m = bl / "residual_add_relu/resume_eager/kqual.toml";
+    std::ifstream in(m);
+    std::string toml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    toml.replace(toml.find("name = \"eager\""), std::string("name = \"eager\"").size(), "name = \"resume_eager\"");
+    std::ofstream(m, std::ios::trunc) << toml;
+  }
+  const fs::path out = root / "out";
+  auto screen = [&] {
+    auto r = test::run(test::quote(test::kqual_exe()) + " screen --timing --no-large-cases --no-sanitizer-pass --shape 1048576 --baselines " +
+                       test::quote(bl) + " " + test::quote(rar / "good") + " --out " + test::quote(out));
+    EXPECT_TRUE(fs::exists(out / "results.json")) << r.output;
+    const json res = json::parse(std::ifstream(out / "results.json"));
+    EXPECT_TRUE(res["device_present"].get<bool>()) << r.output;
+    EXPECT_EQ(res["verdicts"].size(), 1u) << r.output;
+    return res["verdicts"].at(0);
+  };
+  const json first = screen();
+  EXPECT_EQ(first["verdict"], "accepted") << first.dump(2);
+  EXPECT_FALSE(first.value("resumed", true)) << first.dump(2);
+  ASSERT_TRUE(first.contains("speed")) << first.dump(2);
+  const json again = screen();
+  EXPECT_TRUE(again.value("resumed", false)) << "nothing changed: the journaled verdict answers\n" << again.dump(2);
+  std::ofstream(bl / "residual_add_relu/resume_eager/kernel.cu", std::ios::app) << "\n// the baseline edited\n";
+  const json after = screen();
+  EXPECT_FALSE(after.value("resumed", true)) << "a baseline changed: timed again\n" << after.dump(2);
+  EXPECT_EQ(after["verdict"], "accepted") << after.dump(2);
+  EXPECT_TRUE(after.contains("speed")) << after.dump(2);
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace kqual
