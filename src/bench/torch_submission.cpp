@@ -327,12 +327,7 @@ fs::path submission_build_dir(const TorchSubmission& s) {
     if (e.is_regular_file() && e.path().extension() == ".py") beside.push_back(e.path());
   std::sort(beside.begin(), beside.end());
   for (const auto& p : beside) key += "\n" + p.filename().string() + "\n" + read_text_file(p);
-  fs::path root;
-  if (const char* c = std::getenv("KQUAL_CACHE_DIR"); c && *c) root = c;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) root = fs::path(x) / "kqual";
-  else if (const char* h = std::getenv("HOME"); h && *h) root = fs::path(h) / ".cache" / "kqual";
-  else root = fs::temp_directory_path() / "kqual-cache";
-  return root / "torch_extensions" / sha256_hex(key).substr(0, 24);
+  return kqual_cache_dir() / "torch_extensions" / sha256_hex(key).substr(0, 24);
 }
 
 std::unique_ptr<TorchWorker> start_submission_worker(const contract::Contract& c, const TorchSubmission& s, const SubmissionCheckOptions& o,

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -164,4 +165,11 @@ void advise_huge_pages(void* p, std::size_t bytes) {
   const std::uintptr_t e = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~std::uintptr_t(0x1FFFFF);
   if (e > b) (void)madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);
 }
+std::filesystem::path kqual_cache_dir() {
+  if (const char* c = std::getenv("KQUAL_CACHE_DIR"); c && *c) return c;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "kqual";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache" / "kqual";
+  return std::filesystem::temp_directory_path() / "kqual-cache";
+}
+
 }  // namespace kqual

@@ -15,6 +15,7 @@
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/decision/profile.hpp"
 #include "kqual/decision/qualify.hpp"
+#include "kqual/pipeline/baseline_reuse.hpp"
 #include "kqual/pipeline/phases.hpp"
 #include "kqual/pipeline/stages.hpp"
 #include "kqual/report/memo.hpp"
@@ -245,9 +246,23 @@ void qualify_check(QualifyGpuRun& q) {
   small.check.include_large = false;
   small.check.sanitizer_pass = false;
   small.check.only_case.clear();
+  // An accepted verdict kept for the same baseline, contract, kqual, NVRTC, GPU and options is reused
+  // (baseline_reuse.hpp); the seed is not in the key: a baseline is kqual's trusted kernel.
+  const BaselineVerdicts kept(kqual_cache_dir() / "baseline-correctness", q.s.device().device,
+                              json{{"large_cases", small.check.include_large}, {"sanitizer_pass", small.check.sanitizer_pass},
+                                   {"all_cases", small.check.all_cases}});
   for (auto& b : q.baselines) {
+    const std::string key = kept.key(b.manifest.dir, "");  // "": the manifest's own contract
+    if (!o.recheck_baselines)
+      if (std::optional<json> was = kept.find(key)) {
+        q.say(fmt::format("correctness: baseline {} accepted when checked at {}; reused (same content, contract, kqual, NVRTC, "
+                          "GPU and options)", b.manifest.name, (*was)["reused"].value("checked_at", std::string("?"))));
+        bc.push_back(std::move(*was));
+        continue;
+      }
     q.say("correctness: baseline " + b.manifest.name);
     bc.push_back(check_one(q.s, b, small).report->to_json(false));
+    kept.keep(key, bc.back());
   }
   q.r.baselines_correctness = std::move(bc);
 }

@@ -230,8 +230,12 @@ void append_memo_correctness_evidence(std::ostringstream& m, const QualifyResult
   append_memo_cases_not_run(m, k);
   if (r.baselines_correctness)
     for (const auto& b : *r.baselines_correctness)
-      m << fmt::format("Baseline `{}`: {} ({} of {} cases passed).\n", str(b, "candidate"), str(b, "verdict"),
-                       b.value("passed", 0), b.value("cases", 0));
+      m << fmt::format("Baseline `{}`: {} ({} of {} cases passed{}).\n", str(b, "candidate"), str(b, "verdict"),
+                       b.value("passed", 0), b.value("cases", 0),
+                       b.contains("reused") ? fmt::format("; checked at {} and reused: the same baseline, contract, kqual, "
+                                                          "NVRTC, GPU and options; --recheck-baselines checks it again",
+                                                          b["reused"].value("checked_at", std::string("?")))
+                                            : std::string());
   m << "\n";
 }
 

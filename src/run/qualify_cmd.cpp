@@ -126,6 +126,11 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
     add_common(cmd, o, g);
     add_contract_source_options(cmd, o.sources);
     if (timing) add_baseline_option(cmd, o.baseline_dirs);
+    if (correctness && timing)
+      cmd->add_flag("--recheck-baselines", o.recheck_baselines,
+                    "--recheck-baselines: check every baseline's correctness again, even where an accepted verdict is kept "
+                    "for the same baseline, contract, kqual, NVRTC, GPU and options (kept in $KQUAL_CACHE_DIR, else "
+                    "~/.cache/kqual; docs/qualify.md)");
     if (!timing)
       cmd->add_option("--case", o.only_case,
                       "Run only the case with this id (as results.json names it, e.g. f32/n=1025/normal), generated under "

@@ -33,6 +33,10 @@ class MappedFile {
 // items dropped: "a::b:" gives a, b.
 std::vector<std::string> split_path_list(std::string_view list);
 
+// Where kqual keeps what it may reuse across runs (extension builds, baselines' verdicts):
+// $KQUAL_CACHE_DIR, else $XDG_CACHE_HOME/kqual, else ~/.cache/kqual, else a folder in the temp dir.
+std::filesystem::path kqual_cache_dir();
+
 void write_file(const std::filesystem::path& p, const void* data, std::size_t bytes);
 // Write to <p>.tmp then rename, so a crash never leaves a half-written result behind.
 void write_file_atomic(const std::filesystem::path& p, const std::string& text);

@@ -27,6 +27,7 @@ struct QualifyOptions {
   bool all_cases = false;                 // run every case after the first failure (check::CheckOptions::all_cases)
   std::string only_case;                  // --case ID (kqual check): only this case, found under `seed` (check::CheckOptions::only_case)
   bool sanitizer_pass = true;             // small passed cases again under compute-sanitizer memcheck + racecheck
+  bool recheck_baselines = false;         // check every baseline again, whatever verdict is kept (baseline_reuse.hpp)
   std::vector<std::string> shapes;        // benchmark shapes, "4096" or "m=..,n=..,k=.." (default: the contract's)
   std::string dtype;                      // benchmark dtype; "": the first dtype the candidate claims
   int rounds = 3;
