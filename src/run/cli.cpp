@@ -83,11 +83,42 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
 
 }  // namespace
 
+namespace {
+
+// Help as a careful CLI gives it: CLI11 prints a negatable flag's stored value beside its name
+// ("--gpu,--no-gpu{false}"; the option's own text already says what each spelling does) and a
+// positional's count as "(1x)".
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, is_positional);
+    for (std::size_t open = name.find('{'); open != std::string::npos; open = name.find('{', open)) {
+      const std::size_t close = name.find('}', open);
+      if (close == std::string::npos) break;
+      name.erase(open, close - open + 1);
+    }
+    return name;
+  }
+  // A positional taking one or two values reads "artifact [artifact]", not CLI11's "artifact(1x)".
+  std::string make_option_usage(const CLI::Option* opt) const override {
+    const std::string name = make_option_name(opt, true);
+    std::string out = name;
+    const int lo = opt->get_expected_min(), hi = opt->get_expected_max();
+    if (hi >= CLI::detail::expected_max_vector_size) out += "...";
+    else
+      for (int i = 1; i < hi; ++i) out += i < lo ? " " + name : " [" + name + "]";
+    return opt->get_required() ? out : "[" + out + "]";
+  }
+};
+
+}  // namespace
+
 std::unique_ptr<CLI::App> make_app(CliState& s, bool run_commands) {
   auto app = std::make_unique<CLI::App>(
       "kqual — decide, with evidence, whether a GPU kernel change or a CUDA toolkit upgrade should ship.\n"
       "Exit codes: 0 pass, 1 fail (evidence says no), 2 bad input, 3 incomplete (no GPU: static phases only),"
       " 4 internal error.");
+  app->formatter(std::make_shared<HelpFormatter>());  // before the commands: each takes its parent's
   app->set_version_flag("--version", std::string("kqual ") + kVersion);
   app->require_subcommand(1);
   app->add_flag("--json", s.g.json, "Write machine-readable JSON to stdout (before or after the command)");

@@ -57,6 +57,10 @@ void add_common(CLI::App* cmd, QualifyOptions& o, GlobalOptions& g) {
   add_negatable_flag(cmd, "sanitizer-pass", o.sanitizer_pass,
                      "--no-sanitizer-pass: skip re-running a few small passed cases under compute-sanitizer memcheck and "
                      "racecheck (reads past a tensor inside its last aligned vector, shared-memory races)");
+}
+
+// What qualify and bench time and how they decide; check (correctness only) takes none of them.
+void add_timing_options(CLI::App* cmd, QualifyOptions& o) {
   cmd->add_option("--sizes", o.shapes, "Benchmark sizes in elements, comma separated, for one-dim contracts "
                                        "(default: the contract's)")->delimiter(',');
   cmd->add_option("--shape", o.shapes, "A benchmark shape, e.g. rows=4096,cols=4096 (repeatable; default: the contract's)");
@@ -124,6 +128,7 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
   auto add = [&](const char* name, const char* help, QualifyOptions& o, bool correctness, bool timing) {
     auto* cmd = app.add_subcommand(name, help);
     add_common(cmd, o, g);
+    if (timing) add_timing_options(cmd, o);
     add_contract_source_options(cmd, o.sources);
     if (timing) add_baseline_option(cmd, o.baseline_dirs);
     if (correctness && timing)

@@ -75,7 +75,6 @@ const std::vector<FlagCase>& cases() {
       {"bench cand", "sanitizer-pass", true, [](const CliState& s) { return s.bench.sanitizer_pass; }},
       {"selftest", "sanitizer-pass", true, [](const CliState& s) { return s.selftest.sanitizer_pass; }},
       {"qualify cand", "clock-guard", true, [](const CliState& s) { return s.qualify.clock_guard; }},
-      {"check cand", "clock-guard", true, [](const CliState& s) { return s.check.clock_guard; }},
       {"bench cand", "clock-guard", true, [](const CliState& s) { return s.bench.clock_guard; }},
       {"compare old new", "gpu", true, [](const CliState& s) { return s.compare.o.use_gpu; }},
       {"compare old new", "correctness", true, [](const CliState& s) { return s.compare.o.correctness; }},

@@ -67,6 +67,27 @@ TEST(Output, QuietSilencesProgressBeforeOrAfterTheCommand) {
   }
 }
 
+// Help shows each command's own options and no framework leftovers: no stored flag value beside a
+// name ("{false}"), no positional count ("(1x)"), and check (correctness only) no timing option.
+TEST(Output, HelpHasNoFrameworkLeftoversAndCheckNoTimingOptions) {
+  for (const char* cmd : {"qualify", "check", "bench", "selftest", "compare", "screen", "inspect", "import-triton", "model", "explain",
+                          "startup", "report", "decide", "contracts", "import-definition", "slurm", "import-kernelbench", "replay",
+                          "judge"}) {
+    const Streams s = run_kqual(std::string(cmd) + " --help");
+    EXPECT_EQ(s.exit_code, 0) << cmd << "\n" << s.err;
+    for (const char* leftover : {"{false}", "{true}", "(1x)", "(2x)"})
+      EXPECT_EQ(s.out.find(leftover), std::string::npos) << cmd << " --help shows " << leftover << ":\n" << s.out;
+  }
+  const Streams check = run_kqual("check --help");
+  for (const char* timing : {"--rounds", "--samples", "--l2-flush", "--timer", "--margin", "--regression-limit", "--profile",
+                             "--torch-baselines", "--verify-launches", "--clock-guard", "--sizes"})
+    EXPECT_EQ(check.out.find(timing), std::string::npos) << "check takes no timing option, yet lists " << timing;
+  const Streams qualify = run_kqual("qualify --help");
+  for (const char* timing : {"--rounds", "--l2-flush", "--margin", "--recheck-baselines"})
+    EXPECT_NE(qualify.out.find(timing), std::string::npos) << "qualify lists " << timing;
+  EXPECT_NE(run_kqual("inspect --help").out.find("artifact [artifact]"), std::string::npos);
+}
+
 TEST(Output, NoAnsiColourWithOrWithoutNoColor) {
   ScratchDir out("kqual-output-test");
   for (const std::string env : {"TERM=xterm-256color CLICOLOR_FORCE=1", "TERM=xterm-256color NO_COLOR=1"}) {
