@@ -369,8 +369,12 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   f.correctness_run = o.correctness;
   f.timing_run = o.timing;
   if (!tg.gpu()) {
+    // The reason once (the progress line, the verdict); each phase says only what it is missing.
     say("no GPU: load, correctness and timing not run (" + tg.why_no_gpu + ")");
-    for (const char* ph : {"load", "correctness", "timing"}) phases.set(ph, "not run: needs a GPU (" + tg.why_no_gpu + ")");
+    phases.set("load", "not run: needs a GPU (see the verdict)");
+    phases.set("correctness", o.correctness ? "not run: needs a GPU (see the verdict)"
+                                            : "not run: not part of `kqual bench` (timing only)");
+    phases.set("timing", o.timing ? "not run: needs a GPU (see the verdict)" : "not run: not part of `kqual check` (correctness only)");
   } else {
     QualifyGpuRun q{o, s, cand, baselines, r, f, say};
     qualify_load(q, tg);
