@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "kqual/contract/absent_byte.hpp"
 #include "kqual/bench/record_judge.hpp"
 #include "kqual/bench/record_mac.hpp"
 #include "kqual/bench/torch_submission.hpp"
@@ -92,20 +93,6 @@ std::vector<std::uint8_t> read_all(const fs::path& f) {
   return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// A byte whose repeated pattern no element holds: the submission allocated its outputs, so no
-// element can be the harness's poison; the comparison judges every element by its value.
-std::uint8_t absent_byte(const std::vector<std::uint8_t>& bytes, std::size_t esize) {
-  std::array<bool, 256> seen{};
-  for (std::size_t i = 0; i + esize <= bytes.size(); i += esize) {
-    bool same = true;
-    for (std::size_t j = 1; j < esize && same; ++j) same = bytes[i + j] == bytes[i];
-    if (same) seen[bytes[i]] = true;
-  }
-  for (int b = 0; b < 256; ++b)
-    if (!seen[std::size_t(b)]) return std::uint8_t(b);
-  return 0xA5;  // every pattern occurs (only possible for one-byte outputs of 256+ elements): 0xA5 is then a value too
-}
-
 struct Judged {
   contract::Comparison cmp;
   std::vector<std::uint8_t> bytes;
@@ -128,7 +115,7 @@ Judged judge_output(const contract::Contract& c, const contract::Tensor& want, c
     j.cmp.detail = fmt::format("{}: {} bytes, expected {}", file.string(), j.bytes.size(), want.bytes.size());
     return j;
   }
-  j.cmp = c.compare(want, j.bytes.data(), absent_byte(j.bytes, dtype_size(want.dtype)));
+  j.cmp = c.compare(want, j.bytes.data(), contract::absent_byte(j.bytes, dtype_size(want.dtype)));
   return j;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "command_util.hpp"
+#include "kqual/contract/absent_byte.hpp"
 #include "kqual/check/evaluate.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/contract/declared/declared.hpp"
@@ -94,19 +95,6 @@ std::vector<std::uint8_t> read_output(const fs::path& file, const contract::Tens
   return bytes;
 }
 
-// A byte value no element of `bytes` consists of: the comparison's "unwritten" marker must not be a value.
-std::uint8_t absent_byte(const std::vector<std::uint8_t>& bytes, std::size_t esize) {
-  std::vector<bool> seen(256, false);
-  for (std::size_t i = 0; i + esize <= bytes.size(); i += esize) {
-    bool same = true;
-    for (std::size_t j = 1; j < esize && same; ++j) same = bytes[i + j] == bytes[i];
-    if (same) seen[bytes[i]] = true;
-  }
-  for (int b = 0; b < 256; ++b)
-    if (!seen[std::size_t(b)]) return std::uint8_t(b);
-  return 0xA5;
-}
-
 int run_judge(const JudgeArgs& a, const GlobalOptions& g) {
   contract::set_contract_sources(a.sources);
   const contract::Contract& c = contract::resolve_contract(a.contract, fs::current_path());
@@ -139,7 +127,7 @@ int run_judge(const JudgeArgs& a, const GlobalOptions& g) {
   bool all_ok = true;
   for (std::size_t i = 0; i < a.outputs.size(); ++i) {
     const std::vector<std::uint8_t> got = read_output(a.outputs[i], want[i]);
-    const contract::Comparison cmp = c.compare(want[i], got.data(), absent_byte(got, dtype_size(want[i].dtype)));
+    const contract::Comparison cmp = c.compare(want[i], got.data(), contract::absent_byte(got, dtype_size(want[i].dtype)));
     all_ok = all_ok && cmp.ok;
     j["outputs"].push_back({{"name", want[i].name}, {"file", a.outputs[i].string()}, {"ok", cmp.ok}, {"code", cmp.ok ? "" : cmp.code},
                             {"detail", cmp.detail}});
