@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "kqual/bench/timing.hpp"
 #include "kqual/bench/torch_baseline.hpp"
@@ -205,10 +207,25 @@ struct QualifyGpuRun {
   const std::function<void(const std::string&)>& say;
 };
 
+// Adds the wall time from its making to its end to r.wall_seconds under `step` (the memo's "Wall time").
+class StepClock {
+ public:
+  StepClock(report::QualifyResult& r, std::string step) : r_(r), step_(std::move(step)), t0_(std::chrono::steady_clock::now()) {}
+  ~StepClock() { r_.wall_seconds.emplace_back(step_, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count()); }
+  StepClock(const StepClock&) = delete;
+  StepClock& operator=(const StepClock&) = delete;
+
+ private:
+  report::QualifyResult& r_;
+  std::string step_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
 // Phase "load": every module in the worker; registers, shared and local bytes; argument sizes. A
 // candidate the worker refuses is the user's input error; a baseline it refuses is kqual's.
 void qualify_load(QualifyGpuRun& q, const Target& tg) {
   q.say(fmt::format("load: {} module(s) on {}", 1 + q.baselines.size(), tg.arch));
+  const StepClock clock(q.r, "load");
   CheckOneOptions load_only;
   load_only.correctness = false;
   const std::string load_err = check_one(q.s, q.cand, load_only).load_error;
@@ -237,7 +254,10 @@ void qualify_check(QualifyGpuRun& q) {
   checked.check.only_case = o.only_case;
   q.say(fmt::format("correctness: {} against {}{}", q.cand.manifest.name, q.cand.manifest.contract,
                     o.large_cases ? " (with the large cases)" : ""));
-  const CheckedOne one = check_one(q.s, q.cand, checked);
+  const CheckedOne one = [&] {
+    const StepClock clock(q.r, "correctness");
+    return check_one(q.s, q.cand, checked);
+  }();
   q.r.correctness = one.report->to_json(false);
   record_correctness(*one.correctness, q.f, q.r.phases);
   if (!o.only_case.empty()) q.r.phases.set("correctness", q.r.phases.get("correctness") + " (--case " + o.only_case + " only)");
@@ -253,6 +273,7 @@ void qualify_check(QualifyGpuRun& q) {
                                    {"all_cases", small.check.all_cases}});
   for (auto& b : q.baselines) {
     const std::string key = kept.key(b.manifest.dir, "");  // "": the manifest's own contract
+    const StepClock clock(q.r, "baseline " + b.manifest.name);
     if (!o.recheck_baselines)
       if (std::optional<json> was = kept.find(key)) {
         q.say(fmt::format("correctness: baseline {} accepted when checked at {}; reused (same content, contract, kqual, NVRTC, "
@@ -284,9 +305,15 @@ json qualify_time(QualifyGpuRun& q, const bench::TimingOptions& to, const decisi
   q.f.mix = contract_shape_mix(q.cand.manifest.resolved_contract(), profile);
   std::vector<const build::BuiltCandidate*> bptr;
   for (const auto& b : q.baselines) bptr.push_back(&b);
-  bench::TimingReport tr = bench::time_against_baselines(q.s, q.cand, bptr, to);
+  bench::TimingReport tr = [&] {
+    const StepClock clock(q.r, "timing");
+    return bench::time_against_baselines(q.s, q.cand, bptr, to);
+  }();
   q.r.phases.set("timing", fmt::format("done: {} shapes, {} baselines", tr.shapes.size(), q.baselines.size()));
-  json torch_report = bench::run_torch_baselines(q.s, q.cand, tr, to, bench::parse_torch_baselines(q.o.torch_baselines)).to_json();
+  json torch_report = [&] {
+    const StepClock clock(q.r, "PyTorch baselines");
+    return bench::run_torch_baselines(q.s, q.cand, tr, to, bench::parse_torch_baselines(q.o.torch_baselines)).to_json();
+  }();
   q.r.phases.set("torch_baselines", torch_report.value("status", std::string()));
   add_timed_shapes(q.f, tr);
   q.r.timing = std::move(tr);
@@ -355,11 +382,13 @@ QualifyOutcome qualify(const QualifyOptions& o) {
 
   // ---- build: the candidate and (for timing) every bundled baseline ----
   say(fmt::format("compile: {} for {}", m.name, tg.arch));
+  std::optional<StepClock> compile_clock(std::in_place, r, "compile");
   build::BuiltCandidate cand = build::build_candidate(m, tg.arch, s.scratch());
   phases.set("compile", cand.image_file.empty()
                          ? fmt::format("done: {} for {} in {:.1f} ms", cand.compiler, tg.arch, cand.compile_ms)
                          : fmt::format("nothing to compile: {}, loads on {} by {}", cand.compiler, tg.arch, cand.load_path));
   std::vector<build::BuiltCandidate> baselines = build_baselines(o, m, tg.arch, s, phases, say);
+  compile_clock.reset();
 
   json torch_report;  // bench::TorchBaselineReport, when timing ran
   decision::QualifyFindings f;

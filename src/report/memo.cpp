@@ -365,9 +365,17 @@ void append_memo_reversal(std::ostringstream& m, const decision::QualifyVerdict&
   for (const auto& w : verdict.would_reverse) m << "- Would reverse: " << w << "\n";
 }
 
-void append_memo_phases(std::ostringstream& m, const PhaseList& phases) {
+void append_memo_phases(std::ostringstream& m, const PhaseList& phases, const std::vector<std::pair<std::string, double>>& wall) {
   m << "\n## Phases\n\n| phase | status |\n|---|---|\n";
   for (const auto& [k, v] : phases.entries()) m << fmt::format("| {} | {} |\n", k, v);
+  if (wall.empty()) return;
+  double total = 0;
+  std::string steps;
+  for (const auto& [step, sec] : wall) {
+    steps += fmt::format("{}{} {:.1f} s", steps.empty() ? "" : " · ", step, sec);
+    total += sec;
+  }
+  m << fmt::format("\nWall time: {} (these steps {:.1f} s).\n", steps, total);
 }
 
 // kqual, the command, host, toolkit, GPU and driver.
@@ -406,7 +414,7 @@ std::string render_qualify_memo(const QualifyResult& r) {
   append_memo_correctness_evidence(m, r);
   append_memo_timing(m, r);
   append_memo_reversal(m, r.verdict, headline);
-  append_memo_phases(m, r.phases);
+  append_memo_phases(m, r.phases, r.wall_seconds);
   append_memo_provenance(m, r.provenance);
   if (r.reproduce) m << "\n" << reproduce_text(r.reproduce);
   return m.str();

@@ -356,6 +356,9 @@ json to_json(const QualifyResult& r) {
   j["artifact"] = r.artifact;
   j["baselines"] = r.baselines;
   j["phases"] = phases_json(r.phases);
+  json wall = json::array();
+  for (const auto& [step, sec] : r.wall_seconds) wall.push_back({{"step", step}, {"s", sec}});
+  if (!wall.empty()) j["wall_seconds"] = wall;
   j["verdict"] = decision::to_json(r.verdict);
   if (r.reproduce)
     j["reproduce"] = {{"case", r.reproduce->case_id}, {"replay", r.reproduce->replay}, {"check", r.reproduce->check}};
@@ -394,6 +397,7 @@ QualifyResult qualify_result_from_json(const json& doc) {
   r.artifact = get_object(doc, "", "artifact");
   r.baselines = get_json_array(doc, "", "baselines");
   r.phases = get_phases(doc, "");
+  for (const auto& [x, p] : get_items(doc, "", "wall_seconds")) r.wall_seconds.emplace_back(get_str(*x, p, "step"), get_double(*x, p, "s"));
   const json v = get_object(doc, "", "verdict");
   r.verdict.verdict = get_ship_verdict(v, "verdict");
   r.verdict.summary = get_str(v, "verdict", "summary");

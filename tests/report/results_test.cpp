@@ -55,6 +55,17 @@ TEST(Results, QualifyFamilyRoundTrips) {
   }
 }
 
+// Where the time went: each step that ran, in order, typed and rendered in the memo.
+TEST(Results, WallTimePerStepIsRecordedAndRendered) {
+  const QualifyResult r = qualify_result_from_json(reparsed(results_doc("qualify-nogpu")));
+  ASSERT_FALSE(r.wall_seconds.empty());
+  EXPECT_EQ(r.wall_seconds.front().first, "compile") << "without a GPU only the static steps ran";
+  EXPECT_GT(r.wall_seconds.front().second, 0.0);
+  for (const auto& [step, s] : r.wall_seconds) EXPECT_NE(step, "timing") << "nothing was timed without a GPU";
+  const std::string memo = render_qualify_memo(r);
+  EXPECT_NE(memo.find("Wall time: compile "), std::string::npos) << memo;
+}
+
 TEST(Results, TimingStaysTyped) {
   const QualifyResult r = qualify_result_from_json(reparsed(results_doc("qualify")));
   ASSERT_TRUE(r.timing);

@@ -96,6 +96,9 @@ struct QualifyResult {
   json artifact;                              // build::BuiltCandidate::to_json() of the candidate
   std::vector<json> baselines;                // ... and of each baseline built
   PhaseList phases;
+  // [s] where the run's time went, step by step in order ("compile", "load", "correctness", "baseline
+  // NAME", "timing", "PyTorch baselines"); results.json "wall_seconds", the memo's "Wall time" line.
+  std::vector<std::pair<std::string, double>> wall_seconds;
   decision::QualifyVerdict verdict;
   std::optional<ReproduceCommands> reproduce;  // when a case failed
 };
