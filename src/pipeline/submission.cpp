@@ -236,13 +236,14 @@ SubmissionOutcome check_submission(const SubmissionOptions& o) {
   out.exit_code = !r.not_run.empty() ? kExitIncomplete : r.harness_failed ? kExitInternal : r.accepted ? kExitPass : kExitFail;
   if (o.timing) decide_submission(*c, s, o, *inputs, out);
 
-  json results{{"kind", o.timing ? "torch_submission_qualify" : "torch_submission"},
+  json results = schema_header(o.timing ? "submission-qualify" : "submission");  // docs/json-schema.md
+  results.update(json{{"kind", o.timing ? "torch_submission_qualify" : "torch_submission"},
                {"kqual", {{"version", kVersion}, {"commit", git_revision()}}},
                {"candidate", {{"name", out.name}, {"file", fs::absolute(s.file).string()}, {"class", s.class_name},
                               {"allow_kernels", s.allow_kernels}}},
                {"contract", out.contract},
                {"seed", o.seed},
-               {"check", r.to_json()}};
+               {"check", r.to_json()}});
   if (out.timing) results["timing"] = out.timing->to_json();
   if (out.verdict) results["decision"] = decision::to_json(*out.verdict);
   fs::create_directories(o.out_dir);

@@ -87,6 +87,7 @@ TEST(SubmissionCli, ACheckThatCannotRunHereSaysSoAndWritesItsResults) {
   EXPECT_NE(pr.out.find("not run: --no-gpu"), std::string::npos) << pr.out;
   const json r = json::parse(read_text_file(out.path() / "results.json"));
   EXPECT_EQ(r.value("kind", ""), "torch_submission");
+  EXPECT_EQ(r.value("schema", ""), "kqual.submission/1");
   EXPECT_EQ(r["check"].value("verdict", ""), "not_run");
   EXPECT_EQ(r.value("contract", ""), "residual_add_relu");
   const std::string md = read_text_file(out.path() / "summary.md");
@@ -118,6 +119,7 @@ TEST(SubmissionCli, QualifyWithoutAGpuIsIncompleteAndSaysWhatDidNotRun) {
   EXPECT_NE(q.out.find("decision: incomplete"), std::string::npos) << q.out;
   const json r = json::parse(read_text_file(tmp.path() / "results.json"));
   EXPECT_EQ(r.value("kind", ""), "torch_submission_qualify");
+  EXPECT_EQ(r.value("schema", ""), "kqual.submission-qualify/1");
   EXPECT_EQ(r["decision"].value("decision", ""), "incomplete") << r.dump(2);
   EXPECT_EQ(r["check"].value("verdict", ""), "not_run");
   EXPECT_FALSE(r.contains("timing")) << "nothing is timed before the submission is accepted";

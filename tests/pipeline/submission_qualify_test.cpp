@@ -48,6 +48,7 @@ TEST_F(SubmissionQualify, AnAcceptedSubmissionIsTimedAndDecided) {
   ASSERT_TRUE(out.verdict.has_value());
   const json r = json::parse(read_text_file(out.results_path));
   EXPECT_EQ(r.value("kind", ""), "torch_submission_qualify");
+  EXPECT_EQ(r.value("schema", ""), "kqual.submission-qualify/1");
   EXPECT_EQ(r["decision"].value("decision", ""), decision::to_string(out.verdict->verdict));
   EXPECT_EQ(out.exit_code, decision::exit_code(out.verdict->verdict));
   EXPECT_NE(out.verdict->verdict, decision::ShipVerdict::do_not_ship) << out.verdict->summary;
