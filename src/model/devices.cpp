@@ -24,7 +24,7 @@ const std::vector<DeviceSpec>& known_devices() {
       // BF16 Tensor Core 1,979 TFLOPS with sparsity -> 989.5 dense. Same GH100 die as H100 SXM: 132 SMs.
       {"h200", "NVIDIA H200 SXM 141GB", "sm_90", 132, 4.8e12, 67e12, 989.5e12, 34e12,
        "NVIDIA H200 Tensor Core GPU datasheet (https://www.nvidia.com/en-us/data-center/h200/), SXM column",
-       "BF16 = 1,979 TFLOPS sparse / 2; a D2D copy measured 4.2 TB/s here (ANCHORS.md), 88 % of the datasheet"},
+       "BF16 = 1,979 TFLOPS sparse / 2; a D2D copy measured 4.25 TB/s here (docs/gpu-runs.md), 88 % of the datasheet"},
       // NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM column: 2,039 GB/s HBM2e, FP32 19.5 TFLOPS,
       // FP64 9.7 TFLOPS, BF16 Tensor Core 312 TFLOPS (624 with sparsity). 108 SMs: A100 whitepaper.
       {"a100", "NVIDIA A100 SXM4 80GB", "sm_80", 108, 2.039e12, 19.5e12, 312e12, 9.7e12,

@@ -92,7 +92,7 @@ RooflineResult roofline(const RooflineInput& in) {
   }
   r.explanation +=
       " Datasheet ceilings are peaks; a plain device-to-device copy reaches about 88 % of the H200's datasheet "
-      "bandwidth (ANCHORS.md), so measured ceilings (--measure) are the fairer floor.";
+      "bandwidth (docs/gpu-runs.md), so measured ceilings (--measure) are the fairer floor.";
   return r;
 }
 

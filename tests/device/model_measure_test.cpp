@@ -1,5 +1,5 @@
 // GPU test for `kqual model roofline --measure`: the measured ceilings of the live device must be
-// plausible. Written for this project's H200 (ANCHORS.md: a D2D copy reached 4.2 TB/s); skipped
+// plausible. Written for this project's H200 (docs/gpu-runs.md: a D2D copy reached 4.25 TB/s); skipped
 // visibly without a device.
 #include <gtest/gtest.h>
 

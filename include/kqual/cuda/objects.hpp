@@ -56,7 +56,7 @@ struct FunctionAttributes {
   int local_bytes = 0;         // per thread (stack frame + spills)
   int const_bytes = 0;
   int max_threads_per_block = 0;
-  int binary_version = 0;      // 90 both for native SASS and JIT-compiled PTX (see ANCHORS.md)
+  int binary_version = 0;      // 90 both for native SASS and JIT-compiled PTX (docs/artifact.md)
   int ptx_version = 0;
 };
 

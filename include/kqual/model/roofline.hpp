@@ -17,7 +17,7 @@ Precision parse_precision(std::string_view flag, std::string_view text);  // thr
 
 // Datasheet ceilings of one GPU. Every number is peak (boost clock, dense: no 2:4 sparsity); the
 // `*_source` strings say where it was published. Measured ceilings are lower (a copy reaches
-// ~88 % of the H200's 4.8 TB/s here: ANCHORS.md).
+// ~88 % of the H200's 4.8 TB/s here: docs/gpu-runs.md).
 struct DeviceSpec {
   std::string key;    // "h200": what --device takes
   std::string name;   // "NVIDIA H200 SXM 141GB"
