@@ -62,6 +62,7 @@ int fields_of(char kind) {
     case 'F': return 4;
     case 'R': return 8;
     case 'E': return 3;
+    case 'D': return 5;
     default: return -1;
   }
 }
@@ -179,6 +180,15 @@ void RecordReader::feed(const std::string& line) {
         rec_.reads.push_back(std::move(rd));
         break;
       }
+      case 'D': {
+        RecordDraw d;
+        d.label = f[2];
+        d.value = std::stoull(f[3], nullptr, 16);
+        d.last_corr = std::uint32_t(num(f[4]));
+        d.marks_before = rec_.marks.size();
+        rec_.draws.push_back(std::move(d));
+        break;
+      }
       case 'F':
         rec_.flushes.push_back(f[2]);
         rec_.dropped += num(f[3]);
@@ -202,6 +212,13 @@ ActivityRecord RecordReader::take() {
   rec_.legacy_stream = out.legacy_stream;
   rec_.broken = out.broken;  // a break stays: every later read is judged by it
   return out;
+}
+
+std::uint64_t draw_value(const std::uint64_t key[2], const std::string& label) {
+  const std::string what = "draw\t" + label;
+  kqual_record::ContentMac mac(key);
+  mac.update(what.data(), what.size());
+  return mac.final();
 }
 
 std::uint64_t file_content_mac(const std::uint64_t key[2], const fs::path& file) {

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <set>
 
 #include "kqual/bench/torch_submission.hpp"
@@ -102,12 +103,17 @@ TorchSubmissionManifest read_torch_submission_manifest(const fs::path& path) {
     m.submission.dtypes.push_back(*dt);
   }
   if (const auto* ex = t["expect"].as_table()) {
-    only_keys(file, *ex, "expect", {"rejected_for", "or_rejected_for"});
-    m.expect_rejected_for = text(file, *ex, "expect", "rejected_for", true);
+    only_keys(file, *ex, "expect", {"rejected_for", "or_rejected_for", "timed_failure"});
+    // A timing cheat states the class qualify names while timing it; a broken submission, what check rejects.
+    static const std::vector<std::string> timed = {"timer_patched", "timed_output_wrong", "late_result", "harness_tampered"};
+    m.expect_timed_failure = text(file, *ex, "expect", "timed_failure", false);
+    if (!m.expect_timed_failure.empty() && std::find(timed.begin(), timed.end(), m.expect_timed_failure) == timed.end())
+      bad(file, "expect.timed_failure", fmt::format("unknown class {} (one of {})", m.expect_timed_failure, fmt::join(timed, ", ")));
+    m.expect_rejected_for = text(file, *ex, "expect", "rejected_for", m.expect_timed_failure.empty());
     m.expect_or = strings(file, *ex, "expect", "or_rejected_for");
     for (const auto& code : m.expect_or)
       if (!kSubmissionFailureNames.parse(code)) bad(file, "expect.or_rejected_for", "unknown failure class " + code);
-    if (!kSubmissionFailureNames.parse(m.expect_rejected_for) || m.expect_rejected_for == "none")
+    if (m.expect_timed_failure.empty() && (!kSubmissionFailureNames.parse(m.expect_rejected_for) || m.expect_rejected_for == "none"))
       bad(file, "expect.rejected_for",
           fmt::format("unknown failure class {} (one of {})", m.expect_rejected_for, kSubmissionFailureNames.choices()));
   }

@@ -9,11 +9,14 @@
 #include <memory>
 
 #include "kqual/bench/record_judge.hpp"
+#include "kqual/bench/timed_samples.hpp"
 #include "kqual/bench/torch_baseline.hpp"
 #include "kqual/check/evaluate.hpp"
 #include "kqual/contract/reference_host.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
+#include "kqual/core/dtype.hpp"
+#include "timed_verify.hpp"
 #include "torch_baseline_worker.hpp"
 
 namespace kqual::bench {
@@ -30,7 +33,7 @@ constexpr double kRecordFlushS = 60;  // [s] for a block's record to arrive afte
 // kept as event_samples_ms.
 // written: the outputs the worker wrote in this block (label, file), checked against the recorder's own reads.
 RecordTiming read_block(TorchWorker& w, const std::string& token, json& a, bool judge,
-                        const std::vector<std::pair<std::string, fs::path>>& written = {}) {
+                        const std::vector<std::pair<std::string, fs::path>>& written = {}, ActivityRecord* keep = nullptr) {
   RecordTiming t;
   RecordChannel* ch = w.record();
   if (!ch) {
@@ -52,6 +55,7 @@ RecordTiming read_block(TorchWorker& w, const std::string& token, json& a, bool 
     return t;
   }
   t = timing_from_record(rec, ch->modules(), ids, events, judge);
+  if (keep) *keep = rec;
   if (t.code.empty() || t.code == "timed_output_wrong")
     if (std::string bad = ch->check_reads(rec, written); !bad.empty()) {
       t.code = "harness_tampered";
@@ -109,8 +113,8 @@ class SubmissionShape {
  public:
   SubmissionShape(const contract::Contract& c, const std::optional<TorchOperation>& op, TorchWorker& sub, TorchWorker* torch,
                   const contract::Dims& dims, const SubmissionTimingOptions& o, std::vector<std::string> kinds, const fs::path& dir,
-                  contract::ReferenceHost& host)
-      : c_(c), sub_(sub), torch_(torch), o_(o), kinds_(std::move(kinds)), dir_(dir) {
+                  contract::ReferenceHost& host, int verify_per_block)
+      : c_(c), sub_(sub), torch_(torch), o_(o), kinds_(std::move(kinds)), dir_(dir), host_(host) {
     const TimingOptions& to = o.timing;
     d_.a = c.make_case(timing_case_spec(c, dims, to));
     d_.b = c.make_case(timing_alt_case_spec(c, dims, to));
@@ -155,16 +159,35 @@ class SubmissionShape {
       sub_req_["inputs"][tc.name]["files"].push_back(fc.string());
       sub_req_["inputs"][tc.name]["files"].push_back(fd.string());
     }
+    // Fresh values: every dense floating-point input shifted by the recorder's draw before each timed call,
+    // verify_per_block calls of each block read back (timed_samples.hpp).
+    fs::create_directories(dir / "fresh");
+    json rolled = json::array();
+    for (const auto& t : d_.a.inputs) {
+      rules_.inputs.push_back(t.name);
+      if (is_floating(t.dtype) && t.row_stride == 0) {
+        rules_.rolled[t.name] = t.elements;
+        rolled.push_back(t.name);
+      }
+    }
+    for (const auto& t : d_.expected_a) rules_.outputs.push_back(t.name);
+    rules_.samples = to.samples_per_round;
+    rules_.verify = verify_per_block;
+    sub_req_["fresh"] = {{"inputs", rolled}, {"verify", verify_per_block}, {"dir", (dir / "fresh").string()}};
     if (op) torch_req_ = torch_shape_request(c, *op, d_.a.dims, to.dtype, in, torch_out, to);
     sh_.dims = d_.a.dims;
     sh_.shape = contract::format_dims(d_.a.dims);
     sh_.dtype = to.dtype;
     sh_.min_bytes = c.min_bytes(d_.a.dims, to.dtype);
     sh_.flops = c.flops(d_.a.dims, to.dtype);
-    sh_.timed_inputs = "datasets";
-    sh_.timed_inputs_detail = "two datasets made on the CPU, copied into the submission's static inputs before each sample "
-                              "(outside the window); then two more the timed calls never saw, whose outputs are compared with the "
-                              "reference and whose GPU kernel time each timed call's must reach half of (the activity record)";
+    sh_.timed_inputs = "fresh";
+    sh_.timed_inputs_detail = fmt::format(
+        "two datasets made on the CPU, copied into the submission's static inputs before each sample (outside the window), each "
+        "floating-point input ({}) rotated by a number kqual's recorder draws just before the call, so that no two timed calls see the "
+        "same values; after each call a second draw picks {} call(s) per block whose inputs and outputs the recorder reads back, "
+        "compared with the contract's reference on those values; then two more datasets the timed calls never saw, whose outputs are "
+        "compared with the reference and whose GPU kernel time each timed call's must reach half of (the activity record)",
+        rolled.empty() ? "none here" : rolled.dump(), verify_per_block);
     sub_series_.label = kSubmissionLabel;
     sub_series_.role = "candidate";
     base_.resize(kinds_.size());
@@ -197,8 +220,8 @@ class SubmissionShape {
     *window = window_;
     *harness = harness_;
     if (sub_series_.error.empty()) {
-      const std::string wrong = verify_written(c_, d_, dir_ / "sub", true);
-      if (!wrong.empty()) {
+      const std::string wrong = sub_series_.verified ? verify_written(c_, d_, dir_ / "sub", true) : "";
+      if (!wrong.empty()) {  // the first wrong output found is the one named
         sub_series_.verified = false;
         sub_series_.verify_code = "timed_output_wrong";
         sub_series_.verify_detail = "the submission's timed " + wrong;
@@ -244,7 +267,8 @@ class SubmissionShape {
       for (const auto& o : sub_req_["outputs"])
         for (int k = 0; k < 2; ++k)
           written.push_back({fmt::format("v{}:{}", k, o.value("name", std::string())), fs::path(o["files"][k].get<std::string>())});
-    const RecordTiming rt = read_block(sub_, r["token"], a, true, written);
+    ActivityRecord rec;
+    const RecordTiming rt = read_block(sub_, r["token"], a, true, written, &rec);
     if (rt.code == "timed_output_wrong") {
       sub_series_.verified = false;
       sub_series_.verify_code = rt.code;
@@ -254,6 +278,7 @@ class SubmissionShape {
       sub_series_.error = fmt::format("{} while timed: {}", rt.code, rt.detail);
       return;
     }
+    if (!check_fresh(rec, a, block)) return;
     add_torch_samples(a, block, sub_series_);
     if (a.contains("events_over_record")) events_over_record_.push_back(a["events_over_record"].get<double>());
     if (block == 0) {
@@ -262,6 +287,37 @@ class SubmissionShape {
       for (const auto& n : a.value("notes", json::array())) notes.push_back(n.get<std::string>());
       if (!notes.empty()) window_note_ = fmt::format("{}", fmt::join(notes, "; "));
     }
+  }
+
+  // The block's fresh values and read-back calls (timed_samples.hpp): the draws checked, each call read back
+  // compared with the reference of its own values. False where the record does not hold (the series' error).
+  bool check_fresh(const ActivityRecord& rec, const json& a, int block) {
+    const std::uint64_t* key = sub_.record()->key();
+    const FreshBlock fb = fresh_block(rec, key, a.value("sample_ids", std::vector<int>{}), rules_);
+    if (!fb.tampered.empty()) {
+      sub_series_.error = fmt::format("harness_tampered while timed: block {}, {}", block + 1, fb.tampered);
+      return false;
+    }
+    sub_series_.launches += std::size_t(fb.calls);
+    for (const VerifiedCall& v : fb.verified) {
+      std::string code;
+      const std::string det = verify_read_back(c_, host_, v.dataset == 0 ? d_.a : d_.b, v, rec, key, dir_ / "fresh", &code);
+      for (const auto& n : rules_.outputs) {
+        std::error_code ec;
+        fs::remove(read_back_file(dir_ / "fresh", v.id, n), ec);
+      }
+      if (code == "harness_tampered") {
+        sub_series_.error = fmt::format("harness_tampered while timed: block {}, {}", block + 1, det);
+        return false;
+      }
+      ++sub_series_.reference_compared;
+      if (!det.empty() && sub_series_.verified) {
+        sub_series_.verified = false;
+        sub_series_.verify_code = "timed_output_wrong";
+        sub_series_.verify_detail = fmt::format("the submission's block {}, {}", block + 1, det);
+      }
+    }
+    return true;
   }
 
   void torch_block(int block, bool reversed, bool last) {
@@ -304,6 +360,8 @@ class SubmissionShape {
   const SubmissionTimingOptions& o_;
   std::vector<std::string> kinds_;
   fs::path dir_;
+  contract::ReferenceHost& host_;
+  FreshBlockRules rules_;
   ShapeData d_;
   json sub_req_, torch_req_;
   ShapeResult sh_;
@@ -395,10 +453,17 @@ SubmissionTiming time_torch_submission(const contract::Contract& c, const TorchS
                 "itself (Python dispatch, allocation, launches); each sample the GPU span (first start to last end, every stream) of "
                 "everything the call caused, read from kqual's activity record, the CUDA events checked against it";
   contract::ReferenceHost host;
+  // Timed calls read back per block of each shape: one at least, more on the cheapest shapes up to the
+  // options' target and element budget (as for kernel candidates: timed_verify.hpp).
+  TimingOptions per_block = o.timing;
+  per_block.rounds = 2 * std::max(1, (o.timing.rounds + 1) / 2);  // the submission's blocks
+  std::vector<std::int64_t> elements;
+  for (const auto& d : shapes) elements.push_back(largest_tensor(c, d));
+  const std::vector<int> verify = detail::saved_launches_per_call(per_block, elements);
   for (std::size_t si = 0; si < shapes.size(); ++si) {
     const fs::path sdir = dir / fmt::format("shape{}", si);
     if (o.timing.progress) o.timing.progress(fmt::format("timing: submission against PyTorch {} at {}", kinds.empty() ? "(none)" : fmt::format("{}", fmt::join(kinds, ", ")), contract::format_dims(shapes[si])));
-    SubmissionShape one(c, op, *sub, kinds.empty() ? nullptr : ts.w.get(), shapes[si], o, kinds, sdir, host);
+    SubmissionShape one(c, op, *sub, kinds.empty() ? nullptr : ts.w.get(), shapes[si], o, kinds, sdir, host, verify[si]);
     std::string window, harness;
     ShapeResult sh = one.run(&window, &harness);
     out.windows.push_back(fmt::format("{}: {}{}", sh.shape, window.empty() ? "not timed" : window,
@@ -412,6 +477,7 @@ SubmissionTiming time_torch_submission(const contract::Contract& c, const TorchS
     fs::remove_all(sdir, ec);
     if (!ss.error.empty() || !out.harness_failure.empty()) break;  // a submission that failed while timed is not timed further
   }
+  tr.verification = submission_verification(tr, o.timing.verify_launches);
   out.status = fmt::format("done: the submission {} at {} shape(s){}", kinds.empty() ? "timed alone" : fmt::format("against PyTorch {}", fmt::join(kinds, ", ")),
                            tr.shapes.size(), kinds.empty() ? fmt::format(" (no baseline: {})", no_baseline.empty() ? "none asked for" : no_baseline) : "");
   return out;

@@ -69,8 +69,8 @@ void add_timing_options(CLI::App* cmd, QualifyOptions& o) {
   cmd->add_option("--samples", o.samples_per_round, "Samples per implementation per round")->capture_default_str()
       ->check(CLI::Range(2, 100000));
   cmd->add_option("--verify-launches", o.verify_launches,
-                  "Timed launches of the candidate compared with the contract's reference over the run, where no "
-                  "device reference hashes every launch (default 44, 1 - 0.9^44 = 99 %: one wrong launch in ten caught, "
+                  "Timed launches of the candidate (timed calls of a PyTorch submission) compared with the contract's "
+                  "reference over the run, where no device reference hashes every launch (default 44, 1 - 0.9^44 = 99 %: one wrong launch in ten caught, "
                   "fewer when that would read past 2^30 output elements on the host; given, no such limit)")
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--l2-flush", o.flush_mode,

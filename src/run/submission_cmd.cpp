@@ -63,6 +63,10 @@ bool check_submission_if_any(const GlobalOptions& g, const pipeline::QualifyOpti
     to.flush_mode = q.flush_mode;
     to.flush_l2 = q.flush_mode != "none";
     to.clock_guard = q.clock_guard;
+    if (q.verify_launches > 0) {  // as for a kernel candidate: given, no element budget
+      to.verify_launches = q.verify_launches;
+      to.verify_element_budget = 0;
+    }
     if (q.timer != worker::TimerKind::events)
       throw_error(ErrorKind::usage, "a PyTorch submission is timed with CUDA events around its call (--timer events); "
                                     "CUPTI and graph timers time a kernel candidate's launches");

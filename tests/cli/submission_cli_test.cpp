@@ -46,6 +46,18 @@ TEST(SubmissionCli, EveryBundledSubmissionManifestReadsWithAKnownClass) {
   EXPECT_GE(classes.size(), 9u) << "one known-broken submission per class";
 }
 
+// Every timing cheat states the class qualify must name while timing it (and none that check rejects).
+TEST(SubmissionCli, EveryBundledTimingCheatStatesItsTimedClass) {
+  std::set<std::string> classes;
+  for (const auto& d : fs::directory_iterator(kExamples / "timing_cheats")) {
+    const bench::TorchSubmissionManifest m = bench::read_torch_submission_manifest(d.path());
+    EXPECT_TRUE(m.expect_rejected_for.empty()) << m.file << ": check accepts a timing cheat";
+    EXPECT_FALSE(m.expect_timed_failure.empty()) << m.file;
+    classes.insert(m.expect_timed_failure);
+  }
+  EXPECT_EQ(classes, (std::set<std::string>{"timer_patched", "timed_output_wrong"}));
+}
+
 // The allow list is the judge's: a submission's manifest that sets one is refused, naming the key.
 TEST(SubmissionCli, ASubmissionCannotAllowLibraryKernelsForItself) {
   ScratchDir dir("kqual-submission-allow");

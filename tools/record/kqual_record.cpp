@@ -21,6 +21,7 @@
 //   seq S corr bytes stream start end graph
 //   seq O module bytes origin_object python_frames functions
 //   seq X label last_corr tid stream time
+//   seq D label value last_corr
 //   seq F token dropped
 //   seq E message
 #include <cuda.h>
@@ -43,6 +44,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "cubin_symbols.hpp"
 #include "kqual/bench/record_mac.hpp"
 
 namespace {
@@ -241,38 +243,6 @@ std::string calling_object() {
   return u.origin.empty() ? "?" : u.origin;
 }
 
-// The global functions a cubin defines (its symbol table), ';'-joined; "-" for more than 64, or for an
-// image that is not an ELF cubin (a fatbin, compressed).
-std::string cubin_functions(const char* image, std::size_t size) {
-  const auto* b = reinterpret_cast<const unsigned char*>(image);
-  if (!b || size < 64 || std::memcmp(b, "\x7f" "ELF", 4) != 0 || b[4] != 2) return "-";
-  const std::uint64_t shoff = kqual_record::load_le(b + 0x28, 8);
-  const std::size_t shentsize = kqual_record::load_le(b + 0x3A, 2), shnum = kqual_record::load_le(b + 0x3C, 2);
-  if (shentsize < 64 || shoff > size || shnum > (size - shoff) / shentsize) return "-";
-  auto sh = [&](std::size_t i, std::size_t off, std::size_t n) { return kqual_record::load_le(b + shoff + i * shentsize + off, n); };
-  std::string out;
-  int count = 0;
-  for (std::size_t i = 0; i < shnum; ++i) {
-    if (sh(i, 4, 4) != 2) continue;  // SHT_SYMTAB
-    const std::uint64_t off = sh(i, 0x18, 8), len = sh(i, 0x20, 8), link = sh(i, 0x28, 4);
-    if (off > size || len > size - off || link >= shnum) return "-";
-    const std::uint64_t str_off = sh(link, 0x18, 8), str_len = sh(link, 0x20, 8);
-    if (str_off > size || str_len > size - str_off) return "-";
-    for (std::uint64_t e = off; e + 24 <= off + len; e += 24) {
-      const unsigned info = b[e + 4];
-      const std::uint64_t name = kqual_record::load_le(b + e, 4);
-      if ((info & 0xf) != 2 || (info >> 4) != 1 || name >= str_len) continue;  // STT_FUNC, STB_GLOBAL
-      const char* n = reinterpret_cast<const char*>(b + str_off + name);
-      const std::size_t n_len = strnlen(n, str_len - name);
-      if (++count > 64) return "-";
-      if (!out.empty()) out += ';';
-      out.append(n, n_len);
-    }
-  }
-  clean(out);
-  return out.empty() ? "-" : out;
-}
-
 bool name_has(const char* name, const char* what) { return name && std::strstr(name, what) != nullptr; }
 
 bool is_launch(const char* fn) {
@@ -327,7 +297,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       const auto* m = r ? static_cast<const CUpti_ModuleResourceData*>(r->resourceDescriptor) : nullptr;
       if (m)
         emit("O\t%u\t%zu\t%s\t%s\t%s", m->moduleId, m->cubinSize, calling_object().c_str(), python_frames().c_str(),
-             cubin_functions(m->pCubin, m->cubinSize).c_str());
+             kqual_record::cubin_functions(m->pCubin, m->cubinSize).c_str());
     }
     return;
   }
@@ -569,6 +539,24 @@ __attribute__((visibility("default"))) int kqual_record_read(const char* label, 
   emit("R\t%s\t%llx\t%llu\t%016llx\t%d\t%u", l.c_str(), ptr, bytes, static_cast<unsigned long long>(status == 0 ? mac.final() : 0), status,
        before);
   return status == 0 ? 1 : 0;
+}
+
+// A number the worker cannot know before it asks: the keyed code of "draw\t" + label (kqual_record::ContentMac
+// under the record's key, which the submission never sees), written as "D label value last_corr". kqual knows
+// the key, so it recomputes every value, and the line's place among the marks says when it was asked: the
+// worker draws a timed call's input shifts before the call and whether its output is verified after it
+// (docs/torch-submissions.md, "Timed calls on fresh values").
+__attribute__((visibility("default"))) unsigned long long kqual_record_draw(const char* label) {
+  State& s = st();
+  if (!s.active) return 0;
+  std::string l = label ? label : "?";
+  clean(l);
+  const std::string what = "draw\t" + l;
+  kqual_record::ContentMac mac(s.key);
+  mac.update(what.data(), what.size());
+  const unsigned long long v = mac.final();
+  emit("D\t%s\t%016llx\t%u", l.c_str(), v, s.last_corr.load());
+  return v;
 }
 
 // Every completed activity record written, then "F token dropped": the reader reads up to here.

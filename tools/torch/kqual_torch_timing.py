@@ -49,6 +49,9 @@ class Recorder:
         self._mark = self.lib.kqual_record_mark if self.lib else None
         self._flush = self.lib.kqual_record_flush if self.lib else None
         self._read = self.lib.kqual_record_read if self.lib else None
+        self._draw = self.lib.kqual_record_draw if self.lib else None
+        if self._draw:
+            self._draw.restype = ctypes.c_ulonglong
         self._ull = ctypes.c_ulonglong
 
     def mark(self, label, stream):
@@ -60,6 +63,14 @@ class Recorder:
         under label: kqual checks the bytes this worker wrote for the same label against it."""
         if self._read:
             self._read(label.encode(), self._ull(t.data_ptr()), self._ull(t.numel() * t.element_size()))
+
+    def draw(self, label):
+        """A number from the recorder that no one in this process can know before asking (the keyed code of
+        label; the record says when it was asked, and kqual recomputes it). Without the recorder: os.urandom
+        (kqual then has no record and times nothing)."""
+        if self._draw:
+            return int(self._draw(label.encode()))
+        return int.from_bytes(os.urandom(8), "little")
 
     def flush(self, token):
         if self._flush:
@@ -197,17 +208,20 @@ def timed(run, start, end, marks=None):
     return inner[0].elapsed_time(inner[1]) if inner else start.elapsed_time(end)
 
 
-def sample(runs, r, res, clocks, flush, prepare=None, recorder=None):
+def sample(runs, r, res, clocks, flush, prepare=None, recorder=None, after=None):
     """Warm-up then samples of runs[d]() (d the dataset, alternating), each timed by timed() after an
-    L2 flush; kept samples, their clocks and the discarded ones go into res. prepare(d), when given,
-    runs before the flush (outside the window): a submission's dataset copied into its static inputs.
-    recorder: kqual's recorder, which marks each sample t<attempt> (res["sample_ids"]: the attempt of
-    each kept sample) for kqual to time it from the activity record."""
+    L2 flush; kept samples, their clocks and the discarded ones go into res. prepare(d, attempt), when
+    given, runs before the flush (outside the window): a submission's dataset copied into its static
+    inputs (attempt None for a warm-up call, else the sample's id). after(attempt, kept), when given,
+    runs once the sample's call is done and timed (kept: how many samples were kept before it): the
+    submission's fresh-value draw and read-back. recorder: kqual's recorder, which marks each sample
+    t<attempt> (res["sample_ids"]: the attempt of each kept sample) for kqual to time it from the
+    activity record."""
     mode, guard = r.get("flush", "write"), r.get("clock_guard", True) and clocks.nvml is not None
     start, end = Event(enable_timing=True), Event(enable_timing=True)
     for i in range(int(r["warmup"])):
         if prepare:
-            prepare(i % 2)
+            prepare(i % 2, None)
         flush(mode)
         res["warmup_ms"].append(timed(runs[i % 2], start, end))
     want, attempts = int(r["samples"]), 0
@@ -215,11 +229,14 @@ def sample(runs, r, res, clocks, flush, prepare=None, recorder=None):
         d = attempts % 2
         attempts += 1
         if prepare:
-            prepare(d)
+            prepare(d, attempts)
         flush(mode)
         ms = timed(runs[d], start, end, (recorder, "t%d" % attempts) if recorder else None)
+        checked = clocks.check() if guard else None
+        if after:
+            after(attempts, len(res["samples_ms"]))
         if guard:
-            sm, mem, bad, temp = clocks.check()
+            sm, mem, bad, temp = checked
             res["max_temperature_c"] = max(res["max_temperature_c"], temp)
             if bad and not res["guard_exhausted"]:
                 res["discarded"] += 1

@@ -42,7 +42,8 @@ worker's own code failed, which kqual reports as its harness error, never as the
 flush, clock_guard, samples, warmup, write_outputs, window), answered as it answers (samples_ms,
 warmup_ms, clocks, window "cuda_graph" or "eager_call", notes) plus "replaced" and "pending_streams":
 the submission timed under the baselines' rules (kqual_torch_timing), each dataset copied into the
-same static inputs before its sample, outside the window (Timed below).
+same static inputs before its sample, outside the window, the inputs named in "fresh" rotated by the
+recorder's draw, and the calls the recorder's draws pick read back (Timed below; src/bench/timed_samples.cpp).
 """
 import faulthandler
 import hashlib
@@ -493,11 +494,54 @@ class Timed:
         if self.graph is None:
             self.window = "eager_call"
             self.outs = None
+        self.fresh_values(r)
 
-    def prepare(self, d):
+    def fresh_values(self, r):
+        """This block's request and its fresh values (kqual's "fresh"): the inputs named are shifted by a number
+        the recorder draws before each timed call; after it, a draw decides whether its inputs and outputs are
+        read back (fresh["verify"] calls per block, their outputs written under fresh["dir"])."""
+        fresh = r.get("fresh") or {}
+        self.r = r
+        self.roll = [n for n in fresh.get("inputs", []) if n in self.x]
+        self.verify = int(fresh.get("verify", 0))
+        self.verify_dir = fresh.get("dir", "")
+        self.verified = 0
+
+    def prepare(self, d, attempt=None):
+        """Dataset d into the static inputs: as it is for a warm-up call (attempt None), else each input kqual
+        named rotated by the recorder's draw "p<attempt>:<name>" (element i takes element (i + s) mod n), so
+        that every timed call sees values no other call saw."""
         with torch.no_grad():
             for n, t in self.x.items():
-                t.copy_(self.data[d][n])
+                src = self.data[d][n]
+                if attempt is None or n not in self.roll or t.numel() < 2:
+                    t.copy_(src)
+                    continue
+                flat, whole, k = t.view(-1), src.reshape(-1), t.numel()
+                s = recorder.draw("p%d:%s" % (attempt, n)) % k
+                flat[:k - s].copy_(whole[s:])
+                if s:
+                    flat[k - s:].copy_(whole[:s])
+
+    def after(self, attempt, kept):
+        """After timed call `attempt` (kept: samples kept before it): the recorder's draw "s<attempt>" decides,
+        where the call can no longer change its result, whether it is one of the fresh["verify"] calls of this
+        block whose inputs and outputs are read back (selection sampling: r still to pick among m left picks
+        this one when draw mod m < r; kqual repeats the rule on the record's draws)."""
+        v = recorder.draw("s%d" % attempt)
+        left, want = max(int(self.r["samples"]) - kept, 1), self.verify - self.verified
+        if want <= 0 or v % left >= want:
+            return
+        self.verified += 1
+        torch.cuda.synchronize()
+        label = "s%d" % attempt
+        for n, t in self.x.items():
+            recorder.read("%s:in:%s" % (label, n), t)
+        outs = outputs_of(self.outs, self.r)
+        for o, w, data in zip(outs, self.r["outputs"], host_bytes(outs)):
+            with open(os.path.join(self.verify_dir, "%s.%s.out" % (label, w["name"])), "wb") as f:
+                f.write(data)
+            recorder.read("%s:out:%s" % (label, w["name"]), o)
 
     def run(self):
         if self.graph is not None:
@@ -515,7 +559,7 @@ class Timed:
         checks them, and every timed call's GPU work is compared with theirs."""
         fresh = [2, 3] if len(self.data) >= 4 else [0, 1]
         for k, d in enumerate(fresh):
-            self.prepare(d)
+            self.prepare(d, None)
             torch.cuda.synchronize()
             recorder.mark("v%d" % k, caller)
             self.run()
@@ -537,6 +581,7 @@ def do_time(r):
         torch.cuda.empty_cache()
         timed_states[key] = Timed(r)
     st = timed_states[key]
+    st.fresh_values(r)
     res = {"ok": True, "samples_ms": [], "warmup_ms": [], "datasets": [], "sm_mhz": [], "mem_mhz": [], "discarded": 0,
            "clock_events": [], "guard_exhausted": False, "clocks_note": clocks.note,
            "reference_sm_mhz": clocks.reference_mhz(), "max_temperature_c": 0, "window": st.window, "notes": st.notes,
@@ -546,7 +591,8 @@ def do_time(r):
     # eager call (PyTorch's streams do not wait for the default stream, so events there would not
     # bracket the call's work).
     with torch.cuda.stream(caller), torch.no_grad():
-        sample(runs, r, res, clocks, flusher, prepare=st.prepare, recorder=recorder)
+        sample(runs, r, res, clocks, flusher, prepare=st.prepare, recorder=recorder,
+               after=st.after if r.get("fresh") else None)
         if r.get("write_outputs"):
             st.write_outputs()
     res["replaced"] = originals.replaced()

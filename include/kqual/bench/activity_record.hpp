@@ -61,6 +61,15 @@ struct RecordRead {
   std::uint32_t last_corr = 0;  // every API call numbered up to here came before the read
 };
 
+// A number the worker asked the recorder for ('D'): the keyed code of its label (draw_value), so the
+// submission cannot know it before it is asked. marks_before: how many marks of this record came before it.
+struct RecordDraw {
+  std::string label;
+  std::uint64_t value = 0;
+  std::uint32_t last_corr = 0;
+  std::size_t marks_before = 0;
+};
+
 struct ActivityRecord {
   bool started = false;  // the recorder's hello line was read
   std::string cupti;     // which libcupti the recorder runs on
@@ -69,6 +78,7 @@ struct ActivityRecord {
   std::map<std::uint32_t, RecordLaunch> launches;
   std::vector<RecordMark> marks;
   std::vector<RecordRead> reads;
+  std::vector<RecordDraw> draws;
   std::vector<std::string> flushes;  // tokens, in order
   std::uint64_t dropped = 0;         // records CUPTI dropped (its buffers full)
   std::vector<std::string> errors;   // what the recorder said it could not do
@@ -95,6 +105,9 @@ class RecordReader {
 // The keyed code of a file's bytes, as the recorder codes device memory it read (kqual_record::ContentMac).
 // Throws Error(internal) where the file cannot be read.
 std::uint64_t file_content_mac(const std::uint64_t key[2], const std::filesystem::path& file);
+
+// The value the recorder draws for `label` (kqual_record_draw): the keyed code of "draw\t" + label.
+std::uint64_t draw_value(const std::uint64_t key[2], const std::string& label);
 
 // The files a worker wrote checked against what the recorder read itself: for each (label, file), exactly
 // one read of that label, which succeeded, of the file's size and with the file's code. "" when all hold;

@@ -220,6 +220,8 @@ struct TorchSubmissionManifest {
   TorchSubmission submission;
   std::string expect_rejected_for;  // "" when none is stated
   std::vector<std::string> expect_or;
+  // A timing cheat ([expect] timed_failure): accepted by check, qualify fails it while timed with this class.
+  std::string expect_timed_failure;
 };
 // True when `path` (a folder with kqual.toml, or the file) is such a manifest; false for any other
 // manifest or path. Throws Error(input) only for a file that cannot be parsed as TOML.
