@@ -135,7 +135,7 @@ std::vector<Buffer> buffers_from(const json& j, const char* op) {
       b.gen_stream = get<int>(g, op, "stream");
       b.gen_seed = get<std::uint64_t>(g, op, "seed");
       b.gen_dtype = get<int>(g, op, "dtype");
-      if (b.gen_stream < 0 || b.gen_dtype < 0 || b.gen_dtype > 2)
+      if (b.gen_stream < 0 || generated_element_bytes(b.gen_dtype) == 0)
         throw_error(ErrorKind::worker, fmt::format("worker protocol: '{}' buffer '{}': bad generate stream/dtype", op, b.name));
     }
     b.elem_bytes = get_or<std::size_t>(x, op, "elem_bytes", 0);

@@ -139,7 +139,7 @@ void generate_input(State& st, const Guarded& g, std::uint64_t seed, const std::
   if (generator.empty()) throw_error(ErrorKind::internal, "generated input without a generator module");
   cuda::Function f = st.module(generator).function("kqual_generate");
   CUdeviceptr p = g.view();
-  const std::size_t es = g.gen_dtype == 1 ? 2 : 4;
+  const std::size_t es = generated_element_bytes(g.gen_dtype);
   unsigned long long n = g.bytes / es, sd = seed;
   int stream = g.gen_stream, dtype = g.gen_dtype;
   void* args[] = {&p, &n, &sd, &stream, &dtype};
@@ -523,6 +523,9 @@ int run_worker(int in_fd, int out_fd) {
       exit_after = e.sticky();
     } catch (const Error& e) {
       reply = json{{"ok", false}, {"error", e.what()}, {"kind", to_string(e.kind())}};
+      // A request kqual wrote that this worker cannot take (the protocol's checks): kqual's failure, never
+      // the candidate's, which has not run.
+      if (e.kind() == ErrorKind::worker) reply["harness"] = "reading kqual's request";
     } catch (const std::exception& e) {
       reply = json{{"ok", false}, {"error", e.what()}, {"kind", "internal"}};
     }

@@ -56,6 +56,30 @@ TEST_F(DeviceTest, GoodCandidateQualifies) {
   fs::remove_all(out);
 }
 
+// Issue 52: an f16-only candidate is timed at f16 on inputs generated on the device (code 3), its timed
+// launches verified, and never told it failed while timed. On an H100 the worker first refused the f16
+// generator code ("bad generate stream/dtype") and the verdict charged that to the candidate.
+TEST_F(DeviceTest, AnF16OnlyCandidateIsTimedAtF16OnGeneratedInputs) {
+  fs::path out = fs::temp_directory_path() / "kqual-device-test-f16";
+  fs::remove_all(out);
+  auto r = test::run(test::quote(test::kqual_exe()) + " qualify --no-large-cases --no-sanitizer-pass --torch-baselines none " +
+                     test::quote(test::repo_root() / "candidates/residual_add_relu/good/f16") + " --out " + test::quote(out));
+  json res = json::parse(std::ifstream(out / "results.json"));
+  EXPECT_EQ(res["correctness"]["verdict"], "accepted") << r.output;
+  const std::string decision = res["verdict"]["decision"];
+  EXPECT_NE(decision, "incomplete") << res["verdict"].dump(2);
+  EXPECT_EQ(res["verdict"]["speed"].dump().find("failed while timed"), std::string::npos) << res["verdict"].dump(2);
+  ASSERT_FALSE(res["timing"]["shapes"].empty()) << res["timing"].dump(2);
+  for (const auto& sh : res["timing"]["shapes"]) {
+    EXPECT_EQ(sh.value("dtype", ""), "f16") << sh.dump();
+    EXPECT_EQ(sh["timed_inputs"].value("kind", ""), "fresh") << sh.dump();
+    for (const auto& s : sh["series"]) EXPECT_TRUE(s["verified"].get<bool>()) << s.dump();
+  }
+  test::expect_decide_agrees(out / "results.json");
+  EXPECT_EQ(r.exit_code, decision == "do_not_ship" ? 1 : 0) << r.output;
+  fs::remove_all(out);
+}
+
 // A correct kernel launched twice per call (examples/slowed): accepted by the contract, then do not
 // ship on speed, and kqual decide agrees from the recorded samples.
 TEST_F(DeviceTest, ASlowedCorrectKernelIsDoNotShip) {

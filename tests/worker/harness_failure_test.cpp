@@ -35,6 +35,18 @@ TEST(HarnessFailure, AnAllocationFailureOfKqualsBuffersIsHarnessError) {
   EXPECT_EQ(w.processes_started(), 1);
 }
 
+// A request the worker cannot take (kqual wrote it; the candidate has not run): harness_error. Seen on an
+// H100 as "worker protocol: 'bench' buffer 'x': bad generate stream/dtype", charged to the candidate.
+TEST(HarnessFailure, ARequestTheWorkerRefusesIsKqualsOwnFailure) {
+  WorkerClient w(hook_opts());
+  const WorkerReply r = w.call(json{{"op", "run"}});
+  ASSERT_EQ(r.status, WorkerReply::Status::error) << r.reason;
+  EXPECT_EQ(r.harness, "reading kqual's request");
+  EXPECT_EQ(check::fault_code(r), "harness_error");
+  EXPECT_TRUE(is_harness_failure(r.reason)) << r.reason;
+  EXPECT_NE(r.reason.find("worker protocol"), std::string::npos) << r.reason;
+}
+
 // The worker lost during the upload (no reply ever comes): the phase line sent before tells.
 TEST(HarnessFailure, AWorkerLostOutsideTheCandidatesLaunchIsHarnessError) {
   WorkerClient w(hook_opts());

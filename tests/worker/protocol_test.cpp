@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "kqual/contract/generated.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/worker/protocol.hpp"
 
@@ -72,6 +73,30 @@ TEST(Protocol, EvaluatorFieldsRoundTrip) {
   EXPECT_EQ(b.buffers[3].gen_dtype, 1);
   EXPECT_EQ(b.buffers[1].windows, a.buffers[1].windows);
   EXPECT_EQ(b.generator_module, "/tmp/gen.cubin");
+}
+
+TEST(Protocol, EveryGeneratedDtypeCodeIsAcceptedWithItsElementSizeAndNoOther) {
+  // The codes contract::generated_dtype_code gives (f32, bf16, i32, f16): each crosses the protocol and
+  // fills elements of its own size; another is refused on arrival.
+  const std::pair<DType, std::size_t> sizes[] = {{DType::f32, 4}, {DType::bf16, 2}, {DType::i32, 4}, {DType::f16, 2}};
+  for (const auto& [dt, bytes] : sizes) {
+    RunRequest a = sample_run();
+    Buffer g("r", BufferKind::input, 4096);
+    g.gen_stream = 0;
+    g.gen_dtype = contract::generated_dtype_code(dt);
+    a.buffers.push_back(g);
+    a.generator_module = "/tmp/gen.cubin";
+    const RunRequest b = run_request_from_json(json::parse(to_json(a).dump()));
+    EXPECT_EQ(b.buffers.back().gen_dtype, g.gen_dtype) << to_string(dt);
+    EXPECT_EQ(generated_element_bytes(b.buffers.back().gen_dtype), bytes) << to_string(dt);
+  }
+  RunRequest a = sample_run();
+  Buffer g("r", BufferKind::input, 4096);
+  g.gen_stream = 0;
+  g.gen_dtype = 4;
+  a.buffers.push_back(g);
+  a.generator_module = "/tmp/gen.cubin";
+  EXPECT_THROW((void)run_request_from_json(json::parse(to_json(a).dump())), Error);
 }
 
 TEST(Protocol, EvaluatorFieldsAreCheckedOnArrival) {

@@ -28,6 +28,9 @@ inline constexpr const char* kTrapUnavailable = "trap placement unavailable:";
 enum class BufferKind { input, output, scratch };
 const char* to_string(BufferKind k);
 
+// The element size of a generated input's dtype code (Buffer::gen_dtype); 0 for a code kqual does not generate.
+inline std::size_t generated_element_bytes(int code) { return code == 1 || code == 3 ? 2 : code == 0 || code == 2 ? 4 : 0; }
+
 // A device buffer the worker allocates between two guard regions: [guard | offset | bytes | guard].
 struct Buffer {
   Buffer() = default;
@@ -44,7 +47,7 @@ struct Buffer {
   // (contract/generated.hpp) with this seed, stream and dtype code.
   int gen_stream = -1;     // >= 0: generated
   std::uint64_t gen_seed = 0;
-  int gen_dtype = 0;
+  int gen_dtype = 0;       // contract::generated_dtype_code: 0 f32, 1 bf16, 2 i32, 3 f16
   // Outputs checked in windows: only these element ranges come back (concatenated, in order), and
   // the whole output is scanned on the device for elements still holding the poison.
   std::size_t elem_bytes = 0;
