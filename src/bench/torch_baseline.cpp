@@ -92,6 +92,7 @@ json TorchBaselineReport::to_json() const {
               {"compile_mode", compile_mode},
               {"precision", precision},
               {"startup", st},
+              {"reused", reused},
               {"notes", notes},
               {"window", "one replay of a CUDA graph holding only the operation's kernels (captured once per shape and dataset, "
                          "inputs and outputs static), timed by CUDA events recorded inside the graph around the kernels: Python "

@@ -5,9 +5,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <memory>
 
 #include "kqual/bench/torch_baseline.hpp"
+#include "kqual/bench/torch_baseline_cache.hpp"
 #include "kqual/build/candidate.hpp"
 #include "kqual/check/evaluate.hpp"
 #include "kqual/check/plan.hpp"
@@ -15,6 +18,8 @@
 #include "kqual/core/self.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
+#include "kqual/core/sha256.hpp"
+#include "kqual/core/version.hpp"
 #include "kqual/worker/session.hpp"
 #include "torch_baseline_worker.hpp"
 
@@ -185,8 +190,48 @@ std::string overhead_text(const TorchBaselineReport& rep) {
 
 }  // namespace
 
+namespace {
+
+// What decides a shape's PyTorch series besides the shape and dtype (torch_baseline_cache.hpp).
+json torch_identity(const contract::Contract& c, const TorchOperation& op, const TorchBaselineReport& rep, const json& device,
+                    const TimingOptions& o, const std::vector<std::string>& kinds) {
+  json gpu = json::object();
+  if (device.is_object())
+    for (const char* k : {"name", "arch", "driver_version", "sms", "total_memory_bytes"})
+      if (device.contains(k)) gpu[k] = device[k];
+  json id{{"what", "pytorch baselines"}, {"contract", c.name()}, {"operation", op.describe()}, {"torch", rep.torch_version},
+          {"compile_mode", rep.compile_mode}, {"precision", rep.precision}, {"kinds", kinds}, {"gpu", gpu},
+          {"kqual", git_revision()},
+          {"timing", {{"rounds", o.rounds}, {"samples", o.samples_per_round}, {"warmup", o.warmup}, {"flush", o.flush_l2 ? o.flush_mode : "none"},
+                      {"clock_guard", o.clock_guard}, {"seed", o.seed}}}};
+  if (op.reference) {  // a declared contract's PyTorch reference: its content, not only its name
+    std::error_code ec;
+    id["reference_sha256"] = fs::is_regular_file(op.reference->file, ec) ? sha256_file_hex(op.reference->file.string()) : "";
+  }
+  return id;
+}
+
+// The median of kind's series at a shape just measured, against the kept one: "" when they agree
+// within TorchBaselineCache::kAgreement, else why not.
+std::string disagreement(const ShapeResult& sh, const json& kept, const std::vector<std::string>& kinds) {
+  for (const auto& k : kinds) {
+    const std::string label = k == "eager" ? kTorchEager : kTorchCompiled;
+    const auto it = std::find_if(sh.series.begin(), sh.series.end(), [&](const Series& x) { return x.label == label; });
+    const std::vector<double> old = kept["series"].contains(k) ? kept["series"][k].value("samples_ms", std::vector<double>{}) : std::vector<double>{};
+    if (it == sh.series.end() || !it->error.empty() || it->summary.median <= 0 || old.empty())
+      return fmt::format("{} could not be compared at {}", label, sh.shape);
+    const double ratio = it->summary.median / stats::median(old);
+    if (std::abs(ratio - 1) > TorchBaselineCache::kAgreement)
+      return fmt::format("{} at {} took {:.3f}x its kept median (more than {:.0f} % away)", label, sh.shape, ratio,
+                         100 * TorchBaselineCache::kAgreement);
+  }
+  return "";
+}
+
+}  // namespace
+
 TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCandidate& cand, TimingReport& tr, const TimingOptions& o,
-                                        const std::optional<std::vector<std::string>>& requested) {
+                                        const std::optional<std::vector<std::string>>& requested, bool remeasure) {
   TorchBaselineReport rep;
   const contract::Contract& c = cand.manifest.resolved_contract();
   if (const std::string why = torch_phase_blocker(c, o, requested); !why.empty()) {
@@ -205,24 +250,35 @@ TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCa
   rep.device = ts.hello.value("device", std::string());
   rep.clocks = ts.hello.value("clocks", std::string());
   rep.precision = ts.hello.value("precision", std::string());
-  std::vector<std::string> timed;
+  const TorchBaselineCache cache(kqual_cache_dir() / "torch-baselines", torch_identity(c, op, rep, s.device().device, o, kinds));
+  std::vector<std::size_t> eligible;
   for (std::size_t si = 0; si < tr.shapes.size(); ++si) {
-    ShapeResult& sh = tr.shapes[si];
-    if (sh.series.empty() || !sh.series[0].error.empty() || !sh.series[0].verified) {
+    const ShapeResult& sh = tr.shapes[si];
+    if (sh.series.empty() || !sh.series[0].error.empty() || !sh.series[0].verified)
       rep.notes.push_back(fmt::format("{}: not timed against PyTorch: the candidate has no verified samples there", sh.shape));
-      continue;
-    }
+    else
+      eligible.push_back(si);
+  }
+  std::vector<std::string> timed;
+  // One shape measured in A B B A blocks against the candidate, its series added and kept.
+  auto measure = [&](std::size_t si) {
+    ShapeResult& sh = tr.shapes[si];
     const int pairs = std::max(1, (o.rounds + 1) / 2);
     if (o.progress) o.progress(fmt::format("timing: PyTorch {} at {} (A B B A x {})", fmt::join(kinds, ", "), sh.shape, pairs));
     const fs::path dir = s.scratch() / "torch" / fmt::format("shape{}", si);
     TorchShapeRun run = ShapeBlocks(s, cand, c, op, *ts.w, sh.dims, o, kinds, dir).run();
+    json entry{{"series", json::object()}, {"window", run.st.window}};
+    bool keepable = true;
     for (std::size_t i = 0; i < kinds.size(); ++i) {
       Series& se = run.series[i];
       se.label = kinds[i] == "eager" ? kTorchEager : kTorchCompiled;
       se.role = "baseline";
       se.timer = worker::TimerKind::events;
+      keepable = keepable && se.error.empty() && se.verified && !se.samples_ms.empty();
+      entry["series"][kinds[i]] = kept_series(se);
       add_torch_series(sh, std::move(se), run.cand_samples, o.equivalence_margin);
     }
+    if (keepable) cache.keep(cache.key(sh.shape, std::string(to_string(o.dtype))), entry);
     if (rep.operation.empty())
       for (const auto& k : kinds)
         if (!run.expression[k].empty()) rep.operation += (rep.operation.empty() ? "" : "; ") + k + ": " + run.expression[k];
@@ -231,14 +287,52 @@ TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCa
     timed.push_back(sh.shape);
     std::error_code ec;
     fs::remove_all(dir, ec);
+  };
+  // Kept series: reused for every shape but the first (measured again here) where all are kept and the
+  // first agrees with its kept medians; the candidate's side is this run's own timing.
+  std::map<std::size_t, json> kept;
+  if (!remeasure)
+    for (std::size_t si : eligible)
+      if (auto k = cache.find(cache.key(tr.shapes[si].shape, std::string(to_string(o.dtype))))) kept[si] = std::move(*k);
+  std::vector<std::size_t> todo = eligible;
+  if (eligible.size() > 1 && kept.size() == eligible.size()) {
+    const std::size_t check = eligible.front();
+    measure(check);
+    todo.erase(todo.begin());
+    if (const std::string why = disagreement(tr.shapes[check], kept[check], kinds); !why.empty()) {
+      rep.notes.push_back(fmt::format("kept PyTorch series not reused: {}; every shape measured again", why));
+    } else {
+      for (std::size_t si : todo) {
+        ShapeResult& sh = tr.shapes[si];
+        for (const auto& k : kinds) {
+          Series se = series_from_kept(kept[si]["series"][k]);
+          se.label = k == "eager" ? kTorchEager : kTorchCompiled;
+          add_torch_series(sh, std::move(se), sh.series[0].samples_ms, o.equivalence_margin);
+        }
+        TorchShapeStartup st;
+        st.shape = sh.shape;
+        st.window = kept[si].value("window", std::map<std::string, std::string>{});
+        rep.startup.push_back(std::move(st));
+        rep.reused.push_back(fmt::format("{} (measured {})", sh.shape, kept[si].value("measured_at", std::string("?"))));
+      }
+      rep.notes.push_back(fmt::format(
+          "PyTorch series reused at {} shape(s), kept from earlier runs with the same operation, PyTorch, GPU, driver, kqual and timing "
+          "options: {} measured again here agreed with its kept medians within {:.0f} %; at the reused shapes this run's candidate "
+          "samples (its own timing) are compared with the kept series (--recheck-baselines measures every shape again)",
+          todo.size(), tr.shapes[check].shape, 100 * TorchBaselineCache::kAgreement));
+      todo.clear();
+    }
   }
-  rep.ran = !timed.empty();
+  for (std::size_t si : todo) measure(si);
+  rep.ran = !timed.empty() || !rep.reused.empty();
   std::vector<std::string> compile;
   for (const auto& st : rep.startup)
     if (st.compile_s >= 0) compile.push_back(fmt::format("{:.1f} s at {}", st.compile_s, st.shape));
-  rep.status = rep.ran ? fmt::format("done: {} at {} shape(s), torch {} on {} ({}); CUDA-graph replays of the operation's kernels, A B B A "
+  rep.status = rep.ran ? fmt::format("done: {} at {} shape(s){}, torch {} on {} ({}); CUDA-graph replays of the operation's kernels, A B B A "
                                      "blocks against the candidate on the same datasets{}{}{}",
-                                     fmt::join(kinds, ", "), timed.size(), rep.torch_version, rep.device, op.describe(),
+                                     fmt::join(kinds, ", "), timed.size() + rep.reused.size(),
+                                     rep.reused.empty() ? "" : fmt::format(" ({} reused from earlier runs)", rep.reused.size()),
+                                     rep.torch_version, rep.device, op.describe(),
                                      compile.empty() ? "" : fmt::format("; torch.compile (mode {}) startup (compilation, first call) {}",
                                                                         rep.compile_mode, fmt::join(compile, ", ")),
                                      overhead_text(rep), rep.clocks == "nvml" ? "" : "; " + rep.clocks)

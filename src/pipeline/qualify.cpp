@@ -312,7 +312,7 @@ json qualify_time(QualifyGpuRun& q, const bench::TimingOptions& to, const decisi
   q.r.phases.set("timing", fmt::format("done: {} shapes, {} baselines", tr.shapes.size(), q.baselines.size()));
   json torch_report = [&] {
     const StepClock clock(q.r, "PyTorch baselines");
-    return bench::run_torch_baselines(q.s, q.cand, tr, to, bench::parse_torch_baselines(q.o.torch_baselines)).to_json();
+    return bench::run_torch_baselines(q.s, q.cand, tr, to, bench::parse_torch_baselines(q.o.torch_baselines), q.o.recheck_baselines).to_json();
   }();
   q.r.phases.set("torch_baselines", torch_report.value("status", std::string()));
   add_timed_shapes(q.f, tr);

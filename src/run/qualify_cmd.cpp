@@ -134,7 +134,8 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
     if (correctness && timing)
       cmd->add_flag("--recheck-baselines", o.recheck_baselines,
                     "--recheck-baselines: check every baseline's correctness again, even where an accepted verdict is kept "
-                    "for the same baseline, contract, kqual, NVRTC, GPU and options (kept in $KQUAL_CACHE_DIR, else "
+                    "for the same baseline, contract, kqual, NVRTC, GPU and options, and time PyTorch eager and torch.compile "
+                    "at every shape again instead of reusing their kept series (kept in $KQUAL_CACHE_DIR, else "
                     "~/.cache/kqual; docs/qualify.md)");
     if (!timing)
       cmd->add_option("--case", o.only_case,

@@ -126,6 +126,7 @@ struct TorchBaselineReport {
   std::string compile_mode;  // torch.compile's mode ("default", ...)
   std::string precision;     // the matmul precision settings the worker made
   std::vector<TorchShapeStartup> startup;
+  std::vector<std::string> reused;  // "<shape> (measured <time>)": shapes whose series were kept from an earlier run
   std::vector<std::string> notes;
   json to_json() const;
 };
@@ -138,8 +139,10 @@ void add_torch_series(ShapeResult& sh, Series s, const std::vector<double>& cand
 // The phase: decides whether it runs (kinds nullopt: automatic, both where PyTorch runs the contract), starts the worker, times every shape
 // of `tr` and adds the series. Never throws for a missing torch, GPU-less torch or refused mode: the
 // status says "not run: ..." instead.
+// remeasure: every shape measured, none of the series kept from earlier runs reused (torch_baseline_cache.hpp).
 TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCandidate& cand, TimingReport& tr,
-                                        const TimingOptions& o, const std::optional<std::vector<std::string>>& kinds);
+                                        const TimingOptions& o, const std::optional<std::vector<std::string>>& kinds,
+                                        bool remeasure = false);
 
 // The fidelity path: the candidate's own cubin timed through the PyTorch worker (one launch on
 // torch's stream, captured in a CUDA graph, as the baselines are) and through kqual's worker, in
