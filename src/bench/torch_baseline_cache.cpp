@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <fstream>
 #include <system_error>
@@ -67,6 +68,15 @@ void TorchBaselineCache::keep(const std::string& key, json entry) const {
   }
   fs::rename(tmp, file, ec);
   if (ec) fs::remove(tmp, ec);
+}
+
+double TorchBaselineCache::agreement(const std::vector<double>& kept_samples) {
+  if (kept_samples.size() < 4) return kAgreement;
+  std::vector<double> v = kept_samples;
+  std::sort(v.begin(), v.end());
+  const auto at = [&](double q) { return v[std::size_t(q * double(v.size() - 1) + 0.5)]; };
+  const double median = at(0.5);
+  return median > 0 ? std::max(kAgreement, 2 * (at(0.75) - at(0.25)) / median) : kAgreement;
 }
 
 json kept_series(const Series& s) {

@@ -213,7 +213,8 @@ json torch_identity(const contract::Contract& c, const TorchOperation& op, const
 
 // The median of kind's series at a shape just measured, against the kept one: "" when they agree
 // within TorchBaselineCache::kAgreement, else why not.
-std::string disagreement(const ShapeResult& sh, const json& kept, const std::vector<std::string>& kinds) {
+// *said: each implementation's ratio to its kept median and the tolerance it met.
+std::string disagreement(const ShapeResult& sh, const json& kept, const std::vector<std::string>& kinds, std::string* said) {
   for (const auto& k : kinds) {
     const std::string label = k == "eager" ? kTorchEager : kTorchCompiled;
     const auto it = std::find_if(sh.series.begin(), sh.series.end(), [&](const Series& x) { return x.label == label; });
@@ -221,9 +222,10 @@ std::string disagreement(const ShapeResult& sh, const json& kept, const std::vec
     if (it == sh.series.end() || !it->error.empty() || it->summary.median <= 0 || old.empty())
       return fmt::format("{} could not be compared at {}", label, sh.shape);
     const double ratio = it->summary.median / stats::median(old);
-    if (std::abs(ratio - 1) > TorchBaselineCache::kAgreement)
-      return fmt::format("{} at {} took {:.3f}x its kept median (more than {:.0f} % away)", label, sh.shape, ratio,
-                         100 * TorchBaselineCache::kAgreement);
+    const double tolerance = TorchBaselineCache::agreement(old);
+    if (std::abs(ratio - 1) > tolerance)
+      return fmt::format("{} at {} took {:.3f}x its kept median (more than {:.1f} % away)", label, sh.shape, ratio, 100 * tolerance);
+    *said += fmt::format("{}{} {:.3f}x (within {:.1f} %)", said->empty() ? "" : ", ", label, ratio, 100 * tolerance);
   }
   return "";
 }
@@ -231,7 +233,8 @@ std::string disagreement(const ShapeResult& sh, const json& kept, const std::vec
 }  // namespace
 
 TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCandidate& cand, TimingReport& tr, const TimingOptions& o,
-                                        const std::optional<std::vector<std::string>>& requested, bool remeasure) {
+                                        const std::optional<std::vector<std::string>>& requested, bool remeasure,
+                                        std::shared_ptr<TorchEarlyStart> early) {
   TorchBaselineReport rep;
   const contract::Contract& c = cand.manifest.resolved_contract();
   if (const std::string why = torch_phase_blocker(c, o, requested); !why.empty()) {
@@ -241,7 +244,9 @@ TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCa
   const TorchOperation op = *torch_operation_of(c);
   rep.compile_mode = torch_compile_mode();
   const std::vector<std::string> kinds = requested ? *requested : std::vector<std::string>{"eager", "compiled"};
-  TorchStart ts = start_torch_worker(s.scratch(), op, rep.compile_mode, true);
+  TorchStart ts = early && early->ts.w && early->compile_mode == rep.compile_mode ? std::move(early->ts)
+                                                                                 : start_torch_worker(s.scratch(), op, rep.compile_mode, true);
+  greet_torch_worker(ts, op);
   if (!ts.blocker.empty()) {
     rep.status = ts.blocker;
     return rep;
@@ -296,10 +301,13 @@ TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCa
       if (auto k = cache.find(cache.key(tr.shapes[si].shape, std::string(to_string(o.dtype))))) kept[si] = std::move(*k);
   std::vector<std::size_t> todo = eligible;
   if (eligible.size() > 1 && kept.size() == eligible.size()) {
-    const std::size_t check = eligible.front();
+    // The middle shape (by the order timed: the contract's shapes grow): less noisy than the smallest, far
+    // cheaper than the largest.
+    const std::size_t at = (eligible.size() - 1) / 2, check = eligible[at];
     measure(check);
-    todo.erase(todo.begin());
-    if (const std::string why = disagreement(tr.shapes[check], kept[check], kinds); !why.empty()) {
+    todo.erase(todo.begin() + std::ptrdiff_t(at));
+    std::string agreed;
+    if (const std::string why = disagreement(tr.shapes[check], kept[check], kinds, &agreed); !why.empty()) {
       rep.notes.push_back(fmt::format("kept PyTorch series not reused: {}; every shape measured again", why));
     } else {
       for (std::size_t si : todo) {
@@ -317,9 +325,9 @@ TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCa
       }
       rep.notes.push_back(fmt::format(
           "PyTorch series reused at {} shape(s), kept from earlier runs with the same operation, PyTorch, GPU, driver, kqual and timing "
-          "options: {} measured again here agreed with its kept medians within {:.0f} %; at the reused shapes this run's candidate "
-          "samples (its own timing) are compared with the kept series (--recheck-baselines measures every shape again)",
-          todo.size(), tr.shapes[check].shape, 100 * TorchBaselineCache::kAgreement));
+          "options: {} measured again here agreed with its kept medians ({}); at the reused shapes this run's candidate samples (its "
+          "own timing) are compared with the kept series (--recheck-baselines measures every shape again)",
+          todo.size(), tr.shapes[check].shape, agreed));
       todo.clear();
     }
   }
@@ -338,6 +346,16 @@ TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCa
                                      overhead_text(rep), rep.clocks == "nvml" ? "" : "; " + rep.clocks)
                        : "not run: no shape with verified candidate samples";
   return rep;
+}
+
+std::shared_ptr<TorchEarlyStart> start_torch_baselines_early(worker::Session& s, const build::BuiltCandidate& cand, const TimingOptions& o,
+                                                             const std::optional<std::vector<std::string>>& requested) {
+  const contract::Contract& c = cand.manifest.resolved_contract();
+  if (!torch_phase_blocker(c, o, requested).empty()) return nullptr;
+  auto early = std::make_shared<TorchEarlyStart>();
+  early->compile_mode = torch_compile_mode();
+  early->ts = start_torch_worker(s.scratch(), *torch_operation_of(c), early->compile_mode, true, false, /*greet=*/false);
+  return early;
 }
 
 TorchFidelityReport time_cubin_through_torch(worker::Session& s, const build::BuiltCandidate& cand, const TimingOptions& o) {

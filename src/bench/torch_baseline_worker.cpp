@@ -82,8 +82,14 @@ std::unique_ptr<RecordChannel> record_channel_for(const fs::path& dir, std::vect
   return channel;
 }
 
+void greet_torch_worker(TorchStart& ts, const TorchOperation& op) {
+  if (!ts.w || !ts.hello.is_null()) return;
+  ts.hello = ts.w->call(nullptr, kTorchHelloTimeout);
+  ts.blocker = torch_hello_blocker(ts.hello, op);
+}
+
 TorchStart start_torch_worker(const fs::path& scratch, const TorchOperation& op, const std::string& compile_mode, bool with_reference,
-                              bool record) {
+                              bool record, bool greet) {
   TorchStart ts;
   std::string python;
   fs::path script;
@@ -116,8 +122,7 @@ TorchStart start_torch_worker(const fs::path& scratch, const TorchOperation& op,
   }
   ts.w = std::make_unique<TorchWorker>(python, script, cfg, root / "worker-stderr.txt", "the PyTorch timing worker", env);
   if (channel) ts.w->attach_record(std::move(channel));
-  ts.hello = ts.w->call(nullptr, kTorchHelloTimeout);
-  ts.blocker = torch_hello_blocker(ts.hello, op);
+  if (greet) greet_torch_worker(ts, op);
   return ts;
 }
 

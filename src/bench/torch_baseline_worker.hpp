@@ -51,8 +51,17 @@ struct TorchStart {
 // Starts tools/torch/timing_worker.py with torch.compile's mode and, with_reference, the declared
 // contract's PyTorch reference; its stderr under scratch/torch.
 // record: kqual's recorder injected too (its samples then read from the activity record, as a submission's are).
+// greet false: the process is started and not yet greeted (hello null): greet_torch_worker() reads its
+// hello later, so PyTorch's import and CUDA start run while kqual does other work.
 TorchStart start_torch_worker(const std::filesystem::path& scratch, const TorchOperation& op, const std::string& compile_mode,
-                              bool with_reference, bool record = false);
+                              bool with_reference, bool record = false, bool greet = true);
+void greet_torch_worker(TorchStart& ts, const TorchOperation& op);
+
+// The PyTorch timing worker of run_torch_baselines started ahead of the phase (start_torch_baselines_early).
+struct TorchEarlyStart {
+  TorchStart ts;
+  std::string compile_mode;
+};
 
 // A worker's environment with kqual's recorder injected, and the channel it writes to (made in dir).
 // Throws Error(internal) where libkqual_record.so is not found.

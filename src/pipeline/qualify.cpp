@@ -205,6 +205,7 @@ struct QualifyGpuRun {
   report::QualifyResult& r;
   decision::QualifyFindings& f;
   const std::function<void(const std::string&)>& say;
+  std::shared_ptr<bench::TorchEarlyStart> torch_early = {};  // the PyTorch baselines' worker, started ahead
 };
 
 // Adds the wall time from its making to its end to r.wall_seconds under `step` (the memo's "Wall time").
@@ -312,7 +313,9 @@ json qualify_time(QualifyGpuRun& q, const bench::TimingOptions& to, const decisi
   q.r.phases.set("timing", fmt::format("done: {} shapes, {} baselines", tr.shapes.size(), q.baselines.size()));
   json torch_report = [&] {
     const StepClock clock(q.r, "PyTorch baselines");
-    return bench::run_torch_baselines(q.s, q.cand, tr, to, bench::parse_torch_baselines(q.o.torch_baselines), q.o.recheck_baselines).to_json();
+    return bench::run_torch_baselines(q.s, q.cand, tr, to, bench::parse_torch_baselines(q.o.torch_baselines), q.o.recheck_baselines,
+                                      std::move(q.torch_early))
+        .to_json();
   }();
   q.r.phases.set("torch_baselines", torch_report.value("status", std::string()));
   add_timed_shapes(q.f, tr);
@@ -406,6 +409,9 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     phases.set("timing", o.timing ? "not run: needs a GPU (see the verdict)" : "not run: not part of `kqual check` (correctness only)");
   } else {
     QualifyGpuRun q{o, s, cand, baselines, r, f, say};
+    // PyTorch's import and CUDA start run while the candidate is loaded and checked.
+    if (o.timing) q.torch_early = bench::start_torch_baselines_early(s, cand, timing_options_of(o, bench_dtype, shapes),
+                                                                     bench::parse_torch_baselines(o.torch_baselines));
     qualify_load(q, tg);
     qualify_check(q);
     torch_report = qualify_time(q, timing_options_of(o, bench_dtype, shapes), profile, policy);

@@ -56,5 +56,12 @@ TEST(TorchBaselineCache, AKeptEntryComesBackWholeAndATornOneIsNotReused) {
     EXPECT_EQ(e.path().extension(), ".json") << "no temporary file left behind: " << e.path();
 }
 
+TEST(TorchBaselineCache, AgreementIsFivePercentOrTwiceTheKeptSpreadWhereThatIsWider) {
+  EXPECT_DOUBLE_EQ(TorchBaselineCache::agreement({1.0, 1.0, 1.0, 1.0, 1.0}), 0.05);
+  EXPECT_DOUBLE_EQ(TorchBaselineCache::agreement({1.0}), 0.05) << "too few samples to tell their spread";
+  // Quartiles 0.95 and 1.05 around a median of 1: twice 0.10.
+  EXPECT_NEAR(TorchBaselineCache::agreement({0.90, 0.95, 1.0, 1.05, 1.10}), 0.20, 1e-12);
+}
+
 }  // namespace
 }  // namespace kqual::bench

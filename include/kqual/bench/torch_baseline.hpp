@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -140,9 +141,16 @@ void add_torch_series(ShapeResult& sh, Series s, const std::vector<double>& cand
 // of `tr` and adds the series. Never throws for a missing torch, GPU-less torch or refused mode: the
 // status says "not run: ..." instead.
 // remeasure: every shape measured, none of the series kept from earlier runs reused (torch_baseline_cache.hpp).
+// early: the worker start_torch_baselines_early started (else one is started here).
+struct TorchEarlyStart;
 TorchBaselineReport run_torch_baselines(worker::Session& s, const build::BuiltCandidate& cand, TimingReport& tr,
                                         const TimingOptions& o, const std::optional<std::vector<std::string>>& kinds,
-                                        bool remeasure = false);
+                                        bool remeasure = false, std::shared_ptr<TorchEarlyStart> early = {});
+// The phase's PyTorch worker started now and greeted only when the phase runs, so that PyTorch's import and
+// CUDA start overlap kqual's correctness checks (qualify); nullptr where the phase would not run. Dropped
+// unused (an incorrect candidate), the worker is killed.
+std::shared_ptr<TorchEarlyStart> start_torch_baselines_early(worker::Session& s, const build::BuiltCandidate& cand, const TimingOptions& o,
+                                                             const std::optional<std::vector<std::string>>& kinds);
 
 // The fidelity path: the candidate's own cubin timed through the PyTorch worker (one launch on
 // torch's stream, captured in a CUDA graph, as the baselines are) and through kqual's worker, in
