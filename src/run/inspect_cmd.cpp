@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <vector>
 
 #include "kqual/report/provenance.hpp"
 #include "kqual/artifact/artifact.hpp"
@@ -29,7 +31,12 @@ struct InspectOptions {
   std::string arch;
   bool diff = false;
   std::string kernel;  // the verdict is about the module(s) holding this kernel
+  bool full = false;   // every entry and kernel, however many (a library has thousands)
 };
+
+// Past this many entries (or kernels of one entry, or kernels of a diff) the listing is summarised
+// unless --full asks for every line.
+constexpr std::size_t kListed = 32;
 
 // The exit code's reason for one artifact. A multi-module host binary (a library built for many
 // architectures) passes when some module loads: modules with no image for the target are normal
@@ -100,12 +107,29 @@ Target resolve_target(const std::string& requested) {
 std::string short_hash(const std::string& h) { return h.substr(0, 12); }
 std::string dash_or(long long v, long long none) { return v == none ? "-" : std::to_string(v); }
 
-void print_artifact(const art::Artifact& a, const art::Selection* sel) {
+// A library's entries in a few lines: how many of each kind per architecture.
+void print_entry_summary(const art::Artifact& a) {
+  std::map<std::string, int> count;
+  for (const auto& e : a.entries) ++count[fmt::format("{} {}", to_string(e.kind), e.arch.str())];
+  std::vector<std::string> parts;
+  for (const auto& [what, n] : count) parts.push_back(fmt::format("{} x{}", what, n));
+  fmt::print("  {} entries in {} module(s): {}\n", a.entries.size(), std::max<std::size_t>(a.containers.size(), 1), fmt::join(parts, ", "));
+}
+
+void print_artifact(const art::Artifact& a, const art::Selection* sel, bool full) {
   fmt::print("{}  {}  {} B  sha256 {}\n", a.name, to_string(a.container), a.file_bytes, short_hash(a.sha256));
-  fmt::print("  {:>2}  {:<5} {:<12} {:<4} {:<5} {:>9} {:>9}  {:<12} {}\n", "#", "kind", "arch", "isa", "comp",
-             "stored", "image", "sha256", "");
+  const bool summary = !full && a.entries.size() > kListed;
+  if (summary) {
+    print_entry_summary(a);
+    fmt::print("  listed: the entry the driver loads for the target{}; --full lists all {} entries and their kernels\n",
+               sel && sel->entry ? "" : " (none)", a.entries.size());
+  }
+  if (!summary || (sel && sel->entry))
+    fmt::print("  {:>2}  {:<5} {:<12} {:<4} {:<5} {:>9} {:>9}  {:<12} {}\n", "#", "kind", "arch", "isa", "comp",
+               "stored", "image", "sha256", "");
   for (const auto& e : a.entries) {
     const bool chosen = sel && sel->entry && *sel->entry == e.index;
+    if (summary && !chosen) continue;
     fmt::print("  {:>2}  {:<5} {:<12} {:<4} {:<5} {:>9} {:>9}  {:<12} {}\n", e.index, to_string(e.kind), e.arch.str(),
                e.kind == art::EntryKind::ptx ? fmt::format("{}.{}", e.ptx_isa_major, e.ptx_isa_minor) : "-",
                to_string(e.compression), e.stored_bytes, e.image_bytes, short_hash(e.sha256),
@@ -113,17 +137,24 @@ void print_artifact(const art::Artifact& a, const art::Selection* sel) {
   }
   for (const auto& e : a.entries) {
     if (e.kind != art::EntryKind::sass) continue;
+    if (summary && !(sel && sel->entry && *sel->entry == e.index)) continue;
     fmt::print("\n  entry {} {}", e.index, e.arch.str());
     if (e.compiler) fmt::print(": {} {} [{}]", e.compiler->tool, e.compiler->version, e.compiler->options);
     fmt::print("\n    {:<32} {:>5} {:>8} {:>7} {:>7} {:>6} {:>7}  {}\n", "kernel", "regs", "shared", "local", "maxthr",
                "params", "code", "code sha256");
-    for (const auto& k : e.kernels)
+    std::size_t shown = 0;
+    for (const auto& k : e.kernels) {
+      if (!full && ++shown > kListed) {
+        fmt::print("    ... {} more kernel(s); --full lists them\n", e.kernels.size() - kListed);
+        break;
+      }
       fmt::print("    {:<32} {:>5} {:>8} {:>7} {:>7} {:>6} {:>7}  {}\n", k.name, dash_or(k.registers, -1),
                  k.static_shared_bytes, k.local_bytes, dash_or(k.max_threads, 0), dash_or(k.param_bytes, -1),
                  k.code_bytes, short_hash(k.code_sha256));
+    }
   }
   for (const auto& e : a.entries)
-    if (e.kind == art::EntryKind::ptx && !e.jit_options.empty())
+    if (e.kind == art::EntryKind::ptx && !e.jit_options.empty() && (!summary || (sel && sel->entry && *sel->entry == e.index)))
       fmt::print("\n  entry {} JIT options: {}\n", e.index, e.jit_options);
 }
 
@@ -142,7 +173,7 @@ art::Artifact parse_with_progress(const std::string& path, const Progress& p) {
 }
 
 // `inspect --diff` in words: the loading paths, the entries, and each kernel's code and resources.
-void print_diff(const art::ArtifactDiff& d, const art::Artifact& old_a, const art::Artifact& new_a, const Target& t) {
+void print_diff(const art::ArtifactDiff& d, const art::Artifact& old_a, const art::Artifact& new_a, const Target& t, bool full) {
   fmt::print("target {} ({})\n", d.old_selection.target.str(), t.source);
   fmt::print("  old {}: {} — {}\n", old_a.name, to_string(d.old_selection.path), d.old_selection.reason);
   fmt::print("  new {}: {} — {}\n", new_a.name, to_string(d.new_selection.path), d.new_selection.reason);
@@ -152,10 +183,29 @@ void print_diff(const art::ArtifactDiff& d, const art::Artifact& old_a, const ar
                d.new_selection.path == art::LoadPath::ptx_jit
                    ? ": predicted first-request (cold start) slowdown from load-time PTX JIT"
                    : ": the new artifact does not load on this target");
-  for (const auto& e : d.entries_removed) fmt::print("  entry removed: {}\n", e);
-  for (const auto& e : d.entries_added) fmt::print("  entry added:   {}\n", e);
+  const auto capped = [&](const std::vector<std::string>& v, const char* what) {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (!full && i == kListed) {
+        fmt::print("  ... {} more {}; --full lists them\n", v.size() - kListed, what);
+        break;
+      }
+      fmt::print("  {} {}\n", what, v[i]);
+    }
+  };
+  capped(d.entries_removed, "entry removed:");
+  capped(d.entries_added, "entry added:  ");
+  std::map<std::string, int> by_status;
+  for (const auto& c : d.kernels) ++by_status[c.status];
+  if (!full && d.kernels.size() > kListed) {
+    std::vector<std::string> parts;
+    for (const auto& [st, n] : by_status) parts.push_back(fmt::format("{} {}", n, st));
+    fmt::print("  {} kernels: {}; listed: those not identical, {} at most (--full lists every kernel)\n", d.kernels.size(),
+               fmt::join(parts, ", "), kListed);
+  }
   fmt::print("  {:<32} {:<10} {:>11} {:>13} {:>11}\n", "kernel", "code", "regs", "shared", "local");
+  std::size_t shown = 0;
   for (const auto& c : d.kernels) {
+    if (!full && d.kernels.size() > kListed && (c.status == "identical" || ++shown > kListed)) continue;
     auto pair = [&](auto get) {
       const std::string a = c.old_kernel ? std::to_string(get(*c.old_kernel)) : "-";
       const std::string b = c.new_kernel ? std::to_string(get(*c.new_kernel)) : "-";
@@ -189,9 +239,22 @@ int run_inspect(const InspectOptions& o, const GlobalOptions& g) {
       return json{{"artifact", art::to_json(a)}, {"selection", std::move(sj)}, {"provenance", prov}};
     };
     print_outcome(g, "inspect", fields, [&] {
-      print_artifact(a, &s);
-      fmt::print("\ntarget {} ({}): {}\n  {}\n", s.target.str(), t.source, to_string(s.path), s.reason);
-      if (v.reason != s.reason) fmt::print("verdict: {} — {}\n", v.loads ? "loads" : "does not load", v.reason);
+      // A summarised library states its verdict first: the reader sees what loads before any entry.
+      const bool summary = !o.full && a.entries.size() > kListed;
+      auto target_lines = [&] {
+        // Where the verdict says more than the loading path (a library of many modules), it comes first: the
+        // path is then the worst module's.
+        const bool more = v.reason != s.reason;
+        if (more) fmt::print("verdict: {} — {}\n", v.loads ? "loads" : "does not load", v.reason);
+        fmt::print("target {} ({}): {}{}\n  {}\n", s.target.str(), t.source, more && a.containers.size() > 1 ? "the worst module: " : "",
+                   to_string(s.path), s.reason);
+      };
+      if (summary) target_lines();
+      print_artifact(a, &s, o.full);
+      if (!summary) {
+        fmt::print("\n");
+        target_lines();
+      }
     });
     return v.loads ? kExitPass : kExitFail;
   }
@@ -204,7 +267,7 @@ int run_inspect(const InspectOptions& o, const GlobalOptions& g) {
     dj["target_source"] = t.source;
     return json{{"old", art::to_json(old_a)}, {"new", art::to_json(new_a)}, {"diff", std::move(dj)}, {"provenance", prov}};
   };
-  print_outcome(g, "inspect-diff", fields, [&] { print_diff(d, old_a, new_a, t); });
+  print_outcome(g, "inspect-diff", fields, [&] { print_diff(d, old_a, new_a, t, o.full); });
   return d.loading_path_worse ? kExitFail : kExitPass;
 }
 
@@ -224,6 +287,9 @@ void add_inspect_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
                   "Target GPU, e.g. sm_90 (default: device 0 if a driver is present, else " KQUAL_DEFAULT_ARCH ")"), ArchUse::device);
   add_quiet_flag(cmd, g);
   cmd->add_flag("--diff", opts->diff, "Compare OLD and NEW: entries, loading path, per-kernel code and resources");
+  cmd->add_flag("--full", opts->full,
+                "List every entry and kernel (without it, an artifact of more than 32 entries or kernels, such as a library, is "
+                "summarised: entries counted per kind and architecture, the loaded entry listed, a diff's changed kernels only)");
   cmd->add_option("--kernel", opts->kernel,
                   "Decide on the module holding this kernel (C++ name as a manifest writes it, or the mangled symbol)");
   cmd->callback([opts, &g, exit_code] { *exit_code = run_inspect(*opts, g); });

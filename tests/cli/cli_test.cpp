@@ -1,6 +1,7 @@
 // CLI smoke tests: the binary as a user runs it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -160,6 +161,26 @@ TEST(Cli, ArchAndTomlErrorsAreSaidAtTheUsersLevel) {
       EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.output;
     }
   }
+}
+
+}  // namespace
+}  // namespace kqual
+
+namespace kqual {
+namespace {
+
+// Issue 54: `inspect libcublasLt` printed 64k lines, "incompatible" above "verdict: loads". A library is
+// summarised, its verdict first; --full lists every entry.
+TEST(Cli, ALibraryIsInspectedInAFewLinesVerdictFirstAndFullListsEveryEntry) {
+  const std::filesystem::path lib = "/usr/local/cuda/lib64/libcublasLt.so";
+  if (!std::filesystem::exists(lib)) GTEST_SKIP() << lib << " is not here";
+  const auto r = test::run(test::kq() + " inspect --quiet --arch sm_90 " + lib.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output.substr(0, 2000);
+  EXPECT_EQ(r.output.rfind("verdict: loads", 0), 0u) << r.output.substr(0, 2000);
+  EXPECT_LT(std::count(r.output.begin(), r.output.end(), '\n'), 20) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("--full lists all"), std::string::npos) << r.output.substr(0, 2000);
+  const auto full = test::run(test::kq() + " inspect --quiet --full --arch sm_90 " + lib.string());
+  EXPECT_GT(std::count(full.output.begin(), full.output.end(), '\n'), 5000);
 }
 
 }  // namespace

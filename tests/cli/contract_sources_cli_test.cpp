@@ -5,6 +5,8 @@
 // baselines never come from beside the candidate.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -146,6 +148,23 @@ TEST(ContractSourcesCli, VerifySaysEachContractAsItEnds) {
   EXPECT_EQ(q.output.find("kqual contracts: verified"), std::string::npos) << q.output;
 }
 
+// A contract whose reference is PyTorch's, verified where PyTorch is not installed: not run here (exit 3,
+// "NOT VERIFIED HERE"), never INVALID (issue 54); a contract that is wrong beside it still makes it exit 2.
+TEST(ContractSourcesCli, AContractNeedingPyTorchIsNotVerifiedHereNotInvalid) {
+  ScratchDir tmp("kqual-verify-torch");
+  const fs::path mine = tmp.path() / "mine";
+  fs::create_directories(mine / "gelu_torch");
+  fs::copy(test::repo_root() / "tests/contract/fixtures/declared/gelu_torch", mine / "gelu_torch", fs::copy_options::recursive);
+  const auto r = test::run(test::kq() + " contracts --verify --dir " + test::quote(mine));
+  if (r.output.find("needs PyTorch") == std::string::npos) GTEST_SKIP() << "PyTorch (or no Python) here: " << r.output;
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("NOT VERIFIED HERE"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("INVALID"), std::string::npos) << r.output;
+  fs::create_directories(mine / "broken");
+  std::ofstream(mine / "broken/contract.toml") << "name = \"broken\"\n[tensors\n";
+  const auto b = test::run(test::kq() + " contracts --verify --dir " + test::quote(mine));
+  EXPECT_EQ(b.exit_code, 2) << b.output;
+}
 
 TEST(ContractSourcesCli, AListedContractSaysTheWordAManifestNamesItBy) {
   // A folder silu/ whose contract calls itself swish: found by its folder, and the listing says so.

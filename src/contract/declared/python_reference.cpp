@@ -351,6 +351,12 @@ std::map<std::string, bool> PythonReference::moves(const Spec& s, const std::vec
 
 namespace kqual::contract {
 
+bool needs_pytorch_here(const Error& e) {
+  // The words of kqual's own reference driver (python_reference_driver.cpp) when torch cannot be imported.
+  return std::string_view(e.what()).find("needs PyTorch: ") != std::string_view::npos;
+}
+
+
 std::string reference_python() {
   static std::mutex mu;
   static std::string chosen;

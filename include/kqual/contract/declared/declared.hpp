@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kqual/contract/contract.hpp"
+#include "kqual/core/error.hpp"
 
 namespace kqual::contract {
 
@@ -94,5 +95,9 @@ std::filesystem::path declared_file(const Contract& c);
 // The Python interpreter references run in: $KQUAL_PYTHON, else the first of python3 on PATH and
 // /usr/bin/python3 that imports NumPy. Throws Error(input) saying what was tried.
 std::string reference_python();
+
+// Whether a declared contract's error is only that its PyTorch reference or generator cannot run here
+// (no PyTorch in kqual's Python): the contract is not wrong, it was not run (`contracts --verify`: exit 3).
+bool needs_pytorch_here(const Error& e);
 
 }  // namespace kqual::contract
