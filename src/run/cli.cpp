@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <regex>
 
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
@@ -98,6 +99,20 @@ class HelpFormatter : public CLI::Formatter {
       name.erase(open, close - open + 1);
     }
     return name;
+  }
+  // An option's value as a reader wants it: "INT in [2, 100000], default 10" for CLI11's
+  // "INT:INT in [2 - 100000]=10", "{write,clean,none}, default write" for "TEXT:{write,clean,none}=write",
+  // "FLOAT > 0" for "FLOAT:POSITIVE".
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    std::string o = CLI::Formatter::make_option_opts(opt);
+    static const std::regex range(R"((\w+):\w+ in \[([^\]]*?) - ([^\]]*?)\])"), choices(R"(\w+:(\{[^}]*\}))"),
+        positive(R"((\w+):POSITIVE)"), nonneg(R"((\w+):NONNEGATIVE)"), dflt(R"(=(\S+))");
+    o = std::regex_replace(o, range, "$1 in [$2, $3]");
+    o = std::regex_replace(o, choices, "$1");
+    o = std::regex_replace(o, positive, "$1 > 0");
+    o = std::regex_replace(o, nonneg, "$1 >= 0");
+    o = std::regex_replace(o, dflt, ", default $1");
+    return o;
   }
   // A positional taking one or two values reads "artifact [artifact]", not CLI11's "artifact(1x)".
   std::string make_option_usage(const CLI::Option* opt) const override {

@@ -88,7 +88,7 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
   cmd->add_option("--dtype", c.o.dtype, "Timing dtype")->capture_default_str();
   cmd->add_option("--decision-shape", c.o.decision_shape,
                   "Shape the profile's calls are made at (default: the last timed shape)");
-  cmd->add_option("--margin", c.o.warm_margin, "Warm equivalence margin, relative")->capture_default_str()
+  cmd->add_option("--margin", c.o.warm_margin, "Warm equivalence margin, a fraction (0.02: 2 %): NEW and OLD are equivalent warm within it (relative only, unlike qualify's REL[,ABS] --margin)")->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   add_negatable_flag(cmd, "correctness", c.o.correctness, "--no-correctness: skip the contract's correctness cases");
   add_negatable_flag(cmd, "large-cases", c.o.large_cases, "--large-cases: also run the contract's largest correctness cases (2^27+5 elements, > 2^31 bytes; over a minute per side)");

@@ -75,7 +75,7 @@ TEST(Output, HelpHasNoFrameworkLeftoversAndCheckNoTimingOptions) {
                           "judge"}) {
     const Streams s = run_kqual(std::string(cmd) + " --help");
     EXPECT_EQ(s.exit_code, 0) << cmd << "\n" << s.err;
-    for (const char* leftover : {"{false}", "{true}", "(1x)", "(2x)"})
+    for (const char* leftover : {"{false}", "{true}", "(1x)", "(2x)", "INT:INT", "FLOAT:FLOAT", "INT:POSITIVE", "FLOAT:POSITIVE", "TEXT:{"})
       EXPECT_EQ(s.out.find(leftover), std::string::npos) << cmd << " --help shows " << leftover << ":\n" << s.out;
   }
   const Streams check = run_kqual("check --help");
@@ -86,6 +86,9 @@ TEST(Output, HelpHasNoFrameworkLeftoversAndCheckNoTimingOptions) {
   for (const char* timing : {"--rounds", "--l2-flush", "--margin", "--recheck-baselines"})
     EXPECT_NE(qualify.out.find(timing), std::string::npos) << "qualify lists " << timing;
   EXPECT_NE(run_kqual("inspect --help").out.find("artifact [artifact]"), std::string::npos);
+  // A value's range, choices and default in words.
+  EXPECT_NE(qualify.out.find("--samples INT in [2, 100000], default 10"), std::string::npos) << qualify.out;
+  EXPECT_NE(qualify.out.find("--l2-flush {write,clean,invalidate,none}, default write"), std::string::npos) << qualify.out;
 }
 
 TEST(Output, NoAnsiColourWithOrWithoutNoColor) {
