@@ -128,9 +128,13 @@ FreshBlock fresh_block(const ActivityRecord& r, const std::uint64_t key[2], cons
     const std::uint64_t left = std::uint64_t(std::max(rules.samples - kept_before, 1));
     const int want = rules.verify - chosen;
     const bool pick = want > 0 && it->second->value % left < std::uint64_t(want);
+    const auto times_read = [&](const std::string& l) {
+      const auto r_it = reads.find(l);
+      return r_it == reads.end() ? 0 : r_it->second;
+    };
     int found = 0;
-    for (const auto& n : rules.inputs) found += reads.count(fmt::format("s{}:in:{}", c.id, n)) ? reads[fmt::format("s{}:in:{}", c.id, n)] : 0;
-    for (const auto& n : rules.outputs) found += reads.count(fmt::format("s{}:out:{}", c.id, n)) ? reads[fmt::format("s{}:out:{}", c.id, n)] : 0;
+    for (const auto& n : rules.inputs) found += times_read(fmt::format("s{}:in:{}", c.id, n));
+    for (const auto& n : rules.outputs) found += times_read(fmt::format("s{}:out:{}", c.id, n));
     const int expected = pick ? int(rules.inputs.size() + rules.outputs.size()) : 0;
     if (found != expected) {
       b.tampered = pick ? fmt::format("timed call {} was drawn to be read back, and the record holds {} of its {} reads", c.id, found, expected)

@@ -2,13 +2,14 @@
 #include "kqual/bench/torch_baseline_cache.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <ctime>
 #include <fstream>
 #include <system_error>
 
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
 
 namespace kqual::bench {
@@ -55,19 +56,11 @@ void TorchBaselineCache::keep(const std::string& key, json entry) const {
   entry["key"] = key;
   entry["identity"] = identity_;
   entry["measured_at"] = now_utc();
-  const fs::path file = root_ / (key + ".json");
-  const fs::path tmp = root_ / fmt::format("{}.json.{}.tmp", key, ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << entry.dump() << "\n";
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return;
-    }
+  try {
+    write_file_atomic(root_ / (key + ".json"), entry.dump() + "\n");
+  } catch (const Error&) {
+    // a cache that cannot be written costs the next run a measurement, nothing else
   }
-  fs::rename(tmp, file, ec);
-  if (ec) fs::remove(tmp, ec);
 }
 
 double TorchBaselineCache::agreement(const std::vector<double>& kept_samples) {

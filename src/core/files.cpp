@@ -78,8 +78,10 @@ void write_file(const fs::path& p, const void* data, std::size_t bytes) {
 }
 
 void write_file_atomic(const fs::path& p, const std::string& text) {
+  // A temporary name of this process's: two processes writing one file (qualify runs side by side
+  // keeping one cache entry) never interleave their bytes; the last rename wins whole.
   fs::path tmp = p;
-  tmp += ".tmp";
+  tmp += fmt::format(".{}.tmp", ::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw_error(ErrorKind::io, fmt::format("cannot write '{}'", tmp.string()));

@@ -2,11 +2,12 @@
 #include "kqual/pipeline/baseline_reuse.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <system_error>
 
+#include "kqual/core/error.hpp"
+#include "kqual/core/files.hpp"
 #include "kqual/pipeline/screen_journal.hpp"
 #include "kqual/pipeline/screen_key.hpp"
 
@@ -52,22 +53,13 @@ void BaselineVerdicts::keep(const std::string& key, const json& report) const {
   if (ec) return;
   json kept{{"key", key}, {"checked_at", utc_now()}, {"report", report}};
   kept["report"].erase("reused");
-  // Written whole under a name of this process's, then renamed: qualify runs side by side (GPU test
-  // lanes) keeping the same key never interleave their bytes. A cache that cannot be written costs
-  // the next run a check, nothing else.
-  const fs::path file = root_ / (key + ".json");
-  const fs::path tmp = root_ / fmt::format("{}.json.{}.tmp", key, ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << kept.dump(1) << "\n";
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return;
-    }
+  // Written whole under a name of this process's, then renamed (write_file_atomic): qualify runs side by
+  // side (GPU test lanes) keeping the same key never interleave their bytes. A cache that cannot be
+  // written costs the next run a check, nothing else.
+  try {
+    write_file_atomic(root_ / (key + ".json"), kept.dump(1) + "\n");
+  } catch (const Error&) {
   }
-  fs::rename(tmp, file, ec);
-  if (ec) fs::remove(tmp, ec);
 }
 
 }  // namespace kqual::pipeline

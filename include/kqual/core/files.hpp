@@ -38,7 +38,8 @@ std::vector<std::string> split_path_list(std::string_view list);
 std::filesystem::path kqual_cache_dir();
 
 void write_file(const std::filesystem::path& p, const void* data, std::size_t bytes);
-// Write to <p>.tmp then rename, so a crash never leaves a half-written result behind.
+// Write to <p>.<pid>.tmp then rename, so a crash never leaves a half-written result behind and two
+// processes writing one file never mix their bytes. Throws Error(io) where it cannot write.
 void write_file_atomic(const std::filesystem::path& p, const std::string& text);
 std::string read_text_file(const std::filesystem::path& p);
 

@@ -129,7 +129,7 @@ ShardList open_shard_list(const fs::path& file, int count, const std::vector<fs:
     // Written aside, then linked into place: link() fails when another task's list got there first,
     // and then that one is the campaign's.
     fs::create_directories(file.parent_path());
-    const fs::path tmp = file.string() + fmt::format(".{}.tmp", ::getpid());
+    const fs::path tmp = file.string() + fmt::format(".{}.list", ::getpid());
     write_file_atomic(tmp, j.dump(1) + "\n");
     const int rc = ::link(tmp.c_str(), file.c_str());
     const int err = errno;
