@@ -63,6 +63,7 @@ int fields_of(char kind) {
     case 'R': return 8;
     case 'E': return 3;
     case 'D': return 5;
+    case 'U': return 8;
     default: return -1;
   }
 }
@@ -180,6 +181,18 @@ void RecordReader::feed(const std::string& line) {
         rec_.reads.push_back(std::move(rd));
         break;
       }
+      case 'U': {
+        RecordUpload u;
+        u.label = f[2];
+        u.ptr = std::stoull(f[3], nullptr, 16);
+        u.bytes = num(f[4]);
+        u.mac = std::stoull(f[5], nullptr, 16);
+        u.status = std::stoi(f[6]);
+        if (f[7] != "-")
+          for (const auto& c : split(f[7], ',', false)) u.copies.push_back(std::uint32_t(num(c)));
+        rec_.uploads.push_back(std::move(u));
+        break;
+      }
       case 'D': {
         RecordDraw d;
         d.label = f[2];
@@ -284,6 +297,30 @@ std::string check_reads(const ActivityRecord& r, const std::uint64_t key[2], con
       return fmt::format("the bytes the worker wrote for '{}' ({}) are not the {} bytes the recorder read from the GPU's memory of that "
                          "output: the values were changed between the device and kqual",
                          label, ec ? "unreadable" : fmt::format("{} bytes", size), found->bytes);
+  }
+  return "";
+}
+
+std::string upload_label(int dataset, const std::string& input) { return fmt::format("up{}:{}", dataset, input); }
+
+std::uint64_t bytes_content_mac(const std::uint64_t key[2], const std::uint8_t* data, std::size_t size) {
+  kqual_record::ContentMac mac(key);
+  mac.update(data, size);
+  return mac.final();
+}
+
+std::string check_uploads(const ActivityRecord& r, const std::map<std::string, std::uint64_t>& expected, std::set<std::uint32_t>* own) {
+  for (const auto& u : r.uploads) {
+    const auto it = expected.find(u.label);
+    if (it == expected.end())
+      return fmt::format("the recorder uploaded {} bytes under '{}', a label kqual gave no dataset for: the worker had it upload "
+                         "values of its own",
+                         u.bytes, u.label);
+    if (u.status != 0) continue;  // the worker stops there (kqual's failure); its copies are not the recorder's
+    if (u.mac != it->second)
+      return fmt::format("the recorder uploaded {} bytes for '{}' that are not kqual's dataset: the worker named another file",
+                         u.bytes, u.label);
+    own->insert(u.copies.begin(), u.copies.end());
   }
   return "";
 }

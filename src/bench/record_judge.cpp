@@ -154,14 +154,14 @@ std::string what_ran(const RecordActivity& a) {
 
 // The harness's own work between the calls, up to the recorder's last read of an output
 // (tools/torch/submission_worker.py): the spins it puts on the side streams before a call (ATen's sleep
-// kernel), reading to the host, and its copies of the inputs: H2D of datasets B and A (an input's size
-// each, 2 per input at most), and dataset B copied into A's tensors (D2D, an input's size, 1 per input). Anything else there (a kernel,
-// a memset, a copy of another size, more copies) changed values after a call: "" when the work is the
-// harness's, else what was not.
-std::string not_the_harness(const ActivityRecord& r, const std::vector<RecordModule>& modules, const Regions& g, const RecordRules& rules) {
+// kernel), reading to the host, the recorder's own uploads of datasets B and A (`own`: their copies), and
+// dataset B copied into A's tensors (D2D, an input's size, 1 per input). Anything else there (a kernel, a
+// memset, a copy from the host the recorder did not make, a device copy of another size or more of them)
+// changed values after a call: "" when the work is the harness's, else what was not.
+std::string not_the_harness(const ActivityRecord& r, const std::vector<RecordModule>& modules, const Regions& g, const RecordRules& rules,
+                            const std::set<std::uint32_t>& own) {
   if (rules.input_bytes.empty()) return "";
-  std::map<int, std::size_t> copies;
-  const std::size_t inputs = rules.input_bytes.size();
+  std::size_t device_copies = 0;
   for (const auto& a : r.activities) {
     if (!g.between_calls(a.corr)) continue;
     const auto l = r.launches.find(a.corr);
@@ -172,15 +172,19 @@ std::string not_the_harness(const ActivityRecord& r, const std::vector<RecordMod
            std::regex_search(demangled(a.name), std::regex("spin_kernel|at::cuda::sleep"));
     else if (a.kind == 'M' && a.copy_kind == kMemcpyDeviceToHost)
       ok = true;
-    else if (a.kind == 'M' && (a.copy_kind == kMemcpyHostToDevice || a.copy_kind == kMemcpyDeviceToDevice)) {
+    else if (a.kind == 'M' && a.copy_kind == kMemcpyHostToDevice)
+      ok = own.count(a.corr) > 0;
+    else if (a.kind == 'M' && a.copy_kind == kMemcpyDeviceToDevice) {
       const bool sized = std::find(rules.input_bytes.begin(), rules.input_bytes.end(), a.bytes) != rules.input_bytes.end();
-      const std::size_t most = a.copy_kind == kMemcpyHostToDevice ? 2 * inputs : inputs;
-      ok = sized && ++copies[a.copy_kind] <= most;
+      ok = sized && ++device_copies <= rules.input_bytes.size();
     }
     if (!ok)
       return fmt::format("{} ran between the calls, outside every call and the reference ({}): kqual's worker does no such work "
                          "there; the worker was changed to make or change values after a call",
-                         what_ran(a), a.kind == 'M' ? fmt::format("copy kind {}", a.copy_kind) : std::string("not the harness's"));
+                         what_ran(a),
+                         a.kind == 'M' && a.copy_kind == kMemcpyHostToDevice ? std::string("a copy from the host that kqual's recorder did not make")
+                         : a.kind == 'M'                                      ? fmt::format("copy kind {}", a.copy_kind)
+                                                                              : std::string("not the harness's"));
   }
   return "";
 }
@@ -243,6 +247,28 @@ std::optional<RecordJudgement> integrity(const ActivityRecord& r, const Regions&
   return std::nullopt;
 }
 
+// What crossed to the host in each call: a copy of half the outputs to the host, or as much uploaded on every
+// call, is the work done on the host (host_compute).
+void host_findings(const std::vector<std::uint64_t>& to_host, const std::vector<std::uint64_t>& from_host, std::uint64_t output_bytes,
+                   std::vector<std::pair<SubmissionFailure, std::string>>& found) {
+  const std::uint64_t floor = std::max<std::uint64_t>(64, output_bytes / 2);
+  for (std::size_t c = 0; c < to_host.size(); ++c)
+    if (to_host[c] >= floor)
+      found.push_back({SubmissionFailure::host_compute,
+                       fmt::format("call {} copied {} bytes from the GPU to the host (and {} back): the work was done on the host, not "
+                                   "by a kernel",
+                                   c + 1, to_host[c], from_host[c])});
+  // A result computed on the host from the inputs read elsewhere (kqual's dataset files, say) needs no copy to
+  // the host, only one back, on every call. A tensor made on the CPU and moved once (a first call's constants)
+  // is not that.
+  if (!from_host.empty() && std::all_of(from_host.begin(), from_host.end(), [&](std::uint64_t b) { return b >= floor; }))
+    found.push_back({SubmissionFailure::host_compute,
+                     fmt::format("every call copied at least {} bytes from the host to the GPU (half the outputs' {} bytes; call 1: {}): "
+                                 "the result was computed on the host and uploaded, not made by a kernel (a tensor made on the CPU "
+                                 "each call, as torch.zeros(n).cuda() makes one, counts too: make it on the GPU, device=x.device)",
+                                 floor, output_bytes, from_host.front())});
+}
+
 // The most telling finding first: the record, streams, late work, the host, then the library.
 void most_telling(const std::vector<std::pair<SubmissionFailure, std::string>>& found, RecordJudgement& j) {
   const SubmissionFailure order[] = {SubmissionFailure::harness_tampered, SubmissionFailure::wrong_stream, SubmissionFailure::unjoined_stream,
@@ -262,7 +288,13 @@ RecordJudgement judge_case_record(const ActivityRecord& r, const std::vector<Rec
   const Regions g = regions_of(r, calls);
   if (auto bad = integrity(r, g, calls)) return *bad;
   RecordJudgement j;
-  if (std::string other = not_the_harness(r, modules, g, rules); !other.empty()) {
+  std::set<std::uint32_t> own;
+  if (std::string bad = check_uploads(r, rules.uploads, &own); !bad.empty()) {
+    j.failure = SubmissionFailure::harness_tampered;
+    j.detail = bad;
+    return j;
+  }
+  if (std::string other = not_the_harness(r, modules, g, rules, own); !other.empty()) {
     j.failure = SubmissionFailure::harness_tampered;
     j.detail = other;
     return j;
@@ -348,14 +380,7 @@ RecordJudgement judge_case_record(const ActivityRecord& r, const std::vector<Rec
     }
     j.kernels[it->second].ns += ns;
   }
-  for (std::size_t c = 0; c < g.calls.size(); ++c) {
-    const std::uint64_t floor = std::max<std::uint64_t>(64, rules.output_bytes / 2);
-    if (to_host[c] >= floor)
-      found.push_back({SubmissionFailure::host_compute,
-                       fmt::format("call {} copied {} bytes from the GPU to the host (and {} back): the work was done on the host, not "
-                                   "by a kernel",
-                                   c + 1, to_host[c], from_host[c])});
-  }
+  host_findings(to_host, from_host, rules.output_bytes, found);
   std::vector<std::string> handed;
   double handed_ns = 0, all_ns = 0;
   for (const auto& k : j.kernels) {
@@ -435,7 +460,7 @@ Window window_of(const ActivityRecord& r, const std::string& open, const std::st
 }  // namespace
 
 RecordTiming timing_from_record(const ActivityRecord& r, const std::vector<RecordModule>& modules, const std::vector<int>& ids,
-                                const std::vector<double>& event_ms, bool judge) {
+                                const std::vector<double>& event_ms, bool judge, const std::set<std::uint32_t>* own_uploads) {
   RecordTiming t;
   if (!r.broken.empty() || !r.started) {
     t.code = "harness_tampered";
@@ -482,11 +507,19 @@ RecordTiming timing_from_record(const ActivityRecord& r, const std::vector<Recor
       }
     const auto l = r.launches.find(a.corr);
     const bool among_samples = !windows.empty() && a.corr > windows.front().begin && a.corr <= windows.back().end;
+    const bool among_or_after = !windows.empty() && a.corr > windows.front().begin;
     if (judge && !inside && among_samples && t.code.empty() && a.kind == 'K' && l != r.launches.end() &&
         l->second.tid == harness_tid && classify_origin(l->second, a.name, modules) == WorkOrigin::own) {
       t.code = "timed_output_wrong";
       t.detail = fmt::format("while timed, the submission's {} ran between two timed calls, outside both: its work was moved out of the "
                              "timing window (the worker's marks were moved)",
+                             what_ran(a));
+    }
+    if (judge && own_uploads && !inside && among_or_after && t.code.empty() && a.kind == 'M' && a.copy_kind == kMemcpyHostToDevice &&
+        !own_uploads->count(a.corr) && (l == r.launches.end() || l->second.tid == harness_tid)) {
+      t.code = "harness_tampered";
+      t.detail = fmt::format("while timed, {} from the host ran outside every timed call, and kqual's recorder did not make it: values "
+                             "were put on the GPU between the calls (the worker was changed)",
                              what_ran(a));
     }
     if (judge && !inside && t.code.empty() && l != r.launches.end() && harness_tid != 0 && l->second.tid != harness_tid) {

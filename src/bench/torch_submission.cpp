@@ -227,6 +227,9 @@ class CaseRunner {
       rules.partial_replacement = imported_problem(s.problem_dir);
       for (const auto& t : p.ea) rules.output_bytes += t.bytes.size();
       for (const auto& t : p.ia) rules.input_bytes.push_back(t.bytes.size());
+      // The worker's inputs are uploaded by the recorder from kqual's files: A (calls 1 and 3, the reference) and B.
+      for (int d = 0; d < 2; ++d)
+        for (const auto& t : d == 0 ? p.ia : p.ib) rules.uploads[upload_label(d, t.name)] = bytes_content_mac(ch->key(), t.bytes.data(), t.bytes.size());
       rj = judge_case_record(rec, ch->modules(), reply.value("ok", false) ? 3 : 0, rules);
       if (!flushed && rj.failure == SubmissionFailure::none) {
         rj.failure = SubmissionFailure::harness_tampered;

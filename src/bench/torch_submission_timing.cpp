@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <set>
 
 #include "kqual/bench/record_judge.hpp"
 #include "kqual/bench/timed_samples.hpp"
@@ -32,8 +34,10 @@ constexpr double kRecordFlushS = 60;  // [s] for a block's record to arrive afte
 // submission's; a baseline's spans only). The reply's samples_ms become the record's; its events are
 // kept as event_samples_ms.
 // written: the outputs the worker wrote in this block (label, file), checked against the recorder's own reads.
+// uploads (judge): the datasets the recorder may upload (check_uploads), by label.
 RecordTiming read_block(TorchWorker& w, const std::string& token, json& a, bool judge,
-                        const std::vector<std::pair<std::string, fs::path>>& written = {}, ActivityRecord* keep = nullptr) {
+                        const std::vector<std::pair<std::string, fs::path>>& written = {}, ActivityRecord* keep = nullptr,
+                        const std::map<std::string, std::uint64_t>* uploads = nullptr) {
   RecordTiming t;
   RecordChannel* ch = w.record();
   if (!ch) {
@@ -54,7 +58,14 @@ RecordTiming read_block(TorchWorker& w, const std::string& token, json& a, bool 
     t.detail = fmt::format("the reply names {} sample(s) and holds {}", ids.size(), events.size());
     return t;
   }
-  t = timing_from_record(rec, ch->modules(), ids, events, judge);
+  std::set<std::uint32_t> own;
+  if (judge && uploads)
+    if (std::string bad = check_uploads(rec, *uploads, &own); !bad.empty()) {
+      t.code = "harness_tampered";
+      t.detail = bad;
+      return t;
+    }
+  t = timing_from_record(rec, ch->modules(), ids, events, judge, judge && uploads ? &own : nullptr);
   if (keep) *keep = rec;
   if (t.code.empty() || t.code == "timed_output_wrong")
     if (std::string bad = ch->check_reads(rec, written); !bad.empty()) {
@@ -158,6 +169,12 @@ class SubmissionShape {
       write_file(fd, td.bytes.data(), td.bytes.size());
       sub_req_["inputs"][tc.name]["files"].push_back(fc.string());
       sub_req_["inputs"][tc.name]["files"].push_back(fd.string());
+    }
+    // What the recorder may upload: the four datasets' inputs, as kqual wrote them.
+    if (RecordChannel* ch = sub.record()) {
+      const contract::CaseData* sets[] = {&d_.a, &d_.b, &d_.c, &d_.d};
+      for (int k = 0; k < 4; ++k)
+        for (const auto& t : sets[k]->inputs) uploads_[upload_label(k, t.name)] = bytes_content_mac(ch->key(), t.bytes.data(), t.bytes.size());
     }
     // Fresh values: every dense floating-point input shifted by the recorder's draw before each timed call,
     // verify_per_block calls of each block read back (timed_samples.hpp).
@@ -268,7 +285,7 @@ class SubmissionShape {
         for (int k = 0; k < 2; ++k)
           written.push_back({fmt::format("v{}:{}", k, o.value("name", std::string())), fs::path(o["files"][k].get<std::string>())});
     ActivityRecord rec;
-    const RecordTiming rt = read_block(sub_, r["token"], a, true, written, &rec);
+    const RecordTiming rt = read_block(sub_, r["token"], a, true, written, &rec, &uploads_);
     if (rt.code == "timed_output_wrong") {
       sub_series_.verified = false;
       sub_series_.verify_code = rt.code;
@@ -363,6 +380,7 @@ class SubmissionShape {
   contract::ReferenceHost& host_;
   FreshBlockRules rules_;
   ShapeData d_;
+  std::map<std::string, std::uint64_t> uploads_;  // label -> the code of kqual's bytes (check_uploads)
   json sub_req_, torch_req_;
   ShapeResult sh_;
   Series sub_series_;

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "kqual/bench/activity_record.hpp"
@@ -72,6 +74,14 @@ struct Fixture {
     ++corr;
     w.line(fmt::format("L\t{}\t1\t0\tcudaMemcpyAsync\t0\t/x/torch/lib/libtorch_cuda.so\t-", corr));
     w.line(fmt::format("M\t{}\t{}\t{}\t13\t5\t6\t0", corr, kind, bytes));
+  }
+  // The recorder's own upload of `bytes` under `label` (one copy from the host, its correlation id in the 'U' line).
+  void upload(const std::string& label, const std::vector<std::uint8_t>& bytes, int status = 0) {
+    ++corr;
+    w.line(fmt::format("L\t{}\t1\t0\tcuMemcpyHtoD_v2\t0\t-\t-", corr));
+    w.line(fmt::format("M\t{}\t1\t{}\t7\t5\t6\t0", corr, bytes.size()));
+    w.line(fmt::format("U\t{}\t7f00\t{}\t{:016x}\t{}\t{}", label, bytes.size(), bytes_content_mac(Writer::kKey, bytes.data(), bytes.size()),
+                       status, corr));
   }
   // The recorder's own read of device memory holding `bytes`.
   void read(const std::string& label, const std::vector<std::uint8_t>& bytes, int status = 0) {
@@ -180,6 +190,27 @@ TEST(RecordTiming, WorkAnotherThreadEnqueuesBetweenSamplesIsLateAndMissingMarksA
   EXPECT_EQ(timing_from_record(missing.reader.current(), {}, {0, 1}, {1, 1}, true).code, "harness_tampered");
 }
 
+TEST(RecordTiming, ACopyFromTheHostBetweenTimedCallsThatTheRecorderDidNotMakeIsTampering) {
+  const std::vector<std::uint8_t> a(4096, 1);
+  const std::map<std::string, std::uint64_t> expected = {{"up0:x", bytes_content_mac(Writer::kKey, a.data(), a.size())}};
+  auto judge = [&](const std::function<void(Fixture&)>& between) {
+    Fixture f;
+    f.upload("up0:x", a);  // the datasets, before the first sample
+    f.copy(1, 4096);       // the submission's first call moving its constants: before any sample, not judged
+    f.sample(0, {{1'000'000, 1'001'000, 13}});
+    between(f);
+    f.sample(1, {{2'000'000, 2'001'000, 13}});
+    std::set<std::uint32_t> own;
+    EXPECT_EQ(check_uploads(f.reader.current(), expected, &own), "");
+    return timing_from_record(f.reader.current(), {}, {0, 1}, {1, 1}, true, &own);
+  };
+  EXPECT_EQ(judge([](Fixture&) {}).code, "") << judge([](Fixture&) {}).detail;
+  EXPECT_EQ(judge([&](Fixture& f) { f.upload("up0:x", a); }).code, "");
+  const RecordTiming t = judge([](Fixture& f) { f.copy(1, 4096); });  // values put where a read-back will look
+  EXPECT_EQ(t.code, "harness_tampered") << t.detail;
+  EXPECT_NE(t.detail.find("recorder did not make"), std::string::npos) << t.detail;
+}
+
 // Who did the work: fill and copy kernels are how outputs are made, unless the problem's own reference
 // launches the same one; the user's allow list overrides; the submission's own kernels are never blamed.
 TEST(RecordJudge, LibraryAndReferenceKernelsAgainstTheAllowList) {
@@ -285,9 +316,11 @@ TEST(RecordReader, TheRecordersOwnReadsCarryTheCodeOfTheBytesTheGpuHeld) {
 
 TEST(RecordJudge, WorkBetweenTheCallsThatTheHarnessDoesNotDoIsTampering) {
   constexpr const char* kTorch = "/x/torch/lib/libtorch_cuda.so";
+  const std::vector<std::uint8_t> a(4096, 1), b(4096, 2);
   // Three calls of a one-input case (4096 bytes); `between` runs after call 1, before call 2.
   auto judge = [&](const std::function<void(Fixture&)>& between) {
     Fixture f;
+    f.upload("up0:x", a);
     f.call(1, {{"add_relu", "/x/ext.so"}});
     f.read("out1:y", {1, 2});
     between(f);
@@ -295,21 +328,23 @@ TEST(RecordJudge, WorkBetweenTheCallsThatTheHarnessDoesNotDoIsTampering) {
     f.read("out2:y", {1, 2});
     f.call(3, {{"add_relu", "/x/ext.so"}});
     f.read("out3:y", {1, 2});
-    f.copy(1, 4096);  // the reference's inputs, after the last read: not counted
+    f.copy(1, 4096);  // after the last read: changes nothing judged
     f.mark("ref");
     f.kernel_from(9'000'000, 9'000'100, kTorch, "vectorized_elementwise_kernel_add");
     f.mark("ref-done");
     RecordRules rules;
     rules.input_bytes = {4096};
+    rules.uploads = {{"up0:x", bytes_content_mac(Writer::kKey, a.data(), a.size())},
+                     {"up1:x", bytes_content_mac(Writer::kKey, b.data(), b.size())}};
     return judge_case_record(f.reader.current(), {}, 3, rules);
   };
-  // What the harness does there: datasets B and A to the GPU, B into A's tensors, reads to the host, the side streams' spins.
+  // What the harness does there: the recorder uploads datasets B and A, B into A's tensors, reads to the host, the side streams' spins.
   const RecordJudgement harness = judge([&](Fixture& f) {
-    f.copy(1, 4096);
+    f.upload("up1:x", b);
     f.copy(8, 4096);
     f.copy(2, 4096);
     f.kernel_from(1'500'000, 1'500'010, kTorch, "_ZN2at4cuda5sleepEx");
-    f.copy(1, 4096);
+    f.upload("up0:x", a);
   });
   EXPECT_EQ(harness.failure, SubmissionFailure::none) << harness.detail;
   // A kernel computing values after the call (the reference's answer put where the output is read from).
@@ -319,16 +354,49 @@ TEST(RecordJudge, WorkBetweenTheCallsThatTheHarnessDoesNotDoIsTampering) {
   // A sleep kernel of the submission's own module is not the harness's spin.
   EXPECT_EQ(judge([&](Fixture& f) { f.kernel_from(1'500'000, 1'500'010, "/x/ext.so", "_ZN2at4cuda5sleepEx"); }).failure,
             SubmissionFailure::harness_tampered);
-  // Values uploaded from the host: a copy of another size, or one copy more than the datasets need.
-  EXPECT_EQ(judge([&](Fixture& f) { f.copy(1, 8); }).failure, SubmissionFailure::harness_tampered);
-  EXPECT_EQ(judge([&](Fixture& f) {
-              for (int i = 0; i < 3; ++i) f.copy(1, 4096);
-            }).failure,
-            SubmissionFailure::harness_tampered);
+  // Values put on the GPU from the host by anyone but the recorder: of an input's size too.
+  const RecordJudgement unowned = judge([&](Fixture& f) { f.copy(1, 4096); });
+  EXPECT_EQ(unowned.failure, SubmissionFailure::harness_tampered);
+  EXPECT_NE(unowned.detail.find("recorder did not make"), std::string::npos) << unowned.detail;
+  // The recorder made to upload other bytes (a file the worker wrote) or under a label kqual did not give.
+  const RecordJudgement other = judge([&](Fixture& f) { f.upload("up1:x", std::vector<std::uint8_t>(4096, 9)); });
+  EXPECT_EQ(other.failure, SubmissionFailure::harness_tampered);
+  EXPECT_NE(other.detail.find("not kqual's dataset"), std::string::npos) << other.detail;
+  EXPECT_EQ(judge([&](Fixture& f) { f.upload("up7:x", b); }).failure, SubmissionFailure::harness_tampered);
+  // A failed upload's copies are not the recorder's (the worker stops there: kqual's failure).
+  EXPECT_EQ(judge([&](Fixture& f) { f.upload("up1:x", b, -3); }).failure, SubmissionFailure::harness_tampered);
+  // More device copies than B into A's tensors needs.
   EXPECT_EQ(judge([&](Fixture& f) {
               for (int i = 0; i < 2; ++i) f.copy(8, 4096);
             }).failure,
             SubmissionFailure::harness_tampered);
+}
+
+TEST(RecordJudge, ACallThatUploadsItsResultOnEveryCallComputedItOnTheHost) {
+  auto judge = [&](std::uint64_t up1, std::uint64_t up2, std::uint64_t up3) {
+    Fixture f;
+    const std::uint64_t ups[3] = {up1, up2, up3};
+    for (int k = 1; k <= 3; ++k) {
+      const std::uint64_t t = 1'000'000 * std::uint64_t(k);
+      f.mark(fmt::format("armed{}", k));
+      f.kernel_from(t, t + 10, "/x/torch/lib/libtorch_cuda.so", "_ZN2at4cuda5sleepEx");
+      f.mark(fmt::format("call{}", k));
+      f.kernel_from(t + 100, t + 200, "/x/ext.so", "add_relu");
+      if (ups[k - 1]) f.copy(1, ups[k - 1]);
+      f.mark(fmt::format("returned{}", k));
+      f.kernel_from(t + 300, t + 310, "/x/torch/lib/libtorch_cuda.so", "FillFunctor_fence");
+      f.mark(fmt::format("fenced{}", k));
+    }
+    RecordRules rules;
+    rules.output_bytes = 4096;
+    return judge_case_record(f.reader.current(), {}, 3, rules);
+  };
+  const RecordJudgement host = judge(4096, 4096, 4096);
+  EXPECT_EQ(host.failure, SubmissionFailure::host_compute) << host.detail;
+  EXPECT_NE(host.detail.find("computed on the host and uploaded"), std::string::npos) << host.detail;
+  // A tensor made on the CPU and moved on the first call only, or small constants each call: not the result.
+  EXPECT_EQ(judge(4096, 0, 0).failure, SubmissionFailure::none);
+  EXPECT_EQ(judge(256, 256, 256).failure, SubmissionFailure::none);
 }
 
 TEST(RecordJudge, TheOriginOfAKernelIsItsLaunchersObjectOrInductorsModule) {

@@ -301,7 +301,8 @@ TEST_F(TorchSubmissionTest, ARecordThatStopsBreaksItsChainOrLosesAKernelIsTamper
   auto with = [&](const std::string& record, double timeout = 60) {
     return check(std::string(kGood) + "WATCH = {'record': " + record + "}\n", timeout);
   };
-  for (const char* t : {"bad_code", "skip", "drop_kernel", "moved_mark", "skip_read", "other_bytes", "stale_inputs"}) {
+  for (const char* t : {"bad_code", "skip", "drop_kernel", "moved_mark", "skip_read", "other_bytes", "stale_inputs", "upload_other",
+                        "upload_unowned"}) {
     const SubmissionCheck r = with(fmt::format("{{'tamper': '{}'}}", t));
     EXPECT_EQ(code(r), "harness_tampered") << t << ": " << r.summary();
   }

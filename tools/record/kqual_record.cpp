@@ -21,6 +21,8 @@
 //   seq S corr bytes stream start end graph
 //   seq O module bytes origin_object python_frames functions
 //   seq X label last_corr tid stream time
+//   seq R label ptr bytes code status last_corr
+//   seq U label ptr bytes code status own_copy_corrs
 //   seq D label value last_corr
 //   seq F token dropped
 //   seq E message
@@ -28,6 +30,7 @@
 #include <cupti.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <unwind.h>
@@ -46,76 +49,13 @@
 
 #include "cubin_symbols.hpp"
 #include "kqual/bench/record_mac.hpp"
+#include "recorder_state.hpp"
 
 namespace {
 
 constexpr int kVersion = 1;
 constexpr std::size_t kActivityBufferBytes = 8u << 20;
 constexpr std::size_t kWriteBufferBytes = 64u << 10;
-
-struct CuptiApi {
-  decltype(&::cuptiSubscribe) subscribe = nullptr;
-  decltype(&::cuptiEnableDomain) enable_domain = nullptr;
-  decltype(&::cuptiEnableCallback) enable_callback = nullptr;
-  decltype(&::cuptiActivityEnable) activity_enable = nullptr;
-  decltype(&::cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
-  decltype(&::cuptiActivityFlushAll) flush_all = nullptr;
-  decltype(&::cuptiActivityGetNextRecord) next_record = nullptr;
-  decltype(&::cuptiActivityGetNumDroppedRecords) dropped = nullptr;
-  decltype(&::cuptiGetStreamIdEx) stream_id = nullptr;
-  decltype(&::cuptiGetTimestamp) timestamp = nullptr;
-  std::string path;
-};
-
-// The CPython functions the Python frames are read with (resolved in the process, absent outside Python).
-struct PythonApi {
-  int (*gil_check)() = nullptr;
-  void* (*thread_state)() = nullptr;
-  void* (*get_frame)(void*) = nullptr;
-  void* (*frame_back)(void*) = nullptr;
-  void* (*frame_code)(void*) = nullptr;
-  int (*frame_line)(void*) = nullptr;
-  void* (*get_attr)(void*, const char*) = nullptr;
-  const char* (*utf8)(void*) = nullptr;
-  void (*decref)(void*) = nullptr;
-  void (*err_clear)() = nullptr;
-  bool ok = false;
-};
-
-struct State {
-  int fd = -1;
-  std::uint64_t key[2] = {0, 0};
-  std::uint64_t prev = 0;
-  std::uint64_t seq = 0;
-  std::string out;
-  std::mutex mu;  // seq, prev, out
-  CuptiApi cupti;
-  PythonApi py;
-  CUpti_SubscriberHandle subscriber = nullptr;
-  std::atomic<std::uint32_t> last_corr{0};
-  std::mutex contexts_mu;
-  std::unordered_set<CUcontext> contexts;
-  CUresult (*ctx_get_current)(CUcontext*) = nullptr;
-  CUresult (*memcpy_dtoh)(void*, CUdeviceptr, std::size_t) = nullptr;  // cuMemcpyDtoH_v2: the recorder's own reads
-  std::mutex origin_mu;
-  std::unordered_map<void*, std::string> origin_of_pc;
-  std::string self_path;
-  bool active = false;
-};
-
-State& st() {
-  static State* s = new State;  // never destroyed: CUPTI's threads may call in while the process exits
-  return *s;
-}
-
-thread_local int g_in_runtime = 0;  // a driver call made inside a runtime call is that call's, not another launch
-
-long tid() { return syscall(SYS_gettid); }
-
-void clean(std::string& s) {
-  for (char& c : s)
-    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
-}
 
 void write_all(int fd, const char* p, std::size_t n) {
   while (n > 0) {
@@ -127,6 +67,25 @@ void write_all(int fd, const char* p, std::size_t n) {
     p += w;
     n -= std::size_t(w);
   }
+}
+
+}  // namespace
+
+namespace kqual_recorder {
+
+State& st() {
+  static State* s = new State;  // never destroyed: CUPTI's threads may call in while the process exits
+  return *s;
+}
+
+thread_local int g_in_runtime = 0;
+thread_local std::vector<std::uint32_t>* g_own_copies = nullptr;
+
+long tid() { return syscall(SYS_gettid); }
+
+void clean(std::string& s) {
+  for (char& c : s)
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
 }
 
 void flush_locked(State& s) {
@@ -153,6 +112,12 @@ void emit(const char* fmt, ...) {
   s.out.append(body, len).append(code);
   if (s.out.size() >= kWriteBufferBytes) flush_locked(s);
 }
+
+}  // namespace kqual_recorder
+
+namespace {
+
+using namespace kqual_recorder;
 
 std::string short_path(const char* p) {
   // The last three components: enough to tell torch/_inductor/... from a submission's file.
@@ -322,6 +287,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   const int status = cb->functionReturnValue ? *static_cast<const int*>(cb->functionReturnValue) : -1;
   const std::uintptr_t stream = launch_stream(domain, cbid, cb->functionParams);
   const std::string origin = !launch ? std::string("-") : launch_origin(domain, cbid, cb->functionParams);
+  if (g_own_copies && !launch) g_own_copies->push_back(cb->correlationId);
   emit("L\t%u\t%ld\t%d\t%s\t%llx\t%s\t%s", cb->correlationId, tid(), status, fn ? fn : "?",
        static_cast<unsigned long long>(stream), origin.c_str(), python_frames().c_str());
 }
@@ -458,6 +424,7 @@ void start(State& s) {
   if (cuda) {
     s.ctx_get_current = reinterpret_cast<decltype(s.ctx_get_current)>(dlsym(cuda, "cuCtxGetCurrent"));
     s.memcpy_dtoh = reinterpret_cast<decltype(s.memcpy_dtoh)>(dlsym(cuda, "cuMemcpyDtoH_v2"));
+    s.memcpy_htod = reinterpret_cast<decltype(s.memcpy_htod)>(dlsym(cuda, "cuMemcpyHtoD_v2"));
   }
   CuptiApi& c = s.cupti;
   bool ok = c.register_callbacks(buffer_requested, buffer_completed) == CUPTI_SUCCESS;
@@ -484,93 +451,6 @@ extern "C" {
 __attribute__((visibility("default"))) int InitializeInjection(void) {
   static std::once_flag once;
   std::call_once(once, [] { start(st()); });
-  return 1;
-}
-
-// 1 while recording.
-__attribute__((visibility("default"))) int kqual_record_active(void) { return st().active ? 1 : 0; }
-
-// A mark in the record: every API call after it, up to the next mark, is between the two. stream: the
-// CUDA stream handle the worker calls on (its CUPTI id is written).
-__attribute__((visibility("default"))) int kqual_record_mark(const char* label, unsigned long long stream) {
-  State& s = st();
-  if (!s.active) return 0;
-  CUcontext ctx = nullptr;
-  if (s.ctx_get_current) s.ctx_get_current(&ctx);
-  if (ctx) {
-    bool fresh = false;
-    {
-      std::lock_guard<std::mutex> lock(s.contexts_mu);
-      fresh = s.contexts.insert(ctx).second;
-    }
-    std::uint32_t legacy = 0;
-    if (fresh && s.cupti.stream_id(ctx, nullptr, 0, &legacy) == CUPTI_SUCCESS)
-      emit("C\t%llx\t%u", static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(ctx)), legacy);
-  }
-  std::uint32_t sid = 0;
-  if (!ctx || s.cupti.stream_id(ctx, reinterpret_cast<CUstream>(stream), 0, &sid) != CUPTI_SUCCESS) sid = 0xffffffffu;
-  std::uint64_t now = 0;
-  s.cupti.timestamp(&now);
-  std::string l = label ? label : "?";
-  clean(l);
-  emit("X\t%s\t%u\t%ld\t%u\t%llu", l.c_str(), s.last_corr.load(), tid(), sid, static_cast<unsigned long long>(now));
-  return 1;
-}
-
-// The recorder reads `bytes` of device memory at `ptr` itself (the worker has synchronised the device
-// first) and writes "R label ptr bytes code status last_corr": the content's keyed code (kqual_record::ContentMac).
-// kqual compares it with the code of the bytes the worker wrote to its file for the same label, so the
-// values kqual judges are the values that were in the GPU's memory, whatever the worker's Python did.
-__attribute__((visibility("default"))) int kqual_record_read(const char* label, unsigned long long ptr, unsigned long long bytes) {
-  State& s = st();
-  if (!s.active) return 0;
-  std::string l = label ? label : "?";
-  clean(l);
-  const std::uint32_t before = s.last_corr.load();  // every API call up to here came before the read
-  kqual_record::ContentMac mac(s.key);
-  int status = s.memcpy_dtoh ? 0 : -1;
-  constexpr std::size_t kChunk = std::size_t(32) << 20;
-  std::vector<unsigned char> buf(std::min<std::size_t>(kChunk, std::max<unsigned long long>(bytes, 1)));
-  for (unsigned long long at = 0; at < bytes && status == 0; at += kChunk) {
-    const std::size_t n = std::size_t(std::min<unsigned long long>(kChunk, bytes - at));
-    status = int(s.memcpy_dtoh(buf.data(), CUdeviceptr(ptr + at), n));
-    if (status == 0) mac.update(buf.data(), n);
-  }
-  emit("R\t%s\t%llx\t%llu\t%016llx\t%d\t%u", l.c_str(), ptr, bytes, static_cast<unsigned long long>(status == 0 ? mac.final() : 0), status,
-       before);
-  return status == 0 ? 1 : 0;
-}
-
-// A number the worker cannot know before it asks: the keyed code of "draw\t" + label (kqual_record::ContentMac
-// under the record's key, which the submission never sees), written as "D label value last_corr". kqual knows
-// the key, so it recomputes every value, and the line's place among the marks says when it was asked: the
-// worker draws a timed call's input shifts before the call and whether its output is verified after it
-// (docs/torch-submissions.md, "Timed calls on fresh values").
-__attribute__((visibility("default"))) unsigned long long kqual_record_draw(const char* label) {
-  State& s = st();
-  if (!s.active) return 0;
-  std::string l = label ? label : "?";
-  clean(l);
-  const std::string what = "draw\t" + l;
-  kqual_record::ContentMac mac(s.key);
-  mac.update(what.data(), what.size());
-  const unsigned long long v = mac.final();
-  emit("D\t%s\t%016llx\t%u", l.c_str(), v, s.last_corr.load());
-  return v;
-}
-
-// Every completed activity record written, then "F token dropped": the reader reads up to here.
-__attribute__((visibility("default"))) int kqual_record_flush(const char* token) {
-  State& s = st();
-  if (!s.active) return 0;
-  s.cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  std::size_t dropped = 0;
-  s.cupti.dropped(nullptr, 0, &dropped);
-  std::string t = token ? token : "?";
-  clean(t);
-  emit("F\t%s\t%zu", t.c_str(), dropped);
-  std::lock_guard<std::mutex> lock(s.mu);
-  flush_locked(s);
   return 1;
 }
 }

@@ -50,6 +50,7 @@ class Recorder:
         self._flush = self.lib.kqual_record_flush if self.lib else None
         self._read = self.lib.kqual_record_read if self.lib else None
         self._draw = self.lib.kqual_record_draw if self.lib else None
+        self._upload = self.lib.kqual_record_upload if self.lib else None
         if self._draw:
             self._draw.restype = ctypes.c_ulonglong
         self._ull = ctypes.c_ulonglong
@@ -63,6 +64,16 @@ class Recorder:
         under label: kqual checks the bytes this worker wrote for the same label against it."""
         if self._read:
             self._read(label.encode(), self._ull(t.data_ptr()), self._ull(t.numel() * t.element_size()))
+
+    def upload(self, label, t, path):
+        """The recorder copies kqual's file `path` into tensor t's memory itself (t dense, the device
+        synchronised) and writes the bytes' code under label ('U'): kqual checks it against its own dataset,
+        and any other copy from the host between the calls is not the harness's. False where it could not
+        (the file not of t's size, unreadable, the driver's error); None without the recorder."""
+        if not self._upload:
+            return None
+        return bool(self._upload(label.encode(), self._ull(t.data_ptr()), str(path).encode(),
+                                 self._ull(t.numel() * t.element_size())))
 
     def draw(self, label):
         """A number from the recorder that no one in this process can know before asking (the keyed code of

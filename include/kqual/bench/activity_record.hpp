@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,6 +62,16 @@ struct RecordRead {
   std::uint32_t last_corr = 0;  // every API call numbered up to here came before the read
 };
 
+// The recorder's own upload of one of kqual's dataset files to device memory ('U'): the keyed code of the
+// bytes it copied, and the correlation ids of its copies (every copy from the host outside the calls must be
+// one of these).
+struct RecordUpload {
+  std::string label;
+  std::uint64_t ptr = 0, bytes = 0, mac = 0;
+  int status = 0;
+  std::vector<std::uint32_t> copies;
+};
+
 // A number the worker asked the recorder for ('D'): the keyed code of its label (draw_value), so the
 // submission cannot know it before it is asked. marks_before: how many marks of this record came before it.
 struct RecordDraw {
@@ -79,6 +90,7 @@ struct ActivityRecord {
   std::vector<RecordMark> marks;
   std::vector<RecordRead> reads;
   std::vector<RecordDraw> draws;
+  std::vector<RecordUpload> uploads;
   std::vector<std::string> flushes;  // tokens, in order
   std::uint64_t dropped = 0;         // records CUPTI dropped (its buffers full)
   std::vector<std::string> errors;   // what the recorder said it could not do
@@ -119,6 +131,18 @@ std::string check_reads(const ActivityRecord& r, const std::uint64_t key[2],
 // record holds exactly one successful read of `label` with these bytes' code; else what did not hold.
 std::string check_read_bytes(const ActivityRecord& r, const std::uint64_t key[2], const std::string& label,
                              const std::vector<std::uint8_t>& bytes);
+
+// The label the worker's upload of dataset d (0: A, 1: B, 2: C, 3: D) of input `input` carries ('U' lines).
+std::string upload_label(int dataset, const std::string& input);
+// The keyed code of bytes, as the recorder codes what it read or uploaded.
+std::uint64_t bytes_content_mac(const std::uint64_t key[2], const std::uint8_t* data, std::size_t size);
+
+// Every upload in the record against kqual's datasets: `expected` maps each label kqual allows (upload_label)
+// to the code of the bytes kqual wrote for it. "" when every upload was under a label kqual gave and each that
+// succeeded carried its dataset's code; *own then holds the correlation ids of the successful uploads' copies
+// (any other copy from the host outside the calls is not the harness's; a failed upload stops the worker). Else what did not hold: the worker had the recorder upload
+// another file, or under a label kqual did not give.
+std::string check_uploads(const ActivityRecord& r, const std::map<std::string, std::uint64_t>& expected, std::set<std::uint32_t>* own);
 
 // Where a launch's work comes from, by the object that launched it, the module its kernel was loaded
 // from and the Python frames at launch and load.

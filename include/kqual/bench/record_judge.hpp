@@ -5,6 +5,7 @@
 // cuBLAS, cuDNN, Inductor). Pure: no process, no GPU; tests feed it records written by hand.
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,12 @@ std::string fenced_mark(int k);
 struct RecordRules {
   std::vector<std::string> allow;          // regular expressions of kernel names the user or the problem allows
   std::uint64_t output_bytes = 0;          // the case's outputs, all together [bytes]
-  // The case's inputs [bytes each]: between the calls the harness copies only these to the GPU (datasets
-  // B and A again, the reference's A) and within it (B into A's tensors); other work there is not its own.
+  // The case's inputs [bytes each]: between the calls the harness copies only these within the GPU (B into
+  // A's tensors); other work there is not its own.
   std::vector<std::uint64_t> input_bytes;
+  // What the recorder may upload (check_uploads: label -> the code of kqual's bytes): the only copies from the
+  // host between the calls are these uploads of datasets B and A (and the reference's A).
+  std::map<std::string, std::uint64_t> uploads;
   bool require_origin = true;              // a kernel whose launch has no record is the record not adding up
   // An imported problem (KernelBench's rules): a solution may replace some of the reference's operators and
   // leave the rest to the library. Its library kernels pass where its own kernels do part of the work and
@@ -73,8 +77,10 @@ struct RecordTiming {
 // the checks above (the submission's series); without, the spans only (a baseline's).
 // modules: every module loaded so far (a kernel's origin): the submission's own kernels between the first
 // and the last sample, outside every sample, are work moved out of the timing window.
+// own_uploads (judge only): the copies of the recorder's own uploads (check_uploads); any other copy from the
+// host after the first sample began, outside every timed and verified call, is harness_tampered.
 RecordTiming timing_from_record(const ActivityRecord& r, const std::vector<RecordModule>& modules, const std::vector<int>& ids,
-                                const std::vector<double>& event_ms, bool judge);
+                                const std::vector<double>& event_ms, bool judge, const std::set<std::uint32_t>* own_uploads = nullptr);
 
 // A kernel's name as C++ spells it (the record holds the compiled, mangled one).
 std::string demangled(const std::string& name);
