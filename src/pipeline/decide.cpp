@@ -172,13 +172,11 @@ DecideOutcome decide_qualify_doc(const json& doc, const DecideOptions& o) {
 // decision shape's per-process warm medians.
 DecideOutcome decide_compare_doc(const json& doc, const DecideOptions& o) {
   const report::CompareResult r = report::compare_result_from_json(doc);
-  // compare's warm rule has one relative margin (compare --margin) and no regression limit: an
-  // absolute part or --regression-limit would be silently unused, so they are refused.
+  // compare's warm rule has a margin (compare --margin REL[,ABS]) and no regression limit: --regression-limit
+  // would be silently unused, so it is refused.
   if (!o.regression_limit.empty())
     throw_error(ErrorKind::usage, "decide: --regression-limit applies to qualify, check and bench results; compare's warm rule "
                                   "has no per-shape regression limit");
-  if (o.margin.find(',') != std::string::npos)
-    throw_error(ErrorKind::usage, fmt::format("decide --margin {}: compare's warm rule has a relative margin only (e.g. 3%)", o.margin));
   DecideOutcome out;
   out.input_schema = doc.value("schema", std::string());
   out.recorded = decision::to_string(r.verdict.decision);
@@ -225,13 +223,13 @@ DecideOutcome decide_compare_doc(const json& doc, const DecideOptions& o) {
   if (newside.contains("loading_path")) jit = newside.at("loading_path").get<std::string>() == "ptx_jit";
   const double floor_ms = st.value("noise_floor_ms", 1.0);
   // --margin replaces the recorded warm margin (checked on entry).
-  double margin = warm.value("margin_relative", 0.02);
+  stats::EquivalenceMargin margin{warm.value("margin_relative", 0.02), warm.value("margin_absolute_ms", 0.0)};
   if (!o.margin.empty()) {
     decision::SpeedPolicy p;
     decision::parse_margin(o.margin, p);
-    out.notes.push_back(fmt::format("--margin {}: the warm margin {:g} % replaces the recorded {:g} %", o.margin,
-                                    100 * p.margin_relative, 100 * margin));
-    margin = p.margin_relative;
+    out.notes.push_back(fmt::format("--margin {}: the warm margin {:g} %, {:g} us replaces the recorded {:g} %, {:g} us", o.margin,
+                                    100 * p.margin_relative, p.margin_absolute_s * 1e6, 100 * margin.relative, margin.absolute * 1e3));
+    margin = {p.margin_relative, p.margin_absolute_s * 1e3};
   }
   const decision::DecisionInput in = compare::decision_input(pairs, wa, wb, jit, r.target.arch, floor_ms, margin);
   json per = json::array();

@@ -88,8 +88,10 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
   cmd->add_option("--dtype", c.o.dtype, "Timing dtype")->capture_default_str();
   cmd->add_option("--decision-shape", c.o.decision_shape,
                   "Shape the profile's calls are made at (default: the last timed shape)");
-  cmd->add_option("--margin", c.o.warm_margin, "Warm equivalence margin, a fraction (0.02: 2 %): NEW and OLD are equivalent warm within it (relative only, unlike qualify's REL[,ABS] --margin)")->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--margin", c.margin,
+                  "Practical margin REL[,ABS], as qualify's: NEW and OLD are equivalent warm where the difference is within "
+                  "max(REL, ABS / OLD's time), e.g. 2% or 3%,0.5us")
+      ->capture_default_str();
   add_negatable_flag(cmd, "correctness", c.o.correctness, "--no-correctness: skip the contract's correctness cases");
   add_negatable_flag(cmd, "large-cases", c.o.large_cases, "--large-cases: also run the contract's largest correctness cases (2^27+5 elements, > 2^31 bytes; over a minute per side)");
   cmd->add_option("--seed", c.o.seed, "Case-generator seed")->capture_default_str();
@@ -97,6 +99,9 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
   if (!run_commands) return;
   cmd->callback([&c, &g, exit_code] {
     c.o.command_line = g.command_line;
+    decision::SpeedPolicy margin;
+    decision::parse_margin(c.margin, margin);
+    c.o.warm_margin = {margin.margin_relative, margin.margin_absolute_s * 1e3};
     apply_side(c.o.old_side, "old", c.old_mode, c.old_ptxas, c.old_nvcc, c.ptxas, c.nvcc);
     apply_side(c.o.new_side, "new", c.new_mode, c.new_ptxas, c.new_nvcc, c.ptxas, c.nvcc);
     c.o.cache_modes.clear();

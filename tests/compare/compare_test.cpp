@@ -92,7 +92,7 @@ TEST(CompareOrder, ABBAKeepsLinearDriftBalanced) {
 // ---- Arithmetic with known answers ----
 
 TEST(CompareDecision, BreakEvenIsExtraColdOverWarmSaving) {
-  auto in = compare::decision_input(jit_pairs(), around(1.0, 0.001), around(0.8, 0.001), true, "sm_90", 1.0, 0.02);
+  auto in = compare::decision_input(jit_pairs(), around(1.0, 0.001), around(0.8, 0.001), true, "sm_90", 1.0, {0.02, 0.0});
   ASSERT_EQ(in.cold.size(), 3u);
   const auto& cold = in.cold[1];
   EXPECT_EQ(cold.mode, CacheMode::cold);
@@ -112,7 +112,7 @@ TEST(CompareDecision, BreakEvenIsExtraColdOverWarmSaving) {
 }
 
 TEST(CompareDecision, SamePairTwoProfilesTwoVerdicts) {
-  auto in = compare::decision_input(jit_pairs(), around(1.0, 0.001), around(0.8, 0.001), true, "sm_90", 1.0, 0.02);
+  auto in = compare::decision_input(jit_pairs(), around(1.0, 0.001), around(0.8, 0.001), true, "sm_90", 1.0, {0.02, 0.0});
   decision::Decision longlived = decision::decide(in, profile("long-lived-server.toml"));
   decision::Decision cold = decision::decide(in, profile("cold-start-heavy.toml"));
   EXPECT_EQ(longlived.verdict, decision::ShipVerdict::ship);
@@ -131,7 +131,7 @@ TEST(CompareDecision, SameKernelNoWarmDifference) {
   // Same SASS both sides warm: ±0.5 % noise inside a 2 % margin is no difference; then the only
   // effect is the JIT cost → do not ship as built, however long-lived (nothing to repay it).
   std::vector<double> a = around(1.0, 0.001), b = around(1.002, 0.001);
-  auto in = compare::decision_input(jit_pairs(), a, b, true, "sm_90", 1.0, 0.02);
+  auto in = compare::decision_input(jit_pairs(), a, b, true, "sm_90", 1.0, {0.02, 0.0});
   EXPECT_EQ(in.warm.verdict, stats::Verdict::no_difference);
   EXPECT_EQ(decision::decide(in, profile("long-lived-server.toml")).verdict, decision::ShipVerdict::do_not_ship);
 }
@@ -139,15 +139,15 @@ TEST(CompareDecision, SameKernelNoWarmDifference) {
 TEST(CompareDecision, NoiseFloorDecidesWhatCountsAsACost) {
   // A 0.4 ms cold difference: "no difference" under a 1 ms floor, "slower" under 0.1 ms.
   std::vector<compare::StartupPair> p{pair(CacheMode::cold, 0.3, 0.7)};
-  EXPECT_EQ(compare::decision_input(p, around(1, 0.001), around(1, 0.001), false, "sm_90", 1.0, 0.02).cold[0].verdict,
+  EXPECT_EQ(compare::decision_input(p, around(1, 0.001), around(1, 0.001), false, "sm_90", 1.0, {0.02, 0.0}).cold[0].verdict,
             stats::Verdict::no_difference);
-  EXPECT_EQ(compare::decision_input(p, around(1, 0.001), around(1, 0.001), false, "sm_90", 0.1, 0.02).cold[0].verdict,
+  EXPECT_EQ(compare::decision_input(p, around(1, 0.001), around(1, 0.001), false, "sm_90", 0.1, {0.02, 0.0}).cold[0].verdict,
             stats::Verdict::slower);
 }
 
 TEST(CompareDecision, MissingEvidenceIsAnError) {
-  EXPECT_THROW(compare::decision_input({}, {1.0}, {1.0}, false, "sm_90", 1, 0.02), Error);
-  EXPECT_THROW(compare::decision_input(jit_pairs(), {}, {1.0}, false, "sm_90", 1, 0.02), Error);
+  EXPECT_THROW(compare::decision_input({}, {1.0}, {1.0}, false, "sm_90", 1, {0.02, 0.0}), Error);
+  EXPECT_THROW(compare::decision_input(jit_pairs(), {}, {1.0}, false, "sm_90", 1, {0.02, 0.0}), Error);
   EXPECT_EQ(decision::exit_code(decision::ShipVerdict::inconclusive), 1);
   EXPECT_EQ(decision::exit_code(decision::ShipVerdict::no_difference), 0);
 }

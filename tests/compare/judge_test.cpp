@@ -298,6 +298,28 @@ TEST(CompareJudge, EveryShapeIsJudgedAndADissentingShapeIsNamed) {
   EXPECT_NE(reasons.find("the decision shape is n=268435456"), std::string::npos) << reasons;
 }
 
+// compare's --margin has qualify's words, REL[,ABS]: an absolute part makes a 0.1 ms warm saving on 1 ms "no
+// difference"; it is recorded, decide gives the recorded verdict back, and decide --margin with it answers the same.
+TEST(CompareJudge, TheWarmMarginHasAnAbsolutePartAsQualifysHas) {
+  test::TempDir t;
+  const json plain = compare::judge(static_part(t), jit_evidence(), options()).results;
+  compare::JudgeOptions jo = options();
+  jo.warm_margin = {0.02, 0.2};  // [ms]: 20 % of OLD's 1 ms
+  const json wide = compare::judge(static_part(t), jit_evidence(), jo).results;
+  EXPECT_DOUBLE_EQ(wide.at("warm").at("margin_absolute_ms").get<double>(), 0.2);
+  const std::string shape_plain = plain.at("warm").at("shapes").at(0).at("comparison").dump();
+  const std::string shape_wide = wide.at("warm").at("shapes").at(0).at("comparison").dump();
+  EXPECT_NE(shape_plain.find("faster"), std::string::npos) << shape_plain;
+  EXPECT_NE(shape_wide.find("no difference"), std::string::npos) << shape_wide;
+  const pipeline::DecideOutcome back = pipeline::decide_results(wide, {});
+  EXPECT_EQ(back.verdict, back.recorded) << back.text;
+  pipeline::DecideOptions o;
+  o.margin = "2%,200us";
+  const pipeline::DecideOutcome asked = pipeline::decide_results(plain, o);
+  EXPECT_EQ(asked.verdict, back.recorded) << asked.text;
+  EXPECT_NE(asked.verdict, pipeline::decide_results(plain, {}).verdict) << "the absolute part changed nothing here";
+}
+
 // kqual decide on a compare result: the recorded profiles give the recorded verdicts; another
 // profile is answered from the same samples, offline.
 TEST(CompareJudge, DecideReJudgesTheRecordedSamplesPerProfile) {

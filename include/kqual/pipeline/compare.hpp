@@ -22,6 +22,7 @@
 #include "kqual/build/toolchain.hpp"
 #include "kqual/report/results.hpp"
 #include "kqual/startup/startup.hpp"
+#include "kqual/stats/compare.hpp"
 
 namespace kqual::compare {
 
@@ -57,7 +58,9 @@ struct CompareOptions {
   std::vector<std::string> shapes;   // "4096" or "m=..,n=.."; empty → the contract's benchmark shapes
   std::string dtype = "f32";
   std::string decision_shape;        // the shape the profile's calls are made at ("" → the last measured)
-  double warm_margin = 0.02;         // relative: warm ratios within 1 ± this are "no difference"
+  // Warm ratios within 1 ± max(relative, absolute / OLD's median) are "no difference" (absolute in ms): compare
+  // --margin REL[,ABS], the same words as qualify's (default 2 %).
+  stats::EquivalenceMargin warm_margin{0.02, 0.0};
   // Correctness.
   bool correctness = true;
   // The 2^27+5-element and > 2^31-byte cases move gigabytes through files per side (over a minute
@@ -104,7 +107,8 @@ struct StartupPair {
 // from per-process medians (paired: process i of A and of B ran next to each other).
 decision::DecisionInput decision_input(const std::vector<StartupPair>& startup, const std::vector<double>& warm_old_ms,
                                        const std::vector<double>& warm_new_ms, std::optional<bool> new_uses_ptx_jit,
-                                       const std::string& target_arch, double cold_noise_floor_ms, double warm_margin);
+                                       const std::string& target_arch, double cold_noise_floor_ms,
+                                       const stats::EquivalenceMargin& warm_margin);
 
 // ---- What the GPU phases measured, as data: judge() weighs it (CPU tests build it by hand) ----
 
@@ -197,7 +201,7 @@ struct JudgeOptions {
   std::optional<bool> new_uses_ptx_jit;
   std::string arch;
   double cold_noise_floor_ms = 1.0;
-  double warm_margin = 0.02;
+  stats::EquivalenceMargin warm_margin{0.02, 0.0};  // [relative, ms]
   double resolve_ms = 5.0;
   int startup_max_runs = 40;
   int startup_runs_requested = 8;

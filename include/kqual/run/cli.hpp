@@ -36,6 +36,7 @@ struct CompareCliOptions {
   std::string old_mode, new_mode, old_ptxas, new_ptxas, old_nvcc, new_nvcc, ptxas, nvcc;
   std::vector<std::string> modes{"off", "cold", "warm"};
   std::vector<std::string> loading{"lazy"};
+  std::string margin = "2%";  // --margin REL[,ABS]
 };
 
 // Everything the parsed command line holds for the commands with typed options.

@@ -166,7 +166,7 @@ json judge_warm_shape(const WarmShape& ws, bool is_decision_shape, const JudgeOp
     stats::DecisionOptions d;
     d.test.paired = a.size() == b.size();
     d.reversal_check = true;
-    d.margin.relative = jo.warm_margin;
+    d.margin = jo.warm_margin;
     sj["comparison"] = stats::to_json(stats::compare(a, b, d));
   }
   sj["decision_shape"] = is_decision_shape;
@@ -187,7 +187,8 @@ JudgedWarm judge_warm_timing(report::CompareResult& r, const Evidence& ev, const
                {"warmup_per_process", ev.warmup},
                {"order", order},
                {"boundary", ev.boundary},
-               {"margin_relative", jo.warm_margin},
+               {"margin_relative", jo.warm_margin.relative},
+               {"margin_absolute_ms", jo.warm_margin.absolute},
                {"decision_shape", jo.decision_index < ev.warm.size() ? json(ev.warm[jo.decision_index].shape) : json()},
                {"shapes", warm_j}};
   r.phases.set("warm_timing", fmt::format("{} fresh worker processes per side, {} samples per shape each, order A B B A ...",

@@ -216,7 +216,7 @@ Evidence measure(const CompareOptions& o, Side (&sides)[2], worker::Session& ses
   to.warmup = o.warmup;
   to.measure_copy = false;
   to.seed = o.seed;
-  to.equivalence_margin = o.warm_margin;
+  to.equivalence_margin = o.warm_margin.relative;
   to.keep_input_files = true;  // the same inputs for every process and both sides
   to.input_root = session.scratch() / "bench";
   // The timing cases (inputs, references) are generated on the CPU while the GPU checks

@@ -37,7 +37,8 @@ std::vector<double> to_seconds(const std::vector<double>& ms) {
 
 decision::DecisionInput decision_input(const std::vector<StartupPair>& startup, const std::vector<double>& warm_old_ms,
                                        const std::vector<double>& warm_new_ms, std::optional<bool> new_uses_ptx_jit,
-                                       const std::string& target_arch, double cold_noise_floor_ms, double warm_margin) {
+                                       const std::string& target_arch, double cold_noise_floor_ms,
+                                       const stats::EquivalenceMargin& warm_margin) {
   decision::DecisionInput in;
   in.new_uses_ptx_jit = new_uses_ptx_jit;
   in.target_arch = target_arch;
@@ -62,7 +63,7 @@ decision::DecisionInput decision_input(const std::vector<StartupPair>& startup, 
   stats::DecisionOptions warm_opt;
   warm_opt.test.paired = warm_old_ms.size() == warm_new_ms.size();
   warm_opt.reversal_check = true;  // process pairs that disagree in order: no reliable difference
-  warm_opt.margin.relative = warm_margin;
+  warm_opt.margin = warm_margin;
   in.warm = decision::warm_delta(to_seconds(warm_old_ms), to_seconds(warm_new_ms), warm_opt);
   return in;
 }
