@@ -247,10 +247,11 @@ std::optional<RecordJudgement> integrity(const ActivityRecord& r, const Regions&
   return std::nullopt;
 }
 
-// What crossed to the host in each call: a copy of half the outputs to the host, or as much uploaded on every
-// call, is the work done on the host (host_compute).
+// What crossed to the host in each call: a copy of half the outputs to the host, or as much uploaded, is the
+// work done on the host (host_compute). ref_from_host: what the problem's own reference uploaded in its run
+// (a model that moves a CPU tensor to the GPU in forward, as KernelBench's RNNs move h0), where it ran.
 void host_findings(const std::vector<std::uint64_t>& to_host, const std::vector<std::uint64_t>& from_host, std::uint64_t output_bytes,
-                   std::vector<std::pair<SubmissionFailure, std::string>>& found) {
+                   std::optional<std::uint64_t> ref_from_host, std::vector<std::pair<SubmissionFailure, std::string>>& found) {
   const std::uint64_t floor = std::max<std::uint64_t>(64, output_bytes / 2);
   for (std::size_t c = 0; c < to_host.size(); ++c)
     if (to_host[c] >= floor)
@@ -259,9 +260,20 @@ void host_findings(const std::vector<std::uint64_t>& to_host, const std::vector<
                                    "by a kernel",
                                    c + 1, to_host[c], from_host[c])});
   // A result computed on the host from the inputs read elsewhere (kqual's dataset files, say) needs no copy to
-  // the host, only one back, on every call. A tensor made on the CPU and moved once (a first call's constants)
-  // is not that.
-  if (!from_host.empty() && std::all_of(from_host.begin(), from_host.end(), [&](std::uint64_t b) { return b >= floor; }))
+  // the host, only one back: on one call (every result made at once) or on each. Where the reference ran, a call
+  // that uploads as much, beyond what the reference uploads, is that; where it did not, only uploads on every
+  // call are (a tensor made on the CPU and moved once, a first call's constants, is not a result).
+  if (ref_from_host) {
+    for (std::size_t c = 0; c < from_host.size(); ++c)
+      if (from_host[c] >= floor && from_host[c] > *ref_from_host) {
+        found.push_back({SubmissionFailure::host_compute,
+                         fmt::format("call {} copied {} bytes from the host to the GPU (half the outputs' {} bytes is {}; the problem's "
+                                     "reference, {}): a result computed on the host and uploaded, not made by a kernel (a tensor made "
+                                     "on the CPU, as torch.zeros(n).cuda() makes one, counts too: make it on the GPU, device=x.device)",
+                                     c + 1, from_host[c], output_bytes, floor, *ref_from_host)});
+        return;
+      }
+  } else if (!from_host.empty() && std::all_of(from_host.begin(), from_host.end(), [&](std::uint64_t b) { return b >= floor; }))
     found.push_back({SubmissionFailure::host_compute,
                      fmt::format("every call copied at least {} bytes from the host to the GPU (half the outputs' {} bytes; call 1: {}): "
                                  "the result was computed on the host and uploaded, not made by a kernel (a tensor made on the CPU "
@@ -380,7 +392,13 @@ RecordJudgement judge_case_record(const ActivityRecord& r, const std::vector<Rec
     }
     j.kernels[it->second].ns += ns;
   }
-  host_findings(to_host, from_host, rules.output_bytes, found);
+  std::optional<std::uint64_t> ref_from_host;
+  if (g.ref) {
+    ref_from_host = 0;
+    for (const auto& a : r.activities)
+      if (g.in_ref(a.corr) && a.kind == 'M' && a.copy_kind == kMemcpyHostToDevice) *ref_from_host += a.bytes;
+  }
+  host_findings(to_host, from_host, rules.output_bytes, ref_from_host, found);
   std::vector<std::string> handed;
   double handed_ns = 0, all_ns = 0;
   for (const auto& k : j.kernels) {

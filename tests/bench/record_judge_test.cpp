@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -372,31 +373,46 @@ TEST(RecordJudge, WorkBetweenTheCallsThatTheHarnessDoesNotDoIsTampering) {
             SubmissionFailure::harness_tampered);
 }
 
-TEST(RecordJudge, ACallThatUploadsItsResultOnEveryCallComputedItOnTheHost) {
-  auto judge = [&](std::uint64_t up1, std::uint64_t up2, std::uint64_t up3) {
+TEST(RecordJudge, ACallThatUploadsItsResultComputedItOnTheHost) {
+  // ups: bytes each call uploads; ref: what the problem's reference uploads in its run (none: it did not run).
+  auto judge = [&](std::array<std::uint64_t, 3> ups, std::optional<std::uint64_t> ref) {
     Fixture f;
-    const std::uint64_t ups[3] = {up1, up2, up3};
     for (int k = 1; k <= 3; ++k) {
       const std::uint64_t t = 1'000'000 * std::uint64_t(k);
       f.mark(fmt::format("armed{}", k));
       f.kernel_from(t, t + 10, "/x/torch/lib/libtorch_cuda.so", "_ZN2at4cuda5sleepEx");
       f.mark(fmt::format("call{}", k));
       f.kernel_from(t + 100, t + 200, "/x/ext.so", "add_relu");
-      if (ups[k - 1]) f.copy(1, ups[k - 1]);
+      if (ups[std::size_t(k - 1)]) f.copy(1, ups[std::size_t(k - 1)]);
       f.mark(fmt::format("returned{}", k));
       f.kernel_from(t + 300, t + 310, "/x/torch/lib/libtorch_cuda.so", "FillFunctor_fence");
       f.mark(fmt::format("fenced{}", k));
+    }
+    if (ref) {
+      f.mark("ref");
+      f.kernel_from(9'000'000, 9'000'100, "/x/torch/lib/libtorch_cuda.so", "vectorized_elementwise_kernel_add");
+      if (*ref) f.copy(1, *ref);
+      f.mark("ref-done");
     }
     RecordRules rules;
     rules.output_bytes = 4096;
     return judge_case_record(f.reader.current(), {}, 3, rules);
   };
-  const RecordJudgement host = judge(4096, 4096, 4096);
-  EXPECT_EQ(host.failure, SubmissionFailure::host_compute) << host.detail;
-  EXPECT_NE(host.detail.find("computed on the host and uploaded"), std::string::npos) << host.detail;
-  // A tensor made on the CPU and moved on the first call only, or small constants each call: not the result.
-  EXPECT_EQ(judge(4096, 0, 0).failure, SubmissionFailure::none);
-  EXPECT_EQ(judge(256, 256, 256).failure, SubmissionFailure::none);
+  // Uploaded on every call: computed on the host, whether or not the reference ran.
+  const RecordJudgement each = judge({4096, 4096, 4096}, std::nullopt);
+  EXPECT_EQ(each.failure, SubmissionFailure::host_compute) << each.detail;
+  EXPECT_NE(each.detail.find("computed on the host and uploaded"), std::string::npos) << each.detail;
+  EXPECT_EQ(judge({4096, 4096, 4096}, 0).failure, SubmissionFailure::host_compute);
+  // Every result made on the host at once (from kqual's files) and uploaded in call 1, copied out on the GPU later.
+  const RecordJudgement once = judge({8192, 0, 0}, 0);
+  EXPECT_EQ(once.failure, SubmissionFailure::host_compute) << once.detail;
+  EXPECT_NE(once.detail.find("call 1 copied 8192 bytes from the host"), std::string::npos) << once.detail;
+  // A tensor the problem's own model moves to the GPU in forward (KernelBench's RNNs move h0): the reference uploads
+  // as much; and where the reference did not run, a first call's constants moved once are not a result.
+  EXPECT_EQ(judge({8192, 0, 0}, 8192).failure, SubmissionFailure::none);
+  EXPECT_EQ(judge({8192, 0, 0}, std::nullopt).failure, SubmissionFailure::none);
+  // Small constants each call: below half the outputs.
+  EXPECT_EQ(judge({256, 256, 256}, 0).failure, SubmissionFailure::none);
 }
 
 TEST(RecordJudge, TheOriginOfAKernelIsItsLaunchersObjectOrInductorsModule) {
