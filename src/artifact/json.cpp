@@ -88,13 +88,25 @@ json to_json(const ArtifactDiff& d) {
     j["new"] = c.new_kernel ? kernel_json(*c.new_kernel) : json(nullptr);
     ks.push_back(std::move(j));
   }
+  json arches = json::array();
+  for (const auto& a : d.per_arch)
+    arches.push_back({{"arch", a.arch}, {"entries", {{"old", a.old_entries}, {"new", a.new_entries}}},
+                      {"stored_bytes", {{"old", a.old_bytes}, {"new", a.new_bytes}}}, {"added", a.added}, {"removed", a.removed},
+                      {"changed", a.changed}, {"identical", a.identical}});
+  json loading = json::array();
+  for (const auto& g : d.loading)
+    loading.push_back({{"gpu", g.gpu},
+                       {"old", {{"native_sass", g.old_sass}, {"ptx_jit", g.old_jit}, {"incompatible", g.old_none}}},
+                       {"new", {{"native_sass", g.new_sass}, {"ptx_jit", g.new_jit}, {"incompatible", g.new_none}}}});
   return json{{"target", d.old_selection.target.str()},
               {"old", sel(d.old_selection)},
               {"new", sel(d.new_selection)},
               {"loading_path_worse", d.loading_path_worse},
               {"entries_added", d.entries_added},
               {"entries_removed", d.entries_removed},
-              {"kernels", std::move(ks)}};
+              {"kernels", std::move(ks)},
+              {"per_arch", std::move(arches)},
+              {"loading", std::move(loading)}};
 }
 
 }  // namespace kqual::artifact

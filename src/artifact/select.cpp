@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 #include <map>
+#include <tuple>
 
 #include "kqual/artifact/artifact.hpp"
 #include "kqual/core/enum_names.hpp"
@@ -137,6 +138,60 @@ Selection select_for_arch(const Artifact& art, const Arch& target) {
   return sel;
 }
 
+namespace {
+
+// Per architecture: SASS kernels by name (machine code compared), PTX entries by name (the image compared).
+std::vector<ArchDiff> per_arch_diff(const Artifact& o, const Artifact& n) {
+  struct Side {
+    std::map<std::string, std::string> code;  // kernel -> code hash ("" for PTX: the entry's image hash)
+    std::uint64_t bytes = 0;
+    std::size_t entries = 0;
+  };
+  std::map<std::tuple<int, int, std::string>, Side[2]> arches;  // (0 SASS / 1 PTX, number, arch) -> old, new
+  const Artifact* sides[2] = {&o, &n};
+  for (int s = 0; s < 2; ++s)
+    for (const auto& e : sides[s]->entries) {
+      if (e.kind != EntryKind::sass && e.kind != EntryKind::ptx) continue;
+      Side& side = arches[{e.kind == EntryKind::sass ? 0 : 1, e.arch.number(), e.arch.str()}][s];
+      side.bytes += e.stored_bytes;
+      ++side.entries;
+      if (e.kind == EntryKind::sass)
+        for (const auto& k : e.kernels) side.code[k.name] = k.code_sha256;
+      else
+        for (const auto& k : e.ptx_entries) side.code[k] = e.sha256;
+    }
+  std::vector<ArchDiff> out;
+  for (const auto& [key, pair] : arches) {
+    ArchDiff a;
+    a.arch = std::get<2>(key);
+    a.old_bytes = pair[0].bytes;
+    a.new_bytes = pair[1].bytes;
+    a.old_entries = pair[0].entries;
+    a.new_entries = pair[1].entries;
+    for (const auto& [name, code] : pair[0].code) {
+      const auto it = pair[1].code.find(name);
+      if (it == pair[1].code.end()) ++a.removed;
+      else if (it->second == code && !code.empty()) ++a.identical;
+      else ++a.changed;
+    }
+    for (const auto& [name, code] : pair[1].code) a.added += !pair[0].code.count(name);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+GpuLoading gpu_loading(const Artifact& o, const Artifact& n, const Arch& gpu) {
+  GpuLoading g;
+  g.gpu = gpu.str();
+  for (const auto& m : select_for_arch(o, gpu).modules)
+    ++(m.path == LoadPath::native_sass ? g.old_sass : m.path == LoadPath::ptx_jit ? g.old_jit : g.old_none);
+  for (const auto& m : select_for_arch(n, gpu).modules)
+    ++(m.path == LoadPath::native_sass ? g.new_sass : m.path == LoadPath::ptx_jit ? g.new_jit : g.new_none);
+  return g;
+}
+
+}  // namespace
+
 ArtifactDiff diff_artifacts(const Artifact& o, const Artifact& n, const Arch& target) {
   ArtifactDiff d;
   d.old_selection = select_for_arch(o, target);
@@ -194,6 +249,11 @@ ArtifactDiff diff_artifacts(const Artifact& o, const Artifact& n, const Arch& ta
     c.status = same ? "identical" : "changed";
   }
   for (auto& [nm, c] : changes) d.kernels.push_back(std::move(c));
+  d.per_arch = per_arch_diff(o, n);
+  for (const char* gpu : {"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"})
+    d.loading.push_back(gpu_loading(o, n, Arch::parse(gpu)));
+  if (std::none_of(d.loading.begin(), d.loading.end(), [&](const GpuLoading& g) { return g.gpu == target.str(); }))
+    d.loading.push_back(gpu_loading(o, n, target));
   return d;
 }
 

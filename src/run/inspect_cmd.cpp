@@ -172,6 +172,25 @@ art::Artifact parse_with_progress(const std::string& path, const Progress& p) {
   return a;
 }
 
+std::string megabytes(std::uint64_t b) { return fmt::format("{:.1f} MB", double(b) / 1e6); }
+
+// Per architecture: kernels added, removed, changed (machine code or PTX image), identical, and the bytes stored;
+// then the GPUs on which a side needs the PTX JIT or has modules with no image at all.
+void print_per_arch(const art::ArtifactDiff& d) {
+  fmt::print("\n  per architecture (kernels by name, machine code compared; bytes as stored in the file):\n");
+  fmt::print("  {:<13} {:>11} {:>23} {:>7} {:>8} {:>8} {:>10}\n", "arch", "entries", "bytes", "added", "removed", "changed",
+             "identical");
+  for (const auto& a : d.per_arch)
+    fmt::print("  {:<13} {:>11} {:>23} {:>7} {:>8} {:>8} {:>10}\n", a.arch, fmt::format("{}->{}", a.old_entries, a.new_entries),
+               fmt::format("{}->{}", megabytes(a.old_bytes), megabytes(a.new_bytes)), a.added, a.removed, a.changed, a.identical);
+  for (const auto& g : d.loading) {
+    if (g.old_jit + g.new_jit + g.old_none + g.new_none == 0) continue;
+    const std::size_t old_n = g.old_sass + g.old_jit + g.old_none, new_n = g.new_sass + g.new_jit + g.new_none;
+    fmt::print("  on {}: modules through the PTX JIT {} -> {}, with no image {} -> {} (of {} -> {})\n", g.gpu, g.old_jit, g.new_jit,
+               g.old_none, g.new_none, old_n, new_n);
+  }
+}
+
 // `inspect --diff` in words: the loading paths, the entries, and each kernel's code and resources.
 void print_diff(const art::ArtifactDiff& d, const art::Artifact& old_a, const art::Artifact& new_a, const Target& t, bool full) {
   fmt::print("target {} ({})\n", d.old_selection.target.str(), t.source);
@@ -219,6 +238,7 @@ void print_diff(const art::ArtifactDiff& d, const art::Artifact& old_a, const ar
   bool all_same = !d.kernels.empty();
   for (const auto& c : d.kernels) all_same = all_same && c.status == "identical";
   if (all_same) fmt::print("  all kernels identical: any warm-time difference between these artifacts is noise\n");
+  print_per_arch(d);
 }
 
 int run_inspect(const InspectOptions& o, const GlobalOptions& g) {

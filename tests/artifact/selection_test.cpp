@@ -2,6 +2,8 @@
 // checks; docs/artifact.md), plus the fixtures whose load behaviour was observed on an H200.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "fixture_util.hpp"
 #include "kqual/artifact/artifact.hpp"
 #include "kqual/core/error.hpp"
@@ -182,6 +184,42 @@ TEST(Diff, MaxrregcountShowsAsChangedKernel) {
   }
   EXPECT_TRUE(saw_local_arr);
   EXPECT_FALSE(d.loading_path_worse);
+}
+
+// A library's diff per architecture: every arch either side carries, its kernels added/removed/changed/identical
+// and bytes; and for common GPUs, which side needs the PTX JIT or has no image.
+TEST(Diff, PerArchitectureCountsAndWhichGpusNeedTheJit) {
+  using test::fixture;
+  const Artifact o = parse_artifact(fixture("zstd.fatbin"));           // sm_90 SASS + compute_90 PTX
+  const Artifact n = parse_artifact(fixture("ptx_compute90.fatbin"));  // PTX only
+  const ArtifactDiff d = diff_artifacts(o, n, Arch::parse("sm_90"));
+  const auto arch = [&](const std::string& a) {
+    const auto it = std::find_if(d.per_arch.begin(), d.per_arch.end(), [&](const ArchDiff& x) { return x.arch == a; });
+    EXPECT_NE(it, d.per_arch.end()) << a;
+    return it == d.per_arch.end() ? ArchDiff{} : *it;
+  };
+  const ArchDiff sass = arch("sm_90");
+  EXPECT_EQ(sass.old_entries, 1u);
+  EXPECT_EQ(sass.new_entries, 0u);
+  EXPECT_GT(sass.removed, 0u);
+  EXPECT_EQ(sass.added + sass.changed + sass.identical, 0u);
+  EXPECT_GT(sass.old_bytes, 0u);
+  EXPECT_EQ(sass.new_bytes, 0u);
+  EXPECT_EQ(d.per_arch.front().arch, "sm_90") << "SASS first";
+  const auto gpu = [&](const std::string& g) {
+    const auto it = std::find_if(d.loading.begin(), d.loading.end(), [&](const GpuLoading& x) { return x.gpu == g; });
+    EXPECT_NE(it, d.loading.end()) << g;
+    return it == d.loading.end() ? GpuLoading{} : *it;
+  };
+  const GpuLoading h100 = gpu("sm_90");
+  EXPECT_EQ(h100.old_sass, 1u);
+  EXPECT_EQ(h100.new_jit, 1u);
+  const GpuLoading a100 = gpu("sm_80");  // compute_90 PTX cannot be JIT-compiled for an older GPU
+  EXPECT_EQ(a100.old_none, 1u);
+  EXPECT_EQ(a100.new_none, 1u);
+  EXPECT_EQ(gpu("sm_120").new_jit, 1u);
+  // The same file on both sides: every kernel identical in every arch.
+  for (const auto& a : diff_artifacts(o, o, Arch::parse("sm_90")).per_arch) EXPECT_EQ(a.added + a.removed + a.changed, 0u) << a.arch;
 }
 
 }  // namespace

@@ -176,11 +176,26 @@ struct KernelChange {
   std::string status;               // "identical", "changed", "added", "removed"
   std::optional<KernelInfo> old_kernel, new_kernel;
 };
+// One architecture of a library diff: its SASS kernels (by name, machine code compared) or its PTX entries,
+// added, removed, changed and identical, and the bytes its images take on each side.
+struct ArchDiff {
+  std::string arch;                  // "sm_90", "compute_90"
+  std::size_t added = 0, removed = 0, changed = 0, identical = 0;
+  std::uint64_t old_bytes = 0, new_bytes = 0;  // [B] stored (as in the file) over the arch's entries
+  std::size_t old_entries = 0, new_entries = 0;
+};
+// For one GPU: how many modules each side loads as native SASS, through the PTX JIT, or not at all.
+struct GpuLoading {
+  std::string gpu;                   // "sm_90"
+  std::size_t old_sass = 0, old_jit = 0, old_none = 0, new_sass = 0, new_jit = 0, new_none = 0;
+};
 struct ArtifactDiff {
   Selection old_selection, new_selection;
   bool loading_path_worse = false;  // new path is worse than old on the target -> CI failure
   std::vector<std::string> entries_added, entries_removed;  // "sass sm_90", "ptx compute_80"
   std::vector<KernelChange> kernels;  // kernels of the selected SASS entries (or of all SASS)
+  std::vector<ArchDiff> per_arch;     // every architecture either side carries, SASS first
+  std::vector<GpuLoading> loading;    // the GPUs of common architectures (sm_70 .. sm_120) and the target
 };
 ArtifactDiff diff_artifacts(const Artifact& old_art, const Artifact& new_art, const Arch& target);
 
