@@ -33,7 +33,7 @@ set(KQUAL_ROOM_DEPS_contract_top declared)
 set(KQUAL_ROOM_DEPS_contract_builtin "")
 set(KQUAL_ROOM_DEPS_contract_declared "")
 set(KQUAL_ROOM_DEPS_contract_importers declared)
-# pipeline/: the phases every command composes (stages, decide, qualify, selftest, the build pool) at the
+# pipeline/: the phases every command composes (phases, decide, qualify, selftest, the build pool) at the
 # top; compare (two kernels judged per shape and profile), screen (many candidates across GPU lanes,
 # journals, shards, Slurm) and replay (a recorded failing case as a reproducer folder) each in a room of
 # their own, using the top level and not each other.

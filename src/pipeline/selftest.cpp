@@ -22,7 +22,7 @@
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/pipeline/phases.hpp"
 #include "kqual/pipeline/qualify.hpp"
-#include "kqual/pipeline/stages.hpp"
+#include "kqual/pipeline/phases.hpp"
 #include "kqual/report/provenance.hpp"
 #include "kqual/report/results.hpp"
 #include "kqual/worker/sanitizer.hpp"

@@ -1,6 +1,6 @@
 // A PyTorch submission checked and reported (submission.hpp).
 #include "kqual/pipeline/submission.hpp"
-#include "kqual/pipeline/stages.hpp"
+#include "kqual/pipeline/phases.hpp"
 
 #include <fmt/format.h>
 

@@ -1,9 +1,12 @@
 #pragma once
-// The phases one candidate goes through, written once for every command that composes them
-// (qualify, check and bench; selftest; screen; compare): manifest → build (build_one) and load →
-// check → time (check_one), and the one reading of the check's report that every command's verdict,
-// phase line and row comes from (summarize_correctness). The order of a whole command lives in that
-// command's file; what each phase does lives in its module (build/, check/, bench/).
+// The phases every kqual command runs, in this order (docs/architecture.md):
+//   target → build → load → check → time → decide → write
+// written once here and composed by every command (qualify, check and bench; selftest; screen; compare;
+// submission): the target (open_target), one candidate's manifest → build (build_one) and load → check →
+// time (check_one), the one reading of the check's report that every command's verdict, phase line and row
+// comes from (summarize_correctness), and the write (write_results). Which phases a command runs, and what it
+// does between them, lives in that command's file; what each phase does lives in its module (build/, check/,
+// bench/, startup/, decision/, report/).
 //
 // Builds and checks are two steps because they run on different threads: screen and selftest build
 // on a pool of CPU threads (build_pool.hpp) ahead of the GPU lanes that check; qualify and compare
@@ -11,6 +14,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,10 +23,47 @@
 #include "kqual/build/candidate.hpp"
 #include "kqual/build/manifest.hpp"
 #include "kqual/check/evaluate.hpp"
+#include "kqual/core/dtype.hpp"
+#include "kqual/core/json.hpp"
 #include "kqual/decision/qualify.hpp"
 #include "kqual/worker/session.hpp"
 
 namespace kqual::pipeline {
+
+// ---- target ----
+
+struct TargetOptions {
+  bool use_gpu = true;
+  double watchdog_seconds = 60;
+  std::string arch;  // --arch: the target without a device; must match the device when there is one
+};
+
+// Phase "target": a session (scratch folder + worker; the device is probed through the worker,
+// never in this process) and the arch every build is made for.
+struct Target {
+  std::unique_ptr<worker::Session> session;
+  const worker::DeviceFacts* device = nullptr;
+  std::string arch;         // "sm_90"
+  std::string arch_source;  // "device 0", "--arch", "default (no device)"
+  std::string why_no_gpu;   // "" when the device is present
+  bool gpu() const { return device->present; }
+  json device_json() const { return device->present ? device->device : json(); }
+};
+// Error(usage) when --arch disagrees with the device.
+Target open_target(const TargetOptions& o);
+
+// The dtype a candidate is timed at: `asked` (--dtype) when the candidate claims it, or, when
+// nothing was asked ("" ), the first dtype it claims. A candidate is never timed at a dtype it does
+// not claim: it would refuse every shape, and that refusal is not its failure. Error(usage) for an
+// unknown dtype or one the candidate does not claim, naming `who` and its claims.
+DType timing_dtype(const std::string& asked, const std::vector<DType>& claimed, const std::string& who);
+
+// Phase "write": results.json and memo.md into dir, both complete before either appears under its
+// final name (a run that stops half-way leaves the previous pair untouched).
+struct Written {
+  std::filesystem::path results, memo;
+};
+Written write_results(const std::filesystem::path& dir, const json& results, const std::string& memo);
 
 // ---- manifest → build ----
 

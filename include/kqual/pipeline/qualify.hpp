@@ -1,6 +1,6 @@
 #pragma once
 // kqual qualify, check, bench and selftest as library calls (the CLI in run/qualify_cmd.cpp is a thin
-// layer over them); the phase order is pipeline/stages.hpp.
+// layer over them); the phase order is pipeline/phases.hpp.
 #include <cstdint>
 #include <filesystem>
 #include <optional>

@@ -11,7 +11,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/decision/profile.hpp"
-#include "kqual/pipeline/stages.hpp"
+#include "kqual/pipeline/phases.hpp"
 #include "kqual/report/memo.hpp"
 #include "kqual/report/provenance.hpp"
 #include "kqual/report/results.hpp"

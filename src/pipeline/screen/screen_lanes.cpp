@@ -8,7 +8,7 @@
 #include <cstdlib>
 
 #include "kqual/core/error.hpp"
-#include "kqual/pipeline/stages.hpp"
+#include "kqual/pipeline/phases.hpp"
 
 namespace kqual::pipeline {
 

@@ -17,7 +17,7 @@
 #include "kqual/decision/profile.hpp"
 #include "kqual/decision/qualify.hpp"
 #include "kqual/pipeline/qualify.hpp"
-#include "kqual/pipeline/stages.hpp"
+#include "kqual/pipeline/phases.hpp"
 #include "kqual/report/html.hpp"
 #include "kqual/worker/session.hpp"
 

@@ -6,14 +6,14 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/pipeline/qualify.hpp"
-#include "kqual/pipeline/stages.hpp"
+#include "kqual/pipeline/phases.hpp"
 #include "test_util.hpp"
 
 namespace kqual::pipeline {
 namespace {
 namespace fs = std::filesystem;
 
-TEST(Stages, WithoutAGpuTheTargetIsTheArchOptionOrTheDefault) {
+TEST(TargetAndWrite, WithoutAGpuTheTargetIsTheArchOptionOrTheDefault) {
   Target t = open_target({false, 10, "sm_80"});
   EXPECT_FALSE(t.gpu());
   EXPECT_EQ(t.arch, "sm_80");
@@ -25,7 +25,7 @@ TEST(Stages, WithoutAGpuTheTargetIsTheArchOptionOrTheDefault) {
   EXPECT_EQ(d.arch_source, "default (no device)");
 }
 
-TEST(Stages, WriteResultsLeavesBothFilesAndNoPartials) {
+TEST(TargetAndWrite, WriteResultsLeavesBothFilesAndNoPartials) {
   ScratchDir t("kqual-stages-test");
   const fs::path dir = t.path() / "out";
   Written w = write_results(dir, json{{"a", 1}}, "# memo\n");
@@ -39,7 +39,7 @@ TEST(Stages, WriteResultsLeavesBothFilesAndNoPartials) {
   EXPECT_EQ(files, 2);
 }
 
-TEST(Stages, AFailedWriteLeavesThePreviousPairAndNoPartials) {
+TEST(TargetAndWrite, AFailedWriteLeavesThePreviousPairAndNoPartials) {
   ScratchDir t("kqual-stages-test");
   const fs::path dir = t.path() / "out";
   write_results(dir, json{{"run", 1}}, "first\n");
@@ -53,7 +53,7 @@ TEST(Stages, AFailedWriteLeavesThePreviousPairAndNoPartials) {
 
 // A candidate is timed at a dtype it claims: its first claim when none is asked for; a --dtype it
 // does not claim is a usage error (it would refuse every shape, and that refusal is not its failure).
-TEST(Stages, TheTimingDtypeIsOneTheCandidateClaims) {
+TEST(TargetAndWrite, TheTimingDtypeIsOneTheCandidateClaims) {
   EXPECT_EQ(timing_dtype("", {DType::f16}, "candidate x"), DType::f16);
   EXPECT_EQ(timing_dtype("", {DType::bf16, DType::f32}, "candidate x"), DType::bf16);
   EXPECT_EQ(timing_dtype("f32", {DType::bf16, DType::f32}, "candidate x"), DType::f32);
@@ -69,7 +69,7 @@ TEST(Stages, TheTimingDtypeIsOneTheCandidateClaims) {
 
 // qualify of the bundled f16-only candidate: with no --dtype it goes on (the static phases, exit 3
 // without a GPU); with --dtype f32 it stops before any GPU work, naming the claim.
-TEST(Stages, QualifyOfAnF16OnlyCandidateNeverTimesItAtF32) {
+TEST(TargetAndWrite, QualifyOfAnF16OnlyCandidateNeverTimesItAtF32) {
   ScratchDir t("kqual-stages-test");
   QualifyOptions o;
   o.candidate = test::repo_root() / "candidates/residual_add_relu/good/f16";
