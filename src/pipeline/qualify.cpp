@@ -19,7 +19,6 @@
 #include "kqual/decision/qualify.hpp"
 #include "kqual/pipeline/baseline_reuse.hpp"
 #include "kqual/pipeline/phases.hpp"
-#include "kqual/pipeline/phases.hpp"
 #include "kqual/report/memo.hpp"
 #include "kqual/report/provenance.hpp"
 #include "kqual/report/results.hpp"

@@ -20,9 +20,9 @@
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/exit_codes.hpp"
+#include "kqual/pipeline/lanes.hpp"
 #include "kqual/pipeline/phases.hpp"
 #include "kqual/pipeline/qualify.hpp"
-#include "kqual/pipeline/phases.hpp"
 #include "kqual/report/provenance.hpp"
 #include "kqual/report/results.hpp"
 #include "kqual/worker/sanitizer.hpp"
@@ -402,39 +402,18 @@ void check_selftest_options(const SelftestOptions& o) {
 std::vector<Judged> judge_in_lanes(int lanes, std::size_t n, worker::Session& s, BuildPool<SelftestSlot>& pool,
                                    const std::function<Judged(worker::Session&, std::size_t)>& judge) {
   std::vector<Judged> judged(n);
-  std::atomic<std::size_t> next_judge{0};
-  std::atomic<bool> stop{false};
+  std::vector<std::unique_ptr<worker::Session>> mine(std::size_t(std::max(lanes, 1)));
   std::mutex mu;
-  std::exception_ptr failure;
-  auto lane_loop = [&](int l) {
-    try {
-      std::unique_ptr<worker::Session> mine;
-      worker::Session* ses = &s;
-      if (l > 0) {
-        worker::SessionOptions so = s.options();
-        mine = std::make_unique<worker::Session>(so);
-        ses = mine.get();
-      }
-      for (;;) {
-        if (stop.load()) return;
-        const std::size_t i = next_judge.fetch_add(1);
-        if (i >= n) return;
-        Judged jd = judge(*ses, i);
+  run_lanes(
+      std::size_t(lanes), n,
+      [&](std::size_t lane, std::size_t i) {
+        if (lane > 0 && !mine[lane]) mine[lane] = std::make_unique<worker::Session>(s.options());
+        Judged jd = judge(lane > 0 ? *mine[lane] : s, i);
         std::lock_guard<std::mutex> lk(mu);
         judged[i] = std::move(jd);
-      }
-    } catch (...) {
-      std::lock_guard<std::mutex> lk(mu);
-      if (!failure) failure = std::current_exception();
-      stop.store(true);
-      pool.stop();  // a lane waiting on a build gets "skip" instead of waiting forever
-    }
-  };
-  {
-    std::vector<std::jthread> lane_threads;
-    for (int l = 0; l < lanes; ++l) lane_threads.emplace_back(lane_loop, l);
-  }  // joined
-  if (failure) std::rethrow_exception(failure);
+        return true;
+      },
+      [&] { pool.stop(); });  // a lane waiting on a build gets "skip" instead of waiting forever
   return judged;
 }
 

@@ -35,7 +35,6 @@
 #include "kqual/pipeline/screen_shard.hpp"
 #include "kqual/pipeline/screen_timing.hpp"
 #include "kqual/pipeline/screen_submission.hpp"
-#include "kqual/pipeline/phases.hpp"
 #include "kqual/report/provenance.hpp"
 #include "kqual/worker/protocol.hpp"
 

@@ -2,6 +2,8 @@
 // feeds one queue of candidates to one lane (worker session) per GPU.
 #include "kqual/pipeline/screen_gpus.hpp"
 
+#include "kqual/pipeline/lanes.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -162,50 +164,25 @@ DispatchReport dispatch_lanes(std::size_t lanes, std::size_t items, const LaneHo
   rep.judged.assign(lanes, 0);
   rep.faults.assign(lanes, 0);
   rep.retired.assign(lanes, "");
-  std::mutex mu;              // guards next, the report, the first exception; serializes record()
-  std::size_t next = 0;       // the next item to hand out
-  bool stop = false;          // a hook threw: every lane ends after its current item
-  std::exception_ptr failure;
-
-  auto lane_loop = [&](std::size_t lane) {
-    try {
-      for (;;) {
-        std::size_t item;
-        {
-          std::lock_guard<std::mutex> lk(mu);
-          if (stop || next >= items) return;
-          item = next++;
-        }
-        bool fault = false;
-        ScreenVerdict v = hooks.check(lane, item, &fault);
-        {
-          std::lock_guard<std::mutex> lk(mu);
-          hooks.record(lane, item, std::move(v));
-          ++rep.judged[lane];
-          if (fault) ++rep.faults[lane];
-        }
-        if (fault) {
-          // The candidate's verdict stands; the lane goes on only if its GPU still answers a fresh
-          // worker (a lost GPU must not turn the rest of the queue into worker faults).
-          std::string why = hooks.probe ? hooks.probe(lane) : std::string();
-          if (!why.empty()) {
-            std::lock_guard<std::mutex> lk(mu);
-            rep.retired[lane] = why;
-            return;
-          }
-        }
-      }
-    } catch (...) {
+  std::mutex mu;  // the report; serializes record()
+  std::size_t next = run_lanes(lanes, items, [&](std::size_t lane, std::size_t item) {
+    bool fault = false;
+    ScreenVerdict v = hooks.check(lane, item, &fault);
+    {
       std::lock_guard<std::mutex> lk(mu);
-      if (!failure) failure = std::current_exception();
-      stop = true;
+      hooks.record(lane, item, std::move(v));
+      ++rep.judged[lane];
+      if (fault) ++rep.faults[lane];
     }
-  };
-  {
-    std::vector<std::jthread> threads;
-    for (std::size_t l = 0; l < lanes; ++l) threads.emplace_back(lane_loop, l);
-  }  // joined
-  if (failure) std::rethrow_exception(failure);
+    if (!fault) return true;
+    // The candidate's verdict stands; the lane goes on only if its GPU still answers a fresh worker (a
+    // lost GPU must not turn the rest of the queue into worker faults).
+    std::string why = hooks.probe ? hooks.probe(lane) : std::string();
+    if (why.empty()) return true;
+    std::lock_guard<std::mutex> lk(mu);
+    rep.retired[lane] = why;
+    return false;
+  });
   // Every lane retired before the queue ran out: what is left is recorded, not lost.
   std::string why_all;
   for (std::size_t l = 0; l < lanes; ++l)
