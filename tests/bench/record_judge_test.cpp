@@ -395,24 +395,45 @@ TEST(RecordJudge, ACallThatUploadsItsResultComputedItOnTheHost) {
       f.mark("ref-done");
     }
     RecordRules rules;
-    rules.output_bytes = 4096;
+    rules.output_bytes = 1 << 20;
     return judge_case_record(f.reader.current(), {}, 3, rules);
   };
   // Uploaded on every call: computed on the host, whether or not the reference ran.
-  const RecordJudgement each = judge({4096, 4096, 4096}, std::nullopt);
+  const RecordJudgement each = judge({1 << 20, 1 << 20, 1 << 20}, std::nullopt);
   EXPECT_EQ(each.failure, SubmissionFailure::host_compute) << each.detail;
   EXPECT_NE(each.detail.find("computed on the host and uploaded"), std::string::npos) << each.detail;
-  EXPECT_EQ(judge({4096, 4096, 4096}, 0).failure, SubmissionFailure::host_compute);
+  EXPECT_EQ(judge({1 << 20, 1 << 20, 1 << 20}, 0).failure, SubmissionFailure::host_compute);
   // Every result made on the host at once (from kqual's files) and uploaded in call 1, copied out on the GPU later.
-  const RecordJudgement once = judge({8192, 0, 0}, 0);
+  const RecordJudgement once = judge({2 << 20, 0, 0}, 0);
   EXPECT_EQ(once.failure, SubmissionFailure::host_compute) << once.detail;
-  EXPECT_NE(once.detail.find("call 1 copied 8192 bytes from the host"), std::string::npos) << once.detail;
+  EXPECT_NE(once.detail.find("call 1 copied 2097152 bytes from the host"), std::string::npos) << once.detail;
   // A tensor the problem's own model moves to the GPU in forward (KernelBench's RNNs move h0): the reference uploads
   // as much; and where the reference did not run, a first call's constants moved once are not a result.
-  EXPECT_EQ(judge({8192, 0, 0}, 8192).failure, SubmissionFailure::none);
-  EXPECT_EQ(judge({8192, 0, 0}, std::nullopt).failure, SubmissionFailure::none);
-  // Small constants each call: below half the outputs.
-  EXPECT_EQ(judge({256, 256, 256}, 0).failure, SubmissionFailure::none);
+  EXPECT_EQ(judge({2 << 20, 0, 0}, 2 << 20).failure, SubmissionFailure::none);
+  EXPECT_EQ(judge({2 << 20, 0, 0}, std::nullopt).failure, SubmissionFailure::none);
+  // Small constants each call: below half the outputs. And never below 64 KiB: torch.compile's first call uploads
+  // ~70 bytes, more than half of a one-element output (seen on an H100).
+  EXPECT_EQ(judge({4096, 4096, 4096}, 0).failure, SubmissionFailure::none);
+  auto tiny = [&](std::uint64_t up) {
+    Fixture f;
+    for (int k = 1; k <= 3; ++k) {
+      const std::uint64_t t = 1'000'000 * std::uint64_t(k);
+      f.mark(fmt::format("armed{}", k));
+      f.kernel_from(t, t + 10, "/x/torch/lib/libtorch_cuda.so", "_ZN2at4cuda5sleepEx");
+      f.mark(fmt::format("call{}", k));
+      f.kernel_from(t + 100, t + 200, "/x/ext.so", "add_relu");
+      if (k == 1) f.copy(1, up);
+      f.mark(fmt::format("returned{}", k));
+      f.kernel_from(t + 300, t + 310, "/x/torch/lib/libtorch_cuda.so", "FillFunctor_fence");
+      f.mark(fmt::format("fenced{}", k));
+    }
+    f.mark("ref");
+    f.mark("ref-done");
+    RecordRules rules;
+    rules.output_bytes = 4;
+    return judge_case_record(f.reader.current(), {}, 3, rules).failure;
+  };
+  EXPECT_EQ(tiny(70), SubmissionFailure::none);
 }
 
 TEST(RecordJudge, TheOriginOfAKernelIsItsLaunchersObjectOrInductorsModule) {
