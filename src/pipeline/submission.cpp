@@ -98,6 +98,10 @@ std::string timing_md(const bench::SubmissionTiming& t) {
                       speedup(bench::kTorchCompiled));
   }
   if (!t.timed_output_failure.empty()) md += "\n**Timed outputs wrong**: " + t.timed_output_failure + "\n";
+  // A series that failed says why: "failed" in the table alone is not a finding a reviewer can check.
+  for (const auto& sh : t.report.shapes)
+    for (const auto& se : sh.series)
+      if (!se.error.empty()) md += fmt::format("- {} {} failed: {}\n", sh.shape, se.label, se.error.substr(0, 600));
   for (const auto& n : t.notes) md += "- " + n + "\n";
   return md;
 }
