@@ -132,6 +132,9 @@ std::string check_reads(const ActivityRecord& r, const std::uint64_t key[2],
 std::string check_read_bytes(const ActivityRecord& r, const std::uint64_t key[2], const std::string& label,
                              const std::vector<std::uint8_t>& bytes);
 
+// CUPTI's copy kinds in the record's M lines.
+constexpr int kMemcpyHostToDevice = 1, kMemcpyDeviceToHost = 2, kMemcpyDeviceToDevice = 8;
+
 // The label the worker's upload of dataset d (0: A, 1: B, 2: C, 3: D) of input `input` carries ('U' lines).
 std::string upload_label(int dataset, const std::string& input);
 // The keyed code of bytes, as the recorder codes what it read or uploaded.

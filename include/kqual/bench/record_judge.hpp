@@ -84,5 +84,7 @@ RecordTiming timing_from_record(const ActivityRecord& r, const std::vector<Recor
 
 // A kernel's name as C++ spells it (the record holds the compiled, mangled one).
 std::string demangled(const std::string& name);
+// An activity in words for a finding: "kernel add_relu(...)", "a memset of N bytes", "a copy of N bytes".
+std::string what_ran(const RecordActivity& a);
 
 }  // namespace kqual::bench
