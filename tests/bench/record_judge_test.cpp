@@ -374,8 +374,9 @@ TEST(RecordJudge, WorkBetweenTheCallsThatTheHarnessDoesNotDoIsTampering) {
 }
 
 TEST(RecordJudge, ACallThatUploadsItsResultComputedItOnTheHost) {
-  // ups: bytes each call uploads; ref: what the problem's reference uploads in its run (none: it did not run).
-  auto judge = [&](std::array<std::uint64_t, 3> ups, std::optional<std::uint64_t> ref) {
+  // ups: bytes each call uploads; ref: what the problem's reference uploads in its run (none: it did not run);
+  // out: the outputs' bytes.
+  auto judge = [&](std::array<std::uint64_t, 3> ups, std::optional<std::uint64_t> ref, std::uint64_t out = 1 << 20) {
     Fixture f;
     for (int k = 1; k <= 3; ++k) {
       const std::uint64_t t = 1'000'000 * std::uint64_t(k);
@@ -395,7 +396,7 @@ TEST(RecordJudge, ACallThatUploadsItsResultComputedItOnTheHost) {
       f.mark("ref-done");
     }
     RecordRules rules;
-    rules.output_bytes = 1 << 20;
+    rules.output_bytes = out;
     return judge_case_record(f.reader.current(), {}, 3, rules);
   };
   // Uploaded on every call: computed on the host, whether or not the reference ran.
@@ -414,26 +415,7 @@ TEST(RecordJudge, ACallThatUploadsItsResultComputedItOnTheHost) {
   // Small constants each call: below half the outputs. And never below 64 KiB: torch.compile's first call uploads
   // ~70 bytes, more than half of a one-element output (seen on an H100).
   EXPECT_EQ(judge({4096, 4096, 4096}, 0).failure, SubmissionFailure::none);
-  auto tiny = [&](std::uint64_t up) {
-    Fixture f;
-    for (int k = 1; k <= 3; ++k) {
-      const std::uint64_t t = 1'000'000 * std::uint64_t(k);
-      f.mark(fmt::format("armed{}", k));
-      f.kernel_from(t, t + 10, "/x/torch/lib/libtorch_cuda.so", "_ZN2at4cuda5sleepEx");
-      f.mark(fmt::format("call{}", k));
-      f.kernel_from(t + 100, t + 200, "/x/ext.so", "add_relu");
-      if (k == 1) f.copy(1, up);
-      f.mark(fmt::format("returned{}", k));
-      f.kernel_from(t + 300, t + 310, "/x/torch/lib/libtorch_cuda.so", "FillFunctor_fence");
-      f.mark(fmt::format("fenced{}", k));
-    }
-    f.mark("ref");
-    f.mark("ref-done");
-    RecordRules rules;
-    rules.output_bytes = 4;
-    return judge_case_record(f.reader.current(), {}, 3, rules).failure;
-  };
-  EXPECT_EQ(tiny(70), SubmissionFailure::none);
+  EXPECT_EQ(judge({70, 0, 0}, 0, 4).failure, SubmissionFailure::none);
 }
 
 TEST(RecordJudge, TheOriginOfAKernelIsItsLaunchersObjectOrInductorsModule) {
