@@ -3,9 +3,11 @@
 #include <cublas_api.h>  // types and enum values only: cuBLAS is dlopen'ed, never linked
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <link.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 
 #include "cub_ops.hpp"
@@ -26,8 +28,8 @@ const std::vector<LibraryRoutine>& library_routines() {
        {"rows", "cols"}, "i64", {DType::f32, DType::bf16}},
       {"cub.sum", "CUB", "cub::DeviceReduce::Sum", {"in", "out"}, {"n"}, "i64", {DType::f32}},
       // cuBLAS takes int sizes: larger problems are refused by the plan, not truncated.
-      {"cublas.gemm", "cuBLAS", "cublasSgemm_v2 (f32) / cublasGemmEx (bf16, CUBLAS_COMPUTE_32F)", {"a", "b", "c"},
-       {"m", "n", "k"}, "i32", {DType::f32, DType::bf16}},
+      {"cublas.gemm", "cuBLAS", "cublasSgemm_v2 (f32) / cublasGemmEx (bf16, f16; CUBLAS_COMPUTE_32F)", {"a", "b", "c"},
+       {"m", "n", "k"}, "i32", {DType::f32, DType::bf16, DType::f16}},
   };
   return v;
 }
@@ -65,6 +67,7 @@ using GemmExFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOpe
 struct CublasApi {
   void* handle_lib = nullptr;
   std::string path;
+  std::string lt_path;  // the libcublasLt loaded beside it, before it ("" when none was found there)
   decltype(&::cublasCreate_v2) create = nullptr;
   decltype(&::cublasSetStream_v2) set_stream = nullptr;
   decltype(&::cublasSetMathMode) set_math_mode = nullptr;
@@ -139,6 +142,23 @@ void bind_cublas(CUstream stream, DType t) {
   }
 }
 
+// libcublasLt.so.<major> in the directory of a named libcublas.so.<major>[.<minor>...], or "".
+std::string sibling_cublaslt(const std::string& cublas_path) {
+  namespace fs = std::filesystem;
+  const fs::path p(cublas_path);
+  const std::string name = p.filename().string();
+  const std::string stem = "libcublas.so";
+  if (name.rfind(stem, 0) != 0) return "";
+  const std::string suffix = name.substr(stem.size());       // ".13.1.0.3", ".13" or ""
+  const std::string major = suffix.substr(0, suffix.find('.', 1));  // ".13" or ""
+  std::error_code ec;
+  for (const std::string& cand : {"libcublasLt.so" + major, std::string("libcublasLt.so")}) {
+    const fs::path lt = p.parent_path() / cand;
+    if (fs::exists(lt, ec)) return lt.string();
+  }
+  return "";
+}
+
 }  // namespace
 
 void load_cublas() {
@@ -153,6 +173,14 @@ void load_cublas() {
   }
   std::vector<std::string> errors;
   for (const auto& p : tries) {
+    // A named file brings its own cuBLASLt: libcublas finds libcublasLt by soname, and without this the
+    // dynamic linker could take another build's from the system's search path.
+    const std::string lt = p.find('/') == std::string::npos ? std::string() : sibling_cublaslt(p);
+    if (!lt.empty() && !::dlopen(lt.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+      const char* err = ::dlerror();
+      errors.push_back(fmt::format("{} (the cuBLASLt beside {}): {}", lt, p, err ? err : "dlopen failed"));
+      continue;
+    }
     void* h = ::dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       const char* err = ::dlerror();
@@ -167,6 +195,7 @@ void load_cublas() {
     try {
       CublasApi n;
       n.path = p;
+      n.lt_path = lt;
       n.create = reinterpret_cast<decltype(n.create)>(sym("cublasCreate_v2"));
       n.set_stream = reinterpret_cast<decltype(n.set_stream)>(sym("cublasSetStream_v2"));
       n.set_math_mode = reinterpret_cast<decltype(n.set_math_mode)>(sym("cublasSetMathMode"));
@@ -188,6 +217,21 @@ void load_cublas() {
 }
 
 std::string cublas_library_path() { return api().path; }
+std::string cublas_lt_library_path() { return api().lt_path; }
+
+std::vector<std::string> loaded_library_files(std::string_view needle) {
+  std::vector<std::string> out;
+  auto visit = [](dl_phdr_info* info, size_t, void* data) -> int {
+    auto* st = static_cast<std::pair<std::string_view, std::vector<std::string>*>*>(data);
+    const std::string name = info->dlpi_name ? info->dlpi_name : "";
+    if (!name.empty() && std::filesystem::path(name).filename().string().find(st->first) != std::string::npos)
+      st->second->push_back(name);
+    return 0;
+  };
+  std::pair<std::string_view, std::vector<std::string>*> st{needle, &out};
+  dl_iterate_phdr(visit, &st);
+  return out;
+}
 
 std::string cublas_version() {
   cublasHandle_t h = cublas_handle();
@@ -279,8 +323,9 @@ void LibraryCall::enqueue(CUstream stream) {
                            static_cast<const float*>(A), k, &beta, static_cast<float*>(C), nn),
                    "cublasSgemm_v2");
     } else {
-      check_cublas(a.gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, nn, m, k, &alpha, B, CUDA_R_16BF, nn, A, CUDA_R_16BF, k, &beta, C,
-                             CUDA_R_16BF, nn, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      const cudaDataType t = dtype_ == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
+      check_cublas(a.gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, nn, m, k, &alpha, B, t, nn, A, t, k, &beta, C, t, nn,
+                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                    "cublasGemmEx");
     }
     return;

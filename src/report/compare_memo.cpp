@@ -1,6 +1,8 @@
 // The compare memo, rendered from results.json only (so the memo never says more than the data).
 #include <fmt/format.h>
 
+#include <map>
+
 #include <algorithm>
 #include <cmath>
 
@@ -139,6 +141,86 @@ std::string service_memo(const json& sv) {
 
 }  // namespace
 
+namespace {
+
+// The artifact diff's kernels: every one for a kernel-sized diff; for a library's thousands, the
+// counts per status, the per-architecture summary and loading per GPU, and the first changed ones.
+std::string kernel_table(const json& dd) {
+  constexpr std::size_t kListAll = 40, kListChanged = 25;
+  const json& kernels = dd.at("kernels");
+  std::string s;
+  std::map<std::string, int> by_status;
+  for (const auto& k : kernels) ++by_status[str(k, "status")];
+  const bool summarise = kernels.size() > kListAll;
+  if (summarise) {
+    s += fmt::format("\n{} kernels:", kernels.size());
+    for (const auto& [st, n] : by_status) s += fmt::format(" {} {},", n, st);
+    s.back() = '.';
+    s += "\n";
+    if (dd.contains("per_arch") && dd.at("per_arch").is_array()) {
+      s += "\n| arch | modules old → new | bytes old → new | added | removed | changed | identical |\n|---|---|---|---|---|---|---|\n";
+      for (const auto& a : dd.at("per_arch"))
+        s += fmt::format("| {} | {} → {} | {} → {} | {} | {} | {} | {} |\n", str(a, "arch"), a.at("entries").at("old").dump(),
+                         a.at("entries").at("new").dump(), a.at("stored_bytes").at("old").dump(),
+                         a.at("stored_bytes").at("new").dump(), a.value("added", 0), a.value("removed", 0),
+                         a.value("changed", 0), a.value("identical", 0));
+    }
+    if (dd.contains("loading") && dd.at("loading").is_array()) {
+      s += "\n| GPU | modules old: native / PTX JIT / none | new: native / PTX JIT / none |\n|---|---|---|\n";
+      for (const auto& g : dd.at("loading")) {
+        auto cell = [&](const char* side) {
+          const json& c = g.at(side);
+          return fmt::format("{} / {} / {}", c.value("native_sass", 0), c.value("ptx_jit", 0), c.value("incompatible", 0));
+        };
+        s += fmt::format("| {} | {} | {} |\n", str(g, "gpu"), cell("old"), cell("new"));
+      }
+    }
+  }
+  const std::size_t different = kernels.size() - std::size_t(by_status["identical"]);
+  if (summarise && different == 0) return s + "\n(every kernel, identical, is in results.json, artifact_diff)\n";
+  s += "\n| kernel | status | registers old → new | local bytes old → new |\n|---|---|---|---|\n";
+  std::size_t listed = 0;
+  for (const auto& k : kernels) {
+    if (summarise && (str(k, "status") == "identical" || listed == kListChanged)) continue;
+    auto field = [&](const char* which, const char* f) {
+      return k.contains(which) && !k.at(which).is_null() ? k.at(which).at(f).dump() : std::string("—");
+    };
+    s += fmt::format("| `{}` | {} | {} → {} | {} → {} |\n", str(k, "name"), str(k, "status"), field("old", "registers"),
+                     field("new", "registers"), field("old", "local_bytes"), field("new", "local_bytes"));
+    ++listed;
+  }
+  if (summarise) {
+    s += listed < different ? fmt::format("\n(the first {} of {} that differ; every kernel is in results.json, artifact_diff)\n",
+                                          listed, different)
+                            : std::string("\n(identical kernels are in results.json, artifact_diff)\n");
+  }
+  return s;
+}
+
+// Library sides: the first request phase by phase, per mode (medians [ms]).
+std::string library_phase_table(const json& modes) {
+  std::string s;
+  for (const auto& m : modes) {
+    if (!m.at("old").contains("library_phases_summary_ms") || !m.at("new").contains("library_phases_summary_ms")) continue;
+    if (s.empty())
+      s = "\nThe library's first request, phase by phase (medians [ms]; later shapes' first calls in the same process):\n\n"
+          "| JIT cache | loading | phase | old | new |\n|---|---|---|---|---|\n";
+    const json& o = m.at("old").at("library_phases_summary_ms");
+    const json& n = m.at("new").at("library_phases_summary_ms");
+    for (const char* ph : {"library_load", "handle", "first_call", "steady_call"})
+      if (o.contains(ph) || n.contains(ph))
+        s += fmt::format("| {} | {} | {} | {} | {} |\n", str(m, "cache"), str(m, "loading"), ph,
+                         median_of(o.value(ph, json())), median_of(n.value(ph, json())));
+    for (const auto& [ph, v] : o.items())
+      if (ph.rfind("first_call[", 0) == 0)
+        s += fmt::format("| {} | {} | {} | {} | {} |\n", str(m, "cache"), str(m, "loading"), ph, median_of(v),
+                         median_of(n.value(ph, json())));
+  }
+  return s;
+}
+
+}  // namespace
+
 std::string render_compare_memo(const json& results) { return render_compare_memo(compare_result_from_json(results)); }
 
 // The sides, artifact diff, startup, warm and decisions blocks are JSON in CompareResult (see
@@ -178,16 +260,7 @@ std::string render_compare_memo(const CompareResult& r) {
   }
   const json& d = r.artifact_diff;
   const json& dd = d.contains("diff") ? d.at("diff") : d;
-  if (dd.contains("kernels")) {
-    s += "\n| kernel | status | registers old → new | local bytes old → new |\n|---|---|---|---|\n";
-    for (const auto& k : dd.at("kernels")) {
-      auto field = [&](const char* which, const char* f) {
-        return k.contains(which) && !k.at(which).is_null() ? k.at(which).at(f).dump() : std::string("—");
-      };
-      s += fmt::format("| `{}` | {} | {} → {} | {} → {} |\n", str(k, "name"), str(k, "status"), field("old", "registers"),
-                       field("new", "registers"), field("old", "local_bytes"), field("new", "local_bytes"));
-    }
-  }
+  if (dd.contains("kernels")) s += kernel_table(dd);
   for (const auto& n : r.notes) s += "\n- " + n + "\n";
 
   if (!r.correctness.empty()) {
@@ -225,6 +298,7 @@ std::string render_compare_memo(const CompareResult& r) {
                                      : fmt::format("{} per side{}", res.at("runs_per_side_needed_for_target").get<int>(),
                                                    res.at("resolved").get<bool>() ? "" : " (not reached)"));
     }
+    s += library_phase_table(st.at("modes"));
     s += "\nThe detectable difference is the 95 % interval's half-width: a true first-request difference smaller than this "
          "could not be told from none by this run. Runs needed scale it by (half-width / target)².\n";
     for (const auto& e : st.value("extensions", json::array())) s += "- extended: " + e.get<std::string>() + "\n";

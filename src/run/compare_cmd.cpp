@@ -32,10 +32,10 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
   int* exit_code = &s.exit_code;
   auto* cmd = app.add_subcommand(
       "compare",
-      "Should NEW replace OLD? Two artifacts (cubin/fatbin/PTX) or two builds of one candidate: artifact diff, startup per "
-      "JIT cache mode, correctness, warm time per shape (fresh processes, A B B A), break-even and the verdict per "
+      "Should NEW replace OLD? Two artifacts (cubin/fatbin/PTX), two builds of one candidate, or two builds of cuBLAS "
+      "(libcublas.so: kqual's own gemm call through each): artifact diff, startup per JIT cache mode, correctness, warm time per shape (fresh processes, A B B A), break-even and the verdict per "
       "deployment profile. Writes results.json + memo.md. docs/compare.md");
-  input_path(cmd->add_option("old", c.o.old_side.input, "OLD: candidate folder (or kqual.toml), or a cubin/fatbin/PTX file")
+  input_path(cmd->add_option("old", c.o.old_side.input, "OLD: candidate folder (or kqual.toml), a cubin/fatbin/PTX file, or a libcublas.so")
                  ->required(),
              PathRole::file_or_folder);
   input_path(cmd->add_option("new", c.o.new_side.input,
@@ -73,8 +73,8 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
   cmd->add_option("--resolve-ms", c.o.resolve_ms,
                   "First-request difference the run must be able to detect at 95 % (its CI half-width) [ms]")
       ->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--modes", c.modes, "JIT cache modes: off,cold,warm")->delimiter(',')->capture_default_str();
-  cmd->add_option("--loading", c.loading, "Module loading: lazy,eager (the first one feeds the decision)")->delimiter(',')
+  cmd->add_option("--modes", c.modes, "JIT cache modes: off,cold,warm (libraries: default the profiles' modes)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--loading", c.loading, "Module loading: lazy,eager (the first one feeds the decision; libraries: default lazy,eager)")->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--noise-floor-ms", c.o.cold_noise_floor_ms, "First-request differences below this are no difference [ms]")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
@@ -97,8 +97,10 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
   cmd->add_option("--seed", c.o.seed, "Case-generator seed")->capture_default_str();
   add_quiet_flag(cmd, g);
   if (!run_commands) return;
-  cmd->callback([&c, &g, exit_code] {
+  cmd->callback([&c, &g, exit_code, cmd] {
     c.o.command_line = g.command_line;
+    c.o.modes_given = cmd->count("--modes") > 0;
+    c.o.loading_given = cmd->count("--loading") > 0;
     decision::SpeedPolicy margin;
     decision::parse_margin(c.margin, margin);
     c.o.warm_margin = {margin.margin_relative, margin.margin_absolute_s * 1e3};

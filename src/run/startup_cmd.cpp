@@ -109,6 +109,9 @@ void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   probe->add_option("--compile", p->compile_source);
   probe->add_option("--arch", p->arch);
   probe->add_option("--simulate", p->simulate);
+  probe->add_option("--library", p->library);
+  probe->add_option("--library-dtype", p->library_dtype);
+  probe->add_option("--library-shape", p->library_shapes);
   probe->callback([p, exit_code] {
     const json j = startup::run_probe(*p);
     std::fwrite(j.dump().c_str(), 1, j.dump().size(), stdout);

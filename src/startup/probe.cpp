@@ -16,17 +16,33 @@
 #include "kqual/cuda/driver.hpp"
 #include "kqual/cuda/nvrtc.hpp"
 #include "kqual/startup/startup.hpp"
+#include "probe_internal.hpp"
 
 namespace kqual::startup {
-namespace {
+namespace detail {
 
-long long monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // the same clock in parent and child: spawn → main is measurable
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+json device_record() {
+  const cuda::DriverApi& api = cuda::driver();
+  json device;
+  CUdevice dev{};
+  if (api.cuDeviceGet(&dev, 0) != CUDA_SUCCESS) return device;
+  char name[256] = {};
+  if (api.cuDeviceGetName(name, sizeof name, dev) == CUDA_SUCCESS) device["name"] = name;
+  int major = 0, minor = 0, drv = 0;
+  api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  api.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  api.cuDriverGetVersion(&drv);
+  device["arch"] = fmt::format("sm_{}{}", major, minor);
+  device["driver_version"] = drv;
+  return device;
 }
 
-double ms_since(long long t0) { return double(monotonic_ns() - t0) * 1e-6; }
+}  // namespace detail
+
+namespace {
+
+using detail::monotonic_ns;
+using detail::ms_since;
 
 std::vector<std::uint8_t> read_image(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -163,16 +179,7 @@ json load_probe(const ProbeRequest& req, long long t_main) {
     phases["first_use"] = phases["driver_init"].get<double>() + phases["context"].get<double>() + kernel_first_use;
 
   // Provenance, after every timed phase.
-  json device;
-  char name[256] = {};
-  if (api.cuDeviceGetName(name, sizeof name, dev) == CUDA_SUCCESS) device["name"] = name;
-  int major = 0, minor = 0, drv = 0;
-  api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-  api.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-  api.cuDriverGetVersion(&drv);
-  device["arch"] = fmt::format("sm_{}{}", major, minor);
-  device["driver_version"] = drv;
-  out["device"] = device;
+  out["device"] = detail::device_record();
   api.cuModuleUnload(mod);
   api.cuDevicePrimaryCtxRelease(dev);
   out["phases"] = phases;
@@ -189,6 +196,7 @@ json run_probe(const ProbeRequest& req) {
   if (req.simulate == "hang")
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   try {
+    if (!req.library.empty()) return detail::library_probe(req, t_main);
     return req.compile_source.empty() ? load_probe(req, t_main) : compile_probe(req);
   } catch (const Error& e) {
     return json{{"ok", false}, {"no_gpu", false}, {"error", fmt::format("{} error: {}", to_string(e.kind()), e.what())}};

@@ -96,6 +96,10 @@ std::vector<std::string> probe_args(const StartupConfig& cfg, const std::string&
   a.insert(a.end(), {"--grid", std::to_string(cfg.grid), "--block", std::to_string(cfg.block), "--steady",
                      std::to_string(cfg.steady_launches)});
   if (!cfg.simulate.empty()) a.insert(a.end(), {"--simulate", cfg.simulate});
+  if (cfg.library) {
+    a.insert(a.end(), {"--library", image, "--library-dtype", cfg.library_dtype});
+    for (const auto& sh : cfg.library_shapes) a.insert(a.end(), {"--library-shape", sh});
+  }
   return a;
 }
 
@@ -169,7 +173,8 @@ std::optional<LoadingMode> loading_mode_from_string(std::string_view s) {
 const std::vector<std::string>& phase_names() {
   static const std::vector<std::string> names{"process_start",   "driver_init",  "context",          "module_load",
                                               "jit_wall",        "function_lookup", "first_launch", "kernel_first_use",
-                                              "first_use",       "steady_launch"};
+                                              "first_use",       "steady_launch", "library_load", "handle",
+                                              "first_call",      "steady_call"};
   return names;
 }
 
@@ -222,6 +227,12 @@ std::vector<std::uint8_t> identify_artifact(const StartupConfig& cfg, StartupRep
   std::vector<std::uint8_t> bytes = read_all(cfg.artifact);
   rep.artifact_bytes = bytes.size();
   rep.artifact_sha256 = sha256_hex(bytes.data(), bytes.size());
+  if (cfg.library) {
+    if (cfg.library_shapes.empty())
+      throw_error(ErrorKind::usage, fmt::format("kqual startup: library {} needs at least one shape to call", cfg.artifact));
+    rep.artifact_kind = "library";
+    return {};  // the probe dlopens the file itself
+  }
   rep.artifact_kind = artifact_kind(cfg.artifact, bytes);
   if (rep.artifact_kind.empty())
     throw_error(ErrorKind::input, fmt::format("kqual startup: {} is neither a cubin (ELF), a fatbin (magic 0xBA55ED50) "
@@ -307,6 +318,7 @@ LoadTarget artifact_load_image(const StartupConfig& cfg, const std::vector<std::
 }
 
 void note_unmeasured_phases(const StartupConfig& cfg, StartupReport& rep) {
+  if (cfg.library) return;  // a library probe calls the library: there is no kernel to name
   if (rep.kernel.empty())
     rep.notes.push_back("no kernel named: function lookup and launches were not measured (name one with --kernel; "
                         "reading kernel names out of cubins and fatbins belongs to the artifact parser and is not wired in yet)");

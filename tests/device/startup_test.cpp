@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "kqual/cuda/driver.hpp"
+#include "kqual/core/json.hpp"
 #include "kqual/cuda/nvrtc.hpp"
 #include "kqual/decision/decision.hpp"
 #include "kqual/startup/startup.hpp"
@@ -146,6 +147,49 @@ TEST_F(StartupDevice, FasterButPtxOnlyShipsForServerNotForColdStartHeavy) {
   std::cout << decision::to_markdown(ds) << "\n" << decision::to_markdown(db) << "\n";
   EXPECT_EQ(ds.verdict, decision::ShipVerdict::ship);
   EXPECT_EQ(db.verdict, decision::ShipVerdict::do_not_ship);
+}
+
+// A library's first request (kqual compare's library probe): the toolkit's libcublas, three shapes, lazy
+// and eager module loading. Every phase is measured, the probe reports loading exactly the named file
+// (and the libcublasLt beside it), and eager loading pays for the library's modules when it is opened.
+TEST_F(StartupDevice, LibraryProbeTimesLoadHandleAndEachShapesFirstCall) {
+  const char* lib = "/usr/local/cuda/lib64/libcublas.so.13";
+  if (!fs::exists(lib)) GTEST_SKIP() << "no " << lib;
+  startup::StartupConfig c;
+  c.artifact = lib;
+  c.library = true;
+  c.library_dtype = "bf16";
+  c.library_shapes = {"1024,1024,1024", "64,4096,512", "4096,4096,4096"};
+  c.runs = 3;
+  c.steady_launches = 5;
+  c.cache_modes = {CacheMode::cold};
+  c.loading_modes = {LoadingMode::lazy, LoadingMode::eager};
+  const char* exe = std::getenv("KQUAL_EXE");
+  c.probe_executable = exe ? exe : KQUAL_EXE;
+  c.temp_root = (dir_ / "tmp").string();
+  const auto r = startup::measure_startup(c);
+  ASSERT_TRUE(r.gpu_ran) << r.gpu_unavailable;
+  EXPECT_EQ(r.failed_probes, 0u) << startup::to_text(r);
+  EXPECT_EQ(r.artifact_kind, "library");
+  std::cout << startup::to_text(r) << "\n";
+  for (auto loading : {LoadingMode::lazy, LoadingMode::eager}) {
+    const auto* m = r.find(CacheMode::cold, loading);
+    ASSERT_NE(m, nullptr);
+    for (const char* ph : {"driver_init", "context", "library_load", "handle", "first_call", "steady_call", "kernel_first_use",
+                           "first_use"})
+      EXPECT_TRUE(m->phases.count(ph)) << ph << " missing (" << startup::to_string(loading) << ")";
+    for (const auto& smp : m->samples) {
+      ASSERT_TRUE(smp.ok) << smp.failure;
+      EXPECT_TRUE(smp.phases.count("first_call[64,4096,512]") && smp.phases.count("first_call[4096,4096,4096]"));
+      const json& l = smp.raw.at("library");
+      EXPECT_EQ(l.at("loaded"), lib);
+      EXPECT_EQ(l.at("cublaslt_loaded_first"), "/usr/local/cuda/lib64/libcublasLt.so.13");
+      EXPECT_NE(l.at("version").get<std::string>().find("cuBLAS 13."), std::string::npos) << l.dump();
+      EXPECT_EQ(smp.raw.value("loading_mode_applied", ""), startup::to_string(loading));
+    }
+    // The first call pays for what a warm call does not (module loading, heuristics).
+    EXPECT_GT(m->phases.at("first_call").median, m->phases.at("steady_call").median);
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "kqual/core/error.hpp"
 #include "kqual/cuda/library.hpp"
@@ -49,6 +50,31 @@ TEST(LibraryLoader, RoutineTable) {
   EXPECT_EQ(n.routine, "cub.exclusive_sum");
   EXPECT_EQ(n.type, "__nv_bfloat16");
   EXPECT_NE(cub_version().find("CUB 3."), std::string::npos) << cub_version();
+}
+
+// A named libcublas brings the libcublasLt of its own folder: loaded first, so the dynamic linker
+// cannot take another build's by soname. Run in a child process (the loader is once per process).
+TEST(LibraryLoader, ANamedCublasBringsTheCublasLtBesideIt) {
+  const std::filesystem::path real = "/usr/local/cuda/lib64";
+  if (!std::filesystem::exists(real / "libcublas.so.13") || !std::filesystem::exists(real / "libcublasLt.so.13"))
+    GTEST_SKIP() << "no cuBLAS 13 in " << real;
+  std::string tmpl = (std::filesystem::temp_directory_path() / "kqual-cublas-XXXXXX").string();
+  const std::filesystem::path dir = mkdtemp(tmpl.data());
+  // A build of its own: the files under another name of the folder (links keep the test light).
+  std::filesystem::create_symlink(real / "libcublas.so.13", dir / "libcublas.so.13.9.9");
+  std::filesystem::create_symlink(real / "libcublasLt.so.13", dir / "libcublasLt.so.13");
+  const std::string named = (dir / "libcublas.so.13.9.9").string();
+  const std::string lt = (dir / "libcublasLt.so.13").string();
+  EXPECT_EXIT(
+      {
+        ::setenv("KQUAL_CUBLAS_LIBRARY", named.c_str(), 1);
+        load_cublas();
+        bool mapped = false;
+        for (const auto& f : loaded_library_files("cublasLt")) mapped = mapped || f == lt;
+        std::exit(cublas_library_path() == named && cublas_lt_library_path() == lt && mapped ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

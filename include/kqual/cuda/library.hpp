@@ -44,8 +44,13 @@ LibraryName split_library_name(const std::string& full);
 // library that dlopen finds (needs a device: cublasGetVersion takes a handle).
 std::string cub_version();          // "CUB 3.0.1 (CCCL, nvcc 13.0, sm_90)"
 std::string cublas_library_path();  // the file that was (or would be) loaded; "" before a load
+// The libcublasLt.so loaded from the same directory first, when a path was named ("" otherwise).
+std::string cublas_lt_library_path();
+// Files mapped into this process whose file name contains `needle` ("cublas"): what actually runs.
+std::vector<std::string> loaded_library_files(std::string_view needle);
 // Loads libcublas; throws Error(cuda) naming every path tried when it cannot. KQUAL_CUBLAS_LIBRARY
-// overrides the search (one path), for tests and for machines with an unusual layout.
+// overrides the search (one path): kqual compare's library sides, tests, unusual layouts. A named
+// file's libcublasLt.so.<major> in the same directory is loaded first, so each build runs its own.
 void load_cublas();
 std::string cublas_version();       // "cuBLAS 13.0.2 (/usr/local/cuda/lib64/libcublas.so.13)"; needs a context
 

@@ -1,6 +1,6 @@
 #pragma once
-// kqual compare OLD NEW: two artifacts, or two builds of one candidate (other compiler, other
-// flags, PTX-only vs native SASS), judged with all five kinds of evidence kept apart: artifact
+// kqual compare OLD NEW: two artifacts, two builds of one candidate (other compiler, other flags,
+// PTX-only vs native SASS), or two builds of a library (libcublas.so: kqual calls its gemm), judged with all five kinds of evidence kept apart: artifact
 // diff, startup of both (fresh processes per cache mode), correctness of both, warm timing per
 // shape interleaved A/B across fresh worker processes, and the ship decision per deployment
 // profile with break-even, what would reverse it and mitigations. docs/compare.md.
@@ -50,6 +50,9 @@ struct CompareOptions {
   std::vector<decision::CacheMode> cache_modes{decision::CacheMode::off, decision::CacheMode::cold,
                                                decision::CacheMode::warm};
   std::vector<startup::LoadingMode> loading_modes{startup::LoadingMode::lazy};
+  // Whether --modes / --loading were given. Library sides (two libcublas.so) default otherwise to the
+  // profiles' JIT cache modes and to lazy then eager loading.
+  bool modes_given = false, loading_given = false;
   double cold_noise_floor_ms = 1.0;  // [ms] first-request differences below this are "no difference"
   // Warm timing (fresh worker processes, A B B A A B B A ...).
   int processes = 6;                 // per side (6 pairs: the fewest a paired rank test can call at 5 %)
@@ -152,6 +155,8 @@ struct StartupSamples {
   std::vector<double> base_ms;              // driver init + context + kernel_first_use
   std::vector<double> launch_ran;           // 1 when the probe launched (kernel_first_use includes it)
   std::vector<double> module_load_ms, jit_wall_ms;
+  // Library sides: library_load, handle, first_call, steady_call and first_call[m,n,k] of later shapes.
+  std::map<std::string, std::vector<double>> library_phases_ms;
   std::size_t failures = 0;
   std::vector<std::string> failure_messages;
 };
@@ -164,6 +169,7 @@ struct StartupMode {
 
 struct Evidence {
   bool can_launch = true;            // both sides have a launch plan (correctness, warm timing)
+  bool library = false;              // both sides are libraries: the probes made the first call themselves
   CorrectnessSide correctness[2];
   bool correctness_skipped = false;  // --no-correctness
   bool large_cases = false;          // the largest correctness cases ran

@@ -38,6 +38,14 @@ std::optional<LoadingMode> loading_mode_from_string(std::string_view s);
 //   kernel_first_use module_load + function_lookup + first_launch (what the artifact itself costs)
 //   steady_launch   median of launch + synchronize after the first
 //   jit_wall        the driver's own CU_JIT_WALL_TIME for the load, where it compiled PTX
+// A library probe (StartupConfig::library) has instead of module_load, function_lookup and launches:
+//   library_load    dlopen of the named libcublas (and the libcublasLt beside it) + symbol lookup
+//   handle          cublasCreate + its workspace, stream and math mode (kqual's LibraryCall set-up)
+//   first_call      the first shape's first call + synchronize (lazy loading and heuristics land here)
+//   steady_call     median of further calls + synchronize at the first shape
+//   kernel_first_use library_load + handle + first_call
+// Every later shape's first call is in the probe's JSON ("shapes") and ModeResult samples as
+// "first_call[m,n,k]".
 const std::vector<std::string>& phase_names();
 
 // One probe process's instructions (the child side).
@@ -52,6 +60,11 @@ struct ProbeRequest {
   std::string compile_source;
   std::string arch = "sm_90";
   std::string simulate;        // tests only: "crash" (SIGSEGV) or "hang"
+  // A library's first request instead of a module load (kqual compare OLD.so NEW.so): dlopen this
+  // libcublas, create the handle, then the first call of each "m,n,k" in order, each in `library_dtype`.
+  std::string library;
+  std::string library_dtype = "f32";
+  std::vector<std::string> library_shapes;
 };
 
 // Runs the probe in this process and returns its JSON (never throws: failures are in the JSON,
@@ -105,6 +118,11 @@ struct StartupConfig {
   std::string probe_executable = "/proc/self/exe";  // a kqual binary (tests pass its path)
   std::string temp_root;               // where cache directories go; "" → $TMPDIR or /tmp
   std::string simulate;                // tests only, passed to every probe
+  // artifact is a libcublas to call (its first request: load, handle, first call per shape) rather
+  // than an image to load. The first shape is the first request's.
+  bool library = false;
+  std::string library_dtype = "f32";
+  std::vector<std::string> library_shapes;  // "m,n,k"
   std::function<void(const std::string&)> progress;  // one line per event, or empty
 };
 

@@ -12,6 +12,7 @@
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/decision/profile.hpp"
 #include "kqual/pipeline/phases.hpp"
+#include "kqual/pipeline/qualify.hpp"
 #include "kqual/report/memo.hpp"
 #include "kqual/report/provenance.hpp"
 #include "kqual/report/results.hpp"
@@ -29,10 +30,18 @@ bool looks_like_candidate(const fs::path& p) {
 void classify(Side& s) {
   std::error_code ec;
   fs::path p = s.spec.input;
-  if (!fs::exists(p, ec))
-    throw_error(ErrorKind::input, fmt::format("{} input '{}' does not exist", s.label == "old" ? "OLD" : "NEW", p.string()));
+  const char* who = s.label == "old" ? "OLD" : "NEW";
+  if (!fs::exists(p, ec)) throw_error(ErrorKind::input, fmt::format("{} input '{}' does not exist", who, p.string()));
   s.input = fs::weakly_canonical(fs::absolute(p), ec);
   s.is_candidate = looks_like_candidate(p);
+  const std::string name = p.filename().string();
+  if (name.rfind("libcublasLt.so", 0) == 0)
+    throw_error(ErrorKind::usage, fmt::format("{} '{}' is cuBLASLt: name the libcublas.so beside it (kqual loads that "
+                                              "directory's libcublasLt with it and calls cublasGemmEx)",
+                                              who, p.string()));
+  s.is_library = !s.is_candidate && is_cublas_library(p);
+  if (s.is_library && !fs::is_regular_file(s.input, ec))
+    throw_error(ErrorKind::input, fmt::format("{} '{}' is not a file", who, p.string()));
   if (s.is_candidate) {
     s.manifest = build::load_manifest(p);
     s.manifest_from = "the candidate's manifest";
@@ -81,9 +90,36 @@ void check_measure_options(const CompareOptions& o) {
   if (o.cache_modes.empty() || o.loading_modes.empty()) throw_error(ErrorKind::usage, "no cache or loading mode selected");
 }
 
+// The launch plan of two library sides: --manifest, else the bundled cuBLAS gemm baseline (kqual's
+// own cublasSgemm_v2 / cublasGemmEx call, baselines/gemm/cublas).
+build::Manifest library_launch_plan(const CompareOptions& o) {
+  if (!o.manifest.empty()) return build::load_manifest(o.manifest);
+  const auto root = pipeline::find_bundled("baselines", fs::current_path());
+  if (!root || !fs::exists(*root / "gemm" / "cublas" / "kqual.toml"))
+    throw_error(ErrorKind::input, "comparing two libraries needs the gemm call's launch plan, baselines/gemm/cublas, which "
+                                  "was not found (set KQUAL_HOME to the kqual checkout, or give --manifest)");
+  return build::load_manifest(*root / "gemm" / "cublas");
+}
+
 // The launch plan of an artifact side: --manifest, else the other side's candidate manifest. Both
 // sides must implement one contract.
 void share_launch_plan(const CompareOptions& o, Side (&sides)[2]) {
+  if (sides[0].is_library != sides[1].is_library)
+    throw_error(ErrorKind::usage, fmt::format("{} is a library build and {} is not: compare two libcublas.so files, or two "
+                                              "kernels",
+                                              sides[0].is_library ? "OLD" : "NEW", sides[0].is_library ? "NEW" : "OLD"));
+  if (sides[0].is_library) {
+    const build::Manifest m = library_launch_plan(o);
+    if (m.library_names(m.supports.dtypes.at(0)).empty())
+      throw_error(ErrorKind::usage, fmt::format("--manifest {}: comparing libraries needs a launch plan that calls a library "
+                                                "routine ([[launch]] library = \"cublas.gemm<{{T}}>\")",
+                                                m.file.string()));
+    for (auto& s : sides) {
+      s.manifest = m;
+      s.manifest_from = o.manifest.empty() ? "the bundled cuBLAS gemm call (baselines/gemm/cublas)" : "--manifest " + o.manifest;
+    }
+    return;
+  }
   std::optional<build::Manifest> shared_manifest;
   if (!o.manifest.empty()) {
     // A launch plan for prebuilt sides: no source needed (the image's symbols name the kernels).
@@ -146,7 +182,14 @@ CompareShapes compare_shapes(const CompareOptions& o, const contract::Contract* 
 // the kernel the startup probes look up.
 void build_side(const CompareOptions& o, Side& s, const std::string& arch, const fs::path& dir) {
   fs::create_directories(dir);
-  if (s.is_candidate) {
+  if (s.is_library) {
+    // Nothing to build: the side is the file the workers and probes load; its kernels are read as a
+    // host binary's for the artifact diff.
+    s.image = s.input;
+    s.built = build::build_candidate(*s.manifest, arch, dir);
+    s.prov.recipe = "library " + s.input.string();
+    s.prov.image_kind = "shared library";
+  } else if (s.is_candidate) {
     say(o, fmt::format("building {}: {}", s.label, s.spec.recipe.describe()));
     s.built = build::build_with_recipe(*s.manifest, s.spec.recipe, arch, dir, &s.prov);
     s.image = s.built->image_path;
@@ -175,7 +218,9 @@ void build_side(const CompareOptions& o, Side& s, const std::string& arch, const
   if (s.prov.image_kind.empty()) s.prov.image_kind = artifact::to_string(s.art.container);
   s.sel = artifact::select_for_arch(s.art, artifact::Arch::parse(arch));
   // The kernel the startup probes look up.
-  if (s.built && s.manifest) {
+  if (s.is_library) {
+    s.startup_kernel_from = "none: the probes call the library (" + s.built->libraries.at(0) + ")";
+  } else if (s.built && s.manifest) {
     const auto names = s.manifest->kernel_names(s.manifest->supports.dtypes.at(0));
     s.startup_kernel = s.built->lowered.at(names.at(0));
     s.startup_kernel_from = "the manifest's first launch (" + names.at(0) + ")";
@@ -193,16 +238,17 @@ json sides_record(const Side (&sides)[2]) {
   json side_json = json::object();
   for (const auto& s : sides) {
     json j{{"input", s.input.string()},
-           {"kind", s.is_candidate ? "candidate" : "artifact"},
+           {"kind", s.is_library ? "library" : s.is_candidate ? "candidate" : "artifact"},
            {"build", s.prov.to_json()},
            {"image", {{"path", s.image.string()}, {"sha256", s.image_sha256}, {"kind", s.prov.image_kind}}},
-           {"loading_path", artifact::to_string(s.sel.path)},
+           {"loading_path", s.is_library ? "per module" : artifact::to_string(s.sel.path)},
            {"loading_reason", s.sel.reason},
            {"manifest", s.manifest ? json(s.manifest->file.string()) : json()},
            {"manifest_from", s.manifest_from},
            {"startup_kernel", s.startup_kernel},
            {"module", s.module_pick.empty() ? json() : json(s.module_pick)}};
     if (s.built) j["candidate"] = s.built->to_json(), j["candidate"]["image"]["kind"] = s.prov.image_kind;
+    if (s.is_library) j["library"] = s.library_identity.is_null() ? json::object() : s.library_identity;
     side_json[s.label] = j;
   }
   return side_json;
@@ -220,6 +266,17 @@ void record_static_phases(report::CompareResult& r, const Side (&sides)[2], cons
   r.sides = sides_record(sides);
   r.artifact_diff = artifact::to_json(diff);
   r.phases.set("build", fmt::format("old: {}; new: {}", sides[0].prov.recipe, sides[1].prov.recipe));
+  if (sides[0].is_library) {
+    // A library's modules load one by one (lazily): per side, how many load natively on the target.
+    for (const auto& g : diff.loading)
+      if (g.gpu == arch)
+        r.phases.set("artifact_diff",
+                     fmt::format("modules on {}: old {} native, {} by PTX JIT, {} not loadable; new {} native, {} by PTX "
+                                 "JIT, {} not loadable; {} kernel(s) compared",
+                                 arch, g.old_sass, g.old_jit, g.old_none, g.new_sass, g.new_jit, g.new_none,
+                                 diff.kernels.size()));
+    return;
+  }
   r.phases.set("artifact_diff", fmt::format("old loads by {}, new by {} on {}; {} kernel(s) compared",
                                             artifact::to_string(sides[0].sel.path), artifact::to_string(sides[1].sel.path), arch,
                                             diff.kernels.size()));
@@ -241,6 +298,39 @@ void record_no_gpu(report::CompareResult& r, const Side (&sides)[2], const std::
   verdict.decision = decision::ShipVerdict::incomplete;
   verdict.exit_code = kExitIncomplete;
   verdict.summary = "No GPU: only the static phases ran. " + why_no_gpu;
+}
+
+// Library sides: the shapes the startup probes call (the decision shape first: its first call is the
+// first request), and the modes measured when --modes / --loading were not given: the profiles' JIT
+// cache modes (each library probe costs a second or more) and lazy then eager module loading.
+CompareOptions library_defaults(const CompareOptions& o, Side (&sides)[2], const CompareShapes& plan,
+                                const std::vector<decision::DeploymentProfile>& profiles) {
+  CompareOptions mo = o;
+  if (!sides[0].is_library) return mo;
+  if (plan.shapes.empty()) throw_error(ErrorKind::usage, "comparing libraries needs at least one shape (--shapes)");
+  std::vector<std::string> order;
+  auto text = [](const contract::Dims& d) {
+    auto at = [&](const char* k) {
+      auto it = d.find(k);
+      if (it == d.end())
+        throw_error(ErrorKind::usage, fmt::format("library shape {} has no {}: the gemm call takes m, n and k",
+                                                  contract::format_dims(d), k));
+      return it->second;
+    };
+    return fmt::format("{},{},{}", at("m"), at("n"), at("k"));
+  };
+  order.push_back(text(plan.shapes.at(plan.decision_index)));
+  for (std::size_t i = 0; i < plan.shapes.size(); ++i)
+    if (i != plan.decision_index) order.push_back(text(plan.shapes[i]));
+  for (auto& s : sides) s.library_shapes = order;
+  if (!o.modes_given) {
+    mo.cache_modes.clear();
+    for (const auto& p : profiles)
+      if (std::find(mo.cache_modes.begin(), mo.cache_modes.end(), p.jit_cache) == mo.cache_modes.end())
+        mo.cache_modes.push_back(p.jit_cache);
+  }
+  if (!o.loading_given) mo.loading_modes = {startup::LoadingMode::lazy, startup::LoadingMode::eager};
+  return mo;
 }
 
 // What judge() weighs the evidence with, from the options.
@@ -277,6 +367,11 @@ CompareOutcome write_compare(const CompareOptions& o, report::CompareResult resu
 
 }  // namespace
 
+bool is_cublas_library(const fs::path& p) {
+  const std::string name = p.filename().string();
+  return name.rfind("libcublas.so", 0) == 0;
+}
+
 CompareOutcome run_compare(const CompareOptions& o) {
   // ---- 1. Everything that can be refused without building or touching a GPU ----
   Side sides[2];
@@ -287,6 +382,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
   share_launch_plan(o, sides);
   // Profiles load here, before any build: a bad profile is refused up front.
   std::vector<decision::DeploymentProfile> profiles = compare_profiles(o);
+  const std::vector<decision::DeploymentProfile> profiles_for_modes = profiles;
   const contract::Contract* contract = sides[1].manifest ? &sides[1].manifest->resolved_contract() : nullptr;
   const CompareShapes plan = compare_shapes(o, contract);
 
@@ -306,7 +402,8 @@ CompareOutcome run_compare(const CompareOptions& o) {
   }
 
   // ---- 4. Measure: correctness of both, warm timing, startup ----
-  Evidence ev = measure(o, sides, *tg.session, contract, plan.shapes, *dtype);
+  const CompareOptions mo = library_defaults(o, sides, plan, profiles_for_modes);
+  Evidence ev = measure(mo, sides, *tg.session, contract, plan.shapes, *dtype);
   if (ev.can_launch) r.sides = sides_record(sides);  // the candidates as loaded: what the device says of each
 
   // ---- 5. Judge and write ----

@@ -9,6 +9,7 @@
 #include "kqual/artifact/artifact.hpp"
 #include "kqual/build/manifest.hpp"
 #include "kqual/contract/contract.hpp"
+#include "kqual/core/json.hpp"
 #include "kqual/core/dtype.hpp"
 #include "kqual/pipeline/compare.hpp"
 #include "kqual/worker/session.hpp"
@@ -32,7 +33,16 @@ struct Side {
   std::string startup_kernel;
   std::string startup_kernel_from;
   std::string module_pick;  // host binaries: which module was taken
+  // A library side (a libcublas.so): kqual's own gemm call is made through it, in workers and probes
+  // that load this file (KQUAL_CUBLAS_LIBRARY). docs/upgrade.md.
+  bool is_library = false;
+  std::vector<std::string> library_shapes;  // "m,n,k" for the startup probes, the decision shape first
+  json library_identity;                    // what the probes and the worker report they loaded
 };
+
+// True when `p` names a cuBLAS build (libcublas.so*). A libcublasLt.so is refused: it is loaded with
+// the libcublas beside it.
+bool is_cublas_library(const std::filesystem::path& p);
 
 inline void say(const CompareOptions& o, const std::string& line) {
   if (o.progress) o.progress(line);

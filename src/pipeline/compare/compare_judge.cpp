@@ -230,6 +230,11 @@ bool judge_startup_mode(const StartupMode& m, const StartupPair& pair, const Jud
                              {"first_request_summary_ms", summary_or_null(src.first_request_ms)},
                              {"module_load_summary_ms", summary_or_null(raw.module_load_ms)},
                              {"jit_wall_summary_ms", summary_or_null(raw.jit_wall_ms)}};
+    if (!raw.library_phases_ms.empty()) {
+      json lp = json::object();
+      for (const auto& [ph, v] : raw.library_phases_ms) lp[ph] = summary_or_null(v);
+      mj[kJudgeSideName[k]]["library_phases_summary_ms"] = lp;
+    }
   }
   if (pair.old_side.kernel_first_use_ms.empty() || pair.new_side.kernel_first_use_ms.empty()) return true;
   stats::DecisionOptions d;
@@ -278,11 +283,16 @@ std::vector<StartupPair> judge_startup(report::CompareResult& r, const Evidence&
                   {"noise_floor_ms", jo.cold_noise_floor_ms},
                   {"resolve_ms", jo.resolve_ms},
                   {"first_request_definition",
-                   "driver_init + context + kernel_first_use (module load + function lookup) + the side's median warm kernel "
-                   "time at the decision shape as the first launch (probes cannot launch a kernel that takes pointers)"},
+                   ev.library ? "driver_init + context + library load (dlopen of the named libcublas and its libcublasLt) "
+                                "+ handle (cublasCreate, workspace) + the first gemm call at the decision shape, synchronized"
+                              : "driver_init + context + kernel_first_use (module load + function lookup) + the side's median "
+                                "warm kernel time at the decision shape as the first launch (probes cannot launch a kernel "
+                                "that takes pointers)"},
                   {"delta_definition",
-                   "new − old over the artifact-dependent phases (module load + lookup): driver init and context creation "
-                   "run before the artifact is read, so their difference is noise and is left out"},
+                   ev.library ? "new − old over library load + handle + first call: driver init and context creation run "
+                                "before the library is opened, so their difference is noise and is left out"
+                              : "new − old over the artifact-dependent phases (module load + lookup): driver init and context "
+                                "creation run before the artifact is read, so their difference is noise and is left out"},
                   {"resolution", resolution_j},
                   {"notes", ev.startup_notes},
                   {"modes", startup_j}};

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <filesystem>
 #include <map>
+#include <optional>
 
 #include "kqual/bench/timing.hpp"
 #include "kqual/pipeline/phases.hpp"
@@ -19,6 +21,7 @@
 namespace kqual::compare {
 
 namespace {
+namespace fs = std::filesystem;
 
 // One side's checked correctness as the judge reads it.
 CorrectnessSide to_side(const pipeline::CheckedOne& one) {
@@ -31,6 +34,31 @@ CorrectnessSide to_side(const pipeline::CheckedOne& one) {
   for (const auto& f : sum.failures) c.failing[f.id] = f.code;
   c.report = one.report->to_json(false);
   return c;
+}
+
+// A library probe's report of what it loaded, kept once per side; a probe that mapped another file
+// than the side names is an error: the measurement would be of the wrong build.
+void note_library_identity(Side& s, const json& raw) {
+  const json lib = raw.value("library", json::object());
+  std::error_code ec;
+  const fs::path loaded = fs::weakly_canonical(lib.value("loaded", std::string()), ec);
+  if (loaded != s.input)
+    throw_error(ErrorKind::input, fmt::format("{}: the startup probe loaded '{}', not the named '{}'", s.label,
+                                              lib.value("loaded", std::string()), s.input.string()));
+  for (const auto& m : lib.value("mapped", json::array())) {
+    const fs::path mapped = fs::weakly_canonical(m.get<std::string>(), ec);
+    if (mapped.parent_path() != s.input.parent_path())
+      throw_error(ErrorKind::input,
+                  fmt::format("{}: the startup probe mapped '{}' from another directory than '{}': the measurement would mix "
+                              "two builds",
+                              s.label, m.get<std::string>(), s.input.string()));
+  }
+  if (s.library_identity.is_null() || !s.library_identity.contains("probe"))
+    s.library_identity["probe"] = {{"loaded", lib.value("loaded", "")},
+                                   {"cublaslt_loaded_first", lib.value("cublaslt_loaded_first", "")},
+                                   {"mapped", lib.value("mapped", json::array())},
+                                   {"version", lib.value("version", "")},
+                                   {"routine", lib.value("routine", "")}};
 }
 
 // Runs `runs[side]` fresh probe processes per mode in blocks A B B A and appends the samples.
@@ -46,6 +74,9 @@ void measure_startup_blocks(const CompareOptions& o, Side (&sides)[2], const std
     startup::StartupConfig cfg;
     cfg.artifact = s.image.string();
     cfg.kernel = s.startup_kernel;
+    cfg.library = s.is_library;
+    cfg.library_dtype = o.dtype;
+    cfg.library_shapes = s.library_shapes;
     cfg.launch = false;  // candidate kernels take pointers: the harness's launch is timed warm, not here
     cfg.runs = block_runs[side][blocks_done[side]++];
     if (cfg.runs <= 0) continue;
@@ -76,16 +107,33 @@ void measure_startup_blocks(const CompareOptions& o, Side (&sides)[2], const std
         const double kfu = get("kernel_first_use");
         dst.kernel_first_use_ms.push_back(kfu);
         dst.base_ms.push_back(get("driver_init") + get("context") + kfu);
-        dst.launch_ran.push_back(smp.phases.count("first_launch") ? 1.0 : 0.0);
-        dst.module_load_ms.push_back(get("module_load"));
+        dst.launch_ran.push_back(smp.phases.count("first_launch") || smp.phases.count("first_call") ? 1.0 : 0.0);
+        if (s.is_library) {
+          for (const auto& [ph, ms] : smp.phases)
+            if (ph == "library_load" || ph == "handle" || ph.rfind("first_call", 0) == 0 || ph == "steady_call")
+              dst.library_phases_ms[ph].push_back(ms);
+          note_library_identity(s, smp.raw);
+        } else {
+          dst.module_load_ms.push_back(get("module_load"));
+        }
         if (smp.phases.count("jit_wall")) dst.jit_wall_ms.push_back(get("jit_wall"));
       }
     }
   }
 }
 
+// The worker's own report of the cuBLAS it loaded ("cuBLAS 13.0.2 (<path>)", recorded when the side was
+// loaded): it must be the side's file.
+void note_worker_library(Side& s) {
+  const std::string version = s.built->library_versions.value("cuBLAS", std::string());
+  if (version.find(s.input.string()) == std::string::npos)
+    throw_error(ErrorKind::input, fmt::format("{}: the worker loaded {}, not '{}'", s.label,
+                                              version.empty() ? std::string("no cuBLAS") : version, s.input.string()));
+  s.library_identity["worker"] = version;
+}
+
 // Both sides' correctness at once, each in its own worker process (correctness is not timed).
-void measure_correctness(const CompareOptions& o, Side (&sides)[2], worker::Session& session, Evidence& ev) {
+void measure_correctness(const CompareOptions& o, Side (&sides)[2], worker::Session* (&per_side)[2], Evidence& ev) {
   pipeline::CheckOneOptions co;
   co.load = false;  // measure() loaded both; `other` needs no load of its own: each case's run names the module
   co.check.seed = o.seed;
@@ -99,16 +147,19 @@ void measure_correctness(const CompareOptions& o, Side (&sides)[2], worker::Sess
   // side runs every case (a correct side runs every case anyway).
   co.check.all_cases = true;
   say(o, "correctness: old and new, each in its own worker");
-  worker::Session other(session.options());
-  auto new_side = std::async(std::launch::async, [&] { return to_side(pipeline::check_one(other, *sides[1].built, co)); });
-  ev.correctness[0] = to_side(pipeline::check_one(session, *sides[0].built, co));
+  // Artifact sides share a session's options; NEW checks in a session of its own so both run at once.
+  std::optional<worker::Session> other;
+  worker::Session* new_session = per_side[1];
+  if (per_side[0] == per_side[1]) new_session = &other.emplace(per_side[0]->options());
+  auto new_side = std::async(std::launch::async, [&] { return to_side(pipeline::check_one(*new_session, *sides[1].built, co)); });
+  ev.correctness[0] = to_side(pipeline::check_one(*per_side[0], *sides[0].built, co));
   ev.correctness[1] = new_side.get();
 }
 
 // Warm time per shape: 2 x o.processes fresh worker processes in interleaved order, each timing one
 // side alone.
-void measure_warm(const CompareOptions& o, Side (&sides)[2], worker::Session& session, const std::vector<contract::Dims>& shapes,
-                  const bench::TimingOptions& to, Evidence& ev) {
+void measure_warm(const CompareOptions& o, Side (&sides)[2], worker::Session* (&per_side)[2],
+                  const std::vector<contract::Dims>& shapes, const bench::TimingOptions& to, Evidence& ev) {
   ev.order = interleave_order(2 * o.processes);
   ev.processes = o.processes;
   ev.samples = o.samples;
@@ -120,6 +171,7 @@ void measure_warm(const CompareOptions& o, Side (&sides)[2], worker::Session& se
   }
   for (std::size_t k = 0; k < ev.order.size(); ++k) {
     Side& s = sides[ev.order[k]];
+    worker::Session& session = *per_side[ev.order[k]];
     say(o, fmt::format("warm timing: process {}/{} ({})", k + 1, ev.order.size(), s.label));
     session.worker().stop();  // a fresh worker process for every block
     bench::TimingReport rep = bench::time_against_baselines(session, *s.built, {}, to);
@@ -140,7 +192,7 @@ void measure_warm(const CompareOptions& o, Side (&sides)[2], worker::Session& se
       }
     }
   }
-  session.worker().stop();
+  for (auto* session : per_side) session->worker().stop();
 }
 
 // Startup: blocks A B B A of fresh probes; then more blocks, for the modes that could not resolve
@@ -192,6 +244,7 @@ Evidence measure(const CompareOptions& o, Side (&sides)[2], worker::Session& ses
                  const std::vector<contract::Dims>& shapes, DType dtype) {
   Evidence ev;
   ev.can_launch = sides[0].built && sides[1].built;
+  ev.library = sides[0].is_library;
   ev.correctness_skipped = !o.correctness;
   ev.large_cases = o.large_cases;
   auto clock = std::chrono::steady_clock::now();
@@ -200,12 +253,23 @@ Evidence measure(const CompareOptions& o, Side (&sides)[2], worker::Session& ses
     ev.wall_s[phase] += std::chrono::duration<double>(now - clock).count();
     clock = now;
   };
+  // Library sides run in sessions of their own whose workers load that side's file.
+  std::optional<worker::Session> library_sessions[2];
+  worker::Session* per_side[2] = {&session, &session};
+  for (int k = 0; k < 2; ++k)
+    if (sides[k].is_library) {
+      worker::SessionOptions so = session.options();
+      so.worker_env.emplace_back("KQUAL_CUBLAS_LIBRARY", sides[k].input.string());
+      per_side[k] = &library_sessions[k].emplace(so);
+    }
   if (ev.can_launch) {
     pipeline::CheckOneOptions load_only;
     load_only.correctness = false;
-    for (auto& s : sides) {
-      const std::string refusal = pipeline::check_one(session, *s.built, load_only).load_error;
+    for (int k = 0; k < 2; ++k) {
+      Side& s = sides[k];
+      const std::string refusal = pipeline::check_one(*per_side[k], *s.built, load_only).load_error;
       if (!refusal.empty()) throw_error(ErrorKind::input, fmt::format("{} ({}): {}", s.label, s.prov.recipe, refusal));
+      if (s.is_library) note_worker_library(s);
     }
   }
   bench::TimingOptions to;
@@ -227,7 +291,7 @@ Evidence measure(const CompareOptions& o, Side (&sides)[2], worker::Session& ses
       worker::Session prep(session.options());
       bench::prepare_timing_cases(prep, *contract, to);
     });
-  if (ev.can_launch && o.correctness) measure_correctness(o, sides, session, ev);
+  if (ev.can_launch && o.correctness) measure_correctness(o, sides, per_side, ev);
   if (primed.valid()) {
     try {
       primed.get();
@@ -239,7 +303,7 @@ Evidence measure(const CompareOptions& o, Side (&sides)[2], worker::Session& ses
   const bool new_blamed = new_is_blamed(ev.correctness[0], ev.correctness[1]);
   lap("load_and_correctness");
   if (ev.can_launch && !new_blamed) {
-    measure_warm(o, sides, session, shapes, to, ev);
+    measure_warm(o, sides, per_side, shapes, to, ev);
     lap("warm_timing");
   }
   if (!new_blamed) {
