@@ -14,6 +14,7 @@
 #include "kqual/run/cli.hpp"
 #include "kqual/run/user_paths.hpp"
 #include "kqual/core/exit_codes.hpp"
+#include "kqual/pipeline/torch_startup.hpp"
 #include "kqual/startup/startup.hpp"
 
 namespace kqual::run {
@@ -70,6 +71,54 @@ int run_startup(StartupArgs& a, const GlobalOptions& g) {
   return kExitPass;
 }
 
+// kqual startup-torch: a PyTorch step's first request in fresh processes, and the service it feeds.
+constexpr CommandDoc kStartupTorchCommand{
+    "startup-torch",
+    "A PyTorch step's first request in fresh Python processes (import, CUDA context, first matmul, first conv) against the "
+    "same step warm, per module loading mode; then per deployment profile the service those cold starts feed (first-request "
+    "p99, objectives). Writes results.json, memo.md and the samples for kqual model service. Exit 3 without a GPU or "
+    "PyTorch. docs/upgrade.md"};
+
+struct StartupTorchArgs {
+  pipeline::TorchStartupOptions o;
+  std::string loading = "lazy,eager";
+};
+
+int run_startup_torch(StartupTorchArgs& a, const GlobalOptions& g) {
+  a.o.loading_modes.clear();
+  for (const auto& m : split_commas(a.loading)) {
+    auto l = startup::loading_mode_from_string(m);
+    if (!l) throw_error(ErrorKind::usage, fmt::format("--loading: unknown module loading mode '{}' (lazy, eager)", m));
+    a.o.loading_modes.push_back(*l);
+  }
+  a.o.command_line = g.command_line;
+  a.o.progress = progress_for(g, "startup-torch").sink();
+  const pipeline::TorchStartupOutcome out = pipeline::run_torch_startup(a.o);
+  if (g.json) print_json(out.results);
+  else fmt::print("{}\nwrote {} and {}\n", out.results.at("summary").get<std::string>(), out.results_path.string(),
+                  out.memo_path.string());
+  return out.exit_code;
+}
+
+void add_startup_torch_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
+  auto [cmd, a] = add_command<StartupTorchArgs>(app, g, exit_code, kStartupTorchCommand, run_startup_torch);
+  cmd->add_option("--python", a->o.python, "Python interpreter with PyTorch")->capture_default_str();
+  cmd->add_option("--runs", a->o.runs, "Fresh processes per loading mode")->capture_default_str()->check(CLI::Range(2, 100000));
+  cmd->add_option("--loading", a->loading, "Module loading modes: lazy,eager")->capture_default_str();
+  cmd->add_option("--matmul", a->o.matmul, "The step's matmul: M,N,K")->capture_default_str();
+  cmd->add_option("--conv", a->o.conv, "The step's conv2d: N,C,H,W,K,R (R x R filter)")->capture_default_str();
+  cmd->add_option("--dtype", a->o.dtype, "f32, bf16 or f16")->capture_default_str();
+  cmd->add_option("--steady", a->o.steady, "Warm calls per process after the first")->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--watchdog", a->o.watchdog_s, "Seconds before a process counts as hung and is killed")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  input_path(cmd->add_option("--profile", a->o.profiles, "Deployment profile TOML (repeatable; default: built-in defaults)"),
+             PathRole::file);
+  output_path(cmd->add_option("--out", a->o.out_dir, "Folder for results.json, memo.md and the samples")->capture_default_str(),
+              PathRole::folder);
+  add_quiet_flag(cmd, g);
+}
+
 }  // namespace
 
 void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
@@ -94,6 +143,8 @@ void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   cmd->add_option("--watchdog", a->cfg.watchdog_s, "seconds before a probe counts as hung and is killed")->capture_default_str();
   output_path(cmd->add_option("--out", a->out, "also write the JSON report to this file"), PathRole::file);
   add_quiet_flag(cmd, g);
+
+  add_startup_torch_command(app, g, exit_code);
 
   // The probe: one sample, one JSON line on stdout. Hidden (empty group): users never call it.
   auto p = std::make_shared<startup::ProbeRequest>();

@@ -163,6 +163,8 @@ void summarise(ModeResult& m) {
 
 const char* to_string(LoadingMode m) { return kLoadingModeNames.name(m); }
 
+const std::vector<std::string>& probe_unset_variables() { return kUnset; }
+
 std::optional<LoadingMode> loading_mode_from_string(std::string_view s) {
   if (const auto m = kLoadingModeNames.parse(s)) return m;
   if (s == "lazy") return LoadingMode::lazy;  // the command line's spelling

@@ -1,6 +1,6 @@
 #pragma once
 // Shared by the compare suites: the kqual binary ($KQUAL_EXE, else next to the test binary, else
-// the build-time path) and a private temporary directory.
+// the build-time path). TempDir is test_util.hpp's.
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -14,17 +14,5 @@ inline std::filesystem::path compare_kqual() {
   if (auto p = kqual_exe(); std::filesystem::exists(p)) return p;
   return KQUAL_EXE;
 }
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string t = (std::filesystem::temp_directory_path() / "kqual-compare-test-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
 
 }  // namespace kqual::test

@@ -48,6 +48,10 @@ std::optional<LoadingMode> loading_mode_from_string(std::string_view s);
 // "first_call[m,n,k]".
 const std::vector<std::string>& phase_names();
 
+// The environment variables removed from every probe process (each changes what the driver does at
+// load: JIT cache, module loading, forced or disabled PTX JIT, launch blocking, injection).
+const std::vector<std::string>& probe_unset_variables();
+
 // One probe process's instructions (the child side).
 struct ProbeRequest {
   std::string artifact;        // image file (cubin, fatbin, PTX) to load

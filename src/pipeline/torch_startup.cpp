@@ -1,0 +1,323 @@
+// kqual startup-torch (torch_startup.hpp): fresh Python processes, each one PyTorch first request;
+// summaries per loading mode; per profile, the service those starts feed; results written at the end.
+#include "kqual/pipeline/torch_startup.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+
+#include "kqual/core/error.hpp"
+#include "kqual/core/exit_codes.hpp"
+#include "kqual/core/files.hpp"
+#include "kqual/core/process.hpp"
+#include "kqual/core/self.hpp"
+#include "kqual/decision/profile.hpp"
+#include "kqual/pipeline/compare.hpp"
+#include "kqual/pipeline/phases.hpp"
+#include "kqual/pipeline/screen_slurm.hpp"
+#include "kqual/report/provenance.hpp"
+#include "kqual/stats/summary.hpp"
+
+namespace kqual::pipeline {
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kPhases = {"process_start", "import_torch",  "context",       "first_matmul",  "first_conv",
+                                          "steady_matmul", "steady_conv",   "first_request", "warm_step"};
+
+// What a service's new process pays before its first step is served warm: the interpreter's start,
+// import, context, and what the first matmul and conv cost beyond a warm one.
+double cold_start_ms(const std::map<std::string, double>& ph) {
+  auto at = [&](const char* k) { auto it = ph.find(k); return it == ph.end() ? 0.0 : it->second; };
+  return at("process_start") + at("import_torch") + at("context") + std::max(0.0, at("first_matmul") - at("steady_matmul")) +
+         std::max(0.0, at("first_conv") - at("steady_conv"));
+}
+
+struct Sample {
+  bool ok = false;
+  std::string failure;
+  std::map<std::string, double> phases;
+  json raw;
+};
+
+Sample to_sample(const ProcessResult& p, double watchdog_s) {
+  Sample s;
+  if (p.timed_out) {
+    s.failure = fmt::format("hung: no result within the {:g} s watchdog, process group killed", watchdog_s);
+    return s;
+  }
+  if (p.signal) {
+    s.failure = fmt::format("crashed ({})", signal_name(p.signal));
+    return s;
+  }
+  const std::size_t at = p.out.rfind("\n{");
+  const std::string line = p.out.substr(at == std::string::npos ? 0 : at + 1);
+  try {
+    s.raw = json::parse(line);
+  } catch (const std::exception&) {
+    const std::string err = p.err.size() > 600 ? p.err.substr(p.err.size() - 600) : p.err;
+    s.failure = fmt::format("exit {} without a result line; stderr: {}", p.exit_code, err);
+    return s;
+  }
+  if (!s.raw.value("ok", false)) {
+    s.failure = s.raw.value("error", std::string("failed without a message"));
+    return s;
+  }
+  for (const auto& [k, v] : s.raw.at("phases").items()) s.phases[k] = v.get<double>();
+  s.ok = true;
+  return s;
+}
+
+struct Mode {
+  startup::LoadingMode loading;
+  std::vector<Sample> samples;
+  std::vector<double> first_request_ms, warm_step_ms, cold_start_ms;
+};
+
+fs::path probe_script(const TorchStartupOptions& o) {
+  if (!o.script.empty()) return o.script;
+  const auto tools = find_project_folder("tools/torch");
+  if (!tools || !fs::exists(*tools / "startup_probe.py"))
+    throw_error(ErrorKind::input, "tools/torch/startup_probe.py not found ($KQUAL_HOME/tools/torch, or a folder above the kqual "
+                                  "executable)");
+  return *tools / "startup_probe.py";
+}
+
+std::vector<decision::DeploymentProfile> load_profiles(const TorchStartupOptions& o) {
+  std::vector<decision::DeploymentProfile> ps;
+  for (const auto& p : o.profiles) ps.push_back(decision::load_profile(p));
+  if (ps.empty()) {
+    decision::DeploymentProfile d;
+    d.name = "default";
+    d.description = "built-in defaults (docs/statistics.md); give --profile FILE for your service";
+    ps.push_back(d);
+  }
+  return ps;
+}
+
+// The fresh processes: run i of every loading mode before run i + 1 of any. Returns the reason when
+// the first process says there is no GPU or no PyTorch (nothing else runs then).
+std::string run_processes(const TorchStartupOptions& o, const fs::path& script, const fs::path& tmp, std::vector<Mode>& modes) {
+  const std::vector<std::string> args = {script.string(), "--matmul", o.matmul, "--conv", o.conv, "--dtype", o.dtype,
+                                         "--steady", std::to_string(o.steady)};
+  for (int run = 0; run < o.runs; ++run)
+    for (Mode& m : modes) {
+      const fs::path cache = tmp / fmt::format("cache-{}-{}", startup::to_string(m.loading), run);
+      const std::map<std::string, std::string> env = {{"CUDA_MODULE_LOADING", startup::to_string(m.loading)},
+                                                      {"CUDA_CACHE_PATH", cache.string()},
+                                                      {"CUDA_CACHE_DISABLE", "0"}};
+      if (o.progress) o.progress(fmt::format("run {}/{}: {} loading", run + 1, o.runs, startup::to_string(m.loading)));
+      Sample s = to_sample(run_process(o.python, args, env, startup::probe_unset_variables(), o.watchdog_s, "--spawn-ns"),
+                           o.watchdog_s);
+      std::error_code ec;
+      fs::remove_all(cache, ec);
+      if (!s.ok && s.raw.is_object() && (s.raw.value("no_gpu", false) || s.raw.value("no_torch", false))) return s.failure;
+      if (s.ok) {
+        m.first_request_ms.push_back(s.phases.at("first_request"));
+        m.warm_step_ms.push_back(s.phases.at("warm_step"));
+        m.cold_start_ms.push_back(cold_start_ms(s.phases));
+      }
+      m.samples.push_back(std::move(s));
+    }
+  return "";
+}
+
+json summary_or_null(const std::vector<double>& v) { return v.empty() ? json() : stats::to_json(stats::summarize(v)); }
+
+json mode_json(const Mode& m) {
+  json phases = json::object();
+  for (const auto& ph : kPhases) {
+    std::vector<double> v;
+    for (const auto& s : m.samples)
+      if (s.ok && s.phases.count(ph)) v.push_back(s.phases.at(ph));
+    phases[ph] = summary_or_null(v);
+  }
+  phases["cold_start"] = summary_or_null(m.cold_start_ms);
+  json failures = json::array(), samples = json::array();
+  for (const auto& s : m.samples) {
+    if (!s.ok) failures.push_back(s.failure);
+    samples.push_back(s.ok ? json{{"ok", true}, {"phases", s.raw.at("phases")}} : json{{"ok", false}, {"failure", s.failure}});
+  }
+  return json{{"loading", startup::to_string(m.loading)},
+              {"runs", m.samples.size()},
+              {"failures", failures},
+              {"phases_ms", phases},
+              {"samples", samples}};
+}
+
+// Per profile: the service compare's service view simulates, with OLD = the same processes starting
+// warm (no cold start: the step served at once) and NEW = the measured cold starts. Its objectives
+// then say what the framework's first request costs the service.
+json service_for(const Mode& m, const decision::DeploymentProfile& p) {
+  if (m.cold_start_ms.empty()) return json{{"computed", false}, {"reason", "no successful process in this loading mode"}};
+  compare::StartupMode sm;
+  sm.cache = p.jit_cache;
+  sm.loading = m.loading;
+  sm.side[0].base_ms.assign(m.cold_start_ms.size(), 0.0);
+  sm.side[1].base_ms = m.cold_start_ms;
+  compare::WarmShape warm;
+  warm.shape = "one step (matmul + conv)";
+  warm.side[0].pooled = m.warm_step_ms;
+  warm.side[1].pooled = m.warm_step_ms;
+  decision::Decision unused;
+  compare::ServiceViewOptions so;
+  so.requests = 50000;
+  so.bootstrap = 200;
+  json v = compare::service_view({sm}, warm, p, unused, so);
+  v["sides"] = {{"old", "the same service with processes that start warm (no cold start)"},
+                {"new", "the measured PyTorch cold starts (process start, import, context, first matmul and conv beyond warm)"}};
+  return v;
+}
+
+// The first-request p99 of one side of a service view, as text.
+std::string first_p99(const json& view, const char* side) {
+  if (!view.value("computed", false)) return "—";
+  for (const auto& pop : view.at(side).at("populations"))
+    if (pop.value("population", "") == "first_request")
+      for (const auto& e : pop.at("percentiles"))
+        if (e.value("percentile", 0.0) == 99.0)
+          return e.at("value_ms").is_null() ? "miss" : fmt::format("{:.0f} ms", e.at("value_ms").get<double>());
+  return "—";
+}
+
+std::string median_text(const json& summary) {
+  return summary.is_null() ? "—" : fmt::format("{:.1f}", summary.at("median").get<double>());
+}
+
+std::string render_memo(const json& r) {
+  std::string s = "# kqual startup-torch: what a fresh PyTorch process pays before its first step\n\n";
+  s += fmt::format("**{}**\n\n", r.at("summary").get<std::string>());
+  if (r.contains("not_run")) return s + "Nothing was measured; no claim is made about the first request or the service.\n";
+  const json& st = r.at("step");
+  s += fmt::format("Step: matmul {} and conv2d {} (N,C,H,W,K,R) in {}; {} fresh processes per loading mode, run i of every "
+                   "mode before run i + 1; each with a fresh empty JIT cache. Medians [ms]:\n\n",
+                   st.at("matmul").get<std::string>(), st.at("conv").get<std::string>(), st.at("dtype").get<std::string>(),
+                   r.at("runs_per_mode").get<int>());
+  s += "| loading | process start | import torch | context | first matmul | first conv | first request | warm step | "
+       "cold start |\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& m : r.at("modes")) {
+    const json& ph = m.at("phases_ms");
+    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", m.at("loading").get<std::string>(),
+                     median_text(ph.at("process_start")), median_text(ph.at("import_torch")), median_text(ph.at("context")),
+                     median_text(ph.at("first_matmul")), median_text(ph.at("first_conv")),
+                     median_text(ph.at("first_request")), median_text(ph.at("warm_step")), median_text(ph.at("cold_start")));
+    for (const auto& f : m.at("failures")) s += fmt::format("- {}: failed: {}\n", m.at("loading").get<std::string>(), f.get<std::string>());
+  }
+  s += "\nCold start = process start + import + context + what the first matmul and conv took beyond a warm one: the "
+       "distribution fed to the service below (and written as first_request_*_ms.txt for kqual model service).\n";
+  s += "\n## The service (per profile; compare's service view, docs/service-view.md)\n\n"
+       "| profile | loading | first-request p99, warm starts | first-request p99, measured cold starts | objectives |\n"
+       "|---|---|---|---|---|\n";
+  for (const auto& sv : r.at("service")) {
+    const json& v = sv.at("view");
+    std::string obj;
+    if (v.value("computed", false))
+      for (const auto& o : v.at("objectives"))
+        obj += fmt::format("{}: warm starts {}, cold starts {}; ", o.value("objective", ""),
+                           o.at("old").value("standing", "?"), o.at("new").value("standing", "?"));
+    else
+      obj = v.value("reason", "");
+    s += fmt::format("| {} | {} | {} | {} | {} |\n", sv.at("profile").get<std::string>(), sv.at("loading").get<std::string>(),
+                     first_p99(v, "old"), first_p99(v, "new"), obj);
+  }
+  s += "\nWhat ran (from the first successful process):\n\n```json\n" + r.at("what_ran").dump(2) + "\n```\n";
+  for (const auto& n : r.at("notes")) s += "- " + n.get<std::string>() + "\n";
+  return s;
+}
+
+void write_samples(const fs::path& dir, const std::string& name, const std::vector<double>& v) {
+  std::string text;
+  for (double x : v) text += fmt::format("{:.4f}\n", x);
+  write_file_atomic(dir / name, text);
+}
+
+}  // namespace
+
+TorchStartupOutcome run_torch_startup(const TorchStartupOptions& o) {
+  if (o.runs < 2) throw_error(ErrorKind::usage, "--runs must be at least 2");
+  if (o.steady < 1) throw_error(ErrorKind::usage, "--steady must be at least 1");
+  if (o.loading_modes.empty()) throw_error(ErrorKind::usage, "no loading mode selected");
+  if (o.dtype != "f32" && o.dtype != "bf16" && o.dtype != "f16")
+    throw_error(ErrorKind::usage, fmt::format("--dtype '{}' is not f32, bf16 or f16", o.dtype));
+  const std::vector<decision::DeploymentProfile> profiles = load_profiles(o);
+  const fs::path script = probe_script(o);
+  TorchStartupOptions resolved = o;
+  if (o.python.find('/') == std::string::npos) {
+    resolved.python = find_on_path(o.python, std::getenv("PATH"));
+    if (resolved.python.empty())
+      throw_error(ErrorKind::input, fmt::format("--python {}: not found on PATH (name the interpreter with PyTorch)", o.python));
+  }
+
+  std::string tmpl = (fs::temp_directory_path() / "kqual-startup-torch-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) throw_error(ErrorKind::io, "cannot create a temporary folder for the JIT caches");
+  const fs::path tmp = tmpl;
+  std::vector<Mode> modes;
+  for (auto l : o.loading_modes) modes.push_back(Mode{l, {}, {}, {}, {}});
+  std::string unavailable;
+  try {
+    unavailable = run_processes(resolved, script, tmp, modes);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+
+  json r = schema_header("startup_torch");
+  r["provenance"] = report::provenance(o.command_line, json());
+  r["step"] = {{"matmul", o.matmul}, {"conv", o.conv}, {"dtype", o.dtype}, {"steady_calls", o.steady}};
+  r["probe"] = {{"python", resolved.python}, {"script", script.string()}};
+  r["runs_per_mode"] = o.runs;
+  r["modes"] = json::array();
+  r["service"] = json::array();
+  r["notes"] = json::array();
+  r["what_ran"] = json::object();
+  TorchStartupOutcome out;
+  if (!unavailable.empty()) {
+    r["summary"] = "Not measured: " + unavailable;
+    r["not_run"] = json::array({"every phase: " + unavailable});
+    out.exit_code = kExitIncomplete;
+  } else {
+    std::size_t failed = 0;
+    for (const Mode& m : modes) {
+      r["modes"].push_back(mode_json(m));
+      for (const auto& s : m.samples) {
+        if (!s.ok) ++failed;
+        if (s.ok && r["what_ran"].empty())
+          r["what_ran"] = {{"device", s.raw.value("device", json())}, {"versions", s.raw.value("versions", json())},
+                           {"mapped", s.raw.value("mapped", json())}};
+      }
+      for (const auto& p : profiles)
+        r["service"].push_back({{"profile", p.name}, {"loading", startup::to_string(m.loading)}, {"view", service_for(m, p)}});
+    }
+    const Mode& first = modes.front();
+    r["summary"] = first.first_request_ms.empty()
+                       ? std::string("every process failed: see the failures")
+                       : fmt::format("first request {:.0f} ms against a warm step of {:.2f} ms ({} loading, medians): a new "
+                                     "process pays {:.0f} ms before it serves",
+                                     stats::median(first.first_request_ms), stats::median(first.warm_step_ms),
+                                     startup::to_string(first.loading), stats::median(first.cold_start_ms));
+    if (failed) r["notes"].push_back(fmt::format("{} process(es) failed (listed per mode)", failed));
+    out.exit_code = failed ? kExitFail : kExitPass;
+  }
+  out.results = r;
+  out.memo = render_memo(r);
+  const Written w = write_results(o.out_dir, out.results, out.memo);
+  for (const Mode& m : modes) {
+    const std::string tag = startup::to_string(m.loading);
+    if (m.cold_start_ms.empty()) continue;
+    write_samples(o.out_dir, fmt::format("first_request_{}_ms.txt", tag), m.cold_start_ms);
+    write_samples(o.out_dir, fmt::format("warm_step_{}_ms.txt", tag), m.warm_step_ms);
+  }
+  out.results_path = w.results;
+  out.memo_path = w.memo;
+  return out;
+}
+
+}  // namespace kqual::pipeline
