@@ -34,7 +34,7 @@ for d in $dirs; do
 done
 { head -1 "$inv"; tail -n +2 "$inv" | sort -u; } > "$inv.sorted" && mv "$inv.sorted" "$inv"
 echo "== builds present ($(($(wc -l < "$inv") - 1)) files; full list in inventory.tsv)"
-column -t -s $'\t' "$inv" | grep -E '^library|cublas|cudnn|cudart' | head -40
+grep -E '^library|cublas|cudnn|cudart' "$inv" | head -40
 echo "== versions"
 grep -o '"libcublas"[^}]*}' /usr/local/cuda/version.json 2>/dev/null | tr -d '\n'; echo "  (toolkit /usr/local/cuda/version.json)"
 python3 - <<'EOF' 2>&1
@@ -54,14 +54,28 @@ else
   for s in $py_sites; do
     for f in "$s"/nvidia/*/lib/libcublas.so.13; do [ -f "$f" ] && wheel=$(readlink -f "$f") && break 2; done
   done
+  one=""
   if [ -z "$toolkit" ] || [ -z "$wheel" ]; then
     echo "ONE BUILD ONLY: toolkit '${toolkit:-none}', wheel '${wheel:-none}' — no pair of cuBLAS builds to compare"
-    exit 0
+    one=${toolkit:-$wheel}
+  elif cmp -s "$toolkit" "$wheel"; then
+    echo "THE SAME BUILD: $toolkit and $wheel are byte-identical — no pair of cuBLAS builds to compare"
+    one=$toolkit
   fi
-  if cmp -s "$toolkit" "$wheel"; then
-    echo "THE SAME BUILD: $toolkit and $wheel are byte-identical — no pair to compare"
-    exit 0
+  if [ -n "$one" ]; then
+    # The fallback issue 56 names: lazy against eager loading, and cuBLAS against cuBLASLt, on the one build.
+    echo "FALLBACK on the one build $one: lazy against eager module loading (kqual startup), and cuBLAS against cuBLASLt (kqual compare --new-api cublaslt)"
+    scmd=("$exe" startup "$one" --modes cold --loading lazy,eager --runs "${KQUAL_LIB_STARTUP_RUNS:-6}"
+          --library-shapes "4096,4096,4096;1024,1024,1024" --library-dtype bf16 --out "$out/startup-lazy-eager.json")
+    echo "== ${scmd[*]}"
+    t0=$(date +%s)
+    timeout -k 10 120 "${scmd[@]}" 2>&1 | tail -30
+    echo "exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+    old=$one new=$one
+    args="--new-api cublaslt $args"
   fi
+fi
+if [ -z "${one:-}" ] && [ -z "${KQUAL_LIB_PAIR:-}" ]; then
   tv=$(grep -o '"libcublas"[^}]*"version" *: *"[^"]*"' /usr/local/cuda/version.json | sed 's/.*"\([^"]*\)"$/\1/')
   wv=$(python3 -c 'import importlib.metadata as m
 for n in ("nvidia-cublas", "nvidia-cublas-cu13"):

@@ -66,6 +66,7 @@ bool build_library_calls(const Manifest& m, BuiltCandidate& b) {
     }
   if (libs.count("CUB")) b.library_versions["CUB"] = cuda::cub_version();
   if (libs.count("cuBLAS")) b.library_versions["cuBLAS"] = "loaded at run time (version read in the worker)";
+  if (libs.count("cuBLASLt")) b.library_versions["cuBLASLt"] = "loaded at run time (version read in the worker)";
   if (m.has_kernels()) return false;
   b.compiler = fmt::format("library: {}", fmt::join(b.libraries, ", "));
   std::string identity;

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "cub_ops.hpp"
+#include "library_lt.hpp"
 #include "kqual/core/error.hpp"
 
 namespace kqual::cuda {
@@ -30,6 +31,9 @@ const std::vector<LibraryRoutine>& library_routines() {
       // cuBLAS takes int sizes: larger problems are refused by the plan, not truncated.
       {"cublas.gemm", "cuBLAS", "cublasSgemm_v2 (f32) / cublasGemmEx (bf16, f16; CUBLAS_COMPUTE_32F)", {"a", "b", "c"},
        {"m", "n", "k"}, "i32", {DType::f32, DType::bf16, DType::f16}},
+      {"cublaslt.gemm", "cuBLASLt",
+       "cublasLtMatmul, the heuristic's first algorithm (f32: CUBLAS_COMPUTE_32F_PEDANTIC; bf16, f16: CUBLAS_COMPUTE_32F)",
+       {"a", "b", "c"}, {"m", "n", "k"}, "i32", {DType::f32, DType::bf16, DType::f16}},
   };
   return v;
 }
@@ -161,6 +165,10 @@ std::string sibling_cublaslt(const std::string& cublas_path) {
 
 }  // namespace
 
+namespace detail {
+std::string sibling_cublaslt_of(const std::string& cublas_path) { return sibling_cublaslt(cublas_path); }
+}  // namespace detail
+
 void load_cublas() {
   std::lock_guard<std::mutex> lock(api_mutex());
   CublasApi& a = api();
@@ -176,7 +184,7 @@ void load_cublas() {
     // A named file brings its own cuBLASLt: libcublas finds libcublasLt by soname, and without this the
     // dynamic linker could take another build's from the system's search path.
     const std::string lt = p.find('/') == std::string::npos ? std::string() : sibling_cublaslt(p);
-    if (!lt.empty() && !::dlopen(lt.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+    if (!lt.empty() && !::dlopen(lt.c_str(), RTLD_NOW | RTLD_LOCAL)) {
       const char* err = ::dlerror();
       errors.push_back(fmt::format("{} (the cuBLASLt beside {}): {}", lt, p, err ? err : "dlopen failed"));
       continue;
@@ -218,6 +226,8 @@ void load_cublas() {
 
 std::string cublas_library_path() { return api().path; }
 std::string cublas_lt_library_path() { return api().lt_path; }
+std::string cublaslt_version() { return detail::lt_version(); }
+std::string cublaslt_library_path() { return detail::lt_library_path(); }
 
 std::vector<std::string> loaded_library_files(std::string_view needle) {
   std::vector<std::string> out;
@@ -294,6 +304,10 @@ LibraryCall::LibraryCall(const std::string& name, std::vector<CUdeviceptr> point
     bind_cublas(stream, dtype_);  // load, create the handle and its workspace now, outside the timed region
     return;
   }
+  if (n.routine == "cublaslt.gemm") {  // handle, descriptors and the heuristic's algorithm now
+    lt_ = detail::lt_prepare(dtype_, scalars_[0], scalars_[1], scalars_[2], ptrs_[0], ptrs_[1], ptrs_[2]);
+    return;
+  }
   // CUB: size query (no work), then the allocation — both at plan time.
   std::size_t bytes = 0;
   check_cub(call_cub_routine(n.routine, dtype_, nullptr, bytes, ptrs_, scalars_, stream),
@@ -307,6 +321,7 @@ LibraryCall::LibraryCall(LibraryCall&&) noexcept = default;
 LibraryCall& LibraryCall::operator=(LibraryCall&&) noexcept = default;
 
 void LibraryCall::enqueue(CUstream stream) {
+  if (lt_) return detail::lt_enqueue(*lt_, stream);
   LibraryName n = split_library_name(name_);
   if (n.routine == "cublas.gemm") {
     bind_cublas(stream, dtype_);  // no-op unless the stream or the math mode changed

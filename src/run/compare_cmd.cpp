@@ -92,6 +92,11 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
                   "Practical margin REL[,ABS], as qualify's: NEW and OLD are equivalent warm where the difference is within "
                   "max(REL, ABS / OLD's time), e.g. 2% or 3%,0.5us")
       ->capture_default_str();
+  cmd->add_option("--old-api", c.o.old_api, "Library sides: call OLD through cublas (cublasSgemm_v2 / cublasGemmEx) or "
+                                           "cublaslt (cublasLtMatmul, the libcublasLt beside it)")
+      ->capture_default_str();
+  cmd->add_option("--new-api", c.o.new_api, "Same for NEW: one build judged cuBLAS against cuBLASLt is LIB LIB --new-api cublaslt")
+      ->capture_default_str();
   add_negatable_flag(cmd, "correctness", c.o.correctness, "--no-correctness: skip the contract's correctness cases");
   add_negatable_flag(cmd, "large-cases", c.o.large_cases, "--large-cases: also run the contract's largest correctness cases (2^27+5 elements, > 2^31 bytes; over a minute per side)");
   cmd->add_option("--seed", c.o.seed, "Case-generator seed")->capture_default_str();

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -28,6 +29,7 @@ constexpr CommandDoc kStartupCommand{"startup",
 
 struct StartupArgs {
   startup::StartupConfig cfg;
+  std::string library_shapes = "4096,4096,4096";
   std::string launch_args;
   std::string modes = "off,cold,warm";
   std::string loading = "lazy,eager";
@@ -39,6 +41,15 @@ int run_startup(StartupArgs& a, const GlobalOptions& g) {
   if (!a.launch_args.empty() && a.launch_args != "none")
     throw_error(ErrorKind::usage, fmt::format("--launch-args {}: only 'none' (a zero-parameter kernel) is supported", a.launch_args));
   cfg.launch = a.launch_args == "none";
+  // One build of cuBLAS: its first request (load, handle, first call per shape), lazy against eager.
+  cfg.library = std::filesystem::path(cfg.artifact).filename().string().rfind("libcublas.so", 0) == 0;
+  if (cfg.library) {
+    cfg.library_shapes.clear();
+    std::size_t from = 0;
+    for (std::size_t at; (at = a.library_shapes.find(';', from)) != std::string::npos; from = at + 1)
+      cfg.library_shapes.push_back(a.library_shapes.substr(from, at - from));
+    cfg.library_shapes.push_back(a.library_shapes.substr(from));
+  }
   cfg.cache_modes.clear();
   for (const auto& m : split_commas(a.modes)) {
     auto c = decision::cache_mode_from_string(m);
@@ -123,8 +134,16 @@ void add_startup_torch_command(CLI::App& app, GlobalOptions& g, int* exit_code) 
 
 void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   auto [cmd, a] = add_command<StartupArgs>(app, g, exit_code, kStartupCommand, run_startup);
-  input_path(cmd->add_option("artifact", a->cfg.artifact, "cubin, fatbin or PTX file; or a .cu source with --compile")->required(),
+  input_path(cmd->add_option("artifact", a->cfg.artifact,
+                             "cubin, fatbin or PTX file; a .cu source with --compile; or a libcublas.so (its first gemm calls)")
+                 ->required(),
              PathRole::file);
+  cmd->add_option("--library-shapes", a->library_shapes, "libcublas.so: gemm shapes M,N,K;M,N,K... (the first is the first request)")
+      ->capture_default_str();
+  cmd->add_option("--library-dtype", a->cfg.library_dtype, "libcublas.so: f32, bf16 or f16")->capture_default_str();
+  cmd->add_option("--library-api", a->cfg.library_api,
+                  "libcublas.so: cublas (cublasSgemm_v2 / cublasGemmEx) or cublaslt (cublasLtMatmul, the libcublasLt beside it)")
+      ->capture_default_str();
   cmd->add_option("--runs", a->cfg.runs, "fresh processes per mode")->capture_default_str();
   cmd->add_option("--kernel", a->cfg.kernel,
                   "kernel to look up (C++ name for a .cu; symbol otherwise). Default: the first .entry of a PTX; none for cubin/fatbin");
@@ -162,6 +181,7 @@ void add_startup_command(CLI::App& app, GlobalOptions& g, int* exit_code) {
   probe->add_option("--simulate", p->simulate);
   probe->add_option("--library", p->library);
   probe->add_option("--library-dtype", p->library_dtype);
+  probe->add_option("--library-api", p->library_api);
   probe->add_option("--library-shape", p->library_shapes);
   probe->callback([p, exit_code] {
     const json j = startup::run_probe(*p);

@@ -111,6 +111,9 @@ json library_probe(const ProbeRequest& req, long long t_main) {
   if (!dtype || (*dtype != DType::f32 && *dtype != DType::bf16 && *dtype != DType::f16))
     throw_error(ErrorKind::usage, fmt::format("library probe: dtype '{}' is not f32, bf16 or f16", req.library_dtype));
   if (req.library_shapes.empty()) throw_error(ErrorKind::usage, "library probe: no shape to call");
+  const bool lt = req.library_api == "cublaslt";
+  if (!lt && req.library_api != "cublas")
+    throw_error(ErrorKind::usage, fmt::format("library probe: api '{}' is not cublas or cublaslt", req.library_api));
   std::vector<GemmShape> shapes;
   for (const auto& s : req.library_shapes) shapes.push_back(parse_gemm_shape(s));
 
@@ -123,11 +126,9 @@ json library_probe(const ProbeRequest& req, long long t_main) {
   }
   phases["driver_init"] = ms_since(t);
   t = monotonic_ns();
-  CUdevice dev{};
-  CUcontext ctx{};
-  KQUAL_CU(cuDeviceGet, &dev, 0);
-  KQUAL_CU(cuDevicePrimaryCtxRetain, &ctx, dev);  // as the load probe: retained until the process exits
-  KQUAL_CU(cuCtxSetCurrent, ctx);
+  // The context and stream as kqual's worker makes them (where the same calls are timed warm).
+  cuda::Context ctx(0);
+  cuda::Stream stream;
   phases["context"] = ms_since(t);
 
   // Operands first (allocation and upload are not the library's cost), then the library.
@@ -135,28 +136,29 @@ json library_probe(const ProbeRequest& req, long long t_main) {
   for (const auto& g : shapes) ops.push_back(make_operands(*dtype, g));
   ::setenv("KQUAL_CUBLAS_LIBRARY", req.library.c_str(), 1);
   t = monotonic_ns();
-  cuda::load_cublas();
+  if (lt) (void)cuda::cublaslt_version();  // dlopen + symbols (its version is a constant: no work)
+  else cuda::load_cublas();
   phases["library_load"] = ms_since(t);
 
-  const std::string routine = fmt::format("cublas.gemm<{}>", cxx_type(*dtype));
+  const std::string routine = fmt::format("{}.gemm<{}>", lt ? "cublaslt" : "cublas", cxx_type(*dtype));
   json per_shape = json::array();
   double kernel_first_use = phases["library_load"].get<double>();
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const GemmShape& g = shapes[i];
     t = monotonic_ns();
-    cuda::LibraryCall call(routine, {ops[i].a.get(), ops[i].b.get(), ops[i].c.get()}, {g.m, g.n, g.k}, nullptr);
+    cuda::LibraryCall call(routine, {ops[i].a.get(), ops[i].b.get(), ops[i].c.get()}, {g.m, g.n, g.k}, stream.get());
     const double setup = ms_since(t);
     t = monotonic_ns();
-    call.enqueue(nullptr);
-    KQUAL_CU(cuCtxSynchronize);
+    call.enqueue(stream.get());
+    stream.synchronize();
     const double first = ms_since(t);
     if (const std::string bad = check_result(*dtype, g, ops[i]); !bad.empty())
       throw_error(ErrorKind::cuda, fmt::format("{} returned a wrong result: {}", req.library, bad));
     std::vector<double> steady;
     for (int r = 0; r < req.steady_launches; ++r) {
       t = monotonic_ns();
-      call.enqueue(nullptr);
-      KQUAL_CU(cuCtxSynchronize);
+      call.enqueue(stream.get());
+      stream.synchronize();
       steady.push_back(ms_since(t));
     }
     std::sort(steady.begin(), steady.end());
@@ -176,10 +178,11 @@ json library_probe(const ProbeRequest& req, long long t_main) {
 
   // What ran, after every timed phase: the files mapped into this process and cuBLAS's own version.
   out["library"] = {{"requested", req.library},
-                    {"loaded", cuda::cublas_library_path()},
-                    {"cublaslt_loaded_first", cuda::cublas_lt_library_path()},
+                    {"api", req.library_api},
+                    {"loaded", lt ? cuda::cublaslt_library_path() : cuda::cublas_library_path()},
+                    {"cublaslt_loaded_first", lt ? std::string() : cuda::cublas_lt_library_path()},
                     {"mapped", cuda::loaded_library_files("cublas")},
-                    {"version", cuda::cublas_version()},
+                    {"version", lt ? cuda::cublaslt_version() : cuda::cublas_version()},
                     {"routine", routine}};
   const cuda::DriverApi& api = cuda::driver();
   if (api.cuModuleGetLoadingMode) {

@@ -14,6 +14,7 @@
 
 #include "kqual/core/error.hpp"
 #include "kqual/cuda/driver.hpp"
+#include "kqual/cuda/library.hpp"
 #include "kqual/cuda/nvrtc.hpp"
 #include "kqual/startup/startup.hpp"
 #include "probe_internal.hpp"
@@ -199,7 +200,9 @@ json run_probe(const ProbeRequest& req) {
     if (!req.library.empty()) return detail::library_probe(req, t_main);
     return req.compile_source.empty() ? load_probe(req, t_main) : compile_probe(req);
   } catch (const Error& e) {
-    return json{{"ok", false}, {"no_gpu", false}, {"error", fmt::format("{} error: {}", to_string(e.kind()), e.what())}};
+    json out{{"ok", false}, {"no_gpu", false}, {"error", fmt::format("{} error: {}", to_string(e.kind()), e.what())}};
+    if (!req.library.empty()) out["mapped"] = cuda::loaded_library_files("cublas");  // which build failed
+    return out;
   } catch (const std::exception& e) {
     return json{{"ok", false}, {"no_gpu", false}, {"error", fmt::format("internal error: {}", e.what())}};
   }

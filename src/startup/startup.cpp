@@ -97,7 +97,7 @@ std::vector<std::string> probe_args(const StartupConfig& cfg, const std::string&
                      std::to_string(cfg.steady_launches)});
   if (!cfg.simulate.empty()) a.insert(a.end(), {"--simulate", cfg.simulate});
   if (cfg.library) {
-    a.insert(a.end(), {"--library", image, "--library-dtype", cfg.library_dtype});
+    a.insert(a.end(), {"--library", image, "--library-api", cfg.library_api, "--library-dtype", cfg.library_dtype});
     for (const auto& sh : cfg.library_shapes) a.insert(a.end(), {"--library-shape", sh});
   }
   return a;

@@ -473,6 +473,7 @@ json handle(State& st, const json& req) {
       if (!r) throw_error(ErrorKind::input, "unknown library routine '" + name + "'");
       if (r->library == "CUB") reply.versions["CUB"] = cuda::cub_version();
       if (r->library == "cuBLAS") reply.versions["cuBLAS"] = cuda::cublas_version();
+      if (r->library == "cuBLASLt") reply.versions["cuBLASLt"] = cuda::cublaslt_version();
     }
     return to_json(reply);
   }

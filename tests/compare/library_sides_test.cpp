@@ -90,6 +90,28 @@ TEST(LibrarySides, WhatCannotBeALibraryComparisonIsRefusedUpFront) {
           "calls a library");
 }
 
+// One build only: the same file judged cuBLAS against cuBLASLt (issue 56's fallback) is a comparison,
+// not "the same build twice"; the API is only for library sides and names one of the two.
+TEST(LibrarySides, OneBuildIsJudgedCublasAgainstCublasLt) {
+  if (!fs::exists(kToolkitCublas)) GTEST_SKIP() << "no " << kToolkitCublas;
+  TwoBuilds b;
+  const fs::path out = b.t.path / "lt";
+  auto r = kq("compare " + test::quote(b.old_lib) + " --new-api cublaslt --no-gpu --out " + test::quote(out));
+  ASSERT_EQ(r.exit_code, 3) << r.output;
+  const json j = json::parse(read_text_file(out / "results.json"));
+  EXPECT_EQ(j["sides"]["old"]["candidate"]["libraries"][0], "cublas.gemm<float>");
+  EXPECT_EQ(j["sides"]["new"]["candidate"]["libraries"][0], "cublaslt.gemm<float>");
+  EXPECT_NE(j["notes"].dump().find("one build of cuBLAS on both sides"), std::string::npos) << j["notes"].dump();
+  auto refused = [&](const std::string& args, const std::string& says) {
+    auto x = kq("compare " + args + " --no-gpu --out " + test::quote(b.t.path / "refused"));
+    EXPECT_EQ(x.exit_code, 2) << args << "\n" << x.output;
+    EXPECT_NE(x.output.find(says), std::string::npos) << args << "\n" << x.output;
+  };
+  refused(test::quote(b.old_lib) + " --new-api cublasXt", "is not cublas or cublaslt");
+  refused(test::quote(b.old_lib) + " --old-api cublaslt --new-api cublaslt", "the same build");
+  refused(test::quote(kRoot / "candidates/residual_add_relu/good") + " --old-mode ptx --new-api cublaslt", "for library sides");
+}
+
 TEST(LibrarySides, TheProbeRefusesAShapeItCannotCall) {
   // Checked before the driver is touched: the same answer with and without a GPU.
   auto r = kq("__startup-probe --library " + test::quote(kToolkitCublas) + " --library-shape 64,0,64");
@@ -98,4 +120,7 @@ TEST(LibrarySides, TheProbeRefusesAShapeItCannotCall) {
   r = kq("__startup-probe --library " + test::quote(kToolkitCublas) + " --library-shape 64,64,64 --library-dtype i32");
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("is not f32, bf16 or f16"), std::string::npos) << r.output;
+  r = kq("__startup-probe --library " + test::quote(kToolkitCublas) + " --library-shape 64,64,64 --library-api cublasXt");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("is not cublas or cublaslt"), std::string::npos) << r.output;
 }

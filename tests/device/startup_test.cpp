@@ -190,6 +190,19 @@ TEST_F(StartupDevice, LibraryProbeTimesLoadHandleAndEachShapesFirstCall) {
     // The first call pays for what a warm call does not (module loading, heuristics).
     EXPECT_GT(m->phases.at("first_call").median, m->phases.at("steady_call").median);
   }
+  // The same build through cuBLASLt: the libcublasLt of the same folder is what is loaded and called.
+  c.library_api = "cublaslt";
+  c.runs = 2;
+  c.loading_modes = {LoadingMode::lazy};
+  const auto lt = startup::measure_startup(c);
+  ASSERT_TRUE(lt.gpu_ran) << lt.gpu_unavailable;
+  EXPECT_EQ(lt.failed_probes, 0u) << startup::to_text(lt);
+  for (const auto& smp : lt.find(CacheMode::cold, LoadingMode::lazy)->samples) {
+    ASSERT_TRUE(smp.ok) << smp.failure;
+    EXPECT_EQ(smp.raw.at("library").at("loaded"), "/usr/local/cuda/lib64/libcublasLt.so.13");
+    EXPECT_EQ(smp.raw.at("library").at("routine"), "cublaslt.gemm<__nv_bfloat16>");
+    EXPECT_TRUE(smp.phases.count("first_call") && smp.phases.count("first_call[4096,4096,4096]"));
+  }
 }
 
 }  // namespace

@@ -46,6 +46,9 @@ TEST(LibraryLoader, RoutineTable) {
   EXPECT_EQ(find_library_routine("cub.exclusive_sum")->signature(), "cub.exclusive_sum<T>(in, out, n:i64)");
   EXPECT_EQ(find_library_routine("cub.segmented_sum")->signature(), "cub.segmented_sum<T>(in, out, rows:i64, cols:i64)");
   EXPECT_EQ(find_library_routine("nope"), nullptr);
+  ASSERT_NE(find_library_routine("cublaslt.gemm"), nullptr);
+  EXPECT_EQ(find_library_routine("cublaslt.gemm")->library, "cuBLASLt");
+  EXPECT_EQ(find_library_routine("cublaslt.gemm")->signature(), "cublaslt.gemm<T>(a, b, c, m:i32, n:i32, k:i32)");
   LibraryName n = split_library_name("cub.exclusive_sum<__nv_bfloat16>");
   EXPECT_EQ(n.routine, "cub.exclusive_sum");
   EXPECT_EQ(n.type, "__nv_bfloat16");

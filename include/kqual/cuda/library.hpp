@@ -1,6 +1,6 @@
 #pragma once
 // Library routines a manifest may call instead of a kernel ([[launch]] library = "..."):
-// cuBLAS (dlopen'ed at run time, never linked) and CUB (one nvcc-compiled translation unit,
+// cuBLAS and cuBLASLt (dlopen'ed at run time, never linked) and CUB (one nvcc-compiled translation unit,
 // src/cuda/cub_ops.cu). Used for the "library" baselines (one per contract where a library has the operation).
 // Temporary storage (CUB temp bytes, the cuBLAS workspace) is sized and allocated when a call is
 // prepared, so that enqueue() — the timed region — is exactly the library call.
@@ -17,6 +17,9 @@
 #include "kqual/cuda/objects.hpp"
 
 namespace kqual::cuda {
+namespace detail {
+struct LtPlan;
+}
 
 // One known routine: its arguments in order (pointers first, then integer scalars).
 struct LibraryRoutine {
@@ -53,6 +56,9 @@ std::vector<std::string> loaded_library_files(std::string_view needle);
 // file's libcublasLt.so.<major> in the same directory is loaded first, so each build runs its own.
 void load_cublas();
 std::string cublas_version();       // "cuBLAS 13.0.2 (/usr/local/cuda/lib64/libcublas.so.13)"; needs a context
+// cuBLASLt's, for the "cublaslt.gemm" routine: the libcublasLt beside KQUAL_CUBLAS_LIBRARY, else the default search.
+std::string cublaslt_version();       // "cuBLASLt 13.1.0 (<path>)"; loads it
+std::string cublaslt_library_path();  // "" before a load
 
 // A prepared call: arguments bound, temporary storage allocated.
 class LibraryCall {
@@ -75,6 +81,7 @@ class LibraryCall {
   std::vector<std::int64_t> scalars_;
   std::size_t temp_bytes_ = 0;
   DeviceBuffer temp_;
+  std::shared_ptr<detail::LtPlan> lt_;  // cublaslt.gemm's prepared matmul (src/cuda/library_lt.cpp)
 };
 
 }  // namespace kqual::cuda

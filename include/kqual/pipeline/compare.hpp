@@ -53,6 +53,9 @@ struct CompareOptions {
   // Whether --modes / --loading were given. Library sides (two libcublas.so) default otherwise to the
   // profiles' JIT cache modes and to lazy then eager loading.
   bool modes_given = false, loading_given = false;
+  // Library sides: the API kqual calls through each ("cublas" or "cublaslt"). One build judged cuBLAS
+  // against cuBLASLt is `compare LIB LIB --new-api cublaslt` (docs/upgrade.md).
+  std::string old_api = "cublas", new_api = "cublas";
   double cold_noise_floor_ms = 1.0;  // [ms] first-request differences below this are "no difference"
   // Warm timing (fresh worker processes, A B B A A B B A ...).
   int processes = 6;                 // per side (6 pairs: the fewest a paired rank test can call at 5 %)

@@ -67,6 +67,7 @@ struct ProbeRequest {
   // A library's first request instead of a module load (kqual compare OLD.so NEW.so): dlopen this
   // libcublas, create the handle, then the first call of each "m,n,k" in order, each in `library_dtype`.
   std::string library;
+  std::string library_api = "cublas";  // "cublas" (cublasSgemm_v2 / cublasGemmEx) or "cublaslt" (cublasLtMatmul)
   std::string library_dtype = "f32";
   std::vector<std::string> library_shapes;
 };
@@ -125,6 +126,7 @@ struct StartupConfig {
   // artifact is a libcublas to call (its first request: load, handle, first call per shape) rather
   // than an image to load. The first shape is the first request's.
   bool library = false;
+  std::string library_api = "cublas";       // or "cublaslt": the libcublasLt beside the named libcublas
   std::string library_dtype = "f32";
   std::vector<std::string> library_shapes;  // "m,n,k"
   std::function<void(const std::string&)> progress;  // one line per event, or empty

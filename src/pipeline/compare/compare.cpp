@@ -74,8 +74,18 @@ void resolve_sides(const CompareOptions& o, Side (&sides)[2]) {
   sides[1].label = "new";
   sides[1].spec = o.new_side;
   if (sides[1].spec.input.empty()) sides[1].spec.input = o.old_side.input;
-  for (auto& s : sides) classify(s);
-  if (sides[0].input == sides[1].input && sides[0].spec.recipe == sides[1].spec.recipe)
+  sides[0].library_api = o.old_api;
+  sides[1].library_api = o.new_api;
+  for (auto& s : sides) {
+    classify(s);
+    if (s.library_api != "cublas" && s.library_api != "cublaslt")
+      throw_error(ErrorKind::usage, fmt::format("--{}-api: '{}' is not cublas or cublaslt", s.label, s.library_api));
+    if (!s.is_library && s.library_api != "cublas")
+      throw_error(ErrorKind::usage, fmt::format("--{}-api is for library sides (libcublas.so); {} is not one", s.label,
+                                                s.input.string()));
+  }
+  if (sides[0].input == sides[1].input && sides[0].spec.recipe == sides[1].spec.recipe &&
+      sides[0].library_api == sides[1].library_api)
     throw_error(ErrorKind::usage,
                 fmt::format("OLD and NEW are the same build ({} with {}): give another NEW, or different --old-*/--new-* build "
                             "options (docs/compare.md)",
@@ -117,6 +127,13 @@ void share_launch_plan(const CompareOptions& o, Side (&sides)[2]) {
     for (auto& s : sides) {
       s.manifest = m;
       s.manifest_from = o.manifest.empty() ? "the bundled cuBLAS gemm call (baselines/gemm/cublas)" : "--manifest " + o.manifest;
+      if (s.library_api == "cublaslt") {
+        // The same operation through cuBLASLt's matmul: every cublas.gemm launch becomes cublaslt.gemm.
+        for (auto& l : s.manifest->launches)
+          if (l.library.rfind("cublas.gemm", 0) == 0) l.library = "cublaslt" + l.library.substr(std::string("cublas").size());
+        s.manifest->name += "-lt";
+        s.manifest_from += ", called through cuBLASLt (cublasLtMatmul)";
+      }
     }
     return;
   }
@@ -187,7 +204,7 @@ void build_side(const CompareOptions& o, Side& s, const std::string& arch, const
     // host binary's for the artifact diff.
     s.image = s.input;
     s.built = build::build_candidate(*s.manifest, arch, dir);
-    s.prov.recipe = "library " + s.input.string();
+    s.prov.recipe = fmt::format("library {} (through {})", s.input.string(), s.library_api);
     s.prov.image_kind = "shared library";
   } else if (s.is_candidate) {
     say(o, fmt::format("building {}: {}", s.label, s.spec.recipe.describe()));
@@ -256,7 +273,11 @@ json sides_record(const Side (&sides)[2]) {
 
 // The static part of the results: both sides, their artifact diff, the build and diff phases.
 void record_static_phases(report::CompareResult& r, const Side (&sides)[2], const std::string& arch) {
-  if (sides[0].image_sha256 == sides[1].image_sha256) {
+  if (sides[0].image_sha256 == sides[1].image_sha256 && sides[0].is_library && sides[0].library_api != sides[1].library_api) {
+    r.notes.push_back(fmt::format("one build of cuBLAS on both sides: OLD calls it through {}, NEW through {}; the "
+                                  "artifact diff is empty by construction",
+                                  sides[0].library_api, sides[1].library_api));
+  } else if (sides[0].image_sha256 == sides[1].image_sha256) {
     if (!sides[0].is_candidate && !sides[1].is_candidate)
       throw_error(ErrorKind::usage, fmt::format("OLD and NEW are byte-identical ({}): nothing to compare",
                                                 sides[0].image_sha256.substr(0, 16)));

@@ -36,6 +36,7 @@ struct Side {
   // A library side (a libcublas.so): kqual's own gemm call is made through it, in workers and probes
   // that load this file (KQUAL_CUBLAS_LIBRARY). docs/upgrade.md.
   bool is_library = false;
+  std::string library_api = "cublas";       // "cublas" or "cublaslt"
   std::vector<std::string> library_shapes;  // "m,n,k" for the startup probes, the decision shape first
   json library_identity;                    // what the probes and the worker report they loaded
 };

@@ -42,7 +42,8 @@ void note_library_identity(Side& s, const json& raw) {
   const json lib = raw.value("library", json::object());
   std::error_code ec;
   const fs::path loaded = fs::weakly_canonical(lib.value("loaded", std::string()), ec);
-  if (loaded != s.input)
+  // cuBLAS: the named file itself; cuBLASLt: the libcublasLt of the named file's folder.
+  if (s.library_api == "cublas" ? loaded != s.input : loaded.parent_path() != s.input.parent_path())
     throw_error(ErrorKind::input, fmt::format("{}: the startup probe loaded '{}', not the named '{}'", s.label,
                                               lib.value("loaded", std::string()), s.input.string()));
   for (const auto& m : lib.value("mapped", json::array())) {
@@ -75,6 +76,7 @@ void measure_startup_blocks(const CompareOptions& o, Side (&sides)[2], const std
     cfg.artifact = s.image.string();
     cfg.kernel = s.startup_kernel;
     cfg.library = s.is_library;
+    cfg.library_api = s.library_api;
     cfg.library_dtype = o.dtype;
     cfg.library_shapes = s.library_shapes;
     cfg.launch = false;  // candidate kernels take pointers: the harness's launch is timed warm, not here
@@ -125,10 +127,12 @@ void measure_startup_blocks(const CompareOptions& o, Side (&sides)[2], const std
 // The worker's own report of the cuBLAS it loaded ("cuBLAS 13.0.2 (<path>)", recorded when the side was
 // loaded): it must be the side's file.
 void note_worker_library(Side& s) {
-  const std::string version = s.built->library_versions.value("cuBLAS", std::string());
-  if (version.find(s.input.string()) == std::string::npos)
-    throw_error(ErrorKind::input, fmt::format("{}: the worker loaded {}, not '{}'", s.label,
-                                              version.empty() ? std::string("no cuBLAS") : version, s.input.string()));
+  const bool lt = s.library_api == "cublaslt";
+  const std::string version = s.built->library_versions.value(lt ? "cuBLASLt" : "cuBLAS", std::string());
+  if (version.find(lt ? s.input.parent_path().string() + "/" : s.input.string()) == std::string::npos)
+    throw_error(ErrorKind::input, fmt::format("{}: the worker loaded {}, not {} of '{}'", s.label,
+                                              version.empty() ? std::string("no cuBLAS") : version,
+                                              lt ? "the cuBLASLt" : "the cuBLAS", s.input.string()));
   s.library_identity["worker"] = version;
 }
 
