@@ -138,6 +138,21 @@ std::shared_ptr<LtPlan> lt_prepare(DType t, std::int64_t m, std::int64_t n, std:
   check(api.pref_create(&pref), "cublasLtMatmulPreferenceCreate");
   const std::size_t ws = api.workspace->bytes();
   cublasStatus_t s = api.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  // As cublas.gemm's CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION: a split-K reduction only in the
+  // compute type (f32), never in place in the output type, so C is rounded once.
+  const std::uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  if (s == CUBLAS_STATUS_SUCCESS) s = api.pref_set(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes);
+  // The pointers' own alignment (the heuristic assumes 256 bytes otherwise): views offset by an element
+  // get an algorithm that can read them.
+  const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  const CUdeviceptr operand[4] = {B, A, C, C};  // the first operand is B (row-major → column-major swap)
+  for (int i = 0; i < 4 && s == CUBLAS_STATUS_SUCCESS; ++i) {
+    std::uint32_t align = 256;
+    while (align > 1 && operand[i] % align != 0) align /= 2;
+    s = api.pref_set(pref, align_attr[i], &align, sizeof align);
+  }
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
   if (s == CUBLAS_STATUS_SUCCESS) s = api.heuristic(h, p->desc, p->a, p->b, p->c, p->c, pref, 1, &result, &returned);
