@@ -95,13 +95,13 @@ echo "NEW: $new"
 for dt in $dtypes; do
   dir="$out/compare-$dt"
   cmd=("$exe" compare "$old" "$new" --dtype "$dt" --profile "$root/profiles/long-lived-server.toml"
-       --profile "$root/profiles/cold-start-heavy.toml" --out "$dir" --quiet $args)
+       --profile "$root/profiles/cold-start-heavy.toml" --out "$dir" $args)
   echo "== compare $dt: ${cmd[*]}"
   t0=$(date +%s)
   timeout -k 10 "$limit" "${cmd[@]}" > "$out/compare-$dt.log" 2>&1
   rc=$?
   echo "exit $rc in $(( $(date +%s) - t0 )) s"
-  tail -12 "$out/compare-$dt.log"
+  grep -v "^kqual compare \[" "$out/compare-$dt.log" | tail -12; grep "^kqual compare \[" "$out/compare-$dt.log" | tail -4
   [ -f "$dir/results.json" ] && python3 - "$dir/results.json" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
