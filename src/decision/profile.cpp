@@ -242,6 +242,18 @@ DeploymentProfile load_profile(const std::string& path) {
   return parse_profile(os.str(), path);
 }
 
+std::vector<DeploymentProfile> load_profiles_or_default(const std::vector<std::string>& paths) {
+  std::vector<DeploymentProfile> ps;
+  for (const auto& path : paths) ps.push_back(load_profile(path));
+  if (ps.empty()) {
+    DeploymentProfile d;
+    d.name = "default";
+    d.description = "built-in defaults (docs/statistics.md); give --profile FILE for your service";
+    ps.push_back(d);
+  }
+  return ps;
+}
+
 json to_json(const DeploymentProfile& p) {
   json j{{"name", p.name},
          {"description", p.description},

@@ -88,18 +88,6 @@ fs::path probe_script(const TorchStartupOptions& o) {
   return *tools / "startup_probe.py";
 }
 
-std::vector<decision::DeploymentProfile> load_profiles(const TorchStartupOptions& o) {
-  std::vector<decision::DeploymentProfile> ps;
-  for (const auto& p : o.profiles) ps.push_back(decision::load_profile(p));
-  if (ps.empty()) {
-    decision::DeploymentProfile d;
-    d.name = "default";
-    d.description = "built-in defaults (docs/statistics.md); give --profile FILE for your service";
-    ps.push_back(d);
-  }
-  return ps;
-}
-
 // The fresh processes: run i of every loading mode before run i + 1 of any. Returns the reason when
 // the first process says there is no GPU or no PyTorch (nothing else runs then).
 std::string run_processes(const TorchStartupOptions& o, const fs::path& script, const fs::path& tmp, std::vector<Mode>& modes) {
@@ -242,9 +230,23 @@ TorchStartupOutcome run_torch_startup(const TorchStartupOptions& o) {
   if (o.runs < 2) throw_error(ErrorKind::usage, "--runs must be at least 2");
   if (o.steady < 1) throw_error(ErrorKind::usage, "--steady must be at least 1");
   if (o.loading_modes.empty()) throw_error(ErrorKind::usage, "no loading mode selected");
+  // The step's sizes, refused here rather than in every process.
+  const auto check_sizes = [](const char* opt, const std::string& v, std::size_t count) {
+    std::vector<std::string> parts(1);
+    for (char c : v) {
+      if (c == ',') parts.emplace_back();
+      else parts.back().push_back(c);
+    }
+    bool ok = parts.size() == count;
+    for (const auto& p : parts)
+      ok = ok && !p.empty() && p.size() <= 9 && p.find_first_not_of("0123456789") == std::string::npos && std::stol(p) > 0;
+    if (!ok) throw_error(ErrorKind::usage, fmt::format("--{} '{}' is not {} positive integers separated by commas", opt, v, count));
+  };
+  check_sizes("matmul", o.matmul, 3);
+  check_sizes("conv", o.conv, 6);
   if (o.dtype != "f32" && o.dtype != "bf16" && o.dtype != "f16")
     throw_error(ErrorKind::usage, fmt::format("--dtype '{}' is not f32, bf16 or f16", o.dtype));
-  const std::vector<decision::DeploymentProfile> profiles = load_profiles(o);
+  const std::vector<decision::DeploymentProfile> profiles = decision::load_profiles_or_default(o.profiles);
   const fs::path script = probe_script(o);
   TorchStartupOptions resolved = o;
   if (o.python.find('/') == std::string::npos) {

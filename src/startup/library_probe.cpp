@@ -117,15 +117,8 @@ json library_probe(const ProbeRequest& req, long long t_main) {
   std::vector<GemmShape> shapes;
   for (const auto& s : req.library_shapes) shapes.push_back(parse_gemm_shape(s));
 
+  if (!timed_driver_init(out, phases)) return out;
   long long t = monotonic_ns();
-  const std::string reason = cuda::driver_unavailable_reason();  // dlopen + lookup + cuInit
-  if (!reason.empty()) {
-    out["no_gpu"] = true;
-    out["error"] = reason;
-    return out;
-  }
-  phases["driver_init"] = ms_since(t);
-  t = monotonic_ns();
   // The context and stream as kqual's worker makes them (where the same calls are timed warm).
   cuda::Context ctx(0);
   cuda::Stream stream;

@@ -22,6 +22,18 @@
 namespace kqual::startup {
 namespace detail {
 
+bool timed_driver_init(json& out, json& phases) {
+  const long long t = monotonic_ns();
+  const std::string reason = cuda::driver_unavailable_reason();  // dlopen + lookup + cuInit
+  if (!reason.empty()) {
+    out["no_gpu"] = true;
+    out["error"] = reason;
+    return false;
+  }
+  phases["driver_init"] = ms_since(t);
+  return true;
+}
+
 json device_record() {
   const cuda::DriverApi& api = cuda::driver();
   json device;
@@ -82,17 +94,10 @@ json load_probe(const ProbeRequest& req, long long t_main) {
   if (req.spawn_ns > 0) phases["process_start"] = double(t_main - req.spawn_ns) * 1e-6;
   const std::vector<std::uint8_t> image = read_image(req.artifact);  // outside every timed phase
 
-  long long t = monotonic_ns();
-  const std::string reason = cuda::driver_unavailable_reason();  // dlopen + lookup + cuInit
-  if (!reason.empty()) {
-    out["no_gpu"] = true;
-    out["error"] = reason;
-    return out;
-  }
-  phases["driver_init"] = ms_since(t);
+  if (!detail::timed_driver_init(out, phases)) return out;
   const cuda::DriverApi& api = cuda::driver();
 
-  t = monotonic_ns();
+  long long t = monotonic_ns();
   CUdevice dev{};
   CUcontext ctx{};
   KQUAL_CU(cuDeviceGet, &dev, 0);

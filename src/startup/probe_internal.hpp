@@ -16,6 +16,10 @@ inline long long monotonic_ns() {
 
 inline double ms_since(long long t0) { return double(monotonic_ns() - t0) * 1e-6; }
 
+// The driver's dlopen + entry points + cuInit, timed into phases["driver_init"]. False, with out's
+// "no_gpu" and "error" set, when there is no usable driver.
+bool timed_driver_init(json& out, json& phases);
+
 // Name, arch and driver version of device 0, after every timed phase (the driver is initialised).
 json device_record();
 

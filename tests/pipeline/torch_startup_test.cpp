@@ -134,6 +134,12 @@ TEST(TorchStartup, BadOptionsAreRefusedBeforeAnyProcess) {
   o.runs = 1;
   refused(o, "--runs");
   o = r.o;
+  o.matmul = "4096,4096";
+  refused(o, "--matmul '4096,4096' is not 3 positive integers");
+  o = r.o;
+  o.conv = "32,64,56,56,0,3";
+  refused(o, "--conv '32,64,56,56,0,3' is not 6 positive integers");
+  o = r.o;
   o.profiles = {(r.t.path / "missing.toml").string()};
   refused(o, "missing.toml");
   o = r.o;

@@ -64,6 +64,8 @@ struct DeploymentProfile {
 DeploymentProfile parse_profile(std::string_view toml_text, const std::string& source_name);
 // Reads and parses a file; a missing or unreadable file throws Error(input) naming it.
 DeploymentProfile load_profile(const std::string& path);
+// Each file (--profile, repeatable) in order; none → one profile of the built-in defaults named "default".
+std::vector<DeploymentProfile> load_profiles_or_default(const std::vector<std::string>& paths);
 
 json to_json(const DeploymentProfile& p);
 // Reads what to_json wrote (a profile recorded in a results document); Error(input) naming the field.

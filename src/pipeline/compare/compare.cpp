@@ -155,19 +155,6 @@ void share_launch_plan(const CompareOptions& o, Side (&sides)[2]) {
                                               sides[0].manifest->contract, sides[1].manifest->contract));
 }
 
-// The deployment profiles the verdict is given for (--profile, else the built-in defaults).
-std::vector<decision::DeploymentProfile> compare_profiles(const CompareOptions& o) {
-  std::vector<decision::DeploymentProfile> profiles;
-  for (const auto& p : o.profiles) profiles.push_back(decision::load_profile(p));
-  if (profiles.empty()) {
-    decision::DeploymentProfile d;
-    d.name = "default";
-    d.description = "built-in defaults (docs/statistics.md); give --profile FILE for your service";
-    profiles.push_back(d);
-  }
-  return profiles;
-}
-
 // The shapes timed warm (--shapes, else the contract's benchmark shapes) and the one that decides.
 struct CompareShapes {
   std::vector<contract::Dims> shapes;
@@ -402,7 +389,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
   if (!dtype) throw_error(ErrorKind::usage, fmt::format("--dtype: unknown dtype '{}'", o.dtype));
   share_launch_plan(o, sides);
   // Profiles load here, before any build: a bad profile is refused up front.
-  std::vector<decision::DeploymentProfile> profiles = compare_profiles(o);
+  std::vector<decision::DeploymentProfile> profiles = decision::load_profiles_or_default(o.profiles);
   const std::vector<decision::DeploymentProfile> profiles_for_modes = profiles;
   const contract::Contract* contract = sides[1].manifest ? &sides[1].manifest->resolved_contract() : nullptr;
   const CompareShapes plan = compare_shapes(o, contract);
