@@ -14,6 +14,7 @@
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
 #include "reader.hpp"
+#include "reuse.hpp"
 
 namespace kqual::artifact {
 
@@ -70,14 +71,14 @@ bool looks_like_ptx(std::span<const std::uint8_t> b) {
   return head.find(".version") != std::string_view::npos || head.find(".target") != std::string_view::npos;
 }
 
-void parse_host_binary(std::span<const std::uint8_t> bytes, const std::string& name, Artifact& a) {
+void parse_host_binary(std::span<const std::uint8_t> bytes, const std::string& name, Artifact& a, const detail::FatbinParse& how) {
   const detail::Elf elf = detail::parse_elf(bytes, name, /*with_symbols=*/false);
   bool found = false;
   for (const auto& s : elf.sections) {
     if (s.name != ".nv_fatbin" && s.name != "__nv_relfatbin") continue;
     found = true;
     auto data = detail::section_bytes(bytes, s, name);
-    detail::parse_fatbin_containers(data, s.offset, name + ": section " + s.name, a.entries, a.containers);
+    detail::parse_fatbin_containers(data, s.offset, name + ": section " + s.name, a.entries, a.containers, how);
   }
   if (const auto* seg = elf.find(".nvFatBinSegment")) {
     // Each wrapper is {u32 magic, u32 version, u64 fatbin address, u64 filename}; the address
@@ -93,20 +94,19 @@ void parse_host_binary(std::span<const std::uint8_t> bytes, const std::string& n
     fail(name, "ELF file (not a cubin: e_machine " + std::to_string(elf.machine) +
                    ") without an embedded fatbin (no .nv_fatbin section): no device code");
 }
-}  // namespace
-
-Artifact parse_artifact_bytes(std::span<const std::uint8_t> bytes, const std::string& name) {
+Artifact parse_bytes(std::span<const std::uint8_t> bytes, const std::string& name, const detail::FatbinParse& how,
+                     bool file_hash = true) {
   Artifact a;
   a.name = name;
   a.file_bytes = bytes.size();
   if (bytes.empty()) fail(name, "empty file");
   // The whole file's hash runs beside the parse (a library is hundreds of MB).
-  std::future<std::string> file_hash = std::async(bytes.size() > (std::size_t(64) << 20) ? std::launch::async
-                                                                                          : std::launch::deferred,
-                                                  [bytes] { return sha256_hex(bytes.data(), bytes.size()); });
+  std::future<std::string> file_sha = std::async(bytes.size() > (std::size_t(64) << 20) ? std::launch::async
+                                                                                         : std::launch::deferred,
+                                                 [bytes, file_hash] { return file_hash ? sha256_hex(bytes.data(), bytes.size()) : std::string(); });
   if (bytes.size() >= 4 && detail::Reader(bytes, name).u32(0, "magic") == kFatbinMagic) {
     a.container = ContainerKind::fatbin;
-    detail::parse_fatbin_containers(bytes, 0, name, a.entries, a.containers);
+    detail::parse_fatbin_containers(bytes, 0, name, a.entries, a.containers, how);
   } else if (detail::looks_like_elf(bytes)) {
     if (bytes.size() >= 20 && detail::Reader(bytes, name).u16(18, "e_machine") == detail::kEmCuda) {
       a.container = ContainerKind::cubin;
@@ -117,7 +117,7 @@ Artifact parse_artifact_bytes(std::span<const std::uint8_t> bytes, const std::st
       a.entries.push_back(std::move(e));
     } else {
       a.container = ContainerKind::host_binary;
-      parse_host_binary(bytes, name, a);
+      parse_host_binary(bytes, name, a, how);
     }
   } else if (looks_like_ptx(bytes)) {
     a.container = ContainerKind::ptx;
@@ -133,10 +133,25 @@ Artifact parse_artifact_bytes(std::span<const std::uint8_t> bytes, const std::st
   } else {
     fail(name, "unrecognised format: not a fatbin (magic 0xba55ed50), ELF cubin, host ELF with .nv_fatbin, or PTX text");
   }
-  a.sha256 = file_hash.get();
+  a.sha256 = file_sha.get();
   for (auto& e : a.entries)
     if (a.container == ContainerKind::cubin && e.sha256.empty()) e.sha256 = a.sha256;
   return a;
+}
+
+// Mapped, not read: a toolkit library is hundreds of MB, and only the device-code sections and the
+// entries' images are touched (pages of host code are never faulted in).
+MappedFile map_artifact(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw_error(ErrorKind::io, fmt::format("{}: cannot open", path));
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw_error(ErrorKind::input, fmt::format("{}: not a regular file (a cubin, fatbin, PTX or host binary is)", path));
+  return MappedFile::open_read(path);
+}
+}  // namespace
+
+Artifact parse_artifact_bytes(std::span<const std::uint8_t> bytes, const std::string& name) {
+  return parse_bytes(bytes, name, {});
 }
 
 std::vector<std::string> kernel_symbols(const Artifact& a, std::optional<std::size_t> container) {
@@ -172,14 +187,17 @@ std::vector<std::uint8_t> extract_container(const Artifact& a, const std::string
 }
 
 Artifact parse_artifact(const std::string& path) {
-  // Mapped, not read: a toolkit library is hundreds of MB, and only the device-code sections and
-  // the entries' images are touched (pages of host code are never faulted in).
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw_error(ErrorKind::io, fmt::format("{}: cannot open", path));
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw_error(ErrorKind::input, fmt::format("{}: not a regular file (a cubin, fatbin, PTX or host binary is)", path));
-  const MappedFile m = MappedFile::open_read(path);
-  return parse_artifact_bytes(m.bytes(), path);
+  const MappedFile m = map_artifact(path);
+  return parse_bytes(m.bytes(), path, {});
+}
+
+std::pair<Artifact, Artifact> parse_artifact_pair(const std::string& old_path, const std::string& new_path,
+                                                  const ParseOptions& options) {
+  const MappedFile mo = map_artifact(old_path), mn = map_artifact(new_path);
+  Artifact o = parse_bytes(mo.bytes(), old_path, {nullptr, options.sass_image_hashes}, options.file_hash);
+  const detail::EntryReuse same(o, mo.bytes());
+  Artifact n = parse_bytes(mn.bytes(), new_path, {&same, options.sass_image_hashes}, options.file_hash);
+  return {std::move(o), std::move(n)};
 }
 
 }  // namespace kqual::artifact

@@ -9,6 +9,7 @@
 #include "images.hpp"
 #include "kqual/core/sha256.hpp"
 #include "reader.hpp"
+#include "reuse.hpp"
 
 namespace kqual::artifact::detail {
 
@@ -28,7 +29,7 @@ bool printable(std::span<const std::uint8_t> s) {
 }
 
 void parse_entry(const Reader& r, std::uint64_t off, std::uint64_t ehs, std::uint64_t size, std::uint64_t file_off,
-                 const std::string& ectx, Entry& e) {
+                 const std::string& ectx, bool sass_image_hash, Entry& e) {
   const std::uint16_t kind = r.u16(off + 0, "entry kind");
   const std::uint32_t csize = r.u32(off + 16, "entry compressed size");
   const std::uint32_t opt_desc = r.u32(off + 20, "entry options descriptor offset");
@@ -83,7 +84,7 @@ void parse_entry(const Reader& r, std::uint64_t off, std::uint64_t ehs, std::uin
     while (!image.empty() && image.back() == 0) image = image.first(image.size() - 1);
   e.image_bytes = image.size();
   if (e.kind == EntryKind::sass) {
-    parse_cubin_image(image, ectx, e, &e.sha256);  // hashed there, beside the kernels' code
+    parse_cubin_image(image, ectx, e, sass_image_hash ? &e.sha256 : nullptr);  // hashed there, beside the kernels' code
   } else {
     e.sha256 = sha256_hex(image.data(), image.size());
     if (e.kind == EntryKind::ptx) parse_ptx_image(image, ectx, e);
@@ -93,7 +94,7 @@ void parse_entry(const Reader& r, std::uint64_t off, std::uint64_t ehs, std::uin
 }  // namespace
 
 void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t base, const std::string& ctx,
-                             std::vector<Entry>& out, std::vector<ContainerSpan>& spans) {
+                             std::vector<Entry>& out, std::vector<ContainerSpan>& spans, const FatbinParse& how) {
   Reader r(bytes, ctx);
   std::uint64_t off = 0;
   int containers = 0;
@@ -156,15 +157,26 @@ void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t 
     for (std::size_t j; (j = next.fetch_add(1)) < jobs.size();) {
       const Job& job = jobs[j];
       try {
+        if (how.reuse)  // the same header and stored bytes as an entry already parsed: the same entry, here
+          if (const Entry* same = how.reuse->find(bytes.subspan(static_cast<std::size_t>(job.e),
+                                                            static_cast<std::size_t>(job.ehs + job.size)))) {
+            Entry& e = out[job.slot];
+            const std::size_t index = e.index, container = e.container;
+            e = *same;
+            e.index = index;
+            e.container = container;
+            e.offset = base + job.e;
+            continue;
+          }
         Reader er(bytes.first(static_cast<std::size_t>(job.end)), job.ectx);
-        parse_entry(er, job.e, job.ehs, job.size, base + job.e, job.ectx, out[job.slot]);
+        parse_entry(er, job.e, job.ehs, job.size, base + job.e, job.ectx, how.sass_image_hashes, out[job.slot]);
       } catch (...) {
         errors[j] = std::current_exception();
       }
     }
   };
   const std::size_t threads =
-      jobs.size() < 64 ? 1 : std::min<std::size_t>({std::max(1u, std::thread::hardware_concurrency()), 8, jobs.size()});
+      jobs.size() < 64 ? 1 : std::min<std::size_t>({std::max(1u, std::thread::hardware_concurrency()), 16, jobs.size()});
   std::vector<std::thread> pool;
   for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
   work();

@@ -43,7 +43,14 @@ void parse_ptx_image(std::span<const std::uint8_t> image, const std::string& con
 // Appends the entries of the fatbin container(s) in `bytes` (which may be followed by more
 // containers and zero padding). `base` is the offset of `bytes` within the file, for messages.
 // Each container's place in the file is appended to `spans`.
+// With `reuse`, an entry equal byte for byte to one it indexes is copied from there (its place in this file kept);
+// without `sass_image_hashes`, SASS entries' own hash is left empty (their kernels' code is hashed still).
+class EntryReuse;
+struct FatbinParse {
+  const EntryReuse* reuse = nullptr;
+  bool sass_image_hashes = true;
+};
 void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t base, const std::string& context,
-                             std::vector<Entry>& out, std::vector<ContainerSpan>& spans);
+                             std::vector<Entry>& out, std::vector<ContainerSpan>& spans, const FatbinParse& how = {});
 
 }  // namespace kqual::artifact::detail

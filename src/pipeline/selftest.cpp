@@ -183,6 +183,11 @@ SeedJudged judge_seed(const JudgeRun& run, const SelftestExpectation& x, const b
   if (!one.loaded()) {
     got = "load failed: " + one.load_error;
     ok = false;
+  } else if (sum.incomplete && timed_detail.empty()) {
+    // kqual's own failure stopped the cases with none failed: no verdict on the folder, and never an empty
+    // "rejected: " (the expectation is not met, the row says why).
+    got = "incomplete: kqual's own failure: " + sum.harness_failure;
+    ok = false;
   } else if (x.broken) {
     ok = rejected && std::any_of(x.codes.begin(), x.codes.end(), [&](const std::string& e) { return codes.count(e) > 0; });
     got = rejected ? "rejected: " + (!sum.accepted ? sum.primary_code : timed_code) : "accepted";

@@ -106,6 +106,15 @@ void add_compare_command(CLI::App& app, CliState& s, bool run_commands) {
     c.o.command_line = g.command_line;
     c.o.modes_given = cmd->count("--modes") > 0;
     c.o.loading_given = cmd->count("--loading") > 0;
+    // Fewer fresh processes than the decision rule needs can only end inconclusive: refused before anything runs.
+    if (c.o.processes < 6)
+      throw_error(ErrorKind::usage, fmt::format("--processes {}: a warm verdict needs at least 6 worker processes per side (6 "
+                                                "pairs are the fewest a paired rank test can call at 5 %); fewer can only be "
+                                                "inconclusive", c.o.processes));
+    if (c.o.startup_runs < 5 || c.o.startup_max_runs < c.o.startup_runs)
+      throw_error(ErrorKind::usage, fmt::format("--startup-runs {} --startup-max-runs {}: a first-request verdict needs at "
+                                                "least 5 probe processes per side and mode, and the most runs may not be "
+                                                "fewer than the first", c.o.startup_runs, c.o.startup_max_runs));
     decision::SpeedPolicy margin;
     decision::parse_margin(c.margin, margin);
     c.o.warm_margin = {margin.margin_relative, margin.margin_absolute_s * 1e3};

@@ -103,6 +103,19 @@ TEST(Output, NoAnsiColourWithOrWithoutNoColor) {
   }
 }
 
+// Fewer fresh processes than the decision rule needs could only end inconclusive after minutes on a GPU:
+// compare refuses them at once (exit 2), naming the minimum, and writes nothing.
+TEST(Output, CompareRefusesTooFewProcessesForAVerdict) {
+  ScratchDir out("kqual-compare-too-few");
+  const std::string g = good();
+  for (const char* opts : {"--processes 4", "--startup-runs 4 --startup-max-runs 6", "--startup-runs 8 --startup-max-runs 6"}) {
+    const Streams s = run_kqual("compare " + g + " " + g + " " + opts + " --out " + test::quote(out.path() / "r"));
+    EXPECT_EQ(s.exit_code, 2) << opts << "\n" << s.err;
+    EXPECT_NE(s.err.find("at least"), std::string::npos) << opts << "\n" << s.err;
+    EXPECT_FALSE(fs::exists(out.path() / "r")) << opts;
+  }
+}
+
 // Colour would have to be written somewhere in the sources: nothing there does. Adding it means one
 // helper that honours NO_COLOR and whether the stream is a terminal, listed here as the exception.
 TEST(Output, SourcesWriteNoAnsiEscapes) {

@@ -136,6 +136,19 @@ TEST(CompareDecision, SameKernelNoWarmDifference) {
   EXPECT_EQ(decision::decide(in, profile("long-lived-server.toml")).verdict, decision::ShipVerdict::do_not_ship);
 }
 
+TEST(CompareDecision, TheMarginsAbsolutePartIsInMillisecondsLikeTheSamples) {
+  // An 18 us kernel made 4.4 us: 13.6 us per call faster. compare's default margin, 2 % and 0.5 us, is
+  // {0.02, 0.0005 ms}; it was once applied to the samples in seconds (a 500 us margin), which called this
+  // no difference and a faster build "never pays back" (seen on the GPU: CompareDevice, 2026-12-07).
+  const auto old_ms = around(0.018, 0.00002), new_ms = around(0.0044, 0.00001);
+  const auto fast = compare::decision_input(jit_pairs(), old_ms, new_ms, true, "sm_90", 1.0, {0.02, 0.0005});
+  EXPECT_EQ(fast.warm.verdict, stats::Verdict::faster);
+  EXPECT_NEAR(fast.warm.delta_s, -13.6e-6, 1e-7);
+  // A 20 us absolute margin does hold the 13.6 us difference.
+  EXPECT_EQ(compare::decision_input(jit_pairs(), old_ms, new_ms, true, "sm_90", 1.0, {0.02, 0.020}).warm.verdict,
+            stats::Verdict::no_difference);
+}
+
 TEST(CompareDecision, NoiseFloorDecidesWhatCountsAsACost) {
   // A 0.4 ms cold difference: "no difference" under a 1 ms floor, "slower" under 0.1 ms.
   std::vector<compare::StartupPair> p{pair(CacheMode::cold, 0.3, 0.7)};

@@ -64,6 +64,22 @@ fs::path retarget(const fs::path& dir, const fs::path& contract_file, const fs::
   std::string t = ss.str();
   t = std::regex_replace(t, std::regex("contract = \"[a-z_]+\""), "contract = \"" + contract_file.string() + "\"");
   t = std::regex_replace(t, std::regex("source = \"([^\"]+)\""), "source = \"" + (dir / "$1").string() + "\"");
+  // The dtypes the folder claims, cut to the declared twin's (a baseline that also claims f16 is compared on
+  // what both contracts define; the twin refuses a manifest claiming more).
+  std::ifstream cf(contract_file);
+  std::stringstream cs;
+  cs << cf.rdbuf();
+  std::smatch all, claimed;
+  const std::string ctext = cs.str();
+  if (std::regex_search(ctext, all, std::regex("\\[dtypes\\]\\s*all = \\[([^\\]]*)\\]")) &&
+      std::regex_search(t, claimed, std::regex("dtypes = \\[([^\\]]*)\\]"))) {
+    std::string kept;
+    const std::string list = claimed[1].str(), defined = all[1].str();
+    const std::regex quoted("\"([a-z0-9_]+)\"");
+    for (auto it = std::sregex_iterator(list.begin(), list.end(), quoted); it != std::sregex_iterator(); ++it)
+      if (defined.find("\"" + (*it)[1].str() + "\"") != std::string::npos) kept += (kept.empty() ? "" : ", ") + (*it)[0].str();
+    t = claimed.prefix().str() + "dtypes = [" + kept + "]" + claimed.suffix().str();
+  }
   std::ofstream(to / "kqual.toml") << t;
   return to;
 }

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kqual/core/json.hpp"
@@ -117,6 +118,17 @@ inline constexpr std::uint64_t kMaxImageBytes = 1ull << 30;  // [B] one decompre
 // .nv_fatbin, PTX text). Throws Error(input) for anything malformed, Error(io) if unreadable.
 Artifact parse_artifact(const std::string& path);
 Artifact parse_artifact_bytes(std::span<const std::uint8_t> bytes, const std::string& name);
+// OLD and NEW for a diff, equal to parse_artifact of each: NEW is parsed after OLD, and a NEW entry whose
+// header and stored bytes equal one of OLD's (compared byte for byte) is taken from OLD's parse rather than
+// decoded and hashed again (most entries of a library upgrade; every entry of two copies of one build).
+// What a parse may leave out when its caller does not show it (`inspect --diff` in words compares kernels by
+// their code's hash and PTX images by theirs, and prints neither file's nor a SASS image's hash).
+struct ParseOptions {
+  bool file_hash = true;         // Artifact::sha256 ("" when off)
+  bool sass_image_hashes = true; // Entry::sha256 of SASS entries ("" when off); kernels' code hashes always
+};
+std::pair<Artifact, Artifact> parse_artifact_pair(const std::string& old_path, const std::string& new_path,
+                                                  const ParseOptions& options = {});
 
 // The kernel symbols (SASS kernels and PTX .entry names) of one container / module, or of every
 // entry when `container` is empty; sorted, without duplicates.

@@ -63,7 +63,8 @@ decision::DecisionInput decision_input(const std::vector<StartupPair>& startup, 
   stats::DecisionOptions warm_opt;
   warm_opt.test.paired = warm_old_ms.size() == warm_new_ms.size();
   warm_opt.reversal_check = true;  // process pairs that disagree in order: no reliable difference
-  warm_opt.margin = warm_margin;
+  // The warm samples are decided in seconds; the margin's absolute part comes in ms (as the per-shape tables use it).
+  warm_opt.margin = {warm_margin.relative, warm_margin.absolute * 1e-3};
   in.warm = decision::warm_delta(to_seconds(warm_old_ms), to_seconds(warm_new_ms), warm_opt);
   return in;
 }

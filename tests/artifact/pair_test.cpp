@@ -1,0 +1,110 @@
+// parse_artifact_pair (inspect --diff): NEW's entries stored as in OLD are taken from OLD's parse, and the
+// result is what two parse_artifact calls give, field for field; a changed byte is never taken for the same.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "../../src/artifact/reuse.hpp"
+#include "fixture_util.hpp"
+#include "kqual/artifact/artifact.hpp"
+
+namespace kqual::artifact {
+namespace {
+namespace fs = std::filesystem;
+
+// A library of ~100 entries made of the fixtures' fatbins, in the given order.
+std::vector<std::uint8_t> library(const std::vector<std::string>& files) {
+  std::vector<std::uint8_t> lib;
+  while (lib.size() < 64 * 1024)
+    for (const auto& f : files) {
+      const auto b = test::read_bytes(test::fixture(f));
+      lib.insert(lib.end(), b.begin(), b.end());
+    }
+  return lib;
+}
+
+struct Dir {
+  fs::path path;
+  Dir() {
+    std::string t = (fs::temp_directory_path() / "kqual-pair-XXXXXX").string();
+    path = mkdtemp(t.data());
+  }
+  ~Dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string write(const std::string& name, const std::vector<std::uint8_t>& b) const {
+    std::ofstream(path / name, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+    return (path / name).string();
+  }
+};
+
+const std::vector<std::string> kOld = {"zstd.fatbin", "lz4.fatbin", "multi.fatbin", "ptx_compute90.fatbin", "sass_sm90.fatbin",
+                                       "sm80_ptx80.fatbin"};
+// An "upgrade": one module gone, the rest reordered, one repeated.
+const std::vector<std::string> kNew = {"multi.fatbin", "zstd.fatbin", "sm80_ptx80.fatbin", "sass_sm90.fatbin",
+                                       "ptx_compute90.fatbin", "multi.fatbin"};
+
+TEST(ArtifactPair, EqualsTwoParsesFieldForField) {
+  Dir d;
+  const std::string o = d.write("old.fatbin", library(kOld)), n = d.write("new.fatbin", library(kNew));
+  const auto [po, pn] = parse_artifact_pair(o, n);
+  EXPECT_EQ(to_json(po), to_json(parse_artifact(o)));
+  EXPECT_EQ(to_json(pn), to_json(parse_artifact(n)));
+  const Arch sm90 = Arch::parse("sm_90");
+  EXPECT_EQ(to_json(diff_artifacts(po, pn, sm90)), to_json(diff_artifacts(parse_artifact(o), parse_artifact(n), sm90)));
+  // Two copies of one build: every entry of NEW is OLD's, at NEW's own places.
+  const std::string copy = d.write("copy.fatbin", library(kOld));
+  const auto [co, cn] = parse_artifact_pair(o, copy);
+  EXPECT_EQ(to_json(cn), to_json(parse_artifact(copy)));
+  EXPECT_EQ(cn.name, copy);
+}
+
+TEST(ArtifactPair, WithoutTheHashesTheDiffInWordsNeedsTheKernelsAreStillCompared) {
+  Dir d;
+  const std::string o = d.write("old.fatbin", library(kOld)), n = d.write("new.fatbin", library(kNew));
+  const auto [po, pn] = parse_artifact_pair(o, n, {.file_hash = false, .sass_image_hashes = false});
+  const Artifact full = parse_artifact(n);
+  EXPECT_EQ(pn.sha256, "");
+  ASSERT_EQ(pn.entries.size(), full.entries.size());
+  for (std::size_t i = 0; i < full.entries.size(); ++i) {
+    const Entry &got = pn.entries[i], &want = full.entries[i];
+    EXPECT_EQ(got.sha256, got.kind == EntryKind::sass ? "" : want.sha256) << i;  // PTX images are compared by theirs
+    ASSERT_EQ(got.kernels.size(), want.kernels.size()) << i;
+    for (std::size_t k = 0; k < got.kernels.size(); ++k) EXPECT_EQ(got.kernels[k].code_sha256, want.kernels[k].code_sha256);
+    EXPECT_EQ(got.ptx_entries, want.ptx_entries) << i;
+  }
+  const Arch sm90 = Arch::parse("sm_90");
+  const ArtifactDiff quick = diff_artifacts(po, pn, sm90), slow = diff_artifacts(parse_artifact(o), full, sm90);
+  ASSERT_EQ(quick.kernels.size(), slow.kernels.size());
+  for (std::size_t i = 0; i < quick.kernels.size(); ++i) EXPECT_EQ(quick.kernels[i].status, slow.kernels[i].status) << i;
+  EXPECT_EQ(to_json(quick)["per_arch"], to_json(slow)["per_arch"]);
+}
+
+// The index finds an entry only when every byte of its header and stored payload is equal.
+TEST(ArtifactPair, OneChangedByteIsAnotherEntry) {
+  const std::vector<std::uint8_t> lib = library(kOld);
+  const Artifact a = parse_artifact_bytes(lib, "old");
+  const detail::EntryReuse index(a, lib);
+  ASSERT_EQ(index.size(), a.entries.size());
+  for (const auto& e : a.entries) {
+    std::uint32_t ehs;
+    std::uint64_t size;
+    std::memcpy(&ehs, lib.data() + e.offset + 4, 4);
+    std::memcpy(&size, lib.data() + e.offset + 8, 8);
+    std::vector<std::uint8_t> raw(lib.begin() + std::ptrdiff_t(e.offset), lib.begin() + std::ptrdiff_t(e.offset + ehs + size));
+    const Entry* same = index.find(raw);
+    ASSERT_NE(same, nullptr) << e.index;
+    EXPECT_EQ(same->sha256, e.sha256);
+    for (std::size_t at : {std::size_t(0), std::size_t(ehs) + std::size_t(size) / 2, raw.size() - 1}) {
+      raw[at] ^= 0x01;
+      EXPECT_EQ(index.find(raw), nullptr) << "entry " << e.index << ", byte " << at;
+      raw[at] ^= 0x01;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kqual::artifact
