@@ -3,15 +3,17 @@
 # modules listed; tests/architecture checks that no source or header includes a module it does not
 # list, so an upward or sideways include fails CI.
 #
-# Layers, bottom to top: core · stats model artifact contract cuda · decision · startup ·
+# Layers, bottom to top: core · stats model artifact contract cuda · import decision · startup ·
 # worker · build · check · bench · report · pipeline · run (the CLI).
-set(KQUAL_MODULES core stats model artifact contract cuda decision startup worker build check bench report pipeline run)
+set(KQUAL_MODULES core stats model artifact contract cuda import decision startup worker build check bench report pipeline run)
 set(KQUAL_DEPS_core "")
 set(KQUAL_DEPS_stats core)
 set(KQUAL_DEPS_model core)
 set(KQUAL_DEPS_artifact core)
 set(KQUAL_DEPS_contract core)
 set(KQUAL_DEPS_cuda core)
+# The importers: another benchmark's problem (a Definition, a KernelBench module) -> a declared contract folder.
+set(KQUAL_DEPS_import core contract)
 set(KQUAL_DEPS_decision core model stats)
 set(KQUAL_DEPS_startup core cuda stats)
 set(KQUAL_DEPS_worker core cuda stats)
@@ -19,20 +21,19 @@ set(KQUAL_DEPS_build core artifact contract cuda)
 set(KQUAL_DEPS_check core contract cuda stats build worker)
 set(KQUAL_DEPS_bench core contract cuda stats build worker check)
 set(KQUAL_DEPS_report core cuda stats decision bench)
-set(KQUAL_DEPS_pipeline core artifact bench build check contract decision model report startup stats worker)
-set(KQUAL_DEPS_run core stats model artifact contract cuda decision startup worker build check bench report pipeline)
+set(KQUAL_DEPS_pipeline core artifact bench build check contract decision import model report startup stats worker)
+set(KQUAL_DEPS_run core stats model artifact contract cuda import decision startup worker build check bench report pipeline)
 
 # Rooms: subfolders of a module (src/<module>/<room>/, include/kqual/<module>/<room>/) compiled into
 # that module, each using the module's top level and only the rooms of the same module listed for it
 # (KQUAL_ROOM_DEPS_<module>_<room>; "top" is the module's own folder). tests/architecture checks these
-# too. contract/: the interface, domain and registry at the top; the built-in operations, the declared
-# contracts (contract.toml + Python reference) and the importers (Definitions, KernelBench problems)
-# each in a room of their own. The registry finds declared contracts by name; an importer writes one.
-set(KQUAL_ROOMS_contract builtin declared importers)
+# too. contract/: the interface, domain and registry at the top; the built-in operations and the declared
+# contracts (contract.toml + Python reference) each in a room of their own. The registry finds declared
+# contracts by name; an importer (module import) writes one.
+set(KQUAL_ROOMS_contract builtin declared)
 set(KQUAL_ROOM_DEPS_contract_top declared)
 set(KQUAL_ROOM_DEPS_contract_builtin "")
 set(KQUAL_ROOM_DEPS_contract_declared "")
-set(KQUAL_ROOM_DEPS_contract_importers declared)
 # pipeline/: the phases every command composes (phases, decide, qualify, selftest, the build pool) at the
 # top; compare (two kernels judged per shape and profile), screen (many candidates across GPU lanes,
 # journals, shards, Slurm) and replay (a recorded failing case as a reproducer folder) each in a room of

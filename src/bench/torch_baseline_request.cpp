@@ -18,11 +18,20 @@ std::string TorchOperation::describe() const {
   return "nothing";
 }
 
+std::vector<std::string> torch_builtins() {
+  std::vector<std::string> out;
+  for (const auto& b : contract::builtin_contracts())
+    if (b.torch_op) out.emplace_back(b.name);
+  return out;
+}
+
 std::optional<TorchOperation> torch_operation_of(const contract::Contract& c) {
   TorchOperation op;
   if (contract::declared_file(c).empty()) {
     const std::string name = c.name();
-    if (std::find(kTorchBuiltins.begin(), kTorchBuiltins.end(), name) == kTorchBuiltins.end()) return std::nullopt;
+    const auto builtins = contract::builtin_contracts();
+    if (std::none_of(builtins.begin(), builtins.end(), [&](const auto& b) { return b.torch_op && name == b.name; }))
+      return std::nullopt;
     op.builtin = name;
     return op;
   }

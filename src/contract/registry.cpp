@@ -19,15 +19,25 @@ bool Supports::supports(DType t) const {
   return false;
 }
 
-std::vector<std::string> contract_names() { return {"residual_add_relu", "transpose", "softmax", "gemm", "exclusive_scan", "reduce_sum"}; }
+namespace {
+constexpr BuiltinContract kBuiltins[] = {
+    {"residual_add_relu", residual_add_relu_contract, true}, {"transpose", transpose_contract, true},
+    {"softmax", softmax_contract, true},                     {"gemm", gemm_contract, true},
+    {"exclusive_scan", exclusive_scan_contract, true},       {"reduce_sum", reduce_sum_contract, true},
+};
+}  // namespace
+
+std::span<const BuiltinContract> builtin_contracts() { return kBuiltins; }
+
+std::vector<std::string> contract_names() {
+  std::vector<std::string> out;
+  for (const auto& b : kBuiltins) out.emplace_back(b.name);
+  return out;
+}
 
 const Contract& find_contract(const std::string& name) {
-  if (name == "residual_add_relu") return residual_add_relu_contract();
-  if (name == "transpose") return transpose_contract();
-  if (name == "softmax") return softmax_contract();
-  if (name == "gemm") return gemm_contract();
-  if (name == "exclusive_scan") return exclusive_scan_contract();
-  if (name == "reduce_sum") return reduce_sum_contract();
+  for (const auto& b : kBuiltins)
+    if (name == b.name) return b.make();
   if (const Contract* d = find_declared_contract(name)) return *d;
   throw_error(ErrorKind::input, fmt::format("unknown contract '{}' (built in: {}; declared contracts are looked up as "
                                             "{}/contract.toml and {}.toml in the folders of --contracts and $KQUAL_CONTRACTS "

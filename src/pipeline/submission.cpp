@@ -6,8 +6,8 @@
 
 #include "kqual/bench/torch_baseline.hpp"
 #include "kqual/contract/declared/declared.hpp"
-#include "kqual/contract/importers/import_definition.hpp"
-#include "kqual/contract/importers/import_kernelbench.hpp"
+#include "kqual/import/import_definition.hpp"
+#include "kqual/import/import_kernelbench.hpp"
 #include "kqual/decision/profile.hpp"
 #include "kqual/pipeline/qualify.hpp"
 #include "kqual/core/error.hpp"

@@ -1,10 +1,10 @@
 // `kqual import-definition DEF.json [--workloads W.jsonl] --out DIR`: a flashinfer-bench or
-// SOL-ExecBench Definition as a declared contract folder (include/kqual/contract/importers/import_definition.hpp).
+// SOL-ExecBench Definition as a declared contract folder (include/kqual/import/import_definition.hpp).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "command_util.hpp"
-#include "kqual/contract/importers/import_definition.hpp"
+#include "kqual/import/import_definition.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/run/cli.hpp"

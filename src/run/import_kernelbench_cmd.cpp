@@ -1,10 +1,10 @@
 // `kqual import-kernelbench PROBLEM.py --out DIR`: a KernelBench problem module as a declared contract
-// folder whose reference is its Model.forward (include/kqual/contract/importers/import_kernelbench.hpp).
+// folder whose reference is its Model.forward (include/kqual/import/import_kernelbench.hpp).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "command_util.hpp"
-#include "kqual/contract/importers/import_kernelbench.hpp"
+#include "kqual/import/import_kernelbench.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/run/cli.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "kqual/contract/declared/declared.hpp"
-#include "kqual/contract/importers/import_definition.hpp"
+#include "kqual/import/import_definition.hpp"
 #include "kqual/contract/reference_host.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"

@@ -1,5 +1,5 @@
 // kqual import-definition on what SOL-ExecBench and flashinfer-bench Definitions say that kqual's
-// declared contracts hold another way (src/contract/importers/import_definition_rewrite.cpp and
+// declared contracts hold another way (src/import/import_definition_rewrite.cpp and
 // import_definition_workloads.cpp), over fixtures written here in the public formats: literal sizes
 // in shapes and 0-d tensors as a constant axis, boolean scalars, one scalar written at two float
 // widths, an explicit required_matched_ratio without a cap, workloads with an empty tensor, an
@@ -12,7 +12,7 @@
 #include <fstream>
 
 #include "kqual/contract/declared/declared.hpp"
-#include "kqual/contract/importers/import_definition.hpp"
+#include "kqual/import/import_definition.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"

@@ -14,7 +14,7 @@
 
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/declared/declared.hpp"
-#include "kqual/contract/importers/import_definition.hpp"
+#include "kqual/import/import_definition.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"

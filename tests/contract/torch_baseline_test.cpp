@@ -7,7 +7,7 @@
 
 #include "kqual/bench/torch_baseline.hpp"
 #include "kqual/contract/declared/declared.hpp"
-#include "kqual/contract/importers/import_kernelbench.hpp"
+#include "kqual/import/import_kernelbench.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/process.hpp"
 

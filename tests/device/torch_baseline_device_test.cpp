@@ -13,7 +13,7 @@
 
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/contract/reference_host.hpp"
-#include "kqual/contract/importers/import_kernelbench.hpp"
+#include "kqual/import/import_kernelbench.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/core/process.hpp"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Shapes, dtypes and values of a KernelBench problem module, as one JSON object on stdout.
 
-Run by `kqual import-kernelbench PROBLEM.py` (src/contract/importers/import_kernelbench.cpp translates the JSON
+Run by `kqual import-kernelbench PROBLEM.py` (src/import/import_kernelbench.cpp translates the JSON
 into a declared contract; docs/kernelbench.md). Usage: kernelbench_capture.py PROBLEM.py SAMPLE_CAP
 
 What it does, in order:

@@ -44,14 +44,14 @@ struct TorchReference {
 // built-in contract.
 std::optional<TorchReference> torch_reference_of(const contract::Contract& c);
 
-// The built-in contracts the PyTorch worker runs (tools/torch/kqual_torch_ops.py, OPS: one entry each).
-inline constexpr std::array<const char*, 6> kTorchBuiltins = {"residual_add_relu", "softmax", "exclusive_scan",
-                                                                "transpose",         "gemm",    "reduce_sum"};
+// The built-in contracts the PyTorch worker runs (tools/torch/kqual_torch_ops.py, OPS: one entry each): the
+// rows of contract::builtin_contracts() marked torch_op.
+std::vector<std::string> torch_builtins();
 
 // How PyTorch runs a contract's operation: a built-in's one-liner (by the contract's name) or a
 // declared contract's PyTorch reference.
 struct TorchOperation {
-  std::string builtin;                      // a name of kTorchBuiltins, or "" for a reference
+  std::string builtin;                      // a name of torch_builtins(), or "" for a reference
   std::optional<TorchReference> reference;  // set when builtin is ""
   std::string describe() const;             // "the built-in softmax" / "reference.py:gelu"
 };

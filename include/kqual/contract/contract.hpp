@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -209,8 +210,18 @@ class Contract {
 // Parse "4096" (contracts with one dim) or "m=128,n=64,k=8192"; throws Error(usage) naming the text.
 Dims parse_shape(const Contract& c, const std::string& text);
 
-// Built-in contracts by name; throws Error(input) listing the known names.
+// The built-in contracts, one row each: the name, the function that makes it, and whether PyTorch's worker
+// runs it as a one-liner of its own (tools/torch/kqual_torch_ops.py, OPS). Adding a built-in is one row here
+// (src/contract/registry.cpp) and its file in builtin/.
+struct BuiltinContract {
+  const char* name;
+  const Contract& (*make)();
+  bool torch_op;
+};
+std::span<const BuiltinContract> builtin_contracts();
+
+// Built-in contracts by name (then the declared ones); throws Error(input) listing the known names.
 const Contract& find_contract(const std::string& name);
-std::vector<std::string> contract_names();
+std::vector<std::string> contract_names();  // the built-ins', in the table's order
 
 }  // namespace kqual::contract

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "kqual/contract/importers/import_definition.hpp"
+#include "kqual/import/import_definition.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/json.hpp"
 #include "import_common.hpp"

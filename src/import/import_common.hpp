@@ -1,5 +1,5 @@
 #pragma once
-// Internal to src/contract/importers/: what the importers (import_definition.cpp, import_kernelbench*.cpp)
+// Internal to src/import/: what the importers (import_definition.cpp, import_kernelbench*.cpp)
 // share. Not a public header.
 #include <filesystem>
 #include <map>

@@ -19,7 +19,7 @@
 //   values: the Definition states none: every input N(0, 1), plus value families (small_scale,
 //     large_scale, nonzero_mean) over the data inputs, each with a comment saying why
 //     (import_families.cpp).
-#include "kqual/contract/importers/import_definition.hpp"
+#include "kqual/import/import_definition.hpp"
 
 #include <fmt/format.h>
 

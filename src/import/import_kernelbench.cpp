@@ -12,7 +12,7 @@
 //   sampled values → a value distribution per input (uniform [0, 1) for torch.rand, normal for
 //     torch.randn, indices for torch.randint into an axis), said in the contract; value families
 //     (small_scale, large_scale, nonzero_mean) over forward's data inputs (import_families.cpp).
-#include "kqual/contract/importers/import_kernelbench.hpp"
+#include "kqual/import/import_kernelbench.hpp"
 
 #include <fmt/format.h>
 

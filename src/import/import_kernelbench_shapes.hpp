@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "kqual/contract/importers/import_kernelbench.hpp"
+#include "kqual/import/import_kernelbench.hpp"
 #include "kqual/core/json.hpp"
 
 namespace kqual::contract::kb {

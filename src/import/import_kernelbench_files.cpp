@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "kqual/contract/declared/declared.hpp"
-#include "kqual/contract/importers/import_kernelbench.hpp"
+#include "kqual/import/import_kernelbench.hpp"
 
 #include "import_common.hpp"
 #include "kqual/core/error.hpp"
