@@ -2,13 +2,14 @@
 // result is what two parse_artifact calls give, field for field; a changed byte is never taken for the same.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "../../src/artifact/reuse.hpp"
 #include "fixture_util.hpp"
 #include "kqual/artifact/artifact.hpp"
+#include "test_util.hpp"
 
 namespace kqual::artifact {
 namespace {
@@ -25,21 +26,11 @@ std::vector<std::uint8_t> library(const std::vector<std::string>& files) {
   return lib;
 }
 
-struct Dir {
-  fs::path path;
-  Dir() {
-    std::string t = (fs::temp_directory_path() / "kqual-pair-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~Dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::vector<std::uint8_t>& b) const {
-    std::ofstream(path / name, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
-    return (path / name).string();
-  }
-};
+// Writes `b` as `name` in the scratch folder; its path.
+std::string write(const kqual::test::TempDir& d, const std::string& name, const std::vector<std::uint8_t>& b) {
+  std::ofstream(d.path / name, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+  return (d.path / name).string();
+}
 
 const std::vector<std::string> kOld = {"zstd.fatbin", "lz4.fatbin", "multi.fatbin", "ptx_compute90.fatbin", "sass_sm90.fatbin",
                                        "sm80_ptx80.fatbin"};
@@ -48,23 +39,23 @@ const std::vector<std::string> kNew = {"multi.fatbin", "zstd.fatbin", "sm80_ptx8
                                        "ptx_compute90.fatbin", "multi.fatbin"};
 
 TEST(ArtifactPair, EqualsTwoParsesFieldForField) {
-  Dir d;
-  const std::string o = d.write("old.fatbin", library(kOld)), n = d.write("new.fatbin", library(kNew));
+  const kqual::test::TempDir d;
+  const std::string o = write(d, "old.fatbin", library(kOld)), n = write(d, "new.fatbin", library(kNew));
   const auto [po, pn] = parse_artifact_pair(o, n);
   EXPECT_EQ(to_json(po), to_json(parse_artifact(o)));
   EXPECT_EQ(to_json(pn), to_json(parse_artifact(n)));
   const Arch sm90 = Arch::parse("sm_90");
   EXPECT_EQ(to_json(diff_artifacts(po, pn, sm90)), to_json(diff_artifacts(parse_artifact(o), parse_artifact(n), sm90)));
   // Two copies of one build: every entry of NEW is OLD's, at NEW's own places.
-  const std::string copy = d.write("copy.fatbin", library(kOld));
+  const std::string copy = write(d, "copy.fatbin", library(kOld));
   const auto [co, cn] = parse_artifact_pair(o, copy);
   EXPECT_EQ(to_json(cn), to_json(parse_artifact(copy)));
   EXPECT_EQ(cn.name, copy);
 }
 
 TEST(ArtifactPair, WithoutTheHashesTheDiffInWordsNeedsTheKernelsAreStillCompared) {
-  Dir d;
-  const std::string o = d.write("old.fatbin", library(kOld)), n = d.write("new.fatbin", library(kNew));
+  const kqual::test::TempDir d;
+  const std::string o = write(d, "old.fatbin", library(kOld)), n = write(d, "new.fatbin", library(kNew));
   const auto [po, pn] = parse_artifact_pair(o, n, {.file_hash = false, .sass_image_hashes = false});
   const Artifact full = parse_artifact(n);
   EXPECT_EQ(pn.sha256, "");
