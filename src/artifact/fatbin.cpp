@@ -152,9 +152,15 @@ void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t 
   if (containers == 0) fail(ctx, "no fatbin container found");
   // Each job writes only its own entry; the first failing entry (in file order) is reported.
   std::vector<std::exception_ptr> errors(jobs.size());
+  // Largest payloads first: the threads then end together, where file order could leave one thread
+  // decoding a large image alone at the end.
+  std::vector<std::size_t> order(jobs.size());
+  for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return jobs[a].size > jobs[b].size; });
   std::atomic<std::size_t> next{0};
   auto work = [&] {
-    for (std::size_t j; (j = next.fetch_add(1)) < jobs.size();) {
+    for (std::size_t n; (n = next.fetch_add(1)) < order.size();) {
+      const std::size_t j = order[n];
       const Job& job = jobs[j];
       try {
         if (how.reuse)  // the same header and stored bytes as an entry already parsed: the same entry, here
