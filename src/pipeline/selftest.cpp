@@ -27,6 +27,7 @@
 #include "kqual/report/results.hpp"
 #include "kqual/worker/sanitizer.hpp"
 #include "build_pool.hpp"
+#include "selftest_outcome.hpp"
 
 namespace kqual::pipeline {
 namespace fs = std::filesystem;
@@ -88,31 +89,6 @@ void timed_finding(const bench::TimingReport& tr, std::map<std::string, int>& co
       timed_detail = fmt::format("shape {}: {}", sh.shape, cs.verify_detail);
     }
   }
-}
-
-// What a folder is expected to do: be accepted, or (known-broken) be rejected for its stated reason.
-struct SelftestExpectation {
-  bool broken = false;
-  std::vector<std::string> codes;  // broken: the stated reason first, then the alternatives
-  std::string text;                // "accepted", "rejected: a or b"
-  bool timed_class = false;        // a defect that shows only when timed
-};
-
-SelftestExpectation selftest_expectation(const build::Manifest& m, bool broken) {
-  SelftestExpectation x;
-  x.broken = broken;
-  if (broken && !m.expect_rejected_for)
-    throw_error(ErrorKind::input, fmt::format("{}: a known-broken candidate must state [expect] rejected_for",
-                                              m.file.string()));
-  if (broken) {
-    x.codes.push_back(*m.expect_rejected_for);
-    for (const auto& c : m.expect_also_rejected_for) x.codes.push_back(c);
-  }
-  x.text = broken ? "rejected: " + fmt::format("{}", fmt::join(x.codes, " or ")) : std::string("accepted");
-  x.timed_class = std::any_of(x.codes.begin(), x.codes.end(), [](const std::string& e) {
-    return e == "timed_output_wrong" || e == "harness_memory_written";
-  });
-  return x;
 }
 
 // One seed's row: the outcome, the case counts, and the first failure worth reading (of the stated
@@ -177,25 +153,9 @@ SeedJudged judge_seed(const JudgeRun& run, const SelftestExpectation& x, const b
   std::map<std::string, int> codes = sum.failure_codes;
   std::string timed_detail, timed_code;
   if (one.timing) timed_finding(*one.timing, codes, timed_code, timed_detail);
-  const bool rejected = !sum.accepted || !timed_detail.empty();
-  bool ok;
-  std::string got;
-  if (!one.loaded()) {
-    got = "load failed: " + one.load_error;
-    ok = false;
-  } else if (sum.incomplete && timed_detail.empty()) {
-    // kqual's own failure stopped the cases with none failed: no verdict on the folder, and never an empty
-    // "rejected: " (the expectation is not met, the row says why).
-    got = "incomplete: kqual's own failure: " + sum.harness_failure;
-    ok = false;
-  } else if (x.broken) {
-    ok = rejected && std::any_of(x.codes.begin(), x.codes.end(), [&](const std::string& e) { return codes.count(e) > 0; });
-    got = rejected ? "rejected: " + (!sum.accepted ? sum.primary_code : timed_code) : "accepted";
-  } else {
-    ok = sum.accepted;
-    got = sum.accepted ? "accepted" : "rejected: " + sum.primary_code;
-  }
-  return {seed_row(rep, sum, seed, got, ok, codes, x.broken ? &x.codes : nullptr, timed_detail, x.timed_class), rejected};
+  const SeedOutcome out = seed_outcome(x, one.loaded() ? std::string() : one.load_error, sum, codes, timed_code, timed_detail);
+  return {seed_row(rep, sum, seed, out.got, out.ok, codes, x.broken ? &x.codes : nullptr, timed_detail, x.timed_class),
+          out.rejected};
 }
 
 // Under a sanitizer every candidate gets its own worker (and log); the sanitizer writes its summary
