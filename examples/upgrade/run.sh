@@ -13,7 +13,7 @@
 #   triton ptxas     the candidate built by kqual with NVRTC → PTX → Triton's ptxas (--new-ptxas triton)
 # Pairs: sass→ptx, legacy-app→sass, sass→maxrreg24, toolkit ptxas→Triton ptxas.
 # Without a GPU every compare runs its static phases only (exit 3) and the table says so.
-# Extra kqual compare options: KQUAL_COMPARE_ARGS (e.g. "--processes 4").
+# Extra kqual compare options: KQUAL_COMPARE_ARGS (e.g. "--processes 8"; compare refuses fewer than 6).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
