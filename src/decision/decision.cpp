@@ -94,6 +94,14 @@ Core evaluate(const ColdStartDelta& cold, const WarmDelta& warm, const Deploymen
   if (cold.verdict == stats::Verdict::no_difference && warm.verdict == stats::Verdict::no_difference) {
     c.verdict = ShipVerdict::no_difference;
     c.why = "neither the first-request time nor the warm time per call differs beyond the equivalence margin";
+  } else if (!cold.too_few.empty() || !warm.too_few.empty()) {
+    // Nothing was estimated on a side: its [0, 0] would read as a measured nothing (and a cold cost of
+    // none could let a warm gain ship).
+    c.verdict = ShipVerdict::inconclusive;
+    std::vector<std::string> parts;
+    if (!cold.too_few.empty()) parts.push_back("first request: " + cold.too_few);
+    if (!warm.too_few.empty()) parts.push_back("warm time: " + warm.too_few);
+    c.why = fmt::format("too few fresh processes to estimate a difference ({}): measure more", fmt::join(parts, "; "));
   } else if (c.net_ci.hi < 0) {
     c.verdict = ShipVerdict::ship;
     c.why = fmt::format("each process saves {} over {} calls", net_text(-c.net, -c.net_ci.hi, -c.net_ci.lo), calls_text(n));
@@ -113,6 +121,12 @@ const ColdStartDelta* find_mode(const DecisionInput& in, CacheMode m) {
   for (const auto& c : in.cold)
     if (c.mode == m) return &c;
   return nullptr;
+}
+
+// stats::compare's first rule: fewer than `least` samples on a side estimate nothing.
+std::string too_few(std::size_t a, std::size_t b, std::size_t least) {
+  if (std::min(a, b) >= least) return "";
+  return fmt::format("{} and {} samples; at least {} per side needed", a, b, least);
 }
 
 double breakeven(double cold, double saving) {
@@ -152,6 +166,7 @@ ColdStartDelta cold_start_delta(CacheMode mode, std::span<const double> old_firs
   d.delta_s = c.estimate;
   d.delta_ci_s = c.ci;
   d.verdict = c.verdict;
+  d.too_few = too_few(old_delta.size(), new_delta.size(), o.min_samples);
   return d;
 }
 
@@ -165,6 +180,7 @@ WarmDelta warm_delta(std::span<const double> old_s, std::span<const double> new_
   d.delta_s = c.estimate;
   d.delta_ci_s = c.ci;
   d.verdict = c.verdict;
+  d.too_few = too_few(old_s.size(), new_s.size(), o.min_samples);
   return d;
 }
 

@@ -149,6 +149,18 @@ TEST(CompareDecision, TheMarginsAbsolutePartIsInMillisecondsLikeTheSamples) {
             stats::Verdict::no_difference);
 }
 
+TEST(CompareDecision, TooFewProcessesEstimateNothingAndSaySo) {
+  // 3 warm processes per side (the rule needs 5): the warm difference was never estimated. It is not a
+  // measured zero: no "0 s with interval [0 s, 0 s]", and the JIT's cold cost alone does not decide.
+  auto in = compare::decision_input(jit_pairs(), around(1.0, 0.001, 1), around(0.5, 0.001, 1), true, "sm_90", 1.0, {0.02, 0.0});
+  EXPECT_EQ(in.warm.too_few, "3 and 3 samples; at least 5 per side needed");
+  EXPECT_TRUE(in.cold[1].too_few.empty());
+  const decision::Decision d = decision::decide(in, profile("long-lived-server.toml"));
+  EXPECT_EQ(d.verdict, decision::ShipVerdict::inconclusive);
+  EXPECT_NE(d.headline.find("too few fresh processes"), std::string::npos) << d.headline;
+  EXPECT_NE(d.headline.find("warm time: 3 and 3 samples"), std::string::npos) << d.headline;
+}
+
 TEST(CompareDecision, NoiseFloorDecidesWhatCountsAsACost) {
   // A 0.4 ms cold difference: "no difference" under a 1 ms floor, "slower" under 0.1 ms.
   std::vector<compare::StartupPair> p{pair(CacheMode::cold, 0.3, 0.7)};

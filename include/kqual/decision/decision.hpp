@@ -22,6 +22,7 @@ struct ColdStartDelta {
   double delta_s = 0;              // [s] new - old (median difference)
   stats::Interval delta_ci_s;      // [s] its confidence interval
   stats::Verdict verdict = stats::Verdict::inconclusive;  // "slower" = the new build starts slower
+  std::string too_few;             // "4 and 4 samples; at least 5 per side needed" when nothing was estimated
 };
 
 // Warm (steady-state) time of one kernel call.
@@ -31,6 +32,7 @@ struct WarmDelta {
   double delta_s = 0;          // [s] new - old per call
   stats::Interval delta_ci_s;  // [s]
   stats::Verdict verdict = stats::Verdict::inconclusive;  // "faster" = the new build is faster warm
+  std::string too_few;         // as ColdStartDelta's
 };
 
 // Builders from raw samples (seconds), through stats::compare with a difference-of-medians effect.
