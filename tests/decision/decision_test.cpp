@@ -17,10 +17,10 @@ namespace {
 // request in cold and cache-off modes (+70 ms: 350 → 420 ms from process start), none with a warm cache; warm 1.0 ms → 0.8 ms per call.
 DecisionInput ptx_only_but_faster() {
   DecisionInput in;
-  in.cold.push_back({CacheMode::off, 0.350, 0.420, 0.070, {0.060, 0.080}, Verdict::slower});
-  in.cold.push_back({CacheMode::cold, 0.350, 0.420, 0.070, {0.060, 0.080}, Verdict::slower});
-  in.cold.push_back({CacheMode::warm, 0.350, 0.3501, 0.0001, {-0.0002, 0.0004}, Verdict::no_difference});
-  in.warm = {1.0e-3, 0.8e-3, -0.2e-3, {-0.22e-3, -0.18e-3}, Verdict::faster};
+  in.cold.push_back({CacheMode::off, 0.350, 0.420, 0.070, {0.060, 0.080}, Verdict::slower, {}});
+  in.cold.push_back({CacheMode::cold, 0.350, 0.420, 0.070, {0.060, 0.080}, Verdict::slower, {}});
+  in.cold.push_back({CacheMode::warm, 0.350, 0.3501, 0.0001, {-0.0002, 0.0004}, Verdict::no_difference, {}});
+  in.warm = {1.0e-3, 0.8e-3, -0.2e-3, {-0.22e-3, -0.18e-3}, Verdict::faster, {}};
   in.new_uses_ptx_jit = true;
   return in;
 }
@@ -107,16 +107,16 @@ TEST(ShipDecision, WarmCacheProfileShipsEvenWhenColdStartHeavy) {
 
 TEST(ShipDecision, BothNoDifferenceIsNoDifference) {
   DecisionInput in;
-  in.cold.push_back({CacheMode::cold, 0.26, 0.2601, 0.0001, {-0.0003, 0.0004}, Verdict::no_difference});
-  in.warm = {1e-3, 1.001e-3, 1e-6, {-5e-6, 6e-6}, Verdict::no_difference};
+  in.cold.push_back({CacheMode::cold, 0.26, 0.2601, 0.0001, {-0.0003, 0.0004}, Verdict::no_difference, {}});
+  in.warm = {1e-3, 1.001e-3, 1e-6, {-5e-6, 6e-6}, Verdict::no_difference, {}};
   EXPECT_EQ(decide(in, long_lived()).verdict, ShipVerdict::no_difference);
   EXPECT_EQ(decide(in, cold_start_heavy()).verdict, ShipVerdict::no_difference);
 }
 
 TEST(ShipDecision, ExtraColdCostWithoutWarmGainNeverPays) {
   DecisionInput in;
-  in.cold.push_back({CacheMode::cold, 0.26, 0.33, 0.07, {0.06, 0.08}, Verdict::slower});
-  in.warm = {1e-3, 1.001e-3, 1e-6, {-5e-6, 6e-6}, Verdict::no_difference};
+  in.cold.push_back({CacheMode::cold, 0.26, 0.33, 0.07, {0.06, 0.08}, Verdict::slower, {}});
+  in.warm = {1e-3, 1.001e-3, 1e-6, {-5e-6, 6e-6}, Verdict::no_difference, {}};
   const Decision d = decide(in, long_lived());
   EXPECT_EQ(d.verdict, ShipVerdict::do_not_ship);
   EXPECT_TRUE(std::isinf(d.breakeven_calls));
@@ -126,8 +126,8 @@ TEST(ShipDecision, ExtraColdCostWithoutWarmGainNeverPays) {
 
 TEST(ShipDecision, InconclusiveWarmGivesInconclusive) {
   DecisionInput in;
-  in.cold.push_back({CacheMode::cold, 0.26, 0.2601, 0.0001, {-0.0003, 0.0004}, Verdict::no_difference});
-  in.warm = {1e-3, 0.99e-3, -1e-5, {-4e-5, 2e-5}, Verdict::inconclusive};
+  in.cold.push_back({CacheMode::cold, 0.26, 0.2601, 0.0001, {-0.0003, 0.0004}, Verdict::no_difference, {}});
+  in.warm = {1e-3, 0.99e-3, -1e-5, {-4e-5, 2e-5}, Verdict::inconclusive, {}};
   EXPECT_EQ(decide(in, long_lived()).verdict, ShipVerdict::inconclusive);
 }
 
