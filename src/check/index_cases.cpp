@@ -4,6 +4,7 @@
 #include "kqual/check/evaluate.hpp"
 
 #include <chrono>
+#include <mutex>
 #include <set>
 
 #include "kqual/check/labels.hpp"
@@ -39,6 +40,15 @@ bool bracket_with_large_cases(Session& s, const BuiltCandidate& b, const contrac
   return all_passed;
 }
 
+// One case past 2^31 elements at a time in this process. Each takes a large share of the device's memory
+// (an f32 buffer of 2^32 elements is 16 GiB; its reference run in the session's reference worker as much
+// again): lanes (selftest, screen) running theirs at once ran an H100's 80 GB out, and the failed
+// allocation was kqual's own failure, not the candidate's. Smaller cases of other lanes go on meanwhile.
+std::mutex& index_case_gate() {
+  static std::mutex m;
+  return m;
+}
+
 }  // namespace
 
 // Past 2^31 elements, when the claims reach there: generated on the device, checked in windows.
@@ -48,6 +58,7 @@ void run_index_cases(Session& s, const BuiltCandidate& b, const contract::Contra
                      CorrectnessReport& rep, int* diagnoses) {
   bool large_ran = o.include_large;
   for (const auto& spec : c.index_cases(b.manifest.supports, o.seed)) {
+    const std::lock_guard<std::mutex> one_at_a_time(index_case_gate());  // the wait is not the case's time
     auto t0 = std::chrono::steady_clock::now();
     CaseResult r = harness_guarded(spec, [&] { return run_generated_case(s, b, c, spec, o.index_case_timeout_s); });
     r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
