@@ -86,6 +86,20 @@ function = "f"
   EXPECT_NE(e.find("reference.cuda.launch[0].grid"), std::string::npos) << e;
   e = load_err(minimal("residual_add_relu"));
   EXPECT_NE(e.find("is a built-in contract"), std::string::npos) << e;
+  e = load_err(minimal("self_alternative", "alternative = \"f\""));
+  EXPECT_NE(e.find("reference.alternative: \"f\" is the reference function itself"), std::string::npos) << e;
+}
+
+// [reference] alternative names a function the file lacks: a contract error naming it, on the first case.
+TEST(DeclaredContract, AnAlternativeTheFileLacksIsAContractError) {
+  KQUAL_NEED_NUMPY();
+  Written w(minimal("lacks_alternative", "alternative = \"g\""), "def f(x):\n    return 2 * x\n", "lacks_alternative");
+  const Contract& c = load_declared_contract(w.file);
+  Supports s;
+  s.dtypes = {DType::f32};
+  const CaseData d = c.make_case(c.correctness_cases(s, 1, false).at(0));
+  const std::string e = error_of([&] { (void)c.reference(d, test_util::run_host()); });
+  EXPECT_NE(e.find("defines no function 'g'"), std::string::npos) << e;
 }
 
 TEST(DeclaredContract, ConstraintsAreEvaluatedAndRefused) {

@@ -43,6 +43,9 @@ struct Tensor {
   // every row_stride elements. The elements between are padding: poison in inputs; in an expected
   // output, what the harness poisoned the buffer with must still be there. 0: dense.
   std::int64_t row_length = 0, row_stride = 0;
+  // Where ref is NaN or +-Inf: a second value also accepted there, rounded to dtype (a declared
+  // contract's [reference] alternative: one framework's +-0 where another gives NaN). Empty: none.
+  std::vector<double> alt = {};
 };
 
 struct CaseData {

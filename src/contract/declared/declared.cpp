@@ -223,7 +223,8 @@ void DeclaredContract::build_domain() {
 }
 
 std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::map<std::string, RefOutput> ref,
-                                                    const std::map<std::string, RefOutput>* magnitude) const {
+                                                    const std::map<std::string, RefOutput>* magnitude,
+                                                    std::map<std::string, RefOutput>* alternative) const {
   std::vector<Tensor> out;
   for (const auto& td : s_.tensors) {
     if (td.role != Role::output) continue;
@@ -304,6 +305,7 @@ std::vector<Tensor> DeclaredContract::expected_from(const CaseData& data, std::m
       }
     });
     if (bounded) e.ref = std::move(r.f);
+    if (alternative && alternative->count(td.name)) e.alt = std::move(alternative->at(td.name).f);
     to_storage(s_, e, data.dims);
     out.push_back(std::move(e));
   }
@@ -326,7 +328,7 @@ std::vector<Tensor> DeclaredContract::reference(const CaseData& data, ReferenceH
     std::lock_guard<std::mutex> lock(reference_note_mu_);
     if (reference_float32_.empty()) reference_float32_ = ev.reference_float32;
   }
-  auto out = expected_from(data, std::move(ev.values), need_abs ? &ev.magnitude : nullptr);
+  auto out = expected_from(data, std::move(ev.values), need_abs ? &ev.magnitude : nullptr, &ev.alternative);
   if (std::getenv("KQUAL_REFERENCE_TRACE"))
     fmt::print(stderr, "reference {}: evaluation {:.0f} ms, expected outputs and bounds {:.0f} ms\n", data.spec.id,
                std::chrono::duration<double, std::milli>(t1 - t0).count(),
@@ -350,7 +352,7 @@ Comparison DeclaredContract::compare(const Tensor& expected, const std::uint8_t*
   const TensorDef* td = s_.tensor(expected.name);
   if (!td || expected.bound.empty()) return compare_exact(expected, actual, poison_byte);
   const ErrorModel& m = td->error;
-  if (m.match_ratio >= 1 && m.nan != ErrorModel::same_class) return compare_bounded(expected, actual, poison_byte);
+  if (m.match_ratio >= 1 && m.nan != ErrorModel::same_class && expected.alt.empty()) return compare_bounded(expected, actual, poison_byte);
   // A share of elements over the bound (never over the cap), and/or non-finite class matching.
   const DType t = expected.dtype;
   const std::size_t n = std::size_t(expected.elements);
@@ -365,6 +367,11 @@ Comparison DeclaredContract::compare(const Tensor& expected, const std::uint8_t*
         bool ok = m.nan == ErrorModel::same_class
                       ? !std::isfinite(r) && !std::isfinite(a)
                       : (std::isnan(r) && std::isnan(a)) || (!std::isnan(r) && (r == a || (std::isinf(a) && rounded_to(t, r) == a)));
+        // The contract's alternative where the reference is not finite (a NaN alternative takes a NaN).
+        if (!ok && !std::isfinite(r) && !expected.alt.empty()) {
+          const double alt = expected.alt[i];
+          ok = std::isnan(alt) ? std::isnan(a) : rounded_to(t, alt) == a;
+        }
         if (ok) continue;
         if (is_poison(t, actual, i, poison_byte)) y.note(Mismatch::unwritten, i);
         else y.note(Mismatch::nan_policy, i);

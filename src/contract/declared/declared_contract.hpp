@@ -150,8 +150,10 @@ class DeclaredContract final : public Contract {
                                  std::vector<std::string>* ignored) const;
   // A quantized output's expected bytes, values and bounds from the reference's real values.
   void quantized_expected(const TensorDef& td, const CaseData& data, const std::vector<double>& real, Tensor& e) const;
+  // alternative: each output's values from [reference] alternative (Tensor::alt), when it has one.
   std::vector<Tensor> expected_from(const CaseData& data, std::map<std::string, RefOutput> ref,
-                                    const std::map<std::string, RefOutput>* magnitude) const;
+                                    const std::map<std::string, RefOutput>* magnitude,
+                                    std::map<std::string, RefOutput>* alternative = nullptr) const;
 
   Spec s_;
   Domain d_;

@@ -484,7 +484,7 @@ void spec_bench_table(const TomlContext& cx, const toml::table& root, Spec& s) {
 
 void spec_reference_table(const TomlContext& cx, const toml::table& root, Spec& s, const std::set<std::string>& known) {
   const toml::table& ref = table_at(cx, root.get("reference"), "reference");
-  check_keys(cx, ref, "reference", {"python", "function", "kind", "cuda", "precision"});
+  check_keys(cx, ref, "reference", {"python", "function", "kind", "cuda", "precision", "alternative"});
   s.reference.precision = str(cx, ref, "reference", "precision", false, "");
   const std::string py = str(cx, ref, "reference", "python", true);
   s.reference.file = fs::path(py).is_absolute() ? fs::path(py) : s.dir / py;
@@ -492,6 +492,9 @@ void spec_reference_table(const TomlContext& cx, const toml::table& root, Spec& 
     cx.fail("reference.python", fmt::format("\"{}\": no such file ({})", py, s.reference.file.string()));
   s.reference.function = str(cx, ref, "reference", "function", true);
   s.reference.kind = str(cx, ref, "reference", "kind", false, "numpy");
+  s.reference.alternative = str(cx, ref, "reference", "alternative", false, "");
+  if (s.reference.alternative == s.reference.function)
+    cx.fail("reference.alternative", fmt::format("\"{}\" is the reference function itself: name another function of {}", s.reference.alternative, py));
   if (s.reference.kind != "numpy" && s.reference.kind != "torch")
     cx.fail("reference.kind", fmt::format("\"{}\": expected \"numpy\" or \"torch\"", s.reference.kind));
   if (const toml::node* cn = ref.get("cuda")) s.reference.cuda = read_cuda(cx, table_at(cx, cn, "reference.cuda"), s, known);

@@ -158,6 +158,9 @@ struct Reference {
   // hands it float64 arrays). An imported PyTorch reference that casts to float32 or rounds to
   // bfloat16 itself says so here.
   std::string precision;
+  // A second function of the same file, also accepted where `function`'s output is NaN or +-Inf
+  // (frameworks that disagree on special values: one gives +-0 where the other gives NaN). "": none.
+  std::string alternative;
   std::optional<CudaReference> cuda;
 };
 

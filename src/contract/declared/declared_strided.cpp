@@ -71,6 +71,7 @@ void to_storage(const Spec& s, Tensor& t, const Dims& all) {
   spread(t.bytes, es);
   spread(t.ref, 1);
   spread(t.bound, 1);
+  spread(t.alt, 1);
   t.elements = std::int64_t(n);
   t.row_length = std::int64_t(r->cols);
   t.row_stride = std::int64_t(r->stride);
@@ -143,6 +144,7 @@ Tensor dense_expected(const Tensor& expected) {
   };
   take(expected.ref, d.ref);
   take(expected.bound, d.bound);
+  take(expected.alt, d.alt);
   return d;
 }
 

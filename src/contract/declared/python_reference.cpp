@@ -212,6 +212,7 @@ void PythonReference::start(const Spec& s) {
   const std::string py = reference_python();
   dir_ = std::make_unique<ScratchDir>("kqual-ref");
   json cfg{{"file", s.reference.file.string()}, {"function", s.reference.function}, {"kind", s.reference.kind}};
+  if (!s.reference.alternative.empty()) cfg["alternative"] = s.reference.alternative;
   if (s.generator)
     cfg["generator"] = {{"file", s.generator->file.string()}, {"function", s.generator->function}, {"kind", s.generator->kind}};
   ChildSpec spec;
@@ -316,6 +317,8 @@ Evaluation PythonReference::evaluate(const Spec& s, const std::vector<Tensor>& i
     const fs::path& file = files[fi++];
     read_output(file, td, n, out.values[td.name]);
     if (with_magnitude) read_output(file.string() + ".mag", td, n, out.magnitude[td.name]);
+    if (!s.reference.alternative.empty() && !reference_gives_integers(td, dtypes.at(td.name)))
+      read_output(file.string() + ".alt", td, n, out.alternative[td.name]);
   }
   if (std::getenv("KQUAL_REFERENCE_TRACE")) {
     auto ms = [](clk::time_point a, clk::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };

@@ -34,6 +34,8 @@ struct RefOutput {
 struct Evaluation {
   std::map<std::string, RefOutput> values;     // per output
   std::map<std::string, RefOutput> magnitude;  // per output: the reference on |inputs| (when asked for)
+  // per floating output: [reference] alternative's values on the same inputs (when the contract names one)
+  std::map<std::string, RefOutput> alternative;
   // Non-empty when the reference ran its float inputs at float32: a torch reference that mixes
   // float32 tensors of its own with float64 inputs (PyTorch's error, which made the driver retry).
   std::string reference_float32;

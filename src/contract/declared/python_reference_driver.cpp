@@ -46,6 +46,7 @@ try:
                               % (" and ".join('%s kind = "torch"' % w for w in wants), sys.executable, e))
     ref_torch = cfg["kind"] == "torch"
     fn, params, var_kw = load(cfg["file"], cfg["function"])
+    alt = load(cfg["file"], cfg["alternative"]) if cfg.get("alternative") else None
     if gen:
         gfn, gparams, gvar_kw = load(gen["file"], gen["function"])
     reply({"ok": True, "numpy": np.__version__, "torch": torch.__version__ if torch else None})
@@ -94,27 +95,28 @@ reduced = None
 def mixes_float32(e):
     m = str(e)
     return ("Float" in m and "Double" in m) or ("float" in m and "double" in m)
-def call(arrays, r):
+def call(arrays, r, which=None):
     global reduced
     if reduced is None:
         try:
-            return call_at(arrays, r, None)
+            return call_at(arrays, r, None, which)
         except RuntimeError as e:
             if not ref_torch or not mixes_float32(e):
                 raise
             reduced = str(e).strip().splitlines()[0][:300]
-    return call_at(arrays, r, torch.float32)
-def call_at(arrays, r, float_dtype):
+    return call_at(arrays, r, torch.float32, which)
+def call_at(arrays, r, float_dtype, which):
+    f, ps, vkw = which or (fn, params, var_kw)
     def tensor(a):
         t = torch.from_numpy(a)
         return t.to(float_dtype) if float_dtype is not None and t.is_floating_point() else t
     kw = {name: (tensor(a) if ref_torch else a) for name, a in arrays.items()}
     kw.update(r["scalars"])
     kw.update(r["axes"])
-    kw = bind(kw, params, var_kw)
+    kw = bind(kw, ps, vkw)
     seed_all(r.get("rng_seed", 0))
     with np.errstate(all="ignore"):
-        out = fn(**kw)
+        out = f(**kw)
     names = [o["name"] for o in r["outputs"]]
     out = by_name(out, names, "outputs")
     extra = [k for k in out if k not in names]
@@ -197,7 +199,10 @@ for line in sys.stdin:
             arrays = load_inputs(r)
             # |inputs| first: the reference may write into its arguments.
             mags = {k: np.abs(a) for k, a in arrays.items()} if r.get("magnitude") else None
+            alts = {k: a.copy() for k, a in arrays.items()} if alt else None
             write(call(arrays, r), r, "")
+            if alts is not None:
+                write(call(alts, r, alt), r, ".alt")
             if mags is not None:
                 write(call(mags, r), r, ".mag")
             if reduced is not None:
