@@ -116,7 +116,7 @@ for m in (r.get("startup") or {}).get("modes", []):
 for s in (r.get("warm") or {}).get("shapes", []):
     c = s.get("comparison") or {}
     print(f"warm {s['shape']}: old {s['old'].get('summary_of_process_medians_ms', {}).get('median')} ms, new "
-          f"{s['new'].get('summary_of_process_medians_ms', {}).get('median')} ms, ratio {c.get('ratio')} {c.get('verdict')}")
+          f"{s['new'].get('summary_of_process_medians_ms', {}).get('median')} ms, ratio {c.get('estimate')} {c.get('ci')} {c.get('verdict')}")
 for d in r.get("decisions") or []:
     print(f"profile {d['profile']['name']}: {d['decision']['verdict']} (break-even {d['decision'].get('breakeven_calls')})")
 print("correctness:", r.get("correctness_relation"), "| verdict:", r["verdict"]["decision"], "—", r["verdict"]["summary"][:300])
