@@ -1,6 +1,7 @@
 #pragma once
-// Test fixtures made from bundled files: a declared contract under another name, a good candidate
-// whose manifest names another contract (the trust-boundary tests of cli, compare and screen).
+// Test fixtures made from bundled files: a copy of a bundled folder, a declared contract under another
+// name, a good candidate whose manifest names another contract (the trust-boundary tests of cli,
+// compare and screen).
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -9,6 +10,12 @@
 #include "test_util.hpp"
 
 namespace kqual::test {
+
+// A copy of the bundled folder `bundled` (relative to the repository root) at `to`; returns `to`.
+inline std::filesystem::path copy_bundled(const std::string& bundled, const std::filesystem::path& to) {
+  std::filesystem::copy(repo_root() / bundled, to, std::filesystem::copy_options::recursive);
+  return to;
+}
 
 // The bundled residual_add_relu_declared contract renamed `name`, in `dir` (its reference beside it);
 // returns the contract file's canonical path.

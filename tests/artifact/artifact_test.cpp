@@ -45,11 +45,19 @@ void expect_matches_ptxas(const Entry& e, const std::string& log) {
   EXPECT_EQ(checked, 5) << e.arch.str();
 }
 
+// The one entry of fixture `name`: a `container` holding a single entry of `kind` (at() ends the test
+// where there is none).
+Entry sole_entry(const std::string& name, ContainerKind container, EntryKind kind) {
+  const Artifact a = parse_artifact(fixture(name));
+  EXPECT_EQ(a.container, container) << name;
+  EXPECT_EQ(a.entries.size(), 1u) << name;
+  Entry e = a.entries.at(0);
+  EXPECT_EQ(e.kind, kind) << name;
+  return e;
+}
+
 TEST(ArtifactCubin, KernelsMatchPtxasOracle) {
-  const Artifact a = parse_artifact(fixture("k_sm90.cubin"));
-  EXPECT_EQ(a.container, ContainerKind::cubin);
-  ASSERT_EQ(a.entries.size(), 1u);
-  const Entry& e = a.entries[0];
+  const Entry e = sole_entry("k_sm90.cubin", ContainerKind::cubin, EntryKind::sass);
   EXPECT_EQ(e.arch.str(), "sm_90");
   EXPECT_EQ(kernel_names(e), kKernels);
   expect_matches_ptxas(e, "k_sm90.ptxas.log");
@@ -101,11 +109,7 @@ TEST(ArtifactCubin, ArchSpecificSuffix) {
 }
 
 TEST(ArtifactPtx, TextFile) {
-  const Artifact a = parse_artifact(fixture("k_compute90.ptx"));
-  EXPECT_EQ(a.container, ContainerKind::ptx);
-  ASSERT_EQ(a.entries.size(), 1u);
-  const Entry& e = a.entries[0];
-  EXPECT_EQ(e.kind, EntryKind::ptx);
+  const Entry e = sole_entry("k_compute90.ptx", ContainerKind::ptx, EntryKind::ptx);
   EXPECT_EQ(e.arch.str(), "compute_90");
   EXPECT_EQ(std::set<std::string>(e.ptx_entries.begin(), e.ptx_entries.end()), kKernels);
   // The .version line, read independently of the parser.
@@ -115,11 +119,7 @@ TEST(ArtifactPtx, TextFile) {
 }
 
 TEST(ArtifactFatbin, SassOnlyUncompressedEqualsCubin) {
-  const Artifact a = parse_artifact(fixture("sass_sm90.fatbin"));
-  EXPECT_EQ(a.container, ContainerKind::fatbin);
-  ASSERT_EQ(a.entries.size(), 1u);
-  const Entry& e = a.entries[0];
-  EXPECT_EQ(e.kind, EntryKind::sass);
+  const Entry e = sole_entry("sass_sm90.fatbin", ContainerKind::fatbin, EntryKind::sass);
   EXPECT_EQ(e.compression, Compression::none);
   EXPECT_EQ(e.arch.str(), "sm_90");
   expect_matches_ptxas(e, "k_sm90.ptxas.log");

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "fixture_util.hpp"
 #include "kqual/artifact/artifact.hpp"
@@ -29,6 +31,14 @@ Artifact art(std::vector<Entry> es) {
 }
 
 Selection sel(const Artifact& a, const char* target) { return select_for_arch(a, Arch::parse(target)); }
+
+// The element of `v` whose `key` is `k`; where there is none, a failure and a default element.
+template <class T>
+T find_by(const std::vector<T>& v, std::string T::*key, const std::string& k) {
+  const auto it = std::find_if(v.begin(), v.end(), [&](const T& x) { return x.*key == k; });
+  EXPECT_NE(it, v.end()) << k;
+  return it == v.end() ? T{} : *it;
+}
 
 TEST(Arch, ParseAndPrint) {
   EXPECT_EQ(Arch::parse("sm_90").str(), "sm_90");
@@ -193,11 +203,7 @@ TEST(Diff, PerArchitectureCountsAndWhichGpusNeedTheJit) {
   const Artifact o = parse_artifact(fixture("zstd.fatbin"));           // sm_90 SASS + compute_90 PTX
   const Artifact n = parse_artifact(fixture("ptx_compute90.fatbin"));  // PTX only
   const ArtifactDiff d = diff_artifacts(o, n, Arch::parse("sm_90"));
-  const auto arch = [&](const std::string& a) {
-    const auto it = std::find_if(d.per_arch.begin(), d.per_arch.end(), [&](const ArchDiff& x) { return x.arch == a; });
-    EXPECT_NE(it, d.per_arch.end()) << a;
-    return it == d.per_arch.end() ? ArchDiff{} : *it;
-  };
+  const auto arch = [&](const std::string& a) { return find_by(d.per_arch, &ArchDiff::arch, a); };
   const ArchDiff sass = arch("sm_90");
   EXPECT_EQ(sass.old_entries, 1u);
   EXPECT_EQ(sass.new_entries, 0u);
@@ -206,11 +212,7 @@ TEST(Diff, PerArchitectureCountsAndWhichGpusNeedTheJit) {
   EXPECT_GT(sass.old_bytes, 0u);
   EXPECT_EQ(sass.new_bytes, 0u);
   EXPECT_EQ(d.per_arch.front().arch, "sm_90") << "SASS first";
-  const auto gpu = [&](const std::string& g) {
-    const auto it = std::find_if(d.loading.begin(), d.loading.end(), [&](const GpuLoading& x) { return x.gpu == g; });
-    EXPECT_NE(it, d.loading.end()) << g;
-    return it == d.loading.end() ? GpuLoading{} : *it;
-  };
+  const auto gpu = [&](const std::string& g) { return find_by(d.loading, &GpuLoading::gpu, g); };
   const GpuLoading h100 = gpu("sm_90");
   EXPECT_EQ(h100.old_sass, 1u);
   EXPECT_EQ(h100.new_jit, 1u);

@@ -26,14 +26,12 @@ namespace fs = std::filesystem;
 using test::submission::kNumpyAddRelu;
 constexpr const char* kGood = kNumpyAddRelu;
 
-class TorchSubmissionTest : public ::testing::Test {
+class TorchSubmissionTest : public test::submission::SubmissionFixture {
  protected:
   SubmissionCheck check(const std::string& body, double timeout_s = 60, const std::vector<DType>& dtypes = {},
                         SubmissionCheckOptions::Stream stream = SubmissionCheckOptions::Stream::own) {
-    const fs::path f = dir_.path() / "submission.py";
-    std::ofstream(f) << body;
     TorchSubmission s;
-    s.file = f;
+    s.file = write_submission(body);
     s.dtypes = dtypes;
     SubmissionCheckOptions o;
     o.worker = KQUAL_FAKE_SUBMISSION_WORKER;
@@ -46,9 +44,7 @@ class TorchSubmissionTest : public ::testing::Test {
   }
   // The fake worker writes the record itself (fixtures/fake_record.py); the recorder the driver would
   // load is found as kqual finds it (build/tools/kqual/libkqual_record.so).
-  void SetUp() override { KQUAL_NEED_NUMPY(); }
   static std::string code(const SubmissionCheck& r) { return r.failures.empty() ? "none" : to_string(r.failures.front().failure); }
-  ScratchDir dir_{"kqual-submission-test"};
   std::int64_t max_elements_ = 1 << 16;
   bool recheck_own_size_ = false;
 };

@@ -21,15 +21,12 @@ namespace fs = std::filesystem;
 
 using test::submission::kNumpyAddRelu;
 
-class SubmissionTimingTest : public ::testing::Test {
+class SubmissionTimingTest : public test::submission::SubmissionFixture {
  protected:
-  void SetUp() override { KQUAL_NEED_NUMPY(); }
   // `adjust`: changes to the options below (a test's own shapes or limits).
   SubmissionTiming time(const std::string& body, const std::function<void(SubmissionTimingOptions&)>& adjust = {}) {
-    const fs::path f = dir_.path() / "submission.py";
-    std::ofstream(f) << body;
     TorchSubmission s;
-    s.file = f;
+    s.file = write_submission(body);
     SubmissionCheckOptions co;
     co.worker = KQUAL_FAKE_SUBMISSION_WORKER;
     co.case_timeout_s = 60;
@@ -44,7 +41,6 @@ class SubmissionTimingTest : public ::testing::Test {
     return time_torch_submission(c_, s, co, o);
   }
   const contract::Contract& c_ = contract::find_contract("residual_add_relu");
-  ScratchDir dir_{"kqual-submission-timing-test"};
 };
 
 TEST_F(SubmissionTimingTest, ACorrectSubmissionIsTimedAtEveryShapeOnVerifiedOutputs) {

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <utility>
 
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
@@ -12,6 +14,18 @@
 namespace kqual::build {
 namespace {
 namespace fs = std::filesystem;
+
+// The kind and message of the Error `f` throws; a failure, and an empty message, where it throws none.
+template <class F>
+std::pair<ErrorKind, std::string> thrown(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return {e.kind(), e.what()};
+  }
+  ADD_FAILURE() << "no error thrown";
+  return {ErrorKind::internal, ""};
+}
 
 TEST(Compile, EveryBundledCandidateAndBaselineCompilesForSm90) {
   ScratchDir out("kqual-compile-test");
@@ -74,13 +88,9 @@ TEST(Compile, CompileErrorsCarryTheLog) {
   cuda::NvrtcRequest r;
   r.source = "__global__ void k() { this is not cuda; }";
   r.source_name = "bad.cu";
-  try {
-    cuda::nvrtc_compile(r);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::nvrtc);
-    EXPECT_NE(std::string(e.what()).find("bad.cu"), std::string::npos) << e.what();
-  }
+  const auto [kind, what] = thrown([&] { cuda::nvrtc_compile(r); });
+  EXPECT_EQ(kind, ErrorKind::nvrtc);
+  EXPECT_NE(what.find("bad.cu"), std::string::npos) << what;
 }
 
 // A launch whose kernel name the source does not define is said in the manifest's words (which
@@ -114,13 +124,9 @@ TEST(Compile, AKernelNameNotInTheSourceIsAnInputErrorNamingTheLaunch) {
   // An error in the source itself keeps NVRTC's log: the kernel's name is not the problem there.
   write_file_atomic(dir.path() / "kernel.cu", read_text_file(good / "kernel.cu") + "\nthis is not cuda;\n");
   write_file_atomic(dir.path() / "kqual.toml", toml);
-  try {
-    build_candidate(load_manifest(dir.path() / "kqual.toml"), "sm_90", dir.path() / "out");
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::nvrtc) << e.what();
-    EXPECT_NE(std::string(e.what()).find("--- NVRTC log ---"), std::string::npos) << e.what();
-  }
+  const auto [kind, what] = thrown([&] { build_candidate(load_manifest(dir.path() / "kqual.toml"), "sm_90", dir.path() / "out"); });
+  EXPECT_EQ(kind, ErrorKind::nvrtc) << what;
+  EXPECT_NE(what.find("--- NVRTC log ---"), std::string::npos) << what;
 }
 
 // A target NVRTC does not take is named with the forms it does take, before NVRTC runs
@@ -136,13 +142,9 @@ TEST(Compile, ATargetNvrtcDoesNotTakeIsNamedWithTheFormsItTakes) {
   cuda::NvrtcRequest r;
   r.source = "__global__ void k() {}";
   r.arch = "banana";
-  try {
-    cuda::nvrtc_compile(r);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::usage);
-    EXPECT_EQ(std::string(e.what()).find("NVRTC_ERROR"), std::string::npos) << e.what();
-  }
+  const auto [kind, what] = thrown([&] { cuda::nvrtc_compile(r); });
+  EXPECT_EQ(kind, ErrorKind::usage);
+  EXPECT_EQ(what.find("NVRTC_ERROR"), std::string::npos) << what;
 }
 
 }  // namespace

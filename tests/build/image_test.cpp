@@ -72,6 +72,8 @@ class ImageCandidate : public ::testing::Test {
       for (const char* w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << w << " in: " << e.what();
     }
   }
+
+  BuiltCandidate built_image(const std::string& args, const std::string& file);
 };
 
 // The lowered names point at symbols the loaded image holds; the hash is of the loaded bytes.
@@ -84,6 +86,15 @@ void expect_consistent(const BuiltCandidate& b) {
   ASSERT_FALSE(b.lowered.empty());
   for (const auto& [name, symbol] : b.lowered)
     EXPECT_NE(std::find(symbols.begin(), symbols.end(), symbol), symbols.end()) << name << " → " << symbol;
+}
+
+// The image nvcc writes with `args` as `file`, named by a manifest and built for sm_90: its build,
+// checked consistent.
+BuiltCandidate ImageCandidate::built_image(const std::string& args, const std::string& file) {
+  nvcc(args, file);
+  BuiltCandidate b = build_candidate(manifest("image = \"" + file + "\""), "sm_90", out.path());
+  expect_consistent(b);
+  return b;
 }
 
 TEST_F(ImageCandidate, CubinIsAdoptedWithItsHashAndKernelSymbols) {
@@ -140,14 +151,11 @@ TEST_F(ImageCandidate, MalformedFatbinIsAnInputErrorNamingTheManifest) {
 }
 
 TEST_F(ImageCandidate, PtxForAnOlderArchIsAcceptedAsJitWithANote) {
-  fs::path ptx = nvcc("-ptx -arch=compute_80", "k.ptx");
-  Manifest m = manifest("image = \"k.ptx\"");
-  BuiltCandidate b = build_candidate(m, "sm_90", out.path());
-  expect_consistent(b);
+  const BuiltCandidate b = built_image("-ptx -arch=compute_80", "k.ptx");
   EXPECT_EQ(b.compiler, "prebuilt PTX");
   EXPECT_EQ(b.load_path, "ptx_jit");
   EXPECT_NE(b.image_kind.find("JIT"), std::string::npos) << b.image_kind;
-  EXPECT_EQ(b.image_file_sha256, sha256_hex(read_text_file(ptx)));
+  EXPECT_EQ(b.image_file_sha256, sha256_hex(read_text_file(dir.path() / "k.ptx")));
   bool noted = false;
   for (const auto& n : b.notes) noted |= n.find("JIT") != std::string::npos && n.find("compute_80") != std::string::npos;
   EXPECT_TRUE(noted) << b.to_json().dump(2);
@@ -157,12 +165,9 @@ TEST_F(ImageCandidate, PtxForAnOlderArchIsAcceptedAsJitWithANote) {
 }
 
 TEST_F(ImageCandidate, SharedLibraryContributesTheModuleHoldingTheKernels) {
-  fs::path so = nvcc("-shared -Xcompiler -fPIC -arch=sm_90", "libk.so");
-  Manifest m = manifest("image = \"libk.so\"");
-  BuiltCandidate b = build_candidate(m, "sm_90", out.path());
-  expect_consistent(b);
+  const BuiltCandidate b = built_image("-shared -Xcompiler -fPIC -arch=sm_90", "libk.so");
   EXPECT_EQ(b.compiler, "prebuilt module extracted from host binary libk.so");
-  EXPECT_EQ(b.image_file_sha256, sha256_hex(read_text_file(so)));
+  EXPECT_EQ(b.image_file_sha256, sha256_hex(read_text_file(dir.path() / "libk.so")));
   EXPECT_NE(b.image_sha256, b.image_file_sha256) << "the loaded module, not the whole library";
   EXPECT_EQ(b.lowered.at("add_relu<float>"), "_Z8add_reluIfEvPKT_S2_PS0_x");
   EXPECT_EQ(artifact::parse_artifact(b.image_path.string()).container, artifact::ContainerKind::fatbin);

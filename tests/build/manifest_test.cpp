@@ -3,46 +3,33 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/build/manifest.hpp"
+#include "manifest_util.hpp"
 #include "test_util.hpp"
 
 namespace kqual::build {
 namespace {
 namespace fs = std::filesystem;
 
-class ManifestTest : public ::testing::Test {
+// A candidate manifest of source k.cu and one kernel launch of block 256; `supports` is the body of
+// its [supports] table, `args` a TOML array.
+std::string kernel_manifest(const std::string& contract, const std::string& supports, const std::string& kernel,
+                            const std::string& grid, const std::string& args) {
+  return "[candidate]\ncontract = \"" + contract + "\"\nsource = \"k.cu\"\n[supports]\n" + supports +
+         "\n[[launch]]\nkernel = \"" + kernel + "\"\ngrid = \"" + grid + "\"\nblock = 256\nargs = " + args + "\n";
+}
+
+class ManifestTest : public test::ManifestFixture {
  protected:
-  ScratchDir dir{"kqual-manifest-test"};
+  ManifestTest() : ManifestFixture("kqual-manifest-test") {}
   void SetUp() override { std::ofstream(dir.path() / "k.cu") << "__global__ void k(float* y) {}\n"; }
-  std::string error_of(const std::string& toml) {
-    try {
-      parse_manifest(toml, dir.path() / "kqual.toml");
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::input);
-      return e.what();
-    }
-    return "no error";
-  }
   static std::string good() {
-    return R"TOML([candidate]
-contract = "residual_add_relu"
-source = "k.cu"
-[supports]
-dtypes = ["f32"]
-[[launch]]
-kernel = "k<{T}>"
-grid = "cdiv(n, 256)"
-block = 256
-args = ["x", "r", "y", "n:i64"]
-)TOML";
-  }
-  static std::string replace(std::string s, const std::string& a, const std::string& b) {
-    auto p = s.find(a);
-    EXPECT_NE(p, std::string::npos) << a;
-    return s.replace(p, a.size(), b);
+    return kernel_manifest("residual_add_relu", "dtypes = [\"f32\"]", "k<{T}>", "cdiv(n, 256)", R"(["x", "r", "y", "n:i64"])");
   }
 };
 
@@ -70,14 +57,13 @@ TEST(ManifestContract, AHandMadeManifestNamesTheMissingContract) {
 // later step looks it up by the name that file declares.
 TEST_F(ManifestTest, CarriesAContractNamedByPath) {
   const fs::path file = test::repo_root() / "contracts/residual_add_relu_declared/contract.toml";
-  Manifest m = parse_manifest(replace(good(), "contract = \"residual_add_relu\"", "contract = \"" + file.string() + "\""),
-                              dir.path() / "kqual.toml");
+  Manifest m = parse(replace(good(), "contract = \"residual_add_relu\"", "contract = \"" + file.string() + "\""));
   EXPECT_EQ(m.contract, "residual_add_relu_declared");
   EXPECT_EQ(m.resolved_contract().name(), "residual_add_relu_declared");
 }
 
 TEST_F(ManifestTest, ParsesAGoodManifest) {
-  Manifest m = parse_manifest(good(), dir.path() / "kqual.toml");
+  Manifest m = parse(good());
   EXPECT_EQ(m.contract, "residual_add_relu");
   EXPECT_EQ(&m.resolved_contract(), &contract::find_contract("residual_add_relu"));  // resolved once, carried
   ASSERT_EQ(m.launches.size(), 1u);
@@ -92,51 +78,39 @@ TEST_F(ManifestTest, ParsesAGoodManifest) {
   EXPECT_EQ(m.name, dir.path().filename().string());
 }
 
+// One edit of good() that makes it bad, and what the error must name.
+struct BadEdit {
+  std::string from, to;
+  std::vector<std::string> named;
+};
+
 TEST_F(ManifestTest, BadManifestsNameFileKeyAndValue) {
-  std::string file = (dir.path() / "kqual.toml").string();
+  std::string file = manifest_path().string();
   auto e = error_of("[candidate\n");
   EXPECT_NE(e.find(file), std::string::npos) << e;
   EXPECT_NE(e.find(file + ":1:11: TOML syntax error"), std::string::npos) << "line and column: " << e;
-  e = error_of(replace(good(), "residual_add_relu", "residual_add_reluu"));
-  EXPECT_NE(e.find("candidate.contract"), std::string::npos) << e;
-  EXPECT_NE(e.find("residual_add_reluu"), std::string::npos) << e;
-  e = error_of(replace(good(), "\"k.cu\"", "\"missing.cu\""));
-  EXPECT_NE(e.find("candidate.source"), std::string::npos) << e;
-  EXPECT_NE(e.find("missing.cu"), std::string::npos) << e;
-  e = error_of(replace(good(), "[\"f32\"]", "[\"f64\"]"));
-  EXPECT_NE(e.find("supports.dtypes[0]"), std::string::npos) << e;
-  EXPECT_NE(e.find("'f64'"), std::string::npos) << e;
-  e = error_of(replace(good(), "\"cdiv(n, 256)\"", "\"cdiv(n, \""));
-  EXPECT_NE(e.find("launch[0].grid"), std::string::npos) << e;
-  e = error_of(replace(good(), "\"cdiv(n, 256)\"", "\"cdiv(m, 256)\""));
-  EXPECT_NE(e.find("unknown name 'm'"), std::string::npos) << e;
-  e = error_of(replace(good(), "\"n:i64\"", "\"n\""));
-  EXPECT_NE(e.find("launch[0].args[3]"), std::string::npos) << e;
-  EXPECT_NE(e.find("give its C type"), std::string::npos) << e;
-  e = error_of(replace(good(), "\"n:i64\"", "\"n:f32\""));
-  EXPECT_NE(e.find("unknown scalar type 'f32'"), std::string::npos) << e;
-  e = error_of(replace(good(), "\"x\", ", "\"z\", "));
-  EXPECT_NE(e.find("'z' is neither"), std::string::npos) << e;
-  e = error_of(replace(good(), "\"x\", \"r\", \"y\", ", "\"x\", \"r\", "));
-  EXPECT_NE(e.find("output tensor 'y' is not passed"), std::string::npos) << e;
-  e = error_of(replace(good(), "block = 256", "block = 256\nthreads = 3"));
-  EXPECT_NE(e.find("launch[0].threads"), std::string::npos) << e;
-  EXPECT_NE(e.find("unknown key"), std::string::npos) << e;
-  e = error_of(replace(good(), "dtypes = [\"f32\"]", "dtypes = [\"f32\"]\nmin_alignment_bytes = 12"));
-  EXPECT_NE(e.find("supports.min_alignment_bytes"), std::string::npos) << e;
-  EXPECT_NE(e.find("12"), std::string::npos) << e;
-  e = error_of(replace(good(), "source = \"k.cu\"", "source = \"k.cu\"\nnvrtc_options = [\"-arch=sm_80\"]"));
-  EXPECT_NE(e.find("set by kqual"), std::string::npos) << e;
-  e = error_of(replace(good(), "block = 256", "block = [256, 1, 1, 1]"));
-  EXPECT_NE(e.find("launch[0].block"), std::string::npos) << e;
-  e = error_of(replace(good(), "block = 256", "block = true"));
-  EXPECT_NE(e.find("got true"), std::string::npos) << e;
-  e = error_of("[supports]\ndtypes=[\"f32\"]\n");
-  EXPECT_NE(e.find("[candidate]"), std::string::npos) << e;
+  const BadEdit edits[] = {
+      {"residual_add_relu", "residual_add_reluu", {"candidate.contract", "residual_add_reluu"}},
+      {"\"k.cu\"", "\"missing.cu\"", {"candidate.source", "missing.cu"}},
+      {"[\"f32\"]", "[\"f64\"]", {"supports.dtypes[0]", "'f64'"}},
+      {"\"cdiv(n, 256)\"", "\"cdiv(n, \"", {"launch[0].grid"}},
+      {"\"cdiv(n, 256)\"", "\"cdiv(m, 256)\"", {"unknown name 'm'"}},
+      {"\"n:i64\"", "\"n\"", {"launch[0].args[3]", "give its C type"}},
+      {"\"n:i64\"", "\"n:f32\"", {"unknown scalar type 'f32'"}},
+      {"\"x\", ", "\"z\", ", {"'z' is neither"}},
+      {"\"x\", \"r\", \"y\", ", "\"x\", \"r\", ", {"output tensor 'y' is not passed"}},
+      {"block = 256", "block = 256\nthreads = 3", {"launch[0].threads", "unknown key"}},
+      {"dtypes = [\"f32\"]", "dtypes = [\"f32\"]\nmin_alignment_bytes = 12", {"supports.min_alignment_bytes", "12"}},
+      {"source = \"k.cu\"", "source = \"k.cu\"\nnvrtc_options = [\"-arch=sm_80\"]", {"set by kqual"}},
+      {"block = 256", "block = [256, 1, 1, 1]", {"launch[0].block"}},
+      {"block = 256", "block = true", {"got true"}},
+  };
+  for (const auto& [from, to, named] : edits) expect_error_naming(replace(good(), from, to), named);
+  expect_error_naming("[supports]\ndtypes=[\"f32\"]\n", {"[candidate]"});
 }
 
 TEST_F(ManifestTest, LoadFromDirectoryAndMissingManifest) {
-  std::ofstream(dir.path() / "kqual.toml") << good();
+  std::ofstream(manifest_path()) << good();
   EXPECT_EQ(load_manifest(dir.path()).contract, "residual_add_relu");
   try {
     load_manifest(dir.path() / "nowhere");
@@ -148,14 +122,12 @@ TEST_F(ManifestTest, LoadFromDirectoryAndMissingManifest) {
 
 // [expect] given_hash_slots: selftest hands a known-broken candidate kqual's hash-slot address.
 TEST_F(ManifestTest, ExpectGivenHashSlotsIsABooleanOfAKnownBrokenCandidate) {
-  EXPECT_FALSE(parse_manifest(good(), dir.path() / "kqual.toml").expect_given_hash_slots);
-  Manifest m = parse_manifest(good() + "[expect]\nrejected_for = \"harness_memory_written\"\ngiven_hash_slots = true\n",
-                              dir.path() / "kqual.toml");
+  EXPECT_FALSE(parse(good()).expect_given_hash_slots);
+  Manifest m = parse(good() + "[expect]\nrejected_for = \"harness_memory_written\"\ngiven_hash_slots = true\n");
   EXPECT_TRUE(m.expect_given_hash_slots);
   EXPECT_EQ(m.expect_rejected_for.value_or(""), "harness_memory_written");
-  const std::string e = error_of(good() + "[expect]\nrejected_for = \"harness_memory_written\"\ngiven_hash_slots = \"yes\"\n");
-  EXPECT_NE(e.find("expect.given_hash_slots"), std::string::npos) << e;
-  EXPECT_NE(e.find("true or false"), std::string::npos) << e;
+  expect_error_naming(good() + "[expect]\nrejected_for = \"harness_memory_written\"\ngiven_hash_slots = \"yes\"\n",
+                      {"expect.given_hash_slots", "true or false"});
   // Without rejected_for the [expect] table is refused (only known-broken candidates have one).
   EXPECT_NE(error_of(good() + "[expect]\ngiven_hash_slots = true\n").find("rejected_for"), std::string::npos);
 }
@@ -163,55 +135,33 @@ TEST_F(ManifestTest, ExpectGivenHashSlotsIsABooleanOfAKnownBrokenCandidate) {
 // [supports] deterministic: a manifest may tighten its contract's run-to-run rule, never loosen it.
 TEST_F(ManifestTest, DeterministicClaimTightensButNeverLoosens) {
   // residual_add_relu requires bitwise reproducibility: false is an input error naming file, key and contract.
-  std::string e = error_of(replace(good(), "dtypes = [\"f32\"]", "dtypes = [\"f32\"]\ndeterministic = false"));
-  EXPECT_NE(e.find((dir.path() / "kqual.toml").string()), std::string::npos) << e;
-  EXPECT_NE(e.find("supports.deterministic"), std::string::npos) << e;
-  EXPECT_NE(e.find("contract residual_add_relu requires bitwise reproducible results for f32"), std::string::npos) << e;
-  EXPECT_NE(e.find("Opt-out: none"), std::string::npos) << e;
+  const std::string dtypes = "dtypes = [\"f32\"]";
+  expect_error_naming(replace(good(), dtypes, dtypes + "\ndeterministic = false"),
+                      {manifest_path().string(), "supports.deterministic",
+                       "contract residual_add_relu requires bitwise reproducible results for f32", "Opt-out: none"});
   // The same claim true changes nothing there (already required); absent, the contract's rule.
-  Manifest same = parse_manifest(replace(good(), "dtypes = [\"f32\"]", "dtypes = [\"f32\"]\ndeterministic = true"),
-                                 dir.path() / "kqual.toml");
+  Manifest same = parse(replace(good(), dtypes, dtypes + "\ndeterministic = true"));
   EXPECT_EQ(same.supports.deterministic, std::optional<bool>(true));
-  EXPECT_FALSE(parse_manifest(good(), dir.path() / "kqual.toml").supports.deterministic.has_value());
-  e = error_of(replace(good(), "dtypes = [\"f32\"]", "dtypes = [\"f32\"]\ndeterministic = \"no\""));
-  EXPECT_NE(e.find("supports.deterministic: expected true or false"), std::string::npos) << e;
+  EXPECT_FALSE(parse(good()).supports.deterministic.has_value());
+  expect_error_naming(replace(good(), dtypes, dtypes + "\ndeterministic = \"no\""),
+                      {"supports.deterministic: expected true or false"});
 
   // reduce_sum does not require it: false (atomics) is admitted, true tightens.
-  const std::string reduce = R"TOML([candidate]
-contract = "reduce_sum"
-source = "k.cu"
-[supports]
-dtypes = ["f32"]
-DETERMINISTIC
-[[launch]]
-kernel = "k"
-grid = "rows * 4"
-block = 256
-args = ["x", "y", "rows:i64", "cols:i64"]
-)TOML";
-  EXPECT_EQ(parse_manifest(replace(reduce, "DETERMINISTIC", "deterministic = false"), dir.path() / "kqual.toml").supports.deterministic,
+  const std::string reduce =
+      kernel_manifest("reduce_sum", "dtypes = [\"f32\"]\nDETERMINISTIC", "k", "rows * 4", R"(["x", "y", "rows:i64", "cols:i64"])");
+  EXPECT_EQ(parse(replace(reduce, "DETERMINISTIC", "deterministic = false")).supports.deterministic,
             std::optional<bool>(false));
-  EXPECT_EQ(parse_manifest(replace(reduce, "DETERMINISTIC", "deterministic = true"), dir.path() / "kqual.toml").supports.deterministic,
+  EXPECT_EQ(parse(replace(reduce, "DETERMINISTIC", "deterministic = true")).supports.deterministic,
             std::optional<bool>(true));
 
   // exclusive_scan requires it for i32 only: false with i32 claimed is refused, naming the dtypes
   // that a non-reproducible kernel may claim.
-  const std::string scan = R"TOML([candidate]
-contract = "exclusive_scan"
-source = "k.cu"
-[supports]
-dtypes = DTYPES
-deterministic = false
-[[launch]]
-kernel = "k"
-grid = "cdiv(n, 256)"
-block = 256
-args = ["x", "y", "n:i64"]
-)TOML";
-  e = error_of(replace(scan, "DTYPES", "[\"f32\", \"i32\"]"));
-  EXPECT_NE(e.find("contract exclusive_scan requires bitwise reproducible results for i32"), std::string::npos) << e;
-  EXPECT_NE(e.find("claim only dtypes it does not require it for (f32)"), std::string::npos) << e;
-  EXPECT_FALSE(parse_manifest(replace(scan, "DTYPES", "[\"f32\"]"), dir.path() / "kqual.toml").supports.deterministic.value_or(true));
+  const std::string scan =
+      kernel_manifest("exclusive_scan", "dtypes = DTYPES\ndeterministic = false", "k", "cdiv(n, 256)", R"(["x", "y", "n:i64"])");
+  expect_error_naming(replace(scan, "DTYPES", "[\"f32\", \"i32\"]"),
+                      {"contract exclusive_scan requires bitwise reproducible results for i32",
+                       "claim only dtypes it does not require it for (f32)"});
+  EXPECT_FALSE(parse(replace(scan, "DTYPES", "[\"f32\"]")).supports.deterministic.value_or(true));
 }
 
 TEST(BundledManifests, EveryBundledManifestParses) {

@@ -4,6 +4,9 @@
 // by the kernel's doing. Synthetic worker replies and reports: no GPU.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+
 #include "kqual/check/labels.hpp"
 
 namespace kqual::check {
@@ -22,12 +25,16 @@ WorkerReply sticky(const std::string& name, const std::string& call, const std::
 TEST(FaultWording, EachDriverFaultIsToldAsWhatTheKernelDid) {
   EXPECT_EQ(launch_fault_sentence("CUDA_ERROR_LAUNCH_FAILED"),
             "the kernel trapped, hit a device-side assert or an unspecified fault during its launch (CUDA_ERROR_LAUNCH_FAILED)");
-  EXPECT_NE(launch_fault_sentence("CUDA_ERROR_ASSERT").find("device-side assert"), std::string::npos);
-  EXPECT_NE(launch_fault_sentence("CUDA_ERROR_ILLEGAL_ADDRESS").find("outside every allocation"), std::string::npos);
-  EXPECT_NE(launch_fault_sentence("CUDA_ERROR_MISALIGNED_ADDRESS").find("not aligned"), std::string::npos);
-  EXPECT_NE(launch_fault_sentence("CUDA_ERROR_ILLEGAL_INSTRUCTION").find("illegal instruction"), std::string::npos);
-  EXPECT_NE(launch_fault_sentence("CUDA_ERROR_HARDWARE_STACK_ERROR").find("call stack"), std::string::npos);
-  EXPECT_NE(launch_fault_sentence("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES").find("refused the launch"), std::string::npos);
+  // Each fault, and what its sentence must say.
+  const std::pair<const char*, const char*> told[] = {
+      {"CUDA_ERROR_ASSERT", "device-side assert"},
+      {"CUDA_ERROR_ILLEGAL_ADDRESS", "outside every allocation"},
+      {"CUDA_ERROR_MISALIGNED_ADDRESS", "not aligned"},
+      {"CUDA_ERROR_ILLEGAL_INSTRUCTION", "illegal instruction"},
+      {"CUDA_ERROR_HARDWARE_STACK_ERROR", "call stack"},
+      {"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "refused the launch"},
+  };
+  for (const auto& [name, said] : told) EXPECT_NE(launch_fault_sentence(name).find(said), std::string::npos) << name;
   for (const char* name : {"CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ASSERT", "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_INVALID_PC",
                            "CUDA_ERROR_LAUNCH_TIMEOUT", "CUDA_ERROR_INVALID_ADDRESS_SPACE"})
     EXPECT_NE(launch_fault_sentence(name).find(std::string("(") + name + ")"), std::string::npos) << name;

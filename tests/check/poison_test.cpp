@@ -52,28 +52,29 @@ std::string judge_i8(const std::vector<std::uint8_t>& run1, const std::vector<st
   return test_util::judge_written(contract::find_contract("residual_add_relu"), policy, w, {want}, res) ? "" : res.code + ": " + res.detail;
 }
 
+// judge_i8 of the two runs fails with `code`, its detail naming `part` (anything, where "").
+void expect_i8_failure(const std::vector<std::uint8_t>& run1, const std::vector<std::uint8_t>& run2, const std::string& code,
+                       const std::string& part) {
+  const std::string r = judge_i8(run1, run2);
+  EXPECT_EQ(r.substr(0, r.find(':')), code) << r;
+  EXPECT_NE(r.find(part), std::string::npos) << r;
+}
+
 TEST(Poison, AOneByteElementWrittenWithARunsPoisonIsJudgedByItsValue) {
   // -1 written where the reference has 1 and 127 where it has 126, in both runs: each run holds the
   // other's poison somewhere, and no element holds both: wrong codes.
-  const std::string wrong = judge_i8({0, 0xFF, 0x7F, 3}, {0, 0xFF, 0x7F, 3});
-  EXPECT_EQ(wrong.substr(0, wrong.find(':')), "wrong_result") << wrong;
-  EXPECT_NE(wrong.find("y[1]: expected 1, got -1"), std::string::npos) << wrong;
+  expect_i8_failure({0, 0xFF, 0x7F, 3}, {0, 0xFF, 0x7F, 3}, "wrong_result", "y[1]: expected 1, got -1");
   // Each run's own poison left in element 1: unwritten, as before.
-  const std::string unwritten = judge_i8({0, 0xFF, 126, 3}, {0, 0x7F, 126, 3});
-  EXPECT_EQ(unwritten.substr(0, unwritten.find(':')), "unwritten_output") << unwritten;
-  EXPECT_NE(unwritten.find("run 1 (poison 0xff)"), std::string::npos) << unwritten;
+  expect_i8_failure({0, 0xFF, 126, 3}, {0, 0x7F, 126, 3}, "unwritten_output", "run 1 (poison 0xff)");
   EXPECT_EQ(judge_i8({0, 1, 126, 3}, {0, 1, 126, 3}), "");
 }
 
 // A kernel whose tail path depends on where the inputs sit (H200, 2026-12-05: fp8 and f16 kernels
 // skipping their tail in run 2's placement only): run 1 right, run 2 still holding its poison there.
 TEST(Poison, AnElementLeftWithItsPoisonInOneRunOnlyIsUnwrittenInThatRun) {
-  const std::string r = judge_i8({0, 1, 126, 3}, {0, 1, 126, 0x7F});
-  EXPECT_EQ(r.substr(0, r.find(':')), "unwritten_output") << r;
-  EXPECT_NE(r.find("run 2 (poison 0x7f)"), std::string::npos) << r;
+  expect_i8_failure({0, 1, 126, 3}, {0, 1, 126, 0x7F}, "unwritten_output", "run 2 (poison 0x7f)");
   // The same bytes in run 1 and a value written in run 2: run 1 left it.
-  const std::string r1 = judge_i8({0, 0xFF, 126, 3}, {0, 1, 126, 3});
-  EXPECT_EQ(r1.substr(0, r1.find(':')), "unwritten_output") << r1;
+  expect_i8_failure({0, 0xFF, 126, 3}, {0, 1, 126, 3}, "unwritten_output", "");
 }
 
 }  // namespace

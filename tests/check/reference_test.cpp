@@ -11,21 +11,13 @@
 #include "kqual/contract/reference_host.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/worker/session.hpp"
+#include "contract/contract_test_util.hpp"
 
 namespace kqual::check {
 namespace {
 
-bool reference_test_have_numpy() {
-  try {
-    (void)contract::reference_python();
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
 TEST(Reference, TheRunHoldsOneProcessPerDeclaredContractAndItsSessionsShareIt) {
-  if (!reference_test_have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy (install python3-numpy)";
+  KQUAL_NEED_NUMPY();
   const contract::Contract& c =
       contract::load_declared_contract(std::filesystem::path(KQUAL_SOURCE_DIR) / "contracts/rmsnorm/contract.toml");
   contract::Supports claims;

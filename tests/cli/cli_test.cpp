@@ -97,13 +97,24 @@ TEST(Cli, QualifyWithoutGpuOnAPrebuiltImageRecordsTheArtifactAndExits3) {
   EXPECT_NE(text.find("JIT-compiles"), std::string::npos) << text;
 }
 
+// In `dir`, a residual_add_relu candidate: k.cu holding `source`, one launch of kernel k with `grid`
+// and `args` (TOML values) in blocks of 256.
+void write_candidate(const fs::path& dir, const std::string& source, const std::string& grid, const std::string& args) {
+  std::ofstream(dir / "k.cu") << source;
+  std::ofstream(dir / "kqual.toml") << "[candidate]\ncontract = \"residual_add_relu\"\nsource = \"k.cu\"\n"
+                                       "[supports]\ndtypes = [\"f32\"]\n[[launch]]\nkernel = \"k\"\n"
+                                       "grid = " + grid + "\nblock = 256\nargs = " + args + "\n";
+}
+
+// `kqual <command> --no-gpu` on the candidate in `dir`, into dir/out.
+test::CommandResult run_no_gpu(const std::string& command, const fs::path& dir) {
+  return test::run(test::kq() + " " + command + " --no-gpu " + test::quote(dir) + " --out " + test::quote(dir / "out"));
+}
+
 TEST(Cli, BrokenManifestIsAnInputErrorNamingFileAndKey) {
   ScratchDir dir("kqual-cli-test");
-  std::ofstream(dir.path() / "k.cu") << "__global__ void k() {}\n";
-  std::ofstream(dir.path() / "kqual.toml") << "[candidate]\ncontract = \"residual_add_relu\"\nsource = \"k.cu\"\n"
-                                               "[supports]\ndtypes = [\"f32\"]\n[[launch]]\nkernel = \"k\"\n"
-                                               "grid = \"cdiv(n,\"\nblock = 256\nargs = [\"x\", \"r\", \"y\"]\n";
-  auto r = test::run(test::kq() + " qualify --no-gpu " + test::quote(dir.path()) + " --out " + test::quote(dir.path() / "out"));
+  write_candidate(dir.path(), "__global__ void k() {}\n", "\"cdiv(n,\"", "[\"x\", \"r\", \"y\"]");
+  auto r = run_no_gpu("qualify", dir.path());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("kqual.toml"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("launch[0].grid"), std::string::npos) << r.output;
@@ -112,11 +123,8 @@ TEST(Cli, BrokenManifestIsAnInputErrorNamingFileAndKey) {
 
 TEST(Cli, CompileErrorIsAnInputError) {
   ScratchDir dir("kqual-cli-test");
-  std::ofstream(dir.path() / "k.cu") << "__global__ void k(float* y) { undefined_thing(); }\n";
-  std::ofstream(dir.path() / "kqual.toml") << "[candidate]\ncontract = \"residual_add_relu\"\nsource = \"k.cu\"\n"
-                                               "[supports]\ndtypes = [\"f32\"]\n[[launch]]\nkernel = \"k\"\n"
-                                               "grid = 1\nblock = 256\nargs = [\"y\"]\n";
-  auto r = test::run(test::kq() + " check --no-gpu " + test::quote(dir.path()) + " --out " + test::quote(dir.path() / "out"));
+  write_candidate(dir.path(), "__global__ void k(float* y) { undefined_thing(); }\n", "1", "[\"y\"]");
+  auto r = run_no_gpu("check", dir.path());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("undefined_thing"), std::string::npos) << r.output;
 }

@@ -92,12 +92,18 @@ TEST(SubmissionCli, AManifestMayClaimDtypes) {
   }
 }
 
+// `kqual <command>` on the Triton example without a GPU, into `out`: incomplete (exit 3), its output
+// saying `said`; returns the results.json it wrote.
+json no_gpu_results(const std::string& command, const fs::path& out, const std::string& said) {
+  const ProcessResult p = kqual({command, (kExamples / "good/triton").string(), "--no-gpu", "--out", out.string()});
+  EXPECT_EQ(p.exit_code, 3) << p.out << p.err;
+  EXPECT_NE(p.out.find(said), std::string::npos) << p.out;
+  return json::parse(read_text_file(out / "results.json"));
+}
+
 TEST(SubmissionCli, ACheckThatCannotRunHereSaysSoAndWritesItsResults) {
   ScratchDir out("kqual-submission-cli");
-  const ProcessResult pr = kqual({"check", (kExamples / "good/triton").string(), "--no-gpu", "--out", out.path().string()});
-  EXPECT_EQ(pr.exit_code, 3) << pr.out << pr.err;
-  EXPECT_NE(pr.out.find("not run: --no-gpu"), std::string::npos) << pr.out;
-  const json r = json::parse(read_text_file(out.path() / "results.json"));
+  const json r = no_gpu_results("check", out.path(), "not run: --no-gpu");
   EXPECT_EQ(r.value("kind", ""), "torch_submission");
   EXPECT_EQ(r.value("schema", ""), "kqual.submission/1");
   EXPECT_EQ(r["check"].value("verdict", ""), "not_run");
@@ -126,10 +132,7 @@ TEST(SubmissionCli, UsageErrorsNameWhatIsMissing) {
 
 TEST(SubmissionCli, QualifyWithoutAGpuIsIncompleteAndSaysWhatDidNotRun) {
   ScratchDir tmp("kqual-submission-qualify");
-  const ProcessResult q = kqual({"qualify", (kExamples / "good/triton").string(), "--no-gpu", "--out", tmp.path().string()});
-  EXPECT_EQ(q.exit_code, 3) << q.out << q.err;
-  EXPECT_NE(q.out.find("decision: incomplete"), std::string::npos) << q.out;
-  const json r = json::parse(read_text_file(tmp.path() / "results.json"));
+  const json r = no_gpu_results("qualify", tmp.path(), "decision: incomplete");
   EXPECT_EQ(r.value("kind", ""), "torch_submission_qualify");
   EXPECT_EQ(r.value("schema", ""), "kqual.submission-qualify/1");
   EXPECT_EQ(r["decision"].value("decision", ""), "incomplete") << r.dump(2);

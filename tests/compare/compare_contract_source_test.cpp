@@ -30,13 +30,30 @@ std::string refusal_line(const std::string& output) {
   return output.substr(at, output.find('\n', at) - at);
 }
 
+// kqual compare of the candidate folder `cand` against itself built as PTX, static phases only (no
+// GPU), into `out`; `options` go before --out.
+test::CommandResult compare_ptx(const fs::path& cand, const fs::path& out, const std::string& options = "") {
+  const std::string extra = options.empty() ? "" : options + " ";
+  return kqual_run("compare " + test::quote(cand) + " --new-mode ptx --no-gpu " + extra + "--out " + test::quote(out));
+}
+
+// The results' contract source: where it came from, whether the candidate supplied it, its file and
+// that file's SHA-256.
+void expect_contract_source(const json& results, const char* origin, bool supplied, const fs::path& file) {
+  const json& src = results.at("contract").at("source");
+  EXPECT_EQ(src.at("origin"), origin) << src.dump(1);
+  EXPECT_EQ(src.at("supplied_with_candidate"), supplied);
+  EXPECT_EQ(src.at("file"), file.string());
+  EXPECT_EQ(src.at("sha256"), sha256_file_hex(file.string()));
+}
+
 TEST(CompareContractSource, ACandidatesOwnContractNeedsTheOptionAsInQualify) {
   test::TempDir t;
   const fs::path own = test::renamed_declared_contract(t.path / "cand/own", "cmp_own_relu");
   test::good_candidate_naming(t.path / "cand", "own/contract.toml");
   const std::string cand = test::quote(t.path / "cand");
 
-  auto r = kqual_run("compare " + cand + " --new-mode ptx --no-gpu --out " + test::quote(t.path / "o"));
+  auto r = compare_ptx(t.path / "cand", t.path / "o");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(own.string()), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("--allow-candidate-contract"), std::string::npos) << r.output;
@@ -47,16 +64,12 @@ TEST(CompareContractSource, ACandidatesOwnContractNeedsTheOptionAsInQualify) {
   EXPECT_FALSE(refusal_line(r.output).empty()) << r.output;
   EXPECT_EQ(refusal_line(r.output), refusal_line(q.output));
 
-  r = kqual_run("compare " + cand + " --new-mode ptx --no-gpu --allow-candidate-contract --out " + test::quote(t.path / "o"));
+  r = compare_ptx(t.path / "cand", t.path / "o", "--allow-candidate-contract");
   EXPECT_EQ(r.exit_code, 3) << r.output;  // incomplete: no GPU, static phases done
   const json j = json::parse(read_text_file(t.path / "o/results.json"));
   const std::string sha = sha256_file_hex(own.string());
   EXPECT_EQ(j.at("contract").at("name"), "cmp_own_relu") << j.at("contract").dump(1);
-  const json& src = j.at("contract").at("source");
-  EXPECT_EQ(src.at("origin"), "candidate");
-  EXPECT_EQ(src.at("supplied_with_candidate"), true);
-  EXPECT_EQ(src.at("file"), own.string());
-  EXPECT_EQ(src.at("sha256"), sha);
+  expect_contract_source(j, "candidate", true, own);
   const std::string memo = read_text_file(t.path / "o/memo.md");
   EXPECT_NE(memo.find("**Contract supplied with the candidate**: `" + own.string() + "` SHA-256 `" + sha + "`"), std::string::npos)
       << memo;
@@ -72,21 +85,15 @@ TEST(CompareContractSource, AContractFromTheUsersFolderIsNamedWithItsFile) {
   test::TempDir t;
   const fs::path mine = test::renamed_declared_contract(t.path / "mine/cmp_user_relu", "cmp_user_relu");
   test::good_candidate_naming(t.path / "cand", "cmp_user_relu");
-  const std::string cand = test::quote(t.path / "cand");
   // Not found by name without the folder: the candidate cannot pick it.
-  auto r = kqual_run("compare " + cand + " --new-mode ptx --no-gpu --out " + test::quote(t.path / "o"));
+  auto r = compare_ptx(t.path / "cand", t.path / "o");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("unknown contract 'cmp_user_relu'"), std::string::npos) << r.output;
 
-  r = kqual_run("compare " + cand + " --new-mode ptx --no-gpu --contracts " + test::quote(t.path / "mine") + " --out " +
-                test::quote(t.path / "o"));
+  r = compare_ptx(t.path / "cand", t.path / "o", "--contracts " + test::quote(t.path / "mine"));
   EXPECT_EQ(r.exit_code, 3) << r.output;
   const json j = json::parse(read_text_file(t.path / "o/results.json"));
-  const json& src = j.at("contract").at("source");
-  EXPECT_EQ(src.at("origin"), "user") << src.dump(1);
-  EXPECT_EQ(src.at("supplied_with_candidate"), false);
-  EXPECT_EQ(src.at("file"), mine.string());
-  EXPECT_EQ(src.at("sha256"), sha256_file_hex(mine.string()));
+  expect_contract_source(j, "user", false, mine);
   const std::string memo = read_text_file(t.path / "o/memo.md");
   EXPECT_EQ(memo.find("supplied with the candidate"), std::string::npos) << memo;
   EXPECT_NE(memo.find("Contract `cmp_user_relu`, file (user folder): `" + mine.string() + "`"), std::string::npos) << memo;
@@ -94,7 +101,7 @@ TEST(CompareContractSource, AContractFromTheUsersFolderIsNamedWithItsFile) {
 
 TEST(CompareContractSource, ABuiltInContractHasNoFile) {
   test::TempDir t;
-  auto r = kqual_run("compare " + test::quote(kGoodCandidate) + " --new-mode ptx --no-gpu --out " + test::quote(t.path / "o"));
+  auto r = compare_ptx(kGoodCandidate, t.path / "o");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   const json j = json::parse(read_text_file(t.path / "o/results.json"));
   EXPECT_EQ(j.at("contract"), (json{{"name", "residual_add_relu"},

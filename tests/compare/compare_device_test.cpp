@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "compare_util.hpp"
+#include "gpu_test.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/cuda/driver.hpp"
@@ -35,12 +36,7 @@ const json& mode(const json& r, const std::string& cache) {
 
 }  // namespace
 
-class CompareDevice : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cuda::driver_available()) GTEST_SKIP() << "no GPU: " << cuda::driver_unavailable_reason();
-  }
-};
+class CompareDevice : public test::GpuTest {};
 
 TEST_F(CompareDevice, PtxOnlyPaysTheJitColdNotWarmAndRunsTheSame) {
   test::TempDir t;

@@ -54,6 +54,22 @@ jit_cache = "cold"
                                  "svc.toml");
 }
 
+// The profile's one objective: `pop`'s p`pct` at most `max_ms`.
+decision::DeploymentProfile objective_profile(const char* pop, int pct, double max_ms) {
+  return service_profile(
+      fmt::format("[[objective]]\npopulation = \"{}\"\npercentile = {}\nmax_ms = {}\n", pop, pct, max_ms));
+}
+
+// The service view of `modes` and warm() under `p`, over `requests` simulated requests and `bootstrap`
+// resamples; `d` is the verdict it may turn.
+json simulate(const std::vector<compare::StartupMode>& modes, const decision::DeploymentProfile& p, decision::Decision& d,
+              int requests, int bootstrap) {
+  compare::ServiceViewOptions o;
+  o.requests = requests;
+  o.bootstrap = bootstrap;
+  return compare::service_view(modes, warm(), p, d, o);
+}
+
 const json& percentile(const json& side, const char* pop, double p) {
   for (const auto& x : side.at("populations"))
     if (x.at("population") == pop)
@@ -66,18 +82,9 @@ const json& percentile(const json& side, const char* pop, double p) {
 }  // namespace
 
 TEST(CompareService, ObjectiveNewMissesAndOldMeetsIsDoNotShip) {
-  const auto p = service_profile(R"(
-[[objective]]
-population = "first_request"
-percentile = 50
-max_ms = 280
-)");
   decision::Decision d;
   d.verdict = decision::ShipVerdict::ship;
-  compare::ServiceViewOptions o;
-  o.requests = 20000;
-  o.bootstrap = 30;
-  const json sv = compare::service_view(startups(), warm(), p, d, o);
+  const json sv = simulate(startups(), objective_profile("first_request", 50, 280), d, 20000, 30);
   ASSERT_TRUE(sv.at("computed").get<bool>()) << sv.dump(2);
   // First request = startup + a request of 2 ms (1 ms kernel at share 0.5) + any wait: medians ~232 and ~312 ms.
   // Its tail is longer: a restart soon after another finds the queue its predecessor's startup built.
@@ -110,18 +117,9 @@ max_ms = 280
 }
 
 TEST(CompareService, BothMeetLeavesTheVerdictAndGoodputIsReported) {
-  const auto p = service_profile(R"(
-[[objective]]
-population = "all"
-percentile = 99
-max_ms = 400
-)");
   decision::Decision d;
   d.verdict = decision::ShipVerdict::inconclusive;
-  compare::ServiceViewOptions o;
-  o.requests = 10000;
-  o.bootstrap = 10;
-  const json sv = compare::service_view(startups(), warm(), p, d, o);
+  const json sv = simulate(startups(), objective_profile("all", 99, 400), d, 10000, 10);
   EXPECT_EQ(d.verdict, decision::ShipVerdict::inconclusive);
   EXPECT_NE(sv.at("objectives").at(0).at("verdict").get<std::string>().find("both meet"), std::string::npos);
   for (const char* side : {"old", "new"}) {
@@ -148,10 +146,7 @@ driver_upgrade = true
 )",
                                    "server.toml");
   decision::Decision d;
-  compare::ServiceViewOptions o;
-  o.requests = 5000;
-  o.bootstrap = 5;
-  const json sv = compare::service_view(startups(), warm(), p, d, o);
+  const json sv = simulate(startups(), p, d, 5000, 5);
   ASSERT_TRUE(sv.at("computed").get<bool>()) << sv.dump(2);
   EXPECT_EQ(sv.at("old").at("populations").at(0).at("from"), "start episodes in the simulated steady state");
   EXPECT_EQ(sv.at("old").at("populations").at(0).at("n").get<int>(), 500);
@@ -160,7 +155,7 @@ driver_upgrade = true
   // Without the profile's cache mode measured, nothing is simulated, and it says why.
   auto only_off = startups();
   only_off.erase(only_off.begin() + 1, only_off.end());
-  const json none = compare::service_view(only_off, warm(), p, d, o);
+  const json none = simulate(only_off, p, d, 5000, 5);
   EXPECT_FALSE(none.at("computed").get<bool>());
   EXPECT_NE(none.at("reason").get<std::string>().find("'warm'"), std::string::npos);
 }
@@ -176,10 +171,26 @@ std::vector<compare::StartupMode> cold_ten_times(double factor = 10) {
   return modes;
 }
 
-double first_p99(const std::vector<compare::StartupMode>& modes, const std::string& profile, const compare::ServiceViewOptions& o,
-                 const char* side = "new") {
+// A warm-cache service of `replicas` at `arrival_rate` requests/s, restarted `starts_per_day` times.
+std::string upgrade_profile(int starts_per_day, int arrival_rate, int replicas, bool driver_upgrade) {
+  return fmt::format(R"(
+name = "upgrade"
+process_starts_per_day = {}
+calls_per_process = 50
+kernel_share = 0.5
+jit_cache = "warm"
+[service]
+arrival_rate = {}
+replicas = {}
+driver_upgrade = {}
+)",
+                     starts_per_day, arrival_rate, replicas, driver_upgrade);
+}
+
+// The first-request p99 of `side` over 20000 requests (10 resamples) under the profile text `profile`.
+double first_p99(const std::vector<compare::StartupMode>& modes, const std::string& profile, const char* side = "new") {
   decision::Decision d;
-  const json sv = compare::service_view(modes, warm(), decision::parse_profile(profile, "upgrade.toml"), d, o);
+  const json sv = simulate(modes, decision::parse_profile(profile, "upgrade.toml"), d, 20000, 10);
   EXPECT_TRUE(sv.at("computed").get<bool>()) << sv.dump(2);
   return percentile(sv.at(side), "first_request", 99).at("value_ms").get<double>();
 }
@@ -191,48 +202,28 @@ double first_p99(const std::vector<compare::StartupMode>& modes, const std::stri
 // restarting ~30 times each over the run, 20 of ~600 first requests are cold (3 %): the first-request
 // p99 moves from ~0.24 s to the cold startup; with driver_upgrade = false the cold samples are unused.
 TEST(CompareService, DriverUpgradeMovesTheFirstRequestP99) {
-  const std::string base = R"(
-name = "upgrade"
-process_starts_per_day = 129600
-calls_per_process = 50
-kernel_share = 0.5
-jit_cache = "warm"
-[service]
-arrival_rate = 50
-replicas = 20
-)";
-  compare::ServiceViewOptions o;
-  o.requests = 20000;  // 400 s: 1.5 starts/s, 600 starts, no start episodes
-  o.bootstrap = 10;
-  const double off = first_p99(cold_ten_times(), base + "driver_upgrade = false\n", o);
-  const double off_same = first_p99(cold_ten_times(1), base + "driver_upgrade = false\n", o);
-  const double on = first_p99(cold_ten_times(), base + "driver_upgrade = true\n", o);
+  const std::string off_profile = upgrade_profile(129600, 50, 20, false);
+  const std::string on_profile = upgrade_profile(129600, 50, 20, true);
+  // first_p99 simulates 20000 requests, 400 s here: 1.5 starts/s, 600 starts, no start episodes.
+  const double off = first_p99(cold_ten_times(), off_profile);
+  const double off_same = first_p99(cold_ten_times(1), off_profile);
+  const double on = first_p99(cold_ten_times(), on_profile);
   EXPECT_EQ(off, off_same);  // the cold-cache samples play no part without the upgrade
   EXPECT_LT(off, 300);
   EXPECT_GT(on, 2000);
-  EXPECT_GT(first_p99(cold_ten_times(), base + "driver_upgrade = true\n", o, "old"), 2000);
+  EXPECT_GT(first_p99(cold_ten_times(), on_profile, "old"), 2000);
 }
 
 // The same through start episodes (restarts too rare for the run: 20 expected, 500 episodes): the
 // episodes draw the cold startup in the share the run would see — x = 5 restarts per replica, (1 -
 // e^-5) / 5 = 20 % of the starts a replica's first — so the p99 moves here too.
 TEST(CompareService, DriverUpgradeReachesStartEpisodes) {
-  const std::string base = R"(
-name = "upgrade"
-process_starts_per_day = 1728
-calls_per_process = 50
-kernel_share = 0.5
-jit_cache = "warm"
-[service]
-arrival_rate = 20
-replicas = 4
-)";
-  compare::ServiceViewOptions o;
-  o.requests = 20000;  // 1,000 s
-  o.bootstrap = 10;
-  const double off = first_p99(cold_ten_times(), base + "driver_upgrade = false\n", o);
-  const double on = first_p99(cold_ten_times(), base + "driver_upgrade = true\n", o);
-  EXPECT_EQ(off, first_p99(cold_ten_times(1), base + "driver_upgrade = false\n", o));
+  const std::string off_profile = upgrade_profile(1728, 20, 4, false);
+  const std::string on_profile = upgrade_profile(1728, 20, 4, true);
+  // first_p99 simulates 20000 requests, 1,000 s here.
+  const double off = first_p99(cold_ten_times(), off_profile);
+  const double on = first_p99(cold_ten_times(), on_profile);
+  EXPECT_EQ(off, first_p99(cold_ten_times(1), off_profile));
   EXPECT_LT(off, 300);
   EXPECT_GT(on, 2000);
 }
@@ -250,11 +241,7 @@ Judged judged(const std::vector<compare::StartupMode>& modes, double max_ms,
   Judged j;
   j.d.verdict = before;
   j.d.headline = "speed rule";
-  compare::ServiceViewOptions o;
-  o.requests = 20000;
-  o.bootstrap = 30;
-  const auto p = service_profile(fmt::format("[[objective]]\npopulation = \"first_request\"\npercentile = 50\nmax_ms = {}\n", max_ms));
-  j.sv = compare::service_view(modes, warm(), p, j.d, o);
+  j.sv = simulate(modes, objective_profile("first_request", 50, max_ms), j.d, 20000, 30);
   EXPECT_TRUE(j.sv.at("computed").get<bool>()) << j.sv.dump(2);
   return j;
 }

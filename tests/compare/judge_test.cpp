@@ -127,11 +127,16 @@ compare::JudgeOptions options() {
   return jo;
 }
 
+// judge() on the static part of a fresh run_compare and the measured evidence `ev`.
+compare::Judgement judge_with(const compare::Evidence& ev, const compare::JudgeOptions& jo = options()) {
+  test::TempDir t;
+  return compare::judge(static_part(t), ev, jo);
+}
+
 }  // namespace
 
 TEST(CompareJudge, GpuShapedEvidenceRendersTheMemo) {
-  test::TempDir t;
-  const compare::Judgement j = compare::judge(static_part(t), jit_evidence(), options());
+  const compare::Judgement j = judge_with(jit_evidence());
   const json& r = j.results;
   // Every interval is [lo, hi], as stats writes it.
   const json& d = r.at("startup").at("modes").at(0).at("first_request_delta_ms");
@@ -156,12 +161,11 @@ TEST(CompareJudge, GpuShapedEvidenceRendersTheMemo) {
   // Exit codes are 0 or 1 on valid evidence, never 4.
   compare::JudgeOptions cold_first = options();
   std::swap(cold_first.profiles[0], cold_first.profiles[1]);
-  EXPECT_EQ(compare::judge(static_part(t), jit_evidence(), cold_first).exit_code, 1);
+  EXPECT_EQ(judge_with(jit_evidence(), cold_first).exit_code, 1);
 }
 
 TEST(CompareJudge, MemoNamesTheDetectableDifferenceAndTheRunsNeeded) {
-  test::TempDir t;
-  const json r = compare::judge(static_part(t), jit_evidence(), options()).results;
+  const json r = judge_with(jit_evidence()).results;
   for (const auto& m : r.at("startup").at("modes")) {
     const json& res = m.at("resolution");
     EXPECT_GT(res.at("detectable_difference_ms").get<double>(), 0.0) << m.dump();
@@ -184,14 +188,13 @@ TEST(CompareJudge, ResolutionScalesAsOneOverRootN) {
 }
 
 TEST(CompareJudge, BothSidesFailingAlikeIsNotBlamedOnNew) {
-  test::TempDir t;
   compare::Evidence ev = jit_evidence();
   const std::map<std::string, std::string> fails{{"f32/n=1/nan", "nan_policy"}, {"f32/n=4097/nan", "nan_policy"}};
   ev.correctness[0] = rejected_side(40, fails);
   ev.correctness[1] = rejected_side(40, fails);
   ev.warm[1].side[0].verified = ev.warm[1].side[1].verified = false;  // both timed outputs wrong, as predicted
   EXPECT_EQ(compare::relate(ev.correctness[0], ev.correctness[1]), compare::CorrectnessRelation::both_rejected_alike);
-  const compare::Judgement j = compare::judge(static_part(t), ev, options());
+  const compare::Judgement j = judge_with(ev);
   const json& r = j.results;
   EXPECT_EQ(r.at("correctness_relation").at("relation"), "both rejected alike");
   EXPECT_FALSE(r.at("correctness_relation").at("new_blamed").get<bool>());
@@ -202,45 +205,42 @@ TEST(CompareJudge, BothSidesFailingAlikeIsNotBlamedOnNew) {
 }
 
 TEST(CompareJudge, NewBreakingWhatOldGotRightIsBlamed) {
-  test::TempDir t;
   compare::Evidence ev = jit_evidence();
   ev.correctness[0] = rejected_side(40, {{"f32/n=1/nan", "nan_policy"}});
   ev.correctness[1] = rejected_side(40, {{"f32/n=1/nan", "nan_policy"}, {"f32/n=4097/tail", "wrong_result"}});
   EXPECT_EQ(compare::relate(ev.correctness[0], ev.correctness[1]), compare::CorrectnessRelation::both_rejected_differently);
-  compare::Judgement j = compare::judge(static_part(t), ev, options());
+  compare::Judgement j = judge_with(ev);
   EXPECT_EQ(j.results.at("verdict").at("decision"), "do_not_ship");
   EXPECT_EQ(j.exit_code, 1);
   EXPECT_NE(j.results.at("correctness_relation").at("explanation").get<std::string>().find("f32/n=4097/tail"),
             std::string::npos);
   // OLD fine, NEW broken: blamed.
   ev.correctness[0] = accepted_side(40);
-  j = compare::judge(static_part(t), ev, options());
+  j = judge_with(ev);
   EXPECT_EQ(j.results.at("correctness_relation").at("relation"), "new rejected");
   EXPECT_EQ(j.exit_code, 1);
   // NEW fixes OLD's defect: not blamed; the decision is on speed.
   ev.correctness[0] = rejected_side(40, {{"f32/n=1/nan", "nan_policy"}});
   ev.correctness[1] = accepted_side(40);
-  j = compare::judge(static_part(t), ev, options());
+  j = judge_with(ev);
   EXPECT_EQ(j.results.at("correctness_relation").at("relation"), "old rejected");
   EXPECT_EQ(j.results.at("verdict").at("decision"), "ship");
 }
 
 TEST(CompareJudge, WrongTimedOutputOnNewAloneIsBlamed) {
-  test::TempDir t;
   compare::Evidence ev = jit_evidence();
   ev.warm[1].side[1].verified = false;
   ev.warm[1].side[1].verify_detail = "timed output wrong";
-  const compare::Judgement j = compare::judge(static_part(t), ev, options());
+  const compare::Judgement j = judge_with(ev);
   EXPECT_EQ(j.results.at("verdict").at("decision"), "do_not_ship");
   EXPECT_NO_THROW(report::render_compare_memo(j.results));
 }
 
 TEST(CompareJudge, NoLaunchPlanIsIncompleteNotAnError) {
-  test::TempDir t;
   compare::Evidence ev = jit_evidence();
   ev.can_launch = false;
   ev.warm.clear();
-  const compare::Judgement j = compare::judge(static_part(t), ev, options());
+  const compare::Judgement j = judge_with(ev);
   EXPECT_EQ(j.exit_code, 3);
   EXPECT_NO_THROW(report::render_compare_memo(j.results));
 }
@@ -249,11 +249,10 @@ TEST(CompareJudge, NoLaunchPlanIsIncompleteNotAnError) {
 // a failed startup mode is named, never replaced by another; every shape is judged and a shape whose
 // verdict differs from the decision shape's is named.
 TEST(CompareJudge, WrongTimedOutputOnOldAloneIsReportedAndLeavesNoBaseline) {
-  test::TempDir t;
   compare::Evidence ev = jit_evidence();
   ev.warm[0].side[0].verified = false;
   ev.warm[0].side[0].verify_detail = "y[17] expected 1.5, got 0";
-  const compare::Judgement j = compare::judge(static_part(t), ev, options());
+  const compare::Judgement j = judge_with(ev);
   EXPECT_EQ(j.exit_code, 3);
   EXPECT_EQ(j.results.at("verdict").at("decision"), "incomplete");
   const std::string reasons = j.results.at("verdict").at("reasons").dump();
@@ -262,7 +261,6 @@ TEST(CompareJudge, WrongTimedOutputOnOldAloneIsReportedAndLeavesNoBaseline) {
 }
 
 TEST(CompareJudge, AFailedStartupModeIsNamedNotReplaced) {
-  test::TempDir t;
   compare::Evidence ev = jit_evidence();
   // The first profile (long-lived server) decides in one cache mode; NEW's probes all failed there.
   const CacheMode mode = options().profiles.front().jit_cache;
@@ -272,7 +270,7 @@ TEST(CompareJudge, AFailedStartupModeIsNamedNotReplaced) {
       m.side[1].failures = 12;
       m.side[1].failure_messages = {"probe exited with signal SIGSEGV"};
     }
-  const compare::Judgement j = compare::judge(static_part(t), ev, options());
+  const compare::Judgement j = judge_with(ev);
   EXPECT_EQ(j.exit_code, 3);
   const std::string reasons = j.results.at("verdict").at("reasons").dump();
   EXPECT_NE(reasons.find("startup probes of NEW failed"), std::string::npos) << reasons;
@@ -282,12 +280,11 @@ TEST(CompareJudge, AFailedStartupModeIsNamedNotReplaced) {
 }
 
 TEST(CompareJudge, EveryShapeIsJudgedAndADissentingShapeIsNamed) {
-  test::TempDir t;
   compare::Evidence ev = jit_evidence();
   // At the small shape NEW is slower; the decision shape (the large one) ships.
   ev.warm[0].side[1].medians = noisy(1.30, 0.004, 6, 3);
   ev.warm[0].side[1].pooled = ev.warm[0].side[1].medians;
-  const compare::Judgement j = compare::judge(static_part(t), ev, options());
+  const compare::Judgement j = judge_with(ev);
   const json& per = j.results.at("warm").at("verdict_per_shape");
   ASSERT_EQ(per.size(), 2u);
   EXPECT_EQ(per.at(1).at("decision_shape"), true);
@@ -301,11 +298,10 @@ TEST(CompareJudge, EveryShapeIsJudgedAndADissentingShapeIsNamed) {
 // compare's --margin has qualify's words, REL[,ABS]: an absolute part makes a 0.1 ms warm saving on 1 ms "no
 // difference"; it is recorded, decide gives the recorded verdict back, and decide --margin with it answers the same.
 TEST(CompareJudge, TheWarmMarginHasAnAbsolutePartAsQualifysHas) {
-  test::TempDir t;
-  const json plain = compare::judge(static_part(t), jit_evidence(), options()).results;
+  const json plain = judge_with(jit_evidence()).results;
   compare::JudgeOptions jo = options();
   jo.warm_margin = {0.02, 0.2};  // [ms]: 20 % of OLD's 1 ms
-  const json wide = compare::judge(static_part(t), jit_evidence(), jo).results;
+  const json wide = judge_with(jit_evidence(), jo).results;
   EXPECT_DOUBLE_EQ(wide.at("warm").at("margin_absolute_ms").get<double>(), 0.2);
   const std::string shape_plain = plain.at("warm").at("shapes").at(0).at("comparison").dump();
   const std::string shape_wide = wide.at("warm").at("shapes").at(0).at("comparison").dump();
@@ -323,8 +319,7 @@ TEST(CompareJudge, TheWarmMarginHasAnAbsolutePartAsQualifysHas) {
 // kqual decide on a compare result: the recorded profiles give the recorded verdicts; another
 // profile is answered from the same samples, offline.
 TEST(CompareJudge, DecideReJudgesTheRecordedSamplesPerProfile) {
-  test::TempDir t;
-  const json r = compare::judge(static_part(t), jit_evidence(), options()).results;
+  const json r = judge_with(jit_evidence()).results;
   const pipeline::DecideOutcome same = pipeline::decide_results(r, {});
   EXPECT_EQ(same.recorded, "ship");
   EXPECT_EQ(same.verdict, "ship") << same.text;

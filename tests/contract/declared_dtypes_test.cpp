@@ -50,12 +50,7 @@ all = ["f32"]
 x = { dist = "int", lo = -254, hi = 254, scale = 0.5 }
 [families.wide]
 x = { dist = "normal", std = 1000 }
-[cost]
-flops = "n"
-[reference]
-python = "reference.py"
-function = "f"
-)";
+)" + test_util::cost_and_reference_tables("n");
 }
 const char* kTimesK = "def f(x, k):\n    return x * k\n";
 
@@ -63,8 +58,7 @@ using Emulated = std::function<void(double x, std::uint8_t* out, std::size_t i)>
 
 // The first failing case's class over the contract's cases ("" = accepted).
 std::string judge(const Contract& c, DType out, const Emulated& k) {
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   s.min_alignment_bytes = 4;
   for (const auto& cs : c.correctness_cases(s, 7, false)) {
     CaseData d = c.make_case(cs);

@@ -86,8 +86,7 @@ std::vector<std::uint8_t> spmv_kernel(const CaseData& d, bool skip_last) {
 TEST(declared_generator, CsrInputsComeFromTheGeneratorAndHoldTheirDeclaration) {
   KQUAL_NEED_NUMPY();
   const Contract& c = load_declared_contract(kCsr);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   const auto cases = c.correctness_cases(s, 5, false);
   ASSERT_GT(cases.size(), 10u);
   std::set<std::vector<std::int64_t>> seen_indptr;
@@ -160,8 +159,7 @@ TEST(declared_generator, AGeneratorBreakingItsDeclarationIsRefusedByName) {
       {"gen_raises", "    raise RuntimeError('no CSR today')\n", "RuntimeError: no CSR today"},
       {"gen_past_i32", good_indptr + "    indices = np.full(nnz, 2**40, np.int64)\n", "outside i32's range"},
   };
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   for (const auto& b : bad) {
     std::string py = head + b.body;
     if (py.find("return") == std::string::npos) py += "    return {'indptr': indptr, 'indices': indices}\n";
@@ -185,8 +183,7 @@ TEST(declared_generator, AGeneratorDrawingWithoutItsSeedIsRefused) {
       "            'indices': rng.integers(0, cols, size=nnz).astype(np.int32)}\n";
   CsrVariant v("gen_unseeded", unseeded);
   const Contract& c = load_declared_contract(v.file);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   // The case with the most stored values: two unseeded draws of a tiny case (one row, one column) can
   // agree by chance, which would make this test flaky rather than wrong.
   const auto unseeded_cases = c.correctness_cases(s, 5, false);
@@ -287,14 +284,7 @@ shape = ["rows", "cols"]
 role = "output"
 shape = ["rows"]
 error = { model = "allclose", atol = 1e-6, rtol = 1e-5 }
-[dtypes]
-all = ["f32"]
-[cost]
-flops = "rows * cols"
-[reference]
-python = "reference.py"
-function = "f"
-)toml";
+)toml" + test_util::f32_reference_tables("rows * cols");
   const std::string ref = "import numpy as np\n\ndef f(p, m, x):\n    return (p * x * m).sum(axis=1)\n";
   auto variant = [&](const std::string& name, const std::string& body) {
     auto folder = std::make_unique<test_util::ContractFolder>(test_util::named(toml, name), ref, name);
@@ -305,8 +295,7 @@ function = "f"
         << body << "    return {'p': p, 'm': m}\n";
     return folder;
   };
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   {
     auto ok = variant("gen_probs_ok", "");
     const Contract& c = load_declared_contract(ok->file);
@@ -334,8 +323,7 @@ TEST(declared_generator, ATorchGeneratorNeedsPyTorch) {
   CsrVariant v("gen_torch", "import torch\n\ndef make_csr(rows, cols, nnz, seed):\n    raise RuntimeError('unused')\n",
                {{"function = \"make_csr\"", "function = \"make_csr\"\nkind = \"torch\""}});
   const Contract& c = load_declared_contract(v.file);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   const std::string e = error_of([&] { (void)c.make_case_in(c.correctness_cases(s, 5, false).front(), test_util::run_host()); });
   if (e.find("RuntimeError: unused") != std::string::npos) GTEST_SKIP() << "PyTorch is installed here: the generator ran";
   EXPECT_NE(e.find("needs PyTorch: [generator] kind = \"torch\""), std::string::npos) << e;
@@ -346,8 +334,7 @@ TEST(declared_generator, UniqueIndicesImplyAConstraint) {
   CsrVariant v("gen_unique", gen, {{"dist = \"indices\", axis = \"cols\" }", "dist = \"indices\", axis = \"cols\", unique = true }"},
                                    {"base = 300", "base = 30"}});
   const Contract& c = load_declared_contract(v.file);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   const auto r = c.validate(c.request(DType::f32, c.complete_dims({{"rows", 4}, {"cols", 8}, {"nnz", 9}})), s);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->code, "constraint");
@@ -379,16 +366,8 @@ shape = ["n"]
 role = "output"
 shape = ["one"]
 error = { model = "allclose", atol = 1e-6, rtol = 1e-5 }
-[dtypes]
-all = ["f32"]
-[cost]
-flops = "3 * n"
-[reference]
-python = "reference.py"
-function = "f"
-)toml";
-  Supports s;
-  s.dtypes = {DType::f32};
+)toml" + test_util::f32_reference_tables("3 * n");
+  Supports s = test_util::f32_only();
   test_util::ContractFolder good(test_util::named(toml, "one_value_mse"), "import numpy as np\n\ndef f(p, t):\n    return np.array([np.mean((p - t) ** 2)])\n",
                                  "one_value_mse");
   const Contract& c = load_declared_contract(good.file);

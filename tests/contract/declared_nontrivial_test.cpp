@@ -39,8 +39,7 @@ TEST(DeclaredContract, ReferenceErrorsAreContractErrorsNamingFileAndCase) {
     if (std::string(b.name) == "ref_nan") toml.replace(toml.find("ulps = 1 }"), 10, "ulps = 1, nan = \"finite\" }");
     Written w(toml, b.py, b.name);
     const Contract& c = load_declared_contract(w.file);
-    Supports s;
-    s.dtypes = {DType::f32};
+    Supports s = test_util::f32_only();
     auto cases = c.correctness_cases(s, 1, false);
     ASSERT_FALSE(cases.empty());
     std::string e = error_of([&] {
@@ -54,8 +53,7 @@ TEST(DeclaredContract, ReferenceErrorsAreContractErrorsNamingFileAndCase) {
   two.replace(two.find("[tensors.y]"), 11, "[tensors.z]\nrole = \"input\"\nshape = [\"n\"]\n[tensors.y]");
   Written w(two, "def f(x, z):\n    return 2 * x\n", "ref_ignores");
   const Contract& c = load_declared_contract(w.file);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   std::string e =
       error_of([&] { (void)c.reference(c.make_case(c.correctness_cases(s, 1, false).front()), test_util::run_host()); });
   EXPECT_NE(e.find("when input 'z' changes"), std::string::npos) << e;
@@ -73,35 +71,14 @@ TEST(DeclaredContract, ReferenceErrorsAreContractErrorsNamingFileAndCase) {
 TEST(DeclaredContract, AnAxisHeldAtOneIsRaisedBeforeTheReferenceIsCalledConstant) {
   KQUAL_NEED_NUMPY();
   auto softmax = [](const char* name, const char* cols_range) {
-    return fmt::format(R"([contract]
-name = "{}"
-summary = "row softmax"
-[axes.rows]
-range = [1, 4096]
-base = 3
-[axes.cols]
-range = {}
-base = 1
-[tensors.x]
-role = "input"
-shape = ["rows", "cols"]
-[tensors.y]
-role = "output"
-shape = ["rows", "cols"]
-error = {{ model = "allclose", atol = 1e-6, rtol = 1e-5 }}
-[dtypes]
-all = ["f32"]
-[cost]
-flops = "rows * cols"
-[reference]
-python = "reference.py"
-function = "f"
-)",
-                       name, cols_range);
+    test_util::RowsCols keys;
+    keys.summary = "row softmax";
+    keys.axes = fmt::format("[axes.rows]\nrange = [1, 4096]\nbase = 3\n[axes.cols]\nrange = {}\nbase = 1", cols_range);
+    keys.error = "{ model = \"allclose\", atol = 1e-6, rtol = 1e-5 }";
+    return test_util::rows_cols_contract(name, keys);
   };
   const char* py = "import numpy as np\ndef f(x):\n    e = np.exp(x - x.max(axis=1, keepdims=True))\n    return e / e.sum(axis=1, keepdims=True)\n";
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   Written grows(softmax("softmax_cols_one", "[1, 4096]"), py, "softmax_cols_one");
   const Contract& c = load_declared_contract(grows.file);
   EXPECT_NO_THROW((void)c.reference(c.make_case(c.correctness_cases(s, 1, false).front()), test_util::run_host()));
@@ -126,8 +103,7 @@ TEST(DeclaredContract, AnInputDeclaredUnreadIsExemptAndTheDeclarationChecked) {
               std::string("[tensors.z]\nrole = \"input\"\nshape = [\"n\"]\n") + unread + "[tensors.y]");
     return t;
   };
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   Written ok(with_z("unread_ok", "unread = \"the backward is given the activation\"\n"), "def f(x, z):\n    return 2 * x\n", "unread_ok");
   const Contract& c = load_declared_contract(ok.file);
   EXPECT_NO_THROW((void)c.reference(c.make_case(c.correctness_cases(s, 1, false).front()), test_util::run_host()));
@@ -151,8 +127,7 @@ TEST(DeclaredContract, IgnoredInputsAreNamedNotRefusedButNeverAll) {
     t.replace(t.find("[contract]\n"), 11, "[contract]\nignored_inputs = \"the model's z is cancelled downstream\"\n");
     return t;
   };
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   Written ok(with_z("ignores_z"), "def f(x, z):\n    return 2 * x\n", "ignores_z");
   const Contract& c = load_declared_contract(ok.file);
   EXPECT_NO_THROW((void)c.reference(c.make_case(c.correctness_cases(s, 1, false).front()), test_util::run_host()));

@@ -284,12 +284,7 @@ error = { model = "exact" }
 all = ["i64"]
 [families.codes]
 x = { dist = "bits" }
-[cost]
-flops = "n"
-[reference]
-python = "reference.py"
-function = "f"
-)";
+)" + test_util::cost_and_reference_tables("n");
   std::ofstream(dir.path() / "b" / "reference.py") << "def f(x):\n    return x\n";
   try {
     (void)load_declared_contract(file);

@@ -20,8 +20,7 @@ std::string first_use_error(const std::string& name, const std::string& py) {
   keys.axis = "range = [1, 100000]\nhints = [32]\nbase = 64";
   const test_util::ContractFolder folder(test_util::one_axis_contract(name, keys), py, name);
   const Contract& c = load_declared_contract(folder.file);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   try {
     (void)c.reference(c.make_case(c.correctness_cases(s, 1, false).front()), test_util::run_host());
   } catch (const Error& e) {

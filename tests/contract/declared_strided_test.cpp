@@ -37,42 +37,17 @@ struct Written {
   }
 };
 
-// y = 2 x over a rows x cols view; X_KEYS and Y_KEYS are the tensors' layout keys, EXTRA more tables.
+// y = 2 x over a rows x cols view (test_util::rows_cols_contract); x_keys and y_keys are the tensors'
+// layout keys, extra more tables.
 std::string scale_contract(const std::string& name, const std::string& x_keys, const std::string& y_keys,
                            const std::string& extra = "") {
-  std::string s = R"([contract]
-name = "NAME"
-summary = "y = 2 x over strided rows"
-[axes.rows]
-range = [1, 100000]
-base = 5
-[axes.cols]
-range = [1, 100000]
-hints = [32]
-base = 40
-[tensors.x]
-role = "input"
-shape = ["rows", "cols"]
-X_KEYS
-[tensors.y]
-role = "output"
-shape = ["rows", "cols"]
-error = { model = "ulps", ulps = 1 }
-Y_KEYS
-[dtypes]
-all = ["f32"]
-[cost]
-flops = "rows * cols"
-[reference]
-python = "reference.py"
-function = "f"
-EXTRA
-)";
-  s.replace(s.find("NAME"), 4, name);
-  s.replace(s.find("X_KEYS"), 6, x_keys);
-  s.replace(s.find("Y_KEYS"), 6, y_keys);
-  s.replace(s.find("EXTRA"), 5, extra);
-  return s;
+  test_util::RowsCols keys;
+  keys.summary = "y = 2 x over strided rows";
+  keys.axes = "[axes.rows]\nrange = [1, 100000]\nbase = 5\n[axes.cols]\nrange = [1, 100000]\nhints = [32]\nbase = 40";
+  keys.x_keys = x_keys;
+  keys.y_keys = y_keys;
+  keys.extra = extra;
+  return test_util::rows_cols_contract(name, keys);
 }
 
 TEST(DeclaredStrided, LayoutKeysMakeARowStrideAxis) {

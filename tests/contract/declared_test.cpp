@@ -95,8 +95,7 @@ TEST(DeclaredContract, AnAlternativeTheFileLacksIsAContractError) {
   KQUAL_NEED_NUMPY();
   Written w(minimal("lacks_alternative", "alternative = \"g\""), "def f(x):\n    return 2 * x\n", "lacks_alternative");
   const Contract& c = load_declared_contract(w.file);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   const CaseData d = c.make_case(c.correctness_cases(s, 1, false).at(0));
   const std::string e = error_of([&] { (void)c.reference(d, test_util::run_host()); });
   EXPECT_NE(e.find("defines no function 'g'"), std::string::npos) << e;
@@ -107,8 +106,7 @@ TEST(DeclaredContract, ConstraintsAreEvaluatedAndRefused) {
   toml.replace(toml.find("hints = [32]"), 12, "hints = [32]\nlarge = 4096");
   Written w(toml, "def f(x):\n    return 2 * x\n", "constrained");
   const Contract& c = load_declared_contract(w.file);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   for (const auto& cs : c.correctness_cases(s, 7, true)) EXPECT_EQ(cs.dims.at("n") % 2, 0) << cs.id;
   auto r = c.validate(c.request(DType::f32, {{"n", 33}}), s);
   ASSERT_TRUE(r);
@@ -214,8 +212,7 @@ TEST(DeclaredContract, SoftmaxJudgesLikeTheBuiltIn) {
       return out;
     };
   };
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   s.min_alignment_bytes = 4;
   for (auto [name, defect] : {std::pair{"good", none}, {"no_max_subtraction", no_max}, {"missing_tail", tail},
                               {"sum_in_bf16", sum_bf16}, {"wrong_row_max", row_max_first_half}}) {
@@ -237,8 +234,7 @@ TEST(DeclaredContract, RmsnormCasesReferenceAndBounds) {
   EXPECT_EQ(c.scalars()[0].name, "eps");
   EXPECT_EQ(c.tensor_dtype("w", DType::bf16), DType::f32);  // the bf16 row keeps the weight in f32
   EXPECT_EQ(c.tensor_dtype("y", DType::bf16), DType::bf16);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   s.min_alignment_bytes = 4;
   auto cases = c.correctness_cases(s, 3, false);
   std::set<std::int64_t> cols;
@@ -290,8 +286,7 @@ TEST(DeclaredContract, TheReferenceProcessImportsNothingFromTheWorkingDirectory)
   std::string error;
   try {
     const Contract& c = load_declared_contract(kRepo / "contracts/gelu/contract.toml");
-    Supports s;
-    s.dtypes = {DType::f32};
+    Supports s = test_util::f32_only();
     const auto cases = c.correctness_cases(s, 3, false);
     if (cases.empty()) throw std::runtime_error("gelu has no f32 case");
     CaseData d = c.make_case(cases.front());
@@ -381,8 +376,7 @@ TEST(DeclaredContract, DeclaredAlignmentIsTheContracts) {
   toml.replace(toml.find("shape = [\"n\"]"), 13, "shape = [\"n\"]\nalignment = 16");
   Written w(toml, "def f(x):\n    return 2 * x\n", "aligned16");
   const Contract& c = load_declared_contract(w.file);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   s.min_alignment_bytes = 4;  // the candidate would take any element
   auto r = c.validate(c.request(DType::f32, {{"n", 100}}, 1), s);
   ASSERT_TRUE(r);
@@ -475,8 +469,7 @@ TEST(DeclaredContract, OneCaseHasEveryFreeAxisOffItsBaseAtOnce) {
   toml.replace(toml.find("flops = \"n\""), std::string("flops = \"n\"").size(), "flops = \"rows * cols\"");
   const Written w(toml, "def f(x):\n    return {'y': 2 * x}\n", "two_axes");
   const Contract& c = load_declared_contract(w.file);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   bool odd = false;
   for (const auto& cs : c.correctness_cases(s, 1, false)) {
     const std::int64_t n = cs.dims.at("rows") * cs.dims.at("cols");
@@ -492,30 +485,11 @@ TEST(DeclaredContract, OneCaseHasEveryFreeAxisOffItsBaseAtOnce) {
 // check). The example now takes a row count where the refusal is real, and a contract whose rows can
 // never exceed one lists no such refusal at all.
 TEST(DeclaredContract, TransposedRefusalIsRealWhenTheBaseHasOneRow) {
-  const std::string body = R"(
-[contract]
-name = "NAME"
-summary = "y = 2 x, rows x cols"
-ROWS
-[tensors.x]
-role = "input"
-shape = ["rows", "cols"]
-[tensors.y]
-role = "output"
-shape = ["rows", "cols"]
-error = { model = "ulps", ulps = 1 }
-[dtypes]
-all = ["f32"]
-[cost]
-flops = "rows * cols"
-[reference]
-python = "reference.py"
-function = "f"
-)";
-  auto contract = [&](const std::string& name, const std::string& rows) {
-    std::string t = test_util::named(body, name);
-    t.replace(t.find("ROWS"), 4, rows);
-    return t;
+  // y = 2 x over rows x cols (test_util::rows_cols_contract), its axes `axes`.
+  auto contract = [](const std::string& name, const std::string& axes) {
+    test_util::RowsCols keys;
+    keys.axes = axes;
+    return test_util::rows_cols_contract(name, keys);
   };
   // rows variable with a base of 1 (cols constant, so the base shape is the domain's example); rows a
   // constant 1 (cols variable): no row-major operand can ever be transposed.

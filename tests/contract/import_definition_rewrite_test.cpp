@@ -77,8 +77,7 @@ TEST(ImportDefinitionRewrite, LiteralSizesAndZeroDTensorsBecomeAConstantAxis) {
   const Contract& c = load_declared_contract(o.out);
   EXPECT_EQ(c.given_dims(), (std::vector<std::string>{"batch_size", "kv_len"}));
   EXPECT_EQ(c.complete_dims({{"batch_size", 3}, {"kv_len", 5}}).at("c1"), 1);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   s.max_n = kUnlimited;
   const auto cases = c.correctness_cases(s, 1, false);
   ASSERT_FALSE(cases.empty());
@@ -147,8 +146,7 @@ TEST(ImportDefinitionRewrite, TheReferenceAdapterRestoresZeroDTensorsAndBools) {
 std::vector<CaseSpec> cases_over_batch_size(const std::filesystem::path& out) {
   const Contract& c = load_declared_contract(out);
   EXPECT_EQ(c.given_dims(), (std::vector<std::string>{"batch_size"}));
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   s.max_n = kUnlimited;
   return c.correctness_cases(s, 1, false);
 }
@@ -278,8 +276,7 @@ TEST(ImportDefinitionRewrite, AZeroDOutputIsJudgedByRedrawingTheInputs) {
   const DefinitionImportOptions o = fixture_as(dir.path(), "mse_loss_h64", "mse_loss_a", true);
   const DefinitionImport r = import_definition(o);
   EXPECT_TRUE(contains(toml_table(r.contract_toml, "[tensors.loss]"), "shape = [\"c1\"]")) << r.contract_toml;
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   const Contract& good = load_declared_contract(
       numpy_copy(o, "mse_loss_a", "mse_loss_a_numpy", "def run(predictions, targets):\n    return np.mean((predictions - targets) ** 2)\n"));
   const auto cases = good.correctness_cases(s, 1, false);

@@ -31,27 +31,14 @@ const fs::path kDefinitionFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/contrac
 using test_util::definition_refusal;
 using test_util::toml_table;
 
-// A fixture's Definition and workloads copied into `dir` under another name: a process registers each
-// declared contract name once, and another test imports the fixture under its own.
+// A fixture's Definition and workloads copied into `dir` under another name (test_util::renamed_definition).
 DefinitionImportOptions renamed_fixture(const fs::path& dir, const std::string& stem, const std::string& name) {
-  DefinitionImportOptions o;
-  o.definition = dir / (name + ".json");
-  o.workloads = dir / (name + ".jsonl");
-  o.out = dir / name;
-  for (const auto& [from, to] : {std::pair{kDefinitionFixtures / (stem + ".json"), o.definition}, {kDefinitionFixtures / (stem + ".jsonl"), o.workloads}}) {
-    std::string text = read_text_file(from);
-    for (std::size_t p; (p = text.find("\"" + stem + "\"")) != std::string::npos;) text.replace(p, stem.size() + 2, "\"" + name + "\"");
-    write_file_atomic(to, text);
-  }
-  return o;
+  return test_util::renamed_definition(kDefinitionFixtures, dir, stem, name);
 }
 
 TEST(ImportDefinition, TranslatesAxesScalarsConstraintsWorkloadsAndTolerance) {
   ScratchDir dir("kqual-import-def");
-  DefinitionImportOptions o;
-  o.definition = kDefinitionFixtures / "fused_add_rmsnorm_h1024.json";
-  o.workloads = kDefinitionFixtures / "fused_add_rmsnorm_h1024.jsonl";
-  o.out = dir.path() / "fused_add_rmsnorm_h1024";
+  DefinitionImportOptions o = test_util::definition_files(kDefinitionFixtures, "fused_add_rmsnorm_h1024", dir.path() / "fused_add_rmsnorm_h1024");
   const DefinitionImport r = import_definition(o);
   EXPECT_EQ(r.workloads, 3);  // the line of another definition is skipped
   EXPECT_EQ(r.bench_shapes, (std::vector<std::string>{"batch_size=1", "batch_size=7", "batch_size=512"}));
@@ -97,10 +84,7 @@ TEST(ImportDefinition, TranslatesAxesScalarsConstraintsWorkloadsAndTolerance) {
 // expression is written in kqual's operators, and the derived axis is usable in shapes.
 TEST(ImportDefinition, TranslatesPythonFloorDivisionInAxisExpressions) {
   ScratchDir dir("kqual-import-def");
-  DefinitionImportOptions o;
-  o.definition = kDefinitionFixtures / "rope_pairs_d16.json";
-  o.workloads = kDefinitionFixtures / "rope_pairs_d16.jsonl";
-  o.out = dir.path() / "rope";
+  DefinitionImportOptions o = test_util::definition_files(kDefinitionFixtures, "rope_pairs_d16", dir.path() / "rope");
   const DefinitionImport r = import_definition(o);
   EXPECT_NE(r.contract_toml.find("expr = \"head_dim / 2\""), std::string::npos) << r.contract_toml;
   EXPECT_EQ(r.contract_toml.find("max_case_elements"), std::string::npos) << "small tensors keep the default cap";
@@ -171,10 +155,7 @@ using test_util::have_numpy;
 TEST(ImportDefinition, SmallScaleFamilyRejectsAnRmsnormThatDropsEps) {
   if (!have_numpy()) GTEST_SKIP() << "no Python 3 with NumPy (install python3-numpy)";
   ScratchDir dir("kqual-import-def");
-  DefinitionImportOptions o;
-  o.definition = kDefinitionFixtures / "rmsnorm_h512.json";
-  o.workloads = kDefinitionFixtures / "rmsnorm_h512.jsonl";
-  o.out = dir.path() / "rmsnorm_h512";
+  DefinitionImportOptions o = test_util::definition_files(kDefinitionFixtures, "rmsnorm_h512", dir.path() / "rmsnorm_h512");
   (void)import_definition(o);
   // The imported contract, registered under its name, is kept; the NumPy copy gets its own name.
   std::string toml = read_text_file(o.out / "contract.toml");
@@ -204,8 +185,7 @@ TEST(ImportDefinition, SmallScaleFamilyRejectsAnRmsnormThatDropsEps) {
     }
     return out;
   };
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   s.max_n = kUnlimited;
   std::map<std::string, int> cases, good_failed, no_eps_failed;
   std::string code;
@@ -248,8 +228,7 @@ TEST(ImportDefinition, RaisesTheCaseCapToLargeConstantTensors) {
   // contract says so instead of pretending they run.
   EXPECT_TRUE(kqual::test::contains(r.contract_toml, "these families run on no case")) << r.contract_toml;
   const Contract& c = load_declared_contract(o.out);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   s.max_n = kUnlimited;
   EXPECT_FALSE(c.correctness_cases(s, 1, false).empty());
 }
@@ -316,11 +295,7 @@ TEST(ImportDefinition, RefusesByNameWhatCannotBeExpressed) {
 // loaded, its cases generated, and the written error models, values and families checked.
 
 DefinitionImport import_fixture(const fs::path& dir, const std::string& stem) {
-  DefinitionImportOptions o;
-  o.definition = kDefinitionFixtures / (stem + ".json");
-  o.workloads = kDefinitionFixtures / (stem + ".jsonl");
-  o.out = dir / stem;
-  return import_definition(o);
+  return import_definition(test_util::definition_files(kDefinitionFixtures, stem, dir / stem));
 }
 
 // The inputs of the largest case of `family` (the most elements: a 1 % share shows there), made by

@@ -100,8 +100,7 @@ TEST(import_generator, PagedOffsetsIndicesAndLengthsComeFromTheDefinitionItself)
   EXPECT_GE(std::fabs(std::fabs(v) - 1), 0.1);
   // Every case's integer inputs hold their structure (kqual draws them: no Python needed).
   const Contract& c = load_declared_contract(im.r.out);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   int cases = 0;
   for (const auto& cs : c.correctness_cases(s, 3, false)) {
     const CaseData d = c.make_case(cs);
@@ -135,8 +134,7 @@ TEST(import_generator, SolsInputGeneratorBecomesTheContractsGenerator) {
   // Here (no PyTorch) the generator cannot run: refused by that name when a case is made.
   if (!test_util::have_numpy()) GTEST_SKIP() << "no python3 with NumPy here";
   const Contract& c = load_declared_contract(im.r.out);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   std::string e;
   try {
     (void)c.make_case_in(c.correctness_cases(s, 3, false).front(), test_util::run_host());
@@ -192,8 +190,7 @@ TEST(import_generator, AnIndexWrittenThroughIsUniqueAndItsAxisLargeEnough) {
             std::string::npos)
       << im.r.contract_toml;
   const Contract& c = load_declared_contract(im.r.out);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   const auto r = c.validate(c.request(DType::f32, c.complete_dims({{"n", 9}, {"m", 4}})), s);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->code, "constraint");
@@ -255,8 +252,7 @@ TEST(import_generator, RunsAssertsAndSliceBoundsStateTheValues) {
       << t;
   EXPECT_NE(t.find("values = { dist = \"indices\", axis = \"num_pages\" }"), std::string::npos) << t;
   const Contract& c = load_declared_contract(im.r.out);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   int cases = 0;
   for (const auto& cs : c.correctness_cases(s, 3, false)) {
     const CaseData d = c.make_case(cs);

@@ -59,8 +59,7 @@ TEST(ImportKernelBench, ElementwiseProblemScaledToTheCapWithConstantsAsAxes) {
   EXPECT_TRUE(kqual::test::contains(r.contract_toml, "\ndeterministic = false\n")) << r.contract_toml;
   EXPECT_FALSE(c.reproducibility(DType::f32).required);
   // Boundary cases along both axes: a warp and a block's t-1, t, t+1 with the other axis at its base.
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   s.max_n = kUnlimited;
   bool dim_257 = false, batch_33 = false, large = false;
   for (const auto& cs : c.correctness_cases(s, 1, true)) {
@@ -152,8 +151,7 @@ TEST(ImportKernelBench, ProbabilityRowsAreDrawnAsSoftmaxRows) {
   o.name = "kb_mse_loss_probabilities";
   (void)import_kernelbench(o);
   const Contract& c = load_declared_contract(dir.path() / "probs");
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   const auto cases = c.correctness_cases(s, 1, false);
   ASSERT_FALSE(cases.empty());
   const CaseData d = c.make_case(cases.front());
@@ -225,8 +223,7 @@ TEST(ImportKernelBench, WritesValueScaleFamiliesForTheDataInputs) {
     EXPECT_FALSE(kqual::test::contains(toml_table(g.contract_toml, f), "idx")) << f;
   }
   const Contract& c = load_declared_contract(dir.path() / "g");
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   s.max_n = kUnlimited;
   std::map<std::string, int> seen;
   for (const auto& cs : c.correctness_cases(s, 1, false)) {
@@ -310,8 +307,7 @@ TEST(ImportKernelBench, AnAxisNeverEmptiesADimDerivedFromIt) {
   EXPECT_TRUE(kqual::test::contains(r.contract_toml, "[axes.width]\nrange = [9, 2147483647]")) << r.contract_toml;
   EXPECT_TRUE(kqual::test::contains(r.contract_toml, "[axes.height]\nrange = [8, 2147483647]")) << r.contract_toml;
   const Contract& c = load_declared_contract(dir.path() / "c");
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   s.max_n = kUnlimited;
   const auto cases = c.correctness_cases(s, 1, true);
   ASSERT_FALSE(cases.empty());

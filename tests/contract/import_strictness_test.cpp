@@ -36,16 +36,7 @@ using kqual::test::contains;
 DefinitionImportOptions fixture(const fs::path& dir, const std::string& stem, std::string name = "") {
   static int k = 0;
   if (name.empty()) name = stem + "_" + std::to_string(k++);
-  DefinitionImportOptions o;
-  o.definition = dir / (name + ".json");
-  o.workloads = dir / (name + ".jsonl");
-  o.out = dir / name;
-  for (const auto& [from, to] : {std::pair{kDefs / (stem + ".json"), o.definition}, {kDefs / (stem + ".jsonl"), o.workloads}}) {
-    std::string text = read_text_file(from);
-    for (std::size_t p; (p = text.find("\"" + stem + "\"")) != std::string::npos;) text.replace(p, stem.size() + 2, "\"" + name + "\"");
-    write_file_atomic(to, text);
-  }
-  return o;
+  return test_util::renamed_definition(kDefs, dir, stem, name);
 }
 
 // The atol and rtol written for output `out` ("y = ...error = { model = "allclose", atol = A, rtol = R").
@@ -264,10 +255,7 @@ TEST(ImportStrictness, CasesNotRunAreListed) {
   def["inputs"]["x"]["shape"] = json::array({"hidden_size", "batch_size"});
   def["inputs"]["w"]["shape"] = json::array({"hidden_size"});
   def["outputs"]["y"]["shape"] = json::array({"hidden_size", "batch_size"});
-  DefinitionImportOptions o;
-  o.definition = other.path() / "cols.json";
-  o.workloads = other.path() / "cols.jsonl";
-  o.out = other.path() / "cols";
+  const DefinitionImportOptions o = test_util::definition_files(other.path(), "cols", other.path() / "cols");
   write_file_atomic(o.definition, def.dump());
   std::string lines = read_text_file(kDefs / "rows_scale_h4096.jsonl");  // lines of another name are skipped
   for (std::size_t p; (p = lines.find("rows_scale_h4096")) != std::string::npos;) lines.replace(p, 16, "cols_scale_h4096");

@@ -55,8 +55,7 @@ TEST(ReferenceHost, OneProcessPerContractPerRunNoneInTheContract) {
   KQUAL_NEED_NUMPY();
   HostContract hc("host_twice", "def f(x):\n    return 2 * x\n");
   const Contract& c = load_declared_contract(hc.file);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   const auto cases = c.correctness_cases(s, 1, false);
   ASSERT_GE(cases.size(), 3u);
   {
@@ -81,8 +80,7 @@ TEST(ReferenceHost, OneProcessPerContractPerRunNoneInTheContract) {
 TEST(ReferenceHost, BuiltInContractsStartNothing) {
   ReferenceHost run;
   const Contract& c = find_contract("softmax");
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   (void)c.reference(c.make_case(c.correctness_cases(s, 1, false).front()), run);
   EXPECT_EQ(run.processes_started(), 0);
 }
@@ -95,8 +93,7 @@ TEST(ReferenceHost, AProcessThatDiesMidRequestIsNamedWithItsStderrAndRestarted) 
                   "def f(x):\n    if not os.path.exists(marker):\n        open(marker, 'w').close()\n"
                   "        sys.stderr.write('the reference gave up here\\n'); sys.stderr.flush(); os._exit(3)\n    return 2 * x\n");
   const Contract& c = load_declared_contract(hc.file);
-  Supports s;
-  s.dtypes = {DType::f32};
+  Supports s = test_util::f32_only();
   const auto cases = c.correctness_cases(s, 1, false);
   ReferenceHost run;
   std::string e;

@@ -10,18 +10,14 @@
 #include "kqual/contract/contract.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/cuda/nvrtc.hpp"
+#include "contract_test_util.hpp"
 
 namespace kqual::contract {
 namespace {
 
 const Contract& C() { return find_contract("residual_add_relu"); }
 
-Supports f32_bf16(std::int64_t align = 4) {
-  Supports s;
-  s.dtypes = {DType::f32, DType::bf16};
-  s.min_alignment_bytes = align;
-  return s;
-}
+Supports f32_bf16(std::int64_t align = 4) { return test_util::claims_of({DType::f32, DType::bf16}, align); }
 
 Request req(DType t, std::int64_t n) {
   Request r;
@@ -168,35 +164,26 @@ TEST(ResidualAddReluCompare, ClassifiesUnwrittenNanAndWrong) {
 }
 
 TEST(ResidualAddReluDomain, RefusesUnsupportedRequestsWithReasons) {
+  using namespace test_util;
   Supports s = f32_bf16(16);
   EXPECT_FALSE(C().validate(req(DType::f32, 1024), s));
-  auto code = [&](const Request& r, const Supports& sup) { auto x = C().validate(r, sup); return x ? x->code : "accepted"; };
+  auto code = [](const Request& r, const Supports& sup) { return refusal_code(C(), r, sup); };
   EXPECT_EQ(code(req(DType::f64, 1024), s), "dtype_unsupported");
   EXPECT_EQ(code(req(DType::i32, 1024), s), "dtype_unsupported");
-  Request mm = req(DType::f32, 1024);
-  mm.lengths["r"] = 1000;
+  const Request mm = with_length(req(DType::f32, 1024), "r", 1000);
   EXPECT_EQ(code(mm, s), "length_mismatch");
-  Request nc = req(DType::f32, 1024);
-  nc.strides["y"] = 3;
-  EXPECT_EQ(code(nc, s), "non_contiguous");
+  EXPECT_EQ(code(with_stride(req(DType::f32, 1024), "y", 3), s), "non_contiguous");
   EXPECT_EQ(code(req(DType::f32, 0), s), "empty");
-  Request off = req(DType::f32, 1024);
-  off.offset_elements = 1;
+  const Request off = offset_by(req(DType::f32, 1024), 1);
   EXPECT_EQ(code(off, s), "misaligned");
   EXPECT_EQ(code(off, f32_bf16(4)), "accepted");
-  Request ip = req(DType::f32, 1024);
-  ip.in_place = true;
-  EXPECT_EQ(code(ip, s), "aliasing_not_claimed");
-  Supports only_f32 = s;
-  only_f32.dtypes = {DType::f32};
-  EXPECT_EQ(code(req(DType::bf16, 1024), only_f32), "dtype_not_claimed");
-  Supports small = s;
-  small.max_n = 1000;
-  EXPECT_EQ(code(req(DType::f32, 1024), small), "exceeds_claim");
+  EXPECT_EQ(code(in_place(req(DType::f32, 1024)), s), "aliasing_not_claimed");
+  EXPECT_EQ(code(req(DType::bf16, 1024), only_dtypes(s, {DType::f32})), "dtype_not_claimed");
+  EXPECT_EQ(code(req(DType::f32, 1024), at_most(s, 1000)), "exceeds_claim");
   // The reason names the offending value.
   EXPECT_NE(C().validate(mm, s)->reason.find("1000"), std::string::npos);
   // The contract's own list of examples agrees with validate().
-  for (const auto& [r, expected] : C().unsupported_examples()) EXPECT_EQ(code(r, s), expected);
+  expect_examples_refused(C(), {s}, {});
 }
 
 TEST(Contracts, UnknownNameListsKnownOnes) {

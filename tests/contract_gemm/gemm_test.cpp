@@ -13,18 +13,14 @@
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/core/error.hpp"
+#include "contract/contract_test_util.hpp"
 
 namespace kqual::contract {
 namespace {
 
 const Contract& C() { return find_contract("gemm"); }
 
-Supports claims(std::int64_t align = 4) {
-  Supports s;
-  s.dtypes = {DType::f32, DType::bf16};
-  s.min_alignment_bytes = align;
-  return s;
-}
+Supports claims(std::int64_t align = 4) { return test_util::claims_of({DType::f32, DType::bf16}, align); }
 
 CaseData make_f32(std::int64_t m, std::int64_t n, std::int64_t k, const std::vector<float>& a, const std::vector<float>& b) {
   CaseData d;
@@ -474,17 +470,9 @@ TEST(GemmCases, FamiliesHaveTheirValues) {
 // ---- refusals -------------------------------------------------------------------------------
 
 TEST(GemmRefusals, EveryExampleRefusedWithItsCode) {
-  std::set<std::string> codes;
-  for (const auto& [req, code] : C().unsupported_examples()) {
-    auto r = C().validate(req, claims());
-    ASSERT_TRUE(r.has_value()) << code;
-    EXPECT_EQ(r->code, code) << r->reason;
-    EXPECT_FALSE(r->reason.empty());
-    codes.insert(code);
-  }
-  for (const char* c : {"dtype_unsupported", "missing_dim", "empty", "too_large", "missing_tensor", "shape_mismatch", "transposed",
-                        "non_contiguous", "aliasing_unsupported"})
-    EXPECT_TRUE(codes.count(c)) << c;
+  test_util::expect_examples_refused(C(), {claims()},
+                                     {"dtype_unsupported", "missing_dim", "empty", "too_large", "missing_tensor", "shape_mismatch",
+                                      "transposed", "non_contiguous", "aliasing_unsupported"});
 }
 
 TEST(GemmRefusals, CandidateClaimsAndAcceptedRequests) {
@@ -493,12 +481,8 @@ TEST(GemmRefusals, CandidateClaimsAndAcceptedRequests) {
   r.dims = {{"m", 16384}, {"n", 1}, {"k", 16384}};
   for (const char* t : {"a", "b", "c"}) r.lengths[t] = C().tensor_elements(t, r.dims);
   EXPECT_FALSE(C().validate(r, claims()).has_value());
-  Supports f32_only = claims();
-  f32_only.dtypes = {DType::f32};
-  EXPECT_EQ(C().validate(r, f32_only)->code, "dtype_not_claimed");
-  Supports small = claims();
-  small.max_n = 1 << 20;
-  EXPECT_EQ(C().validate(r, small)->code, "exceeds_claim");
+  EXPECT_EQ(C().validate(r, test_util::only_dtypes(claims(), {DType::f32}))->code, "dtype_not_claimed");
+  EXPECT_EQ(C().validate(r, test_util::at_most(claims(), 1 << 20))->code, "exceeds_claim");
   r.offset_elements = 1;
   EXPECT_FALSE(C().validate(r, claims(2)).has_value());
   EXPECT_EQ(C().validate(r, claims(16))->code, "misaligned");

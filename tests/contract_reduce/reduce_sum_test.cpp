@@ -12,26 +12,16 @@
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/core/error.hpp"
+#include "contract/contract_test_util.hpp"
 
 namespace kqual::contract {
 namespace {
 
 const Contract& C() { return find_contract("reduce_sum"); }
 
-Supports claims(std::int64_t align = 4) {
-  Supports s;
-  s.dtypes = {DType::f32, DType::bf16};
-  s.min_alignment_bytes = align;
-  return s;
-}
+Supports claims(std::int64_t align = 4) { return test_util::claims_of({DType::f32, DType::bf16}, align); }
 
-Request req(DType t, std::int64_t rows, std::int64_t cols) {
-  Request r;
-  r.dtype = t;
-  r.dims = {{"rows", rows}, {"cols", cols}};
-  r.lengths = {{"x", rows * cols}, {"y", rows}};
-  return r;
-}
+Request req(DType t, std::int64_t rows, std::int64_t cols) { return test_util::rows_cols_request(t, rows, cols, rows); }
 
 Tensor f32_tensor(const std::vector<float>& v) {
   Tensor x;
@@ -66,21 +56,9 @@ std::vector<std::uint8_t> pack(DType t, const std::vector<float>& y) {
   return b;
 }
 
-struct Generated {
-  CaseSpec spec;
-  CaseData data;
-  Tensor expected;
-};
+using test_util::Generated;
 const std::vector<Generated>& generated() {
-  static const std::vector<Generated> all = [] {
-    std::vector<Generated> v;
-    for (const auto& spec : C().correctness_cases(claims(), 42, false)) {
-      CaseData d = C().make_case(spec);
-      Tensor e = C().reference(d).at(0);
-      v.push_back({spec, std::move(d), std::move(e)});
-    }
-    return v;
-  }();
+  static const std::vector<Generated> all = test_util::generated_cases(C(), claims(), 42);
   return all;
 }
 
@@ -126,12 +104,7 @@ std::vector<float> strided_sum(const std::vector<float>& x, std::size_t rows, st
   return y;
 }
 
-float round_bits(float v, int p) {
-  if (v == 0 || !std::isfinite(v)) return v;
-  int e;
-  double m = std::frexp(double(v), &e);
-  return float(std::ldexp(std::nearbyint(std::ldexp(m, p)), e - p));
-}
+using test_util::round_bits;
 
 std::vector<float> narrow_strided(const std::vector<float>& x, std::size_t rows, std::size_t cols, int bits) {
   std::vector<float> y(rows);
@@ -280,12 +253,7 @@ TEST(ReduceSumCases, ShapesFamiliesAndCount) {
   EXPECT_TRUE(large);
 }
 
-TEST(ReduceSumCases, DeterministicBySeed) {
-  CaseSpec s = C().correctness_cases(claims(), 5, false).at(10);
-  EXPECT_EQ(C().make_case(s).inputs[0].bytes, C().make_case(s).inputs[0].bytes);
-  auto a = C().correctness_cases(claims(), 5, false), b = C().correctness_cases(claims(), 6, false);
-  EXPECT_NE(C().make_case(a.at(10)).inputs[0].bytes, C().make_case(b.at(10)).inputs[0].bytes);
-}
+TEST(ReduceSumCases, DeterministicBySeed) { test_util::expect_deterministic_by_seed(C(), claims(), 10); }
 
 TEST(ReduceSumCases, OutputsAreEvidence) {
   int specials = 0;
@@ -309,38 +277,22 @@ TEST(ReduceSumCases, OutputsAreEvidence) {
 // ---- Refusals --------------------------------------------------------------------------------
 
 TEST(ReduceSumDomain, EveryRefusalCodeHasAnExample) {
-  std::set<std::string> codes;
-  for (const auto& [r, code] : C().unsupported_examples()) {
-    for (std::int64_t align : {1, 4, 16}) {
-      Supports s = claims(align);
-      s.in_place = true;
-      s.max_n = std::numeric_limits<std::int64_t>::max();
-      auto got = C().validate(r, s);
-      ASSERT_TRUE(got.has_value()) << code;
-      EXPECT_EQ(got->code, code);
-      EXPECT_FALSE(got->reason.empty());
-    }
-    codes.insert(code);
-  }
-  for (const char* c : {"dtype_unsupported", "missing_dim", "empty", "too_large", "missing_tensor", "length_mismatch",
-                        "non_contiguous", "negative_offset", "aliasing_unsupported"})
-    EXPECT_TRUE(codes.count(c)) << c;
+  // Refused whatever the claims: any alignment, in place, any size.
+  std::vector<Supports> any_claims;
+  for (std::int64_t align : {1, 4, 16})
+    any_claims.push_back(test_util::at_most(test_util::in_place_claimed(claims(align)), std::numeric_limits<std::int64_t>::max()));
+  test_util::expect_examples_refused(C(), any_claims,
+                                     {"dtype_unsupported", "missing_dim", "empty", "too_large", "missing_tensor", "length_mismatch",
+                                      "non_contiguous", "negative_offset", "aliasing_unsupported"});
 }
 
 TEST(ReduceSumDomain, ClaimDependentRefusals) {
-  auto code = [](const Request& r, const Supports& s) {
-    auto x = C().validate(r, s);
-    return x ? x->code : std::string("accepted");
-  };
+  using namespace test_util;
+  auto code = [](const Request& r, const Supports& s) { return refusal_code(C(), r, s); };
   EXPECT_EQ(code(req(DType::bf16, 3, 1000), claims()), "accepted");
-  Supports only_f32 = claims();
-  only_f32.dtypes = {DType::f32};
-  EXPECT_EQ(code(req(DType::bf16, 3, 1000), only_f32), "dtype_not_claimed");
-  Supports small = claims();
-  small.max_n = 2999;
-  EXPECT_EQ(code(req(DType::f32, 3, 1000), small), "exceeds_claim");
-  Request off = req(DType::f32, 3, 1000);
-  off.offset_elements = 1;
+  EXPECT_EQ(code(req(DType::bf16, 3, 1000), only_dtypes(claims(), {DType::f32})), "dtype_not_claimed");
+  EXPECT_EQ(code(req(DType::f32, 3, 1000), at_most(claims(), 2999)), "exceeds_claim");
+  const Request off = offset_by(req(DType::f32, 3, 1000), 1);
   EXPECT_EQ(code(off, claims(16)), "misaligned");
   EXPECT_EQ(code(off, claims(4)), "accepted");
   EXPECT_NE(C().validate(req(DType::f32, 3, 0), claims())->reason.find("cols = 0"), std::string::npos);

@@ -12,6 +12,7 @@
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/core/error.hpp"
+#include "contract/contract_test_util.hpp"
 
 namespace kqual::contract {
 namespace {
@@ -20,12 +21,7 @@ const Contract& C() { return find_contract("exclusive_scan"); }
 
 constexpr std::int64_t kTile = 4096;  // the good candidate's tile (256 threads x 16 items)
 
-Supports claims(std::int64_t align = 4) {
-  Supports s;
-  s.dtypes = {DType::i32, DType::f32};
-  s.min_alignment_bytes = align;
-  return s;
-}
+Supports claims(std::int64_t align = 4) { return test_util::claims_of({DType::i32, DType::f32}, align); }
 
 Request req(DType t, std::int64_t n) {
   Request r;
@@ -68,21 +64,9 @@ Comparison check(const Tensor& expected, const std::vector<T>& actual, std::uint
 }
 
 // Every generated case with its reference, computed once for the whole suite.
-struct Generated {
-  CaseSpec spec;
-  CaseData data;
-  Tensor expected;
-};
+using test_util::Generated;
 const std::vector<Generated>& generated() {
-  static const std::vector<Generated> all = [] {
-    std::vector<Generated> v;
-    for (const auto& spec : C().correctness_cases(claims(), 42, false)) {
-      CaseData d = C().make_case(spec);
-      Tensor e = C().reference(d).at(0);
-      v.push_back({spec, std::move(d), std::move(e)});
-    }
-    return v;
-  }();
+  static const std::vector<Generated> all = test_util::generated_cases(C(), claims(), 42);
   return all;
 }
 
@@ -133,13 +117,7 @@ std::vector<float> tree_scan(const std::vector<float>& x) {
   return y;
 }
 
-// Round to p significant bits (nearest even): bf16 is p = 8, f16 p = 11 (exponent range ignored).
-float round_bits(float v, int p) {
-  if (v == 0 || !std::isfinite(v)) return v;
-  int e;
-  double m = std::frexp(double(v), &e);
-  return float(std::ldexp(std::nearbyint(std::ldexp(m, p)), e - p));
-}
+using test_util::round_bits;
 
 std::vector<float> narrow_scan(const std::vector<float>& x, int bits) {
   std::vector<float> y(x.size());
@@ -314,12 +292,7 @@ TEST(ExclusiveScanCases, SizesFamiliesOffsetsAndCount) {
   EXPECT_TRUE(large);
 }
 
-TEST(ExclusiveScanCases, DeterministicBySeed) {
-  CaseSpec s = C().correctness_cases(claims(), 5, false).at(20);
-  EXPECT_EQ(C().make_case(s).inputs[0].bytes, C().make_case(s).inputs[0].bytes);
-  auto a = C().correctness_cases(claims(), 5, false), b = C().correctness_cases(claims(), 6, false);
-  EXPECT_NE(C().make_case(a.at(20)).inputs[0].bytes, C().make_case(b.at(20)).inputs[0].bytes);
-}
+TEST(ExclusiveScanCases, DeterministicBySeed) { test_util::expect_deterministic_by_seed(C(), claims(), 20); }
 
 TEST(ExclusiveScanCases, OutputsAreEvidence) {
   int specials = 0;
@@ -346,43 +319,25 @@ TEST(ExclusiveScanCases, OutputsAreEvidence) {
 // ---- Refusals --------------------------------------------------------------------------------
 
 TEST(ExclusiveScanDomain, EveryRefusalCodeHasAnExample) {
-  std::set<std::string> codes;
-  for (const auto& [r, code] : C().unsupported_examples()) {
-    for (std::int64_t align : {1, 4, 16}) {
-      Supports s = claims(align);
-      s.in_place = true;
-      s.max_n = std::numeric_limits<std::int64_t>::max();
-      auto got = C().validate(r, s);
-      ASSERT_TRUE(got.has_value()) << code;
-      EXPECT_EQ(got->code, code);
-      EXPECT_FALSE(got->reason.empty());
-    }
-    codes.insert(code);
-  }
-  for (const char* c : {"dtype_unsupported", "missing_tensor", "length_mismatch", "empty", "too_large", "non_contiguous",
-                        "negative_offset"})
-    EXPECT_TRUE(codes.count(c)) << c;
+  // Refused whatever the claims: any alignment, in place, any size.
+  std::vector<Supports> any_claims;
+  for (std::int64_t align : {1, 4, 16})
+    any_claims.push_back(test_util::at_most(test_util::in_place_claimed(claims(align)), std::numeric_limits<std::int64_t>::max()));
+  test_util::expect_examples_refused(C(), any_claims,
+                                     {"dtype_unsupported", "missing_tensor", "length_mismatch", "empty", "too_large", "non_contiguous",
+                                      "negative_offset"});
 }
 
 TEST(ExclusiveScanDomain, ClaimDependentRefusals) {
-  auto code = [](const Request& r, const Supports& s) {
-    auto x = C().validate(r, s);
-    return x ? x->code : std::string("accepted");
-  };
+  using namespace test_util;
+  auto code = [](const Request& r, const Supports& s) { return refusal_code(C(), r, s); };
   EXPECT_EQ(code(req(DType::f32, 1000), claims()), "accepted");
-  Supports only_i32 = claims();
-  only_i32.dtypes = {DType::i32};
-  EXPECT_EQ(code(req(DType::f32, 1000), only_i32), "dtype_not_claimed");
-  Supports small = claims();
-  small.max_n = 999;
-  EXPECT_EQ(code(req(DType::i32, 1000), small), "exceeds_claim");
-  Request off = req(DType::f32, 1000);
-  off.offset_elements = 1;
+  EXPECT_EQ(code(req(DType::f32, 1000), only_dtypes(claims(), {DType::i32})), "dtype_not_claimed");
+  EXPECT_EQ(code(req(DType::i32, 1000), at_most(claims(), 999)), "exceeds_claim");
+  const Request off = offset_by(req(DType::f32, 1000), 1);
   EXPECT_EQ(code(off, claims(16)), "misaligned");
   EXPECT_EQ(code(off, claims(4)), "accepted");
-  Request ip = req(DType::f32, 1000);
-  ip.in_place = true;
-  EXPECT_EQ(code(ip, claims()), "aliasing_not_claimed");
+  EXPECT_EQ(code(in_place(req(DType::f32, 1000)), claims()), "aliasing_not_claimed");
   EXPECT_NE(C().validate(req(DType::f32, 0), claims())->reason.find("n = 0"), std::string::npos);
 }
 

@@ -13,6 +13,7 @@
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/contract.hpp"
 #include "kqual/core/error.hpp"
+#include "contract/contract_test_util.hpp"
 
 namespace kqual::contract {
 namespace softmax_model {
@@ -26,19 +27,10 @@ const float kInf = std::numeric_limits<float>::infinity();
 const float kNan = std::numeric_limits<float>::quiet_NaN();
 
 Supports claims(std::int64_t align = 4, std::vector<DType> t = {DType::f32, DType::bf16}) {
-  Supports s;
-  s.dtypes = std::move(t);
-  s.min_alignment_bytes = align;
-  return s;
+  return test_util::claims_of(std::move(t), align);
 }
 
-Request req(DType t, std::int64_t rows, std::int64_t cols) {
-  Request r;
-  r.dtype = t;
-  r.dims = {{"rows", rows}, {"cols", cols}};
-  r.lengths = {{"x", rows * cols}, {"y", rows * cols}};
-  return r;
-}
+Request req(DType t, std::int64_t rows, std::int64_t cols) { return test_util::rows_cols_request(t, rows, cols, rows * cols); }
 
 CaseData from_floats(const std::vector<float>& v, std::int64_t rows, std::int64_t cols, DType t = DType::f32) {
   CaseData d;
@@ -424,53 +416,32 @@ TEST(SoftmaxCases, FamiliesHaveTheirValuesAndAreNotDegenerate) {
 }
 
 TEST(SoftmaxDomain, EveryRefusalWithAReason) {
-  auto code = [](const Request& r, const Supports& s) {
-    auto x = C().validate(r, s);
-    return x ? x->code : std::string("accepted");
-  };
+  using namespace test_util;
+  auto code = [](const Request& r, const Supports& s) { return refusal_code(C(), r, s); };
   const Supports s = claims(16);
   EXPECT_EQ(code(req(DType::f32, 8, 1024), s), "accepted");
   EXPECT_EQ(code(req(DType::f64, 8, 1024), s), "dtype_unsupported");
   EXPECT_EQ(code(req(DType::bf16, 8, 1024), claims(16, {DType::f32})), "dtype_not_claimed");
-  Request mt = req(DType::f32, 8, 1024);
-  mt.lengths.erase("y");
-  EXPECT_EQ(code(mt, s), "missing_tensor");
-  Request md = req(DType::f32, 8, 1024);
-  md.dims.erase("cols");
-  EXPECT_EQ(code(md, s), "missing_dim");
+  EXPECT_EQ(code(without_tensor(req(DType::f32, 8, 1024), "y"), s), "missing_tensor");
+  EXPECT_EQ(code(without_dim(req(DType::f32, 8, 1024), "cols"), s), "missing_dim");
   EXPECT_EQ(code(req(DType::f32, 8, 0), s), "empty");
   Request big = req(DType::f32, 1, 1);
   big.dims["rows"] = std::int64_t(1) << 32;
   EXPECT_EQ(code(big, s), "dim_too_large");
-  Request mm = req(DType::f32, 8, 1024);
-  mm.lengths["y"] = 8191;
+  const Request mm = with_length(req(DType::f32, 8, 1024), "y", 8191);
   EXPECT_EQ(code(mm, s), "length_mismatch");
   EXPECT_NE(C().validate(mm, s)->reason.find("8191"), std::string::npos);
-  Supports small = s;
-  small.max_n = 4096;
-  EXPECT_EQ(code(req(DType::f32, 8, 1024), small), "exceeds_claim");
-  Request nc = req(DType::f32, 8, 1024);
-  nc.strides["x"] = 1024;
-  EXPECT_EQ(code(nc, s), "non_contiguous");
-  Request off = req(DType::bf16, 8, 1024);
-  off.offset_elements = 1;
+  EXPECT_EQ(code(req(DType::f32, 8, 1024), at_most(s, 4096)), "exceeds_claim");
+  EXPECT_EQ(code(with_stride(req(DType::f32, 8, 1024), "x", 1024), s), "non_contiguous");
+  const Request off = offset_by(req(DType::bf16, 8, 1024), 1);
   EXPECT_EQ(code(off, s), "misaligned");
   EXPECT_EQ(code(off, claims(2)), "accepted");
-  Request ip = req(DType::f32, 8, 1024);
-  ip.in_place = true;
+  const Request ip = in_place(req(DType::f32, 8, 1024));
   EXPECT_EQ(code(ip, s), "aliasing_not_claimed");
-  Supports inplace = s;
-  inplace.in_place = true;
-  EXPECT_EQ(code(ip, inplace), "accepted");
-  std::set<std::string> codes;
-  for (const auto& [r, expected] : C().unsupported_examples()) {
-    EXPECT_EQ(code(r, s), expected);
-    EXPECT_EQ(code(r, claims(2)), expected);
-    codes.insert(expected);
-  }
-  for (const char* c : {"dtype_unsupported", "missing_tensor", "missing_dim", "empty", "dim_too_large", "length_mismatch",
-                        "non_contiguous"})
-    EXPECT_TRUE(codes.count(c)) << c;
+  EXPECT_EQ(code(ip, in_place_claimed(s)), "accepted");
+  expect_examples_refused(C(), {s, claims(2)},
+                          {"dtype_unsupported", "missing_tensor", "missing_dim", "empty", "dim_too_large", "length_mismatch",
+                           "non_contiguous"});
 }
 
 // ---- Known-broken candidates, their bugs replayed on the CPU --------------------------------

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "kqual/core/error.hpp"
 #include "kqual/core/expr.hpp"
 
@@ -38,16 +40,20 @@ TEST(Expr, ErrorsNameTheExpressionAndColumn) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(msg("cdiv(n,").find("column 8"), std::string::npos) << msg("cdiv(n,");
-  EXPECT_NE(msg("n +* 2").find("'n +* 2'"), std::string::npos);
-  EXPECT_NE(msg("foo(n, 2)").find("unknown function 'foo'"), std::string::npos);
-  EXPECT_NE(msg("cdiv(n)").find("takes 2 arguments"), std::string::npos);
-  EXPECT_NE(msg("m * 2").find("unknown name 'm'"), std::string::npos);
-  EXPECT_NE(msg("n / (n - 1)").find("division by zero"), std::string::npos);
-  EXPECT_NE(msg("9223372036854775807 + n").find("overflow"), std::string::npos);
-  EXPECT_NE(msg("99999999999999999999").find("too large"), std::string::npos);
-  EXPECT_NE(msg("cdiv(n, 0)").find("b > 0"), std::string::npos);
-  EXPECT_NE(msg("").find("expected a number"), std::string::npos);
+  // Each expression, and what its error must say.
+  const std::pair<const char*, const char*> errors[] = {
+      {"cdiv(n,", "column 8"},
+      {"n +* 2", "'n +* 2'"},
+      {"foo(n, 2)", "unknown function 'foo'"},
+      {"cdiv(n)", "takes 2 arguments"},
+      {"m * 2", "unknown name 'm'"},
+      {"n / (n - 1)", "division by zero"},
+      {"9223372036854775807 + n", "overflow"},
+      {"99999999999999999999", "too large"},
+      {"cdiv(n, 0)", "b > 0"},
+      {"", "expected a number"},
+  };
+  for (const auto& [expr, said] : errors) EXPECT_NE(msg(expr).find(said), std::string::npos) << expr << ": " << msg(expr);
 }
 
 }  // namespace

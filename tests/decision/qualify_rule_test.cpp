@@ -15,6 +15,14 @@ QualifyFindings correct_and_timed() {
   return f;
 }
 
+// correct_and_timed() rejected: `failed` of its cases failed.
+QualifyFindings rejected(int failed) {
+  QualifyFindings f = correct_and_timed();
+  f.correct = false;
+  f.failed = failed;
+  return f;
+}
+
 // Samples around `base_us` (baseline) and `ratio` x that (candidate), with a relative spread
 // `noise` (deterministic): n = 30 per side, as qualify's default 3 rounds x 10 samples.
 ShapeSamples shape(const std::string& name, double base_us, double ratio, double noise = 0.002) {
@@ -56,9 +64,7 @@ TEST(QualifyRule, NoGpuIsIncompleteAndSaysWhatDidNotRun) {
 }
 
 TEST(QualifyRule, WrongAnswerIsDoNotShipWhateverTheTiming) {
-  QualifyFindings f = correct_and_timed();
-  f.correct = false;
-  f.failed = 3;
+  QualifyFindings f = rejected(3);
   f.primary_code = "nan_policy";
   f.first_failure = "y[1]: expected nan";
   f.shapes.push_back(shape("n=4096", 4, 0.5));
@@ -149,9 +155,7 @@ TEST(QualifyRule, BenchNeverSaysShip) {
 }
 
 TEST(QualifyRule, RejectedWithNothingFailedIsNoEvidenceNotAWrongAnswer) {
-  QualifyFindings f = correct_and_timed();
-  f.correct = false;
-  f.failed = 0;
+  QualifyFindings f = rejected(0);
   f.refused = 171;
   f.passed = 0;
   const QualifyVerdict v = decide_qualify(f);
@@ -162,10 +166,8 @@ TEST(QualifyRule, RejectedWithNothingFailedIsNoEvidenceNotAWrongAnswer) {
 }
 
 TEST(QualifyRule, ASettledRejectionSaysHowManyCasesWereNotRun) {
-  QualifyFindings f = correct_and_timed();
-  f.correct = false;
+  QualifyFindings f = rejected(1);
   f.cases = 5;
-  f.failed = 1;
   f.settled_not_run = 90;
   f.primary_code = "unwritten_output";
   const QualifyVerdict v = decide_qualify(f);
@@ -177,9 +179,7 @@ TEST(QualifyRule, ASettledRejectionSaysHowManyCasesWereNotRun) {
 // outside the candidate's launch) is never the candidate's: incomplete (exit 3), naming what failed,
 // ahead of the correctness and speed rules that would otherwise read it as a wrong or failed kernel.
 TEST(QualifyRule, KqualsOwnFailureIsIncompleteNeverTheCandidates) {
-  QualifyFindings f = correct_and_timed();
-  f.correct = false;  // as check_correctness reports a candidate whose cases kqual could not run
-  f.failed = 0;
+  QualifyFindings f = rejected(0);  // as check_correctness reports a candidate whose cases kqual could not run
   f.harness_failure = "small/f32/n=1: kqual's own failure (while allocating the case's buffers): CUDA_ERROR_OUT_OF_MEMORY";
   QualifyVerdict v = decide_qualify(f);
   EXPECT_EQ(v.verdict, ShipVerdict::incomplete);

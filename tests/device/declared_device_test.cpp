@@ -19,18 +19,14 @@
 #include "kqual/worker/session.hpp"
 #include "kqual/cuda/driver.hpp"
 #include "selftest_util.hpp"
+#include "gpu_test.hpp"
 #include "test_util.hpp"
 
 namespace kqual {
 namespace {
 namespace fs = std::filesystem;
 
-class DeclaredDeviceTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cuda::driver_available()) GTEST_SKIP() << "no GPU: " << cuda::driver_unavailable_reason();
-  }
-};
+class DeclaredDeviceTest : public test::GpuTest {};
 
 struct Outcome {
   int exit_code = -1;

@@ -8,18 +8,14 @@
 #include "kqual/core/json.hpp"
 #include "kqual/cuda/driver.hpp"
 #include "selftest_util.hpp"
+#include "gpu_test.hpp"
 #include "test_util.hpp"
 
 namespace kqual {
 namespace {
 namespace fs = std::filesystem;
 
-class DeviceTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cuda::driver_available()) GTEST_SKIP() << "no GPU: " << cuda::driver_unavailable_reason();
-  }
-};
+class DeviceTest : public test::GpuTest {};
 
 TEST_F(DeviceTest, GoodCandidateQualifies) {
   fs::path out = fs::temp_directory_path() / "kqual-device-test-good";

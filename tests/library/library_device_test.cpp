@@ -14,16 +14,18 @@
 #include "kqual/check/evaluate.hpp"
 #include "kqual/worker/protocol.hpp"
 #include "kqual/worker/worker.hpp"
+#include "gpu_test.hpp"
 #include "test_util.hpp"
 
 namespace kqual {
 namespace {
 namespace fs = std::filesystem;
 
-class LibraryDevice : public ::testing::Test {
+class LibraryDevice : public test::GpuTest {
  protected:
   void SetUp() override {
-    if (!cuda::driver_available()) GTEST_SKIP() << "no GPU: " << cuda::driver_unavailable_reason();
+    GpuTest::SetUp();
+    if (IsSkipped()) return;
     worker::WorkerOptions wo;
     wo.exe = test::kqual_exe().string();
     wo.watchdog_seconds = 120;

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <utility>
 
 #include "kqual/core/error.hpp"
 #include "kqual/cuda/library.hpp"
@@ -11,31 +13,32 @@
 namespace kqual::cuda {
 namespace {
 
-TEST(LibraryLoader, MissingCublasIsAClearError) {
-  ::setenv("KQUAL_CUBLAS_LIBRARY", "/nonexistent/libcublas.so.13", 1);
+// The kind and message of the Error load_cublas raises with KQUAL_CUBLAS_LIBRARY set to `library`
+// (a failure, and an empty message, where it loads); the variable is unset again.
+std::pair<ErrorKind, std::string> load_error(const char* library) {
+  ::setenv("KQUAL_CUBLAS_LIBRARY", library, 1);
+  std::pair<ErrorKind, std::string> out{ErrorKind::internal, ""};
   try {
     load_cublas();
-    ADD_FAILURE() << "load_cublas succeeded with a missing library";
+    ADD_FAILURE() << "load_cublas accepted " << library;
   } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::cuda);
-    std::string w = e.what();
-    EXPECT_NE(w.find("cuBLAS could not be loaded"), std::string::npos) << w;
-    EXPECT_NE(w.find("/nonexistent/libcublas.so.13"), std::string::npos) << w;
+    out = {e.kind(), e.what()};
   }
   ::unsetenv("KQUAL_CUBLAS_LIBRARY");
+  return out;
+}
+
+TEST(LibraryLoader, MissingCublasIsAClearError) {
+  const auto [kind, w] = load_error("/nonexistent/libcublas.so.13");
+  EXPECT_EQ(kind, ErrorKind::cuda);
+  EXPECT_NE(w.find("cuBLAS could not be loaded"), std::string::npos) << w;
+  EXPECT_NE(w.find("/nonexistent/libcublas.so.13"), std::string::npos) << w;
   EXPECT_EQ(cublas_library_path(), "");  // nothing cached from the failed attempt
 }
 
 TEST(LibraryLoader, ALibraryWithoutTheSymbolsIsAClearError) {
-  ::setenv("KQUAL_CUBLAS_LIBRARY", "libm.so.6", 1);
-  try {
-    load_cublas();
-    ADD_FAILURE() << "load_cublas accepted libm";
-  } catch (const Error& e) {
-    std::string w = e.what();
-    EXPECT_NE(w.find("libm.so.6 has no symbol cublasCreate_v2"), std::string::npos) << w;
-  }
-  ::unsetenv("KQUAL_CUBLAS_LIBRARY");
+  const std::string w = load_error("libm.so.6").second;
+  EXPECT_NE(w.find("libm.so.6 has no symbol cublasCreate_v2"), std::string::npos) << w;
 }
 
 TEST(LibraryLoader, RoutineTable) {

@@ -12,6 +12,7 @@
 #include "kqual/cuda/library.hpp"
 #include "kqual/check/evaluate.hpp"
 #include "kqual/build/manifest.hpp"
+#include "manifest_util.hpp"
 #include "test_util.hpp"
 
 namespace kqual::check {
@@ -19,24 +20,14 @@ using build::BuiltCandidate;
 using build::Manifest;
 using build::load_manifest;
 using build::build_candidate;
-using build::parse_manifest;
 using worker::DeviceFacts;
 
 namespace {
 namespace fs = std::filesystem;
 
-class LibraryManifestTest : public ::testing::Test {
+class LibraryManifestTest : public test::ManifestFixture {
  protected:
-  ScratchDir dir{"kqual-library-manifest-test"};
-  std::string error_of(const std::string& toml) {
-    try {
-      parse_manifest(toml, dir.path() / "kqual.toml");
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::input);
-      return e.what();
-    }
-    return "no error";
-  }
+  LibraryManifestTest() : ManifestFixture("kqual-library-manifest-test") {}
   static std::string good() {
     return R"TOML([candidate]
 contract = "residual_add_relu"
@@ -48,15 +39,10 @@ library = "cub.sum<{T}>"
 args = ["x", "y", "n:i64"]
 )TOML";
   }
-  static std::string replace(std::string s, const std::string& a, const std::string& b) {
-    auto p = s.find(a);
-    EXPECT_NE(p, std::string::npos) << a;
-    return s.replace(p, a.size(), b);
-  }
 };
 
 TEST_F(LibraryManifestTest, ParsesALibraryOnlyManifestWithoutSource) {
-  Manifest m = parse_manifest(good(), dir.path() / "kqual.toml");
+  Manifest m = parse(good());
   EXPECT_TRUE(m.source.empty());
   ASSERT_EQ(m.launches.size(), 1u);
   EXPECT_EQ(m.launches[0].library, "cub.sum<{T}>");
@@ -67,57 +53,46 @@ TEST_F(LibraryManifestTest, ParsesALibraryOnlyManifestWithoutSource) {
 }
 
 TEST_F(LibraryManifestTest, ConcreteTypeIsAccepted) {
-  Manifest m = parse_manifest(replace(good(), "cub.sum<{T}>", "cub.sum<float>"), dir.path() / "kqual.toml");
+  Manifest m = parse(replace(good(), "cub.sum<{T}>", "cub.sum<float>"));
   EXPECT_EQ(m.library_names(DType::f32), std::vector<std::string>{"cub.sum<float>"});
 }
 
 TEST_F(LibraryManifestTest, UnknownRoutineIsNamedWithTheKnownOnes) {
-  std::string e = error_of(replace(good(), "cub.sum<{T}>", "cub.prefix<{T}>"));
-  EXPECT_NE(e.find("kqual.toml: launch[0].library"), std::string::npos) << e;
-  EXPECT_NE(e.find("unknown library routine \"cub.prefix<{T}>\""), std::string::npos) << e;
-  EXPECT_NE(e.find("cublas.gemm<T>(a, b, c, m:i32, n:i32, k:i32)"), std::string::npos) << e;
+  expect_error_naming(replace(good(), "cub.sum<{T}>", "cub.prefix<{T}>"),
+                      {"kqual.toml: launch[0].library", "unknown library routine \"cub.prefix<{T}>\"",
+                       "cublas.gemm<T>(a, b, c, m:i32, n:i32, k:i32)"});
 }
 
 TEST_F(LibraryManifestTest, MissingTypeIsAnError) {
-  std::string e = error_of(replace(good(), "cub.sum<{T}>", "cub.sum"));
-  EXPECT_NE(e.find("give the element type"), std::string::npos) << e;
+  expect_error_naming(replace(good(), "cub.sum<{T}>", "cub.sum"), {"give the element type"});
 }
 
 TEST_F(LibraryManifestTest, DtypeOutsideTheRoutineIsAnError) {
-  std::string e = error_of(replace(good(), "dtypes = [\"f32\"]", "dtypes = [\"f32\", \"bf16\"]"));
-  EXPECT_NE(e.find("launch[0].library"), std::string::npos) << e;
-  EXPECT_NE(e.find("{T} = bf16: cub.sum supports only f32"), std::string::npos) << e;
-  e = error_of(replace(good(), "cub.sum<{T}>", "cub.sum<int>"));
-  EXPECT_NE(e.find("type 'int' is not supported by cub.sum"), std::string::npos) << e;
+  expect_error_naming(replace(good(), "dtypes = [\"f32\"]", "dtypes = [\"f32\", \"bf16\"]"),
+                      {"launch[0].library", "{T} = bf16: cub.sum supports only f32"});
+  expect_error_naming(replace(good(), "cub.sum<{T}>", "cub.sum<int>"), {"type 'int' is not supported by cub.sum"});
 }
 
 TEST_F(LibraryManifestTest, ArityIsCheckedPerRoutine) {
-  std::string e = error_of(replace(good(), "args = [\"x\", \"y\", \"n:i64\"]", "args = [\"x\", \"y\"]"));
-  EXPECT_NE(e.find("launch[0].args: cub.sum<{T}> takes 3 arguments, args lists 2"), std::string::npos) << e;
-  e = error_of(replace(good(), "args = [\"x\", \"y\", \"n:i64\"]", "args = [\"x\", \"n:i64\", \"y\"]"));
-  EXPECT_NE(e.find("launch[0].args[1]"), std::string::npos) << e;
-  EXPECT_NE(e.find("pointer 'out'"), std::string::npos) << e;
-  e = error_of(replace(good(), "args = [\"x\", \"y\", \"n:i64\"]", "args = [\"x\", \"y\", \"r\"]"));
-  EXPECT_NE(e.find("launch[0].args[2]"), std::string::npos) << e;
-  EXPECT_NE(e.find("the integer 'n'"), std::string::npos) << e;
+  const std::string args = "args = [\"x\", \"y\", \"n:i64\"]";
+  expect_error_naming(replace(good(), args, "args = [\"x\", \"y\"]"),
+                      {"launch[0].args: cub.sum<{T}> takes 3 arguments, args lists 2"});
+  expect_error_naming(replace(good(), args, "args = [\"x\", \"n:i64\", \"y\"]"), {"launch[0].args[1]", "pointer 'out'"});
+  expect_error_naming(replace(good(), args, "args = [\"x\", \"y\", \"r\"]"), {"launch[0].args[2]", "the integer 'n'"});
 }
 
 TEST_F(LibraryManifestTest, ScalarTypeMustBeTheRoutines) {
-  std::string e = error_of(replace(good(), "n:i64", "n:i32"));
-  EXPECT_NE(e.find("launch[0].args[2]"), std::string::npos) << e;
-  EXPECT_NE(e.find("write \"n:i64\""), std::string::npos) << e;
+  expect_error_naming(replace(good(), "n:i64", "n:i32"), {"launch[0].args[2]", "write \"n:i64\""});
 }
 
 TEST_F(LibraryManifestTest, LaunchGeometryIsRejectedForLibraryLaunches) {
-  std::string e = error_of(replace(good(), "library = ", "grid = 1\nlibrary = "));
-  EXPECT_NE(e.find("launch[0].grid"), std::string::npos) << e;
-  EXPECT_NE(e.find("not used by a library launch"), std::string::npos) << e;
-  e = error_of(replace(good(), "library = ", "kernel = \"k\"\nlibrary = "));
-  EXPECT_NE(e.find("either kernel or library"), std::string::npos) << e;
+  expect_error_naming(replace(good(), "library = ", "grid = 1\nlibrary = "),
+                      {"launch[0].grid", "not used by a library launch"});
+  expect_error_naming(replace(good(), "library = ", "kernel = \"k\"\nlibrary = "), {"either kernel or library"});
 }
 
 TEST_F(LibraryManifestTest, KernelLaunchWithoutSourceIsAnError) {
-  std::string e = error_of(R"TOML([candidate]
+  expect_error_naming(R"TOML([candidate]
 contract = "residual_add_relu"
 [supports]
 dtypes = ["f32"]
@@ -126,12 +101,12 @@ kernel = "k<{T}>"
 grid = 1
 block = 1
 args = ["x", "r", "y", "n:i64"]
-)TOML");
-  EXPECT_NE(e.find("candidate.source: missing"), std::string::npos) << e;
+)TOML",
+                      {"candidate.source: missing"});
 }
 
 TEST_F(LibraryManifestTest, BuildNeedsNoCompilerAndRecordsTheLibrary) {
-  Manifest m = parse_manifest(good(), dir.path() / "kqual.toml");
+  Manifest m = parse(good());
   BuiltCandidate b = build_candidate(m, "sm_90", dir.path());
   EXPECT_TRUE(b.image_path.empty());
   EXPECT_TRUE(b.lowered.empty());
@@ -145,7 +120,7 @@ TEST_F(LibraryManifestTest, BuildNeedsNoCompilerAndRecordsTheLibrary) {
 }
 
 TEST_F(LibraryManifestTest, ResolvePlanEmitsALibraryEntry) {
-  Manifest m = parse_manifest(good(), dir.path() / "kqual.toml");
+  Manifest m = parse(good());
   BuiltCandidate b = build_candidate(m, "sm_90", dir.path());
   DeviceFacts dev;
   dev.present = true;
@@ -166,9 +141,8 @@ TEST_F(LibraryManifestTest, ResolvePlanEmitsALibraryEntry) {
 
 TEST_F(LibraryManifestTest, MixedKernelAndLibraryLaunches) {
   std::ofstream(dir.path() / "k.cu") << "template <class T> __global__ void k(T* y, long long n) {}\n";
-  Manifest m = parse_manifest(replace(replace(good(), "description = \"library-only\"", "source = \"k.cu\""), "[[launch]]",
-                                      "[[launch]]\nkernel = \"k<{T}>\"\ngrid = 1\nblock = 32\nargs = [\"y\", \"n:i64\"]\n[[launch]]"),
-                              dir.path() / "kqual.toml");
+  Manifest m = parse(replace(replace(good(), "description = \"library-only\"", "source = \"k.cu\""), "[[launch]]",
+                             "[[launch]]\nkernel = \"k<{T}>\"\ngrid = 1\nblock = 32\nargs = [\"y\", \"n:i64\"]\n[[launch]]"));
   ASSERT_EQ(m.launches.size(), 2u);
   EXPECT_TRUE(m.has_kernels());
   EXPECT_EQ(m.kernel_names(DType::f32), std::vector<std::string>{"k<float>"});

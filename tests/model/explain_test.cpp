@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "kqual/core/error.hpp"
@@ -12,6 +13,10 @@ namespace {
 
 using V = std::vector<std::int64_t>;
 const V kSeedCounts = {3, 0, 2, 1, 0, 4};  // the walkthrough's seed: two blocks of three
+
+// An overlap as (first, second, begin, end), to compare whole.
+using Span = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+Span span_of(const ScanOverlap& o) { return {o.first, o.second, o.begin, o.end}; }
 
 TEST(ExplainScan, SeedCountsInTwoBlocks) {
   const auto w = explain_scan(kSeedCounts, 3, false);
@@ -37,18 +42,9 @@ TEST(ExplainScan, MissingCarryOverlapsAndLeavesATailUnwritten) {
   EXPECT_FALSE(w.correct);
   // Element 3 writes [0,1) and element 5 writes [1,5): both land on block 0's output.
   ASSERT_EQ(w.overlaps.size(), 3u);
-  EXPECT_EQ(w.overlaps[0].first, 0);
-  EXPECT_EQ(w.overlaps[0].second, 3);
-  EXPECT_EQ(w.overlaps[0].begin, 0);
-  EXPECT_EQ(w.overlaps[0].end, 1);
-  EXPECT_EQ(w.overlaps[1].first, 0);
-  EXPECT_EQ(w.overlaps[1].second, 5);
-  EXPECT_EQ(w.overlaps[1].begin, 1);
-  EXPECT_EQ(w.overlaps[1].end, 3);
-  EXPECT_EQ(w.overlaps[2].first, 2);
-  EXPECT_EQ(w.overlaps[2].second, 5);
-  EXPECT_EQ(w.overlaps[2].begin, 3);
-  EXPECT_EQ(w.overlaps[2].end, 5);
+  EXPECT_EQ(span_of(w.overlaps[0]), (Span{0, 3, 0, 1}));
+  EXPECT_EQ(span_of(w.overlaps[1]), (Span{0, 5, 1, 3}));
+  EXPECT_EQ(span_of(w.overlaps[2]), (Span{2, 5, 3, 5}));
   ASSERT_EQ(w.unwritten.size(), 1u);
   EXPECT_EQ(w.unwritten[0], (std::pair<std::int64_t, std::int64_t>{5, 10}));
   EXPECT_NE(w.explanation.find("Elements 0 and 3 both write [0, 1)"), std::string::npos) << w.explanation;

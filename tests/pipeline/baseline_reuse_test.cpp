@@ -8,6 +8,7 @@
 
 #include "kqual/core/files.hpp"
 #include "kqual/pipeline/baseline_reuse.hpp"
+#include "fixture_util.hpp"
 #include "test_util.hpp"
 
 namespace kqual::pipeline {
@@ -18,8 +19,7 @@ class BaselineReuseTest : public ::testing::Test {
  protected:
   void SetUp() override {
     tmp_ = std::make_unique<ScratchDir>("kqual-baseline-reuse-test");
-    baseline_ = tmp_->path() / "eager";
-    fs::copy(test::repo_root() / "baselines/residual_add_relu/eager", baseline_, fs::copy_options::recursive);
+    baseline_ = test::copy_bundled("baselines/residual_add_relu/eager", tmp_->path() / "eager");
     root_ = tmp_->path() / "cache";
   }
   BaselineVerdicts verdicts(const std::string& driver = "580.159.04", bool large = false) const {

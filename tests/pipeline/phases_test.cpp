@@ -8,6 +8,7 @@
 
 #include "kqual/core/files.hpp"
 #include "kqual/pipeline/phases.hpp"
+#include "fixture_util.hpp"
 #include "test_util.hpp"
 
 namespace kqual::pipeline {
@@ -85,8 +86,7 @@ class BuildOneTest : public ::testing::Test {
  protected:
   void SetUp() override {
     tmp_ = std::make_unique<ScratchDir>("kqual-phases-test");
-    good_ = tmp_->path() / "good";
-    fs::copy(test::repo_root() / "candidates/residual_add_relu/good", good_, fs::copy_options::recursive);
+    good_ = test::copy_bundled("candidates/residual_add_relu/good", tmp_->path() / "good");
   }
   BuildOneOptions opts(const std::string& dir) const {
     BuildOneOptions o;

@@ -9,6 +9,7 @@
 #include "kqual/contract/reference_host.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/pipeline/replay.hpp"
+#include "contract/contract_test_util.hpp"
 #include "replay_test_util.hpp"
 
 namespace kqual::pipeline {
@@ -17,16 +18,6 @@ namespace fs = std::filesystem;
 using namespace kqual::test::replay;
 
 constexpr std::uint64_t kKindsSeed = 11;
-
-// Python 3 with NumPy: a declared contract's reference runs there.
-bool have_numpy() {
-  try {
-    (void)contract::reference_python();
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
 
 TEST(ReplayDeclared, TheContractFolderTravelsAndBf16InputsAreTheirBits) {
   ScratchDir scratch("kqual-replay-declared");
@@ -68,7 +59,7 @@ TEST(ReplayDeclared, TheContractFolderTravelsAndBf16InputsAreTheirBits) {
   }
   EXPECT_NE(read_npy(d / "inputs/x.npy").header.find(fmt::format("'shape': ({}, {})", spec->dims.at("rows"), spec->dims.at("cols"))),
             std::string::npos);
-  if (!have_numpy()) {
+  if (!contract::test_util::have_numpy()) {
     bool said = false;
     for (const auto& note : out.notes) said = said || note.find("reference not computed") != std::string::npos;
     EXPECT_TRUE(said) << "without NumPy the folder says why it holds no reference";

@@ -15,14 +15,11 @@ namespace {
 namespace fs = std::filesystem;
 using test::submission::kNumpyAddRelu;
 
-class SubmissionQualify : public ::testing::Test {
+class SubmissionQualify : public test::submission::SubmissionFixture {
  protected:
-  void SetUp() override { KQUAL_NEED_NUMPY(); }
   SubmissionOutcome qualify(const std::string& body) {
-    const fs::path f = dir_.path() / "submission.py";
-    std::ofstream(f) << body;
     SubmissionOptions o;
-    o.candidate = f;
+    o.candidate = write_submission(body);
     o.problem = "residual_add_relu";
     o.out_dir = dir_.path() / "out";
     o.worker = KQUAL_FAKE_SUBMISSION_WORKER;
@@ -35,7 +32,6 @@ class SubmissionQualify : public ::testing::Test {
     o.timing_options.timing.samples_per_round = 6;
     return check_submission(o);
   }
-  ScratchDir dir_{"kqual-submission-qualify"};
   std::vector<std::string> shapes_ = {"4096", "65536"};
 };
 

@@ -15,21 +15,9 @@ namespace {
 namespace fs = std::filesystem;
 namespace fx = test::fixtures;
 
-struct Scratch {
-  fs::path path;
-  Scratch() {
-    std::string t = (fs::temp_directory_path() / "kqual-html-test-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 // Built once per suite: each one compiles the bundled candidate with NVRTC.
 const json& html_doc(const std::string& which) {
-  static Scratch s;
+  static test::TempDir s;
   static std::map<std::string, json> cache;
   auto it = cache.find(which);
   if (it != cache.end()) return it->second;

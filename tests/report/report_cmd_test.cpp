@@ -13,18 +13,6 @@ namespace {
 namespace fs = std::filesystem;
 
 
-struct Dir {
-  fs::path path;
-  Dir() {
-    std::string t = (fs::temp_directory_path() / "kqual-report-cmd-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~Dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 bool leftovers(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".tmp") return true;
@@ -32,7 +20,7 @@ bool leftovers(const fs::path& dir) {
 }
 
 TEST(ReportCmd, WritesThePageAndTheMemo) {
-  Dir d;
+  test::TempDir d;
   write_file_atomic(d.path / "results.json", test::fixtures::qualify_gpu(d.path / "run").dump(2));
   auto r = test::run(test::kq() + " report " + test::quote(d.path / "results.json") + " --html " + test::quote(d.path / "out/page.html") +
                      " --md " + test::quote(d.path / "out/memo.md"));
@@ -49,7 +37,7 @@ TEST(ReportCmd, WritesThePageAndTheMemo) {
 }
 
 TEST(ReportCmd, RendersACompareResultsFile) {
-  Dir d;
+  test::TempDir d;
   write_file_atomic(d.path / "results.json", test::fixtures::compare_gpu(d.path / "run").dump(2));
   auto r = test::run(test::kq() + " --json report " + test::quote(d.path / "results.json") + " --html " + test::quote(d.path / "c.html"));
   ASSERT_EQ(r.exit_code, kExitPass) << r.output;
@@ -60,7 +48,7 @@ TEST(ReportCmd, RendersACompareResultsFile) {
 }
 
 TEST(ReportCmd, BadInputIsExit2AndWritesNothing) {
-  Dir d;
+  test::TempDir d;
   std::ofstream(d.path / "truncated.json") << "{\"schema\": \"kqual.qualify/1\", \"verdict\": {";
   std::ofstream(d.path / "selftest.json") << "{\"schema\": \"kqual.selftest/1\"}";
   json broken = test::fixtures::qualify_gpu(d.path / "run");

@@ -13,6 +13,7 @@
 #include "kqual/core/version.hpp"
 #include "kqual/pipeline/screen.hpp"
 #include "kqual/pipeline/screen_key.hpp"
+#include "screen_fixture.hpp"
 #include "test_util.hpp"
 
 namespace kqual::pipeline {
@@ -26,53 +27,35 @@ std::string key_read(const fs::path& f) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-void key_write(const fs::path& f, const std::string& text) { std::ofstream(f, std::ios::binary) << text; }
+using test::verdict_of;
+using test::write_text;
 
-class ScreenKeyTest : public ::testing::Test {
+class ScreenKeyTest : public test::ScreenFixture {
  protected:
+  ScreenKeyTest() : ScreenFixture("kqual-screen-key-test") {}
   void SetUp() override {
-    tmp_ = std::make_unique<ScratchDir>("kqual-screen-key-test");
-    cands_ = tmp_->path() / "cands";
-    fs::create_directories(cands_);
-    const fs::path good = test::repo_root() / "candidates/residual_add_relu/good";
-    for (const char* name : {"alpha", "beta"}) fs::copy(good, cands_ / name, fs::copy_options::recursive);
-    out_ = tmp_->path() / "out";
-  }
-  ScreenOptions opts() const {
-    ScreenOptions o;
-    o.inputs = {cands_};
-    o.out_dir = out_;
-    o.use_gpu = false;
-    o.sanitizer_pass = false;
-    return o;
+    for (const char* name : {"alpha", "beta"}) copy_good(name);
   }
   static std::string key_of(const fs::path& dir, const std::string& contract = "") {
     VerdictKeys k(json{{"seed", 1}}, contract);
     return k.key(dir);
   }
-  std::unique_ptr<ScratchDir> tmp_;
-  fs::path cands_, out_;
 };
 
-const ScreenVerdict& key_verdict(const ScreenOutcome& out, const std::string& name) {
-  for (const auto& v : out.verdicts)
-    if (v.name == name) return v;
-  throw std::runtime_error("no verdict for " + name);
-}
 
 // The review's case: a screened candidate's kernel.cu replaced, screened again into the same --out,
 // was "0 run, 1 from the journal". Now the edited candidate runs again; the other is resumed.
 TEST_F(ScreenKeyTest, AnEditedKernelRunsAgainInsteadOfReusingTheJournal) {
   const ScreenOutcome first = screen(opts());
   ASSERT_EQ(first.results["run"], 2);
-  EXPECT_FALSE(key_verdict(first, "beta").key.empty());
+  EXPECT_FALSE(verdict_of(first, "beta").key.empty());
   key_append(cands_ / "beta/kernel.cu", "\n// replaced by another kernel\n");
   const ScreenOutcome again = screen(opts());
   EXPECT_EQ(again.results["run"], 1);
   EXPECT_EQ(again.results["resumed"], 1);
-  EXPECT_FALSE(key_verdict(again, "beta").resumed);
-  EXPECT_TRUE(key_verdict(again, "alpha").resumed);
-  EXPECT_NE(key_verdict(again, "beta").key, key_verdict(first, "beta").key);
+  EXPECT_FALSE(verdict_of(again, "beta").resumed);
+  EXPECT_TRUE(verdict_of(again, "alpha").resumed);
+  EXPECT_NE(verdict_of(again, "beta").key, verdict_of(first, "beta").key);
   // And a third run with nothing edited reuses both.
   const ScreenOutcome third = screen(opts());
   EXPECT_EQ(third.results["run"], 0);
@@ -83,7 +66,7 @@ TEST_F(ScreenKeyTest, EveryFileOfTheFolderAndOptionsAndVersionAreInTheKey) {
   const std::string k0 = key_of(a);
   ASSERT_FALSE(k0.empty());
   EXPECT_EQ(key_of(a), k0);  // deterministic
-  key_write(a / "helper.cuh", "#define TILE 4\n");  // a header the kernel may include
+  write_text(a / "helper.cuh", "#define TILE 4\n");  // a header the kernel may include
   const std::string k1 = key_of(a);
   EXPECT_NE(k1, k0);
   key_append(a / "kernel.cu", " ");
@@ -104,7 +87,7 @@ TEST_F(ScreenKeyTest, UnderTimingTheBaselinesAndTheProfilesContentAreInTheKey) {
   fs::create_directories(bl / "residual_add_relu");
   fs::copy(test::repo_root() / "candidates/residual_add_relu/good", bl / "residual_add_relu/mine", fs::copy_options::recursive);
   const fs::path profile = tmp_->path() / "p.toml";
-  key_write(profile, "name = \"p\"\n[[shape]]\nshape = \"n=4096\"\ncalls = 1\n");
+  write_text(profile, "name = \"p\"\n[[shape]]\nshape = \"n=4096\"\ncalls = 1\n");
   auto timed_key = [&] {
     VerdictKeys k(json{{"seed", 1}}, "");
     k.time_against({bl}, profile);
@@ -117,7 +100,7 @@ TEST_F(ScreenKeyTest, UnderTimingTheBaselinesAndTheProfilesContentAreInTheKey) {
   key_append(bl / "residual_add_relu/mine/kernel.cu", "\n// another baseline\n");
   const std::string k1 = timed_key();
   EXPECT_NE(k1, k0) << "a baseline's content changed";
-  key_write(profile, "name = \"p\"\n[[shape]]\nshape = \"n=4096\"\ncalls = 2\n");
+  write_text(profile, "name = \"p\"\n[[shape]]\nshape = \"n=4096\"\ncalls = 2\n");
   EXPECT_NE(timed_key(), k1) << "the profile's content changed, not its path";
   EXPECT_FALSE(VerdictKeys(json::object(), "").parts(a).at("nvrtc").get<std::string>().empty());
 }
@@ -128,7 +111,7 @@ TEST_F(ScreenKeyTest, ASourceOutsideTheFolderIsInTheKey) {
   fs::rename(a / "kernel.cu", cands_ / "shared.cu");
   std::string toml = key_read(a / "kqual.toml");
   toml.replace(toml.find("source = \"kernel.cu\""), std::string("source = \"kernel.cu\"").size(), "source = \"../shared.cu\"");
-  key_write(a / "kqual.toml", toml);
+  write_text(a / "kqual.toml", toml);
   const std::string k0 = key_of(a);
   key_append(cands_ / "shared.cu", "\n// edited\n");
   EXPECT_NE(key_of(a), k0);
@@ -142,7 +125,7 @@ TEST_F(ScreenKeyTest, TheDeclaredContractAndItsReferenceAreInTheKey) {
   const fs::path ct = roots / "keytest_rmsnorm/contract.toml";
   std::string text = key_read(ct);
   text.replace(text.find("name = \"rmsnorm\""), std::string("name = \"rmsnorm\"").size(), "name = \"keytest_rmsnorm\"");
-  key_write(ct, text);
+  write_text(ct, text);
   ASSERT_EQ(::setenv("KQUAL_CONTRACTS", roots.c_str(), 1), 0);
   const fs::path a = cands_ / "alpha";
   const std::string k0 = key_of(a, "keytest_rmsnorm");

@@ -18,6 +18,7 @@
 #include "kqual/pipeline/screen_shard.hpp"
 #include "kqual/pipeline/screen_slurm.hpp"
 #include "scaleout_test_util.hpp"
+#include "screen_fixture.hpp"
 #include "test_util.hpp"
 
 namespace kqual::pipeline {
@@ -26,23 +27,17 @@ namespace fs = std::filesystem;
 using test::scaleout::error_of;
 using test::scaleout::has;
 
-void write_text(const fs::path& f, const std::string& text) {
-  fs::create_directories(f.parent_path());
-  std::ofstream(f, std::ios::binary) << text;
-}
+using test::write_text;
 
 // ---- shards and merge ----
 
-class ShardTest : public ::testing::Test {
+class ShardTest : public test::ScreenFixture {
  protected:
+  ShardTest() : ScreenFixture("kqual-shard-test") {}
   void SetUp() override {
-    tmp_ = std::make_unique<ScratchDir>("kqual-shard-test");
-    cands_ = tmp_->path() / "cands";
-    fs::create_directories(cands_);
     // Two compilable candidates (incomplete without a GPU) and ten that are refused at once.
-    const fs::path good = test::repo_root() / "candidates/residual_add_relu/good";
     for (const char* name : {"good0", "good1"}) {
-      fs::copy(good, cands_ / name, fs::copy_options::recursive);
+      copy_good(name);
       write_text(cands_ / name / "kqual.toml", read_text_file(cands_ / name / "kqual.toml") + "# copy " + name + "\n");
     }
     for (int i = 0; i < 10; ++i)
@@ -50,17 +45,11 @@ class ShardTest : public ::testing::Test {
                  "[candidate]\nname = \"bad" + std::to_string(i) + "\"\ncontract = \"residual_add_relu\"\n");
   }
   ScreenOptions opts(const std::string& shard, const std::string& out) const {
-    ScreenOptions o;
-    o.inputs = {cands_};
-    o.out_dir = tmp_->path() / out;
-    o.use_gpu = false;
-    o.sanitizer_pass = false;
+    ScreenOptions o = cpu_options(tmp_->path() / out);
     o.shard = shard;
     o.jobs = 1;
     return o;
   }
-  std::unique_ptr<ScratchDir> tmp_;
-  fs::path cands_;
 };
 
 TEST(ScreenShard, SpecsAreCheckedByName) {

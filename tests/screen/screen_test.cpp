@@ -19,6 +19,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/pipeline/screen.hpp"
+#include "screen_fixture.hpp"
 #include "test_util.hpp"
 
 namespace kqual::pipeline {
@@ -32,48 +33,27 @@ std::vector<std::string> lines_of(const fs::path& f) {
   return out;
 }
 
-void write_text(const fs::path& f, const std::string& text) {
-  std::ofstream(f, std::ios::binary) << text;
-}
+using test::verdict_of;
+using test::write_text;
 
-class ScreenTest : public ::testing::Test {
+class ScreenTest : public test::ScreenFixture {
  protected:
+  ScreenTest() : ScreenFixture("kqual-screen-test") {}
   void SetUp() override {
-    tmp_ = std::make_unique<ScratchDir>("kqual-screen-test");
-    cands_ = tmp_->path() / "cands";
-    fs::create_directories(cands_);
     // Two copies of the good candidate under distinct folder names, and a manifest that cannot load.
-    const fs::path good = test::repo_root() / "candidates/residual_add_relu/good";
-    for (const char* name : {"alpha", "beta"}) fs::copy(good, cands_ / name, fs::copy_options::recursive);
-    fs::create_directories(cands_ / "broken_manifest");
+    for (const char* name : {"alpha", "beta"}) copy_good(name);
     write_text(cands_ / "broken_manifest/kqual.toml", "[candidate]\nname = \"x\"\ncontract = \"residual_add_relu\"\n");
     fs::create_directories(cands_ / "notes");  // no kqual.toml: not a candidate
-    out_ = tmp_->path() / "out";
   }
-  ScreenOptions opts() const {
-    ScreenOptions o;
-    o.inputs = {cands_};
-    o.out_dir = out_;
-    o.use_gpu = false;
-    o.sanitizer_pass = false;
-    return o;
-  }
-  std::unique_ptr<ScratchDir> tmp_;
-  fs::path cands_, out_;
 };
 
-const ScreenVerdict& by_name(const ScreenOutcome& out, const std::string& name) {
-  for (const auto& v : out.verdicts)
-    if (v.name == name) return v;
-  throw std::runtime_error("no verdict for " + name);
-}
 
 TEST_F(ScreenTest, CompilableCandidatesAreIncompleteABrokenManifestIsRefused) {
   ScreenOutcome out = screen(opts());
   ASSERT_EQ(out.verdicts.size(), 3u);
-  EXPECT_EQ(by_name(out, "alpha").verdict, ScreenVerdictKind::incomplete);
-  EXPECT_EQ(by_name(out, "beta").verdict, ScreenVerdictKind::incomplete);
-  const ScreenVerdict& bad = by_name(out, "broken_manifest");
+  EXPECT_EQ(verdict_of(out, "alpha").verdict, ScreenVerdictKind::incomplete);
+  EXPECT_EQ(verdict_of(out, "beta").verdict, ScreenVerdictKind::incomplete);
+  const ScreenVerdict& bad = verdict_of(out, "broken_manifest");
   EXPECT_EQ(bad.verdict, ScreenVerdictKind::refused);
   EXPECT_EQ(bad.reason, "manifest_invalid");
   EXPECT_FALSE(bad.detail.empty());
@@ -229,8 +209,8 @@ TEST_F(ScreenTest, AChangedManifestRunsAgain) {
   std::ofstream(cands_ / "beta/kqual.toml", std::ios::app) << "# edited\n";
   ScreenOutcome again = screen(opts());
   EXPECT_EQ(again.results["run"], 1);
-  EXPECT_FALSE(by_name(again, "beta").resumed);
-  EXPECT_TRUE(by_name(again, "alpha").resumed);
+  EXPECT_FALSE(verdict_of(again, "beta").resumed);
+  EXPECT_TRUE(verdict_of(again, "alpha").resumed);
 }
 
 TEST_F(ScreenTest, AnotherContractIsRefusedAsAMismatch) {

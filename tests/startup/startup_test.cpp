@@ -53,6 +53,13 @@ class StartupCpu : public ::testing::Test {
     c.loading_modes = {LoadingMode::lazy};
     return c;
   }
+  // config() with the probe told to `simulate` a failure, `runs` times.
+  StartupConfig simulating(const char* simulate, int runs) const {
+    StartupConfig c = config();
+    c.simulate = simulate;
+    c.runs = runs;
+    return c;
+  }
   bool temp_root_empty() const { return fs::is_empty(dir_ / "tmp"); }
   fs::path dir_;
   std::string ptx_;
@@ -68,9 +75,7 @@ TEST(PtxEntries, InOrder) {
 }
 
 TEST_F(StartupCpu, CrashingProbeIsARecordedFailure) {
-  StartupConfig c = config();
-  c.simulate = "crash";
-  const StartupReport r = measure_startup(c);
+  const StartupReport r = measure_startup(simulating("crash", 2));
   ASSERT_EQ(r.modes.size(), 1u);
   const ModeResult& m = r.modes[0];
   EXPECT_EQ(m.samples.size(), 2u);
@@ -88,9 +93,7 @@ TEST_F(StartupCpu, CrashingProbeIsARecordedFailure) {
 }
 
 TEST_F(StartupCpu, HangingProbeIsKilledByTheWatchdog) {
-  StartupConfig c = config();
-  c.simulate = "hang";
-  c.runs = 1;
+  StartupConfig c = simulating("hang", 1);
   c.watchdog_s = 1.0;
   const StartupReport r = measure_startup(c);
   ASSERT_EQ(r.modes.size(), 1u);
@@ -100,9 +103,7 @@ TEST_F(StartupCpu, HangingProbeIsKilledByTheWatchdog) {
 }
 
 TEST_F(StartupCpu, GivesUpOnAModeAfterConsecutiveFailures) {
-  StartupConfig c = config();
-  c.simulate = "crash";
-  c.runs = 10;
+  StartupConfig c = simulating("crash", 10);
   c.max_consecutive_failures = 3;
   const StartupReport r = measure_startup(c);
   EXPECT_EQ(r.modes[0].samples.size(), 3u);

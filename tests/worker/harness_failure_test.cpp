@@ -3,6 +3,8 @@
 // coordinator names it harness_error; the candidate's failures keep their codes.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "kqual/check/evaluate.hpp"
 #include "kqual/worker/worker.hpp"
 #include "test_util.hpp"
@@ -18,13 +20,19 @@ WorkerOptions hook_opts() {
   return o;
 }
 
+// `r` is kqual's own failure while `phase`: named harness_error, its reason marked as kqual's.
+void expect_harness_error(const WorkerReply& r, const std::string& phase) {
+  EXPECT_EQ(r.harness, phase);
+  EXPECT_EQ(check::fault_code(r), "harness_error");
+  EXPECT_TRUE(is_harness_failure(r.reason)) << r.reason;
+}
+
 // An out-of-memory in kqual's own allocation (before the candidate's launch) was launch_error.
 TEST(HarnessFailure, AnAllocationFailureOfKqualsBuffersIsHarnessError) {
   WorkerClient w(hook_opts());
   const WorkerReply r = w.call(json{{"op", "fail_in_harness"}});
   ASSERT_EQ(r.status, WorkerReply::Status::error) << r.reason;
-  EXPECT_EQ(r.harness, "allocating the case's buffers");
-  EXPECT_EQ(check::fault_code(r), "harness_error");
+  expect_harness_error(r, "allocating the case's buffers");
   EXPECT_EQ(r.reason.rfind(kHarnessFailure, 0), 0u) << r.reason;
   EXPECT_NE(r.reason.find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("not the candidate's"), std::string::npos) << r.reason;
@@ -41,9 +49,7 @@ TEST(HarnessFailure, ARequestTheWorkerRefusesIsKqualsOwnFailure) {
   WorkerClient w(hook_opts());
   const WorkerReply r = w.call(json{{"op", "run"}});
   ASSERT_EQ(r.status, WorkerReply::Status::error) << r.reason;
-  EXPECT_EQ(r.harness, "reading kqual's request");
-  EXPECT_EQ(check::fault_code(r), "harness_error");
-  EXPECT_TRUE(is_harness_failure(r.reason)) << r.reason;
+  expect_harness_error(r, "reading kqual's request");
   EXPECT_NE(r.reason.find("worker protocol"), std::string::npos) << r.reason;
 }
 
@@ -52,9 +58,7 @@ TEST(HarnessFailure, AWorkerLostOutsideTheCandidatesLaunchIsHarnessError) {
   WorkerClient w(hook_opts());
   const WorkerReply r = w.call(json{{"op", "crash_in_harness"}});
   ASSERT_EQ(r.status, WorkerReply::Status::crashed) << r.reason;
-  EXPECT_EQ(r.harness, "uploading inputs and poisoning outputs");
-  EXPECT_EQ(check::fault_code(r), "harness_error");
-  EXPECT_TRUE(is_harness_failure(r.reason)) << r.reason;
+  expect_harness_error(r, "uploading inputs and poisoning outputs");
   // A crash with no phase marked (the candidate's launch) stays the candidate's.
   const WorkerReply c = w.call(json{{"op", "crash"}});
   ASSERT_EQ(c.status, WorkerReply::Status::crashed);
