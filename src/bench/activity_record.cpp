@@ -484,9 +484,14 @@ std::string RecordChannel::check_reads(const ActivityRecord& r, const std::vecto
 fs::path record_library() {
   if (const char* e = std::getenv("KQUAL_RECORD_LIB"); e && *e && fs::exists(e)) return e;
   if (const auto exe = self_executable()) {
-    // Beside kqual; from a test suite (build/tests/<module>/, devbuild/tests/device/), the build's tools/kqual.
-    for (const fs::path& p : {exe->parent_path() / "libkqual_record.so", exe->parent_path() / "../../tools/kqual/libkqual_record.so"})
-      if (fs::exists(p)) return fs::weakly_canonical(p);
+    if (const fs::path p = exe->parent_path() / "libkqual_record.so"; fs::exists(p)) return fs::weakly_canonical(p);
+    // From a test suite (build/tests/<module>/, build/tests/pipeline/screen/, devbuild/tests/device/): the
+    // build's tools/kqual, beside the tests/ folder the suite sits in.
+    for (fs::path d = exe->parent_path(); !d.empty() && d != d.parent_path(); d = d.parent_path())
+      if (d.filename() == "tests") {
+        if (const fs::path p = d.parent_path() / "tools/kqual/libkqual_record.so"; fs::exists(p)) return fs::weakly_canonical(p);
+        break;
+      }
   }
   return {};
 }

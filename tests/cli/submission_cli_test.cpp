@@ -145,7 +145,7 @@ TEST(SubmissionCli, AProblemInAPeersFormatIsImportedIntoTheOutputFolder) {
   // --problem DEF.json: the Definition imported into OUT/problem, the contract that judges the
   // submission kept with its results; a problem that cannot be imported is an input error.
   ScratchDir tmp("kqual-submission-problem");
-  const fs::path def = test::repo_root() / "tests/contract/fixtures/definitions/gelu_tanh_h1024.json";
+  const fs::path def = test::repo_root() / "tests/import/fixtures/definitions/gelu_tanh_h1024.json";
   const ProcessResult pr = kqual({"check", (kExamples / "good_triton.py").string(), "--problem", def.string(), "--no-gpu", "--out",
                                   tmp.path().string()});
   EXPECT_EQ(pr.exit_code, 3) << pr.out << pr.err;

@@ -1,6 +1,6 @@
 #pragma once
 // Helpers shared by the contract tests: the declared contracts and the importers, and the built-in
-// contracts' CPU tests (tests/contract_*/, residual_add_relu_test.cpp).
+// contracts' CPU tests (tests/contract/builtin/*/, residual_add_relu_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>

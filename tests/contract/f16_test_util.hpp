@@ -1,5 +1,5 @@
 #pragma once
-// What the built-in contracts' f16 tests (tests/contract_*/<op>_f16_test.cpp) share: a candidate's
+// What the built-in contracts' f16 tests (tests/contract/builtin/<op>/<op>_f16_test.cpp) share: a candidate's
 // f16-only claims, an f16 input tensor from values, and the checks every built-in f16 opt-in goes
 // through (no f16 case past 2^31 elements; the bundled good kernel accepted, the known-broken f16
 // one rejected for its stated reason), over the emulations of contract/builtin_emulation.hpp.

@@ -1,6 +1,6 @@
 // PyTorch paths (capture, imported references, eager and compiled baselines) on the GPU machine; skipped visibly without PyTorch or a GPU.
 //   - the real capture of the fixture problems agrees with the hand-written captures the CPU tests
-//     translate (tests/contract/fixtures/kernelbench), on what the translation depends on;
+//     translate (tests/import/fixtures/kernelbench), on what the translation depends on;
 //   - an imported problem's reference (problem.py through reference.py) runs in kqual's reference
 //     process: `kqual contracts --verify` on it, and so do imported Definitions whose run() gets 0-d
 //     tensors and bools through the importer's kqual_run;
@@ -25,7 +25,7 @@ namespace kqual {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/kernelbench";
+const fs::path kFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/import/fixtures/kernelbench";
 
 bool torch_importable(std::string* why) {
   ProcessResult pr = run_process(contract::reference_python(), {"-c", "import torch"}, {}, {}, 120);
@@ -77,14 +77,14 @@ TEST(TorchDevice, ImportedProblemVerifiesInTheReferenceProcess) {
   EXPECT_NE(r.output.find("forward: is random"), std::string::npos) << r.output;
 }
 
-// Definitions whose import rewrites what run() receives (tests/contract/fixtures/definitions: a 0-d
+// Definitions whose import rewrites what run() receives (tests/import/fixtures/definitions: a 0-d
 // tensor in and out and a bool scalar through kqual_run; an equality constraint as a derived axis): the
 // PyTorch reference runs in kqual's reference process, non-triviality check included.
 TEST(TorchDevice, ImportedDefinitionsWithRewritesVerify) {
   std::string why;
   if (!torch_importable(&why)) GTEST_SKIP() << why;
   ScratchDir dir("kqual-def-dev");
-  const fs::path defs = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/definitions";
+  const fs::path defs = fs::path(KQUAL_SOURCE_DIR) / "tests/import/fixtures/definitions";
   for (const char* name : {"sol_decode_literal_d128", "segment_scale_i8"}) {
     auto r = test::run(test::quote(test::kqual_exe()) + " import-definition " + test::quote(defs / (std::string(name) + ".json")) +
                        " --workloads " + test::quote(defs / (std::string(name) + ".jsonl")) + " --out " + test::quote(dir.path() / name));

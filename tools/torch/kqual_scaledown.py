@@ -3,7 +3,7 @@ module-level size constants scaled down until no tensor exceeds a cap, then grow
 forward refuses sizes that small (a convolution whose output would be empty, a BatchNorm in training
 mode over one value per channel, an output padding no longer below a stride that was halved).
 Which constants may vary at all is decided first (constants_to_hold). Pure Python (no PyTorch), so
-that tests/contract/kernelbench_scaledown_test.py runs it on the CPU."""
+that tests/import/kernelbench_scaledown_test.py runs it on the CPU."""
 
 
 def constants_to_hold(movers, irregular):

@@ -77,7 +77,7 @@ TEST_F(CompareDevice, PtxOnlyPaysTheJitColdNotWarmAndRunsTheSame) {
 TEST_F(CompareDevice, FasterButPtxOnlyTwoProfilesTwoVerdicts) {
   test::TempDir t;
   int code = -1;
-  json r = run_compare(test::quote(test::repo_root() / "tests/compare/fixtures/few_blocks") + " " +
+  json r = run_compare(test::quote(test::repo_root() / "tests/pipeline/compare/fixtures/few_blocks") + " " +
                            test::quote(test::repo_root() / "candidates/residual_add_relu/good") +
                            " --new-mode ptx --shapes 65536 --processes 6 --samples 10 --startup-runs 10 --modes cold,warm"
                            " --no-large-cases --profile " + test::quote(test::repo_root() / "profiles/long-lived-server.toml") +

@@ -17,14 +17,14 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/process.hpp"
-#include "contract_test_util.hpp"
+#include "contract/contract_test_util.hpp"
 #include "test_util.hpp"
 
 namespace kqual::contract {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kKernelBenchFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/kernelbench";
+const fs::path kKernelBenchFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/import/fixtures/kernelbench";
 
 json capture(const std::string& name) { return json::parse(read_text_file(kKernelBenchFixtures / (name + ".capture.json"))); }
 

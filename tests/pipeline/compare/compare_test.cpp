@@ -396,7 +396,7 @@ TEST(CompareCli, ArtifactsNeedNoManifestForStaticPhases) {
 }
 
 TEST(CompareFixtures, SlowOldSideIsAValidCandidate) {
-  build::Manifest m = build::load_manifest(kRoot / "tests/compare/fixtures/few_blocks");
+  build::Manifest m = build::load_manifest(kRoot / "tests/pipeline/compare/fixtures/few_blocks");
   EXPECT_EQ(m.contract, "residual_add_relu");
   EXPECT_TRUE(fs::exists(m.source));
 }

@@ -16,7 +16,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
-#include "contract_test_util.hpp"
+#include "contract/contract_test_util.hpp"
 #include "test_util.hpp"
 
 namespace kqual::contract {
@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 using kqual::test::contains;
 using test_util::toml_table;
 
-const fs::path kFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/definitions";
+const fs::path kFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/import/fixtures/definitions";
 
 // A fixture copied into `dir` under another name (a process registers each declared contract name
 // once), with or without its workloads.

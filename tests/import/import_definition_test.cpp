@@ -18,14 +18,14 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
-#include "contract_test_util.hpp"
+#include "contract/contract_test_util.hpp"
 #include "test_util.hpp"
 
 namespace kqual::contract {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kDefinitionFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/definitions";
+const fs::path kDefinitionFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/import/fixtures/definitions";
 
 // The text of one TOML table of the written contract, up to the next table.
 using test_util::definition_refusal;

@@ -2,7 +2,7 @@
 // values from the problem itself — a constraint on them (offsets), run()'s use of them (indices into
 // an axis, lengths along a page), the Definition's own input generator (SOL-ExecBench's
 // custom_inputs_entrypoint as the contract's [generator]) — and refused by name when none says what
-// they are. Fixtures written here in the peers' public formats (tests/contract/fixtures/definitions).
+// they are. Fixtures written here in the peers' public formats (tests/import/fixtures/definitions).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -11,7 +11,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "contract_test_util.hpp"
+#include "contract/contract_test_util.hpp"
 #include "kqual/contract/compare.hpp"
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/import/import_definition.hpp"
@@ -22,7 +22,7 @@ namespace kqual::contract {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kIntFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/definitions";
+const fs::path kIntFixtures = fs::path(KQUAL_SOURCE_DIR) / "tests/import/fixtures/definitions";
 
 std::string read_all(const fs::path& p) {
   std::ifstream f(p);

@@ -10,7 +10,7 @@
 #include "kqual/contract/contract.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/cuda/nvrtc.hpp"
-#include "contract_test_util.hpp"
+#include "contract/contract_test_util.hpp"
 
 namespace kqual::contract {
 namespace {

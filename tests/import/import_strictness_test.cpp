@@ -19,15 +19,15 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/json.hpp"
-#include "contract_test_util.hpp"
+#include "contract/contract_test_util.hpp"
 #include "test_util.hpp"
 
 namespace kqual::contract {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kDefs = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/definitions";
-const fs::path kKernelBench = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/kernelbench";
+const fs::path kDefs = fs::path(KQUAL_SOURCE_DIR) / "tests/import/fixtures/definitions";
+const fs::path kKernelBench = fs::path(KQUAL_SOURCE_DIR) / "tests/import/fixtures/kernelbench";
 using test_util::toml_table;
 using kqual::test::contains;
 

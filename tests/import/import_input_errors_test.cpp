@@ -4,7 +4,7 @@
 // cannot carry ("x.y") or a problem no declared contract can express (no axis, a one-element output); a
 // capture whose forward was never run on the CPU (random_forward null) imports with a note. Run as a
 // user runs them: the kqual binary, fixtures written here (Definitions inline, captures derived from
-// tests/contract/fixtures/kernelbench/ in the capture script's format).
+// tests/import/fixtures/kernelbench/ in the capture script's format).
 #include <gtest/gtest.h>
 
 #include "kqual/core/files.hpp"
@@ -15,7 +15,7 @@ namespace kqual {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kKb = fs::path(KQUAL_SOURCE_DIR) / "tests/contract/fixtures/kernelbench";
+const fs::path kKb = fs::path(KQUAL_SOURCE_DIR) / "tests/import/fixtures/kernelbench";
 
 const char* kDefinition = R"({
   "name": "scale_rows",
