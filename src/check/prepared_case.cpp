@@ -93,7 +93,7 @@ std::shared_ptr<const PreparedCase> prepare_case(Session& s, const contract::Con
   if (!why.empty()) p->degenerate = fmt::format("{}", fmt::join(why, "; "));
   std::size_t bytes = 0;
   for (const auto& t : p->data.inputs) bytes += t.bytes.size();
-  for (const auto& t : p->expected) bytes += t.bytes.size() + 8 * (t.ref.size() + t.bound.size());
+  for (const auto& t : p->expected) bytes += t.bytes.size() + 8 * (t.ref.size() + t.bound.size() + t.alt.size());
   case_cache().put(key, p, bytes);
   return p;
 }

@@ -5,6 +5,8 @@
 // differ.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "kqual/contract/declared/declared.hpp"
 #include "kqual/contract/reference_host.hpp"
 #include "kqual/core/error.hpp"
@@ -71,6 +73,11 @@ TEST(ReplayDeclared, TheContractFolderTravelsAndBf16InputsAreTheirBits) {
   EXPECT_EQ(read_npy(d / "reference/y.npy").data, expected[0].bytes);
   EXPECT_TRUE(fs::is_regular_file(d / "reference/y.f64.npy")) << "rmsnorm's y is compared under a bound";
   EXPECT_TRUE(fs::is_regular_file(d / "reference/y.bound.npy"));
+  // rmsnorm's [reference] alternative (a +-Inf row's finite elements may be +-0): its values beside the reference's.
+  ASSERT_EQ(expected[0].alt.size(), expected[0].ref.size());
+  const Npy alt = read_npy(d / "reference/y.alt.f64.npy");
+  ASSERT_EQ(alt.data.size(), expected[0].alt.size() * sizeof(double));
+  EXPECT_EQ(std::memcmp(alt.data.data(), expected[0].alt.data(), alt.data.size()), 0);
 }
 
 TEST(ReplayGenerated, ACaseMadeOnTheDeviceIsDescribedNotWritten) {

@@ -75,6 +75,10 @@ void write_bounds(const contract::Tensor& t, const std::vector<std::int64_t>& sh
     write_npy(dir / "reference" / (t.name + ".bound.npy"), "<f8", shape, t.bound.data(), t.bound.size() * sizeof(double));
     entry["bound_f64"] = "reference/" + t.name + ".bound.npy";
   }
+  if (t.alt.size() == t.ref.size()) {  // [reference] alternative: also accepted where the reference is NaN or +-Inf
+    write_npy(dir / "reference" / (t.name + ".alt.f64.npy"), "<f8", shape, t.alt.data(), t.alt.size() * sizeof(double));
+    entry["alternative_f64"] = "reference/" + t.name + ".alt.f64.npy";
+  }
 }
 
 // A generated case: what the device generator makes, element by element, from the case's seed.

@@ -101,7 +101,9 @@ std::string data_section(const ReadmeFacts& f) {
   }
   text += "```\n\nfp8 tensors hold their codes (uint8); bf16 its bits (uint16). Reference outputs are the reference rounded to "
           "the output's dtype; where the contract compares under an error bound, `reference/<name>.f64.npy` and "
-          "`reference/<name>.bound.npy` hold the reference in float64 and the admissible |written - reference| per element.";
+          "`reference/<name>.bound.npy` hold the reference in float64 and the admissible |written - reference| per element; "
+          "where the contract names an alternative for special values, `reference/<name>.alt.f64.npy` holds the value (rounded "
+          "to the output's dtype) also accepted where the reference is NaN or +-Inf.";
   if (f.spec.offset_elements != 0)
     text += fmt::format(" The case starts every tensor {} element(s) past an aligned address (`view_offset_bytes` in layout.json).",
                         f.spec.offset_elements);
