@@ -132,19 +132,21 @@ DType timing_dtype(const std::string& asked, const std::vector<DType>& claimed, 
   return *t;
 }
 
-Written write_results(const fs::path& dir, const json& results, const std::string& memo) {
+Written write_results(const fs::path& dir, const json& results, const std::vector<ResultFile>& files) {
   fs::create_directories(dir);
-  Written w{dir / "results.json", dir / "memo.md"};
-  const fs::path tmp_r = dir / ".results.json.partial", tmp_m = dir / ".memo.md.partial";
+  Written w{dir / "results.json", {}};
+  std::vector<std::pair<fs::path, std::string>> all{{w.results, results.dump(2, ' ', false, json::error_handler_t::replace) + "\n"}};
+  for (const auto& f : files) {
+    w.files.push_back(dir / f.name);
+    all.emplace_back(w.files.back(), f.text);
+  }
+  auto partial = [](const fs::path& p) { return p.parent_path() / ("." + p.filename().string() + ".partial"); };
   try {
-    write_file_atomic(tmp_r, results.dump(2) + "\n");
-    write_file_atomic(tmp_m, memo);
-    fs::rename(tmp_r, w.results);
-    fs::rename(tmp_m, w.memo);
+    for (const auto& [path, text] : all) write_file_atomic(partial(path), text);
+    for (const auto& [path, text] : all) fs::rename(partial(path), path);
   } catch (...) {
     std::error_code ec;
-    fs::remove(tmp_r, ec);
-    fs::remove(tmp_m, ec);
+    for (const auto& [path, text] : all) fs::remove(partial(path), ec);
     throw;
   }
   return w;

@@ -427,10 +427,10 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   out.results = report::to_json(r);
   if (!torch_report.is_null()) out.results["torch_baselines"] = torch_report;
   out.exit_code = decision::exit_code(v.verdict);
-  const Written w = write_results(o.out_dir, out.results, report::render_qualify_memo(r));
+  const Written w = write_results(o.out_dir, out.results, {{"memo.md", report::render_qualify_memo(r)}});
   out.result = std::move(r);
   out.results_path = w.results;
-  out.memo_path = w.memo;
+  out.memo_path = w.files.at(0);
   return out;
 }
 

@@ -250,11 +250,9 @@ SubmissionOutcome check_submission(const SubmissionOptions& o) {
                {"check", r.to_json()}});
   if (out.timing) results["timing"] = out.timing->to_json();
   if (out.verdict) results["decision"] = decision::to_json(*out.verdict);
-  fs::create_directories(o.out_dir);
-  out.results_path = o.out_dir / "results.json";
-  out.summary_path = o.out_dir / "summary.md";
-  write_file_atomic(out.results_path, results.dump(2) + "\n");
-  write_file_atomic(out.summary_path, summary_md(out, o));
+  const Written w = write_results(o.out_dir, results, {{"summary.md", summary_md(out, o)}});
+  out.results_path = w.results;
+  out.summary_path = w.files.at(0);
   return out;
 }
 

@@ -310,7 +310,7 @@ TorchStartupOutcome run_torch_startup(const TorchStartupOptions& o) {
   }
   out.results = r;
   out.memo = render_memo(r);
-  const Written w = write_results(o.out_dir, out.results, out.memo);
+  const Written w = write_results(o.out_dir, out.results, {{"memo.md", out.memo}});
   for (const Mode& m : modes) {
     const std::string tag = startup::to_string(m.loading);
     if (m.cold_start_ms.empty()) continue;
@@ -318,7 +318,7 @@ TorchStartupOutcome run_torch_startup(const TorchStartupOptions& o) {
     write_samples(o.out_dir, fmt::format("warm_step_{}_ms.txt", tag), m.warm_step_ms);
   }
   out.results_path = w.results;
-  out.memo_path = w.memo;
+  out.memo_path = w.files.at(0);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include "kqual/run/user_paths.hpp"
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/decision/decision.hpp"
+#include "kqual/pipeline/phases.hpp"
 #include "kqual/pipeline/qualify.hpp"
 #include "kqual/report/memo.hpp"
 #include "kqual/worker/timer.hpp"
@@ -197,10 +198,7 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
     st.progress = progress_for(g, "selftest").sink();
     if (!seeds.empty()) st.seeds = seeds;
     pipeline::SelftestOutcome out = pipeline::selftest(st);
-    if (!self_out.empty()) {
-      std::filesystem::create_directories(self_out);
-      write_file_atomic(self_out / "results.json", out.results.dump(2) + "\n");
-    }
+    if (!self_out.empty()) pipeline::write_results(self_out, out.results, {});
     if (g.json) {
       std::cout << out.results.dump(2) << "\n";
     } else {

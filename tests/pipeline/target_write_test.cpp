@@ -28,9 +28,10 @@ TEST(TargetAndWrite, WithoutAGpuTheTargetIsTheArchOptionOrTheDefault) {
 TEST(TargetAndWrite, WriteResultsLeavesBothFilesAndNoPartials) {
   ScratchDir t("kqual-stages-test");
   const fs::path dir = t.path() / "out";
-  Written w = write_results(dir, json{{"a", 1}}, "# memo\n");
+  Written w = write_results(dir, json{{"a", 1}}, {{"memo.md", "# memo\n"}});
   EXPECT_EQ(json::parse(read_text_file(w.results)).at("a"), 1);
-  EXPECT_EQ(read_text_file(w.memo), "# memo\n");
+  ASSERT_EQ(w.files.size(), 1u);
+  EXPECT_EQ(read_text_file(w.files[0]), "# memo\n");
   int files = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
     ++files;
@@ -42,13 +43,31 @@ TEST(TargetAndWrite, WriteResultsLeavesBothFilesAndNoPartials) {
 TEST(TargetAndWrite, AFailedWriteLeavesThePreviousPairAndNoPartials) {
   ScratchDir t("kqual-stages-test");
   const fs::path dir = t.path() / "out";
-  write_results(dir, json{{"run", 1}}, "first\n");
+  write_results(dir, json{{"run", 1}}, {{"memo.md", "first\n"}});
   // The memo's temporary name is taken by a folder: the second write fails half-way.
   fs::create_directories(dir / ".memo.md.partial" / "x");
-  EXPECT_THROW(write_results(dir, json{{"run", 2}}, "second\n"), std::exception);
+  EXPECT_THROW(write_results(dir, json{{"run", 2}}, {{"memo.md", "second\n"}}), std::exception);
   EXPECT_EQ(json::parse(read_text_file(dir / "results.json")).at("run"), 1);
   EXPECT_EQ(read_text_file(dir / "memo.md"), "first\n");
   EXPECT_FALSE(fs::exists(dir / ".results.json.partial"));
+}
+
+// screen's set (summary.md, ranking.html) in the one write; bytes that are not UTF-8 (a compiler's output
+// quoted in a reason) are replaced, not a failed write; results.json alone (selftest --out) is a set too.
+TEST(TargetAndWrite, EveryFileOfTheSetIsWrittenAndBadUtf8IsReplaced) {
+  ScratchDir t("kqual-stages-test");
+  const fs::path dir = t.path() / "out";
+  const Written w = write_results(dir, json{{"reason", std::string("ptxas: \xff\xfe bytes")}},
+                                  {{"summary.md", "# summary\n"}, {"ranking.html", "<html></html>\n"}});
+  ASSERT_EQ(w.files.size(), 2u);
+  EXPECT_EQ(w.files[0], dir / "summary.md");
+  EXPECT_EQ(read_text_file(dir / "ranking.html"), "<html></html>\n");
+  const std::string reason = json::parse(read_text_file(w.results)).at("reason");
+  EXPECT_NE(reason.find("ptxas: "), std::string::npos) << reason;
+  EXPECT_EQ(reason.find('\xff'), std::string::npos) << reason;
+  const fs::path alone = t.path() / "alone";
+  EXPECT_TRUE(write_results(alone, json{{"a", 2}}, {}).files.empty());
+  EXPECT_EQ(json::parse(read_text_file(alone / "results.json")).at("a"), 2);
 }
 
 // A candidate is timed at a dtype it claims: its first claim when none is asked for; a --dtype it

@@ -58,12 +58,20 @@ Target open_target(const TargetOptions& o);
 // unknown dtype or one the candidate does not claim, naming `who` and its claims.
 DType timing_dtype(const std::string& asked, const std::vector<DType>& claimed, const std::string& who);
 
-// Phase "write": results.json and memo.md into dir, both complete before either appears under its
-// final name (a run that stops half-way leaves the previous pair untouched).
-struct Written {
-  std::filesystem::path results, memo;
+// Phase "write", the one every command's results go through (qualify, compare, screen and its merge,
+// submission, selftest, startup-torch): results.json and the files rendered from the same result
+// (memo.md, summary.md, ranking.html) into dir, each complete before any appears under its final name
+// (a run that stops half-way leaves the previous set untouched). Text that is not valid UTF-8 (a
+// compiler's or a worker's bytes quoted in a reason) is replaced, never a failure to write.
+struct ResultFile {
+  std::string name;  // beside results.json: "memo.md", "summary.md", ...
+  std::string text;
 };
-Written write_results(const std::filesystem::path& dir, const json& results, const std::string& memo);
+struct Written {
+  std::filesystem::path results;
+  std::vector<std::filesystem::path> files;  // as given, in order
+};
+Written write_results(const std::filesystem::path& dir, const json& results, const std::vector<ResultFile>& files);
 
 // ---- manifest → build ----
 

@@ -367,9 +367,9 @@ CompareOutcome write_compare(const CompareOptions& o, report::CompareResult resu
   out.memo = report::render_compare_memo(result);
   out.result = std::move(result);
   out.exit_code = code;
-  const pipeline::Written w = pipeline::write_results(o.out_dir, out.results, out.memo);
+  const pipeline::Written w = pipeline::write_results(o.out_dir, out.results, {{"memo.md", out.memo}});
   out.results_path = w.results;
-  out.memo_path = w.memo;
+  out.memo_path = w.files.at(0);
   return out;
 }
 

@@ -535,11 +535,11 @@ ScreenOutcome screen(const ScreenOptions& o) {
   const ScreenCounts counts = verdict_counts(run.verdicts);
   const json r = screen_results_json(o, options, out.journal_path, lanes, dispatched, run, contracts, counts, wall_s);
   const std::string md = screen_summary_md(lanes, dispatched, run, counts, wall_s);
-  out.results_path = o.out_dir / "results.json";
-  out.summary_path = o.out_dir / "summary.md";
-  write_file_atomic(out.results_path, r.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
-  write_file_atomic(out.summary_path, o.timing.on ? md + screen_ranking_md(r["ranking"]) : md);
-  if (o.timing.on) write_file_atomic(o.out_dir / "ranking.html", screen_ranking_html(r["ranking"], run.verdicts));
+  std::vector<ResultFile> files{{"summary.md", o.timing.on ? md + screen_ranking_md(r["ranking"]) : md}};
+  if (o.timing.on) files.push_back({"ranking.html", screen_ranking_html(r["ranking"], run.verdicts)});
+  const Written w = write_results(o.out_dir, r, files);
+  out.results_path = w.results;
+  out.summary_path = w.files.at(0);
   out.results = r;
   out.verdicts = run.verdicts;
   out.exit_code = screen_exit_code(counts);

@@ -15,6 +15,7 @@
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/sha256.hpp"
+#include "kqual/pipeline/phases.hpp"
 #include "kqual/pipeline/screen_journal.hpp"
 #include "kqual/pipeline/screen_timing.hpp"
 #include "kqual/report/provenance.hpp"
@@ -201,18 +202,17 @@ void write_merged(const MergeOptions& o, const json& shard_options, json merged,
   for (const auto& c : out.missing_candidates) md += fmt::format("- missing: {}\n", c);
   if (!missing_shards.empty() || !out.missing_candidates.empty()) md += "\n";
   md += screen_summary_table(out.verdicts);
-  fs::create_directories(o.out_dir);
   // Shards screened with --timing: one ranking over every shard's timed verdicts.
-  const bool timing = options.contains("timing");
-  if (timing) {
+  std::vector<ResultFile> files;
+  if (options.contains("timing")) {
     r["ranking"] = screen_ranking(out.verdicts);
     md += screen_ranking_md(r["ranking"]);
-    write_file_atomic(o.out_dir / "ranking.html", screen_ranking_html(r["ranking"], out.verdicts));
+    files.push_back({"ranking.html", screen_ranking_html(r["ranking"], out.verdicts)});
   }
-  out.results_path = o.out_dir / "results.json";
-  out.summary_path = o.out_dir / "summary.md";
-  write_file_atomic(out.results_path, r.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
-  write_file_atomic(out.summary_path, md);
+  files.insert(files.begin(), {"summary.md", md});
+  const Written w = write_results(o.out_dir, r, files);
+  out.results_path = w.results;
+  out.summary_path = w.files.at(0);
   out.results = r;
   out.exit_code = screen_exit_code(counts, out.missing);
 }
