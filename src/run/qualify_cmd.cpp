@@ -13,6 +13,7 @@
 #include "kqual/pipeline/phases.hpp"
 #include "kqual/pipeline/qualify.hpp"
 #include "kqual/report/memo.hpp"
+#include "kqual/report/selftest_text.hpp"
 #include "kqual/worker/timer.hpp"
 
 namespace kqual::run {
@@ -199,57 +200,10 @@ void add_qualify_commands(CLI::App& app, CliState& s, bool run_commands) {
     if (!seeds.empty()) st.seeds = seeds;
     pipeline::SelftestOutcome out = pipeline::selftest(st);
     if (!self_out.empty()) pipeline::write_results(self_out, out.results, {});
-    if (g.json) {
+    if (g.json)
       std::cout << out.results.dump(2) << "\n";
-    } else {
-      const report::SelftestResult& r = out.result;
-      if (!r.device_present)
-        fmt::print("selftest: no GPU ({}): candidates compiled only, none run\n", r.why_no_device);
-      else
-        fmt::print("selftest on {} — seeds {}, {} lane(s)\n",
-                   r.provenance.contains("gpu") && r.provenance["gpu"].is_object()
-                       ? r.provenance["gpu"].value("name", std::string("?"))
-                       : std::string("?"),
-                   json(r.seeds).dump(), out.results.value("lanes", 1));
-      if (r.sanitizer)
-        fmt::print("sanitizer: {} {}\n", r.sanitizer->tool, r.sanitizer->path.empty() ? r.sanitizer->note : r.sanitizer->path);
-      for (const auto& pc : r.contracts) {
-        const std::string& name = pc.contract;
-        if (r.device_present)
-          fmt::print("\n== {}: broken rejected {}/{} (for the intended reason {}/{}), good accepted {}/{}\n", name,
-                     pc.broken_rejected, pc.broken, pc.broken_for_intended_reason, pc.broken, pc.good_accepted, pc.good);
-        else
-          fmt::print("\n== {}: not run (no GPU)\n", name);
-        fmt::print("  {:<9} {:<26} {:<30} {}\n", "kind", "candidate", "expected", "outcome per seed");
-        for (const auto& row : r.candidates) {
-          if (row.contract != name) continue;
-          std::string outcome;
-          if (row.seeds)
-            for (const auto& seed_row : *row.seeds)
-              outcome += fmt::format("{}{}  ", seed_row.as_expected ? "" : "UNEXPECTED ", seed_row.outcome);
-          else
-            outcome = row.outcome.value_or("");
-          fmt::print("  {:<9} {:<26} {:<30} {}\n", row.kind, row.candidate, row.expected, outcome);
-          if (row.seeds && !row.seeds->empty()) {
-            const auto& s0 = row.seeds->front();
-            if (!s0.first_failure.empty()) fmt::print("  {:<9}   reason: {}\n", "", s0.first_failure.substr(0, 200));
-          }
-          if (row.sanitizer) {
-            json sj = *row.sanitizer;  // worker::SanitizerLog::to_json() and the log's path (JSON: only ever JSON)
-            fmt::print("  {:<9}   {}: {} error(s){}\n", "", sj["tool"].get<std::string>(),
-                       sj["errors"].is_null() ? std::string("?") : std::to_string(sj["errors"].get<int>()),
-                       sj["findings"].empty() ? "" : "; first: " + sj["findings"][0].value("headline", std::string()).substr(0, 160));
-          }
-        }
-      }
-      if (!r.classes.empty() && r.device_present) {
-        fmt::print("\n== by class of defect (the stated reason of each known-broken candidate)\n");
-        for (const auto& bc : r.classes)
-          fmt::print("  {:<22} rejected for it {}/{} checks  ({})\n", bc.defect_class, bc.rejected_for_it, bc.checks,
-                     fmt::format("{}", fmt::join(bc.candidates, ", ")));
-      }
-      fmt::print("\nselftest: {} checks, {} unexpected\n", r.checks, r.unexpected);
-    }
+    else
+      std::cout << report::render_selftest_text(out.result, out.results.value("lanes", 1));
     *exit_code = out.exit_code;
   });
 }
