@@ -107,6 +107,7 @@ void sanitizer_pass(Session& s, const BuiltCandidate& b, const contract::Contrac
       CaseResult r;
       r.spec.id = fmt::format("sanitizer/{}", name);
       r.spec.family = name;
+      r.sanitizer_finding = true;
       r.status = CaseStatus::fail;
       r.code = first ? first->code : "sanitizer_error";
       std::string where;

@@ -87,6 +87,27 @@ TEST(Claims, ADtypeWithoutCasesAndSizesBelowMaxNArePartly) {
   EXPECT_NE(a.by.find("1 of them with views offset"), std::string::npos) << a.by;
 }
 
+// A compute-sanitizer finding fails the check but is no case: no dims, no dtype of its own. It speaks for
+// no claim (on the H100, `kqual check` of a candidate only the sanitizer rejects stopped with "internal
+// error: map::at" when max_n's count read the finding's dims).
+TEST(Claims, ASanitizerFindingIsNoCaseOfAnyClaim) {
+  CorrectnessReport rep;
+  rep.results = {case_run(257, DType::bf16)};
+  CaseResult finding;
+  finding.spec.id = "sanitizer/memcheck";
+  finding.spec.family = "memcheck";
+  finding.sanitizer_finding = true;
+  finding.status = CaseStatus::fail;
+  finding.code = "out_of_bounds_read";
+  rep.results.push_back(finding);
+  std::vector<ClaimExercise> v;
+  ASSERT_NO_THROW(v = claims_exercised(contract::find_contract("residual_add_relu"), claimed(false, {DType::bf16, DType::f32}), rep));
+  const ClaimExercise d = find(v, "dtypes");
+  EXPECT_NE(d.by.find("not exercised: f32"), std::string::npos) << d.by;  // the finding's default dtype counts for nothing
+  EXPECT_NE(find(v, "max_n").by.find("largest case run: 257"), std::string::npos) << find(v, "max_n").by;
+  EXPECT_NE(find(v, "min_alignment_bytes").by.find("1 case(s)"), std::string::npos) << find(v, "min_alignment_bytes").by;
+}
+
 TEST(Claims, NoCaseRunExercisesNothing) {
   CorrectnessReport rep;
   for (const auto& e : claims_exercised(contract::find_contract("residual_add_relu"), claimed(true), rep))
