@@ -14,6 +14,7 @@
 #include "kqual/core/exit_codes.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/core/version.hpp"
+#include "kqual/report/submission_result.hpp"
 
 namespace kqual::pipeline {
 namespace fs = std::filesystem;
@@ -66,68 +67,6 @@ const contract::Contract& problem_contract(const std::string& problem, const fs:
   if (contract::contract_value_is_path(problem))
     throw_error(ErrorKind::input, fmt::format("--problem {}: no contract.toml there", problem));
   return contract::resolve_contract(problem, fs::current_path());
-}
-
-std::string ms_text(const bench::Series& se) {
-  if (!se.error.empty()) return "failed";
-  if (!se.verified) return "wrong output";
-  return se.samples_ms.empty() ? "-" : fmt::format("{:.4f} ms", stats::median(se.samples_ms));
-}
-
-// Per shape: the submission's and each baseline's median, and the speed-ups with their intervals.
-std::string timing_md(const bench::SubmissionTiming& t) {
-  std::string md = fmt::format("\n## Speed against PyTorch\n\n{}\n\n", t.status);
-  if (t.report.shapes.empty()) return md;
-  md += "| shape | window | submission | torch_eager | torch_compiled | speed-up vs eager [95% CI] | vs compiled [95% CI] |\n"
-        "|---|---|---|---|---|---|---|\n";
-  for (std::size_t i = 0; i < t.report.shapes.size(); ++i) {
-    const bench::ShapeResult& sh = t.report.shapes[i];
-    auto series = [&](const char* label) -> std::string {
-      for (const auto& se : sh.series)
-        if (se.label == label) return ms_text(se);
-      return "not timed";
-    };
-    auto speedup = [&](const char* label) -> std::string {
-      for (const auto& s : t.speedups.at(i))
-        if (s.baseline == label) return fmt::format("{:.2f}x [{:.2f}, {:.2f}] {}", s.speedup, s.ci_low, s.ci_high, s.verdict);
-      return "-";
-    };
-    const std::string w = i < t.windows.size() ? t.windows[i] : "";
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", sh.shape, w.substr(w.find(": ") == std::string::npos ? 0 : w.find(": ") + 2),
-                      ms_text(sh.series.front()), series(bench::kTorchEager), series(bench::kTorchCompiled), speedup(bench::kTorchEager),
-                      speedup(bench::kTorchCompiled));
-  }
-  if (!t.timed_output_failure.empty()) md += "\n**Timed outputs wrong**: " + t.timed_output_failure + "\n";
-  // A series that failed says why: "failed" in the table alone is not a finding a reviewer can check.
-  for (const auto& sh : t.report.shapes)
-    for (const auto& se : sh.series)
-      if (!se.error.empty()) md += fmt::format("- {} {} failed: {}\n", sh.shape, se.label, se.error.substr(0, 600));
-  for (const auto& n : t.notes) md += "- " + n + "\n";
-  return md;
-}
-
-std::string summary_md(const SubmissionOutcome& out, const SubmissionOptions& o) {
-  const bench::SubmissionCheck& r = out.check;
-  std::string md = fmt::format("# {} ({}): PyTorch submission\n\n**{}**\n\n", out.name, out.contract, r.summary());
-  md += fmt::format("- cases: {} run, {} right, {} left out (larger than the submission limit)\n", r.cases, r.passed, r.skipped);
-  if (!r.worker_torch.empty()) md += fmt::format("- PyTorch {} on {}\n", r.worker_torch, r.worker_device);
-  md += fmt::format("- seed {}; kqual {} ({})\n", o.seed, kVersion, git_revision());
-  if (!r.failures.empty()) {
-    md += "\n## Failures\n\n| case | class | detail |\n|---|---|---|\n";
-    for (const auto& f : r.failures) md += fmt::format("| {} | {} | {} |\n", f.id, bench::to_string(f.failure), f.detail);
-  }
-  if (!r.kernels.empty()) {
-    md += "\n## Kernels the submission launched (activity record: name [origin])\n\n";
-    for (const auto& k : r.kernels) md += "- `" + k + "`\n";
-  }
-  if (out.verdict) {
-    md += fmt::format("\n## Decision: {}\n\n{}\n", decision::to_string(out.verdict->verdict), out.verdict->summary);
-    for (const auto& why : out.verdict->reasons) md += "- " + why + "\n";
-  }
-  if (out.timing) md += timing_md(*out.timing);
-  md += "\n## Harness rules that do not apply to a PyTorch submission, and what stands in for them\n\n";
-  for (const auto& n : r.not_applied) md += "- " + n + "\n";
-  return md;
 }
 
 // qualify: the accepted submission timed, then the qualify rule on the check and the timing, as for
@@ -240,17 +179,18 @@ SubmissionOutcome check_submission(const SubmissionOptions& o) {
   out.exit_code = !r.not_run.empty() ? kExitIncomplete : r.harness_failed ? kExitInternal : r.accepted ? kExitPass : kExitFail;
   if (o.timing) decide_submission(*c, s, o, *inputs, out);
 
-  json results = schema_header(o.timing ? "submission-qualify" : "submission");  // docs/json-schema.md
-  results.update(json{{"kind", o.timing ? "torch_submission_qualify" : "torch_submission"},
-               {"kqual", {{"version", kVersion}, {"commit", git_revision()}}},
-               {"candidate", {{"name", out.name}, {"file", fs::absolute(s.file).string()}, {"class", s.class_name},
-                              {"allow_kernels", s.allow_kernels}}},
-               {"contract", out.contract},
-               {"seed", o.seed},
-               {"check", r.to_json()}});
-  if (out.timing) results["timing"] = out.timing->to_json();
-  if (out.verdict) results["decision"] = decision::to_json(*out.verdict);
-  const Written w = write_results(o.out_dir, results, {{"summary.md", summary_md(out, o)}});
+  // ---- write: results.json and summary.md, from one typed result ----
+  report::SubmissionResult res;
+  res.qualify = o.timing;
+  res.kqual_version = kVersion;
+  res.kqual_commit = git_revision();
+  res.candidate = {out.name, fs::absolute(s.file).string(), s.class_name, s.allow_kernels};
+  res.contract = out.contract;
+  res.seed = o.seed;
+  res.check = r;
+  res.timing = out.timing;
+  res.decision = out.verdict;
+  const Written w = write_results(o.out_dir, report::to_json(res), {{"summary.md", report::render_submission_summary_md(res)}});
   out.results_path = w.results;
   out.summary_path = w.files.at(0);
   return out;

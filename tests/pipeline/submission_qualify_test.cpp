@@ -8,12 +8,26 @@
 
 #include "bench/submission_test_util.hpp"
 #include "kqual/core/files.hpp"
+#include "kqual/core/error.hpp"
 #include "kqual/pipeline/submission.hpp"
+#include "kqual/report/submission_result.hpp"
 
 namespace kqual::pipeline {
 namespace {
 namespace fs = std::filesystem;
 using test::submission::kNumpyAddRelu;
+
+// What the command wrote is one result: results.json reads back into report::SubmissionResult and
+// writes out unchanged (key order included), and summary.md is what report/ renders from it.
+void expect_written_from_one_result(const SubmissionOutcome& out) {
+  const json doc = json::parse(read_text_file(out.results_path));
+  const report::SubmissionResult r = report::submission_result_from_json(doc);
+  EXPECT_EQ(doc.dump(2), report::to_json(r).dump(2));
+  EXPECT_EQ(read_text_file(out.summary_path), report::render_submission_summary_md(r));
+  EXPECT_EQ(r.check.accepted, out.check.accepted);
+  EXPECT_EQ(r.check.failures.size(), out.check.failures.size());
+  EXPECT_EQ(r.decision.has_value(), out.verdict.has_value());
+}
 
 class SubmissionQualify : public test::submission::SubmissionFixture {
  protected:
@@ -52,6 +66,7 @@ TEST_F(SubmissionQualify, AnAcceptedSubmissionIsTimedAndDecided) {
   const std::string md = read_text_file(out.summary_path);
   EXPECT_NE(md.find("## Speed against PyTorch"), std::string::npos) << md;
   EXPECT_NE(md.find("| n=4096 | eager_call"), std::string::npos) << md;
+  expect_written_from_one_result(out);
 }
 
 TEST_F(SubmissionQualify, TimedOutputsThatAreWrongAreDoNotShip) {
@@ -63,6 +78,7 @@ TEST_F(SubmissionQualify, TimedOutputsThatAreWrongAreDoNotShip) {
   EXPECT_EQ(out.verdict->verdict, decision::ShipVerdict::do_not_ship) << out.verdict->summary;
   EXPECT_EQ(out.exit_code, 1);
   EXPECT_NE(read_text_file(out.summary_path).find("**Timed outputs wrong**"), std::string::npos);
+  expect_written_from_one_result(out);
 }
 
 TEST_F(SubmissionQualify, ARejectedSubmissionIsNotTimed) {
@@ -75,6 +91,7 @@ def forward(x, r):
   ASSERT_TRUE(out.verdict.has_value());
   EXPECT_EQ(out.verdict->verdict, decision::ShipVerdict::do_not_ship);
   EXPECT_EQ(out.exit_code, 1);
+  expect_written_from_one_result(out);
 }
 
 // Every shape past the submission's size limit: nothing is timed, which is incomplete (exit 3), never
@@ -89,6 +106,7 @@ TEST_F(SubmissionQualify, AQualifyThatTimedNothingIsIncomplete) {
   EXPECT_EQ(out.verdict->verdict, decision::ShipVerdict::incomplete) << out.verdict->summary;
   EXPECT_EQ(out.exit_code, 3);
   EXPECT_NE(out.verdict->summary.find("nothing was timed"), std::string::npos) << out.verdict->summary;
+  expect_written_from_one_result(out);
 }
 
 // The worker's own failure while timed (worker_error: ENOSPC writing the timed outputs) is kqual's:
@@ -101,6 +119,29 @@ TEST_F(SubmissionQualify, KqualsOwnWorkerFailureWhileTimedIsNotTheSubmissions) {
   EXPECT_EQ(out.exit_code, 3);
   EXPECT_NE(out.verdict->summary.find("not the candidate's"), std::string::npos) << out.verdict->summary;
   EXPECT_EQ(out.verdict->summary.find("failed or was wrong"), std::string::npos) << out.verdict->summary;
+}
+
+// `kqual check` without a GPU: nothing ran, said so; the document is the submission schema's, and a
+// field of the wrong shape in it is named when read back.
+TEST_F(SubmissionQualify, ACheckThatDidNotRunIsWrittenFromOneResult) {
+  SubmissionOptions o;
+  o.candidate = write_submission(kNumpyAddRelu);
+  o.problem = "residual_add_relu";
+  o.out_dir = dir_.path() / "out-nogpu";
+  o.use_gpu = false;
+  const SubmissionOutcome out = check_submission(o);
+  EXPECT_EQ(out.exit_code, 3);
+  expect_written_from_one_result(out);
+  json doc = json::parse(read_text_file(out.results_path));
+  EXPECT_EQ(doc.value("schema", ""), "kqual.submission/1");
+  EXPECT_FALSE(report::submission_result_from_json(doc).qualify);
+  doc["check"]["failures"] = json::array({json{{"case", "n=1"}, {"code", "wrong"}, {"detail", ""}, {"kernels", json::array()}}});
+  try {
+    (void)report::submission_result_from_json(doc);
+    ADD_FAILURE() << "accepted the failure code 'wrong'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("check.failures[0].code"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "kqual/core/enum_names.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/core/progress.hpp"
+#include "kqual/report/screen_result.hpp"
 
 namespace kqual::pipeline {
 
@@ -70,46 +71,17 @@ struct ScreenOptions {
   ProgressFn progress;           // one line per candidate as it finishes, or empty
 };
 
-// What screen says of one candidate; its word is the verdict in the journal, results.json and
-// summary.md.
-enum class ScreenVerdictKind {
-  accepted,    // every case passed, with evidence
-  rejected,    // a case failed, the module did not load, or its worker broke down
-  refused,     // never reached the GPU: manifest invalid, build failed, the wrong contract
-  incomplete,  // not judged: no GPU, no GPU left, or kqual's own failure on its cases
-  error,       // kqual itself failed on this candidate
-};
-inline constexpr EnumNames<ScreenVerdictKind, 5> kScreenVerdictNames{{{{ScreenVerdictKind::accepted, "accepted"},
-                                                                       {ScreenVerdictKind::rejected, "rejected"},
-                                                                       {ScreenVerdictKind::refused, "refused"},
-                                                                       {ScreenVerdictKind::incomplete, "incomplete"},
-                                                                       {ScreenVerdictKind::error, "error"}}}};
-inline const char* to_string(ScreenVerdictKind k) { return kScreenVerdictNames.name(k); }
-
-// The verdict of one candidate, as journaled.
-struct ScreenVerdict {
-  std::string candidate;         // the folder, absolute
-  std::string name;              // the folder's name (copies of one manifest share the manifest's name)
-  std::string manifest_sha256;   // of kqual.toml; "" when it could not be read
-  std::string key;               // of everything that decides the verdict (screen_key.hpp); "" = never reused
-  ScreenVerdictKind verdict = ScreenVerdictKind::incomplete;
-  std::string reason;            // one line: primary failure code, refusal kind, why incomplete
-  std::map<std::string, int> codes;  // failure codes (rejected) or the refusal kind (refused)
-  std::string detail;            // first failure's detail, the refusal's message
-  std::string contract;
-  double wall_ms = 0;            // build + checks of this candidate
-  double compile_ms = 0;
-  std::string finished;          // UTC time the verdict was journaled
-  bool resumed = false;          // taken from the journal, not run by this invocation
-  int gpu = -1;                  // with --gpus: the GPU (ordinal in PCI bus order) whose worker judged it
-  json speed;                    // --timing, an accepted candidate: the speed record (screen_timing.hpp); null otherwise
-  json to_json() const;
-  // Error(input) when a field is missing or the verdict is not one of kScreenVerdictNames' words.
-  static ScreenVerdict from_json(const json& j);
-};
+// The verdict of one candidate and the counts per verdict are report's types (report/screen_result.hpp):
+// the journal, results.json and summary.md are made from them.
+using report::kScreenVerdictNames;
+using report::ScreenCounts;
+using report::ScreenVerdict;
+using report::ScreenVerdictKind;
+using report::verdict_counts;
 
 struct ScreenOutcome {
-  json results;
+  report::ScreenResult result;  // what results.json holds
+  json results;                 // ... as written
   int exit_code = 0;
   std::vector<ScreenVerdict> verdicts;  // in candidate order
   std::filesystem::path results_path, summary_path, journal_path;
@@ -127,16 +99,9 @@ std::vector<std::filesystem::path> screen_candidates(const std::vector<std::file
 // Error(usage) when the journal was made with other options (unless o.restart).
 ScreenOutcome screen(const ScreenOptions& o);
 
-// Shared by screen and screen merge: verdicts per kind, the exit code they give (as screen()'s;
-// `missing` candidates count as incomplete), and summary.md's table.
-struct ScreenCounts {
-  std::array<int, kScreenVerdictNames.entries.size()> n{};
-  int operator[](ScreenVerdictKind k) const { return n[std::size_t(k)]; }
-  json to_json() const;  // {"accepted": 3, "rejected": 1, ...}: every kind, in kScreenVerdictNames' order
-};
-ScreenCounts verdict_counts(const std::vector<ScreenVerdict>& verdicts);
+// Shared by screen and screen merge: the exit code the verdicts give (`missing` candidates count as
+// incomplete, as screen()'s).
 int screen_exit_code(const ScreenCounts& counts, std::size_t missing = 0);
-std::string screen_summary_table(const std::vector<ScreenVerdict>& verdicts);
 
 // The journal's file format (docs/screen.md): a header line naming the options that decide a
 // verdict, then one ScreenVerdict per line. Exposed for tests.

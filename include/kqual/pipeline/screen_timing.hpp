@@ -71,8 +71,6 @@ bool speed_covers_the_mix(const json& speed);
 // (timed_launch_failed), or a wrong timed output. A shape refused before launch, or kqual's own
 // failure, is neither.
 void reject_failure_while_timed(const bench::TimingReport& tr, ScreenVerdict& v, bool* fault);
-std::string screen_ranking_md(const json& ranking);
-// A static page (no script): the ranking table, and every verdict.
-std::string screen_ranking_html(const json& ranking, const std::vector<ScreenVerdict>& verdicts);
+// (Its markdown section and HTML page are rendered in report/: render_screen_ranking_md, render_screen_ranking_html.)
 
 }  // namespace kqual::pipeline

@@ -397,97 +397,52 @@ DispatchReport check_screen_lanes(const ScreenOptions& o, const ScreenContracts&
   return dispatch_lanes(std::max<std::size_t>(lanes.sessions.size(), 1), run.todo.size(), hooks);
 }
 
-// results.json of a screen run.
-json screen_results_json(const ScreenOptions& o, const json& options, const fs::path& journal_path, const Lanes& lanes,
-                         const DispatchReport& dispatched, const ScreenRun& run, const ScreenContracts& contracts,
-                         const ScreenCounts& counts, double wall_s) {
-  json rows = json::array();
-  for (const auto& v : run.verdicts) {
-    json j = v.to_json();
-    j["resumed"] = v.resumed;
-    rows.push_back(j);
-  }
-  const std::size_t ran = run.todo.size();
-  int workers_started = 0;
-  for (const auto& s : lanes.sessions) workers_started += s->worker().processes_started();
-  json r = schema_header("screen");
-  r["provenance"] = report::provenance(o.command_line, lanes.devices.empty() ? json() : lanes.devices.front());
-  r["options"] = options;
-  r["journal"] = journal_path.string();
-  r["device_present"] = lanes.gpu();
-  r["why_no_gpu"] = lanes.why_no_gpu;
+// The typed result of a screen run (report/screen_result.hpp): results.json, summary.md and
+// ranking.html are all made from it.
+report::ScreenResult screen_result(const ScreenOptions& o, const json& options, const fs::path& journal_path, const Lanes& lanes,
+                                   const DispatchReport& dispatched, const ScreenRun& run, const ScreenContracts& contracts,
+                                   double wall_s) {
+  report::ScreenResult r;
+  r.provenance = report::provenance(o.command_line, lanes.devices.empty() ? json() : lanes.devices.front());
+  r.options = options;
+  report::ScreenRunFacts f;
+  f.journal = journal_path.string();
+  f.device_present = lanes.gpu();
+  f.why_no_gpu = lanes.why_no_gpu;
   if (!o.gpus.empty()) {
     // Ordinals are PCI bus order: each worker ran with CUDA_DEVICE_ORDER=PCI_BUS_ID and
     // CUDA_VISIBLE_DEVICES=<visible>, the numbering nvidia-smi and Slurm use.
-    r["provenance"]["device_order"] = "PCI_BUS_ID";
-    r["provenance"]["gpu_source"] = lanes.gpu_source;
-    json g = json::array();
+    r.provenance["device_order"] = "PCI_BUS_ID";
+    r.provenance["gpu_source"] = lanes.gpu_source;
     const std::vector<DeviceTally> tally = tally_devices(lanes, dispatched);
+    f.gpus.emplace();
     for (std::size_t l = 0; l < lanes.gpus.size(); ++l)
-      g.push_back(json{{"ordinal", lanes.gpus[l].ordinal},
-                       {"pci_bus_id", lanes.gpus[l].pci_bus_id},
-                       {"cuda_visible_devices", lanes.gpus[l].visible},
-                       {"device", lanes.devices[l]},
-                       {"judged", tally[l].judged},
-                       {"worker_faults", tally[l].worker_faults},
-                       {"worker_processes_started", tally[l].worker_processes_started},
-                       {"retired", tally[l].retired.empty() ? json() : json(tally[l].retired)}});
-    r["gpus"] = g;
-    r["gpus_unavailable"] = lanes.unavailable;
+      f.gpus->push_back({lanes.gpus[l].ordinal, lanes.gpus[l].pci_bus_id, lanes.gpus[l].visible, lanes.devices[l], int(tally[l].judged),
+                         tally[l].worker_faults, tally[l].worker_processes_started, tally[l].retired});
+    f.gpus_unavailable = lanes.unavailable;
   }
   if (run.shard_rec) {
-    r["shard"] = run.shard_rec->to_json();
-    r["shard"]["not_in_list"] = run.not_in_list;
+    f.shard = run.shard_rec->to_json();
+    (*f.shard)["not_in_list"] = run.not_in_list;
   }
-  r["candidates"] = run.cands.size();
-  r["resumed"] = run.resumed;
-  r["run"] = ran;
-  r["counts"] = counts.to_json();
-  r["compile_threads"] = o.jobs;
-  r["wall_s"] = wall_s;
+  f.resumed = run.resumed;
+  f.run = run.todo.size();
+  f.compile_threads = o.jobs;
+  f.wall_s = wall_s;
   // Throughput of this invocation (resumed verdicts cost nothing here), by wall time: with a GPU,
   // the time the GPUs were held.
-  r["candidates_per_hour"] = ran > 0 && wall_s > 0 ? json(double(ran) / (wall_s / 3600.0)) : json();
-  r["worker_processes_started"] = workers_started;
+  if (f.run > 0 && wall_s > 0) f.candidates_per_hour = double(f.run) / (wall_s / 3600.0);
+  for (const auto& s : lanes.sessions) f.worker_processes_started += s->worker().processes_started();
   // Lanes per GPU (--workers-per-gpu): correctness checks side by side, each timing alone on its GPU.
-  r["workers_per_gpu"] = lanes.per_gpu;
-  json skipped_j = json::array();
-  for (const auto& s : run.skipped) skipped_j.push_back(s.string());
-  r["not_candidates"] = skipped_j;
-  r["contracts"] = contracts.to_json();
-  r["verdicts"] = rows;
-  if (o.timing.on) r["ranking"] = screen_ranking(run.verdicts);
+  f.workers_per_gpu = lanes.per_gpu;
+  for (const auto& s : run.skipped) f.not_candidates.push_back(s.string());
+  f.contracts = contracts.to_json();
+  r.run = std::move(f);
+  r.candidates = run.cands.size();
+  r.counts = verdict_counts(run.verdicts);
+  r.verdicts = run.verdicts;
+  if (o.timing.on) r.ranking = screen_ranking(run.verdicts);
   return r;
-}
-
-// summary.md of a screen run.
-std::string screen_summary_md(const Lanes& lanes, const DispatchReport& dispatched, const ScreenRun& run,
-                              const ScreenCounts& counts, double wall_s) {
-  using K = ScreenVerdictKind;
-  std::string md = "# kqual screen\n\n";
-  md += fmt::format("{} candidate(s) — accepted {}, rejected {}, refused {}, incomplete {}{} — {} run in {:.1f} s, {} from the "
-                    "journal.\n\n",
-                    run.cands.size(), counts[K::accepted], counts[K::rejected], counts[K::refused], counts[K::incomplete],
-                    counts[K::error] ? fmt::format(", kqual errors {}", counts[K::error]) : std::string(), run.todo.size(),
-                    wall_s, run.resumed);
-  if (run.shard)
-    md += fmt::format("Shard {} of a campaign of {} candidate(s).\n\n", run.shard->text(), run.shard_rec->total);
-  const std::vector<DeviceTally> tally = tally_devices(lanes, dispatched);
-  if (!lanes.gpu())
-    md += fmt::format("No GPU ({}): only manifests and builds were checked, for {}.\n\n", lanes.why_no_gpu, lanes.arch);
-  else if (lanes.gpus.empty())
-    md += fmt::format("Device: {} ({}).\n\n", lanes.devices.front().value("name", std::string("?")), lanes.arch);
-  else
-    for (std::size_t l = 0; l < lanes.gpus.size(); ++l) {
-      md += fmt::format("GPU {} (PCI bus order{}): {} ({}), {} judged{}.\n\n", lanes.gpus[l].ordinal,
-                        lanes.gpus[l].pci_bus_id.empty() ? "" : ", " + lanes.gpus[l].pci_bus_id,
-                        lanes.devices[l].value("name", std::string("?")), lanes.arch, tally[l].judged,
-                        tally[l].retired.empty() ? "" : "; retired: " + first_line(tally[l].retired, 200));
-    }
-  if (lanes.gpu() && lanes.per_gpu > 1)
-    md += fmt::format("{} worker(s) per GPU checked side by side; every timing had its GPU alone.\n\n", lanes.per_gpu);
-  md += screen_summary_table(run.verdicts);
-  return md;
 }
 
 }  // namespace
@@ -531,18 +486,16 @@ ScreenOutcome screen(const ScreenOptions& o) {
       check_screen_lanes(o, contracts, lanes, run, build_scratch, journal_fd.fd, out.journal_path, say);
   const double wall_s = ms_since(t_start) / 1000.0;
 
-  // ---- write: results.json and summary.md ----
-  const ScreenCounts counts = verdict_counts(run.verdicts);
-  const json r = screen_results_json(o, options, out.journal_path, lanes, dispatched, run, contracts, counts, wall_s);
-  const std::string md = screen_summary_md(lanes, dispatched, run, counts, wall_s);
-  std::vector<ResultFile> files{{"summary.md", o.timing.on ? md + screen_ranking_md(r["ranking"]) : md}};
-  if (o.timing.on) files.push_back({"ranking.html", screen_ranking_html(r["ranking"], run.verdicts)});
-  const Written w = write_results(o.out_dir, r, files);
+  // ---- write: results.json, summary.md (and ranking.html under --timing), all from one result ----
+  out.result = screen_result(o, options, out.journal_path, lanes, dispatched, run, contracts, wall_s);
+  out.results = report::to_json(out.result);
+  std::vector<ResultFile> files{{"summary.md", report::render_screen_summary_md(out.result)}};
+  if (out.result.ranking) files.push_back({"ranking.html", report::render_screen_ranking_html(*out.result.ranking, out.result.verdicts)});
+  const Written w = write_results(o.out_dir, out.results, files);
   out.results_path = w.results;
   out.summary_path = w.files.at(0);
-  out.results = r;
   out.verdicts = run.verdicts;
-  out.exit_code = screen_exit_code(counts);
+  out.exit_code = screen_exit_code(out.result.counts);
   return out;
 }
 

@@ -1,5 +1,5 @@
 // kqual screen's journal and verdict records: the line format, reading a journal back, the
-// candidate list, and the counts, exit code and summary table that screen and screen merge share.
+// candidate list, and the exit code that screen and screen merge share.
 #include "kqual/pipeline/screen_journal.hpp"
 
 #include <fcntl.h>
@@ -76,45 +76,6 @@ std::string first_line(const std::string& s, std::size_t max) {
   std::string t = s.substr(0, s.find('\n'));
   if (t.size() > max) t = t.substr(0, max) + "...";
   return t;
-}
-
-json ScreenVerdict::to_json() const {
-  json c = json::object();
-  for (const auto& [k, n] : codes) c[k] = n;
-  json j{{"candidate", candidate}, {"name", name},         {"manifest_sha256", manifest_sha256}, {"key", key},
-         {"contract", contract},   {"verdict", to_string(verdict)}, {"reason", reason},
-         {"codes", c},             {"detail", detail},     {"wall_ms", wall_ms},
-         {"compile_ms", compile_ms}, {"finished", finished}};
-  if (gpu >= 0) j["gpu"] = gpu;  // with --gpus only: the ordinal (PCI bus order) that judged it
-  if (!speed.is_null()) j["speed"] = speed;  // with --timing only
-  return j;
-}
-
-ScreenVerdict ScreenVerdict::from_json(const json& j) {
-  ScreenVerdict v;
-  try {
-    v.candidate = j.at("candidate").get<std::string>();
-    v.name = j.at("name").get<std::string>();
-    v.manifest_sha256 = j.at("manifest_sha256").get<std::string>();
-    v.key = j.value("key", std::string());  // absent in journals from before the key: never reused
-    v.contract = j.value("contract", std::string());
-    const std::string word = j.at("verdict").get<std::string>();
-    const std::optional<ScreenVerdictKind> kind = kScreenVerdictNames.parse(word);
-    if (!kind)
-      throw_error(ErrorKind::input, fmt::format("a screen verdict \"{}\" is none of {}", word, kScreenVerdictNames.choices()));
-    v.verdict = *kind;
-    v.reason = j.value("reason", std::string());
-    for (const auto& [k, n] : j.at("codes").items()) v.codes[k] = n.get<int>();
-    v.detail = j.value("detail", std::string());
-    v.wall_ms = j.value("wall_ms", 0.0);
-    v.compile_ms = j.value("compile_ms", 0.0);
-    v.finished = j.value("finished", std::string());
-    if (j.contains("gpu") && j.at("gpu").is_number_integer()) v.gpu = j.at("gpu").get<int>();
-    if (j.contains("speed") && j.at("speed").is_object()) v.speed = j.at("speed");
-  } catch (const json::exception& e) {
-    throw_error(ErrorKind::input, std::string("a screen journal entry lacks a field: ") + e.what());
-  }
-  return v;
 }
 
 bool reusable(const ScreenVerdict& j, const std::string& key, bool gpu) {
@@ -205,18 +166,6 @@ std::vector<fs::path> screen_candidates(const std::vector<fs::path>& inputs, std
   return out;
 }
 
-json ScreenCounts::to_json() const {
-  json j = json::object();
-  for (const auto& [kind, word] : kScreenVerdictNames.entries) j[word] = (*this)[kind];
-  return j;
-}
-
-ScreenCounts verdict_counts(const std::vector<ScreenVerdict>& verdicts) {
-  ScreenCounts counts;
-  for (const auto& v : verdicts) ++counts.n[std::size_t(v.verdict)];
-  return counts;
-}
-
 int screen_exit_code(const ScreenCounts& c, std::size_t missing) {
   using K = ScreenVerdictKind;
   return c[K::error] ? kExitInternal
@@ -224,26 +173,6 @@ int screen_exit_code(const ScreenCounts& c, std::size_t missing) {
          : c[K::refused] ? kExitInputError
          : c[K::incomplete] || missing ? kExitIncomplete
                                        : kExitPass;
-}
-
-std::string screen_summary_table(const std::vector<ScreenVerdict>& verdicts) {
-  const bool gpus = std::any_of(verdicts.begin(), verdicts.end(), [](const ScreenVerdict& v) { return v.gpu >= 0; });
-  std::string md = fmt::format("| # | candidate | contract | verdict | reason | wall [ms] |{} from journal |\n|---|---|---|---|---|---|{}---|\n",
-                               gpus ? " GPU |" : "", gpus ? "---|" : "");
-  auto cell = [](std::string s) {
-    s = first_line(s, 160);
-    for (std::size_t p = 0; (p = s.find('|', p)) != std::string::npos; p += 2) s.replace(p, 1, "\\|");
-    return s;
-  };
-  for (std::size_t i = 0; i < verdicts.size(); ++i) {
-    const auto& v = verdicts[i];
-    md += fmt::format("| {} | {} | {} | {} | {} | {:.0f} |{} {} |\n", i + 1, cell(v.name), cell(v.contract), to_string(v.verdict),
-                      cell(v.reason + (v.detail.empty() || v.verdict == ScreenVerdictKind::accepted ? "" : ": " + v.detail)),
-                      v.wall_ms,
-                      gpus ? (v.gpu >= 0 ? fmt::format(" {} |", v.gpu) : std::string("  |")) : std::string(),
-                      v.resumed ? "yes" : "");
-  }
-  return md;
 }
 
 }  // namespace kqual::pipeline

@@ -167,54 +167,26 @@ ShardRecord plan_shards(const ShardSpec& spec, const ShardList& list, std::vecto
 
 namespace {
 
-// results.json and summary.md of a merge (`merged`: the record results.json keeps under "merged").
-void write_merged(const MergeOptions& o, const json& shard_options, json merged, std::size_t finished, MergeOutcome& out) {
-  const ScreenCounts counts = verdict_counts(out.verdicts);
-  json rows = json::array();
-  for (const auto& v : out.verdicts) {
-    json j = v.to_json();
-    j["resumed"] = v.resumed;
-    rows.push_back(j);
-  }
-  json options = shard_options;
-  options.erase("shard");
-  json r = schema_header("screen");
-  r["provenance"] = report::provenance(o.command_line, json());
-  const json missing_shards = merged.at("missing_shards");
-  const int count = merged.at("shard_count").get<int>();
-  const std::size_t total = merged.at("expected_candidates").get<std::size_t>();
-  r["merged"] = std::move(merged);
-  r["options"] = options;
-  r["candidates"] = out.verdicts.size();
-  r["counts"] = counts.to_json();
-  r["verdicts"] = rows;
-
-  std::string md = "# kqual screen (merged)\n\n";
-  md += fmt::format("{} candidate(s) of {} expected, from {} of {} shard(s) — accepted {}, rejected {}, refused {}, incomplete {}{}; "
-                    "{} duplicate verdict(s) dropped, {} candidate(s) missing.\n\n",
-                    out.verdicts.size(), total, finished, count, counts[ScreenVerdictKind::accepted],
-                    counts[ScreenVerdictKind::rejected], counts[ScreenVerdictKind::refused], counts[ScreenVerdictKind::incomplete],
-                    counts[ScreenVerdictKind::error] ? fmt::format(", kqual errors {}", counts[ScreenVerdictKind::error]) : std::string(),
-                    out.duplicates, out.missing);
-  for (const auto& m : missing_shards)
-    md += fmt::format("- shard {} has no results: its {} candidate(s) are missing\n", m["shard"].get<std::string>(),
-                      m["candidates"].get<std::size_t>());
-  for (const auto& c : out.missing_candidates) md += fmt::format("- missing: {}\n", c);
-  if (!missing_shards.empty() || !out.missing_candidates.empty()) md += "\n";
-  md += screen_summary_table(out.verdicts);
+// results.json and summary.md of a merge (`merged`: the record results.json keeps under "merged"),
+// from one typed result as a run's are.
+void write_merged(const MergeOptions& o, const json& shard_options, json merged, MergeOutcome& out) {
+  report::ScreenResult r;
+  r.provenance = report::provenance(o.command_line, json());
+  r.merged = std::move(merged);
+  r.options = shard_options;
+  r.options.erase("shard");
+  r.candidates = out.verdicts.size();
+  r.counts = verdict_counts(out.verdicts);
+  r.verdicts = out.verdicts;
   // Shards screened with --timing: one ranking over every shard's timed verdicts.
-  std::vector<ResultFile> files;
-  if (options.contains("timing")) {
-    r["ranking"] = screen_ranking(out.verdicts);
-    md += screen_ranking_md(r["ranking"]);
-    files.push_back({"ranking.html", screen_ranking_html(r["ranking"], out.verdicts)});
-  }
-  files.insert(files.begin(), {"summary.md", md});
-  const Written w = write_results(o.out_dir, r, files);
+  if (shard_options.contains("timing")) r.ranking = screen_ranking(out.verdicts);
+  std::vector<ResultFile> files{{"summary.md", report::render_screen_summary_md(r)}};
+  if (r.ranking) files.push_back({"ranking.html", report::render_screen_ranking_html(*r.ranking, r.verdicts)});
+  out.results = report::to_json(r);
+  const Written w = write_results(o.out_dir, out.results, files);
   out.results_path = w.results;
   out.summary_path = w.files.at(0);
-  out.results = r;
-  out.exit_code = screen_exit_code(counts, out.missing);
+  out.exit_code = screen_exit_code(r.counts, out.missing);
 }
 
 }  // namespace
@@ -225,6 +197,7 @@ namespace {
 struct MergeShard {
   std::filesystem::path dir;
   json results;  // null when the folder has only a journal (its task did not finish)
+  std::optional<report::ScreenResult> result;  // results.json read back
   json options;
   json shard;
 };
@@ -237,7 +210,7 @@ std::vector<MergeShard> read_merge_shards(const MergeOptions& o, const std::func
   for (const auto& d : o.dirs) {
     const fs::path dir = fs::weakly_canonical(fs::absolute(d));
     if (!seen_dirs.insert(dir).second) continue;  // a folder given twice is one shard
-    MergeShard s{dir, json(), json(), json()};
+    MergeShard s{dir, json(), std::nullopt, json(), json()};
     const fs::path rj = dir / "results.json", jl = dir / "journal.jsonl";
     if (fs::exists(rj)) {
       try {
@@ -247,8 +220,13 @@ std::vector<MergeShard> read_merge_shards(const MergeOptions& o, const std::func
       }
       if (!s.results.is_object() || s.results.value("schema", std::string()) != schema_header("screen").value("schema", std::string()))
         throw_error(ErrorKind::usage, fmt::format("{}: not the results of a kqual screen", rj.string()));
-      s.options = s.results.value("options", json::object());
-      s.shard = s.results.value("shard", json());
+      try {
+        s.result = report::screen_result_from_json(s.results);
+      } catch (const Error& e) {
+        throw_error(ErrorKind::input, fmt::format("screen merge: {}: {}", rj.string(), e.what()));
+      }
+      s.options = s.result->options;
+      s.shard = s.result->run && s.result->run->shard ? *s.result->run->shard : json();
     } else if (fs::exists(jl)) {
       const ScreenJournal j = read_screen_journal(jl);
       s.options = j.header.is_null() ? json::object() : j.header.value("options", json::object());
@@ -330,14 +308,7 @@ json collect_merged_verdicts(const std::vector<MergeShard>& shards, const ShardL
     const int index = s.shard.value("index", -1);
     finished.insert(index);
     std::size_t rows = 0;
-    for (const json& row : s.results.value("verdicts", json::array())) {
-      ScreenVerdict v;
-      try {
-        v = ScreenVerdict::from_json(row);
-      } catch (const Error& e) {
-        throw_error(ErrorKind::input, fmt::format("screen merge: {}: verdicts[{}]: {}", (s.dir / "results.json").string(), rows, e.what()));
-      }
-      v.resumed = row.value("resumed", false);
+    for (const ScreenVerdict& v : s.result->verdicts) {
       ++rows;
       const auto a = assigned.find(v.candidate);
       if (a == assigned.end() || a->second != index)
@@ -402,7 +373,7 @@ MergeOutcome merge_screen(const MergeOptions& o) {
               {"missing_candidates", out.missing_candidates},
               {"missing_shards", missing_shards},
               {"list", list.file.string()}};
-  write_merged(o, first.options, std::move(merged), finished.size(), out);
+  write_merged(o, first.options, std::move(merged), out);
   return out;
 }
 

@@ -18,7 +18,6 @@
 #include "kqual/decision/qualify.hpp"
 #include "kqual/pipeline/qualify.hpp"
 #include "kqual/pipeline/phases.hpp"
-#include "kqual/report/html.hpp"
 #include "kqual/worker/session.hpp"
 
 namespace kqual::pipeline {
@@ -304,57 +303,6 @@ json screen_ranking(const std::vector<ScreenVerdict>& verdicts) {
       "correct baseline, weighted over the shapes) below 1 / below 1/1.5; fractions of the candidates judged "
       "(accepted or rejected); the point-estimate counts are the peers' reading, for comparison";
   return json{{"ranked", list}, {"population", population}};
-}
-
-namespace {
-
-std::string speed_cell(const json& r) {
-  if (!r.contains("speedup")) return "-";
-  return fmt::format("{:.3f}x [{:.3f}, {:.3f}]", r["speedup"].get<double>(), 1.0 / r["ci"][1].get<double>(), 1.0 / r["ci"][0].get<double>());
-}
-
-}  // namespace
-
-std::string screen_ranking_md(const json& ranking) {
-  const json& p = ranking["population"];
-  std::string md = "\n## Ranking (timing tier)\n\n";
-  md += fmt::format("{} of {} judged candidate(s) correct; faster than the fastest baseline by more than 1.0x: {}, by more than "
-                    "1.5x: {} (the whole 95 % interval of the overall effect; by the point estimate alone: {} and {}).\n\n",
-                    p["correct"].get<int>(), p["judged"].get<int>(), p["faster_1_0x"].get<int>(), p["faster_1_5x"].get<int>(),
-                    p["point_estimate_faster_1_0x"].get<int>(), p["point_estimate_faster_1_5x"].get<int>());
-  if (p["torch_submissions_timed_against_eager"].get<int>() > 0)
-    md += fmt::format("PyTorch submissions against PyTorch eager: {} timed; faster by more than 1.0x: {}, by more than 1.5x: {} "
-                      "(whole interval; point estimate: {} and {}).\n\n",
-                      p["torch_submissions_timed_against_eager"].get<int>(), p["faster_than_eager_1_0x"].get<int>(),
-                      p["faster_than_eager_1_5x"].get<int>(), p["point_estimate_faster_than_eager_1_0x"].get<int>(),
-                      p["point_estimate_faster_than_eager_1_5x"].get<int>());
-  md += "| rank | candidate | contract | speed-up over the fastest baseline [95% CI] | decision |\n|---|---|---|---|---|\n";
-  for (const auto& r : ranking["ranked"])
-    md += fmt::format("| {} | {} | {} | {} | {} |\n", r["rank"].get<int>() > 0 ? std::to_string(r["rank"].get<int>()) : "-",
-                      r.value("name", ""), r.value("contract", ""),
-                      r.contains("speedup") ? speed_cell(r) : "not compared: " + r.value("why_not", json("")).dump(),
-                      r.value("decision", ""));
-  return md;
-}
-
-std::string screen_ranking_html(const json& ranking, const std::vector<ScreenVerdict>& verdicts) {
-  std::string h = "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>kqual screen: ranking</title>\n"
-                  "<style>body{font-family:sans-serif}table{border-collapse:collapse}td,th{border:1px solid #999;padding:2px 6px}"
-                  "td.n{text-align:right}</style></head><body>\n<h1>kqual screen: ranking</h1>\n";
-  const json& p = ranking["population"];
-  h += fmt::format("<p>{} of {} judged candidate(s) correct; faster than the fastest baseline by more than 1.0x: {}, by more than "
-                   "1.5x: {} (whole 95 % interval of the overall effect).</p>\n",
-                   p["correct"].get<int>(), p["judged"].get<int>(), p["faster_1_0x"].get<int>(), p["faster_1_5x"].get<int>());
-  h += "<table>\n<tr><th>rank</th><th>candidate</th><th>contract</th><th>speed-up [95% CI]</th><th>decision</th></tr>\n";
-  for (const auto& r : ranking["ranked"])
-    h += fmt::format("<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
-                     r["rank"].get<int>() > 0 ? std::to_string(r["rank"].get<int>()) : "-", report::html_escape(r.value("name", "")),
-                     report::html_escape(r.value("contract", "")), report::html_escape(r.contains("speedup") ? speed_cell(r) : "not compared"),
-                     report::html_escape(r.value("decision", "")));
-  h += "</table>\n<h2>Every verdict</h2>\n<table>\n<tr><th>candidate</th><th>verdict</th><th>reason</th></tr>\n";
-  for (const auto& v : verdicts)
-    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", report::html_escape(v.name), to_string(v.verdict), report::html_escape(v.reason));
-  return h + "</table>\n</body></html>\n";
 }
 
 }  // namespace kqual::pipeline

@@ -12,6 +12,7 @@
 
 #include "kqual/core/files.hpp"
 #include "kqual/pipeline/screen.hpp"
+#include "kqual/report/screen_result.hpp"
 #include "fixture_util.hpp"
 #include "test_util.hpp"
 
@@ -28,6 +29,19 @@ inline const pipeline::ScreenVerdict& verdict_of(const pipeline::ScreenOutcome& 
   for (const auto& v : out.verdicts)
     if (v.name == name) return v;
   throw std::runtime_error("no verdict for " + name);
+}
+
+// What screen (or its merge) wrote into `dir` is one result: results.json reads back into the type and
+// writes out unchanged, and summary.md (and ranking.html where written) is what report/ renders from it.
+inline void expect_written_from_one_result(const std::filesystem::path& dir) {
+  const json doc = json::parse(read_text_file(dir / "results.json"));
+  const report::ScreenResult r = report::screen_result_from_json(doc);
+  EXPECT_EQ(doc.dump(2), report::to_json(r).dump(2)) << dir;
+  EXPECT_EQ(read_text_file(dir / "summary.md"), report::render_screen_summary_md(r)) << dir;
+  EXPECT_EQ(std::filesystem::exists(dir / "ranking.html"), r.ranking.has_value()) << dir;
+  if (r.ranking) {
+    EXPECT_EQ(read_text_file(dir / "ranking.html"), report::render_screen_ranking_html(*r.ranking, r.verdicts)) << dir;
+  }
 }
 
 class ScreenFixture : public ::testing::Test {

@@ -171,6 +171,7 @@ TEST_F(ShardTest, MergeFailsOnAMovedCandidateOrTwoVerdictsAndNamesTheMissing) {
   EXPECT_EQ(out.missing_candidates.front(), r1["verdicts"][0]["candidate"].get<std::string>());
   EXPECT_EQ(out.results["merged"]["missing_candidates"].size(), out.missing);
   EXPECT_TRUE(has(read_text_file(tmp_->path() / "merged/summary.md"), "missing: " + out.missing_candidates.front()));
+  test::expect_written_from_one_result(tmp_->path() / "merged");
 }
 
 TEST_F(ShardTest, ShardsMergeIntoEveryCandidateExactlyOnce) {
@@ -196,6 +197,8 @@ TEST_F(ShardTest, ShardsMergeIntoEveryCandidateExactlyOnce) {
   EXPECT_EQ(out.exit_code, 2);  // refused outranks incomplete, as in screen
   EXPECT_TRUE(fs::exists(tmp_->path() / "merged/summary.md"));
   EXPECT_FALSE(out.results["options"].contains("shard"));
+  test::expect_written_from_one_result(m.out_dir);
+  test::expect_written_from_one_result(dirs[0]);
 
   // A shard given twice under another folder: its verdicts are duplicates, counted and dropped.
   fs::copy(dirs[1], tmp_->path() / "copy1", fs::copy_options::recursive);
@@ -243,6 +246,7 @@ TEST_F(ShardTest, TimedShardsMergeIntoOneRanking) {
   EXPECT_EQ(out.results["ranking"]["population"]["faster_1_5x"], 1);
   EXPECT_TRUE(fs::is_regular_file(m.out_dir / "ranking.html"));
   EXPECT_NE(read_text_file(m.out_dir / "summary.md").find("## Ranking (timing tier)"), std::string::npos);
+  test::expect_written_from_one_result(m.out_dir);
 }
 
 TEST_F(ShardTest, ARerunOfAShardResumesItsOwnJournal) {

@@ -65,6 +65,7 @@ TEST_F(ScreenTest, CompilableCandidatesAreIncompleteABrokenManifestIsRefused) {
   EXPECT_EQ(out.results["counts"]["refused"], 1);
   EXPECT_TRUE(out.results["provenance"].is_object());
   EXPECT_EQ(out.results["not_candidates"].size(), 1u);
+  test::expect_written_from_one_result(out.results_path.parent_path());
   // Header + one line per candidate, each carrying the manifest's hash.
   auto lines = lines_of(out.journal_path);
   ASSERT_EQ(lines.size(), 4u);

@@ -68,7 +68,7 @@ TEST(ScreenRanking, FastestFirstAndTheFiguresCountOnlyWhatTheIntervalShows) {
   EXPECT_EQ(p["faster_1_5x"], 1) << "fast_sure only";
   EXPECT_EQ(p["point_estimate_faster_1_0x"], 3);
   EXPECT_EQ(p["point_estimate_faster_1_5x"], 2) << "the peers' reading counts fast_unsure too";
-  const std::string md = screen_ranking_md(r);
+  const std::string md = report::render_screen_ranking_md(r);
   EXPECT_NE(md.find("| 1 | fast_sure | residual_add_relu | 2.000x [1.818, 2.222] | ship |"), std::string::npos) << md;
 }
 
@@ -133,12 +133,12 @@ TEST(ScreenRanking, PyTorchSubmissionsAreCountedAgainstEagerToo) {
   EXPECT_EQ(p["faster_than_eager_1_5x"], 1);
   EXPECT_EQ(p["point_estimate_faster_than_eager_1_0x"], 2);
   EXPECT_EQ(p["point_estimate_faster_than_eager_1_5x"], 1);
-  EXPECT_NE(screen_ranking_md(screen_ranking({a, b, c})).find("PyTorch submissions against PyTorch eager: 2 timed"), std::string::npos);
+  EXPECT_NE(report::render_screen_ranking_md(screen_ranking({a, b, c})).find("PyTorch submissions against PyTorch eager: 2 timed"), std::string::npos);
 }
 
 TEST(ScreenRanking, TheHtmlPageEscapesNamesAndNeedsNoScript) {
   std::vector<ScreenVerdict> vs = {timed("<b>&x", 0.5, 0.4, 0.6)};
-  const std::string h = screen_ranking_html(screen_ranking(vs), vs);
+  const std::string h = report::render_screen_ranking_html(screen_ranking(vs), vs);
   EXPECT_NE(h.find("&lt;b&gt;&amp;x"), std::string::npos) << h;
   EXPECT_EQ(h.find("<b>&x"), std::string::npos);
   EXPECT_EQ(h.find("<script"), std::string::npos);
