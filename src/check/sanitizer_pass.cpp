@@ -105,7 +105,7 @@ void sanitizer_pass(Session& s, const BuiltCandidate& b, const contract::Contrac
     // racecheck's warnings, and nothing else: not a failure (they stay in the log's JSON).
     if (first || (sl.errors > 0 && sl.findings.empty())) {
       CaseResult r;
-      r.spec.id = fmt::format("sanitizer/{}", name);
+      r.spec.id = fmt::format("{}{}", kSanitizerFindingPrefix, name);
       r.spec.family = name;
       r.sanitizer_finding = true;
       r.status = CaseStatus::fail;

@@ -12,6 +12,7 @@
 
 #include "kqual/bench/timing.hpp"
 #include "kqual/bench/torch_baseline.hpp"
+#include "kqual/check/evaluate.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/files.hpp"
 #include "kqual/contract/declared/declared.hpp"
@@ -329,6 +330,9 @@ std::optional<report::ReproduceCommands> reproduce_commands(const QualifyOptions
   for (const json& cs : correctness.at("failing_cases")) {
     if (cs.value("status", std::string()) != "fail" || !cs.contains("id")) continue;
     const std::string id = cs.at("id").get<std::string>();
+    // A sanitizer finding spans cases that passed alone: no folder or one-case run reproduces it (the
+    // check itself does, its sanitizer pass included).
+    if (check::is_sanitizer_finding_id(id)) continue;
     const fs::path out = fs::absolute(o.out_dir).lexically_normal();
     // Where the contract came from, as the run found it: the replay and the rerun find it there too.
     std::string sources;

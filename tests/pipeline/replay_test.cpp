@@ -209,6 +209,36 @@ TEST_F(BuiltinReplay, AnUnknownCaseIdNamesTheFailingOnes) {
   expect_nothing_written();
 }
 
+// A compute-sanitizer finding spans small cases that passed alone: replay names it as such (never "the
+// claims changed"), the default case is a real failing one when there is one, and qualify's reproduce
+// commands skip the finding.
+TEST_F(BuiltinReplay, ASanitizerFindingIsNamedNotReplayed) {
+  check::CaseResult f;
+  f.spec.id = "sanitizer/memcheck";
+  f.spec.family = "memcheck";
+  f.sanitizer_finding = true;
+  f.status = check::CaseStatus::fail;
+  f.code = "out_of_bounds_read";
+  f.detail = "compute-sanitizer memcheck on 2 small case(s) (f32/n=1/normal, f32/n=257/normal): Invalid __global__ read";
+  const json only = check_results(missing_tail(), scratch.path(), kSeed, {f});
+  expect_input_error([&] { (void)replay(only, options()); }, {"no failing case"});
+  ReplayOptions o = options();
+  o.case_id = "sanitizer/memcheck";
+  expect_input_error([&] { (void)replay(only, o); }, {"sanitizer/memcheck", "compute-sanitizer's finding", "Invalid __global__ read",
+                                                      "nothing to replay"});
+  expect_nothing_written();
+  QualifyOptions q;
+  q.candidate = missing_tail();
+  q.out_dir = scratch.path() / "check-out";
+  EXPECT_FALSE(reproduce_commands(q, only.at("correctness")).has_value());
+  // With a case that failed alone as well, that case is replayed and reproduced.
+  const json both = check_results(missing_tail(), scratch.path(), kSeed, {f, failing(c, spec, "unwritten_output")});
+  EXPECT_EQ(replay(both, options()).case_id, kCase);
+  const auto rc = reproduce_commands(q, both.at("correctness"));
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(rc->case_id, kCase);
+}
+
 TEST_F(BuiltinReplay, ResultsWithoutAFailingCaseAreAnInputError) {
   const json doc = check_results(missing_tail(), scratch.path(), kSeed, {});
   expect_input_error([&] { (void)replay(doc, options()); }, {"no failing case", "40 of 40 cases passed"});

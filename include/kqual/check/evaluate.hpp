@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kqual/contract/contract.hpp"
@@ -33,6 +34,11 @@ inline constexpr EnumNames<CaseStatus, 5> kCaseStatusNames{{{{CaseStatus::pass, 
 inline const char* to_string(CaseStatus s) { return kCaseStatusNames.name(s); }
 // A status put in a JSON document is its word, never the enumerator's number.
 inline void to_json(json& j, CaseStatus s) { j = to_string(s); }
+
+// The id of a compute-sanitizer finding as results.json records it ("sanitizer/memcheck"): no case of the
+// contract, so neither `kqual replay` nor `kqual check --case` can run it alone.
+inline constexpr std::string_view kSanitizerFindingPrefix = "sanitizer/";
+inline bool is_sanitizer_finding_id(std::string_view id) { return id.substr(0, kSanitizerFindingPrefix.size()) == kSanitizerFindingPrefix; }
 
 struct CaseResult {
   contract::CaseSpec spec;

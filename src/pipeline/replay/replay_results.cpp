@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "kqual/check/evaluate.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/report/results.hpp"
 #include "replay_internal.hpp"
@@ -86,7 +87,8 @@ const json& recorded_cases(const json& correctness) {
 std::vector<std::string> failing_ids(const RecordedSide& s) {
   std::vector<std::string> ids;
   for (const auto& e : recorded_cases(s.correctness))
-    if (e.value("status", std::string()) == "fail") ids.push_back(e.at("id").get<std::string>());
+    if (e.value("status", std::string()) == "fail" && !check::is_sanitizer_finding_id(e.value("id", std::string())))
+      ids.push_back(e.at("id").get<std::string>());
   return ids;
 }
 
@@ -128,6 +130,18 @@ json pick_case(Recorded& r, const std::string& id, std::vector<std::string>& not
                                                 c.value("passed", 0), c.value("cases", 0),
                                                 c.value("harness_errors", 0) > 0 ? "; cases kqual could not run are not failures of the kernel" : ""));
     }
+  }
+  if (check::is_sanitizer_finding_id(want)) {
+    std::string detail;
+    for (const auto& s : r.sides)
+      for (const auto& e : recorded_cases(s.correctness))
+        if (e.value("id", std::string()) == want && detail.empty()) detail = e.value("detail", std::string());
+    throw_error(ErrorKind::input,
+                fmt::format("--case '{}' is compute-sanitizer's finding over small cases that each passed on their own{}: no case "
+                            "fails alone, so there is nothing to replay. `kqual check` of the candidate with the recorded seed "
+                            "finds it again (its sanitizer pass), or replay a case that passed under compute-sanitizer by hand "
+                            "(docs/replay.md)",
+                            want, detail.empty() ? "" : " (" + detail + ")"));
   }
   json picked;
   for (auto& s : r.sides) {
