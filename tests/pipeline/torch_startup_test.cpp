@@ -4,6 +4,8 @@
 // recorded, and the refusals before anything runs.
 #include <gtest/gtest.h>
 
+#include "kqual/report/memo.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -90,6 +92,8 @@ TEST(TorchStartup, FreshProcessesPerLoadingModeFeedTheService) {
   const std::string memo = read_text_file(r.o.out_dir / "memo.md");
   EXPECT_NE(memo.find("| LAZY |"), std::string::npos) << memo;
   EXPECT_NE(memo.find("cold starts misses"), std::string::npos) << memo;
+  // The memo is report/'s rendering of results.json as written, nothing else.
+  EXPECT_EQ(memo, report::render_torch_startup_memo(json::parse(read_text_file(r.o.out_dir / "results.json"))));
 }
 
 TEST(TorchStartup, AFailedProcessIsRecordedAndTheRunGoesOn) {

@@ -24,4 +24,9 @@ std::string reproduce_text(const std::optional<ReproduceCommands>& commands);
 // an unknown word is printed as it is.
 std::string verdict_words(const json& decision);
 
+// kqual startup-torch's memo: the step, each loading mode's phases (medians), the service's first-request
+// p99 per profile with warm and with the measured cold starts, and what ran. From its results.json
+// (schema kqual.startup_torch/1; only ever JSON).
+std::string render_torch_startup_memo(const json& results);
+
 }  // namespace kqual::report
