@@ -428,8 +428,8 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   r.verdict = v;
   if (r.correctness) r.reproduce = reproduce_commands(o, *r.correctness);
   r.provenance = report::provenance(o.command_line, tg.device_json());
+  if (!torch_report.is_null()) r.torch_baselines = torch_report;
   out.results = report::to_json(r);
-  if (!torch_report.is_null()) out.results["torch_baselines"] = torch_report;
   out.exit_code = decision::exit_code(v.verdict);
   const Written w = write_results(o.out_dir, out.results, {{"memo.md", report::render_qualify_memo(r)}});
   out.result = std::move(r);

@@ -456,9 +456,9 @@ SelftestOutcome selftest(const SelftestOptions& o) {
   res.checks = total;
   res.unexpected = bad;
   if (!o.sanitize.empty()) res.sanitizer = report::SelftestSanitizer{o.sanitize, sanitizer ? *sanitizer : "", sanitizer_note};
+  res.lanes = int(lanes);
+  res.compile_threads = int(jobs);
   out.results = report::to_json(res);
-  out.results["lanes"] = lanes;
-  out.results["compile_threads"] = jobs;
   out.result = std::move(res);
   out.exit_code = !dev.present ? kExitIncomplete : bad ? kExitFail : (!o.sanitize.empty() && !sanitizer) ? kExitIncomplete : kExitPass;
   return out;

@@ -233,6 +233,7 @@ json to_json(const QualifyResult& r) {
   j["verdict"] = decision::to_json(r.verdict);
   if (r.reproduce)
     j["reproduce"] = {{"case", r.reproduce->case_id}, {"replay", r.reproduce->replay}, {"check", r.reproduce->check}};
+  if (r.torch_baselines) j["torch_baselines"] = *r.torch_baselines;
   return j;
 }
 
@@ -273,6 +274,7 @@ QualifyResult qualify_result_from_json(const json& doc) {
   if (const json* rp = member(doc, "", "reproduce"))
     r.reproduce = ReproduceCommands{get_str(*rp, "reproduce", "case"), get_str(*rp, "reproduce", "replay"),
                                     get_str(*rp, "reproduce", "check")};
+  if (const json* tb = member(doc, "", "torch_baselines")) r.torch_baselines = *tb;
   return r;
 }
 
@@ -387,6 +389,8 @@ json to_json(const SelftestResult& r) {
                 {"seeds", r.seeds}, {"contracts", contracts}, {"classes", classes}, {"candidates", rows},
                 {"checks", r.checks}, {"unexpected", r.unexpected}});
   if (r.sanitizer) j["sanitizer"] = json{{"tool", r.sanitizer->tool}, {"path", r.sanitizer->path}, {"note", r.sanitizer->note}};
+  if (r.lanes) j["lanes"] = *r.lanes;
+  if (r.compile_threads) j["compile_threads"] = *r.compile_threads;
   return j;
 }
 
@@ -447,6 +451,8 @@ SelftestResult selftest_result_from_json(const json& doc) {
   r.unexpected = get_int<int>(doc, "", "unexpected");
   if (const json* s = member(doc, "", "sanitizer"))
     r.sanitizer = SelftestSanitizer{get_str(*s, "sanitizer", "tool"), get_str(*s, "sanitizer", "path"), get_str(*s, "sanitizer", "note")};
+  if (member(doc, "", "lanes")) r.lanes = get_int<int>(doc, "", "lanes");
+  if (member(doc, "", "compile_threads")) r.compile_threads = get_int<int>(doc, "", "compile_threads");
   return r;
 }
 

@@ -53,6 +53,12 @@ TEST(Results, QualifyFamilyRoundTrips) {
     const json text = reparsed(d);
     expect_same(text, to_json(qualify_result_from_json(text)), std::string(which) + " (from text)");
   }
+  // The PyTorch baselines' block is part of the typed result, last, as qualify has always written it.
+  json d = results_doc("qualify");
+  d["torch_baselines"] = json{{"status", "timed"}, {"eager", {{"shapes", 2}}}};
+  const QualifyResult r = qualify_result_from_json(d);
+  ASSERT_TRUE(r.torch_baselines.has_value());
+  expect_same(d, to_json(r), "qualify with torch_baselines");
 }
 
 // Where the time went: each step that ran, in order, typed and rendered in the memo.
@@ -110,6 +116,8 @@ SelftestResult selftest_example() {
   r.provenance = provenance("kqual selftest --seeds 1,2", fx::h200());
   r.device_present = true;
   r.seeds = {1, 2};
+  r.lanes = 4;
+  r.compile_threads = 16;
   r.contracts = {{"residual_add_relu", 2, 2, 1, 1, 1}};
   r.classes = {{"missing_tail", 2, 2, {"residual_add_relu/missing_tail"}}, {"race", 2, 1, {"residual_add_relu/race"}}};
   SelftestCandidate good;
@@ -167,7 +175,8 @@ TEST(Results, SelftestRoundTrips) {
   std::vector<std::string> keys;
   for (const auto& [k, v] : d.items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"schema", "schema_version", "provenance", "device_present", "why_no_device", "seeds",
-                                            "contracts", "classes", "candidates", "checks", "unexpected", "sanitizer"}));
+                                            "contracts", "classes", "candidates", "checks", "unexpected", "sanitizer", "lanes",
+                                            "compile_threads"}));
   std::vector<std::string> seed_keys;
   for (const auto& [k, v] : d.at("candidates").at(0).at("seeds").at(0).items()) seed_keys.push_back(k);
   EXPECT_EQ(seed_keys, (std::vector<std::string>{"seed", "outcome", "as_expected", "cases", "passed", "failed", "evidence",

@@ -101,6 +101,9 @@ struct QualifyResult {
   std::vector<std::pair<std::string, double>> wall_seconds;
   decision::QualifyVerdict verdict;
   std::optional<ReproduceCommands> reproduce;  // when a case failed
+  // qualify: PyTorch eager and torch.compile of the contract, when they were timed or refused
+  // (bench::TorchBaselinesReport's JSON, only ever JSON).
+  std::optional<json> torch_baselines = {};
 };
 
 json to_json(const QualifyResult& r);
@@ -208,6 +211,9 @@ struct SelftestResult {
   std::vector<SelftestCandidate> candidates;
   int checks = 0, unexpected = 0;
   std::optional<SelftestSanitizer> sanitizer;
+  // The run's parallelism: worker sessions (lanes) on the GPU and NVRTC compile threads (absent in
+  // documents from before they were recorded).
+  std::optional<int> lanes = {}, compile_threads = {};
 };
 
 json to_json(const SelftestResult& r);
