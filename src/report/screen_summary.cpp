@@ -5,18 +5,12 @@
 #include <algorithm>
 #include <set>
 
+#include "kqual/core/text.hpp"
 #include "kqual/report/html.hpp"
 #include "kqual/report/screen_result.hpp"
 
 namespace kqual::report {
 namespace {
-
-// The first line of `s`, cut at `max` characters.
-std::string screen_first_line(const std::string& s, std::size_t max) {
-  std::string t = s.substr(0, s.find('\n'));
-  if (t.size() > max) t = t.substr(0, max) + "...";
-  return t;
-}
 
 std::string count_words(const ScreenCounts& c) {
   using K = ScreenVerdictKind;
@@ -44,7 +38,7 @@ std::string run_header(const ScreenResult& r, const ScreenRunFacts& run) {
   else
     for (const ScreenGpu& g : *run.gpus)
       md += fmt::format("GPU {} (PCI bus order{}): {} ({}), {} judged{}.\n\n", g.ordinal, g.pci_bus_id.empty() ? "" : ", " + g.pci_bus_id,
-                        name_of(g.device), arch, g.judged, g.retired.empty() ? "" : "; retired: " + screen_first_line(g.retired, 200));
+                        name_of(g.device), arch, g.judged, g.retired.empty() ? "" : "; retired: " + first_line(g.retired, 200));
   if (run.device_present && run.workers_per_gpu > 1)
     md += fmt::format("{} worker(s) per GPU checked side by side; every timing had its GPU alone.\n\n", run.workers_per_gpu);
   return md;
@@ -84,7 +78,7 @@ std::string screen_summary_table(const std::vector<ScreenVerdict>& verdicts) {
   std::string md = fmt::format("| # | candidate | contract | verdict | reason | wall [ms] |{} from journal |\n|---|---|---|---|---|---|{}---|\n",
                                gpus ? " GPU |" : "", gpus ? "---|" : "");
   auto cell = [](std::string s) {
-    s = screen_first_line(s, 160);
+    s = first_line(s, 160);
     for (std::size_t p = 0; (p = s.find('|', p)) != std::string::npos; p += 2) s.replace(p, 1, "\\|");
     return s;
   };

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kqual/core/json.hpp"
+#include "kqual/core/text.hpp"  // first_line
 #include "kqual/pipeline/screen.hpp"
 
 namespace kqual::pipeline {
@@ -26,6 +27,5 @@ std::string option_differences(const json& was, const json& now, const std::stri
                                const std::string& now_name = "this run");
 
 std::string display_name(const std::filesystem::path& dir);     // the folder's name
-std::string first_line(const std::string& s, std::size_t max = 300);
 
 }  // namespace kqual::pipeline

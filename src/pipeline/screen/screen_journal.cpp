@@ -72,12 +72,6 @@ std::string display_name(const fs::path& dir) {
   return n.empty() ? dir.string() : n;
 }
 
-std::string first_line(const std::string& s, std::size_t max) {
-  std::string t = s.substr(0, s.find('\n'));
-  if (t.size() > max) t = t.substr(0, max) + "...";
-  return t;
-}
-
 bool reusable(const ScreenVerdict& j, const std::string& key, bool gpu) {
   if (key.empty() || j.key != key || j.verdict == ScreenVerdictKind::error || j.codes.count("harness_error")) return false;
   return !(j.verdict == ScreenVerdictKind::incomplete && gpu);
