@@ -258,7 +258,7 @@ LaunchArg parse_launch_arg(Ctx& cx, const contract::Contract& contract_ref, cons
 }
 
 // [candidate]: the contract (resolved here), the name, the source or image, the compiler and its options.
-void parse_candidate_table(Ctx& cx, const toml::table& root, Manifest& m) {
+void parse_candidate_table(Ctx& cx, const toml::table& root, const contract::ContractLookup& contracts, Manifest& m) {
   const toml::table* cand = root["candidate"].as_table();
   if (!cand) cx.fail("[candidate]", "missing table (required)");
   check_keys(cx, *cand, "candidate",
@@ -266,7 +266,7 @@ void parse_candidate_table(Ctx& cx, const toml::table& root, Manifest& m) {
   m.contract = get_string(cx, *cand, "candidate", "contract", true);
   try {
     // a built-in name, a declared contract's name, or a path: resolved here, once
-    m.set_contract(contract::resolve_contract(m.contract, m.dir));
+    m.set_contract(contracts.resolve(m.contract, m.dir));
   } catch (const Error& e) {
     cx.fail("candidate.contract", e.what());
   }
@@ -493,7 +493,7 @@ void parse_expect(Ctx& cx, const toml::table& root, Manifest& m) {
 
 }  // namespace
 
-Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestUse use) {
+Manifest parse_manifest(const std::string& text, const fs::path& file, const contract::ContractLookup& contracts, ManifestUse use) {
   Ctx cx(file);
   toml::table root = parse_toml(text, file);
   // A generated manifest is refused until it is completed, before anything else is judged: the
@@ -510,7 +510,7 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
   m.file = file;
   m.dir = file.parent_path();
 
-  parse_candidate_table(cx, root, m);
+  parse_candidate_table(cx, root, contracts, m);
   const contract::Contract& c = m.resolved_contract();
   parse_supports(cx, root, c, m);
   std::vector<std::string> names = expression_names(c);
@@ -520,7 +520,7 @@ Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestU
   return m;
 }
 
-Manifest load_manifest(const fs::path& file_or_dir, ManifestUse use) {
+Manifest load_manifest(const fs::path& file_or_dir, const contract::ContractLookup& contracts, ManifestUse use) {
   fs::path file = file_or_dir;
   if (fs::is_directory(file)) file /= "kqual.toml";
   if (!fs::exists(file))
@@ -529,7 +529,13 @@ Manifest load_manifest(const fs::path& file_or_dir, ManifestUse use) {
   if (!in) throw_error(ErrorKind::input, fmt::format("{}: cannot read", file.string()));
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_manifest(ss.str(), fs::absolute(file).lexically_normal(), use);
+  return parse_manifest(ss.str(), fs::absolute(file).lexically_normal(), contracts, use);
+}
+
+Manifest load_manifest(const fs::path& file_or_dir, ManifestUse use) { return load_manifest(file_or_dir, contract::ContractLookup{}, use); }
+
+Manifest parse_manifest(const std::string& text, const fs::path& file, ManifestUse use) {
+  return parse_manifest(text, file, contract::ContractLookup{}, use);
 }
 
 std::string manifest_contract_value(const fs::path& file_or_dir) {

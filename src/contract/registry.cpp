@@ -39,9 +39,9 @@ const Contract& find_contract(const std::string& name) {
   for (const auto& b : kBuiltins)
     if (name == b.name) return b.make();
   if (const Contract* d = find_declared_contract(name)) return *d;
-  throw_error(ErrorKind::input, fmt::format("unknown contract '{}' (built in: {}; declared contracts are looked up as "
-                                            "{}/contract.toml and {}.toml in the folders of --contracts and $KQUAL_CONTRACTS "
-                                            "and in the project's contracts/ folder)",
+  throw_error(ErrorKind::input, fmt::format("unknown contract '{}' (built in: {}; no declared contract of that name is "
+                                            "loaded: declared contracts are found as {}/contract.toml and {}.toml in the "
+                                            "folders of --contracts and $KQUAL_CONTRACTS and in the project's contracts/ folder)",
                                             name, fmt::join(contract_names(), ", "), name, name));
 }
 

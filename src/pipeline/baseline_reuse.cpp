@@ -16,7 +16,8 @@ namespace fs = std::filesystem;
 
 bool report_accepted(const json& report) { return report.is_object() && report.value("verdict", std::string()) == "accepted"; }
 
-BaselineVerdicts::BaselineVerdicts(fs::path root, const json& device, json options) : root_(std::move(root)), options_(std::move(options)) {
+BaselineVerdicts::BaselineVerdicts(fs::path root, const json& device, json options, contract::ContractLookup contracts)
+    : root_(std::move(root)), options_(std::move(options)), contracts_(std::move(contracts)) {
   // The GPU that ran the check: its name, architecture and driver (not its clocks or free memory).
   json gpu = json::object();
   if (device.is_object())
@@ -27,7 +28,7 @@ BaselineVerdicts::BaselineVerdicts(fs::path root, const json& device, json optio
 }
 
 std::string BaselineVerdicts::key(const fs::path& baseline_dir, const std::string& contract) const {
-  VerdictKeys keys(options_, contract);
+  VerdictKeys keys(options_, contract, contracts_);
   return keys.key(baseline_dir);
 }
 

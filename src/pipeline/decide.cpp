@@ -111,7 +111,7 @@ Settings decide_settings(const report::QualifyResult& r, const DecideOptions& o)
     // Profile shapes matched to the timed ones by value: parsed against the recorded contract.
     const contract::Contract* c = nullptr;
     try {
-      c = &contract::resolve_contract(r.contract.name, std::filesystem::current_path());
+      c = &contract::ContractLookup().resolve(r.contract.name, std::filesystem::current_path());
     } catch (const Error&) {
       st.replaced.push_back(fmt::format("contract {} not found here: the profile's shapes are matched to the timed ones as "
                                         "written (dim by dim), not completed by the contract",

@@ -31,7 +31,7 @@ BuiltOne build_one(const fs::path& folder, const BuildOneOptions& o) {
   BuiltOne b;
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    b.manifest = build::load_manifest(folder);
+    b.manifest = build::load_manifest(folder, o.contracts);
   } catch (const Error& e) {
     b.manifest_error = e.what();
   }

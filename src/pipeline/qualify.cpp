@@ -61,13 +61,14 @@ std::vector<fs::path> find_baselines(const std::string& contract, const std::vec
 
 namespace {
 
-report::QualifyContract contract_block(const contract::Contract& c, const contract::Supports& claims) {
+report::QualifyContract contract_block(const contract::Contract& c, const contract::Supports& claims,
+                                       const contract::ContractLookup& contracts) {
   report::QualifyContract out;
   out.name = c.name();
   out.summary = c.summary();
   out.numerical_policy = c.numerical_policy();
   out.domain = c.domain_json();
-  const contract::ContractProvenance p = contract::contract_provenance(c);
+  const contract::ContractProvenance p = contracts.provenance(c);
   out.origin = contract::to_string(p.origin);
   out.file = p.file.string();
   out.file_sha256 = p.sha256;
@@ -114,7 +115,8 @@ std::vector<build::BuiltCandidate> build_baselines(const QualifyOptions& o, cons
   if (o.timing) {
     const std::vector<fs::path> dirs = find_baselines(m.contract, baseline_dirs);
     if (!dirs.empty()) say(fmt::format("compile: {} baseline(s) of {}", dirs.size(), m.contract));
-    for (const auto& d : dirs) baselines.push_back(build::build_candidate(build::load_manifest(d), arch, s.scratch()));
+    for (const auto& d : dirs)
+      baselines.push_back(build::build_candidate(build::load_manifest(d, contract::ContractLookup(o.sources)), arch, s.scratch()));
   }
   std::vector<std::string> searched;
   for (const auto& d : baseline_dirs) searched.push_back((d / m.contract).string());
@@ -271,7 +273,8 @@ void qualify_check(QualifyGpuRun& q) {
   // (baseline_reuse.hpp); the seed is not in the key: a baseline is kqual's trusted kernel.
   const BaselineVerdicts kept(kqual_cache_dir() / "baseline-correctness", q.s.device().device,
                               json{{"large_cases", small.check.include_large}, {"sanitizer_pass", small.check.sanitizer_pass},
-                                   {"all_cases", small.check.all_cases}});
+                                   {"all_cases", small.check.all_cases}},
+                              contract::ContractLookup(o.sources));
   for (auto& b : q.baselines) {
     const std::string key = kept.key(b.manifest.dir, "");  // "": the manifest's own contract
     const StepClock clock(q.r, "baseline " + b.manifest.name);
@@ -358,8 +361,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
     if (o.progress) o.progress(line);
   };
   say("manifest: " + o.candidate.string());
-  contract::set_contract_sources(o.sources);  // before the manifest names its contract
-  build::Manifest m = build::load_manifest(o.candidate);
+  build::Manifest m = build::load_manifest(o.candidate, contract::ContractLookup(o.sources));
   const contract::Contract& c = m.resolved_contract();
   if (!o.only_case.empty()) (void)check::require_case(c, m.supports, o.seed, o.only_case);  // an unknown id: exit 2 before any GPU work
   // Timed at a dtype the candidate claims (--dtype, or its first claim): a usage error before any GPU work.
@@ -379,7 +381,7 @@ QualifyOutcome qualify(const QualifyOptions& o) {
   r.command = o.command;
   report::PhaseList& phases = r.phases;
   r.candidate = {m.name, m.file.string(), m.contract, m.description, claims_of(m)};
-  r.contract = contract_block(c, m.supports);
+  r.contract = contract_block(c, m.supports, contract::ContractLookup(o.sources));
   phases.set("manifest", "valid");
   phases.set("contract_refusals", fmt::format("{} unsupported requests refused with the expected reason",
                                               r.contract.refusals_checked.size()));

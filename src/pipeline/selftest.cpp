@@ -329,10 +329,11 @@ int selftest_lanes(int asked, bool gpu) {
 
 // Where the candidates (and baselines) come from: --root's candidates/ and baselines/, else the
 // bundled folders. The tree selftest runs is the user's choice: its contracts/ folder is one of
-// theirs, set as a contract source here.
+// theirs, a contract folder of the run's lookup.
 struct SelftestRoots {
   fs::path candidates;
   std::optional<fs::path> baselines;
+  contract::ContractLookup contracts;
 };
 
 SelftestRoots selftest_roots(const SelftestOptions& o) {
@@ -348,18 +349,18 @@ SelftestRoots selftest_roots(const SelftestOptions& o) {
   }
   contract::ContractSources sources = o.sources;
   if (!o.root.empty() && fs::is_directory(o.root / "contracts")) sources.user_dirs.push_back(o.root / "contracts");
-  contract::set_contract_sources(sources);
+  r.contracts = contract::ContractLookup(sources);
   return r;
 }
 
 // The options refused before any work; --contract names checked now (an unknown one is a clear error).
-void check_selftest_options(const SelftestOptions& o) {
+void check_selftest_options(const SelftestOptions& o, const contract::ContractLookup& contracts) {
   if (!o.sanitize.empty() && o.sanitize != "memcheck" && o.sanitize != "racecheck" && o.sanitize != "initcheck" &&
       o.sanitize != "synccheck")
     throw_error(ErrorKind::usage, fmt::format("--sanitize {}: expected memcheck, racecheck, initcheck or synccheck", o.sanitize));
   if (o.lanes < 0) throw_error(ErrorKind::usage, fmt::format("--lanes {}: must be at least 1 (0: automatic)", o.lanes));
   if (o.jobs < 0) throw_error(ErrorKind::usage, fmt::format("--jobs {}: must be at least 1 (0: one per host thread)", o.jobs));
-  for (const auto& name : o.contracts) (void)contract::find_contract(name);
+  for (const auto& name : o.contracts) (void)contracts.resolve(name, {});
 }
 
 // The lanes: each takes the next folder and judges it in its own worker session (lane 0 in `s`, the
@@ -387,7 +388,7 @@ std::vector<Judged> judge_in_lanes(int lanes, std::size_t n, worker::Session& s,
 SelftestOutcome selftest(const SelftestOptions& o) {
   SelftestOutcome out;
   const SelftestRoots roots = selftest_roots(o);
-  check_selftest_options(o);
+  check_selftest_options(o, roots.contracts);
   const std::vector<std::string>& only = o.contracts;
   auto wanted = [&](const std::string& contract) {
     return only.empty() || std::find(only.begin(), only.end(), contract) != only.end();
@@ -421,6 +422,7 @@ SelftestOutcome selftest(const SelftestOptions& o) {
   // ---- compile: a pool of NVRTC threads, each folder into a scratch folder of its own ----
   BuildOneOptions bo;
   bo.arch = tg.arch;
+  bo.contracts = roots.contracts;
   bo.pass_over = [&](const build::Manifest& m) { return wanted(m.contract) ? std::string() : "not asked for (--contract)"; };
   auto build_folder = [&](std::size_t i) {
     BuildOneOptions mine = bo;

@@ -53,20 +53,20 @@ fs::path imported_problem(const fs::path& p, const fs::path& out_dir, const Prog
   return target;
 }
 
-const contract::Contract& problem_contract(const std::string& problem, const fs::path& out_dir, const ProgressFn& progress) {
+const contract::Contract& problem_contract(const std::string& problem, const fs::path& out_dir, const contract::ContractSources& sources,
+                                          const ProgressFn& progress) {
   fs::path p = problem;
   if (const fs::path imported = imported_problem(p, out_dir, progress); !imported.empty()) p = imported;
   if (fs::is_directory(p)) p /= "contract.toml";
   if (fs::is_regular_file(p)) {
     p = fs::canonical(p);
-    contract::ContractSources s = contract::contract_sources();
+    contract::ContractSources s = sources;  // the problem the user names is the user's choice of judge
     s.user_dirs.push_back(p.parent_path().parent_path());
-    contract::set_contract_sources(s);
-    return contract::resolve_contract(p.string(), fs::current_path());
+    return contract::ContractLookup(s).resolve(p.string(), fs::current_path());
   }
   if (contract::contract_value_is_path(problem))
     throw_error(ErrorKind::input, fmt::format("--problem {}: no contract.toml there", problem));
-  return contract::resolve_contract(problem, fs::current_path());
+  return contract::ContractLookup(sources).resolve(problem, fs::current_path());
 }
 
 // qualify: the accepted submission timed, then the qualify rule on the check and the timing, as for
@@ -144,12 +144,13 @@ SubmissionOutcome check_submission(const SubmissionOptions& o) {
       throw_error(ErrorKind::usage, fmt::format("{} is a PyTorch submission: name the problem it answers with --problem "
                                                 "(a contract name, a contract.toml, or an imported problem's folder)",
                                                 o.candidate.string()));
-    c = &problem_contract(o.problem, o.out_dir, o.progress);
+    c = &problem_contract(o.problem, o.out_dir, o.sources, o.progress);
     s.file = o.candidate;
     out.name = o.candidate.stem().string();
   } else {
     const bench::TorchSubmissionManifest m = bench::read_torch_submission_manifest(o.candidate);
-    c = o.problem.empty() ? &contract::resolve_contract(m.contract, m.file.parent_path()) : &problem_contract(o.problem, o.out_dir, o.progress);
+    c = o.problem.empty() ? &contract::ContractLookup(o.sources).resolve(m.contract, m.file.parent_path())
+                          : &problem_contract(o.problem, o.out_dir, o.sources, o.progress);
     s = m.submission;
     out.name = m.name;
   }

@@ -39,12 +39,8 @@ struct ContractsOptions {
 // kqual contracts --cases NAME: every correctness case the contract generates for a candidate claiming
 // everything it allows (or --dtype only), with its dims and family: the IDs `kqual check --case` takes.
 int list_cases(const ContractsOptions& o, const GlobalOptions& g) {
-  if (!o.dirs.empty()) {
-    contract::ContractSources src = contract::contract_sources();
-    src.user_dirs.insert(src.user_dirs.end(), o.dirs.begin(), o.dirs.end());
-    contract::set_contract_sources(src);
-  }
-  const contract::Contract& c = contract::resolve_contract(o.cases, std::filesystem::current_path());
+  const contract::ContractLookup lookup(contract::ContractSources{o.dirs, false});  // --dir: folders of the user's
+  const contract::Contract& c = lookup.resolve(o.cases, std::filesystem::current_path());
   contract::Supports wide;
   wide.dtypes = c.dtypes();
   if (!o.dtype.empty()) {
@@ -151,7 +147,8 @@ int run_contracts(const ContractsOptions& o, const GlobalOptions& g) {
     }
     std::fflush(stderr);
   };
-  for (const auto& f : contract::discover_declared_contracts(o.dirs)) {
+  const contract::ContractLookup lookup;  // the project's folder and $KQUAL_CONTRACTS; --dir's come first
+  for (const auto& f : lookup.discover(o.dirs)) {
     const auto t0 = std::chrono::steady_clock::now();
     try {
       const contract::Contract& c = contract::load_declared_contract(f);
@@ -181,7 +178,7 @@ int run_contracts(const ContractsOptions& o, const GlobalOptions& g) {
     }
   }
   // No project contracts found (a kqual binary copied away from its tree, without KQUAL_HOME): said at once.
-  const auto roots = contract::contract_roots();
+  const auto roots = lookup.roots();
   const bool no_project = std::none_of(roots.begin(), roots.end(), [](const contract::ContractRoot& r) { return r.origin == contract::ContractOrigin::project; });
   if (g.json) {
     std::cout << out.dump(2) << "\n";

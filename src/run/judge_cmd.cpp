@@ -96,8 +96,7 @@ std::vector<std::uint8_t> read_output(const fs::path& file, const contract::Tens
 }
 
 int run_judge(const JudgeArgs& a, const GlobalOptions& g) {
-  contract::set_contract_sources(a.sources);
-  const contract::Contract& c = contract::resolve_contract(a.contract, fs::current_path());
+  const contract::Contract& c = contract::ContractLookup(a.sources).resolve(a.contract, fs::current_path());
   contract::Supports wide;
   wide.dtypes = c.dtypes();
   wide.min_alignment_bytes = 1;

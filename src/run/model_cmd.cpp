@@ -13,6 +13,7 @@
 
 #include "kqual/report/provenance.hpp"
 #include "kqual/contract/contract.hpp"
+#include "kqual/contract/declared/lookup.hpp"
 #include "kqual/core/error.hpp"
 #include "kqual/core/json.hpp"
 #include "kqual/bench/ceilings.hpp"
@@ -110,7 +111,7 @@ void add_roofline(CLI::App* model, GlobalOptions& g, int* exit_code) {
     if (!o->contract.empty()) {
       if (!o->flops.empty() || !o->bytes.empty())
         throw_error(ErrorKind::usage, "--contract takes its FLOPs and bytes from the contract: drop --flops/--bytes");
-      const auto& c = contract::find_contract(o->contract);
+      const auto& c = contract::ContractLookup().resolve(o->contract, std::filesystem::current_path());
       const auto dt = parse_dtype(o->dtype);
       if (!dt) throw_error(ErrorKind::usage, fmt::format("--dtype '{}': unknown dtype", o->dtype));
       std::map<std::string, std::int64_t> dims;

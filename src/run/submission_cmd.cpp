@@ -41,7 +41,7 @@ bool check_submission_if_any(const GlobalOptions& g, const pipeline::QualifyOpti
                                                 q.candidate.string()));
     return false;
   }
-  contract::set_contract_sources(q.sources);  // --contracts, --allow-candidate-contract: as for a kernel candidate
+  s.sources = q.sources;  // --contracts, --allow-candidate-contract: as for a kernel candidate
   s.candidate = q.candidate;
   s.out_dir = q.out_dir;
   s.seed = q.seed;

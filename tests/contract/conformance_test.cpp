@@ -203,7 +203,7 @@ TEST_P(Conformance, MinBytesIsEveryTensorOnce) {
 // conformance bar for both kinds).
 std::vector<std::string> every_contract() {
   std::vector<std::string> v = contract_names();
-  for (const auto& f : discover_declared_contracts({std::filesystem::path(KQUAL_SOURCE_DIR) / "contracts"}))
+  for (const auto& f : ContractLookup().discover({std::filesystem::path(KQUAL_SOURCE_DIR) / "contracts"}))
     if (f.string().starts_with(KQUAL_SOURCE_DIR)) v.push_back(load_declared_contract(f).name());
   return v;
 }

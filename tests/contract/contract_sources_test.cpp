@@ -1,5 +1,5 @@
-// Where contracts come from (contract/declared/declared.hpp, docs/declared-contracts.md): the user picks the
-// judge. A contract named by name resolves from --contracts folders, $KQUAL_CONTRACTS and the
+// Where contracts come from (contract/declared/lookup.hpp, docs/declared-contracts.md): the user picks the
+// judge, through the command's ContractLookup (no process-wide setting). A contract named by name resolves from --contracts folders, $KQUAL_CONTRACTS and the
 // project's contracts/ only, never from beside the manifest; a contract file a manifest names by path
 // outside those folders judges the candidate only with --allow-candidate-contract.
 #include <gtest/gtest.h>
@@ -21,14 +21,9 @@ namespace fs = std::filesystem;
 
 const fs::path kSourcesRepo = test::repo_root();
 
-// Restores the process-wide choices after each test (other tests in this binary read them).
 class ContractSourcesTest : public ::testing::Test {
  protected:
-  void SetUp() override { set_contract_sources({}); }
-  void TearDown() override {
-    set_contract_sources({});
-    ::unsetenv("KQUAL_CONTRACTS");
-  }
+  void TearDown() override { ::unsetenv("KQUAL_CONTRACTS"); }
 };
 
 // A declared contract `name` in `dir`: the bundled residual_add_relu_declared renamed (its reference beside it).
@@ -70,9 +65,10 @@ TEST_F(ContractSourcesTest, ANameNeverResolvesBesideTheManifest) {
 
   const build::Manifest m = build::load_manifest(cand);
   EXPECT_EQ(m.contract, "rmsnorm");
-  const Contract& c = resolve_contract("rmsnorm", cand);
+  const ContractLookup lookup;
+  const Contract& c = lookup.resolve("rmsnorm", cand);
   EXPECT_EQ(declared_file(c), fs::weakly_canonical(kSourcesRepo / "contracts/rmsnorm/contract.toml"));
-  const ContractProvenance p = contract_provenance(c);
+  const ContractProvenance p = lookup.provenance(c);
   EXPECT_EQ(p.origin, ContractOrigin::project);
   EXPECT_EQ(p.sha256, sha256_file_hex((kSourcesRepo / "contracts/rmsnorm/contract.toml").string()));
 }
@@ -94,18 +90,19 @@ TEST_F(ContractSourcesTest, AContractFileWithTheCandidateIsRefusedWithoutTheOpti
   }
   EXPECT_TRUE(registered_contract_file("srcs_supplied_relu").empty()) << "refused, yet registered";
 
-  set_contract_sources({{}, true});
-  const build::Manifest m = build::load_manifest(cand);
+  const ContractLookup allowed(ContractSources{{}, true});
+  const build::Manifest m = build::load_manifest(cand, allowed);
   EXPECT_EQ(m.contract, "srcs_supplied_relu");
-  const ContractProvenance p = contract_provenance(find_contract(m.contract));
+  const ContractProvenance p = allowed.provenance(find_contract(m.contract));
   EXPECT_EQ(p.origin, ContractOrigin::candidate);
   EXPECT_EQ(p.file, fs::weakly_canonical(file));
   EXPECT_EQ(p.sha256, sha256_file_hex(file.string()));
 
-  // Accepted for that manifest, the file still does not answer to its name for another one.
-  set_contract_sources({});
+  // Accepted for that manifest, the file still does not answer to its name for another one, even
+  // through the lookup that allowed it.
   const fs::path other = write_relu_candidate(tmp.path() / "other", "srcs_supplied_relu");
   EXPECT_THROW((void)build::load_manifest(other), Error);
+  EXPECT_THROW((void)build::load_manifest(other, allowed), Error);
 }
 
 TEST_F(ContractSourcesTest, UserFoldersFromTheOptionAndTheEnvironment) {
@@ -116,15 +113,15 @@ TEST_F(ContractSourcesTest, UserFoldersFromTheOptionAndTheEnvironment) {
   const fs::path b = write_relu_candidate(tmp.path() / "b", "srcs_env_relu");
   EXPECT_THROW((void)build::load_manifest(a), Error);  // not in any folder the user named
 
-  set_contract_sources({{tmp.path() / "opt"}, false});
-  EXPECT_EQ(build::load_manifest(a).contract, "srcs_opt_relu");
-  EXPECT_EQ(contract_provenance(find_contract("srcs_opt_relu")).origin, ContractOrigin::user);
-  EXPECT_THROW((void)build::load_manifest(b), Error);
+  const ContractLookup opt(ContractSources{{tmp.path() / "opt"}, false});
+  EXPECT_EQ(build::load_manifest(a, opt).contract, "srcs_opt_relu");
+  EXPECT_EQ(opt.provenance(find_contract("srcs_opt_relu")).origin, ContractOrigin::user);
+  EXPECT_THROW((void)build::load_manifest(b, opt), Error);
 
   ::setenv("KQUAL_CONTRACTS", ("/nonexistent:" + (tmp.path() / "env").string()).c_str(), 1);
-  EXPECT_EQ(build::load_manifest(b).contract, "srcs_env_relu");
-  EXPECT_EQ(contract_provenance(find_contract("srcs_env_relu")).origin, ContractOrigin::user);
-  const std::vector<ContractRoot> roots = contract_roots();
+  EXPECT_EQ(build::load_manifest(b, opt).contract, "srcs_env_relu");
+  EXPECT_EQ(opt.provenance(find_contract("srcs_env_relu")).origin, ContractOrigin::user);
+  const std::vector<ContractRoot> roots = opt.roots();
   ASSERT_GE(roots.size(), 3u);
   EXPECT_EQ(roots[0].dir, fs::weakly_canonical(tmp.path() / "opt"));  // --contracts first
   EXPECT_EQ(roots.back().origin, ContractOrigin::project);            // the project's last
@@ -135,13 +132,15 @@ TEST_F(ContractSourcesTest, APathIntoAUserOrProjectFolderIsNotSuppliedWithTheCan
   const fs::path file = write_relu_contract(tmp.path() / "mine/srcs_path_relu", "srcs_path_relu");
   const fs::path cand = write_relu_candidate(tmp.path() / "cand", file.string());
   EXPECT_THROW((void)build::load_manifest(cand), Error);
-  set_contract_sources({{tmp.path() / "mine"}, false});
-  EXPECT_EQ(build::load_manifest(cand).contract, "srcs_path_relu");
+  const ContractLookup mine(ContractSources{{tmp.path() / "mine"}, false});
+  EXPECT_EQ(build::load_manifest(cand, mine).contract, "srcs_path_relu");
+  EXPECT_EQ(mine.origin_of(file), ContractOrigin::user);
 
   // The project's own contracts by path (as the declared cross-check does) are the project's.
-  set_contract_sources({});
-  EXPECT_EQ(origin_of_file(kSourcesRepo / "contracts/softmax_declared/contract.toml"), ContractOrigin::project);
-  EXPECT_EQ(origin_of_file(cand / "kqual.toml"), ContractOrigin::candidate);
+  const ContractLookup plain;
+  EXPECT_EQ(plain.origin_of(kSourcesRepo / "contracts/softmax_declared/contract.toml"), ContractOrigin::project);
+  EXPECT_EQ(plain.origin_of(cand / "kqual.toml"), ContractOrigin::candidate);
+  EXPECT_EQ(plain.origin_of(file), ContractOrigin::candidate);  // another lookup's folder is not this one's
 }
 
 TEST_F(ContractSourcesTest, TheContractValueIsReadWithoutLoading) {
@@ -151,10 +150,29 @@ TEST_F(ContractSourcesTest, TheContractValueIsReadWithoutLoading) {
   EXPECT_TRUE(contract_value_is_path("mine/contract.toml"));
   EXPECT_TRUE(contract_value_is_path("x.toml"));
   EXPECT_FALSE(contract_value_is_path("rmsnorm"));
-  EXPECT_EQ(locate_contract_file("mine/contract.toml", cand), fs::weakly_canonical(cand / "mine/contract.toml"));
-  EXPECT_TRUE(locate_contract_file("residual_add_relu", cand).empty());  // built in
-  EXPECT_EQ(locate_contract_file("rmsnorm", cand), fs::weakly_canonical(kSourcesRepo / "contracts/rmsnorm/contract.toml"));
+  const ContractLookup lookup;
+  EXPECT_EQ(lookup.locate("mine/contract.toml", cand), fs::weakly_canonical(cand / "mine/contract.toml"));
+  EXPECT_TRUE(lookup.locate("residual_add_relu", cand).empty());  // built in
+  EXPECT_EQ(lookup.locate("rmsnorm", cand), fs::weakly_canonical(kSourcesRepo / "contracts/rmsnorm/contract.toml"));
   EXPECT_EQ(declared_contract_name(kSourcesRepo / "contracts/rmsnorm/contract.toml"), "rmsnorm");
+}
+
+// Two commands' choices in one process (a library user judging with two sets of folders, or threads
+// of one program): each lookup answers by its own, and neither changes what the other finds.
+TEST_F(ContractSourcesTest, TwoLookupsInOneProcessAnswerEachByItsOwnChoices) {
+  ScratchDir tmp("kqual-sources");
+  write_relu_contract(tmp.path() / "first/srcs_two_relu", "srcs_two_relu");
+  const fs::path cand = write_relu_candidate(tmp.path() / "cand", "srcs_two_relu");
+  const ContractLookup with(ContractSources{{tmp.path() / "first"}, false});
+  const ContractLookup without;
+  EXPECT_EQ(build::load_manifest(cand, with).contract, "srcs_two_relu");
+  // Loaded through `with`, the contract is still not found by name through `without`.
+  EXPECT_TRUE(without.locate("srcs_two_relu", cand).empty());
+  EXPECT_THROW((void)without.resolve("srcs_two_relu", cand), Error);
+  EXPECT_THROW((void)build::load_manifest(cand, without), Error);
+  EXPECT_EQ(build::load_manifest(cand, with).contract, "srcs_two_relu");  // and `with` still finds it
+  EXPECT_FALSE(without.sources().allow_candidate_contract);
+  ASSERT_EQ(with.sources().user_dirs.size(), 1u);
 }
 
 }  // namespace

@@ -158,7 +158,7 @@ TEST(DeclaredStrided, RequestsOutsideTheLayoutAreRefusedByName) {
 }
 
 // The bundled strided contract, claimed as its good candidate claims it (element alignment).
-const Contract& strided_rmsnorm() { return resolve_contract("rmsnorm_strided", kRepo / "candidates/rmsnorm_strided/good"); }
+const Contract& strided_rmsnorm() { return ContractLookup().resolve("rmsnorm_strided", kRepo / "candidates/rmsnorm_strided/good"); }
 
 Supports claims(std::int64_t alignment, std::vector<DType> dtypes = {DType::f32, DType::bf16}) {
   Supports s;

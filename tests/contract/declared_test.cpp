@@ -228,7 +228,7 @@ TEST(DeclaredContract, SoftmaxJudgesLikeTheBuiltIn) {
 
 TEST(DeclaredContract, RmsnormCasesReferenceAndBounds) {
   KQUAL_NEED_NUMPY();
-  const Contract& c = resolve_contract("rmsnorm", kRepo / "candidates/rmsnorm/good");
+  const Contract& c = ContractLookup().resolve("rmsnorm", kRepo / "candidates/rmsnorm/good");
   EXPECT_EQ(declared_file(c), fs::weakly_canonical(kRepo / "contracts/rmsnorm/contract.toml"));
   ASSERT_EQ(c.scalars().size(), 1u);
   EXPECT_EQ(c.scalars()[0].name, "eps");
@@ -302,7 +302,7 @@ TEST(DeclaredContract, TheReferenceProcessImportsNothingFromTheWorkingDirectory)
 
 TEST(DeclaredContract, IndexCasesAndTheirWindows) {
   KQUAL_NEED_NUMPY();
-  const Contract& c = resolve_contract("rmsnorm", kRepo / "candidates/rmsnorm/good");
+  const Contract& c = ContractLookup().resolve("rmsnorm", kRepo / "candidates/rmsnorm/good");
   Supports s;
   s.dtypes = {DType::f32, DType::bf16};
   EXPECT_TRUE(c.index_cases(s, 1).empty());  // the default claim stops below 2^31
@@ -322,7 +322,7 @@ TEST(DeclaredContract, IndexCasesAndTheirWindows) {
     EXPECT_TRUE(across) << cs.id << ": no window holds element 2^31";
   }
   // Every bundled declared contract whose range passes 2^31 elements gets such cases.
-  for (const auto& f : discover_declared_contracts({kRepo / "contracts"})) {
+  for (const auto& f : ContractLookup().discover({kRepo / "contracts"})) {
     const Contract& d = load_declared_contract(f);
     Supports wide;
     wide.dtypes = d.dtypes();

@@ -144,7 +144,7 @@ TEST_F(DeclaredDeviceTest, SelftestOverTheDeclaredContracts) {
 // CPU reference in a default check.
 TEST_F(DeclaredDeviceTest, CudaReferenceAgreesWithTheNumpyReference) {
   const fs::path root = test::repo_root();
-  const contract::Contract& c = contract::resolve_contract("rmsnorm", root / "candidates/rmsnorm/good");
+  const contract::Contract& c = contract::ContractLookup().resolve("rmsnorm", root / "candidates/rmsnorm/good");
   worker::SessionOptions so;
   so.exe = test::kqual_exe().string();
   worker::Session s(so);

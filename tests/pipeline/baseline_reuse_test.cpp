@@ -25,7 +25,7 @@ class BaselineReuseTest : public ::testing::Test {
   BaselineVerdicts verdicts(const std::string& driver = "580.159.04", bool large = false) const {
     return BaselineVerdicts(root_, json{{"name", "NVIDIA H100 80GB HBM3"}, {"arch", "sm_90"}, {"driver_version", driver},
                                         {"sm_clock_khz", 1980000}},
-                            json{{"large_cases", large}, {"sanitizer_pass", false}, {"all_cases", false}});
+                            json{{"large_cases", large}, {"sanitizer_pass", false}, {"all_cases", false}}, contract::ContractLookup());
   }
   static json report(const std::string& verdict) {
     return json{{"candidate", "eager"}, {"verdict", verdict}, {"passed", 40}, {"cases", 40}};
@@ -68,11 +68,11 @@ TEST_F(BaselineReuseTest, TheKeyMovesWithTheBaselinesSourceTheGpuDriverAndTheOpt
   EXPECT_NE(verdicts("590.10").key(baseline_, ""), k0) << "another driver";
   EXPECT_NE(verdicts("580.159.04", true).key(baseline_, ""), k0) << "other check options";
   BaselineVerdicts other_gpu(root_, json{{"name", "NVIDIA H200"}, {"arch", "sm_90"}, {"driver_version", "580.159.04"}},
-                             json{{"large_cases", false}, {"sanitizer_pass", false}, {"all_cases", false}});
+                             json{{"large_cases", false}, {"sanitizer_pass", false}, {"all_cases", false}}, contract::ContractLookup());
   EXPECT_NE(other_gpu.key(baseline_, ""), k0) << "another GPU";
   EXPECT_EQ(BaselineVerdicts(root_, json{{"name", "NVIDIA H100 80GB HBM3"}, {"arch", "sm_90"}, {"driver_version", "580.159.04"},
                                          {"sm_clock_khz", 1000}},
-                             json{{"large_cases", false}, {"sanitizer_pass", false}, {"all_cases", false}})
+                             json{{"large_cases", false}, {"sanitizer_pass", false}, {"all_cases", false}}, contract::ContractLookup())
                 .key(baseline_, ""),
             k0)
       << "the clock at the moment is not the GPU's identity";
@@ -95,7 +95,7 @@ TEST_F(BaselineReuseTest, ATornOrForeignFileIsIgnoredAndAnUnwritableCacheIsNoErr
   EXPECT_TRUE(v.find(key)) << "replaced by the next keep";
   const fs::path file = tmp_->path() / "a-file";
   std::ofstream(file) << "x";
-  const BaselineVerdicts nowhere(file / "cache", json::object(), json::object());
+  const BaselineVerdicts nowhere(file / "cache", json::object(), json::object(), contract::ContractLookup());
   EXPECT_NO_THROW(nowhere.keep(nowhere.key(baseline_, ""), report("accepted")));
   EXPECT_FALSE(nowhere.find(nowhere.key(baseline_, "")));
 }

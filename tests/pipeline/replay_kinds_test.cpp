@@ -40,7 +40,7 @@ TEST(ReplayDeclared, TheContractFolderTravelsAndBf16InputsAreTheirBits) {
   const fs::path d = o.out_dir;
   EXPECT_TRUE(out.inputs_verified);
   // The contract as the run found it, copied whole, and the one command naming the copy.
-  const contract::ContractProvenance p = contract::contract_provenance(c);
+  const contract::ContractProvenance p = contract::ContractLookup().provenance(c);
   EXPECT_EQ(read_text_file(d / "contracts/rmsnorm/contract.toml"), read_text_file(p.file));
   EXPECT_TRUE(fs::is_regular_file(d / "contracts/rmsnorm/reference.py"));
   EXPECT_TRUE(fs::is_regular_file(d / "contracts/rmsnorm/reference.cu"));

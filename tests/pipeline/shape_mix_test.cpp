@@ -27,8 +27,7 @@ decision::ShapeSamples timed(const std::string& shape, double base_ms, double ra
 // rotary completes its dims with the derived axis half = d / 2: a profile naming tokens, heads and d
 // must weigh the timed "d=128,half=64,heads=32,tokens=4096" (it was "in the profile, not timed").
 TEST(ShapeMix, AProfileShapeMatchesTheTimedShapeWithDerivedAxes) {
-  contract::set_contract_sources({});
-  const contract::Contract& rotary = contract::resolve_contract("rotary", test::repo_root());
+  const contract::Contract& rotary = contract::ContractLookup().resolve("rotary", test::repo_root());
   decision::DeploymentProfile p;
   p.name = "rot";
   p.shape_calls = {{"tokens=4096,heads=32,d=128", 1000}, {"tokens=16384,heads=32,d=128", 10}};

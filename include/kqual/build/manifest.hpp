@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kqual/contract/contract.hpp"
+#include "kqual/contract/declared/lookup.hpp"
 #include "kqual/core/expr.hpp"
 
 namespace kqual::build {
@@ -94,7 +95,15 @@ inline constexpr const char* kPlaceholderPrefix = "TODO:";
 enum class ManifestUse { candidate, launch_plan };
 
 // Parse and validate against the contract (tensor/dim names, expressions, types). Accepts the
-// manifest file or its directory. Throws Error(input) naming file, key and value.
+// manifest file or its directory. The contract value is resolved through `contracts`: the command's
+// lookup, built from the user's --contracts and --allow-candidate-contract (declared/lookup.hpp).
+// Throws Error(input) naming file, key and value.
+Manifest load_manifest(const std::filesystem::path& file_or_dir, const contract::ContractLookup& contracts,
+                       ManifestUse use = ManifestUse::candidate);
+Manifest parse_manifest(const std::string& toml_text, const std::filesystem::path& file,
+                        const contract::ContractLookup& contracts, ManifestUse use = ManifestUse::candidate);
+// The same with the default lookup (no --contracts folders, no contract file supplied with a
+// candidate): for callers with no contract options.
 Manifest load_manifest(const std::filesystem::path& file_or_dir, ManifestUse use = ManifestUse::candidate);
 Manifest parse_manifest(const std::string& toml_text, const std::filesystem::path& file,
                         ManifestUse use = ManifestUse::candidate);

@@ -223,7 +223,9 @@ struct BuiltinContract {
 };
 std::span<const BuiltinContract> builtin_contracts();
 
-// Built-in contracts by name (then the declared ones); throws Error(input) listing the known names.
+// A built-in contract by name, or a declared one already loaded in this process; throws Error(input)
+// listing the known names. A name the user gives is resolved by ContractLookup::resolve
+// (declared/lookup.hpp), which finds declared contracts in the folders the user picked and loads them.
 const Contract& find_contract(const std::string& name);
 std::vector<std::string> contract_names();  // the built-ins', in the table's order
 

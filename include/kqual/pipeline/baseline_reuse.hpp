@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "kqual/contract/declared/lookup.hpp"
 #include "kqual/core/json.hpp"
 
 namespace kqual::pipeline {
@@ -18,8 +19,9 @@ namespace kqual::pipeline {
 class BaselineVerdicts {
  public:
   // `root`: the folder the verdicts are kept in (kqual_cache_dir() / "baseline-correctness");
-  // `device`: the worker's device JSON; `options`: what the check ran with.
-  BaselineVerdicts(std::filesystem::path root, const json& device, json options);
+  // `device`: the worker's device JSON; `options`: what the check ran with; `contracts`: the command's
+  // lookup (the contract a baseline's manifest names is part of the key).
+  BaselineVerdicts(std::filesystem::path root, const json& device, json options, contract::ContractLookup contracts);
   // The key of a baseline's folder under its contract ("" when it cannot be read: never reused).
   std::string key(const std::filesystem::path& baseline_dir, const std::string& contract) const;
   // The correctness report kept under `key`, when an accepted one is; nullopt otherwise (a file
@@ -33,6 +35,7 @@ class BaselineVerdicts {
  private:
   std::filesystem::path root_;
   json options_;
+  contract::ContractLookup contracts_;
 };
 
 // Whether a correctness report (CorrectnessReport::to_json) accepted the candidate.

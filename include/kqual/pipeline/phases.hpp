@@ -81,6 +81,7 @@ struct BuildOneOptions {
   // Asked with the manifest before the build: "" builds it, anything else is why not
   // (BuiltOne::passed_over: another contract's folder, a screen against another contract).
   std::function<std::string(const build::Manifest&)> pass_over;
+  contract::ContractLookup contracts = {};  // what the manifest's contract value finds: the command's lookup
 };
 
 // One candidate folder's manifest and build. A manifest or build that fails is the candidate's

@@ -9,14 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "kqual/contract/declared/lookup.hpp"
 #include "kqual/core/json.hpp"
 
 namespace kqual::pipeline {
 
 class VerdictKeys {
  public:
-  // `options`: screen_verdict_options(); `contract`: --contract ("" = each manifest's own).
-  VerdictKeys(json options, std::string contract);
+  // `options`: screen_verdict_options(); `contract`: --contract ("" = each manifest's own); `contracts`:
+  // the command's lookup, which decides the file a contract value means.
+  VerdictKeys(json options, std::string contract, contract::ContractLookup contracts);
   // The parts, as JSON (kqual, options, candidate, outside, contract); exposed for tests and for
   // naming what changed.
   json parts(const std::filesystem::path& candidate_dir);
@@ -30,6 +32,7 @@ class VerdictKeys {
   json contract_part(const std::string& value, const std::filesystem::path& near);
   json options_;
   std::string contract_;
+  contract::ContractLookup lookup_;
   std::map<std::string, json> contracts_;  // by value (and folder, for a path): resolved once per screen
   bool timed_ = false;
   std::vector<std::filesystem::path> baseline_dirs_;

@@ -35,7 +35,9 @@ namespace kqual::pipeline {
 // once, on first use (for the screen's target), and its shapes, policy and mix read once.
 class ScreenTimer {
  public:
-  ScreenTimer(const ScreenTimingOptions& o, std::string arch, std::filesystem::path scratch, std::uint64_t seed);
+  // `contracts`: the screen's lookup (a contract's name and its baselines' manifests resolve through it).
+  ScreenTimer(const ScreenTimingOptions& o, std::string arch, std::filesystem::path scratch, std::uint64_t seed,
+              contract::ContractLookup contracts);
   ~ScreenTimer();
   // Times `b` (already accepted) in session `s` and decides; returns the verdict's "speed" record and
   // may turn `v` into a rejection (timed_output_wrong). *fault when its worker broke down.
@@ -54,6 +56,7 @@ class ScreenTimer {
   std::string arch_;
   std::filesystem::path scratch_;
   std::uint64_t seed_;
+  contract::ContractLookup contracts_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<Plan>> plans_;
 };

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kqual/bench/torch_submission.hpp"
+#include "kqual/contract/declared/lookup.hpp"
 #include "kqual/bench/torch_submission_timing.hpp"
 #include "kqual/decision/qualify.hpp"
 
@@ -36,6 +37,7 @@ struct SubmissionOptions {
   std::string torch_baselines;                     // --torch-baselines ("" auto, "none", "eager,compiled")
   std::string profile, margin, regression_limit;  // the decision's, as qualify takes them
   ProgressFn progress;
+  contract::ContractSources sources = {};          // --contracts, --allow-candidate-contract: as for a kernel candidate
 };
 
 struct SubmissionOutcome {

@@ -27,7 +27,7 @@ bool looks_like_candidate(const fs::path& p) {
   return fs::is_directory(p, ec) || p.extension() == ".toml";
 }
 
-void classify(Side& s) {
+void classify(Side& s, const contract::ContractLookup& contracts) {
   std::error_code ec;
   fs::path p = s.spec.input;
   const char* who = s.label == "old" ? "OLD" : "NEW";
@@ -43,7 +43,7 @@ void classify(Side& s) {
   if (s.is_library && !fs::is_regular_file(s.input, ec))
     throw_error(ErrorKind::input, fmt::format("{} '{}' is not a file", who, p.string()));
   if (s.is_candidate) {
-    s.manifest = build::load_manifest(p);
+    s.manifest = build::load_manifest(p, contracts);
     s.manifest_from = "the candidate's manifest";
   } else if (s.spec.recipe_given) {
     throw_error(ErrorKind::usage,
@@ -54,8 +54,8 @@ void classify(Side& s) {
 }
 
 // The contract both sides are judged by, and where it came from: qualify's contract.source.
-json compare_contract_record(const contract::Contract& c) {
-  const contract::ContractProvenance p = contract::contract_provenance(c);
+json compare_contract_record(const contract::Contract& c, const contract::ContractLookup& contracts) {
+  const contract::ContractProvenance p = contracts.provenance(c);
   json source = {{"origin", contract::to_string(p.origin)}, {"supplied_with_candidate", p.origin == contract::ContractOrigin::candidate}};
   if (!p.file.empty()) {
     source["file"] = p.file.string();
@@ -68,7 +68,7 @@ json compare_contract_record(const contract::Contract& c) {
 // refused before anything is built.
 void resolve_sides(const CompareOptions& o, Side (&sides)[2]) {
   if (o.old_side.input.empty()) throw_error(ErrorKind::usage, "OLD is required");
-  contract::set_contract_sources(o.sources);  // before either side's manifest names its contract
+  const contract::ContractLookup contracts(o.sources);  // what either side's manifest names
   sides[0].label = "old";
   sides[0].spec = o.old_side;
   sides[1].label = "new";
@@ -77,7 +77,7 @@ void resolve_sides(const CompareOptions& o, Side (&sides)[2]) {
   sides[0].library_api = o.old_api;
   sides[1].library_api = o.new_api;
   for (auto& s : sides) {
-    classify(s);
+    classify(s, contracts);
     if (s.library_api != "cublas" && s.library_api != "cublaslt")
       throw_error(ErrorKind::usage, fmt::format("--{}-api: '{}' is not cublas or cublaslt", s.label, s.library_api));
     if (!s.is_library && s.library_api != "cublas")
@@ -103,12 +103,12 @@ void check_measure_options(const CompareOptions& o) {
 // The launch plan of two library sides: --manifest, else the bundled cuBLAS gemm baseline (kqual's
 // own cublasSgemm_v2 / cublasGemmEx call, baselines/gemm/cublas).
 build::Manifest library_launch_plan(const CompareOptions& o) {
-  if (!o.manifest.empty()) return build::load_manifest(o.manifest);
+  if (!o.manifest.empty()) return build::load_manifest(o.manifest, contract::ContractLookup(o.sources));
   const auto root = pipeline::find_bundled("baselines", fs::current_path());
   if (!root || !fs::exists(*root / "gemm" / "cublas" / "kqual.toml"))
     throw_error(ErrorKind::input, "comparing two libraries needs the gemm call's launch plan, baselines/gemm/cublas, which "
                                   "was not found (set KQUAL_HOME to the kqual checkout, or give --manifest)");
-  return build::load_manifest(*root / "gemm" / "cublas");
+  return build::load_manifest(*root / "gemm" / "cublas", contract::ContractLookup(o.sources));
 }
 
 // The launch plan of an artifact side: --manifest, else the other side's candidate manifest. Both
@@ -140,7 +140,7 @@ void share_launch_plan(const CompareOptions& o, Side (&sides)[2]) {
   std::optional<build::Manifest> shared_manifest;
   if (!o.manifest.empty()) {
     // A launch plan for prebuilt sides: no source needed (the image's symbols name the kernels).
-    shared_manifest = build::load_manifest(o.manifest, build::ManifestUse::launch_plan);
+    shared_manifest = build::load_manifest(o.manifest, contract::ContractLookup(o.sources), build::ManifestUse::launch_plan);
   } else {
     for (const auto& s : sides)
       if (s.manifest && !shared_manifest) shared_manifest = s.manifest;
@@ -399,7 +399,7 @@ CompareOutcome run_compare(const CompareOptions& o) {
   report::CompareResult r;
   r.provenance = report::provenance(o.command_line, tg.device_json());
   r.target = {tg.arch, tg.arch_source};
-  if (contract) r.contract = compare_contract_record(*contract);
+  if (contract) r.contract = compare_contract_record(*contract, contract::ContractLookup(o.sources));
 
   // ---- 3. Build (or adopt) both sides: static, no GPU ----
   for (auto& s : sides) build_side(o, s, tg.arch, tg.session->scratch() / s.label);

@@ -74,7 +74,7 @@ void write_folder(const fs::path& tmp, const fs::path& target, const Recorded& r
     // The rewritten manifest reads, its copied source or image found beside it (a contract it named by
     // path is named by its name in the copy: found in contracts/ by the README's command only).
     if (!contract::contract_value_is_path(build::manifest_contract_value(manifests[i].file)))
-      (void)build::load_manifest(tmp / r.sides[i].label,
+      (void)build::load_manifest(tmp / r.sides[i].label, recorded_contract_lookup(r, o),
                                  r.sides[i].artifact ? build::ManifestUse::launch_plan : build::ManifestUse::candidate);
   }
   const bool contract_copied = copy_contract(c, tmp / "contracts");
@@ -169,10 +169,10 @@ ReplayOutcome replay(const json& doc, const ReplayOptions& o) {
                                     kVersion, git_revision(), out.expect_code));
 
   // The candidates and the contract, where the run found them and unchanged since.
-  use_recorded_contract_sources(r, o);
+  const contract::ContractLookup contracts = recorded_contract_lookup(r, o);
   std::vector<build::Manifest> manifests;
-  for (const auto& s : r.sides) manifests.push_back(load_side(s));
-  for (const auto& m : manifests) require_recorded_contract(m.resolved_contract(), r);
+  for (const auto& s : r.sides) manifests.push_back(load_side(s, contracts));
+  for (const auto& m : manifests) require_recorded_contract(m.resolved_contract(), r, contracts);
   const contract::Contract& c = manifests.front().resolved_contract();
   out.run_seed = recorded_run_seed(r.command_line);
   for (std::size_t i = 0; i < manifests.size(); ++i) require_same_case(c, manifests[i], r.sides[i].label, out.run_seed, r.command_line, spec);

@@ -51,13 +51,13 @@ contract::CaseSpec spec_of(const json& entry);
 
 // replay_sources.cpp. The side's manifest, read from where the run read it; Error(input) when it
 // moved, or when its source changed since the run (the reproducer would not be that kernel).
-build::Manifest load_side(const RecordedSide& s);
-// Sets the contract sources for the manifests the run read: o.sources, plus the folder the run
-// found a declared contract in.
-void use_recorded_contract_sources(const Recorded& r, const ReplayOptions& o);
+build::Manifest load_side(const RecordedSide& s, const contract::ContractLookup& contracts);
+// The contract lookup for the manifests the run read: o.sources, plus the folder the run found a
+// declared contract in.
+contract::ContractLookup recorded_contract_lookup(const Recorded& r, const ReplayOptions& o);
 // Error(input) when the manifest's contract is not the one the run recorded (another name, or a
 // declared contract's file with another SHA-256).
-void require_recorded_contract(const contract::Contract& c, const Recorded& r);
+void require_recorded_contract(const contract::Contract& c, const Recorded& r, const contract::ContractLookup& contracts);
 // The side's folder in the reproducer: its manifest with `source` / `image` and a contract path
 // rewritten to the copies (or to the contract's name), the source and the files it includes with
 // quotes, or the image. Returns the files written, relative to `dir`'s parent; `notes` says what a

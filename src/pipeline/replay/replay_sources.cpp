@@ -107,11 +107,12 @@ std::size_t end_of_string(const std::string& line, std::size_t at, const fs::pat
 
 }  // namespace
 
-build::Manifest load_side(const RecordedSide& s) {
+build::Manifest load_side(const RecordedSide& s, const contract::ContractLookup& contracts) {
   const std::string what = s.label == "candidate" ? std::string("the candidate's manifest") : s.label + "'s manifest";
   const fs::path manifest = recorded_file(s.manifest, what);
   if (s.artifact) (void)recorded_file(s.image_input, s.label + "'s image");
-  build::Manifest m = build::load_manifest(manifest, s.artifact ? build::ManifestUse::launch_plan : build::ManifestUse::candidate);
+  build::Manifest m =
+      build::load_manifest(manifest, contracts, s.artifact ? build::ManifestUse::launch_plan : build::ManifestUse::candidate);
   if (!s.artifact && !s.source_sha256.empty() && !m.source.empty()) {
     const std::string now = sha256_hex(read_text_file(m.source));
     if (now != s.source_sha256)
@@ -122,7 +123,7 @@ build::Manifest load_side(const RecordedSide& s) {
   return m;
 }
 
-void use_recorded_contract_sources(const Recorded& r, const ReplayOptions& o) {
+contract::ContractLookup recorded_contract_lookup(const Recorded& r, const ReplayOptions& o) {
   contract::ContractSources src = o.sources;
   std::error_code ec;
   if (!r.contract_file.empty() && (r.contract_origin == "user" || r.contract_origin == "project")) {
@@ -132,15 +133,15 @@ void use_recorded_contract_sources(const Recorded& r, const ReplayOptions& o) {
     if (fs::is_directory(root, ec)) src.user_dirs.push_back(root);
   }
   if (r.contract_origin == "candidate") src.allow_candidate_contract = true;  // the run was allowed it; its hash is checked
-  contract::set_contract_sources(src);
+  return contract::ContractLookup(src);
 }
 
-void require_recorded_contract(const contract::Contract& c, const Recorded& r) {
+void require_recorded_contract(const contract::Contract& c, const Recorded& r, const contract::ContractLookup& contracts) {
   if (c.name() != r.contract_name)
     throw_error(ErrorKind::input, fmt::format("the candidate's manifest names contract {} now; the run was judged by {}", c.name(),
                                               r.contract_name));
   if (r.contract_sha256.empty()) return;
-  const contract::ContractProvenance p = contract::contract_provenance(c);
+  const contract::ContractProvenance p = contracts.provenance(c);
   if (p.sha256 != r.contract_sha256)
     throw_error(ErrorKind::input,
                 fmt::format("contract {}: {} is not the file the run was judged by ({}, SHA-256 {}... recorded, {}... now): inputs "
@@ -219,20 +220,20 @@ std::vector<std::string> copy_side(const build::Manifest& m, const RecordedSide&
 }
 
 bool copy_contract(const contract::Contract& c, const fs::path& dir) {
-  const contract::ContractProvenance p = contract::contract_provenance(c);
-  if (p.file.empty()) return false;  // built in: kqual itself holds it
+  const fs::path file = contract::declared_file(c);
+  if (file.empty()) return false;  // built in: kqual itself holds it
   const fs::path to = dir / c.name();
   fs::create_directories(to);
-  copy_one(p.file, to / "contract.toml");
+  copy_one(file, to / "contract.toml");
   // The files a contract names (its reference.py, reference.cu) lie beside it; other contracts'
   // files (*.toml) and folders do not come along.
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(p.file.parent_path(), ec)) {
-    if (!e.is_regular_file() || e.path() == p.file || e.path().extension() == ".toml") continue;
+  for (const auto& e : fs::directory_iterator(file.parent_path(), ec)) {
+    if (!e.is_regular_file() || e.path() == file || e.path().extension() == ".toml") continue;
     if (e.file_size() > (std::uintmax_t(64) << 20)) continue;
     copy_one(e.path(), to / e.path().filename());
   }
-  if (ec) throw_error(ErrorKind::input, fmt::format("contract {}: cannot list {}: {}", c.name(), p.file.parent_path().string(), ec.message()));
+  if (ec) throw_error(ErrorKind::input, fmt::format("contract {}: cannot list {}: {}", c.name(), file.parent_path().string(), ec.message()));
   return true;
 }
 

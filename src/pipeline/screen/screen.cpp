@@ -223,7 +223,7 @@ void plan_screen_run(const ScreenOptions& o, const json& options, const ScreenJo
   run.verdicts.assign(n, ScreenVerdict{});
   run.hashes.assign(n, std::string());
   run.keys.assign(n, std::string());
-  VerdictKeys keyer(options, o.contract);
+  VerdictKeys keyer(options, o.contract, contract::ContractLookup(o.sources));
   if (o.timing.on) keyer.time_against(o.timing.baseline_dirs, o.timing.profile);
   for (std::size_t i = 0; i < n; ++i) {
     std::error_code ec;
@@ -272,6 +272,7 @@ BuildSlot build_screen_slot(const ScreenOptions& o, const ScreenContracts& contr
     } else {
       BuildOneOptions bo;
       bo.arch = arch;
+      bo.contracts = contract::ContractLookup(o.sources);
       bo.dir = scratch / fmt::format("c{}", i);  // a folder per candidate: copies of one manifest share its file names
       bo.pass_over = [&](const build::Manifest& m) {
         return o.contract.empty() || m.contract == o.contract
@@ -314,7 +315,7 @@ DispatchReport check_screen_lanes(const ScreenOptions& o, const ScreenContracts&
   BuildPool<BuildSlot> pool(run.todo.size(), threads, build_one);
 
   std::optional<ScreenTimer> timer;  // --timing: accepted candidates timed in their lane's session
-  if (o.timing.on && lanes.gpu()) timer.emplace(o.timing, lanes.arch, build_scratch.path(), o.seed);
+  if (o.timing.on && lanes.gpu()) timer.emplace(o.timing, lanes.arch, build_scratch.path(), o.seed, contract::ContractLookup(o.sources));
   CheckOneOptions co;
   co.check.seed = o.seed;
   co.check.include_large = o.large_cases;
@@ -453,11 +454,10 @@ ScreenOutcome screen(const ScreenOptions& o) {
     if (o.progress) o.progress(line);
   };
   if (o.jobs < 1) throw_error(ErrorKind::usage, fmt::format("--jobs {}: must be at least 1", o.jobs));
-  contract::set_contract_sources(o.sources);  // before any manifest names its contract
   ScreenRun run;
   gather_screen_candidates(o, run, say);
   // Every contract once, before any candidate runs: one name, one file, for the whole screen.
-  const ScreenContracts contracts = resolve_screen_contracts(run.cands, o.contract);
+  const ScreenContracts contracts = resolve_screen_contracts(run.cands, o.contract, contract::ContractLookup(o.sources));
 
   // ---- target: one worker session, or one per GPU ----
   Lanes lanes = open_lanes(o);

@@ -33,7 +33,7 @@ ScreenVerdict contract_mismatch_verdict(const fs::path& cand, const std::string&
 json ScreenContracts::to_json() const {
   json j = json::object();
   for (const auto& [name, file] : files) {
-    const contract::ContractProvenance p = contract::contract_provenance(contract::find_contract(name));
+    const contract::ContractProvenance p = lookup.provenance(contract::find_contract(name));
     json e = {{"origin", contract::to_string(p.origin)}, {"supplied_with_candidate", p.origin == contract::ContractOrigin::candidate}};
     if (!p.file.empty()) {
       e["file"] = p.file.string();
@@ -44,14 +44,16 @@ json ScreenContracts::to_json() const {
   return j;
 }
 
-ScreenContracts resolve_screen_contracts(const std::vector<fs::path>& cands, const std::string& only) {
+ScreenContracts resolve_screen_contracts(const std::vector<fs::path>& cands, const std::string& only,
+                                         const contract::ContractLookup& lookup) {
   ScreenContracts out;
+  out.lookup = lookup;
   out.refusals.resize(cands.size());
   auto record = [&](const contract::Contract& c) { out.files[c.name()] = contract::declared_file(c); };
   if (!only.empty()) {
     if (contract::contract_value_is_path(only))
       throw_error(ErrorKind::usage, fmt::format("--contract {}: give a contract's name (add its folder with --contracts DIR)", only));
-    record(contract::resolve_contract(only, {}));  // an unknown name: a clear error now
+    record(lookup.resolve(only, {}));  // an unknown name: a clear error now
   }
   std::vector<std::string> values(cands.size());
   for (std::size_t i = 0; i < cands.size(); ++i) values[i] = build::manifest_contract_value(cands[i]);
@@ -61,7 +63,7 @@ ScreenContracts resolve_screen_contracts(const std::vector<fs::path>& cands, con
     for (std::size_t i = 0; i < cands.size(); ++i) {
       const std::string& v = values[i];
       if (v.empty() || contract::contract_value_is_path(v) != paths) continue;
-      const fs::path file = contract::locate_contract_file(v, cands[i]);
+      const fs::path file = lookup.locate(v, cands[i]);
       const std::string name = paths ? contract::declared_contract_name(file) : v;
       const fs::path held = name.empty() ? fs::path() : contract::registered_contract_file(name);
       if (!file.empty() && !held.empty() && held != file) {
@@ -69,7 +71,7 @@ ScreenContracts resolve_screen_contracts(const std::vector<fs::path>& cands, con
         continue;
       }
       try {
-        record(contract::resolve_contract(v, cands[i]));
+        record(lookup.resolve(v, cands[i]));
       } catch (const Error&) {
         // unknown, invalid or not allowed: load_manifest refuses this candidate with the reason
       }

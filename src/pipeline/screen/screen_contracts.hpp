@@ -17,6 +17,7 @@ struct ScreenContracts {
   // Per candidate: refused before it runs because it names, under a contract name this screen
   // already resolved, another file than the one resolved.
   std::vector<std::optional<ScreenVerdict>> refusals;
+  contract::ContractLookup lookup;  // what resolved them: the screen's --contracts and --allow-candidate-contract
   // name -> {origin, file, sha256, supplied_with_candidate}: results.json's "contracts".
   json to_json() const;
 };
@@ -25,6 +26,7 @@ struct ScreenContracts {
 // user's and the project's folders), then the files candidates name by path, so that one name means
 // one file for the whole screen whatever order the builders run in. A candidate whose contract
 // cannot be resolved at all is left to load_manifest, which says why (manifest_invalid).
-ScreenContracts resolve_screen_contracts(const std::vector<std::filesystem::path>& cands, const std::string& only);
+ScreenContracts resolve_screen_contracts(const std::vector<std::filesystem::path>& cands, const std::string& only,
+                                         const contract::ContractLookup& lookup);
 
 }  // namespace kqual::pipeline

@@ -62,7 +62,8 @@ std::vector<fs::path> toml_named_files(const toml::table* t, const fs::path& bas
 
 }  // namespace
 
-VerdictKeys::VerdictKeys(json options, std::string contract) : options_(std::move(options)), contract_(std::move(contract)) {}
+VerdictKeys::VerdictKeys(json options, std::string contract, contract::ContractLookup contracts)
+    : options_(std::move(options)), contract_(std::move(contract)), lookup_(std::move(contracts)) {}
 
 json VerdictKeys::contract_part(const std::string& value, const fs::path& near) {
   if (value.empty()) return json{{"unresolved", "the manifest names no contract"}};
@@ -71,7 +72,7 @@ json VerdictKeys::contract_part(const std::string& value, const fs::path& near) 
   if (auto it = contracts_.find(cache_key); it != contracts_.end()) return it->second;
   json part;
   try {
-    const contract::Contract& c = contract::resolve_contract(value, near);
+    const contract::Contract& c = lookup_.resolve(value, near);
     const fs::path file = contract::declared_file(c);
     if (file.empty()) {
       // A built-in contract is kqual's code: kqual's version and revision (in the key) stand for it.

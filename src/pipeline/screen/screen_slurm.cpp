@@ -104,10 +104,10 @@ json SlurmJudge::to_json() const {
 }
 
 SlurmJudge slurm_task_judge(const ScreenOptions& o, const std::vector<fs::path>& candidates) {
-  contract::set_contract_sources(o.sources);  // the submitter's, as its own screen would judge
+  const contract::ContractLookup lookup(o.sources);  // the submitter's, as its own screen would judge
   SlurmJudge j;
   j.allow_candidate_contract = o.sources.allow_candidate_contract;
-  for (const auto& r : contract::contract_roots()) {
+  for (const auto& r : lookup.roots()) {
     const fs::path dir = fs::absolute(r.dir).lexically_normal();
     if (r.origin == contract::ContractOrigin::user)
       j.contract_dirs.push_back(dir);
@@ -118,7 +118,7 @@ SlurmJudge slurm_task_judge(const ScreenOptions& o, const std::vector<fs::path>&
     j.kqual_home = fs::absolute(home).lexically_normal();
   else if (!j.project_contracts.empty())
     j.kqual_home = j.project_contracts.parent_path();  // the folder above the executable that holds contracts/
-  j.contracts = resolve_screen_contracts(candidates, o.contract).to_json();
+  j.contracts = resolve_screen_contracts(candidates, o.contract, lookup).to_json();
   return j;
 }
 

@@ -19,7 +19,7 @@ std::optional<bench::TorchSubmissionManifest> screen_submission_of(const fs::pat
 ScreenVerdict check_screen_submission(const ScreenOptions& o, const bench::TorchSubmissionManifest& m, const std::string& visible,
                                       GpuGate& gate, ScreenTimer* timer) {
   ScreenVerdict v;
-  const contract::Contract& c = contract::resolve_contract(m.contract, m.file.parent_path());
+  const contract::Contract& c = contract::ContractLookup(o.sources).resolve(m.contract, m.file.parent_path());
   bench::TorchSubmission s = m.submission;
   if (const fs::path file = contract::declared_file(c); !file.empty()) s.problem_dir = file.parent_path();
   bench::SubmissionCheckOptions co;

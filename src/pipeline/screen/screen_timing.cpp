@@ -39,8 +39,9 @@ struct ScreenTimer::Plan {
   std::vector<std::string> baseline_names;
 };
 
-ScreenTimer::ScreenTimer(const ScreenTimingOptions& o, std::string arch, fs::path scratch, std::uint64_t seed)
-    : o_(o), arch_(std::move(arch)), scratch_(std::move(scratch)), seed_(seed) {}
+ScreenTimer::ScreenTimer(const ScreenTimingOptions& o, std::string arch, fs::path scratch, std::uint64_t seed,
+                         contract::ContractLookup contracts)
+    : o_(o), arch_(std::move(arch)), scratch_(std::move(scratch)), seed_(seed), contracts_(std::move(contracts)) {}
 ScreenTimer::~ScreenTimer() = default;
 
 const ScreenTimer::Plan& ScreenTimer::plan_for(const std::string& contract) {
@@ -50,7 +51,7 @@ const ScreenTimer::Plan& ScreenTimer::plan_for(const std::string& contract) {
   slot = std::make_unique<Plan>();
   Plan& p = *slot;
   try {
-    const contract::Contract& c = contract::resolve_contract(contract, fs::current_path());
+    const contract::Contract& c = contracts_.resolve(contract, fs::current_path());
     const decision::DeploymentProfile profile = o_.profile.empty() ? decision::DeploymentProfile{} : decision::load_profile(o_.profile);
     p.policy = decision::speed_policy(profile, o_.margin, o_.regression_limit);
     p.mix = contract_shape_mix(c, profile);
@@ -66,7 +67,7 @@ const ScreenTimer::Plan& ScreenTimer::plan_for(const std::string& contract) {
       for (const auto& [text, calls] : profile.shape_calls) p.timing.shapes.push_back(contract::parse_shape(c, text));
     const fs::path dir = scratch_ / ("baselines-" + contract);
     for (const auto& d : find_baselines(contract, baseline_roots(o_.baseline_dirs))) {
-      p.baselines.push_back(build::build_candidate(build::load_manifest(d), arch_, dir / d.filename()));
+      p.baselines.push_back(build::build_candidate(build::load_manifest(d, contracts_), arch_, dir / d.filename()));
       p.baseline_names.push_back(p.baselines.back().manifest.name);
     }
   } catch (const Error& e) {

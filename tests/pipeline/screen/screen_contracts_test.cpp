@@ -28,7 +28,6 @@ const ScreenVerdict& verdict_of(const ScreenOutcome& out, const std::string& nam
 class ScreenContractsTest : public ::testing::Test {
  protected:
   void SetUp() override { tmp_ = std::make_unique<ScratchDir>("kqual-screen-contracts"); }
-  void TearDown() override { contract::set_contract_sources({}); }
   ScreenOptions options(const std::string& out) const {
     ScreenOptions o;
     o.inputs = {tmp_->path() / "cands"};

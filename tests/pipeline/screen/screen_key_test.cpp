@@ -37,7 +37,7 @@ class ScreenKeyTest : public test::ScreenFixture {
     for (const char* name : {"alpha", "beta"}) copy_good(name);
   }
   static std::string key_of(const fs::path& dir, const std::string& contract = "") {
-    VerdictKeys k(json{{"seed", 1}}, contract);
+    VerdictKeys k(json{{"seed", 1}}, contract, contract::ContractLookup());
     return k.key(dir);
   }
 };
@@ -71,9 +71,9 @@ TEST_F(ScreenKeyTest, EveryFileOfTheFolderAndOptionsAndVersionAreInTheKey) {
   EXPECT_NE(k1, k0);
   key_append(a / "kernel.cu", " ");
   EXPECT_NE(key_of(a), k1);
-  VerdictKeys other_seed(json{{"seed", 2}}, "");
+  VerdictKeys other_seed(json{{"seed", 2}}, "", contract::ContractLookup());
   EXPECT_NE(other_seed.key(a), key_of(a));
-  const json parts = VerdictKeys(json::object(), "").parts(a);
+  const json parts = VerdictKeys(json::object(), "", contract::ContractLookup()).parts(a);
   EXPECT_NE(parts.at("kqual").get<std::string>().find(kVersion), std::string::npos) << parts.dump();
   EXPECT_EQ(parts.at("contract").at("built_in"), "residual_add_relu") << parts.dump();
 }
@@ -89,7 +89,7 @@ TEST_F(ScreenKeyTest, UnderTimingTheBaselinesAndTheProfilesContentAreInTheKey) {
   const fs::path profile = tmp_->path() / "p.toml";
   write_text(profile, "name = \"p\"\n[[shape]]\nshape = \"n=4096\"\ncalls = 1\n");
   auto timed_key = [&] {
-    VerdictKeys k(json{{"seed", 1}}, "");
+    VerdictKeys k(json{{"seed", 1}}, "", contract::ContractLookup());
     k.time_against({bl}, profile);
     return k.key(a);
   };
@@ -102,7 +102,7 @@ TEST_F(ScreenKeyTest, UnderTimingTheBaselinesAndTheProfilesContentAreInTheKey) {
   EXPECT_NE(k1, k0) << "a baseline's content changed";
   write_text(profile, "name = \"p\"\n[[shape]]\nshape = \"n=4096\"\ncalls = 2\n");
   EXPECT_NE(timed_key(), k1) << "the profile's content changed, not its path";
-  EXPECT_FALSE(VerdictKeys(json::object(), "").parts(a).at("nvrtc").get<std::string>().empty());
+  EXPECT_FALSE(VerdictKeys(json::object(), "", contract::ContractLookup()).parts(a).at("nvrtc").get<std::string>().empty());
 }
 
 // A source the manifest names outside its folder (a kernel shared by several candidates) is keyed too.
@@ -129,7 +129,7 @@ TEST_F(ScreenKeyTest, TheDeclaredContractAndItsReferenceAreInTheKey) {
   ASSERT_EQ(::setenv("KQUAL_CONTRACTS", roots.c_str(), 1), 0);
   const fs::path a = cands_ / "alpha";
   const std::string k0 = key_of(a, "keytest_rmsnorm");
-  const json parts = VerdictKeys(json::object(), "keytest_rmsnorm").parts(a);
+  const json parts = VerdictKeys(json::object(), "keytest_rmsnorm", contract::ContractLookup()).parts(a);
   ::unsetenv("KQUAL_CONTRACTS");
   ASSERT_TRUE(parts.at("contract").contains("declared")) << parts.dump();
   ASSERT_EQ(::setenv("KQUAL_CONTRACTS", roots.c_str(), 1), 0);

@@ -86,7 +86,6 @@ class SlurmContractsTest : public ::testing::Test {
     slurm_candidate_at(root_ / "cands/by_user", user_);
     slurm_candidate_at(root_ / "cands/by_env", env_);
   }
-  void TearDown() override { contract::set_contract_sources({}); }
 
   // The campaign as `kqual slurm screen --no-gpu --tasks 2 --contracts mine [--allow-candidate-contract]`
   // would plan it, its folders given relative to the working directory.
