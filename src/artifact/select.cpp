@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <vector>
 #include <map>
+#include <span>
+#include <string_view>
+#include <unordered_map>
 #include <tuple>
 
 #include "kqual/artifact/artifact.hpp"
@@ -37,14 +40,32 @@ int specificity(const Arch& a) { return a.suffix == 'a' ? 2 : a.suffix == 'f' ? 
 
 // The archs of one module's entries of one kind, each once ("sm_75, sm_80, sm_120"): a reason
 // names what this module holds, not the whole library's thousands of entries.
-std::string list_archs(const Artifact& a, EntryKind k, std::size_t container) {
+std::string list_archs(std::span<const Entry* const> module, EntryKind k) {
   std::vector<std::string> seen;
-  for (const auto& e : a.entries)
-    if (e.kind == k && e.container == container && std::find(seen.begin(), seen.end(), e.arch.str()) == seen.end())
-      seen.push_back(e.arch.str());
+  for (const Entry* e : module)
+    if (e->kind == k && std::find(seen.begin(), seen.end(), e->arch.str()) == seen.end()) seen.push_back(e->arch.str());
   std::string s;
   for (const auto& x : seen) s += (s.empty() ? "" : ", ") + x;
   return s.empty() ? "none" : s;
+}
+
+// The modules (fatbin containers) in the order their first entry appears, each with its entries in file
+// order: one pass over the entries, so that a library of thousands of modules and tens of thousands of
+// entries is not scanned once per module (select_for_arch runs ~18 times for one `inspect --diff`).
+struct Module {
+  std::size_t container = 0;
+  std::vector<const Entry*> entries;
+};
+std::vector<Module> modules_of(const Artifact& art) {
+  std::vector<Module> out;
+  std::unordered_map<std::size_t, std::size_t> slot;
+  for (const auto& e : art.entries) {
+    const auto [it, fresh] = slot.try_emplace(e.container, out.size());
+    if (fresh) out.push_back(Module{e.container, {}});
+    out[it->second].entries.push_back(&e);
+  }
+  if (out.empty()) out.push_back(Module{});  // no entries: one empty module that loads nothing
+  return out;
 }
 
 std::string entry_key(const Entry& e) { return std::string(to_string(e.kind)) + " " + e.arch.str(); }
@@ -53,12 +74,13 @@ std::string entry_key(const Entry& e) { return std::string(to_string(e.kind)) + 
 
 namespace {
 
-ModuleSelection select_module(const Artifact& art, std::size_t container, const Arch& dev) {
+ModuleSelection select_module(const Module& module, const Arch& dev) {
   ModuleSelection sel;
-  sel.container = container;
+  sel.container = module.container;
   const Entry* best = nullptr;
-  for (const auto& e : art.entries) {
-    if (e.container != container || e.kind != EntryKind::sass || !sass_runs_on(e.arch, dev)) continue;
+  for (const Entry* ep : module.entries) {
+    const Entry& e = *ep;
+    if (e.kind != EntryKind::sass || !sass_runs_on(e.arch, dev)) continue;
     if (!best || e.arch.minor > best->arch.minor ||
         (e.arch.minor == best->arch.minor && specificity(e.arch) > specificity(best->arch)))
       best = &e;
@@ -70,8 +92,9 @@ ModuleSelection select_module(const Artifact& art, std::size_t container, const 
                              best->index, dev.str());
     return sel;
   }
-  for (const auto& e : art.entries) {
-    if (e.container != container || e.kind != EntryKind::ptx || !ptx_jits_for(e.arch, dev)) continue;
+  for (const Entry* ep : module.entries) {
+    const Entry& e = *ep;
+    if (e.kind != EntryKind::ptx || !ptx_jits_for(e.arch, dev)) continue;
     auto key = [](const Entry& x) {
       return std::tuple(x.arch.number(), specificity(x.arch), x.ptx_isa_major * 10 + x.ptx_isa_minor);
     };
@@ -84,7 +107,7 @@ ModuleSelection select_module(const Artifact& art, std::size_t container, const 
         "no SASS runs on {} (SASS present: {}); the driver JIT-compiles {} PTX (entry {}, PTX ISA {}.{}) when the "
         "module loads, in every process whose JIT cache does not hold it yet (cold start: tens to hundreds of ms per "
         "module); the driver must support PTX ISA {}.{}",
-        dev.str(), list_archs(art, EntryKind::sass, container), best->arch.str(), best->index, best->ptx_isa_major,
+        dev.str(), list_archs(module.entries, EntryKind::sass), best->arch.str(), best->index, best->ptx_isa_major,
         best->ptx_isa_minor, best->ptx_isa_major, best->ptx_isa_minor);
     return sel;
   }
@@ -92,8 +115,8 @@ ModuleSelection select_module(const Artifact& art, std::size_t container, const 
   sel.reason = fmt::format(
       "nothing loads on {}: no SASS sm_{}y with y <= {} (SASS present: {}) and no PTX for {} or lower "
       "(PTX present: {}); loading fails with CUDA_ERROR_NO_BINARY_FOR_GPU",
-      dev.str(), dev.major, dev.minor, list_archs(art, EntryKind::sass, container), Arch{dev.major, dev.minor, 0, true}.str(),
-      list_archs(art, EntryKind::ptx, container));
+      dev.str(), dev.major, dev.minor, list_archs(module.entries, EntryKind::sass), Arch{dev.major, dev.minor, 0, true}.str(),
+      list_archs(module.entries, EntryKind::ptx));
   return sel;
 }
 
@@ -104,14 +127,8 @@ Selection select_for_arch(const Artifact& art, const Arch& target) {
   sel.target = target;
   sel.target.virtual_ = false;
   sel.target.suffix = 0;  // a device has a compute capability; 'a'/'f' are properties of code
-  std::vector<std::size_t> containers;
-  for (const auto& e : art.entries)
-    if (std::find(containers.begin(), containers.end(), e.container) == containers.end()) containers.push_back(e.container);
-  if (containers.empty()) containers.push_back(0);  // no entries: one empty module that loads nothing
   const ModuleSelection* worst = nullptr;
-  for (std::size_t c : containers) {
-    sel.modules.push_back(select_module(art, c, sel.target));
-  }
+  for (const Module& m : modules_of(art)) sel.modules.push_back(select_module(m, sel.target));
   for (const auto& m : sel.modules)
     if (!worst || m.path > worst->path) worst = &m;
   sel.path = worst->path;
@@ -141,9 +158,10 @@ Selection select_for_arch(const Artifact& art, const Arch& target) {
 namespace {
 
 // Per architecture: SASS kernels by name (machine code compared), PTX entries by name (the image compared).
+// Names and hashes are views into the two artifacts (tens of thousands of kernels a library: no copies).
 std::vector<ArchDiff> per_arch_diff(const Artifact& o, const Artifact& n) {
   struct Side {
-    std::map<std::string, std::string> code;  // kernel -> code hash ("" for PTX: the entry's image hash)
+    std::unordered_map<std::string_view, std::string_view> code;  // kernel -> code hash (PTX: the image's)
     std::uint64_t bytes = 0;
     std::size_t entries = 0;
   };
@@ -156,9 +174,9 @@ std::vector<ArchDiff> per_arch_diff(const Artifact& o, const Artifact& n) {
       side.bytes += e.stored_bytes;
       ++side.entries;
       if (e.kind == EntryKind::sass)
-        for (const auto& k : e.kernels) side.code[k.name] = k.code_sha256;
+        for (const auto& k : e.kernels) side.code.insert_or_assign(k.name, k.code_sha256);
       else
-        for (const auto& k : e.ptx_entries) side.code[k] = e.sha256;
+        for (const auto& k : e.ptx_entries) side.code.insert_or_assign(k, e.sha256);
     }
   std::vector<ArchDiff> out;
   for (const auto& [key, pair] : arches) {
@@ -207,48 +225,61 @@ ArtifactDiff diff_artifacts(const Artifact& o, const Artifact& n, const Arch& ta
   }
 
   // Kernels of the entries each side would load (every module); a module that loads nothing
-  // contributes its first SASS entry so resource changes are still visible.
-  struct Side {
-    std::map<std::string, std::pair<const Entry*, std::optional<KernelInfo>>> k;
+  // contributes its first SASS entry so resource changes are still visible. A name's first module wins.
+  struct Loaded {
+    const Entry* entry;
+    const KernelInfo* sass;  // null for a PTX entry's kernel
   };
+  using Side = std::unordered_map<std::string_view, Loaded>;
   auto collect = [](const Artifact& a, const Selection& s) {
     Side side;
+    std::unordered_map<std::size_t, const Entry*> first_sass;  // per module, in one pass
+    for (const auto& e : a.entries)
+      if (e.kind == EntryKind::sass) first_sass.try_emplace(e.container, &e);
     for (const auto& m : s.modules) {
       const Entry* e = nullptr;
       if (m.entry && *m.entry < a.entries.size()) e = &a.entries[*m.entry];
-      for (std::size_t i = 0; !e && i < a.entries.size(); ++i)
-        if (a.entries[i].container == m.container && a.entries[i].kind == EntryKind::sass) e = &a.entries[i];
+      if (!e) {
+        const auto it = first_sass.find(m.container);
+        if (it != first_sass.end()) e = it->second;
+      }
       if (!e) continue;
       if (e->kind == EntryKind::sass)
-        for (const auto& k : e->kernels) side.k.emplace(k.name, std::pair(e, std::optional<KernelInfo>(k)));
+        for (const auto& k : e->kernels) side.try_emplace(k.name, Loaded{e, &k});
       else
-        for (const auto& k : e->ptx_entries) side.k.emplace(k, std::pair(e, std::optional<KernelInfo>()));
+        for (const auto& k : e->ptx_entries) side.try_emplace(k, Loaded{e, nullptr});
     }
     return side;
   };
   const Side so = collect(o, d.old_selection), sn = collect(n, d.new_selection);
-  std::map<std::string, KernelChange> changes;
-  for (const auto& [nm, v] : so.k) {
-    auto& c = changes[nm];
-    c.name = nm;
-    c.old_kernel = v.second;
-    c.status = "removed";
+  std::vector<std::string_view> names;  // every kernel either side loads, sorted by name
+  names.reserve(so.size() + sn.size());
+  for (const auto& [nm, v] : so) names.push_back(nm);
+  for (const auto& [nm, v] : sn)
+    if (!so.count(nm)) names.push_back(nm);
+  std::sort(names.begin(), names.end());
+  d.kernels.reserve(names.size());
+  for (const std::string_view nm : names) {
+    const auto io = so.find(nm), in = sn.find(nm);
+    KernelChange c;
+    c.name = std::string(nm);
+    if (io != so.end() && io->second.sass) c.old_kernel = *io->second.sass;
+    if (in != sn.end() && in->second.sass) c.new_kernel = *in->second.sass;
+    if (in == sn.end()) c.status = "removed";
+    else if (io == so.end()) c.status = "added";
+    else {
+      const Entry* eo = io->second.entry;
+      const Entry* en = in->second.entry;
+      bool same;
+      if (c.old_kernel && c.new_kernel)  // SASS on both sides: compare the machine code itself
+        same = c.old_kernel->code_sha256 == c.new_kernel->code_sha256 && !c.new_kernel->code_sha256.empty() &&
+               eo->arch == en->arch;
+      else  // PTX on at least one side: identical only if the same image is loaded
+        same = eo->kind == en->kind && eo->sha256 == en->sha256;
+      c.status = same ? "identical" : "changed";
+    }
+    d.kernels.push_back(std::move(c));
   }
-  for (const auto& [nm, v] : sn.k) {
-    auto& c = changes[nm];
-    c.new_kernel = v.second;
-    if (c.name.empty()) { c.name = nm; c.status = "added"; continue; }
-    const Entry* eo = so.k.at(nm).first;
-    const Entry* en = v.first;
-    bool same;
-    if (c.old_kernel && c.new_kernel)  // SASS on both sides: compare the machine code itself
-      same = c.old_kernel->code_sha256 == c.new_kernel->code_sha256 && !c.new_kernel->code_sha256.empty() &&
-             eo->arch == en->arch;
-    else  // PTX on at least one side: identical only if the same image is loaded
-      same = eo->kind == en->kind && eo->sha256 == en->sha256;
-    c.status = same ? "identical" : "changed";
-  }
-  for (auto& [nm, c] : changes) d.kernels.push_back(std::move(c));
   d.per_arch = per_arch_diff(o, n);
   for (const char* gpu : {"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"})
     d.loading.push_back(gpu_loading(o, n, Arch::parse(gpu)));
