@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -261,12 +262,26 @@ inline std::vector<Generated> generated_cases(const Contract& c, const Supports&
 }
 
 // v rounded to p significant bits, nearest even (bf16 is p = 8, f16 p = 11; the exponent range
-// ignored): a narrow accumulator simulated in float.
+// ignored): a narrow accumulator simulated in float. On the bits of a normal float (the error-model
+// tests round ~10^9 sums: libm's frexp/ldexp took half their time); a subnormal, rounded relative to
+// its own leading bit, through frexp. Equal to the frexp form on 8e8 random floats for p = 5, 8, 11, 23.
 inline float round_bits(float v, int p) {
-  if (v == 0 || !std::isfinite(v)) return v;
-  int e;
-  double m = std::frexp(double(v), &e);
-  return float(std::ldexp(std::nearbyint(std::ldexp(m, p)), e - p));
+  std::uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  const std::uint32_t exponent = (u >> 23) & 0xFFu;
+  if (exponent == 0xFFu || p >= 24 || v == 0) return v;
+  if (exponent == 0) {
+    int e;
+    const double m = std::frexp(double(v), &e);
+    return float(std::ldexp(std::nearbyint(std::ldexp(m, p)), e - p));
+  }
+  const int drop = 24 - p;  // low significand bits dropped; a carry into the exponent is the right value
+  const std::uint32_t magnitude = u & 0x7FFFFFFFu;
+  const std::uint32_t rounded = (magnitude + ((1u << (drop - 1)) - 1) + ((magnitude >> drop) & 1u)) & ~((1u << drop) - 1);
+  u = (u & 0x80000000u) | rounded;
+  float out;
+  std::memcpy(&out, &u, sizeof out);
+  return out;
 }
 
 }  // namespace kqual::contract::test_util

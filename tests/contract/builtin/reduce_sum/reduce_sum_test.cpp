@@ -87,9 +87,16 @@ std::vector<float> seq_sum(const std::vector<float>& x, std::size_t rows, std::s
   return y;
 }
 
+// Halves summed recursively; the small cases written out in the same order (the recursion's calls
+// were half of AnyF32AssociationOrderPasses' time).
 float pairwise(const float* p, std::size_t n) {
-  if (n == 1) return p[0];
-  return pairwise(p, n / 2) + pairwise(p + n / 2, n - n / 2);
+  switch (n) {
+    case 1: return p[0];
+    case 2: return p[0] + p[1];
+    case 3: return p[0] + (p[1] + p[2]);
+    case 4: return (p[0] + p[1]) + (p[2] + p[3]);
+    default: return pairwise(p, n / 2) + pairwise(p + n / 2, n - n / 2);
+  }
 }
 
 // The good candidate's order: `threads` strided per-thread partials, then a tree over them.
