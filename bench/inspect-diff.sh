@@ -21,7 +21,8 @@ if [ -z "${KQUAL_DIFF_PAIRS:-}" ]; then
 fi
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); kqual: $kqual; runs: $runs"
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-wall() { /usr/bin/time -f '%e' "$@" 2>&1 >/dev/null | tail -1; }
+# Wall seconds to the millisecond (GNU time's %e has 10 ms steps: a tenth of a 0.1 s diff on the device).
+wall() { local t0 t1; t0=$(date +%s.%N); "$@" > /dev/null 2>&1; t1=$(date +%s.%N); awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f\n", b - a}'; }
 printf '%-56s %10s %10s %10s %8s %8s\n' "pair (OLD : NEW)" "sha256sum" "diff" "diff json" "ratio" "json"
 for pair in $KQUAL_DIFF_PAIRS; do
   old="${pair%%:*}" new="${pair#*:}"
@@ -34,7 +35,7 @@ for pair in $KQUAL_DIFF_PAIRS; do
     wall "$kqual" --json inspect --diff --quiet --arch sm_90 "$old" "$new" >> "$tmp/j"
   done
   s=$(median < "$tmp/s") d=$(median < "$tmp/d") j=$(median < "$tmp/j")
-  printf '%-56s %10s %10s %10s %8s %8s\n' "$(basename "$old") : $(basename "$new") ($((($(stat -c %s "$old") + $(stat -c %s "$new")) / 1000000)) MB)" \
+  printf '%-56s %10s %10s %10s %8s %8s\n' "$(basename "$old") : $(basename "$new") ($((($(stat -L -c %s "$old") + $(stat -L -c %s "$new")) / 1000000)) MB)" \
     "$s" "$d" "$j" "$(awk -v a="$d" -v b="$s" 'BEGIN {printf "%.2fx", a / b}')" "$(awk -v a="$j" -v b="$s" 'BEGIN {printf "%.2fx", a / b}')"
   echo "  each run [s]: sha256sum $(tr '\n' ' ' < "$tmp/s")| diff $(tr '\n' ' ' < "$tmp/d")| json $(tr '\n' ' ' < "$tmp/j")"
 done

@@ -2,6 +2,7 @@
 // The rule and the source of each part of it: docs/artifact.md "Which entry the driver loads".
 #include <algorithm>
 #include <vector>
+#include <future>
 #include <map>
 #include <span>
 #include <string_view>
@@ -158,43 +159,45 @@ Selection select_for_arch(const Artifact& art, const Arch& target) {
 namespace {
 
 // Per architecture: SASS kernels by name (machine code compared), PTX entries by name (the image compared).
-// Names and hashes are views into the two artifacts (tens of thousands of kernels a library: no copies).
+// Names and hashes are views into the two artifacts (tens of thousands of kernels a library: no copies);
+// each architecture on a thread of its own (they share nothing), so a library's dozen take the time of its
+// largest.
 std::vector<ArchDiff> per_arch_diff(const Artifact& o, const Artifact& n) {
-  struct Side {
-    std::unordered_map<std::string_view, std::string_view> code;  // kernel -> code hash (PTX: the image's)
-    std::uint64_t bytes = 0;
-    std::size_t entries = 0;
-  };
-  std::map<std::tuple<int, int, std::string>, Side[2]> arches;  // (0 SASS / 1 PTX, number, arch) -> old, new
+  using Entries = std::vector<const Entry*>;
+  std::map<std::tuple<int, int, std::string>, Entries[2]> arches;  // (0 SASS / 1 PTX, number, arch) -> old, new
   const Artifact* sides[2] = {&o, &n};
   for (int s = 0; s < 2; ++s)
-    for (const auto& e : sides[s]->entries) {
-      if (e.kind != EntryKind::sass && e.kind != EntryKind::ptx) continue;
-      Side& side = arches[{e.kind == EntryKind::sass ? 0 : 1, e.arch.number(), e.arch.str()}][s];
-      side.bytes += e.stored_bytes;
-      ++side.entries;
-      if (e.kind == EntryKind::sass)
-        for (const auto& k : e.kernels) side.code.insert_or_assign(k.name, k.code_sha256);
-      else
-        for (const auto& k : e.ptx_entries) side.code.insert_or_assign(k, e.sha256);
-    }
-  std::vector<ArchDiff> out;
-  for (const auto& [key, pair] : arches) {
+    for (const auto& e : sides[s]->entries)
+      if (e.kind == EntryKind::sass || e.kind == EntryKind::ptx)
+        arches[{e.kind == EntryKind::sass ? 0 : 1, e.arch.number(), e.arch.str()}][s].push_back(&e);
+  auto one_arch = [](const std::string& arch, const Entries (&entries)[2]) {
     ArchDiff a;
-    a.arch = std::get<2>(key);
-    a.old_bytes = pair[0].bytes;
-    a.new_bytes = pair[1].bytes;
-    a.old_entries = pair[0].entries;
-    a.new_entries = pair[1].entries;
-    for (const auto& [name, code] : pair[0].code) {
-      const auto it = pair[1].code.find(name);
-      if (it == pair[1].code.end()) ++a.removed;
-      else if (it->second == code && !code.empty()) ++a.identical;
+    a.arch = arch;
+    std::unordered_map<std::string_view, std::string_view> code[2];  // kernel -> code hash (PTX: the image's)
+    for (int s = 0; s < 2; ++s)
+      for (const Entry* e : entries[s]) {
+        (s == 0 ? a.old_bytes : a.new_bytes) += e->stored_bytes;
+        if (e->kind == EntryKind::sass)
+          for (const auto& k : e->kernels) code[s].insert_or_assign(k.name, k.code_sha256);
+        else
+          for (const auto& k : e->ptx_entries) code[s].insert_or_assign(k, e->sha256);
+      }
+    a.old_entries = entries[0].size();
+    a.new_entries = entries[1].size();
+    for (const auto& [name, hash] : code[0]) {
+      const auto it = code[1].find(name);
+      if (it == code[1].end()) ++a.removed;
+      else if (it->second == hash && !hash.empty()) ++a.identical;
       else ++a.changed;
     }
-    for (const auto& [name, code] : pair[1].code) a.added += !pair[0].code.count(name);
-    out.push_back(std::move(a));
-  }
+    for (const auto& [name, hash] : code[1]) a.added += !code[0].count(name);
+    return a;
+  };
+  std::vector<std::future<ArchDiff>> running;
+  for (const auto& [key, entries] : arches)
+    running.push_back(std::async(std::launch::async, one_arch, std::cref(std::get<2>(key)), std::cref(entries)));
+  std::vector<ArchDiff> out;
+  for (auto& r : running) out.push_back(r.get());
   return out;
 }
 
@@ -212,6 +215,16 @@ GpuLoading gpu_loading(const Artifact& o, const Artifact& n, const Arch& gpu) {
 
 ArtifactDiff diff_artifacts(const Artifact& o, const Artifact& n, const Arch& target) {
   ArtifactDiff d;
+  // The per-architecture counts read every entry of both sides and nothing else computed here: beside the rest.
+  auto per_arch = std::async(std::launch::async, per_arch_diff, std::cref(o), std::cref(n));
+  auto loading = std::async(std::launch::async, [&] {  // the common GPUs and the target: each side's modules
+    std::vector<GpuLoading> out;
+    for (const char* gpu : {"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"})
+      out.push_back(gpu_loading(o, n, Arch::parse(gpu)));
+    if (std::none_of(out.begin(), out.end(), [&](const GpuLoading& g) { return g.gpu == target.str(); }))
+      out.push_back(gpu_loading(o, n, target));
+    return out;
+  });
   d.old_selection = select_for_arch(o, target);
   d.new_selection = select_for_arch(n, target);
   d.loading_path_worse = d.new_selection.path > d.old_selection.path;
@@ -280,11 +293,8 @@ ArtifactDiff diff_artifacts(const Artifact& o, const Artifact& n, const Arch& ta
     }
     d.kernels.push_back(std::move(c));
   }
-  d.per_arch = per_arch_diff(o, n);
-  for (const char* gpu : {"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"})
-    d.loading.push_back(gpu_loading(o, n, Arch::parse(gpu)));
-  if (std::none_of(d.loading.begin(), d.loading.end(), [&](const GpuLoading& g) { return g.gpu == target.str(); }))
-    d.loading.push_back(gpu_loading(o, n, target));
+  d.loading = loading.get();
+  d.per_arch = per_arch.get();
   return d;
 }
 
