@@ -39,7 +39,13 @@ json TorchWorker::call(const json* request, double timeout_s) {
   ChildIo io = request ? child_->write(request->dump() + "\n", deadline) : ChildIo::ok;
   std::string line;
   if (io == ChildIo::ok) io = child_->read_line(line, deadline);
-  if (io == ChildIo::timed_out) return json{{"ok", false}, {"code", "timeout"}, {"error", fmt::format("no reply in {:.0f} s", timeout_s)}};
+  if (io == ChildIo::timed_out) {
+    // Where it was stuck: the workers dump every thread's Python stack to stderr a second before the
+    // request's deadline (faulthandler), so a hang names its line rather than only its duration.
+    std::string err = fmt::format("no reply in {:.0f} s", timeout_s);
+    if (const std::string tail = child_->stderr_tail(1500); !tail.empty()) err += "; the worker's stderr ends: " + tail;
+    return json{{"ok", false}, {"code", "timeout"}, {"error", std::move(err)}};
+  }
   if (io == ChildIo::closed) return died();
   json j = json::parse(line, nullptr, false);
   if (j.is_discarded()) return json{{"ok", false}, {"code", "protocol"}, {"error", "unreadable reply: " + line.substr(0, 300)}};

@@ -312,6 +312,10 @@ TEST_F(TorchSubmissionTest, ExceptionsCrashesAndHangsAreTheSubmissionsVerdict) {
   EXPECT_EQ(code(check("import os\ndef forward(x, r):\n    os._exit(3)\n")), "crash");
   const SubmissionCheck hang = check(std::string(kGood) + "HANG = True\n", 3);
   EXPECT_EQ(code(hang), "hang") << hang.summary();
+  // A submission stuck in its own code: the verdict names the line (the worker's stack at the deadline).
+  const SubmissionCheck stuck = check("import time\ndef forward(x, r):\n    time.sleep(3600)\n", 3);
+  ASSERT_EQ(code(stuck), "hang") << stuck.summary();
+  EXPECT_NE(stuck.failures.front().detail.find("line 3 in forward"), std::string::npos) << stuck.failures.front().detail;
 }
 
 TEST_F(TorchSubmissionTest, KqualsOwnFailureIsNotBlamedOnTheSubmission) {
