@@ -1,13 +1,13 @@
 // Which entry the CUDA driver loads on a device, and what changes between two artifacts.
 // The rule and the source of each part of it: docs/artifact.md "Which entry the driver loads".
 #include <algorithm>
-#include <vector>
 #include <future>
 #include <map>
 #include <span>
 #include <string_view>
 #include <unordered_map>
 #include <tuple>
+#include <vector>
 
 #include "kqual/artifact/artifact.hpp"
 #include "kqual/core/enum_names.hpp"
@@ -246,16 +246,13 @@ ArtifactDiff diff_artifacts(const Artifact& o, const Artifact& n, const Arch& ta
   using Side = std::unordered_map<std::string_view, Loaded>;
   auto collect = [](const Artifact& a, const Selection& s) {
     Side side;
-    std::unordered_map<std::size_t, const Entry*> first_sass;  // per module, in one pass
-    for (const auto& e : a.entries)
-      if (e.kind == EntryKind::sass) first_sass.try_emplace(e.container, &e);
-    for (const auto& m : s.modules) {
+    const std::vector<Module> modules = modules_of(a);  // in the order select_for_arch made s.modules
+    for (std::size_t i = 0; i < s.modules.size(); ++i) {
+      const ModuleSelection& m = s.modules[i];
       const Entry* e = nullptr;
       if (m.entry && *m.entry < a.entries.size()) e = &a.entries[*m.entry];
-      if (!e) {
-        const auto it = first_sass.find(m.container);
-        if (it != first_sass.end()) e = it->second;
-      }
+      for (std::size_t j = 0; !e && i < modules.size() && j < modules[i].entries.size(); ++j)
+        if (modules[i].entries[j]->kind == EntryKind::sass) e = modules[i].entries[j];
       if (!e) continue;
       if (e->kind == EntryKind::sass)
         for (const auto& k : e->kernels) side.try_emplace(k.name, Loaded{e, &k});

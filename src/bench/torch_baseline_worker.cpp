@@ -41,9 +41,11 @@ json TorchWorker::call(const json* request, double timeout_s) {
   if (io == ChildIo::ok) io = child_->read_line(line, deadline);
   if (io == ChildIo::timed_out) {
     // Where it was stuck: the workers dump every thread's Python stack to stderr a second before the
-    // request's deadline (faulthandler), so a hang names its line rather than only its duration.
+    // request's deadline (faulthandler), so a hang names its line rather than only its duration. A hint for
+    // the reader only: the verdict is the missing reply, and the submission's own code can write to stderr too.
     std::string err = fmt::format("no reply in {:.0f} s", timeout_s);
-    if (const std::string tail = child_->stderr_tail(1500); !tail.empty()) err += "; the worker's stderr ends: " + tail;
+    if (const std::string tail = child_->stderr_tail(1500); !tail.empty())
+      err += "; the worker's stderr ends (its stack dump, or whatever the process wrote last): " + tail;
     return json{{"ok", false}, {"code", "timeout"}, {"error", std::move(err)}};
   }
   if (io == ChildIo::closed) return died();
