@@ -191,13 +191,54 @@ Artifact parse_artifact(const std::string& path) {
   return parse_bytes(m.bytes(), path, {});
 }
 
-std::pair<Artifact, Artifact> parse_artifact_pair(const std::string& old_path, const std::string& new_path,
-                                                  const ParseOptions& options) {
-  const MappedFile mo = map_artifact(old_path), mn = map_artifact(new_path);
-  Artifact o = parse_bytes(mo.bytes(), old_path, {nullptr, options.sass_image_hashes}, options.file_hash);
+namespace {
+std::pair<Artifact, Artifact> parse_pair(const MappedFile& mo, const std::string& old_path, const MappedFile& mn,
+                                         const std::string& new_path, const ParseOptions& options) {
+  // Without twins' code hashes: NEW's entry headers walked first, so that OLD's parse knows which of its
+  // entries NEW stores byte for byte (most of a library upgrade; all of two copies of one build).
+  std::optional<Artifact> new_heads;
+  std::optional<detail::EntryReuse> twins;
+  if (!options.twin_code_hashes) {
+    try {
+      new_heads = parse_bytes(mn.bytes(), new_path, {.headers_only = true}, false);
+      twins.emplace(*new_heads, mn.bytes());
+    } catch (const Error&) {  // NEW's own parse below says what is wrong with it, after OLD's
+    }
+  }
+  Artifact o = parse_bytes(mo.bytes(), old_path, {nullptr, options.sass_image_hashes, twins ? &*twins : nullptr}, options.file_hash);
   const detail::EntryReuse same(o, mo.bytes());
   Artifact n = parse_bytes(mn.bytes(), new_path, {&same, options.sass_image_hashes}, options.file_hash);
   return {std::move(o), std::move(n)};
+}
+}  // namespace
+
+std::pair<Artifact, Artifact> parse_artifact_pair(const std::string& old_path, const std::string& new_path,
+                                                  const ParseOptions& options) {
+  const MappedFile mo = map_artifact(old_path), mn = map_artifact(new_path);
+  return parse_pair(mo, old_path, mn, new_path, options);
+}
+
+ArtifactPairDiff diff_artifact_files(const std::string& old_path, const std::string& new_path, const Arch& target,
+                                     const ParseOptions& options) {
+  const MappedFile mo = map_artifact(old_path), mn = map_artifact(new_path);
+  auto [o, n] = parse_pair(mo, old_path, mn, new_path, options);
+  std::vector<const Entry*> undecided;  // twins unhashed where a comparison met an entry of other bytes
+  ArtifactDiff d = detail::diff_artifacts(o, n, target, &undecided);
+  if (!undecided.empty()) {
+    std::vector<std::size_t> which[2];
+    for (const Entry* e : undecided) {
+      const bool old_side = e >= o.entries.data() && e < o.entries.data() + o.entries.size();
+      which[old_side ? 0 : 1].push_back(static_cast<std::size_t>(e - (old_side ? o.entries.data() : n.entries.data())));
+    }
+    for (auto& w : which) {
+      std::sort(w.begin(), w.end());
+      w.erase(std::unique(w.begin(), w.end()), w.end());
+    }
+    detail::hash_twin_entries(mo.bytes(), o, which[0]);
+    detail::hash_twin_entries(mn.bytes(), n, which[1]);
+    d = detail::diff_artifacts(o, n, target, nullptr);  // now by the hashes (a kernel without code stays unequal)
+  }
+  return {std::move(o), std::move(n), std::move(d)};
 }
 
 }  // namespace kqual::artifact

@@ -91,9 +91,39 @@ std::string cstr_at(std::span<const std::uint8_t> tab, std::uint32_t off) {
   return std::string(reinterpret_cast<const char*>(tab.data() + off), end - off);
 }
 
+// The ptxas identity (.note.nv.tkinfo) and the CUDA API version (.note.nv.cuinfo) of a cubin, when present.
+void read_compiler_identity(const Elf& elf, std::span<const std::uint8_t> image, const std::string& ctx, Entry& e) {
+  if (const ElfSection* tk = elf.find(".note.nv.tkinfo")) {
+    const std::string nctx = ctx + ": .note.nv.tkinfo";
+    for_each_note(section_bytes(image, *tk, nctx), nctx, [&](std::uint32_t type, const std::string& owner, auto desc) {
+      if (owner != "NVIDIA Corp" || type != 2000 || desc.size() < 24) return;
+      // desc: u32 format version, then u32 offsets (object name, tool name, tool version, tool
+      // branch/build, tool options) into the string table that follows at +24.
+      Reader dr(desc, nctx);
+      auto tab = desc.subspan(24);
+      CompilerInfo ci;
+      ci.tool = printable(cstr_at(tab, dr.u32(8, "tool name offset")));
+      ci.version = printable(cstr_at(tab, dr.u32(12, "tool version offset")));
+      ci.build = printable(cstr_at(tab, dr.u32(16, "tool build offset")));
+      ci.options = printable(squeeze(cstr_at(tab, dr.u32(20, "tool options offset"))));
+      e.compiler = ci;
+    });
+  }
+  if (const ElfSection* cu = elf.find(".note.nv.cuinfo")) {
+    const std::string nctx = ctx + ": .note.nv.cuinfo";
+    for_each_note(section_bytes(image, *cu, nctx), nctx, [&](std::uint32_t type, const std::string& owner, auto desc) {
+      if (owner != "NVIDIA Corp" || type != 1000 || desc.size() < 8) return;
+      Reader dr(desc, nctx);
+      if (!e.compiler) e.compiler = CompilerInfo{};
+      e.compiler->cuda_api_version = static_cast<int>(dr.u32(4, "CUDA API version"));
+    });
+  }
+}
+
 }  // namespace
 
-void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& ctx, Entry& e, std::string* image_sha256) {
+void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& ctx, Entry& e, std::string* image_sha256,
+                       bool code_hashes) {
   const Elf elf = parse_elf(image, ctx);
   if (elf.machine != kEmCuda) fail(ctx, fmt::format("ELF e_machine is {}, not 190 (EM_CUDA): not a cubin", elf.machine));
 
@@ -206,8 +236,10 @@ void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& c
     if (const ElfSection* text = elf.find(".text." + k.name)) {
       auto code = section_bytes(image, *text, kctx + " .text");
       k.code_bytes = code.size();
-      to_hash.push_back(code);
-      hashes.push_back(&k.code_sha256);
+      if (code_hashes) {
+        to_hash.push_back(code);
+        hashes.push_back(&k.code_sha256);
+      }
     }
   }
   const std::vector<std::string> digests = sha256_hex_all(to_hash);
@@ -215,32 +247,7 @@ void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& c
 
   for (auto& k : e.kernels) k.name = printable(k.name);
 
-  // Compiler identity.
-  if (const ElfSection* tk = elf.find(".note.nv.tkinfo")) {
-    const std::string nctx = ctx + ": .note.nv.tkinfo";
-    for_each_note(section_bytes(image, *tk, nctx), nctx, [&](std::uint32_t type, const std::string& owner, auto desc) {
-      if (owner != "NVIDIA Corp" || type != 2000 || desc.size() < 24) return;
-      // desc: u32 format version, then u32 offsets (object name, tool name, tool version, tool
-      // branch/build, tool options) into the string table that follows at +24.
-      Reader dr(desc, nctx);
-      auto tab = desc.subspan(24);
-      CompilerInfo ci;
-      ci.tool = printable(cstr_at(tab, dr.u32(8, "tool name offset")));
-      ci.version = printable(cstr_at(tab, dr.u32(12, "tool version offset")));
-      ci.build = printable(cstr_at(tab, dr.u32(16, "tool build offset")));
-      ci.options = printable(squeeze(cstr_at(tab, dr.u32(20, "tool options offset"))));
-      e.compiler = ci;
-    });
-  }
-  if (const ElfSection* cu = elf.find(".note.nv.cuinfo")) {
-    const std::string nctx = ctx + ": .note.nv.cuinfo";
-    for_each_note(section_bytes(image, *cu, nctx), nctx, [&](std::uint32_t type, const std::string& owner, auto desc) {
-      if (owner != "NVIDIA Corp" || type != 1000 || desc.size() < 8) return;
-      Reader dr(desc, nctx);
-      if (!e.compiler) e.compiler = CompilerInfo{};
-      e.compiler->cuda_api_version = static_cast<int>(dr.u32(4, "CUDA API version"));
-    });
-  }
+  read_compiler_identity(elf, image, ctx, e);
 }
 
 }  // namespace kqual::artifact::detail

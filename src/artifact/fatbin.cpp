@@ -29,7 +29,7 @@ bool printable(std::span<const std::uint8_t> s) {
 }
 
 void parse_entry(const Reader& r, std::uint64_t off, std::uint64_t ehs, std::uint64_t size, std::uint64_t file_off,
-                 const std::string& ectx, bool sass_image_hash, Entry& e) {
+                 const std::string& ectx, bool sass_image_hash, bool code_hashes, Entry& e) {
   const std::uint16_t kind = r.u16(off + 0, "entry kind");
   const std::uint32_t csize = r.u32(off + 16, "entry compressed size");
   const std::uint32_t opt_desc = r.u32(off + 20, "entry options descriptor offset");
@@ -83,13 +83,22 @@ void parse_entry(const Reader& r, std::uint64_t off, std::uint64_t ehs, std::uin
   if (e.kind == EntryKind::ptx)  // uncompressed PTX payloads are NUL-padded; compressed ones are not
     while (!image.empty() && image.back() == 0) image = image.first(image.size() - 1);
   e.image_bytes = image.size();
-  if (e.kind == EntryKind::sass) {
-    parse_cubin_image(image, ectx, e, sass_image_hash ? &e.sha256 : nullptr);  // hashed there, beside the kernels' code
+  if (e.kind == EntryKind::sass) {  // hashed there, beside the kernels' code
+    parse_cubin_image(image, ectx, e, sass_image_hash && code_hashes ? &e.sha256 : nullptr, code_hashes);
   } else {
-    e.sha256 = sha256_hex(image.data(), image.size());
+    if (code_hashes) e.sha256 = sha256_hex(image.data(), image.size());
     if (e.kind == EntryKind::ptx) parse_ptx_image(image, ectx, e);
   }
   if (owned.capacity() > (std::size_t(64) << 20)) ImageBuffer().swap(owned);  // keep no huge buffer alive
+}
+// Runs `work` on up to 16 threads (this one included), one only for fewer than 64 jobs.
+template <class Work>
+void run_on_threads(std::size_t jobs, Work& work) {
+  const std::size_t threads = jobs < 64 ? 1 : std::min<std::size_t>({std::max(1u, std::thread::hardware_concurrency()), 16, jobs});
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
 }
 }  // namespace
 
@@ -143,6 +152,7 @@ void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t 
       Entry entry;
       entry.index = index;
       entry.container = container;
+      entry.offset = base + e;
       out.push_back(std::move(entry));
       jobs.push_back(Job{out.size() - 1, e, ehs, size, end, ectx});
       e += ehs + size;
@@ -150,6 +160,7 @@ void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t 
     off = end;
   }
   if (containers == 0) fail(ctx, "no fatbin container found");
+  if (how.headers_only) return;
   // Each job writes only its own entry; the first failing entry (in file order) is reported.
   std::vector<std::exception_ptr> errors(jobs.size());
   // Largest payloads first: the threads then end together, where file order could leave one thread
@@ -174,19 +185,45 @@ void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t 
             e.offset = base + job.e;
             continue;
           }
+        std::uint64_t twin = 0;  // stored as in the other file of a diff: its code hashed only if needed
+        if (how.twins)
+          if (const Entry* t = how.twins->find(bytes.subspan(static_cast<std::size_t>(job.e), static_cast<std::size_t>(job.ehs + job.size))))
+            twin = t->index + 1;
         Reader er(bytes.first(static_cast<std::size_t>(job.end)), job.ectx);
-        parse_entry(er, job.e, job.ehs, job.size, base + job.e, job.ectx, how.sass_image_hashes, out[job.slot]);
+        parse_entry(er, job.e, job.ehs, job.size, base + job.e, job.ectx, how.sass_image_hashes, twin == 0, out[job.slot]);
+        out[job.slot].twin = twin;
       } catch (...) {
         errors[j] = std::current_exception();
       }
     }
   };
-  const std::size_t threads =
-      jobs.size() < 64 ? 1 : std::min<std::size_t>({std::max(1u, std::thread::hardware_concurrency()), 16, jobs.size()});
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  run_on_threads(jobs.size(), work);
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+void hash_twin_entries(std::span<const std::uint8_t> file, Artifact& a, const std::vector<std::size_t>& which) {
+  std::vector<std::exception_ptr> errors(which.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t n; (n = next.fetch_add(1)) < which.size();) {
+      Entry& e = a.entries[which[n]];
+      const std::string ectx = fmt::format("{}: entry {} (at offset {})", a.name, which[n], e.offset);
+      try {
+        Reader r(file, ectx);
+        Entry again;
+        parse_entry(r, e.offset, r.u32(e.offset + 4, "entry header size"), r.u64(e.offset + 8, "entry payload size"), e.offset, ectx,
+                    false, true, again);
+        if (again.kernels.size() != e.kernels.size() || again.ptx_entries != e.ptx_entries)
+          fail(ectx, "decoded differently the second time (the file changed while it was read)");
+        for (std::size_t k = 0; k < e.kernels.size(); ++k) e.kernels[k].code_sha256 = std::move(again.kernels[k].code_sha256);
+        if (e.kind != EntryKind::sass) e.sha256 = std::move(again.sha256);
+      } catch (...) {
+        errors[n] = std::current_exception();
+      }
+    }
+  };
+  run_on_threads(which.size(), work);
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
 }

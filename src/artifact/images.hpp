@@ -36,8 +36,9 @@ void zstd_decompress_into(std::span<const std::uint8_t> src, std::uint64_t expec
 
 // Fills arch, kernels and compiler of `e` from an ELF cubin. `context` prefixes every error. With
 // `image_sha256`, the image's own hash is computed there too, beside the kernels' code hashes.
+// Without `code_hashes`, the kernels' code is not hashed (their code_sha256 stays empty).
 void parse_cubin_image(std::span<const std::uint8_t> image, const std::string& context, Entry& e,
-                       std::string* image_sha256 = nullptr);
+                       std::string* image_sha256 = nullptr, bool code_hashes = true);
 // Fills arch (virtual), PTX ISA version and entry names from PTX text (may end in NUL padding).
 void parse_ptx_image(std::span<const std::uint8_t> image, const std::string& context, Entry& e);
 // Appends the entries of the fatbin container(s) in `bytes` (which may be followed by more
@@ -45,12 +46,20 @@ void parse_ptx_image(std::span<const std::uint8_t> image, const std::string& con
 // Each container's place in the file is appended to `spans`.
 // With `reuse`, an entry equal byte for byte to one it indexes is copied from there (its place in this file kept);
 // without `sass_image_hashes`, SASS entries' own hash is left empty (their kernels' code is hashed still).
+// With `twins` (an index of the other file's entries), an entry equal byte for byte to one it indexes is
+// parsed without its code hashes and its `twin` set to 1 + that entry's index. `headers_only` walks the
+// containers and entry headers (bounds checked) and stops: entries with index, container and offset only.
 class EntryReuse;
 struct FatbinParse {
   const EntryReuse* reuse = nullptr;
   bool sass_image_hashes = true;
+  const EntryReuse* twins = nullptr;
+  bool headers_only = false;
 };
 void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t base, const std::string& context,
                              std::vector<Entry>& out, std::vector<ContainerSpan>& spans, const FatbinParse& how = {});
+// Hashes, after all, the kernels' code (a PTX entry: its image) of the entries of `a` listed in `which`, parsed
+// without them as twins; `file` holds the bytes `a` was parsed from. Entries are decoded again, side by side.
+void hash_twin_entries(std::span<const std::uint8_t> file, Artifact& a, const std::vector<std::size_t>& which);
 
 }  // namespace kqual::artifact::detail

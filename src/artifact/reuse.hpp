@@ -7,6 +7,7 @@
 #include <span>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "kqual/artifact/artifact.hpp"
 
@@ -24,5 +25,11 @@ class EntryReuse {
   static std::uint64_t key(std::span<const std::uint8_t> raw);
   std::unordered_multimap<std::uint64_t, std::pair<const Entry*, std::span<const std::uint8_t>>> by_key_;
 };
+
+// diff_artifacts (select.cpp); with `undecided`, every entry whose kernel (PTX: image) a comparison could not
+// judge because it lies unhashed in a twin entry and the other side is not its twin is appended there (such a
+// comparison counts as changed); without, those comparisons count as changed.
+ArtifactDiff diff_artifacts(const Artifact& old_art, const Artifact& new_art, const Arch& target,
+                            std::vector<const Entry*>* undecided);
 
 }  // namespace kqual::artifact::detail

@@ -12,6 +12,7 @@
 #include "kqual/artifact/artifact.hpp"
 #include "kqual/core/enum_names.hpp"
 #include "reader.hpp"
+#include "reuse.hpp"
 
 namespace kqual::artifact {
 
@@ -70,6 +71,21 @@ std::vector<Module> modules_of(const Artifact& art) {
 }
 
 std::string entry_key(const Entry& e) { return std::string(to_string(e.kind)) + " " + e.arch.str(); }
+
+// Two kernels' code (PTX: two images) the same: by their hashes where both have one; else (a pair parsed
+// without twins' hashes: ParseOptions::twin_code_hashes) the same when both lie in entries equal byte for byte,
+// and undecided where a side left unhashed as a twin meets an entry of other bytes: that side's entry is
+// appended to `undecided` (when given) and the pair counts as changed. An empty hash equals nothing.
+using Undecided = std::vector<const Entry*>;
+bool same_code(std::string_view old_hash, const Entry& old_e, std::string_view new_hash, const Entry& new_e, Undecided* undecided) {
+  if (!old_hash.empty() && !new_hash.empty()) return old_hash == new_hash;
+  if (old_e.twin != 0 && old_e.twin == new_e.twin) return true;
+  if (undecided) {
+    if (old_hash.empty() && old_e.twin) undecided->push_back(&old_e);
+    if (new_hash.empty() && new_e.twin) undecided->push_back(&new_e);
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -162,7 +178,7 @@ namespace {
 // Names and hashes are views into the two artifacts (tens of thousands of kernels a library: no copies);
 // each architecture on a thread of its own (they share nothing), so a library's dozen take the time of its
 // largest.
-std::vector<ArchDiff> per_arch_diff(const Artifact& o, const Artifact& n) {
+std::vector<ArchDiff> per_arch_diff(const Artifact& o, const Artifact& n, Undecided* undecided) {
   using Entries = std::vector<const Entry*>;
   std::map<std::tuple<int, int, std::string>, Entries[2]> arches;  // (0 SASS / 1 PTX, number, arch) -> old, new
   const Artifact* sides[2] = {&o, &n};
@@ -170,34 +186,40 @@ std::vector<ArchDiff> per_arch_diff(const Artifact& o, const Artifact& n) {
     for (const auto& e : sides[s]->entries)
       if (e.kind == EntryKind::sass || e.kind == EntryKind::ptx)
         arches[{e.kind == EntryKind::sass ? 0 : 1, e.arch.number(), e.arch.str()}][s].push_back(&e);
-  auto one_arch = [](const std::string& arch, const Entries (&entries)[2]) {
+  auto one_arch = [](const std::string& arch, const Entries (&entries)[2], Undecided* unjudged) {
     ArchDiff a;
     a.arch = arch;
-    std::unordered_map<std::string_view, std::string_view> code[2];  // kernel -> code hash (PTX: the image's)
+    // kernel -> code hash (PTX: the image's) and its entry
+    std::unordered_map<std::string_view, std::pair<std::string_view, const Entry*>> code[2];
     for (int s = 0; s < 2; ++s)
       for (const Entry* e : entries[s]) {
         (s == 0 ? a.old_bytes : a.new_bytes) += e->stored_bytes;
         if (e->kind == EntryKind::sass)
-          for (const auto& k : e->kernels) code[s].insert_or_assign(k.name, k.code_sha256);
+          for (const auto& k : e->kernels) code[s].insert_or_assign(k.name, std::pair{std::string_view(k.code_sha256), e});
         else
-          for (const auto& k : e->ptx_entries) code[s].insert_or_assign(k, e->sha256);
+          for (const auto& k : e->ptx_entries) code[s].insert_or_assign(k, std::pair{std::string_view(e->sha256), e});
       }
     a.old_entries = entries[0].size();
     a.new_entries = entries[1].size();
-    for (const auto& [name, hash] : code[0]) {
+    for (const auto& [name, old_code] : code[0]) {
       const auto it = code[1].find(name);
       if (it == code[1].end()) ++a.removed;
-      else if (it->second == hash && !hash.empty()) ++a.identical;
+      else if (same_code(old_code.first, *old_code.second, it->second.first, *it->second.second, unjudged)) ++a.identical;
       else ++a.changed;
     }
     for (const auto& [name, hash] : code[1]) a.added += !code[0].count(name);
     return a;
   };
   std::vector<std::future<ArchDiff>> running;
+  std::vector<Undecided> undecided_per_arch(arches.size());  // one per thread
+  std::size_t i = 0;
   for (const auto& [key, entries] : arches)
-    running.push_back(std::async(std::launch::async, one_arch, std::cref(std::get<2>(key)), std::cref(entries)));
+    running.push_back(std::async(std::launch::async, one_arch, std::cref(std::get<2>(key)), std::cref(entries),
+                                 undecided ? &undecided_per_arch[i++] : nullptr));
   std::vector<ArchDiff> out;
   for (auto& r : running) out.push_back(r.get());
+  if (undecided)
+    for (const auto& u : undecided_per_arch) undecided->insert(undecided->end(), u.begin(), u.end());
   return out;
 }
 
@@ -213,10 +235,14 @@ GpuLoading gpu_loading(const Artifact& o, const Artifact& n, const Arch& gpu) {
 
 }  // namespace
 
-ArtifactDiff diff_artifacts(const Artifact& o, const Artifact& n, const Arch& target) {
+ArtifactDiff diff_artifacts(const Artifact& o, const Artifact& n, const Arch& target) { return detail::diff_artifacts(o, n, target, nullptr); }
+
+ArtifactDiff detail::diff_artifacts(const Artifact& o, const Artifact& n, const Arch& target, Undecided* undecided) {
   ArtifactDiff d;
   // The per-architecture counts read every entry of both sides and nothing else computed here: beside the rest.
-  auto per_arch = std::async(std::launch::async, per_arch_diff, std::cref(o), std::cref(n));
+  Undecided per_arch_undecided;
+  auto per_arch =
+      std::async(std::launch::async, per_arch_diff, std::cref(o), std::cref(n), undecided ? &per_arch_undecided : nullptr);
   auto loading = std::async(std::launch::async, [&] {  // the common GPUs and the target: each side's modules
     std::vector<GpuLoading> out;
     for (const char* gpu : {"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"})
@@ -282,16 +308,16 @@ ArtifactDiff diff_artifacts(const Artifact& o, const Artifact& n, const Arch& ta
       const Entry* en = in->second.entry;
       bool same;
       if (c.old_kernel && c.new_kernel)  // SASS on both sides: compare the machine code itself
-        same = c.old_kernel->code_sha256 == c.new_kernel->code_sha256 && !c.new_kernel->code_sha256.empty() &&
-               eo->arch == en->arch;
+        same = eo->arch == en->arch && same_code(c.old_kernel->code_sha256, *eo, c.new_kernel->code_sha256, *en, undecided);
       else  // PTX on at least one side: identical only if the same image is loaded
-        same = eo->kind == en->kind && eo->sha256 == en->sha256;
+        same = eo->kind == en->kind && same_code(eo->sha256, *eo, en->sha256, *en, undecided);
       c.status = same ? "identical" : "changed";
     }
     d.kernels.push_back(std::move(c));
   }
   d.loading = loading.get();
   d.per_arch = per_arch.get();
+  if (undecided) undecided->insert(undecided->end(), per_arch_undecided.begin(), per_arch_undecided.end());
   return d;
 }
 

@@ -172,15 +172,15 @@ art::Artifact parse_with_progress(const std::string& path, const Progress& p) {
   return a;
 }
 
-std::pair<art::Artifact, art::Artifact> parse_pair_with_progress(const std::string& old_path, const std::string& new_path,
-                                                                   const art::ParseOptions& how, const Progress& p) {
+art::ArtifactPairDiff diff_with_progress(const std::string& old_path, const std::string& new_path, const art::Arch& target,
+                                         const art::ParseOptions& how, const Progress& p) {
   std::error_code eo, en;
   const std::uintmax_t bytes = std::filesystem::file_size(old_path, eo) + std::filesystem::file_size(new_path, en);
   const bool large = !eo && !en && bytes >= kProgressBytes;
   if (large) p.say(fmt::format("parse {} and {} ({:.0f} MB): entries, kernels, SHA-256; NEW's entries stored as in OLD are "
                                "taken from OLD's parse", old_path, new_path, double(bytes) / 1e6));
-  auto pair = art::parse_artifact_pair(old_path, new_path, how);
-  if (large) p.say(fmt::format("parsed: {} and {} entries", pair.first.entries.size(), pair.second.entries.size()));
+  auto pair = art::diff_artifact_files(old_path, new_path, target, how);
+  if (large) p.say(fmt::format("parsed and compared: {} and {} entries", pair.old_art.entries.size(), pair.new_art.entries.size()));
   return pair;
 }
 
@@ -293,10 +293,10 @@ int run_inspect(const InspectOptions& o, const GlobalOptions& g) {
 
   // OLD, then NEW with OLD's entries at hand: an entry stored byte for byte as in OLD is not decoded again
   // (each parse spreads its entries over every core, up to 16; docs/artifact.md has the timings). The diff in
-  // words shows neither file's hash nor a SASS image's (kernels are compared by their code's): not computed.
-  const art::ParseOptions how{.file_hash = g.json, .sass_image_hashes = g.json};
-  const auto [old_a, new_a] = parse_pair_with_progress(o.paths[0], o.paths[1], how, progress);
-  const art::ArtifactDiff d = art::diff_artifacts(old_a, new_a, t.arch);
+  // words shows no hash: neither file's nor a SASS image's is computed, and the code of an entry stored byte for
+  // byte in both files is hashed only where a kernel of its name lies in another entry too (--json has them all).
+  const art::ParseOptions how{.file_hash = g.json, .sass_image_hashes = g.json, .twin_code_hashes = g.json};
+  const auto [old_a, new_a, d] = diff_with_progress(o.paths[0], o.paths[1], t.arch, how, progress);
   const auto fields = [&] {
     json dj = art::to_json(d);
     dj["target_source"] = t.source;

@@ -18,6 +18,8 @@ v="-Xptxas -v"
 "$nvcc" -ptx -arch=compute_90 "$k" -o k_compute90.ptx
 # SASS only, uncompressed
 "$nvcc" -fatbin -gencode arch=compute_90,code=sm_90 --compress-mode=none "$k" -o sass_sm90.fatbin
+# the same with fewer registers: other machine code for some kernels of the same names (inspect --diff tests)
+"$nvcc" -fatbin -gencode arch=compute_90,code=sm_90 --compress-mode=none -maxrregcount=24 "$k" -o sass_sm90_r24.fatbin
 # PTX only: default mode (zstd-compressed PTX) and uncompressed
 "$nvcc" -fatbin -gencode arch=compute_90,code=compute_90 "$k" -o ptx_compute90.fatbin
 "$nvcc" -fatbin -gencode arch=compute_90,code=compute_90 --compress-mode=none "$k" -o ptx_compute90_nc.fatbin

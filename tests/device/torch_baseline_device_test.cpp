@@ -64,17 +64,28 @@ TEST(TorchDevice, ImportedProblemVerifiesInTheReferenceProcess) {
   ScratchDir dir("kqual-kb-dev");
   for (const char* name : {"leaky_relu_rows", "linear_gelu", "batch_norm_1d", "gather_rows", "argmax_dim", "scale_by_scalar",
                            "scale_shift_0d", "conv_wide_kernel", "conv_square_kernel"}) {
-    const fs::path out = dir.path() / name;
-    auto r = test::run(test::quote(test::kqual_exe()) + " import-kernelbench " + test::quote(kFixtures / (std::string(name) + ".py")) +
-                       " --out " + test::quote(out));
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    r = test::run(test::quote(test::kqual_exe()) + " contracts --dir " + test::quote(dir.path()) + " --verify");
-    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.output;
+    const auto r = test::run(test::quote(test::kqual_exe()) + " import-kernelbench " +
+                             test::quote(kFixtures / (std::string(name) + ".py")) + " --out " + test::quote(dir.path() / name));
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.output;
   }
-  auto r = test::run(test::quote(test::kqual_exe()) + " import-kernelbench " + test::quote(kFixtures / "dropout_random.py") + " --out " +
-                     test::quote(dir.path() / "d"));
+  // Every imported contract verified once (its reference run in kqual's reference process); the
+  // output names each contract, so a failure says whose.
+  auto r = test::run(test::quote(test::kqual_exe()) + " contracts --dir " + test::quote(dir.path()) + " --verify");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  // A random forward is refused by name, both ways: a literal dropout p by the static read of the source
+  // (before PyTorch runs), a p from get_init_inputs() by the real capture's two seeded runs.
+  r = test::run(test::quote(test::kqual_exe()) + " import-kernelbench " + test::quote(kFixtures / "dropout_random.py") + " --out " +
+                test::quote(dir.path() / "d"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("forward: is random"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("forward: statistical operation: the reference samples (nn.Dropout(0.5) in training mode at line 10)"),
+            std::string::npos)
+      << r.output;
+  r = test::run(test::quote(test::kqual_exe()) + " import-kernelbench " + test::quote(kFixtures / "dropout_variable_p.py") + " --out " +
+                test::quote(dir.path() / "dv"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("dropout_variable_p.py: forward: is random"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "d"));
+  EXPECT_FALSE(fs::exists(dir.path() / "dv"));
 }
 
 // Definitions whose import rewrites what run() receives (tests/import/fixtures/definitions: a 0-d

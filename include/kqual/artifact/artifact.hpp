@@ -89,6 +89,10 @@ struct Entry {
   std::uint64_t image_bytes = 0;    // [B] decompressed image (PTX: text without NUL padding)
   std::uint64_t flags = 0;          // raw fatbin entry flags (docs/artifact.md)
   std::string sha256;               // of the decompressed image
+  // Non-zero only in a pair parsed without twins' code hashes (ParseOptions::twin_code_hashes): this
+  // entry's header and stored bytes are also an entry of the other file, and entries of equal `twin`
+  // are equal byte for byte. Its kernels' code hashes (a PTX entry: its image hash) may then be empty.
+  std::uint64_t twin = 0;
   std::string jit_options;          // PTX entries: options the driver passes to its JIT, if stored
   std::vector<std::string> ptx_entries;   // PTX: .entry names
   std::vector<KernelInfo> kernels;        // SASS: per kernel
@@ -125,7 +129,10 @@ Artifact parse_artifact_bytes(std::span<const std::uint8_t> bytes, const std::st
 // their code's hash and PTX images by theirs, and prints neither file's nor a SASS image's hash).
 struct ParseOptions {
   bool file_hash = true;         // Artifact::sha256 ("" when off)
-  bool sass_image_hashes = true; // Entry::sha256 of SASS entries ("" when off); kernels' code hashes always
+  bool sass_image_hashes = true; // Entry::sha256 of SASS entries ("" when off)
+  // Off: an entry stored byte for byte in both files (Entry::twin) is parsed without its kernels' code hashes
+  // (a PTX entry: without its image's). For a diff, diff_artifact_files hashes after all the twins it needs.
+  bool twin_code_hashes = true;
 };
 std::pair<Artifact, Artifact> parse_artifact_pair(const std::string& old_path, const std::string& new_path,
                                                   const ParseOptions& options = {});
@@ -210,6 +217,16 @@ struct ArtifactDiff {
   std::vector<GpuLoading> loading;    // the GPUs of common architectures (sm_70 .. sm_120) and the target
 };
 ArtifactDiff diff_artifacts(const Artifact& old_art, const Artifact& new_art, const Arch& target);
+// OLD and NEW parsed as parse_artifact_pair parses them and diffed on `target`: the diff diff_artifacts gives
+// with every hash. With twin_code_hashes off, two kernels (PTX: images) in twin entries of equal bytes are the
+// same code; where a twin meets an entry of other bytes, the twin is decoded again and hashed, and the diff made
+// again by the hashes. (The artifacts returned keep what was not needed unhashed.)
+struct ArtifactPairDiff {
+  Artifact old_art, new_art;
+  ArtifactDiff diff;
+};
+ArtifactPairDiff diff_artifact_files(const std::string& old_path, const std::string& new_path, const Arch& target,
+                                     const ParseOptions& options = {});
 
 // ---- JSON (schema: docs/artifact.md; the documents are "kqual.inspect/1" and "kqual.inspect-diff/1") ----
 json to_json(const Artifact& a);
