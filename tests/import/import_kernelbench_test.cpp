@@ -364,6 +364,14 @@ TEST(ImportKernelBench, RefusesByNameWhatCannotBeExpressed) {
     dynamic = e.what();
   }
   EXPECT_TRUE(kqual::test::contains(dynamic, "forward: is random")) << dynamic;
+  // A dropout whose p comes from get_init_inputs() is not refused by the static read: it reaches the capture
+  // (without PyTorch here, the error says PyTorch is missing; on the GPU machine the capture refuses it as random).
+  const auto variable_p = kqual::test::run(kqual::test::kq() + " import-kernelbench " +
+                                           kqual::test::quote(kKernelBenchFixtures / "dropout_variable_p.py") + " --out " +
+                                           kqual::test::quote(fs::temp_directory_path() / "kqual-kb-variable-p-unwritten"));
+  EXPECT_EQ(variable_p.exit_code, 2) << variable_p.output;
+  EXPECT_FALSE(kqual::test::contains(variable_p.output, "statistical operation")) << variable_p.output;
+  EXPECT_TRUE(kqual::test::contains(variable_p.output, "dropout_variable_p.py: ")) << variable_p.output;
   json fp4 = capture("half_input");
   fp4["tensors"][0]["dtype"] = "float4_e2m1fn_x2";
   EXPECT_TRUE(kqual::test::contains(refusal(fp4, options("half_input", "")), "forward input 0 (x): has dtype float4_e2m1fn_x2"));
