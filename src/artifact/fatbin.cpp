@@ -91,14 +91,30 @@ void parse_entry(const Reader& r, std::uint64_t off, std::uint64_t ehs, std::uin
   }
   if (owned.capacity() > (std::size_t(64) << 20)) ImageBuffer().swap(owned);  // keep no huge buffer alive
 }
-// Runs `work` on up to 16 threads (this one included), one only for fewer than 64 jobs.
-template <class Work>
-void run_on_threads(std::size_t jobs, Work& work) {
+// Runs job(j) for every j of `order` (a permutation of 0 .. order.size() - 1, taken in that order) on up to 16
+// threads, this one included, one only for fewer than 64 jobs. Each job touches only what is its own; the first
+// job to throw, by j, is rethrown once all have ended.
+template <class Job>
+void run_jobs(const std::vector<std::size_t>& order, Job job) {
+  std::vector<std::exception_ptr> errors(order.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t n; (n = next.fetch_add(1)) < order.size();) {
+      try {
+        job(order[n]);
+      } catch (...) {
+        errors[order[n]] = std::current_exception();
+      }
+    }
+  };
+  const std::size_t jobs = order.size();
   const std::size_t threads = jobs < 64 ? 1 : std::min<std::size_t>({std::max(1u, std::thread::hardware_concurrency()), 16, jobs});
   std::vector<std::thread> pool;
   for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 }  // namespace
 
@@ -162,70 +178,48 @@ void parse_fatbin_containers(std::span<const std::uint8_t> bytes, std::uint64_t 
   if (containers == 0) fail(ctx, "no fatbin container found");
   if (how.headers_only) return;
   // Each job writes only its own entry; the first failing entry (in file order) is reported.
-  std::vector<std::exception_ptr> errors(jobs.size());
   // Largest payloads first: the threads then end together, where file order could leave one thread
   // decoding a large image alone at the end.
   std::vector<std::size_t> order(jobs.size());
   for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return jobs[a].size > jobs[b].size; });
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t n; (n = next.fetch_add(1)) < order.size();) {
-      const std::size_t j = order[n];
-      const Job& job = jobs[j];
-      try {
-        if (how.reuse)  // the same header and stored bytes as an entry already parsed: the same entry, here
-          if (const Entry* same = how.reuse->find(bytes.subspan(static_cast<std::size_t>(job.e),
-                                                            static_cast<std::size_t>(job.ehs + job.size)))) {
-            Entry& e = out[job.slot];
-            const std::size_t index = e.index, container = e.container;
-            e = *same;
-            e.index = index;
-            e.container = container;
-            e.offset = base + job.e;
-            continue;
-          }
-        std::uint64_t twin = 0;  // stored as in the other file of a diff: its code hashed only if needed
-        if (how.twins)
-          if (const Entry* t = how.twins->find(bytes.subspan(static_cast<std::size_t>(job.e), static_cast<std::size_t>(job.ehs + job.size))))
-            twin = t->index + 1;
-        Reader er(bytes.first(static_cast<std::size_t>(job.end)), job.ectx);
-        parse_entry(er, job.e, job.ehs, job.size, base + job.e, job.ectx, how.sass_image_hashes, twin == 0, out[job.slot]);
-        out[job.slot].twin = twin;
-      } catch (...) {
-        errors[j] = std::current_exception();
+  run_jobs(order, [&](std::size_t j) {
+    const Job& job = jobs[j];
+    const auto raw = bytes.subspan(static_cast<std::size_t>(job.e), static_cast<std::size_t>(job.ehs + job.size));
+    if (how.reuse)  // the same header and stored bytes as an entry already parsed: the same entry, here
+      if (const Entry* same = how.reuse->find(raw)) {
+        Entry& e = out[job.slot];
+        const std::size_t index = e.index, container = e.container;
+        e = *same;
+        e.index = index;
+        e.container = container;
+        e.offset = base + job.e;
+        return;
       }
-    }
-  };
-  run_on_threads(jobs.size(), work);
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
+    std::uint64_t twin = 0;  // stored as in the other file of a diff: its code hashed only if needed
+    if (how.twins)
+      if (const Entry* t = how.twins->find(raw)) twin = t->index + 1;
+    Reader er(bytes.first(static_cast<std::size_t>(job.end)), job.ectx);
+    parse_entry(er, job.e, job.ehs, job.size, base + job.e, job.ectx, how.sass_image_hashes, twin == 0, out[job.slot]);
+    out[job.slot].twin = twin;
+  });
 }
 
 void hash_twin_entries(std::span<const std::uint8_t> file, Artifact& a, const std::vector<std::size_t>& which) {
-  std::vector<std::exception_ptr> errors(which.size());
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t n; (n = next.fetch_add(1)) < which.size();) {
-      Entry& e = a.entries[which[n]];
-      const std::string ectx = fmt::format("{}: entry {} (at offset {})", a.name, which[n], e.offset);
-      try {
-        Reader r(file, ectx);
-        Entry again;
-        parse_entry(r, e.offset, r.u32(e.offset + 4, "entry header size"), r.u64(e.offset + 8, "entry payload size"), e.offset, ectx,
-                    false, true, again);
-        if (again.kernels.size() != e.kernels.size() || again.ptx_entries != e.ptx_entries)
-          fail(ectx, "decoded differently the second time (the file changed while it was read)");
-        for (std::size_t k = 0; k < e.kernels.size(); ++k) e.kernels[k].code_sha256 = std::move(again.kernels[k].code_sha256);
-        if (e.kind != EntryKind::sass) e.sha256 = std::move(again.sha256);
-      } catch (...) {
-        errors[n] = std::current_exception();
-      }
-    }
-  };
-  run_on_threads(which.size(), work);
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  std::vector<std::size_t> order(which.size());
+  for (std::size_t n = 0; n < order.size(); ++n) order[n] = n;
+  run_jobs(order, [&](std::size_t n) {
+    Entry& e = a.entries[which[n]];
+    const std::string ectx = fmt::format("{}: entry {} (at offset {})", a.name, which[n], e.offset);
+    Reader r(file, ectx);
+    Entry again;
+    parse_entry(r, e.offset, r.u32(e.offset + 4, "entry header size"), r.u64(e.offset + 8, "entry payload size"), e.offset, ectx,
+                false, true, again);
+    if (again.kernels.size() != e.kernels.size() || again.ptx_entries != e.ptx_entries)
+      fail(ectx, "decoded differently the second time (the file changed while it was read)");
+    for (std::size_t k = 0; k < e.kernels.size(); ++k) e.kernels[k].code_sha256 = std::move(again.kernels[k].code_sha256);
+    if (e.kind != EntryKind::sass) e.sha256 = std::move(again.sha256);
+  });
 }
 
 }  // namespace kqual::artifact::detail
