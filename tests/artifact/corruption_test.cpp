@@ -121,7 +121,7 @@ TEST(Hostile, FuzzerRegressionInputsTerminate) {
 TEST(Hostile, HugeDeclaredSizesAreRefused) {
   auto b = test::read_bytes(test::fixture("ptx_compute90.fatbin"));
   ASSERT_GE(b.size(), 80u);
-  auto set_u64 = [&](std::size_t off, std::uint64_t v) { for (int i = 0; i < 8; ++i) b[off + i] = static_cast<std::uint8_t>(v >> (8 * i)); };
+  auto set_u64 = [&](std::size_t off, std::uint64_t v) { for (std::size_t i = 0; i < 8; ++i) b[off + i] = static_cast<std::uint8_t>(v >> (8 * i)); };
   auto orig = b;
   set_u64(16 + 56, 1ull << 40);  // decompressed size of entry 0
   EXPECT_EQ(parse_once(b, "huge"), Outcome::error);

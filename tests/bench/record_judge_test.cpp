@@ -26,7 +26,7 @@ namespace {
 class Writer {
  public:
   explicit Writer(RecordReader& r) : r_(r) {}
-  void line(const std::string& fields, bool forge = false, int skip = 0) {
+  void line(const std::string& fields, bool forge = false, std::uint64_t skip = 0) {
     seq_ += 1 + skip;
     const std::string body = fmt::format("{}\t{}", seq_, fields);
     const std::uint64_t mac = kqual_record::chained_mac(kKey, prev_, body.data(), body.size());
@@ -152,7 +152,7 @@ TEST(RecordTiming, ATimedCallWithoutWorkOrWithOtherWorkThanTheVerifiedOnesIsTime
 
   // As many kernels, far less kernel time than the verified calls on new values: memoised while timed.
   Fixture cheaper;
-  for (int d = 0; d < 2; ++d) {
+  for (std::uint64_t d = 0; d < 2; ++d) {
     cheaper.mark(fmt::format("v{}", d));
     cheaper.kernel(5'000'000 + d * 100'000, 5'050'000 + d * 100'000);  // 50 us
     cheaper.mark(fmt::format("vd{}", d));

@@ -196,7 +196,9 @@ TEST(UserPathTables, CoverEveryCommandAndEveryOutputOption) {
   }
   EXPECT_GE(commands.size(), 25u);
   auto starts = [](const std::string& line, const std::string& command) { return line.rfind(command + " ", 0) == 0; };
-  for (const auto& [name, cmd] : commands) {
+  for (const auto& entry : commands) {
+    const std::string& name = entry.first;
+    const CLI::App* cmd = entry.second;
     bool covered = std::any_of(pathless_commands().begin(), pathless_commands().end(),
                                [&](const std::string& p) { return p == name || starts(p, name); });
     for (const PathCase& c : missing_input_cases()) covered = covered || starts(c.line, name);

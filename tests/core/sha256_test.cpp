@@ -49,7 +49,7 @@ TEST(Sha256, HardwareAndPortablePathsAgree) {
     EXPECT_EQ(r[0], r[1]) << "length " << n << ", pieces of " << piece;
   };
   for (std::size_t n = 0; n <= 300; ++n) both(n, n == 0 ? 1 : n);
-  for (std::size_t piece : {1, 63, 64, 65, 1000, 200000}) both(data.size(), piece);
+  for (std::size_t piece : {std::size_t(1), std::size_t(63), std::size_t(64), std::size_t(65), std::size_t(1000), std::size_t(200000)}) both(data.size(), piece);
   for (int portable = 0; portable < 2; ++portable) {
     kqual::detail::sha256_force_portable(portable == 1);
     EXPECT_EQ(kqual::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");

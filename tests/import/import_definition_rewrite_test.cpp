@@ -281,7 +281,7 @@ TEST(ImportDefinitionRewrite, AZeroDOutputIsJudgedByRedrawingTheInputs) {
       numpy_copy(o, "mse_loss_a", "mse_loss_a_numpy", "def run(predictions, targets):\n    return np.mean((predictions - targets) ** 2)\n"));
   const auto cases = good.correctness_cases(s, 1, false);
   ASSERT_FALSE(cases.empty());
-  for (const auto& cs : std::vector<CaseSpec>(cases.begin(), cases.begin() + std::min<std::size_t>(cases.size(), 4)))
+  for (const auto& cs : std::vector<CaseSpec>(cases.begin(), cases.begin() + std::min<std::ptrdiff_t>(std::ssize(cases), 4)))
     EXPECT_EQ(good.reference(good.make_case(cs), test_util::run_host()).at(0).elements, 1) << cs.id;
   const Contract& constant =
       load_declared_contract(numpy_copy(o, "mse_loss_a", "mse_loss_a_const", "def run(predictions, targets):\n    return np.float64(0.5)\n"));

@@ -76,7 +76,7 @@ TEST(SoftmaxReference, HandComputedRows) {
   std::memcpy(&f, y3.bytes.data(), 4);
   EXPECT_EQ(f, float(1 / (1 + e)));
   // Rows sum to 1 and the bound is relative: at least u, at most a few hundred u for short rows.
-  for (int j = 0; j < 3; ++j) {
+  for (std::size_t j = 0; j < 3; ++j) {
     EXPECT_GT(y2.bound[j], y2.ref[j] * std::ldexp(1.0, -24));
     EXPECT_LT(y2.bound[j], y2.ref[j] * 200 * std::ldexp(1.0, -24));
   }
