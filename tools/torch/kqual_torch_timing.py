@@ -5,6 +5,13 @@
     the graph around the kernels (external events; where torch cannot record them, events on the
     stream around the replay): no Python dispatch, no output allocation, no host work, and not the
     graph launch itself in the window;
+  - the stream held busy before every sample's flush (a spin, torch.cuda._sleep) where the events are
+    the measure: Python enqueues the flush, the events and the replay more slowly than the GPU runs a
+    100 MB flush, so without the hold the GPU reached the graph while its launch was still being
+    submitted, and part of that submission fell inside the window (+0.15-0.3 us around a 4.4 us
+    kernel on an H100; bench/torch-window-probe.py, docs/gpu-runs.md). kqual's own worker enqueues
+    from C++ inside the flush's time. Where kqual's recorder times the samples from the activity
+    record (the kernels' own GPU start and end), host gaps are not in the measure and nothing is held;
   - L2 flush before every sample, outside the events: "write" overwrites a 2x-L2 buffer, "clean" then
     reads it back so its dirty lines are written back before the timed window, "none" keeps L2 warm
     ("invalidate", PTX discard.global.L2, has no PyTorch equivalent: refused by the worker);
@@ -219,6 +226,18 @@ def timed(run, start, end, marks=None):
     return inner[0].elapsed_time(inner[1]) if inner else start.elapsed_time(end)
 
 
+# [SM cycles] the spin before a sample's flush: ~100 us at 2 GHz, past the ~30 us Python takes to
+# enqueue the flush, the events and the replay.
+HOLD_CYCLES = 200000
+
+
+def holder():
+    """A function that holds torch's current stream busy for HOLD_CYCLES (None where this torch has no
+    torch.cuda._sleep: the samples are then taken without the hold)."""
+    spin = getattr(torch.cuda, "_sleep", None)
+    return (lambda: spin(HOLD_CYCLES)) if spin else None
+
+
 def sample(runs, r, res, clocks, flush, prepare=None, recorder=None, after=None):
     """Warm-up then samples of runs[d]() (d the dataset, alternating), each timed by timed() after an
     L2 flush; kept samples, their clocks and the discarded ones go into res. prepare(d, attempt), when
@@ -230,9 +249,15 @@ def sample(runs, r, res, clocks, flush, prepare=None, recorder=None, after=None)
     activity record."""
     mode, guard = r.get("flush", "write"), r.get("clock_guard", True) and clocks.nvml is not None
     start, end = Event(enable_timing=True), Event(enable_timing=True)
+    hold = None if recorder else holder()
+    unheld = "torch.cuda._sleep is missing: the stream was not held before each sample"
+    if not recorder and not hold and unheld not in res.setdefault("notes", []):
+        res["notes"].append(unheld)
     for i in range(int(r["warmup"])):
         if prepare:
             prepare(i % 2, None)
+        if hold:
+            hold()
         flush(mode)
         res["warmup_ms"].append(timed(runs[i % 2], start, end))
     want, attempts = int(r["samples"]), 0
@@ -241,6 +266,8 @@ def sample(runs, r, res, clocks, flush, prepare=None, recorder=None, after=None)
         attempts += 1
         if prepare:
             prepare(d, attempts)
+        if hold:
+            hold()
         flush(mode)
         ms = timed(runs[d], start, end, (recorder, "t%d" % attempts) if recorder else None)
         checked = clocks.check() if guard else None
