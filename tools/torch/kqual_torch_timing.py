@@ -8,7 +8,7 @@
   - the stream held busy before every sample's flush (a spin, torch.cuda._sleep) where the events are
     the measure: Python enqueues the flush, the events and the replay more slowly than the GPU runs a
     100 MB flush, so without the hold the GPU reached the graph while its launch was still being
-    submitted, and part of that submission fell inside the window (+0.15-0.3 us around a 4.4 us
+    submitted, and part of that submission fell inside the window (+0.15-0.4 us around a 4.4 us
     kernel on an H100; bench/torch-window-probe.py, docs/gpu-runs.md). kqual's own worker enqueues
     from C++ inside the flush's time. Where kqual's recorder times the samples from the activity
     record (the kernels' own GPU start and end), host gaps are not in the measure and nothing is held;
