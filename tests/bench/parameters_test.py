@@ -4,18 +4,9 @@ name, else by shape in registration order; one no parameter of that shape is lef
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "torch"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from py_check import done, expect  # noqa: E402
 from kqual_parameters import map_parameters  # noqa: E402
-
-fails = 0
-
-
-def expect(what, got, want):
-    global fails
-    if got != want:
-        fails += 1
-        print("FAIL %s: got %r, want %r" % (what, got, want))
-
 
 # By name: nothing moved.
 expect("by name", map_parameters({"w": "conv.weight"}, {"w": [4, 3]}, [("conv.weight", [4, 3]), ("conv.bias", [4])]),
@@ -30,4 +21,4 @@ expect("order", map_parameters({"a": "l1.weight", "b": "l2.weight", "c": "l3.wei
        ({"a": "w_first", "b": "w_second", "c": "l3.weight"}, [], ["l1.weight -> w_first", "l2.weight -> w_second"]))
 # No parameter of the shape: missing, named.
 expect("missing", map_parameters({"w": "fc.weight"}, {"w": [10, 20]}, [("weight", [20, 10])]), ({}, ["fc.weight"], []))
-sys.exit(1 if fails else 0)
+done()

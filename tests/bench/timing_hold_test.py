@@ -40,15 +40,8 @@ def load(with_sleep):
     return kqual_torch_timing
 
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "torch"))
-fails = 0
-
-
-def expect(what, got, want):
-    global fails
-    if got != want:
-        fails += 1
-        print("FAIL %s:\n  got  %r\n  want %r" % (what, got, want))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from py_check import done, expect  # noqa: E402
 
 
 class Recorder:
@@ -87,5 +80,4 @@ expect("no _sleep: nothing held", [e for e in log if e.startswith("hold")], [])
 expect("no _sleep: the reply says so", res.get("notes"), ["torch.cuda._sleep is missing: the stream was not held before each sample"])
 expect("no _sleep: samples still taken", len(res["samples_ms"]), 2)
 
-print("%d failure(s)" % fails)
-sys.exit(1 if fails else 0)
+done()
