@@ -33,6 +33,7 @@ import torch
 Event = torch.cuda.Event
 synchronize = torch.cuda.synchronize
 perf_counter = time.perf_counter
+sleep_cycles = getattr(torch.cuda, "_sleep", None)  # the stream hold (holder()); None where this torch has none
 
 
 class Recorder:
@@ -234,7 +235,7 @@ HOLD_CYCLES = 200000
 def holder():
     """A function that holds torch's current stream busy for HOLD_CYCLES (None where this torch has no
     torch.cuda._sleep: the samples are then taken without the hold)."""
-    spin = getattr(torch.cuda, "_sleep", None)
+    spin = sleep_cycles
     return (lambda: spin(HOLD_CYCLES)) if spin else None
 
 
